@@ -1,0 +1,224 @@
+/* Shared CLI helpers: error lines, exit codes, number parsing, input, JSON. */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "fs_json.h"
+
+static void vmessage(const char *fmt, va_list ap, const char *suffix)
+{
+    fflush(stdout);
+    fputs("sandpod: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    if (suffix)
+        fputs(suffix, stderr);
+    fputc('\n', stderr);
+}
+
+int cli_error(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vmessage(fmt, ap, NULL);
+    va_end(ap);
+    return CLI_EXIT_ERROR;
+}
+
+int cli_usage(const char *cmd, const char *fmt, ...)
+{
+    char hint[128];
+    if (cmd)
+        snprintf(hint, sizeof(hint), " (see 'sandpod %s --help')", cmd);
+    else
+        snprintf(hint, sizeof(hint), " (see 'sandpod --help')");
+    va_list ap;
+    va_start(ap, fmt);
+    vmessage(fmt, ap, hint);
+    va_end(ap);
+    return CLI_EXIT_USAGE;
+}
+
+int cli_exit_code(int code)
+{
+    return code == SP_OK ? CLI_EXIT_OK : CLI_EXIT_ERROR;
+}
+
+int cli_sp_error(int code, const sp_error *err)
+{
+    const char *msg = err && err->message && *err->message ? err->message : sp_strerror(code);
+    /* Messages name workspace paths, which the container controls. */
+    fflush(stdout);
+    fputs("sandpod: ", stderr);
+    cli_put_name(stderr, msg);
+    fputc('\n', stderr);
+    return cli_exit_code(code);
+}
+
+int cli_parse_ll(const char *cmd, const char *what, const char *s, long long min, long long max,
+                 long long *out)
+{
+    const char *p = s;
+    /* strtoll skips leading space and accepts a sign; neither belongs in a
+     * count, and "-0" or " 5" would otherwise slip through. */
+    if (*p == '-' && min < 0)
+        p++;
+    if (*p < '0' || *p > '9') {
+        cli_usage(cmd, "%s must be a whole number: '%s'", what, s);
+        return -1;
+    }
+    errno = 0;
+    char *end = NULL;
+    long long v = strtoll(s, &end, 10);
+    if (end == s || *end != '\0') {
+        cli_usage(cmd, "%s must be a whole number: '%s'", what, s);
+        return -1;
+    }
+    if (errno == ERANGE || v < min || v > max) {
+        if (min == LLONG_MIN)
+            cli_usage(cmd, "%s is out of range: '%s'", what, s);
+        else if (max == LLONG_MAX)
+            cli_usage(cmd, "%s must be at least %lld: '%s'", what, min, s);
+        else
+            cli_usage(cmd, "%s must be between %lld and %lld: '%s'", what, min, max, s);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+int cli_parse_size(const char *cmd, const char *what, const char *s, size_t max, size_t *out)
+{
+    long long lim = max > (size_t)LLONG_MAX ? LLONG_MAX : (long long)max;
+    long long v = 0;
+    if (cli_parse_ll(cmd, what, s, 0, lim, &v) < 0)
+        return -1;
+    *out = (size_t)v;
+    return 0;
+}
+
+int cli_read_fd(int fd, size_t max, char **out, size_t *len)
+{
+    size_t cap = 65536, n = 0;
+    char *buf = malloc(cap + 1);
+    if (!buf)
+        return -1;
+    for (;;) {
+        if (n == cap) {
+            if (cap > max) {
+                free(buf);
+                errno = EFBIG;
+                return -1;
+            }
+            size_t ncap = cap * 2;
+            char *nb = realloc(buf, ncap + 1);
+            if (!nb) {
+                free(buf);
+                errno = ENOMEM;
+                return -1;
+            }
+            buf = nb;
+            cap = ncap;
+        }
+        ssize_t r = read(fd, buf + n, cap - n);
+        if (r < 0) {
+            if (errno == EINTR)
+                continue;
+            int e = errno;
+            free(buf);
+            errno = e;
+            return -1;
+        }
+        if (r == 0)
+            break;
+        n += (size_t)r;
+    }
+    if (n > max) {
+        free(buf);
+        errno = EFBIG;
+        return -1;
+    }
+    buf[n] = '\0';
+    *out = buf;
+    *len = n;
+    return 0;
+}
+
+int cli_read_file(const char *path, size_t max, char **out, size_t *len)
+{
+    if (strcmp(path, "-") == 0)
+        return cli_read_fd(STDIN_FILENO, max, out, len);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    int rc = cli_read_fd(fd, max, out, len);
+    int e = errno;
+    close(fd);
+    errno = e;
+    return rc;
+}
+
+int cli_print_json(cJSON *v)
+{
+    if (!v)
+        return cli_error("out of memory");
+    char *s = isatty(STDOUT_FILENO) ? cJSON_Print(v) : cJSON_PrintUnformatted(v);
+    cJSON_Delete(v);
+    if (!s)
+        return cli_error("out of memory");
+    fputs(s, stdout);
+    fputc('\n', stdout);
+    cJSON_free(s);
+    return CLI_EXIT_OK;
+}
+
+int cli_print_result(cJSON *v)
+{
+    if (v && cJSON_IsObject(v) && !cJSON_HasObjectItem(v, "ok")) {
+        cJSON *ok = cJSON_CreateTrue();
+        if (!ok) {
+            cJSON_Delete(v);
+            return cli_error("out of memory");
+        }
+        /* First, so that a reader of the one-line form sees it at once. */
+        cJSON_AddItemToObject(v, "ok", ok);
+        cJSON_DetachItemViaPointer(v, ok);
+        cJSON_InsertItemInArray(v, 0, ok);
+    }
+    return cli_print_json(v);
+}
+
+int cli_json_error(int code, const sp_error *err)
+{
+    cJSON *j = err ? sp_json_error(err) : sp_json_error_code(code, sp_strerror(code));
+    cli_print_json(j);
+    return cli_sp_error(code, err);
+}
+
+void cli_put_name(FILE *f, const char *s)
+{
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (*p < 0x20 || *p == 0x7f)
+            fprintf(f, "\\x%02x", *p);
+        else
+            fputc(*p, f);
+    }
+}
+
+int cli_finish(int rc)
+{
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        int e = errno;
+        /* A reader that went away is its own business, not ours to report. */
+        if (e == EPIPE)
+            return rc ? rc : CLI_EXIT_ERROR;
+        cli_error("write error: stdout: %s", strerror(e));
+        return CLI_EXIT_ERROR;
+    }
+    return rc;
+}

@@ -1,0 +1,935 @@
+/* sandpod fs: the contained filesystem tools on a folder of the host.
+ *
+ * Arguments are parsed twice: a first getopt_long pass ('+': stop at the
+ * first operand) takes the global options up to OP, then a second,
+ * permuting, pass over OP's own arguments takes the options that may follow
+ * it (global ones included, so `fs read x --json` works too). */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "fs_json.h"
+
+/* Bytes per read while cat streams a whole file. */
+#define CAT_CHUNK ((size_t)4 << 20)
+
+enum {
+    OPT_HELP = 'h',
+    OPT_ICASE = 'i',
+    OPT_FIXED = 'F',
+    OPT_RECURSIVE = 'r',
+    OPT_PARENTS = 'p',
+    OPT_ROOT = 256,
+    OPT_JSON,
+    OPT_READ_ONLY,
+    OPT_DENY,
+    OPT_OFFSET,
+    OPT_LIMIT,
+    OPT_VIEW,
+    OPT_MODE,
+    OPT_NO_PARENTS,
+    OPT_DEPTH,
+    OPT_MAX,
+    OPT_PATH,
+    OPT_GLOB,
+    OPT_EXIST_OK,
+    OPT_OLD,
+    OPT_NEW,
+    OPT_OLD_FILE,
+    OPT_NEW_FILE,
+    OPT_ALL,
+    OPT_LINE,
+};
+
+static const struct option global_options[] = {
+    {"root", required_argument, NULL, OPT_ROOT},     {"json", no_argument, NULL, OPT_JSON},
+    {"read-only", no_argument, NULL, OPT_READ_ONLY}, {"deny", required_argument, NULL, OPT_DENY},
+    {"help", no_argument, NULL, OPT_HELP},           {NULL, 0, NULL, 0},
+};
+
+static const struct option op_options[] = {
+    {"root", required_argument, NULL, OPT_ROOT},
+    {"json", no_argument, NULL, OPT_JSON},
+    {"read-only", no_argument, NULL, OPT_READ_ONLY},
+    {"deny", required_argument, NULL, OPT_DENY},
+    {"help", no_argument, NULL, OPT_HELP},
+    {"offset", required_argument, NULL, OPT_OFFSET},
+    {"limit", required_argument, NULL, OPT_LIMIT},
+    {"view", required_argument, NULL, OPT_VIEW},
+    {"mode", required_argument, NULL, OPT_MODE},
+    {"no-parents", no_argument, NULL, OPT_NO_PARENTS},
+    {"depth", required_argument, NULL, OPT_DEPTH},
+    {"max", required_argument, NULL, OPT_MAX},
+    {"path", required_argument, NULL, OPT_PATH},
+    {"glob", required_argument, NULL, OPT_GLOB},
+    {"ignore-case", no_argument, NULL, OPT_ICASE},
+    {"fixed-strings", no_argument, NULL, OPT_FIXED},
+    {"recursive", no_argument, NULL, OPT_RECURSIVE},
+    {"parents", no_argument, NULL, OPT_PARENTS},
+    {"exist-ok", no_argument, NULL, OPT_EXIST_OK},
+    {"old", required_argument, NULL, OPT_OLD},
+    {"new", required_argument, NULL, OPT_NEW},
+    {"old-file", required_argument, NULL, OPT_OLD_FILE},
+    {"new-file", required_argument, NULL, OPT_NEW_FILE},
+    {"all", no_argument, NULL, OPT_ALL},
+    {"replace-all", no_argument, NULL, OPT_ALL},
+    {"line", required_argument, NULL, OPT_LINE},
+    {NULL, 0, NULL, 0},
+};
+
+/* Everything the command line said, then the open handle. */
+struct fs_cli {
+    const char *root;
+    bool json;
+    bool read_only;
+    const char **deny; /* NULL-terminated */
+    size_t n_deny;
+
+    const char *op;
+    char **args; /* operands after OP */
+    int nargs;
+
+    bool have_offset, have_limit, have_view, have_depth, have_line;
+    long long offset, limit;
+    long view_start, view_end;
+    const char *mode;
+    bool no_parents;
+    unsigned depth;
+    size_t max;
+    const char *base;
+    const char *glob;
+    bool icase, fixed, recursive, parents, exist_ok, all;
+    const char *old_str, *new_str, *old_file, *new_file;
+    long line;
+
+    sp_fs *fs;
+};
+
+struct fs_op {
+    const char *name;
+    int (*fn)(struct fs_cli *c);
+    int min_args, max_args;
+    /* Long names of the options OP takes, each between spaces. */
+    const char *opts;
+    const char *usage;
+    const char *summary;
+};
+
+static int op_read(struct fs_cli *c);
+static int op_cat(struct fs_cli *c);
+static int op_write(struct fs_cli *c);
+static int op_ls(struct fs_cli *c);
+static int op_glob(struct fs_cli *c);
+static int op_grep(struct fs_cli *c);
+static int op_stat(struct fs_cli *c);
+static int op_exists(struct fs_cli *c);
+static int op_rm(struct fs_cli *c);
+static int op_mkdir(struct fs_cli *c);
+static int op_edit(struct fs_cli *c);
+static int op_insert(struct fs_cli *c);
+
+static const struct fs_op ops[] = {
+    {"read", op_read, 1, 1, " offset limit view ",
+     "read PATH [--offset N] [--limit N] [--view START:END]",
+     "print lines of a UTF-8 text file; --offset is 0-based, --view 1-based\n"
+     "and inclusive (END -1 = to the end); a note on stderr tells how to go on"},
+    {"cat", op_cat, 1, 1, " offset limit ", "cat PATH [--offset N] [--limit N]",
+     "print the raw bytes of any file (--offset and --limit in bytes)"},
+    {"write", op_write, 1, 1, " mode no-parents ",
+     "write PATH [--mode create|overwrite|append] [--no-parents]",
+     "write stdin to PATH atomically (default: overwrite, creating parents)"},
+    {"ls", op_ls, 0, 1, " depth max ", "ls [PATH] [--depth N] [--max N]",
+     "list a folder: size, mtime and path marked dir/, exec*, link@ -> target"},
+    {"glob", op_glob, 1, 1, " path max ", "glob PATTERN [--path BASE] [--max N]",
+     "print the paths matching PATTERN (*, **, ?, [...], {a,b}) below BASE"},
+    {"grep", op_grep, 1, 2, " glob ignore-case fixed-strings max ",
+     "grep PATTERN [PATH] [--glob G] [-i] [-F] [--max N]",
+     "search file contents with a PCRE2 regex and print path:line:text;\n"
+     "no match prints nothing and exits 0"},
+    {"stat", op_stat, 1, 1, " ", "stat PATH",
+     "show type, size, mode, mtime and link target (a final symlink is not followed)"},
+    {"exists", op_exists, 1, 1, " ", "exists PATH",
+     "print true or false; exit 0 when PATH exists, 1 when it does not"},
+    {"rm", op_rm, 1, 1, " recursive ", "rm PATH [-r]",
+     "delete a file, a symlink (never its target) or, with -r, a folder"},
+    {"mkdir", op_mkdir, 1, 1, " parents exist-ok ", "mkdir PATH [-p] [--exist-ok]",
+     "create a folder; -p creates parents and accepts an existing folder"},
+    {"edit", op_edit, 1, 1, " old new old-file new-file all ",
+     "edit PATH (--old S | --old-file F) (--new S | --new-file F) [--all | --replace-all]",
+     "replace S, which must occur exactly once unless --all is given;\n"
+     "F is a host file (- = stdin) for strings spanning lines"},
+    {"insert", op_insert, 1, 1, " line ", "insert PATH --line N",
+     "insert stdin after line N (0 = at the start, -1 = at the end)"},
+};
+
+#define N_OPS (sizeof(ops) / sizeof(ops[0]))
+
+static void help(FILE *f)
+{
+    fprintf(f, "Usage: sandpod fs --root DIR [--json] [--read-only] [--deny GLOB]... OP [ARGS...]\n"
+               "\n"
+               "Work on the files beneath DIR with the contained filesystem tools. Paths are\n"
+               "relative to DIR (/workspace/... is accepted too); a path that would leave DIR\n"
+               "through '..', an absolute path or a symlink is refused.\n"
+               "\n"
+               "Operations:\n");
+    for (size_t i = 0; i < N_OPS; i++) {
+        fprintf(f, "  %s\n      ", ops[i].usage);
+        for (const char *p = ops[i].summary; *p; p++) {
+            fputc(*p, f);
+            if (*p == '\n')
+                fputs("      ", f);
+        }
+        fputc('\n', f);
+    }
+    fprintf(f, "\n"
+               "Options (before or after OP):\n"
+               "  --root DIR       the folder to work on (required)\n"
+               "  --json           print one JSON object with \"ok\"; on failure the error\n"
+               "                   object {\"ok\":false,\"error\":{code,message}} too\n"
+               "  --read-only      refuse every change\n"
+               "  --deny GLOB      make matching paths invisible (repeatable)\n"
+               "  -h, --help       show this help\n"
+               "\n"
+               "Operation options:\n"
+               "  --offset N       read: first line (0-based); cat: first byte\n"
+               "  --limit N        read: number of lines; cat: number of bytes\n"
+               "  --view S:E       read: lines S to E, 1-based, inclusive; E -1 = to the end\n"
+               "  --mode M         write: create (fail if it exists), overwrite or append\n"
+               "  --no-parents     write: fail when the parent folder is missing\n"
+               "  --depth N        ls: levels to descend (default 1)\n"
+               "  --max N          ls, glob, grep: stop after N results (0 = default)\n"
+               "  --path BASE      glob: folder to match below\n"
+               "  --glob G         grep: only matching files (no '/' in G: by name, at any depth)\n"
+               "  -i, --ignore-case, -F, --fixed-strings   grep: as in grep(1)\n"
+               "  -r, --recursive  rm: delete a folder and its contents\n"
+               "  -p, --parents    mkdir: create parents; an existing folder is fine\n"
+               "  --exist-ok       mkdir: an existing folder is fine\n"
+               "  --old S, --new S, --old-file F, --new-file F, --all   edit\n"
+               "  --line N         insert: line to insert after\n"
+               "\n"
+               "Exit status: 0 ok, 1 error (or 'exists' on a missing path), 2 bad usage.\n"
+               "Errors print one line 'sandpod: MESSAGE' on stderr.\n");
+}
+
+static const struct fs_op *find_op(const char *name)
+{
+    for (size_t i = 0; i < N_OPS; i++)
+        if (strcmp(ops[i].name, name) == 0)
+            return &ops[i];
+    return NULL;
+}
+
+static const char *long_name(int val)
+{
+    for (const struct option *o = op_options; o->name; o++)
+        if (o->val == val)
+            return o->name;
+    return "?";
+}
+
+static bool op_takes(const struct fs_op *op, const char *name)
+{
+    size_t n = strlen(name);
+    for (const char *p = strstr(op->opts, name); p; p = strstr(p + 1, name))
+        if (p[-1] == ' ' && p[n] == ' ')
+            return true;
+    return false;
+}
+
+/* The option getopt just refused, as the user typed it. */
+static const char *bad_option(int argc, char **argv, char *buf, size_t size)
+{
+    if (optopt > 0 && optopt < 256) {
+        snprintf(buf, size, "-%c", optopt);
+        return buf;
+    }
+    if (optind > 0 && optind <= argc)
+        return argv[optind - 1];
+    return "?";
+}
+
+/* Options allowed both before and after OP. Returns -1 when `opt` is not
+ * one of them, else an exit code (0 = go on). */
+static int global_option(struct fs_cli *c, int opt, const char *arg)
+{
+    switch (opt) {
+    case OPT_ROOT:
+        c->root = arg;
+        return 0;
+    case OPT_JSON:
+        c->json = true;
+        return 0;
+    case OPT_READ_ONLY:
+        c->read_only = true;
+        return 0;
+    case OPT_DENY:
+        c->deny[c->n_deny++] = arg;
+        c->deny[c->n_deny] = NULL;
+        return 0;
+    default:
+        return -1;
+    }
+}
+
+static int parse_view(struct fs_cli *c, const char *arg)
+{
+    const char *colon = strchr(arg, ':');
+    if (!colon)
+        return cli_usage("fs", "--view takes START:END, e.g. 10:20 or 10:-1: '%s'", arg);
+    char start[32];
+    size_t n = (size_t)(colon - arg);
+    if (n >= sizeof(start))
+        return cli_usage("fs", "--view START is out of range: '%s'", arg);
+    memcpy(start, arg, n);
+    start[n] = '\0';
+    long long s = 0, e = 0;
+    if (cli_parse_ll("fs", "--view START", start, 1, LONG_MAX, &s) < 0 ||
+        cli_parse_ll("fs", "--view END", colon + 1, -1, LONG_MAX, &e) < 0)
+        return CLI_EXIT_USAGE;
+    if (e != -1 && e < s)
+        return cli_usage("fs", "--view END must be -1 or at least START: '%s'", arg);
+    c->have_view = true;
+    c->view_start = (long)s;
+    c->view_end = (long)e;
+    return 0;
+}
+
+static int op_option(struct fs_cli *c, int opt, const char *arg)
+{
+    long long v = 0;
+    switch (opt) {
+    case OPT_OFFSET:
+        if (cli_parse_ll("fs", "--offset", arg, 0, LLONG_MAX, &c->offset) < 0)
+            return CLI_EXIT_USAGE;
+        c->have_offset = true;
+        return 0;
+    case OPT_LIMIT:
+        if (cli_parse_ll("fs", "--limit", arg, 0, LLONG_MAX, &c->limit) < 0)
+            return CLI_EXIT_USAGE;
+        c->have_limit = true;
+        return 0;
+    case OPT_VIEW:
+        return parse_view(c, arg);
+    case OPT_MODE:
+        c->mode = arg;
+        return 0;
+    case OPT_NO_PARENTS:
+        c->no_parents = true;
+        return 0;
+    case OPT_DEPTH:
+        if (cli_parse_ll("fs", "--depth", arg, 0, UINT_MAX, &v) < 0)
+            return CLI_EXIT_USAGE;
+        c->depth = (unsigned)v;
+        c->have_depth = true;
+        return 0;
+    case OPT_MAX:
+        return cli_parse_size("fs", "--max", arg, SIZE_MAX, &c->max) < 0 ? CLI_EXIT_USAGE : 0;
+    case OPT_PATH:
+        c->base = arg;
+        return 0;
+    case OPT_GLOB:
+        c->glob = arg;
+        return 0;
+    case OPT_ICASE:
+        c->icase = true;
+        return 0;
+    case OPT_FIXED:
+        c->fixed = true;
+        return 0;
+    case OPT_RECURSIVE:
+        c->recursive = true;
+        return 0;
+    case OPT_PARENTS:
+        c->parents = true;
+        return 0;
+    case OPT_EXIST_OK:
+        c->exist_ok = true;
+        return 0;
+    case OPT_OLD:
+        c->old_str = arg;
+        return 0;
+    case OPT_NEW:
+        c->new_str = arg;
+        return 0;
+    case OPT_OLD_FILE:
+        c->old_file = arg;
+        return 0;
+    case OPT_NEW_FILE:
+        c->new_file = arg;
+        return 0;
+    case OPT_ALL:
+        c->all = true;
+        return 0;
+    case OPT_LINE:
+        if (cli_parse_ll("fs", "--line", arg, -1, LONG_MAX, &v) < 0)
+            return CLI_EXIT_USAGE;
+        c->line = (long)v;
+        c->have_line = true;
+        return 0;
+    default:
+        return cli_usage("fs", "unknown option");
+    }
+}
+
+/* Report a library failure the way the output mode asks for. */
+static int fail(struct fs_cli *c, int code, sp_error *err)
+{
+    int rc = c->json ? cli_json_error(code, err) : cli_sp_error(code, err);
+    sp_error_free(err);
+    return rc;
+}
+
+/* The normalized form of a path for JSON answers; the path as given when
+ * it does not normalize (the operation will have said why). */
+static char *norm_path(const char *path)
+{
+    char *out = NULL;
+    if (sp_fs_path_normalize(&out, path, strlen(path), NULL) < 0 || !out)
+        return strdup(path);
+    return out;
+}
+
+/* A JSON answer {path, <key>: value} for operations without a result type. */
+static int print_path_result(const char *path, const char *key, cJSON *value)
+{
+    cJSON *o = cJSON_CreateObject();
+    char *p = norm_path(path);
+    bool ok = o && p && (value || !key) && sp_json_add_string(o, "path", p);
+    free(p);
+    if (ok && key) {
+        ok = cJSON_AddItemToObject(o, key, value);
+        value = ok ? NULL : value;
+    }
+    cJSON_Delete(value);
+    if (!ok) {
+        cJSON_Delete(o);
+        return cli_error("out of memory");
+    }
+    return cli_print_result(o);
+}
+
+/* Write bytes to stdout; a write error is reported once at exit. */
+static void put_bytes(const void *data, size_t len)
+{
+    if (len)
+        fwrite(data, 1, len, stdout);
+}
+
+/* ------------------------------------------------------------- the ops -- */
+
+static int op_read(struct fs_cli *c)
+{
+    const char *path = c->args[0];
+    if (c->have_view && (c->have_offset || c->have_limit))
+        return cli_usage("fs", "--view cannot be combined with --offset or --limit");
+    if ((unsigned long long)c->offset > SIZE_MAX || (unsigned long long)c->limit > SIZE_MAX)
+        return cli_usage("fs", "--offset or --limit is out of range");
+
+    sp_fs_text *t = NULL;
+    sp_error *err = NULL;
+    int rc;
+    if (c->have_view) {
+        rc = sp_fs_view(&t, c->fs, path, c->view_start, c->view_end, &err);
+    } else {
+        sp_fs_read_opts o = SP_FS_READ_OPTS_INIT;
+        o.offset = (size_t)c->offset;
+        o.limit = (size_t)c->limit;
+        rc = sp_fs_read(&t, c->fs, path, &o, &err);
+    }
+    if (rc < 0)
+        return fail(c, rc, err);
+
+    if (c->json) {
+        rc = cli_print_result(sp_json_fs_text(t));
+        sp_fs_text_free(t);
+        return rc;
+    }
+    put_bytes(t->content, t->content_len);
+    if (t->lines_cut)
+        cli_error("%zu long line%s cut short; 'sandpod fs cat' shows whole lines", t->lines_cut,
+                  t->lines_cut == 1 ? " was" : "s were");
+    if (t->truncated) {
+        size_t next = t->offset + t->lines;
+        if (c->have_view)
+            cli_error("showing lines %zu-%zu of %zu; continue with --view %zu:-1", t->offset + 1,
+                      next, t->total_lines, next + 1);
+        else
+            cli_error("showing lines %zu-%zu of %zu; continue with --offset %zu", t->offset + 1,
+                      next, t->total_lines, next);
+    }
+    sp_fs_text_free(t);
+    return CLI_EXIT_OK;
+}
+
+static int op_cat(struct fs_cli *c)
+{
+    const char *path = c->args[0];
+    uint64_t offset = (uint64_t)c->offset;
+    if ((unsigned long long)c->limit > SIZE_MAX)
+        return cli_usage("fs", "--limit is out of range");
+    sp_fs_bytes *b = NULL;
+    sp_error *err = NULL;
+    int rc;
+
+    if (c->json || c->have_limit) {
+        /* One answer: JSON describes a single slice, and --limit asks for one. */
+        rc = sp_fs_read_bytes(&b, c->fs, path, offset, (size_t)c->limit, &err);
+        if (rc < 0)
+            return fail(c, rc, err);
+        if (c->json) {
+            rc = cli_print_result(sp_json_fs_bytes(b));
+        } else {
+            put_bytes(b->data, b->len);
+            rc = CLI_EXIT_OK;
+        }
+        sp_fs_bytes_free(b);
+        return rc;
+    }
+
+    /* Stream the file in bounded slices so any size can be shown. */
+    for (;;) {
+        rc = sp_fs_read_bytes(&b, c->fs, path, offset, CAT_CHUNK, &err);
+        if (rc < 0)
+            return fail(c, rc, err);
+        put_bytes(b->data, b->len);
+        bool more = b->truncated && b->len > 0;
+        offset += b->len;
+        sp_fs_bytes_free(b);
+        b = NULL;
+        if (!more || ferror(stdout))
+            return CLI_EXIT_OK;
+    }
+}
+
+static int op_write(struct fs_cli *c)
+{
+    const char *path = c->args[0];
+    sp_fs_write_opts o = SP_FS_WRITE_OPTS_INIT;
+    if (!c->mode || strcmp(c->mode, "overwrite") == 0)
+        o.mode = SP_FS_OVERWRITE;
+    else if (strcmp(c->mode, "create") == 0)
+        o.mode = SP_FS_CREATE;
+    else if (strcmp(c->mode, "append") == 0)
+        o.mode = SP_FS_APPEND;
+    else
+        return cli_usage("fs", "--mode must be create, overwrite or append: '%s'", c->mode);
+    o.no_create_parents = c->no_parents;
+
+    char *data = NULL;
+    size_t len = 0;
+    if (cli_read_fd(STDIN_FILENO, CLI_MAX_INPUT, &data, &len) < 0)
+        return cli_error("reading stdin: %s", strerror(errno));
+
+    size_t written = 0;
+    sp_error *err = NULL;
+    int rc = sp_fs_write_bytes(&written, c->fs, path, data, len, &o, &err);
+    free(data);
+    if (rc < 0)
+        return fail(c, rc, err);
+    if (c->json) {
+        char *p = norm_path(path);
+        rc = cli_print_result(p ? sp_json_fs_written(p, written) : NULL);
+        free(p);
+        return rc;
+    }
+    printf("wrote %zu byte%s to ", written, written == 1 ? "" : "s");
+    cli_put_name(stdout, path);
+    putchar('\n');
+    return CLI_EXIT_OK;
+}
+
+static void put_mtime(int64_t ns)
+{
+    int64_t sec = ns / 1000000000;
+    if (ns % 1000000000 < 0)
+        sec--;
+    time_t t = (time_t)sec;
+    struct tm tm;
+    char buf[32];
+    if (!localtime_r(&t, &tm) || strftime(buf, sizeof(buf), "%Y-%m-%d %H:%M", &tm) == 0)
+        snprintf(buf, sizeof(buf), "?");
+    printf("%-16s", buf);
+}
+
+static int op_ls(struct fs_cli *c)
+{
+    const char *path = c->nargs > 0 ? c->args[0] : ".";
+    sp_fs_list_opts o = SP_FS_LIST_OPTS_INIT;
+    if (c->have_depth)
+        o.depth = c->depth;
+    o.max_entries = c->max;
+
+    sp_fs_entries *e = NULL;
+    sp_error *err = NULL;
+    int rc = sp_fs_list(&e, c->fs, path, &o, &err);
+    if (rc < 0)
+        return fail(c, rc, err);
+    if (c->json) {
+        rc = cli_print_result(sp_json_fs_entries(e));
+        sp_fs_entries_free(e);
+        return rc;
+    }
+    for (size_t i = 0; i < e->n; i++) {
+        const sp_fs_entry *x = &e->v[i];
+        if (x->type == SP_FS_DIR)
+            printf("%12s  ", "-");
+        else
+            printf("%12" PRIu64 "  ", x->size);
+        put_mtime(x->mtime_ns);
+        printf("  ");
+        cli_put_name(stdout, x->path);
+        switch (x->type) {
+        case SP_FS_DIR:
+            putchar('/');
+            break;
+        case SP_FS_SYMLINK:
+            fputs("@ -> ", stdout);
+            cli_put_name(stdout, x->link_target ? x->link_target : "?");
+            break;
+        case SP_FS_FILE:
+            if (x->mode & 0111)
+                putchar('*');
+            break;
+        default:
+            putchar('|');
+            break;
+        }
+        putchar('\n');
+    }
+    if (e->truncated)
+        cli_error("listing stopped after %zu entr%s; raise --max to see more", e->n,
+                  e->n == 1 ? "y" : "ies");
+    sp_fs_entries_free(e);
+    return CLI_EXIT_OK;
+}
+
+static int op_glob(struct fs_cli *c)
+{
+    sp_fs_entries *e = NULL;
+    sp_error *err = NULL;
+    int rc = sp_fs_glob(&e, c->fs, c->args[0], c->base, c->max, &err);
+    if (rc < 0)
+        return fail(c, rc, err);
+    if (c->json) {
+        rc = cli_print_result(sp_json_fs_entries(e));
+        sp_fs_entries_free(e);
+        return rc;
+    }
+    for (size_t i = 0; i < e->n; i++) {
+        cli_put_name(stdout, e->v[i].path);
+        putchar('\n');
+    }
+    if (e->truncated)
+        cli_error("glob stopped after %zu path%s; raise --max to see more", e->n,
+                  e->n == 1 ? "" : "s");
+    sp_fs_entries_free(e);
+    return CLI_EXIT_OK;
+}
+
+/* A matched line for a terminal: tabs stay, other control bytes are shown
+ * as \xNN (the line comes from an untrusted file). */
+static void put_line(const char *s)
+{
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if ((*p < 0x20 && *p != '\t') || *p == 0x7f)
+            printf("\\x%02x", *p);
+        else
+            putchar(*p);
+    }
+}
+
+static int op_grep(struct fs_cli *c)
+{
+    sp_fs_grep_opts o = SP_FS_GREP_OPTS_INIT;
+    o.path = c->nargs > 1 ? c->args[1] : NULL;
+    o.glob = c->glob;
+    o.max_matches = c->max;
+    o.case_insensitive = c->icase;
+    o.fixed_string = c->fixed;
+
+    sp_fs_matches *m = NULL;
+    sp_error *err = NULL;
+    int rc = sp_fs_grep(&m, c->fs, c->args[0], &o, &err);
+    if (rc < 0)
+        return fail(c, rc, err);
+    if (c->json) {
+        rc = cli_print_result(sp_json_fs_matches(m));
+        sp_fs_matches_free(m);
+        return rc;
+    }
+    for (size_t i = 0; i < m->n; i++) {
+        const sp_fs_match *x = &m->v[i];
+        cli_put_name(stdout, x->path);
+        printf(":%zu:", x->line_number);
+        put_line(x->line ? x->line : "");
+        putchar('\n');
+    }
+    if (m->truncated)
+        cli_error("search stopped after %zu match%s; raise --max to see more", m->n,
+                  m->n == 1 ? "" : "es");
+    sp_fs_matches_free(m);
+    return CLI_EXIT_OK;
+}
+
+static int op_stat(struct fs_cli *c)
+{
+    sp_fs_info *st = NULL;
+    sp_error *err = NULL;
+    int rc = sp_fs_stat(&st, c->fs, c->args[0], &err);
+    if (rc < 0)
+        return fail(c, rc, err);
+    if (c->json) {
+        rc = cli_print_result(sp_json_fs_info(st));
+        sp_fs_info_free(st);
+        return rc;
+    }
+    fputs("path:  ", stdout);
+    cli_put_name(stdout, st->path);
+    printf("\ntype:  %s\nsize:  %" PRIu64 "\nmode:  %04o\nmtime: ", sp_fs_type_name(st->type),
+           st->size, st->mode & 07777u);
+    put_mtime(st->mtime_ns);
+    putchar('\n');
+    if (st->type == SP_FS_SYMLINK) {
+        fputs("link:  ", stdout);
+        cli_put_name(stdout, st->link_target ? st->link_target : "?");
+        if (st->target_escapes)
+            fputs(" (leaves the workspace or dangles)", stdout);
+        putchar('\n');
+    }
+    sp_fs_info_free(st);
+    return CLI_EXIT_OK;
+}
+
+static int op_exists(struct fs_cli *c)
+{
+    bool yes = sp_fs_exists(c->fs, c->args[0]);
+    if (c->json) {
+        int rc = print_path_result(c->args[0], "exists", cJSON_CreateBool(yes));
+        return rc ? rc : (yes ? CLI_EXIT_OK : CLI_EXIT_ERROR);
+    }
+    puts(yes ? "true" : "false");
+    return yes ? CLI_EXIT_OK : CLI_EXIT_ERROR;
+}
+
+static int op_rm(struct fs_cli *c)
+{
+    sp_error *err = NULL;
+    int rc = sp_fs_delete(c->fs, c->args[0], c->recursive, &err);
+    if (rc < 0)
+        return fail(c, rc, err);
+    return c->json ? print_path_result(c->args[0], "deleted", cJSON_CreateTrue()) : CLI_EXIT_OK;
+}
+
+static int op_mkdir(struct fs_cli *c)
+{
+    sp_error *err = NULL;
+    /* Like mkdir -p: asking for the parents means wanting the folder to be
+     * there, not wanting it to be new. */
+    int rc = sp_fs_mkdir(c->fs, c->args[0], c->parents, c->parents || c->exist_ok, &err);
+    if (rc < 0)
+        return fail(c, rc, err);
+    return c->json ? print_path_result(c->args[0], NULL, NULL) : CLI_EXIT_OK;
+}
+
+/* One side of an edit: the string given inline, or a host file's content. */
+static int edit_string(const char *inline_str, const char *file, const char *what, char **out)
+{
+    if (inline_str && file)
+        return cli_usage("fs", "give --%s or --%s-file, not both", what, what);
+    if (!inline_str && !file)
+        return cli_usage("fs", "edit needs --%s STR or --%s-file FILE", what, what);
+    if (inline_str) {
+        *out = strdup(inline_str);
+        return *out ? 0 : cli_error("out of memory");
+    }
+    size_t len = 0;
+    if (cli_read_file(file, CLI_MAX_INPUT, out, &len) < 0)
+        return cli_error("reading %s: %s", strcmp(file, "-") == 0 ? "stdin" : file,
+                         strerror(errno));
+    if (memchr(*out, '\0', len)) {
+        free(*out);
+        *out = NULL;
+        return cli_usage("fs", "--%s-file holds a NUL byte", what);
+    }
+    return 0;
+}
+
+static int op_edit(struct fs_cli *c)
+{
+    if (c->old_file && c->new_file && strcmp(c->old_file, "-") == 0 &&
+        strcmp(c->new_file, "-") == 0)
+        return cli_usage("fs", "only one of --old-file and --new-file can be stdin");
+    char *old_s = NULL, *new_s = NULL;
+    int rc = edit_string(c->old_str, c->old_file, "old", &old_s);
+    if (rc == 0)
+        rc = edit_string(c->new_str, c->new_file, "new", &new_s);
+    if (rc != 0) {
+        free(old_s);
+        free(new_s);
+        return rc;
+    }
+    size_t replaced = 0;
+    sp_error *err = NULL;
+    rc = sp_fs_str_replace(&replaced, c->fs, c->args[0], old_s, new_s, c->all, &err);
+    free(old_s);
+    free(new_s);
+    if (rc < 0)
+        return fail(c, rc, err);
+    if (c->json)
+        return print_path_result(c->args[0], "replaced", cJSON_CreateNumber((double)replaced));
+    printf("replaced %zu occurrence%s in ", replaced, replaced == 1 ? "" : "s");
+    cli_put_name(stdout, c->args[0]);
+    putchar('\n');
+    return CLI_EXIT_OK;
+}
+
+static int op_insert(struct fs_cli *c)
+{
+    if (!c->have_line)
+        return cli_usage("fs", "insert needs --line N (0 = at the start, -1 = at the end)");
+    char *text = NULL;
+    size_t len = 0;
+    if (cli_read_fd(STDIN_FILENO, CLI_MAX_INPUT, &text, &len) < 0)
+        return cli_error("reading stdin: %s", strerror(errno));
+    if (memchr(text, '\0', len)) {
+        free(text);
+        return cli_usage("fs", "the text to insert holds a NUL byte");
+    }
+    sp_error *err = NULL;
+    int rc = sp_fs_insert(c->fs, c->args[0], c->line, text, &err);
+    free(text);
+    if (rc < 0)
+        return fail(c, rc, err);
+    if (c->json)
+        return print_path_result(c->args[0], "line", cJSON_CreateNumber((double)c->line));
+    if (c->line == 0)
+        fputs("inserted at the start of ", stdout);
+    else if (c->line < 0)
+        fputs("inserted at the end of ", stdout);
+    else
+        printf("inserted after line %ld of ", c->line);
+    cli_put_name(stdout, c->args[0]);
+    putchar('\n');
+    return CLI_EXIT_OK;
+}
+
+/* ---------------------------------------------------------- the command -- */
+
+static int parse_op_args(struct fs_cli *c, const struct fs_op *op, int argc, char **argv,
+                         bool *want_help)
+{
+    char buf[8];
+    opterr = 0;
+    optind = 0; /* glibc: start over on a new argv */
+    int opt;
+    while ((opt = getopt_long(argc, argv, ":hiFrp", op_options, NULL)) != -1) {
+        if (opt == OPT_HELP) {
+            *want_help = true;
+            return 0;
+        }
+        if (opt == '?')
+            return cli_usage("fs", "bad option '%s' for '%s'",
+                             bad_option(argc, argv, buf, sizeof(buf)), op->name);
+        if (opt == ':')
+            return cli_usage("fs", "option '%s' needs a value",
+                             bad_option(argc, argv, buf, sizeof(buf)));
+        int rc = global_option(c, opt, optarg);
+        if (rc >= 0) {
+            if (rc)
+                return rc;
+            continue;
+        }
+        const char *name = long_name(opt);
+        if (!op_takes(op, name))
+            return cli_usage("fs", "option '--%s' does not apply to '%s'", name, op->name);
+        rc = op_option(c, opt, optarg);
+        if (rc)
+            return rc;
+    }
+    c->args = argv + optind;
+    c->nargs = argc - optind;
+    if (c->nargs < op->min_args)
+        return cli_usage("fs", "missing operand; usage: sandpod fs %s", op->usage);
+    if (c->nargs > op->max_args)
+        return cli_usage("fs", "unexpected argument '%s' for '%s'", c->args[op->max_args],
+                         op->name);
+    return 0;
+}
+
+int cmd_fs(int argc, char **argv)
+{
+    struct fs_cli c;
+    memset(&c, 0, sizeof(c));
+    c.deny = calloc((size_t)argc + 1, sizeof(*c.deny));
+    if (!c.deny)
+        return cli_error("out of memory");
+
+    char buf[8];
+    int rc = 0;
+    int opt;
+    opterr = 0;
+    optind = 0;
+    while ((opt = getopt_long(argc, argv, "+:h", global_options, NULL)) != -1) {
+        if (opt == OPT_HELP) {
+            help(stdout);
+            goto done;
+        }
+        if (opt == '?') {
+            rc = cli_usage("fs", "bad option '%s'", bad_option(argc, argv, buf, sizeof(buf)));
+            goto done;
+        }
+        if (opt == ':') {
+            rc = cli_usage("fs", "option '%s' needs a value",
+                           bad_option(argc, argv, buf, sizeof(buf)));
+            goto done;
+        }
+        rc = global_option(&c, opt, optarg);
+        if (rc)
+            goto done;
+    }
+    if (optind >= argc) {
+        rc = cli_usage("fs", "missing operation");
+        goto done;
+    }
+    c.op = argv[optind];
+    const struct fs_op *op = find_op(c.op);
+    if (!op) {
+        rc = cli_usage("fs", "unknown operation '%s'", c.op);
+        goto done;
+    }
+    bool want_help = false;
+    rc = parse_op_args(&c, op, argc - optind, argv + optind, &want_help);
+    if (rc || want_help) {
+        if (want_help)
+            help(stdout);
+        goto done;
+    }
+    if (!c.root) {
+        rc = cli_usage("fs", "missing --root DIR");
+        goto done;
+    }
+
+    sp_fs_opts fo = SP_FS_OPTS_INIT;
+    fo.read_only = c.read_only;
+    fo.deny = c.n_deny ? c.deny : NULL;
+    sp_error *err = NULL;
+    rc = sp_fs_open(&c.fs, c.root, &fo, &err);
+    if (rc < 0) {
+        rc = fail(&c, rc, err);
+        goto done;
+    }
+    rc = op->fn(&c);
+
+done:
+    sp_fs_free(c.fs);
+    free(c.deny);
+    return rc;
+}

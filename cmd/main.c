@@ -1,0 +1,106 @@
+/* sandpod: the command-line front end. This file only dispatches; each
+ * subcommand lives in cmd_<name>.c. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+
+#ifndef SANDPOD_VERSION
+#error "SANDPOD_VERSION must be defined by the build"
+#endif
+
+static int cmd_help(int argc, char **argv);
+static int cmd_version(int argc, char **argv);
+
+struct command {
+    const char *name;
+    int (*fn)(int argc, char **argv);
+    const char *summary;
+};
+
+static const struct command commands[] = {
+    {"fs", cmd_fs, "Read, write, list and search files in a folder, contained beneath it"},
+    {"help", cmd_help, "Show help for sandpod or for one command"},
+    {"version", cmd_version, "Print the version of sandpod"},
+};
+
+#define N_COMMANDS (sizeof(commands) / sizeof(commands[0]))
+
+static const struct command *find_command(const char *name)
+{
+    for (size_t i = 0; i < N_COMMANDS; i++)
+        if (strcmp(commands[i].name, name) == 0)
+            return &commands[i];
+    return NULL;
+}
+
+static void usage(FILE *f)
+{
+    fprintf(f, "Usage: sandpod [--help | --version] COMMAND [ARGS...]\n"
+               "\n"
+               "Run untrusted code in Podman sandboxes around a workspace folder.\n"
+               "\n"
+               "Commands:\n");
+    for (size_t i = 0; i < N_COMMANDS; i++)
+        fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
+    fprintf(f, "\n"
+               "Options:\n"
+               "  -h, --help     show this help\n"
+               "  --version      print the version\n"
+               "\n"
+               "Run 'sandpod help COMMAND' or 'sandpod COMMAND --help' for a command's help.\n"
+               "Exit status: 0 ok, 1 error, 2 bad usage.\n");
+}
+
+static int cmd_version(int argc, char **argv)
+{
+    if (argc > 1) {
+        if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+            printf("Usage: sandpod version\n\nPrint the version of sandpod.\n");
+            return CLI_EXIT_OK;
+        }
+        return cli_usage("version", "unexpected argument '%s'", argv[1]);
+    }
+    printf("sandpod %s\n", SANDPOD_VERSION);
+    return CLI_EXIT_OK;
+}
+
+static int cmd_help(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stdout);
+        return CLI_EXIT_OK;
+    }
+    if (argc > 2)
+        return cli_usage("help", "unexpected argument '%s'", argv[2]);
+    if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+        printf("Usage: sandpod help [COMMAND]\n\nShow help for sandpod or for one command.\n");
+        return CLI_EXIT_OK;
+    }
+    const struct command *c = find_command(argv[1]);
+    if (!c)
+        return cli_usage(NULL, "unknown command '%s'", argv[1]);
+    char help_flag[] = "--help";
+    char *sub_argv[] = {argv[1], help_flag, NULL};
+    return c->fn(2, sub_argv);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2)
+        return cli_usage(NULL, "missing command");
+    const char *name = argv[1];
+    if (strcmp(name, "--help") == 0 || strcmp(name, "-h") == 0) {
+        usage(stdout);
+        return cli_finish(CLI_EXIT_OK);
+    }
+    if (strcmp(name, "--version") == 0)
+        return cli_finish(cmd_version(1, argv + 1));
+    if (name[0] == '-')
+        return cli_usage(NULL, "unknown option '%s'", name);
+
+    const struct command *c = find_command(name);
+    if (!c)
+        return cli_usage(NULL, "unknown command '%s'", name);
+    return cli_finish(c->fn(argc - 1, argv + 1));
+}

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Install the Debian packages sandpod needs to build, test and run its demo —
+# only those missing. Debian 12, as root (or with sudo).
+set -euo pipefail
+
+pkgs=(
+  gcc make cmake pkg-config git python3 clang-format
+  libcurl4-openssl-dev libcjson-dev libgit2-dev libarchive-dev libpcre2-dev
+  libcmocka-dev
+)
+
+missing=()
+for p in "${pkgs[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed'; then
+    missing+=("$p")
+  fi
+done
+
+if ((${#missing[@]} == 0)); then
+  echo "setup: all ${#pkgs[@]} packages present"
+  exit 0
+fi
+
+sudo=()
+if [ "$(id -u)" != 0 ]; then
+  sudo=(sudo)
+fi
+echo "setup: installing ${missing[*]}"
+"${sudo[@]}" apt-get update -qq
+DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends \
+  "${missing[@]}" >/dev/null
+echo "setup: done"

@@ -1,0 +1,405 @@
+/* JSON views of fs results. Only the public API and cJSON: this file is
+ * linked into the CLI, the tool suite and the MCP server alike. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "fs_json.h"
+
+/* Indexed by -code; the order follows sp_code, which never renumbers. */
+static const char *const code_names[] = {
+    "ok",      "error",  "invalid", "not_found", "exists", "escape",
+    "too_big", "podman", "timeout", "read_only", "denied",
+};
+
+const char *sp_json_code_name(int code)
+{
+    if (code > 0 || (size_t)-code >= sizeof(code_names) / sizeof(code_names[0]))
+        return "unknown";
+    return code_names[-code];
+}
+
+/* Length of the valid UTF-8 sequence at p (n bytes left), or 0 when the
+ * byte at p does not start one. NUL counts as invalid: a cJSON string
+ * cannot carry it. */
+static size_t utf8_seq(const unsigned char *p, size_t n)
+{
+    unsigned char c = p[0];
+    if (c == 0)
+        return 0;
+    if (c < 0x80)
+        return 1;
+    if (c < 0xc2)
+        return 0; /* continuation byte or overlong 2-byte lead */
+    if (c < 0xe0)
+        return n >= 2 && (p[1] & 0xc0) == 0x80 ? 2 : 0;
+    if (c < 0xf0) {
+        if (n < 3 || (p[1] & 0xc0) != 0x80 || (p[2] & 0xc0) != 0x80)
+            return 0;
+        if (c == 0xe0 && p[1] < 0xa0)
+            return 0; /* overlong */
+        if (c == 0xed && p[1] >= 0xa0)
+            return 0; /* UTF-16 surrogate */
+        return 3;
+    }
+    if (c < 0xf5) {
+        if (n < 4 || (p[1] & 0xc0) != 0x80 || (p[2] & 0xc0) != 0x80 || (p[3] & 0xc0) != 0x80)
+            return 0;
+        if (c == 0xf0 && p[1] < 0x90)
+            return 0; /* overlong */
+        if (c == 0xf4 && p[1] >= 0x90)
+            return 0; /* past U+10FFFF */
+        return 4;
+    }
+    return 0;
+}
+
+bool sp_json_utf8_ok(const char *s, size_t len)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    size_t i = 0;
+    while (i < len) {
+        if (p[i] >= 0x01 && p[i] < 0x80) {
+            i++;
+            continue;
+        }
+        size_t k = utf8_seq(p + i, len - i);
+        if (k == 0)
+            return false;
+        i += k;
+    }
+    return true;
+}
+
+char *sp_json_sanitize(const char *s, size_t len)
+{
+    static const char hex[] = "0123456789abcdef";
+    const unsigned char *p = (const unsigned char *)s;
+    /* Size first: a 64 MiB file must not cost four times that in memory. */
+    size_t need = 1;
+    for (size_t i = 0; i < len;) {
+        size_t k = utf8_seq(p + i, len - i);
+        if (need > SIZE_MAX - 4)
+            return NULL;
+        need += k ? k : 4;
+        i += k ? k : 1;
+    }
+    char *out = malloc(need);
+    if (!out)
+        return NULL;
+    size_t i = 0, o = 0;
+    while (i < len) {
+        size_t k = utf8_seq(p + i, len - i);
+        if (k == 0) {
+            out[o++] = '\\';
+            out[o++] = 'x';
+            out[o++] = hex[p[i] >> 4];
+            out[o++] = hex[p[i] & 0xf];
+            i++;
+        } else {
+            memcpy(out + o, p + i, k);
+            o += k;
+            i += k;
+        }
+    }
+    out[o] = '\0';
+    return out;
+}
+
+cJSON *sp_json_string_n(const char *s, size_t len)
+{
+    if (!s)
+        return cJSON_CreateNull();
+    /* s need not be NUL-terminated at len, so cJSON gets a bounded copy. */
+    char *clean = sp_json_sanitize(s, len);
+    if (!clean)
+        return NULL;
+    cJSON *j = cJSON_CreateString(clean);
+    free(clean);
+    return j;
+}
+
+cJSON *sp_json_string(const char *s)
+{
+    return sp_json_string_n(s, s ? strlen(s) : 0);
+}
+
+/* Add an item, freeing it when the object cannot take it. */
+static bool add_item(cJSON *obj, const char *key, cJSON *item)
+{
+    if (!item)
+        return false;
+    if (!cJSON_AddItemToObject(obj, key, item)) {
+        cJSON_Delete(item);
+        return false;
+    }
+    return true;
+}
+
+static bool add_string_n(cJSON *obj, const char *key, const char *s, size_t len)
+{
+    return add_item(obj, key, sp_json_string_n(s, len));
+}
+
+bool sp_json_add_string(cJSON *obj, const char *key, const char *s)
+{
+    return add_item(obj, key, sp_json_string(s));
+}
+
+/* Doubles hold every integer up to 2^53 exactly. */
+#define EXACT_DOUBLE_MAX ((uint64_t)1 << 53)
+
+bool sp_json_add_u64(cJSON *obj, const char *key, uint64_t v)
+{
+    if (v <= EXACT_DOUBLE_MAX)
+        return add_item(obj, key, cJSON_CreateNumber((double)v));
+    char buf[24];
+    snprintf(buf, sizeof(buf), "%" PRIu64, v);
+    return add_item(obj, key, cJSON_CreateRaw(buf));
+}
+
+bool sp_json_add_i64(cJSON *obj, const char *key, int64_t v)
+{
+    if (v >= -(int64_t)EXACT_DOUBLE_MAX && v <= (int64_t)EXACT_DOUBLE_MAX)
+        return add_item(obj, key, cJSON_CreateNumber((double)v));
+    char buf[24];
+    snprintf(buf, sizeof(buf), "%" PRId64, v);
+    return add_item(obj, key, cJSON_CreateRaw(buf));
+}
+
+static bool add_bool(cJSON *obj, const char *key, bool v)
+{
+    return add_item(obj, key, cJSON_CreateBool(v));
+}
+
+static bool add_mode(cJSON *obj, unsigned mode)
+{
+    char buf[8];
+    snprintf(buf, sizeof(buf), "%04o", mode & 07777u);
+    return add_item(obj, "mode", cJSON_CreateString(buf));
+}
+
+static bool add_mtime(cJSON *obj, int64_t ns)
+{
+    int64_t sec = ns / 1000000000;
+    if (ns % 1000000000 < 0)
+        sec--; /* floor, for times before 1970 */
+    time_t t = (time_t)sec;
+    struct tm tm;
+    char buf[64];
+    if (gmtime_r(&t, &tm) && strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm) > 0) {
+        if (!add_item(obj, "mtime", cJSON_CreateString(buf)))
+            return false;
+    }
+    return sp_json_add_i64(obj, "mtime_ns", ns);
+}
+
+/* Hand back a finished object, or NULL when any step ran out of memory. */
+static cJSON *finish(cJSON *obj, bool ok)
+{
+    if (!ok) {
+        cJSON_Delete(obj);
+        return NULL;
+    }
+    return obj;
+}
+
+cJSON *sp_json_error_code(int code, const char *message)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON *e = cJSON_CreateObject();
+    if (!o || !e) {
+        cJSON_Delete(o);
+        cJSON_Delete(e);
+        return NULL;
+    }
+    bool ok = add_bool(o, "ok", false);
+    if (!add_item(o, "error", e))
+        return finish(o, false);
+    ok = ok && sp_json_add_string(e, "code", sp_json_code_name(code)) &&
+         sp_json_add_string(e, "message", message ? message : sp_strerror(code));
+    return finish(o, ok);
+}
+
+cJSON *sp_json_error(const sp_error *err)
+{
+    if (!err)
+        return sp_json_error_code(SP_ERROR, NULL);
+    const char *msg = err->message && *err->message ? err->message : NULL;
+    return sp_json_error_code(err->code, msg);
+}
+
+cJSON *sp_json_fs_text(const sp_fs_text *t)
+{
+    cJSON *o = cJSON_CreateObject();
+    if (!o)
+        return NULL;
+    bool ok =
+        sp_json_add_string(o, "path", t->path) &&
+        add_string_n(o, "content", t->content ? t->content : "", t->content ? t->content_len : 0) &&
+        sp_json_add_u64(o, "total_lines", t->total_lines) &&
+        sp_json_add_u64(o, "offset", t->offset) && sp_json_add_u64(o, "limit", t->limit) &&
+        sp_json_add_u64(o, "lines", t->lines) && sp_json_add_u64(o, "lines_cut", t->lines_cut) &&
+        add_bool(o, "truncated", t->truncated);
+    if (ok && t->truncated)
+        ok = sp_json_add_u64(o, "next_offset", (uint64_t)t->offset + t->lines);
+    return finish(o, ok);
+}
+
+static char *base64(const uint8_t *d, size_t n)
+{
+    static const char tab[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    if (n > (SIZE_MAX - 4) / 4 * 3)
+        return NULL;
+    char *out = malloc((n + 2) / 3 * 4 + 1);
+    if (!out)
+        return NULL;
+    size_t o = 0, i = 0;
+    for (; i + 3 <= n; i += 3) {
+        uint32_t v = (uint32_t)d[i] << 16 | (uint32_t)d[i + 1] << 8 | d[i + 2];
+        out[o++] = tab[v >> 18];
+        out[o++] = tab[(v >> 12) & 63];
+        out[o++] = tab[(v >> 6) & 63];
+        out[o++] = tab[v & 63];
+    }
+    if (i < n) {
+        uint32_t v = (uint32_t)d[i] << 16 | (i + 1 < n ? (uint32_t)d[i + 1] << 8 : 0);
+        out[o++] = tab[v >> 18];
+        out[o++] = tab[(v >> 12) & 63];
+        out[o++] = i + 1 < n ? tab[(v >> 6) & 63] : '=';
+        out[o++] = '=';
+    }
+    out[o] = '\0';
+    return out;
+}
+
+cJSON *sp_json_fs_bytes(const sp_fs_bytes *b)
+{
+    cJSON *o = cJSON_CreateObject();
+    if (!o)
+        return NULL;
+    const char *data = b->data ? (const char *)b->data : "";
+    size_t len = b->data ? b->len : 0;
+    bool text = sp_json_utf8_ok(data, len);
+    bool ok = sp_json_add_string(o, "path", b->path) && sp_json_add_u64(o, "size", b->size) &&
+              sp_json_add_u64(o, "offset", b->offset) && sp_json_add_u64(o, "length", len) &&
+              add_bool(o, "truncated", b->truncated) &&
+              sp_json_add_string(o, "encoding", text ? "utf-8" : "base64");
+    if (ok && text) {
+        ok = add_string_n(o, "content", data, len);
+    } else if (ok) {
+        char *enc = base64((const uint8_t *)data, len);
+        ok = enc && add_item(o, "content", cJSON_CreateString(enc));
+        free(enc);
+    }
+    return finish(o, ok);
+}
+
+cJSON *sp_json_fs_info(const sp_fs_info *st)
+{
+    cJSON *o = cJSON_CreateObject();
+    if (!o)
+        return NULL;
+    bool ok = sp_json_add_string(o, "path", st->path) &&
+              sp_json_add_string(o, "type", sp_fs_type_name(st->type)) &&
+              sp_json_add_u64(o, "size", st->size) && add_mode(o, st->mode) &&
+              add_mtime(o, st->mtime_ns);
+    if (ok && st->type == SP_FS_SYMLINK)
+        ok = sp_json_add_string(o, "link_target", st->link_target) &&
+             add_bool(o, "target_escapes", st->target_escapes);
+    return finish(o, ok);
+}
+
+cJSON *sp_json_fs_entry(const sp_fs_entry *e)
+{
+    cJSON *o = cJSON_CreateObject();
+    if (!o)
+        return NULL;
+    bool ok = sp_json_add_string(o, "name", e->name) && sp_json_add_string(o, "path", e->path) &&
+              sp_json_add_string(o, "type", sp_fs_type_name(e->type)) &&
+              sp_json_add_u64(o, "size", e->size);
+    if (ok && e->mode)
+        ok = add_mode(o, e->mode);
+    if (ok && e->mtime_ns)
+        ok = add_mtime(o, e->mtime_ns);
+    if (ok && e->depth)
+        ok = sp_json_add_u64(o, "depth", e->depth);
+    if (ok && e->type == SP_FS_SYMLINK && e->link_target)
+        ok = sp_json_add_string(o, "link_target", e->link_target);
+    return finish(o, ok);
+}
+
+/* A result object {KEY: [items...], "count": n, "truncated": t}: the shape
+ * of every list answer. Returns the object for the caller to add to, or
+ * NULL (everything freed) on failure. */
+static cJSON *list_object(const char *key, const void *items, size_t n, size_t stride,
+                          cJSON *(*conv)(const void *), bool truncated)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON *a = cJSON_CreateArray();
+    if (!o || !a) {
+        cJSON_Delete(o);
+        cJSON_Delete(a);
+        return NULL;
+    }
+    if (!add_item(o, key, a))
+        return finish(o, false);
+    bool ok = true;
+    for (size_t i = 0; ok && i < n; i++) {
+        cJSON *item = conv((const char *)items + i * stride);
+        ok = item && cJSON_AddItemToArray(a, item);
+        if (!ok)
+            cJSON_Delete(item);
+    }
+    ok = ok && sp_json_add_u64(o, "count", n) && add_bool(o, "truncated", truncated);
+    return finish(o, ok);
+}
+
+static cJSON *entry_conv(const void *p)
+{
+    return sp_json_fs_entry(p);
+}
+
+static cJSON *match_conv(const void *p)
+{
+    return sp_json_fs_match(p);
+}
+
+cJSON *sp_json_fs_entries(const sp_fs_entries *e)
+{
+    return list_object("entries", e->v, e->n, sizeof(*e->v), entry_conv, e->truncated);
+}
+
+cJSON *sp_json_fs_match(const sp_fs_match *m)
+{
+    cJSON *o = cJSON_CreateObject();
+    if (!o)
+        return NULL;
+    bool ok = sp_json_add_string(o, "path", m->path) &&
+              sp_json_add_u64(o, "line_number", m->line_number) &&
+              sp_json_add_string(o, "line", m->line ? m->line : "") &&
+              sp_json_add_u64(o, "match_start", m->match_start) &&
+              sp_json_add_u64(o, "match_end", m->match_end) &&
+              sp_json_add_u64(o, "byte_offset", m->byte_offset);
+    return finish(o, ok);
+}
+
+cJSON *sp_json_fs_matches(const sp_fs_matches *m)
+{
+    cJSON *o = list_object("matches", m->v, m->n, sizeof(*m->v), match_conv, m->truncated);
+    bool ok = o && sp_json_add_u64(o, "files_searched", m->files_searched) &&
+              sp_json_add_u64(o, "files_skipped", m->files_skipped);
+    return o ? finish(o, ok) : NULL;
+}
+
+cJSON *sp_json_fs_written(const char *path, size_t bytes_written)
+{
+    cJSON *o = cJSON_CreateObject();
+    if (!o)
+        return NULL;
+    bool ok =
+        sp_json_add_string(o, "path", path) && sp_json_add_u64(o, "bytes_written", bytes_written);
+    return finish(o, ok);
+}

@@ -1,0 +1,345 @@
+/* sp_fs_grep(): content search over the contained filesystem.
+ *
+ * Each regular file is read whole and the regex runs over the whole buffer
+ * (PCRE2, JIT when available): far faster than matching line by line, since
+ * the matcher skips through non-matching text with its own start-of-match
+ * optimizations. Lines are only located around actual matches. */
+#define PCRE2_CODE_UNIT_WIDTH 8
+
+#include <fcntl.h>
+#include <pcre2.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "fs_internal.h"
+
+/* Bigger files are skipped: a workspace may hold datasets or disk images
+ * that nobody means to grep, and each file is read whole. */
+#define GREP_MAX_FILE_BYTES ((size_t)64 << 20)
+/* A NUL byte in this prefix marks a file as binary (the heuristic of git
+ * and GNU grep). */
+#define GREP_BINARY_PROBE  8192
+#define GREP_DEFAULT_MAX   1000
+#define GREP_JIT_STACK_MAX ((size_t)1 << 20)
+
+typedef struct grep_ctx {
+    const char *base; /* normalized folder searched, "." = the root */
+    size_t base_len;  /* bytes of "base/" to strip from walker paths */
+    sp_glob *glob;
+    bool glob_by_name; /* a glob without '/' matches file names at any depth, as in rg */
+    pcre2_code *re;
+    pcre2_match_data *md;
+    pcre2_match_context *mctx;
+    size_t max_matches;
+    size_t line_max;
+    sp_fs_matches *res;
+    size_t cap;
+} grep_ctx;
+
+void sp_fs_matches_free(sp_fs_matches *m)
+{
+    if (!m)
+        return;
+    for (size_t i = 0; i < m->n; i++) {
+        free(m->v[i].path);
+        free(m->v[i].line);
+    }
+    free(m->v);
+    free(m);
+}
+
+static int match_cmp(const void *a, const void *b)
+{
+    const sp_fs_match *x = a, *y = b;
+    int c = strcmp(x->path, y->path);
+    if (c)
+        return c;
+    return (x->line_number > y->line_number) - (x->line_number < y->line_number);
+}
+
+static size_t count_newlines(const char *p, size_t n)
+{
+    size_t count = 0;
+    const char *end = p + n;
+    while (p < end) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        if (!nl)
+            break;
+        count++;
+        p = nl + 1;
+    }
+    return count;
+}
+
+/* Record one match; false when max_matches was already reached, which
+ * means this match proves the result is truncated. */
+static bool add_match(grep_ctx *g, const char *rel, size_t line_number, const char *line,
+                      size_t line_len, size_t ms, size_t me, uint64_t byte_offset)
+{
+    sp_fs_matches *res = g->res;
+    if (res->n >= g->max_matches) {
+        res->truncated = true;
+        return false;
+    }
+    if (res->n == g->cap) {
+        g->cap = g->cap ? g->cap * 2 : 64;
+        res->v = sp_xrealloc(res->v, g->cap * sizeof(*res->v));
+    }
+    size_t cut = sp_utf8_cut(line, line_len, g->line_max);
+    if (ms > cut)
+        ms = cut;
+    if (me > cut)
+        me = cut;
+    if (me < ms)
+        me = ms;
+    sp_fs_match *m = &res->v[res->n++];
+    m->path = sp_xstrdup(rel);
+    m->line_number = line_number;
+    m->line = sp_xstrndup(line, cut);
+    m->match_start = ms;
+    m->match_end = me;
+    m->byte_offset = byte_offset;
+    return true;
+}
+
+/* Run the regex over a whole file's bytes. Returns SP_WALK_STOP once the
+ * match limit is passed, else SP_WALK_CONTINUE. */
+static int scan_buffer(grep_ctx *g, const char *rel, const char *buf, size_t len)
+{
+    size_t pos = 0;     /* where the next search starts: always a line start */
+    size_t counted = 0; /* newlines before this offset are in line_number */
+    size_t line_number = 1;
+
+    while (pos < len) {
+        int rc = pcre2_match(g->re, (PCRE2_SPTR)buf, len, pos, 0, g->md, g->mctx);
+        if (rc == PCRE2_ERROR_NOMATCH)
+            break;
+        if (rc < 0) {
+            /* Match or heap limit hit on a pathological pattern: keep what
+             * was found and call the file skipped. */
+            g->res->files_skipped++;
+            break;
+        }
+        PCRE2_SIZE *ov = pcre2_get_ovector_pointer(g->md);
+        size_t s = ov[0], e = ov[1];
+        if (e < s)
+            e = s;
+        /* An empty match after the final newline is not on any line. */
+        if (s >= len && buf[len - 1] == '\n')
+            break;
+
+        const char *nl = s > pos ? memrchr(buf + pos, '\n', s - pos) : NULL;
+        size_t line_start = nl ? (size_t)(nl - buf) + 1 : pos;
+        line_number += count_newlines(buf + counted, line_start - counted);
+        counted = line_start;
+        nl = memchr(buf + s, '\n', len - s);
+        size_t line_end = nl ? (size_t)(nl - buf) : len;
+
+        if (!add_match(g, rel, line_number, buf + line_start, line_end - line_start, s - line_start,
+                       (e < line_end ? e : line_end) - line_start, s))
+            return SP_WALK_STOP;
+        /* One match per line: resume at the next line, which also ends
+         * the loop for empty matches. */
+        pos = line_end + 1;
+    }
+    return SP_WALK_CONTINUE;
+}
+
+/* Search one open file; takes ownership of fd. */
+static int search_fd(grep_ctx *g, int fd_in, const char *rel)
+{
+    cleanup_close int fd = fd_in;
+    struct stat st;
+    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
+        return SP_WALK_CONTINUE;
+    if ((uint64_t)st.st_size > GREP_MAX_FILE_BYTES) {
+        g->res->files_skipped++;
+        return SP_WALK_CONTINUE;
+    }
+
+    sp_buf buf = SP_BUF_INIT;
+    /* Room for the whole file plus the final empty read: one allocation. */
+    sp_buf_grow(&buf, (size_t)st.st_size + 65536);
+    sp_error *e = NULL;
+    if (sp_fs_slurp_fd(fd, rel, GREP_MAX_FILE_BYTES, &buf, &e) < 0) {
+        sp_error_free(e);
+        sp_buf_dispose(&buf);
+        g->res->files_skipped++;
+        return SP_WALK_CONTINUE;
+    }
+    size_t probe = buf.len < GREP_BINARY_PROBE ? buf.len : GREP_BINARY_PROBE;
+    if (probe && memchr(buf.data, '\0', probe)) {
+        sp_buf_dispose(&buf);
+        g->res->files_skipped++;
+        return SP_WALK_CONTINUE;
+    }
+    g->res->files_searched++;
+    int r = buf.len ? scan_buffer(g, rel, buf.data, buf.len) : SP_WALK_CONTINUE;
+    sp_buf_dispose(&buf);
+    return r;
+}
+
+/* The part of a walker path below the searched folder. */
+static const char *below_base(const grep_ctx *g, const char *rel)
+{
+    if (g->base_len && strncmp(rel, g->base, g->base_len - 1) == 0 && rel[g->base_len - 1] == '/')
+        return rel + g->base_len;
+    return rel;
+}
+
+static int grep_visit(void *ctx, int dirfd, const char *name, const char *rel,
+                      const struct stat *st, unsigned depth, sp_error **err)
+{
+    grep_ctx *g = ctx;
+    if (S_ISDIR(st->st_mode)) {
+        if (g->glob && !g->glob_by_name && !sp_glob_could_match_below(g->glob, below_base(g, rel)))
+            return SP_WALK_SKIP;
+        return SP_WALK_CONTINUE;
+    }
+    /* Symlinks, fifos, sockets and devices are never opened. */
+    if (!S_ISREG(st->st_mode))
+        return SP_WALK_CONTINUE;
+    if (g->glob && !sp_glob_match(g->glob, g->glob_by_name ? name : below_base(g, rel)))
+        return SP_WALK_CONTINUE;
+    if ((uint64_t)st->st_size > GREP_MAX_FILE_BYTES) {
+        g->res->files_skipped++;
+        return SP_WALK_CONTINUE;
+    }
+    /* O_NOFOLLOW + fstat in search_fd: the entry may have been swapped for
+     * a symlink or a fifo since the walker's lstat. */
+    int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+    if (fd < 0) {
+        g->res->files_skipped++;
+        return SP_WALK_CONTINUE;
+    }
+    return search_fd(g, fd, rel);
+}
+
+static int compile_regex(pcre2_code **out, const char *pattern, const sp_fs_grep_opts *o,
+                         sp_error **err)
+{
+    /* MATCH_INVALID_UTF lets UTF mode search files holding invalid UTF-8
+     * (they simply never match across the bad bytes) instead of failing. */
+    uint32_t flags = PCRE2_UTF | PCRE2_MATCH_INVALID_UTF;
+    if (o->fixed_string)
+        flags |= PCRE2_LITERAL; /* LITERAL refuses MULTILINE; it has no anchors anyway */
+    else
+        flags |= PCRE2_MULTILINE;
+    if (o->case_insensitive)
+        flags |= PCRE2_CASELESS;
+
+    pcre2_compile_context *cctx = pcre2_compile_context_create(NULL);
+    if (!cctx)
+        abort();
+    pcre2_set_newline(cctx, PCRE2_NEWLINE_LF);
+    int errcode = 0;
+    PCRE2_SIZE erroff = 0;
+    pcre2_code *re =
+        pcre2_compile((PCRE2_SPTR)pattern, PCRE2_ZERO_TERMINATED, flags, &errcode, &erroff, cctx);
+    pcre2_compile_context_free(cctx);
+    if (!re) {
+        PCRE2_UCHAR msg[256];
+        if (pcre2_get_error_message(errcode, msg, sizeof(msg)) < 0)
+            snprintf((char *)msg, sizeof(msg), "error %d", errcode);
+        return sp_err_set(err, SP_EINVAL, 0, "invalid regex at offset %zu: %s", (size_t)erroff,
+                          (const char *)msg);
+    }
+    /* No JIT on this platform or build: the interpreter gives the same
+     * answers, only slower. */
+    (void)pcre2_jit_compile(re, PCRE2_JIT_COMPLETE);
+    *out = re;
+    return 0;
+}
+
+int sp_fs_grep(sp_fs_matches **out, sp_fs *fs, const char *pattern, const sp_fs_grep_opts *opts,
+               sp_error **err)
+{
+    static const sp_fs_grep_opts defaults = SP_FS_GREP_OPTS_INIT;
+    const sp_fs_grep_opts *o = opts ? opts : &defaults;
+    grep_ctx g = {0};
+    pcre2_jit_stack *jit_stack = NULL;
+    cleanup_free char *rel = NULL;
+    int fd = -1;
+    int r;
+
+    if (out)
+        *out = NULL;
+    if (!out || !fs || !pattern)
+        return sp_err_set(err, SP_EINVAL, 0, "grep: missing argument");
+
+    g.res = sp_xcalloc(1, sizeof(*g.res));
+    g.max_matches = o->max_matches ? o->max_matches : GREP_DEFAULT_MAX;
+    g.line_max = fs->opts.max_line_bytes ? fs->opts.max_line_bytes : SP_FS_DEFAULT_LINE_BYTES;
+
+    r = sp_fs_prepare(fs, o->path ? o->path : ".", &rel, err);
+    if (r < 0)
+        goto done;
+    if (o->glob && *o->glob) {
+        g.glob_by_name = strchr(o->glob, '/') == NULL;
+        r = sp_glob_compile(&g.glob, o->glob, err);
+        if (r < 0) {
+            sp_err_wrap(err, r, "grep glob");
+            goto done;
+        }
+    }
+    r = compile_regex(&g.re, pattern, o, err);
+    if (r < 0)
+        goto done;
+    g.md = pcre2_match_data_create_from_pattern(g.re, NULL);
+    g.mctx = pcre2_match_context_create(NULL);
+    if (!g.md || !g.mctx)
+        abort();
+    /* The default 32 KiB JIT stack is too small for some patterns that the
+     * interpreter handles; grow on demand up to 1 MiB. */
+    jit_stack = pcre2_jit_stack_create(32 * 1024, GREP_JIT_STACK_MAX, NULL);
+    if (jit_stack)
+        pcre2_jit_stack_assign(g.mctx, NULL, jit_stack);
+
+    /* The named path itself may be a symlink; sp_fs_openat follows it only
+     * while it stays beneath the root. */
+    fd = sp_fs_openat(fs, rel, O_RDONLY | O_NONBLOCK | O_NOCTTY, 0, true, err);
+    if (fd < 0) {
+        r = fd;
+        goto done;
+    }
+    struct stat st;
+    if (fstat(fd, &st) < 0) {
+        r = sp_err_errno(err, errno, "grep", rel);
+        goto done;
+    }
+    if (S_ISREG(st.st_mode)) {
+        /* A single file: the glob applies to its name. */
+        const char *slash = strrchr(rel, '/');
+        const char *name = slash ? slash + 1 : rel;
+        if (!g.glob || sp_glob_match(g.glob, name))
+            (void)search_fd(&g, steal_fd(&fd), rel);
+    } else if (S_ISDIR(st.st_mode)) {
+        close(steal_fd(&fd));
+        g.base = rel;
+        g.base_len = strcmp(rel, ".") == 0 ? 0 : strlen(rel) + 1;
+        sp_walk_opts wo = {.max_depth = 0, .skip_git = true};
+        r = sp_fs_walk(fs, rel, &wo, grep_visit, &g, err);
+        if (r < 0)
+            goto done;
+    } else {
+        r = sp_err_set(err, SP_EINVAL, 0, "grep: not a file or folder: %s", rel);
+        goto done;
+    }
+
+    if (g.res->n > 1)
+        qsort(g.res->v, g.res->n, sizeof(*g.res->v), match_cmp);
+    *out = steal_pointer(&g.res);
+    r = 0;
+
+done:
+    if (fd >= 0)
+        close(fd);
+    pcre2_match_context_free(g.mctx);
+    pcre2_jit_stack_free(jit_stack);
+    pcre2_match_data_free(g.md);
+    pcre2_code_free(g.re);
+    sp_glob_free(g.glob);
+    sp_fs_matches_free(g.res);
+    return r;
+}

@@ -1,0 +1,371 @@
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include "base.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+const char *sp_version(void);
+const char *sp_version(void)
+{
+    return SANDPOD_VERSION;
+}
+
+void sp_error_free(sp_error *err)
+{
+    if (!err)
+        return;
+    free(err->message);
+    free(err);
+}
+
+const char *sp_strerror(int code)
+{
+    switch (code) {
+    case SP_OK:
+        return "ok";
+    case SP_ERROR:
+        return "error";
+    case SP_EINVAL:
+        return "invalid argument";
+    case SP_ENOTFOUND:
+        return "not found";
+    case SP_EEXISTS:
+        return "already exists";
+    case SP_EESCAPE:
+        return "escapes the workspace";
+    case SP_ETOOBIG:
+        return "too big";
+    case SP_EPODMAN:
+        return "podman error";
+    case SP_ETIMEOUT:
+        return "timed out";
+    case SP_EREADONLY:
+        return "read-only";
+    case SP_EDENIED:
+        return "denied";
+    default:
+        return "unknown error";
+    }
+}
+
+static char *vformat(const char *fmt, va_list ap)
+{
+    char *s = NULL;
+    if (vasprintf(&s, fmt, ap) < 0)
+        abort();
+    return s;
+}
+
+int sp_err_set(sp_error **err, int code, int sys_errno, const char *fmt, ...)
+{
+    if (!err)
+        return code;
+    va_list ap;
+    va_start(ap, fmt);
+    char *msg = vformat(fmt, ap);
+    va_end(ap);
+    if (*err) {
+        /* Never leak a previous error: the newest one wins. */
+        sp_error_free(*err);
+    }
+    sp_error *e = sp_xcalloc(1, sizeof(*e));
+    e->code = code;
+    e->sys_errno = sys_errno;
+    e->message = msg;
+    *err = e;
+    return code;
+}
+
+int sp_err_wrap(sp_error **err, int code, const char *fmt, ...)
+{
+    if (!err || !*err)
+        return code;
+    va_list ap;
+    va_start(ap, fmt);
+    char *prefix = vformat(fmt, ap);
+    va_end(ap);
+    char *msg = sp_xasprintf("%s: %s", prefix, (*err)->message);
+    free(prefix);
+    free((*err)->message);
+    (*err)->message = msg;
+    return (*err)->code;
+}
+
+int sp_code_from_errno(int e)
+{
+    switch (e) {
+    case ENOENT:
+        return SP_ENOTFOUND;
+    case EEXIST:
+        return SP_EEXISTS;
+    case EXDEV:
+        return SP_EESCAPE;
+    case EROFS:
+        return SP_EREADONLY;
+    case EACCES:
+    case EPERM:
+        return SP_EDENIED;
+    case EFBIG:
+    case ENAMETOOLONG:
+    case E2BIG:
+        return SP_ETOOBIG;
+    case EINVAL:
+    case EISDIR:
+    case ENOTDIR:
+    case ELOOP:
+        return SP_EINVAL;
+    case ETIMEDOUT:
+        return SP_ETIMEOUT;
+    default:
+        return SP_ERROR;
+    }
+}
+
+int sp_err_errno(sp_error **err, int e, const char *what, const char *path)
+{
+    const char *why;
+    switch (e) {
+    case ENOENT:
+        why = "no such file or folder";
+        break;
+    case ENOTDIR:
+        why = "not a folder";
+        break;
+    case EISDIR:
+        why = "is a folder";
+        break;
+    case ENOSPC:
+        why = "no space left on device";
+        break;
+    case EXDEV:
+        why = "path escapes the workspace";
+        break;
+    case ELOOP:
+        why = "too many levels of symlinks";
+        break;
+    default:
+        why = strerror(e);
+        break;
+    }
+    if (path)
+        return sp_err_set(err, sp_code_from_errno(e), e, "%s: %s: %s", what, path, why);
+    return sp_err_set(err, sp_code_from_errno(e), e, "%s: %s", what, why);
+}
+
+void *sp_xmalloc(size_t n)
+{
+    void *p = malloc(n ? n : 1);
+    if (!p)
+        abort();
+    return p;
+}
+
+void *sp_xcalloc(size_t n, size_t size)
+{
+    void *p = calloc(n ? n : 1, size ? size : 1);
+    if (!p)
+        abort();
+    return p;
+}
+
+void *sp_xrealloc(void *p, size_t n)
+{
+    void *q = realloc(p, n ? n : 1);
+    if (!q)
+        abort();
+    return q;
+}
+
+char *sp_xstrdup(const char *s)
+{
+    return sp_xstrndup(s, strlen(s));
+}
+
+char *sp_xstrndup(const char *s, size_t n)
+{
+    char *p = sp_xmalloc(n + 1);
+    memcpy(p, s, n);
+    p[n] = '\0';
+    return p;
+}
+
+char *sp_xasprintf(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    char *s = vformat(fmt, ap);
+    va_end(ap);
+    return s;
+}
+
+void sp_buf_grow(sp_buf *b, size_t extra)
+{
+    if (b->len + extra + 1 <= b->cap)
+        return;
+    size_t cap = b->cap ? b->cap : 64;
+    while (cap < b->len + extra + 1) {
+        if (cap > SIZE_MAX / 2)
+            abort();
+        cap *= 2;
+    }
+    b->data = sp_xrealloc(b->data, cap);
+    b->cap = cap;
+}
+
+void sp_buf_add(sp_buf *b, const void *data, size_t len)
+{
+    sp_buf_grow(b, len);
+    if (len)
+        memcpy(b->data + b->len, data, len);
+    b->len += len;
+    b->data[b->len] = '\0';
+}
+
+void sp_buf_adds(sp_buf *b, const char *s)
+{
+    sp_buf_add(b, s, strlen(s));
+}
+
+void sp_buf_addc(sp_buf *b, char c)
+{
+    sp_buf_add(b, &c, 1);
+}
+
+void sp_buf_printf(sp_buf *b, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    char *s = vformat(fmt, ap);
+    va_end(ap);
+    sp_buf_adds(b, s);
+    free(s);
+}
+
+char *sp_buf_steal(sp_buf *b)
+{
+    sp_buf_grow(b, 0);
+    char *d = b->data;
+    b->data = NULL;
+    b->len = b->cap = 0;
+    return d;
+}
+
+void sp_buf_dispose(sp_buf *b)
+{
+    free(b->data);
+    b->data = NULL;
+    b->len = b->cap = 0;
+}
+
+void sp_strv_push(sp_strv *sv, char *owned)
+{
+    if (sv->n + 1 >= sv->cap) {
+        sv->cap = sv->cap ? sv->cap * 2 : 8;
+        sv->v = sp_xrealloc(sv->v, sv->cap * sizeof(char *));
+    }
+    sv->v[sv->n++] = owned;
+    sv->v[sv->n] = NULL;
+}
+
+void sp_strv_dispose(sp_strv *sv)
+{
+    for (size_t i = 0; i < sv->n; i++)
+        free(sv->v[i]);
+    free(sv->v);
+    sv->v = NULL;
+    sv->n = sv->cap = 0;
+}
+
+/* Returns the length of the UTF-8 sequence at s (1..4), or 0 if invalid. */
+static size_t utf8_seq(const unsigned char *s, size_t len)
+{
+    unsigned char c = s[0];
+    if (c < 0x80)
+        return 1;
+    size_t n;
+    uint32_t cp;
+    if (c >= 0xc2 && c <= 0xdf) {
+        n = 2;
+        cp = c & 0x1f;
+    } else if (c >= 0xe0 && c <= 0xef) {
+        n = 3;
+        cp = c & 0x0f;
+    } else if (c >= 0xf0 && c <= 0xf4) {
+        n = 4;
+        cp = c & 0x07;
+    } else {
+        return 0;
+    }
+    if (len < n)
+        return 0;
+    for (size_t i = 1; i < n; i++) {
+        if ((s[i] & 0xc0) != 0x80)
+            return 0;
+        cp = (cp << 6) | (s[i] & 0x3f);
+    }
+    if ((n == 3 && cp < 0x800) || (n == 4 && (cp < 0x10000 || cp > 0x10ffff)))
+        return 0;
+    if (cp >= 0xd800 && cp <= 0xdfff)
+        return 0;
+    return n;
+}
+
+bool sp_utf8_valid(const char *s, size_t len)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    size_t i = 0;
+    while (i < len) {
+        /* Fast path over ASCII, 8 bytes at a time. */
+        while (i + 8 <= len) {
+            uint64_t w;
+            memcpy(&w, p + i, 8);
+            if (w & 0x8080808080808080ull)
+                break;
+            i += 8;
+        }
+        if (i >= len)
+            break;
+        size_t n = utf8_seq(p + i, len - i);
+        if (!n)
+            return false;
+        i += n;
+    }
+    return true;
+}
+
+size_t sp_utf8_cut(const char *s, size_t len, size_t max)
+{
+    if (len <= max)
+        return len;
+    size_t n = max;
+    /* Step back over continuation bytes so a code point is never split. */
+    while (n > 0 && ((unsigned char)s[n] & 0xc0) == 0x80)
+        n--;
+    return n;
+}
+
+int sp_write_all(int fd, const void *data, size_t len)
+{
+    const char *p = data;
+    while (len > 0) {
+        ssize_t w = write(fd, p, len);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            return -1;
+        }
+        p += w;
+        len -= (size_t)w;
+    }
+    return 0;
+}
+
+int64_t sp_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}

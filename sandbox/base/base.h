@@ -1,0 +1,113 @@
+/* Internal helpers shared by every module: errors, cleanup attributes, a
+ * growable buffer, UTF-8 checks. Not installed. */
+#ifndef SANDPOD_BASE_H
+#define SANDPOD_BASE_H
+
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "sandpod/error.h"
+
+#define SP_UNUSED       __attribute__((unused))
+#define SP_PRINTF(a, b) __attribute__((format(printf, a, b)))
+
+/* Set *err (when err is non-NULL) and return code. The message is formatted
+ * like printf. sys_errno may be 0. */
+int sp_err_set(sp_error **err, int code, int sys_errno, const char *fmt, ...) SP_PRINTF(4, 5);
+
+/* Prefix an existing error's message with context ("hydrate: ..."); returns
+ * the error's code. */
+int sp_err_wrap(sp_error **err, int code, const char *fmt, ...) SP_PRINTF(3, 4);
+
+/* Map an errno to the closest sp_code. */
+int sp_code_from_errno(int e);
+
+/* Set an error from errno with "what: path: strerror" and the mapped code. */
+int sp_err_errno(sp_error **err, int e, const char *what, const char *path);
+
+static inline void sp_cleanup_free_(void *p)
+{
+    free(*(void **)p);
+}
+static inline void sp_cleanup_close_(const int *fd)
+{
+    if (*fd >= 0) {
+        int saved = errno;
+        close(*fd);
+        errno = saved;
+    }
+}
+#define cleanup_free  __attribute__((cleanup(sp_cleanup_free_)))
+#define cleanup_close __attribute__((cleanup(sp_cleanup_close_)))
+
+/* Hand ownership out of a cleanup variable. */
+static inline void *sp_steal_ptr_(void *pp)
+{
+    void **p = pp;
+    void *v = *p;
+    *p = NULL;
+    return v;
+}
+#define steal_pointer(pp) sp_steal_ptr_(pp)
+static inline int steal_fd(int *fd)
+{
+    int v = *fd;
+    *fd = -1;
+    return v;
+}
+
+/* Allocation that aborts on out-of-memory: the library cannot recover from
+ * it meaningfully and every caller would otherwise need a branch. */
+void *sp_xmalloc(size_t n);
+void *sp_xcalloc(size_t n, size_t size);
+void *sp_xrealloc(void *p, size_t n);
+char *sp_xstrdup(const char *s);
+char *sp_xstrndup(const char *s, size_t n);
+char *sp_xasprintf(const char *fmt, ...) SP_PRINTF(1, 2);
+
+/* A growable byte buffer, always NUL-terminated. */
+typedef struct sp_buf {
+    char *data;
+    size_t len;
+    size_t cap;
+} sp_buf;
+#define SP_BUF_INIT                                                                                \
+    {                                                                                              \
+        NULL, 0, 0                                                                                 \
+    }
+void sp_buf_grow(sp_buf *b, size_t extra);
+void sp_buf_add(sp_buf *b, const void *data, size_t len);
+void sp_buf_adds(sp_buf *b, const char *s);
+void sp_buf_addc(sp_buf *b, char c);
+void sp_buf_printf(sp_buf *b, const char *fmt, ...) SP_PRINTF(2, 3);
+char *sp_buf_steal(sp_buf *b);
+void sp_buf_dispose(sp_buf *b);
+
+/* A growable array of owned strings. */
+typedef struct sp_strv {
+    char **v;
+    size_t n;
+    size_t cap;
+} sp_strv;
+void sp_strv_push(sp_strv *sv, char *owned);
+void sp_strv_dispose(sp_strv *sv);
+
+/* UTF-8 validity (strict: no overlongs, no surrogates). */
+bool sp_utf8_valid(const char *s, size_t len);
+/* Length of the longest prefix of s[0..len) that ends on a code point
+ * boundary and is at most max bytes. */
+size_t sp_utf8_cut(const char *s, size_t len, size_t max);
+
+/* Read/write the whole of a buffer, retrying on EINTR and short counts. */
+int sp_write_all(int fd, const void *data, size_t len);
+
+/* Monotonic milliseconds. */
+int64_t sp_now_ms(void);
+
+#endif

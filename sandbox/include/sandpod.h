@@ -1,0 +1,22 @@
+/**
+ * @file sandpod.h
+ * @brief libsandpod: everything in one include.
+ */
+#ifndef SANDPOD_H
+#define SANDPOD_H
+
+#include "sandpod/error.h"
+#include "sandpod/fs.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** The library version, "MAJOR.MINOR.PATCH". */
+const char *sp_version(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,495 @@
+#!/usr/bin/env bash
+# End-to-end tests of the sandpod CLI and every `sandpod fs` operation on a
+# scratch folder: exit codes, error lines, containment, JSON output.
+#
+# Usage: test_cli.sh PATH/TO/sandpod
+set -u
+
+SP=${1:?usage: test_cli.sh PATH/TO/sandpod}
+if ! command -v python3 >/dev/null 2>&1; then
+    echo "python3 is missing: skipping"
+    exit 77
+fi
+
+T=$(mktemp -d "${TMPDIR:-/tmp}/sandpod-cli.XXXXXX")
+trap 'rm -rf "$T"' EXIT
+W=$T/ws      # the workspace
+O=$T/outside # what must stay out of reach
+mkdir -p "$W" "$O"
+printf 'TOPSECRET\n' >"$O/secret"
+
+pass=0
+fail=0
+rc=0
+
+ok() {
+    pass=$((pass + 1))
+}
+
+bad() {
+    fail=$((fail + 1))
+    echo "FAIL: $*"
+    if [ -s "$T/err" ]; then
+        head -n 5 "$T/err" | sed 's/^/    stderr: /'
+    fi
+}
+
+# run ARGS...: sandpod with no stdin; stdout, stderr and status kept.
+run() {
+    "$SP" "$@" <"$T/empty" >"$T/out" 2>"$T/err"
+    rc=$?
+}
+: >"$T/empty"
+
+# runin INPUT ARGS...: the same with INPUT on stdin.
+runin() {
+    local input=$1
+    shift
+    printf '%s' "$input" >"$T/in"
+    "$SP" "$@" <"$T/in" >"$T/out" 2>"$T/err"
+    rc=$?
+}
+
+fs() {
+    run fs --root "$W" "$@"
+}
+
+fsin() {
+    local input=$1
+    shift
+    runin "$input" fs --root "$W" "$@"
+}
+
+# Every stderr line of a failure is `sandpod: ...`.
+err_lines_ok() {
+    [ -s "$T/err" ] && ! grep -qv '^sandpod: ' "$T/err"
+}
+
+# expect RC DESC: the last run exited RC; a failure said why on stderr, in
+# one `sandpod: ` line for bad usage.
+expect() {
+    local want=$1 desc=$2
+    if [ "$rc" -ne "$want" ]; then
+        bad "$desc: exit $rc, wanted $want"
+    elif [ "$want" -ne 0 ] && ! err_lines_ok; then
+        bad "$desc: stderr is not 'sandpod: ...'"
+    elif [ "$want" -eq 2 ] && [ "$(wc -l <"$T/err")" -ne 1 ]; then
+        bad "$desc: bad usage printed more than one line"
+    else
+        ok
+    fi
+}
+
+# expect_rc RC DESC: the exit status alone.
+expect_rc() {
+    if [ "$rc" -eq "$1" ]; then ok; else bad "$2: exit $rc, wanted $1"; fi
+}
+
+# out_is TEXT DESC: stdout is exactly TEXT (printf %b escapes allowed).
+out_is() {
+    printf '%b' "$1" >"$T/want"
+    if cmp -s "$T/want" "$T/out"; then ok; else bad "$2: stdout was '$(head -c 300 "$T/out")'"; fi
+}
+
+# out_has TEXT DESC / out_lacks TEXT DESC: a fixed string in stdout.
+out_has() {
+    if grep -qF -- "$1" "$T/out"; then ok; else bad "$2: no '$1' in '$(head -c 300 "$T/out")'"; fi
+}
+out_lacks() {
+    if grep -qF -- "$1" "$T/out"; then bad "$2: '$1' found in stdout"; else ok; fi
+}
+err_has() {
+    if grep -qF -- "$1" "$T/err"; then ok; else bad "$2: no '$1' in stderr"; fi
+}
+
+# file_is PATH TEXT DESC: a host file holds exactly TEXT (%b escapes).
+file_is() {
+    printf '%b' "$2" >"$T/want"
+    if cmp -s "$T/want" "$1"; then ok; else bad "$3: file holds '$(head -c 300 "$1" 2>&1)'"; fi
+}
+
+# check DESC CMD...: any host-side condition.
+check() {
+    local desc=$1
+    shift
+    if "$@"; then ok; else bad "$desc"; fi
+}
+
+# json DESC [EXPR]: stdout is strict UTF-8 JSON and the Python expression
+# EXPR (over `j`) holds.
+json() {
+    local desc=$1 expr=${2:-True}
+    if python3 -c '
+import json, sys
+j = json.loads(sys.stdin.buffer.read().decode("utf-8"))
+sys.exit(0 if eval(sys.argv[1]) else 1)' "$expr" <"$T/out" 2>"$T/pyerr"; then
+        ok
+    else
+        bad "$desc: '$expr' on '$(head -c 300 "$T/out")' $(head -c 300 "$T/pyerr")"
+    fi
+}
+
+# ---------------------------------------------------------- top level --
+run --version
+expect 0 "--version"
+if grep -qE '^sandpod [0-9]+\.[0-9]+\.[0-9]+$' "$T/out"; then ok; else bad "--version format"; fi
+run version
+expect 0 "version"
+if grep -qE '^sandpod [0-9]+\.[0-9]+\.[0-9]+$' "$T/out"; then ok; else bad "version format"; fi
+run --help
+expect 0 "--help"
+out_has "fs" "--help lists fs"
+run help
+expect 0 "help"
+out_has "version" "help lists version"
+run help fs
+expect 0 "help fs"
+for op in read cat write ls glob grep stat exists rm mkdir edit insert; do
+    out_has "  $op " "help fs lists $op"
+done
+run fs --help
+expect 0 "fs --help"
+out_has "--root DIR" "fs --help shows --root"
+run
+expect 2 "no command"
+run bogus
+expect 2 "unknown command"
+err_has "sandpod: unknown command 'bogus'" "unknown command message"
+run help bogus
+expect 2 "help on an unknown command"
+run --bogus
+expect 2 "unknown top-level option"
+
+# ------------------------------------------------------------ usage --
+run fs read a.txt
+expect 2 "fs without --root"
+fs
+expect 2 "fs without an operation"
+fs frobnicate
+expect 2 "unknown operation"
+fs read
+expect 2 "read without PATH"
+fs stat a b
+expect 2 "stat with two paths"
+fs ls --offset 1
+expect 2 "option of another operation"
+fs read a.txt --bogus
+expect 2 "unknown option"
+fs read a.txt --offset
+expect 2 "option without its value"
+for n in abc -1 5x "" " 5" 1e3 99999999999999999999999; do
+    fs read a.txt --offset "$n"
+    expect 2 "bad --offset '$n'"
+done
+fs ls --depth -3
+expect 2 "negative --depth"
+fs grep x --max 1.5
+expect 2 "fractional --max"
+fs read a.txt --view 0:2
+expect 2 "--view starting at 0"
+fs read a.txt --view 3:2
+expect 2 "--view ending before its start"
+fs read a.txt --view 3
+expect 2 "--view without END"
+fs read a.txt --view 1:2 --offset 1
+expect 2 "--view with --offset"
+fsin "x" write w.txt --mode sideways
+expect 2 "bad --mode"
+fsin "x" insert a.txt --line -2
+expect 2 "--line below -1"
+fsin "x" insert a.txt
+expect 2 "insert without --line"
+fs edit a.txt --new x
+expect 2 "edit without --old"
+fs edit a.txt --old x --old-file "$T/in" --new y
+expect 2 "edit with --old and --old-file"
+run fs --root "$T/missing" ls
+expect 1 "a missing root"
+
+# ------------------------------------------------------ write / read --
+fsin $'one\ntwo\nthree\n' write f.txt
+expect 0 "write from stdin"
+out_is 'wrote 14 bytes to f.txt\n' "write message"
+file_is "$W/f.txt" 'one\ntwo\nthree\n' "written file on the host"
+fs read f.txt
+expect 0 "read"
+out_is 'one\ntwo\nthree\n' "read back"
+fs read f.txt --offset 1 --limit 1
+expect 0 "read a slice"
+out_is 'two\n' "read slice content"
+err_has "--offset 2" "truncation note tells how to go on"
+run fs read --limit 1 f.txt --root "$W"
+expect 0 "options before and after the operand"
+out_is 'one\n' "permuted options"
+fs read f.txt --view 2:-1
+expect 0 "read --view"
+out_is 'two\nthree\n' "view content"
+fs read f.txt --view 1:1
+out_is 'one\n' "view of one line"
+fs read /workspace/f.txt
+expect 0 "read a /workspace path"
+out_is 'one\ntwo\nthree\n' "/workspace maps to the root"
+fs --json read f.txt
+expect 0 "read --json"
+json "read --json" 'j["ok"] and j["content"] == "one\ntwo\nthree\n" and j["total_lines"] == 3'
+fs read f.txt --json --limit 1
+json "truncated read --json" 'j["truncated"] and j["next_offset"] == 1'
+fs read nope.txt
+expect 1 "read a missing file"
+fs read nope.txt --json
+expect 1 "read --json on a missing file"
+json "error object" 'j["ok"] is False and j["error"]["code"] == "not_found" and j["error"]["message"]'
+
+fsin "again" write f.txt --mode create
+expect 1 "write --mode create on an existing file"
+file_is "$W/f.txt" 'one\ntwo\nthree\n' "failed create left the file alone"
+fsin $'four\n' write f.txt --mode append
+expect 0 "write --mode append"
+file_is "$W/f.txt" 'one\ntwo\nthree\nfour\n' "appended"
+fsin "x" write nodir/x.txt --no-parents
+expect 1 "write --no-parents into a missing folder"
+check "--no-parents created nothing" test ! -e "$W/nodir"
+fsin "deep" write d1/d2/d3.txt
+expect 0 "write creates parents"
+file_is "$W/d1/d2/d3.txt" 'deep' "deep file"
+fsin "" write empty.txt --json
+expect 0 "write --json"
+json "write --json" 'j["ok"] and j["bytes_written"] == 0 and j["path"] == "empty.txt"'
+fsin "dash" write -- -dash.txt
+expect 0 "write a name starting with '-' after --"
+file_is "$W/-dash.txt" 'dash' "dash file"
+
+# --------------------------------------------------------------- cat --
+printf 'A\000B\377C\nD' >"$T/bin"
+"$SP" fs --root "$W" write bin.dat <"$T/bin" >"$T/out" 2>"$T/err"
+rc=$?
+expect 0 "write binary from stdin"
+check "binary written exactly" cmp -s "$T/bin" "$W/bin.dat"
+fs cat bin.dat
+expect 0 "cat"
+check "cat gives the bytes back" cmp -s "$T/bin" "$T/out"
+fs cat bin.dat --offset 2 --limit 3
+expect 0 "cat a slice"
+out_is 'B\377C' "cat slice"
+fs cat bin.dat --json
+expect 0 "cat --json"
+json "binary cat --json is base64" 'j["encoding"] == "base64" and __import__("base64").b64decode(j["content"]) == b"A\x00B\xffC\nD" and j["size"] == 7'
+fs cat f.txt --json
+json "text cat --json is utf-8" 'j["encoding"] == "utf-8" and j["content"].startswith("one\n")'
+fs read bin.dat
+expect 1 "read refuses binary"
+
+# ---------------------------------------------------------------- ls --
+mkdir -p "$W/sub"
+printf '#!/bin/sh\necho hi\n' >"$W/sub/run.sh"
+chmod 755 "$W/sub/run.sh"
+ln -s f.txt "$W/lnk"
+fs ls
+expect 0 "ls"
+out_has "sub/" "ls marks folders"
+out_has "lnk@ -> f.txt" "ls shows link targets"
+out_lacks "run.sh" "ls stays at depth 1"
+fs ls --depth 2
+out_has "sub/run.sh*" "ls --depth 2 marks executables"
+fs ls sub --json
+expect 0 "ls --json"
+json "ls --json" 'j["ok"] and j["count"] == 1 and j["entries"][0]["path"] == "sub/run.sh" and j["entries"][0]["mode"] == "0755"'
+fs ls nope
+expect 1 "ls a missing folder"
+
+# ------------------------------------------------------- glob / grep --
+fs glob '**/*.sh'
+expect 0 "glob"
+out_is 'sub/run.sh\n' "glob result"
+fs glob '*.sh' --path sub --json
+expect 0 "glob --path --json"
+json "glob --json" 'j["count"] == 1 and j["entries"][0]["path"] == "sub/run.sh"'
+fs grep two
+expect 0 "grep"
+out_is 'f.txt:2:two\n' "grep output"
+fs grep -i TWO f.txt
+out_is 'f.txt:2:two\n' "grep -i on one file"
+fs grep 'o.e'
+out_has "f.txt:1:one" "grep regex"
+fs grep -F 'o.e'
+expect 0 "grep -F without a match"
+out_is '' "grep -F treats . literally"
+fs grep hi --glob '**/*.sh'
+out_is 'sub/run.sh:2:echo hi\n' "grep --glob"
+fs grep hi sub --glob '*.sh'
+out_is 'sub/run.sh:2:echo hi\n' "grep PATH --glob"
+fs grep hi --glob '*.sh'
+out_is 'sub/run.sh:2:echo hi\n' "grep --glob by name at any depth"
+fs grep zzzz
+expect 0 "grep without a match exits 0"
+out_is '' "grep without a match prints nothing"
+fs grep 'th('
+expect 1 "grep with a bad regex"
+fs grep --json thr
+expect 0 "grep --json"
+json "grep --json" 'j["count"] == 1 and j["matches"][0]["line_number"] == 3 and j["matches"][0]["match_start"] == 0 and j["matches"][0]["match_end"] == 3'
+
+# ------------------------------------------------------ stat / exists --
+fs stat f.txt
+expect 0 "stat"
+out_has "type:  file" "stat type"
+fs stat lnk --json
+json "stat --json on a link" 'j["type"] == "symlink" and j["link_target"] == "f.txt" and not j["target_escapes"]'
+fs stat sub --json
+json "stat --json on a folder" 'j["type"] == "dir" and j["path"] == "sub"'
+fs exists f.txt
+expect 0 "exists on a file"
+out_is 'true\n' "exists prints true"
+fs exists nope
+expect_rc 1 "exists on a missing path"
+out_is 'false\n' "exists prints false"
+fs exists nope --json
+json "exists --json" 'j["exists"] is False'
+
+# -------------------------------------------------------- mkdir / rm --
+fs mkdir m1
+expect 0 "mkdir"
+check "mkdir made a folder" test -d "$W/m1"
+fs mkdir m1
+expect 1 "mkdir on an existing folder"
+fs mkdir m1 --exist-ok
+expect 0 "mkdir --exist-ok"
+fs mkdir m2/a/b
+expect 1 "mkdir without -p and missing parents"
+fs mkdir -p m2/a/b
+expect 0 "mkdir -p"
+check "mkdir -p made the chain" test -d "$W/m2/a/b"
+fs mkdir -p m2/a/b
+expect 0 "mkdir -p on an existing folder"
+fs rm m2
+expect 1 "rm a non-empty folder without -r"
+fs rm -r m2 --json
+expect 0 "rm -r"
+json "rm --json" 'j["ok"] and j["path"] == "m2"'
+check "rm -r removed the folder" test ! -e "$W/m2"
+fs rm empty.txt
+expect 0 "rm a file"
+check "rm removed the file" test ! -e "$W/empty.txt"
+fs rm empty.txt
+expect 1 "rm a missing file"
+fs rm .
+expect 1 "rm the root"
+check "the root survives" test -d "$W"
+
+# ------------------------------------------------------ edit / insert --
+fs edit f.txt --old two --new TWO
+expect 0 "edit"
+out_is 'replaced 1 occurrence in f.txt\n' "edit message"
+file_is "$W/f.txt" 'one\nTWO\nthree\nfour\n' "edited file"
+fs edit f.txt --old absent --new x
+expect 1 "edit with no occurrence"
+fs edit f.txt --old o --new 0
+expect 1 "edit with several occurrences"
+file_is "$W/f.txt" 'one\nTWO\nthree\nfour\n' "failed edit left the file alone"
+fs edit f.txt --old o --new 0 --all --json
+expect 0 "edit --all"
+json "edit --json" 'j["replaced"] == 2'
+printf 'three\nf0ur\n' >"$T/old"
+printf 'line3\nline4\n' >"$T/new"
+fs edit f.txt --old-file "$T/old" --new-file "$T/new"
+expect 0 "edit with --old-file/--new-file"
+file_is "$W/f.txt" '0ne\nTWO\nline3\nline4\n' "multi-line edit"
+fsin $'new first\n' insert f.txt --line 0
+expect 0 "insert at the start"
+fsin $'after 2' insert f.txt --line 2
+expect 0 "insert after a line"
+fsin $'last\n' insert f.txt --line -1
+expect 0 "insert at the end"
+file_is "$W/f.txt" 'new first\n0ne\nafter 2\nTWO\nline3\nline4\nlast\n' "inserted lines"
+fsin "x" insert nope.txt --line 0
+expect 1 "insert into a missing file"
+
+# ------------------------------------------------------- containment --
+ln -s "$O" "$W/esc"
+ln -s "$O/secret" "$W/esclink"
+ln -s ../outside/secret "$W/esc_rel"
+for p in ../outside/secret "$O/secret" /etc/passwd esc/secret esclink esc_rel sub/../../outside/secret \
+    "$W/f.txt" /workspace/../outside/secret; do
+    fs read "$p"
+    expect 1 "read '$p' is refused"
+    out_lacks TOPSECRET "read '$p' leaks nothing"
+done
+fs read ../outside/secret --json
+json "escape --json" 'j["ok"] is False and j["error"]["code"] == "escape"'
+fs cat esclink
+expect 1 "cat through an escaping link"
+out_lacks TOPSECRET "cat leaks nothing"
+fs ls esc
+expect 1 "ls through an escaping link"
+fs ls ..
+expect 1 "ls .."
+fsin "pwned" write ../outside/evil
+expect 1 "write ../"
+fsin "pwned" write esc/evil
+expect 1 "write through an escaping folder link"
+fsin "pwned" write esclink
+expect 1 "write through an escaping file link"
+check "nothing was written outside" test ! -e "$O/evil"
+file_is "$O/secret" 'TOPSECRET\n' "the outside file is untouched"
+fs edit esclink --old TOP --new NOT
+expect 1 "edit through an escaping link"
+fsin "x" insert esc/secret --line 0
+expect 1 "insert through an escaping link"
+fs mkdir ../outside/newdir
+expect 1 "mkdir ../"
+fs mkdir -p esc/newdir
+expect 1 "mkdir through an escaping link"
+check "no folder appeared outside" test ! -e "$O/newdir"
+fs rm esc/secret
+expect 1 "rm through an escaping link"
+check "the outside file survives" test -e "$O/secret"
+fs grep TOPSECRET
+expect 0 "grep over links that point out"
+out_lacks TOPSECRET "grep never follows links out"
+fs grep TOPSECRET esc
+out_lacks TOPSECRET "grep on an escaping folder link"
+fs glob 'esc/**'
+out_lacks "secret" "glob never descends through links"
+fs exists ../outside/secret
+expect_rc 1 "exists on an escaping path"
+fs stat esclink --json
+json "stat reports escaping targets" 'j["target_escapes"] is True'
+fs rm esclink
+expect 0 "rm an escaping link removes the link"
+check "rm left the link's target alone" test -e "$O/secret"
+
+# ---------------------------------------------- read-only and deny --
+run fs --root "$W" --read-only ls
+expect 0 "ls on a read-only handle"
+fsin "x" --read-only write ro.txt
+expect 1 "write on a read-only handle"
+check "read-only wrote nothing" test ! -e "$W/ro.txt"
+fs rm f.txt --read-only
+expect 1 "rm on a read-only handle"
+fs mkdir ro --read-only
+expect 1 "mkdir on a read-only handle"
+fs edit f.txt --old TWO --new 2 --read-only
+expect 1 "edit on a read-only handle"
+printf 'hidden\n' >"$W/secret.key"
+fs --deny 'secret*' read secret.key
+expect 1 "read a denied path"
+fs --deny 'secret*' --deny '*.sh' ls --depth 3
+out_lacks "secret.key" "ls hides denied paths"
+out_lacks "run.sh" "a second --deny applies too"
+fs --deny 'secret*' grep hidden
+out_lacks "hidden" "grep skips denied paths"
+
+# ------------------------------------------------- hostile file names --
+printf 'x\n' >"$W/$(printf 'bad\377\376name.txt')"
+printf 'x\n' >"$W/$(printf 'esc\033[31mred')"
+fs ls --json
+expect 0 "ls with a non-UTF-8 name"
+json "non-UTF-8 names give valid JSON" 'any(e["name"] == "bad\\xff\\xfename.txt" for e in j["entries"])'
+fs glob '*name*' --json
+json "glob --json with a non-UTF-8 name" 'j["count"] == 1'
+fs ls
+if grep -q $'\033' "$T/out"; then bad "ls prints raw escape characters"; else ok; fi
+out_has 'esc\x1b[31mred' "ls shows control bytes as \\xNN"
+
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]

@@ -1,0 +1,150 @@
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include "testutil.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "sandpod/fs.h"
+
+char *tu_join(const char *a, const char *b)
+{
+    size_t n = strlen(a) + strlen(b) + 2;
+    char *p = malloc(n);
+    assert_non_null(p);
+    snprintf(p, n, "%s/%s", a, b);
+    return p;
+}
+
+char *tu_mkdtemp(void)
+{
+    const char *t = getenv("TMPDIR");
+    char *tmpl = tu_join(t && *t ? t : "/tmp", "sandpod-test-XXXXXX");
+    assert_non_null(mkdtemp(tmpl));
+    return tmpl;
+}
+
+static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st;
+    (void)ftw;
+    if (flag == FTW_DP || flag == FTW_D)
+        chmod(path, 0700), rmdir(path);
+    else
+        unlink(path);
+    return 0;
+}
+
+static int chmod_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st;
+    (void)ftw;
+    if (flag == FTW_D || flag == FTW_DNR)
+        chmod(path, 0700);
+    return 0;
+}
+
+void tu_rmtree(const char *path)
+{
+    if (!path)
+        return;
+    nftw(path, chmod_one, 64, FTW_PHYS);
+    nftw(path, rm_one, 64, FTW_DEPTH | FTW_PHYS);
+}
+
+void tu_write_n(const char *dir, const char *rel, const void *data, size_t len, unsigned mode)
+{
+    char *p = tu_join(dir, rel);
+    int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, mode);
+    if (fd < 0)
+        fail_msg("open %s: %s", p, strerror(errno));
+    assert_int_equal(write(fd, data, len), (ssize_t)len);
+    fchmod(fd, mode);
+    close(fd);
+    free(p);
+}
+
+void tu_write(const char *dir, const char *rel, const char *content, unsigned mode)
+{
+    tu_write_n(dir, rel, content, strlen(content), mode);
+}
+
+char *tu_read(const char *dir, const char *rel, size_t *len)
+{
+    char *p = tu_join(dir, rel);
+    int fd = open(p, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    free(p);
+    if (fd < 0)
+        return NULL;
+    size_t cap = 4096, n = 0;
+    char *buf = malloc(cap + 1);
+    for (;;) {
+        if (n == cap)
+            buf = realloc(buf, (cap *= 2) + 1);
+        ssize_t r = read(fd, buf + n, cap - n);
+        if (r <= 0)
+            break;
+        n += (size_t)r;
+    }
+    close(fd);
+    buf[n] = '\0';
+    if (len)
+        *len = n;
+    return buf;
+}
+
+void tu_mkdir(const char *dir, const char *rel)
+{
+    char *p = tu_join(dir, rel);
+    if (mkdir(p, 0755) < 0 && errno != EEXIST)
+        fail_msg("mkdir %s: %s", p, strerror(errno));
+    free(p);
+}
+
+void tu_symlink(const char *target, const char *dir, const char *rel)
+{
+    char *p = tu_join(dir, rel);
+    if (symlink(target, p) < 0)
+        fail_msg("symlink %s: %s", p, strerror(errno));
+    free(p);
+}
+
+bool tu_exists(const char *dir, const char *rel)
+{
+    struct stat st;
+    char *p = tu_join(dir, rel);
+    bool r = lstat(p, &st) == 0;
+    free(p);
+    return r;
+}
+
+int tu_fsfx_setup(void **state)
+{
+    tu_fsfx *f = calloc(1, sizeof(*f));
+    f->dir = tu_mkdtemp();
+    f->outside = tu_mkdtemp();
+    sp_error *err = NULL;
+    if (sp_fs_open(&f->fs, f->dir, NULL, &err) < 0)
+        fail_msg("sp_fs_open: %s", err ? err->message : "?");
+    *state = f;
+    return 0;
+}
+
+int tu_fsfx_teardown(void **state)
+{
+    tu_fsfx *f = *state;
+    sp_fs_free(f->fs);
+    tu_rmtree(f->dir);
+    tu_rmtree(f->outside);
+    free(f->dir);
+    free(f->outside);
+    free(f);
+    return 0;
+}

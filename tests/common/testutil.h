@@ -1,0 +1,39 @@
+/* Helpers for tests: scratch folders and small file utilities. */
+#ifndef SANDPOD_TESTUTIL_H
+#define SANDPOD_TESTUTIL_H
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+/* A fresh folder under $TMPDIR (or /tmp); removed by tu_rmtree(). */
+char *tu_mkdtemp(void);
+/* rm -rf without following symlinks. */
+void tu_rmtree(const char *path);
+/* Write a file (parents must exist) with a mode. */
+void tu_write(const char *dir, const char *rel, const char *content, unsigned mode);
+void tu_write_n(const char *dir, const char *rel, const void *data, size_t len, unsigned mode);
+/* Read a file into a malloc'd NUL-terminated buffer, or NULL. */
+char *tu_read(const char *dir, const char *rel, size_t *len);
+void tu_mkdir(const char *dir, const char *rel);
+void tu_symlink(const char *target, const char *dir, const char *rel);
+bool tu_exists(const char *dir, const char *rel);
+char *tu_join(const char *a, const char *b);
+
+/* A fixture for sp_fs tests: a fresh root with an sp_fs on it, and a
+ * folder outside the root that must never be touched. Use as a cmocka
+ * setup/teardown pair; *state is a tu_fsfx. */
+struct sp_fs;
+typedef struct tu_fsfx {
+    char *dir;
+    char *outside;
+    struct sp_fs *fs;
+} tu_fsfx;
+int tu_fsfx_setup(void **state);
+int tu_fsfx_teardown(void **state);
+
+#endif

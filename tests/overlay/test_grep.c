@@ -1,0 +1,579 @@
+/* Tests for sp_fs_grep(). */
+#include "testutil.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sandpod/fs.h"
+
+typedef tu_fsfx fixture;
+#define setup    tu_fsfx_setup
+#define teardown tu_fsfx_teardown
+
+static sp_fs_matches *grep_ok(sp_fs *fs, const char *pattern, const sp_fs_grep_opts *opts)
+{
+    sp_fs_matches *m = NULL;
+    sp_error *err = NULL;
+    int r = sp_fs_grep(&m, fs, pattern, opts, &err);
+    if (r < 0)
+        fail_msg("grep '%s': %d %s", pattern, r, err ? err->message : "?");
+    assert_null(err);
+    assert_non_null(m);
+    return m;
+}
+
+static void test_literal(void **state)
+{
+    fixture *f = *state;
+    tu_write(f->dir, "a.txt", "hello world\nfoo\nhello again\n", 0644);
+    sp_fs_matches *m = grep_ok(f->fs, "hello", NULL);
+    assert_int_equal(m->n, 2);
+    assert_false(m->truncated);
+    assert_int_equal(m->files_searched, 1);
+    assert_int_equal(m->files_skipped, 0);
+    assert_string_equal(m->v[0].path, "a.txt");
+    assert_int_equal(m->v[0].line_number, 1);
+    assert_string_equal(m->v[0].line, "hello world");
+    assert_int_equal(m->v[0].match_start, 0);
+    assert_int_equal(m->v[0].match_end, 5);
+    assert_int_equal(m->v[0].byte_offset, 0);
+    assert_int_equal(m->v[1].line_number, 3);
+    assert_string_equal(m->v[1].line, "hello again");
+    assert_int_equal(m->v[1].byte_offset, 16);
+    sp_fs_matches_free(m);
+
+    m = grep_ok(f->fs, "absent", NULL);
+    assert_int_equal(m->n, 0);
+    assert_false(m->truncated);
+    sp_fs_matches_free(m);
+}
+
+static void test_regex(void **state)
+{
+    fixture *f = *state;
+    tu_write(f->dir, "a.txt", "hello world\nfoo 42\nbar\n", 0644);
+    sp_fs_matches *m = grep_ok(f->fs, "wor.d$", NULL);
+    assert_int_equal(m->n, 1);
+    assert_int_equal(m->v[0].line_number, 1);
+    assert_int_equal(m->v[0].match_start, 6);
+    assert_int_equal(m->v[0].match_end, 11);
+    sp_fs_matches_free(m);
+
+    m = grep_ok(f->fs, "^[a-z]+ \\d+$", NULL);
+    assert_int_equal(m->n, 1);
+    assert_int_equal(m->v[0].line_number, 2);
+    assert_string_equal(m->v[0].line, "foo 42");
+    assert_int_equal(m->v[0].byte_offset, 12);
+    sp_fs_matches_free(m);
+
+    /* ^ anchors at every line start (multiline). */
+    m = grep_ok(f->fs, "^bar", NULL);
+    assert_int_equal(m->n, 1);
+    assert_int_equal(m->v[0].line_number, 3);
+    sp_fs_matches_free(m);
+}
+
+static void test_case_insensitive(void **state)
+{
+    fixture *f = *state;
+    tu_write(f->dir, "a.txt", "Hello\nHELLO\nhello\nbye\n", 0644);
+    sp_fs_matches *m = grep_ok(f->fs, "hello", NULL);
+    assert_int_equal(m->n, 1);
+    assert_int_equal(m->v[0].line_number, 3);
+    sp_fs_matches_free(m);
+
+    sp_fs_grep_opts o = SP_FS_GREP_OPTS_INIT;
+    o.case_insensitive = true;
+    m = grep_ok(f->fs, "hello", &o);
+    assert_int_equal(m->n, 3);
+    sp_fs_matches_free(m);
+}
+
+static void test_fixed_string(void **state)
+{
+    fixture *f = *state;
+    tu_write(f->dir, "a.txt", "axbbc x\na.b*c (x)\n", 0644);
+    sp_fs_grep_opts o = SP_FS_GREP_OPTS_INIT;
+    o.fixed_string = true;
+    sp_fs_matches *m = grep_ok(f->fs, "a.b*c (x)", &o);
+    assert_int_equal(m->n, 1);
+    assert_int_equal(m->v[0].line_number, 2);
+    assert_int_equal(m->v[0].match_start, 0);
+    assert_int_equal(m->v[0].match_end, 9);
+    sp_fs_matches_free(m);
+
+    /* Unbalanced metacharacters are fine as a literal. */
+    m = grep_ok(f->fs, "(x", &o);
+    assert_int_equal(m->n, 1);
+    sp_fs_matches_free(m);
+
+    o.case_insensitive = true;
+    m = grep_ok(f->fs, "A.B*C", &o);
+    assert_int_equal(m->n, 1);
+    sp_fs_matches_free(m);
+}
+
+static void test_glob_filter(void **state)
+{
+    fixture *f = *state;
+    tu_mkdir(f->dir, "src");
+    tu_mkdir(f->dir, "src/deep");
+    tu_mkdir(f->dir, "docs");
+    tu_write(f->dir, "top.c", "needle\n", 0644);
+    tu_write(f->dir, "src/a.c", "needle\n", 0644);
+    tu_write(f->dir, "src/b.h", "needle\n", 0644);
+    tu_write(f->dir, "src/deep/c.c", "needle\n", 0644);
+    tu_write(f->dir, "docs/a.md", "needle\n", 0644);
+
+    sp_fs_grep_opts o = SP_FS_GREP_OPTS_INIT;
+    o.glob = "**/*.c";
+    sp_fs_matches *m = grep_ok(f->fs, "needle", &o);
+    assert_int_equal(m->n, 3);
+    assert_string_equal(m->v[0].path, "src/a.c");
+    assert_string_equal(m->v[1].path, "src/deep/c.c");
+    assert_string_equal(m->v[2].path, "top.c");
+    sp_fs_matches_free(m);
+
+    /* A glob without '/' matches names at any depth, as in rg. */
+    o.glob = "*.c";
+    m = grep_ok(f->fs, "needle", &o);
+    assert_int_equal(m->n, 3);
+    sp_fs_matches_free(m);
+
+    /* A glob with '/' is relative to the searched folder; paths stay
+     * relative to the root. */
+    o.path = "src";
+    o.glob = "*.c";
+    m = grep_ok(f->fs, "needle", &o);
+    assert_int_equal(m->n, 2);
+    assert_string_equal(m->v[0].path, "src/a.c");
+    assert_string_equal(m->v[1].path, "src/deep/c.c");
+    sp_fs_matches_free(m);
+    o.glob = "deep/*.c";
+    m = grep_ok(f->fs, "needle", &o);
+    assert_int_equal(m->n, 1);
+    assert_string_equal(m->v[0].path, "src/deep/c.c");
+    sp_fs_matches_free(m);
+
+    o.path = "/workspace/src";
+    o.glob = "{*.h,deep/*}";
+    m = grep_ok(f->fs, "needle", &o);
+    assert_int_equal(m->n, 2);
+    assert_string_equal(m->v[0].path, "src/b.h");
+    assert_string_equal(m->v[1].path, "src/deep/c.c");
+    sp_fs_matches_free(m);
+
+    o.path = NULL;
+    o.glob = "docs/*.md";
+    m = grep_ok(f->fs, "needle", &o);
+    assert_int_equal(m->n, 1);
+    assert_string_equal(m->v[0].path, "docs/a.md");
+    assert_int_equal(m->files_searched, 1);
+    sp_fs_matches_free(m);
+}
+
+static void test_single_file(void **state)
+{
+    fixture *f = *state;
+    tu_mkdir(f->dir, "d");
+    tu_write(f->dir, "d/a.txt", "needle\n", 0644);
+    tu_write(f->dir, "d/b.txt", "needle\n", 0644);
+    sp_fs_grep_opts o = SP_FS_GREP_OPTS_INIT;
+    o.path = "d/b.txt";
+    sp_fs_matches *m = grep_ok(f->fs, "needle", &o);
+    assert_int_equal(m->n, 1);
+    assert_string_equal(m->v[0].path, "d/b.txt");
+    assert_int_equal(m->files_searched, 1);
+    sp_fs_matches_free(m);
+
+    sp_error *err = NULL;
+    o.path = "d/missing.txt";
+    m = NULL;
+    assert_int_equal(sp_fs_grep(&m, f->fs, "needle", &o, &err), SP_ENOTFOUND);
+    assert_null(m);
+    assert_non_null(err);
+    sp_error_free(err);
+}
+
+static void test_max_matches(void **state)
+{
+    fixture *f = *state;
+    tu_write(f->dir, "a.txt", "x\nx\nx\nx\nx\n", 0644);
+    tu_write(f->dir, "b.txt", "x\nx\nx\nx\nx\n", 0644);
+    sp_fs_grep_opts o = SP_FS_GREP_OPTS_INIT;
+    o.max_matches = 3;
+    sp_fs_matches *m = grep_ok(f->fs, "x", &o);
+    assert_int_equal(m->n, 3);
+    assert_true(m->truncated);
+    sp_fs_matches_free(m);
+
+    /* Exactly as many matches as allowed is not truncated. */
+    o.max_matches = 10;
+    m = grep_ok(f->fs, "x", &o);
+    assert_int_equal(m->n, 10);
+    assert_false(m->truncated);
+    sp_fs_matches_free(m);
+
+    o.max_matches = 5;
+    m = grep_ok(f->fs, "x", &o);
+    assert_int_equal(m->n, 5);
+    assert_true(m->truncated);
+    sp_fs_matches_free(m);
+
+    /* Default limit: 1000. */
+    char *big = malloc(1500 * 2 + 1);
+    for (int i = 0; i < 1500; i++)
+        big[2 * i] = 'x', big[2 * i + 1] = '\n';
+    big[3000] = '\0';
+    tu_write(f->dir, "c.txt", big, 0644);
+    free(big);
+    m = grep_ok(f->fs, "x", NULL);
+    assert_int_equal(m->n, 1000);
+    assert_true(m->truncated);
+    sp_fs_matches_free(m);
+}
+
+static void test_sorted(void **state)
+{
+    fixture *f = *state;
+    tu_mkdir(f->dir, "b");
+    tu_mkdir(f->dir, "a");
+    tu_mkdir(f->dir, "a/b");
+    tu_write(f->dir, "b/z.txt", "k\n", 0644);
+    tu_write(f->dir, "a/y.txt", "k\nno\nk\n", 0644);
+    tu_write(f->dir, "a.txt", "k\n", 0644);
+    tu_write(f->dir, "a/b/c.txt", "k\n", 0644);
+    tu_write(f->dir, "0.txt", "no\nk\n", 0644);
+    sp_fs_matches *m = grep_ok(f->fs, "k", NULL);
+    assert_int_equal(m->n, 6);
+    assert_int_equal(m->files_searched, 5);
+    const char *want[] = {"0.txt", "a.txt", "a/b/c.txt", "a/y.txt", "a/y.txt", "b/z.txt"};
+    const size_t lines[] = {2, 1, 1, 1, 3, 1};
+    for (size_t i = 0; i < 6; i++) {
+        assert_string_equal(m->v[i].path, want[i]);
+        assert_int_equal(m->v[i].line_number, lines[i]);
+    }
+    sp_fs_matches_free(m);
+}
+
+static void test_binary_skipped(void **state)
+{
+    fixture *f = *state;
+    tu_write_n(f->dir, "bin.dat", "needle\0\1\2needle\n", 16, 0644);
+    tu_write(f->dir, "text.txt", "needle\n", 0644);
+    sp_fs_matches *m = grep_ok(f->fs, "needle", NULL);
+    assert_int_equal(m->n, 1);
+    assert_string_equal(m->v[0].path, "text.txt");
+    assert_int_equal(m->files_searched, 1);
+    assert_int_equal(m->files_skipped, 1);
+    sp_fs_matches_free(m);
+
+    /* A NUL after the first 8 KiB does not make a file binary. */
+    size_t n = 10000;
+    char *data = malloc(n);
+    memset(data, 'a', n);
+    memcpy(data, "needle\n", 7);
+    data[9000] = '\0';
+    tu_write_n(f->dir, "late.dat", data, n, 0644);
+    free(data);
+    m = grep_ok(f->fs, "needle", NULL);
+    assert_int_equal(m->n, 2);
+    assert_string_equal(m->v[0].path, "late.dat");
+    sp_fs_matches_free(m);
+}
+
+static void test_git_skipped(void **state)
+{
+    fixture *f = *state;
+    tu_mkdir(f->dir, ".git");
+    tu_write(f->dir, ".git/config", "needle\n", 0644);
+    tu_mkdir(f->dir, "sub");
+    tu_mkdir(f->dir, "sub/.git");
+    tu_write(f->dir, "sub/.git/HEAD", "needle\n", 0644);
+    tu_write(f->dir, "sub/.gitignore", "needle\n", 0644);
+    sp_fs_matches *m = grep_ok(f->fs, "needle", NULL);
+    assert_int_equal(m->n, 1);
+    assert_string_equal(m->v[0].path, "sub/.gitignore");
+    sp_fs_matches_free(m);
+}
+
+static void test_denied_skipped(void **state)
+{
+    fixture *f = *state;
+    tu_write(f->dir, "secret.env", "needle\n", 0644);
+    tu_write(f->dir, "ok.txt", "needle\n", 0644);
+    const char *deny[] = {"*.env", NULL};
+    sp_fs_opts fo = SP_FS_OPTS_INIT;
+    fo.deny = deny;
+    sp_fs *fs = NULL;
+    assert_int_equal(sp_fs_open(&fs, f->dir, &fo, NULL), 0);
+    sp_fs_matches *m = grep_ok(fs, "needle", NULL);
+    assert_int_equal(m->n, 1);
+    assert_string_equal(m->v[0].path, "ok.txt");
+    sp_fs_matches_free(m);
+
+    sp_fs_grep_opts o = SP_FS_GREP_OPTS_INIT;
+    o.path = "secret.env";
+    m = NULL;
+    assert_int_equal(sp_fs_grep(&m, fs, "needle", &o, NULL), SP_EDENIED);
+    assert_null(m);
+    sp_fs_free(fs);
+}
+
+static void test_symlinks_not_followed(void **state)
+{
+    fixture *f = *state;
+    tu_write(f->outside, "secret.txt", "needle TOPSECRET\n", 0644);
+    char *secret = tu_join(f->outside, "secret.txt");
+    tu_symlink(f->outside, f->dir, "out_dir");
+    tu_symlink(secret, f->dir, "out_file.txt");
+    tu_symlink("../../../../../../../../../../..", f->dir, "up");
+    tu_write(f->dir, "real.txt", "needle here\n", 0644);
+    tu_symlink("real.txt", f->dir, "alias.txt");
+    tu_mkdir(f->dir, "sub");
+    tu_symlink("..", f->dir, "sub/loop");
+    free(secret);
+
+    sp_fs_matches *m = grep_ok(f->fs, "needle", NULL);
+    /* Only the real file: not the link to it, nothing outside, no loop. */
+    assert_int_equal(m->n, 1);
+    assert_string_equal(m->v[0].path, "real.txt");
+    for (size_t i = 0; i < m->n; i++)
+        assert_null(strstr(m->v[i].line, "TOPSECRET"));
+    sp_fs_matches_free(m);
+
+    m = grep_ok(f->fs, "TOPSECRET", NULL);
+    assert_int_equal(m->n, 0);
+    sp_fs_matches_free(m);
+
+    /* Naming a link that leaves the root is an escape, not a search. */
+    const char *escapes[] = {"out_dir", "out_file.txt", "up", "out_dir/secret.txt"};
+    for (size_t i = 0; i < sizeof(escapes) / sizeof(*escapes); i++) {
+        sp_fs_grep_opts o = SP_FS_GREP_OPTS_INIT;
+        o.path = escapes[i];
+        sp_error *err = NULL;
+        m = NULL;
+        int r = sp_fs_grep(&m, f->fs, "TOPSECRET", &o, &err);
+        if (r >= 0)
+            fail_msg("grep in %s succeeded with %zu matches", escapes[i], m ? m->n : 0);
+        assert_null(m);
+        assert_non_null(err);
+        assert_null(strstr(err->message, "TOPSECRET"));
+        sp_error_free(err);
+    }
+}
+
+static void test_invalid_regex(void **state)
+{
+    fixture *f = *state;
+    tu_write(f->dir, "a.txt", "abc\n", 0644);
+    sp_fs_matches *m = NULL;
+    sp_error *err = NULL;
+    assert_int_equal(sp_fs_grep(&m, f->fs, "ab(c", NULL, &err), SP_EINVAL);
+    assert_null(m);
+    assert_non_null(err);
+    assert_int_equal(err->code, SP_EINVAL);
+    assert_string_equal(err->message, "invalid regex at offset 4: missing closing parenthesis");
+    sp_error_free(err);
+
+    err = NULL;
+    assert_int_equal(sp_fs_grep(&m, f->fs, "a[", NULL, &err), SP_EINVAL);
+    assert_non_null(strstr(err->message, "invalid regex at offset"));
+    sp_error_free(err);
+
+    /* Without an error object the code alone comes back. */
+    assert_int_equal(sp_fs_grep(&m, f->fs, "*", NULL, NULL), SP_EINVAL);
+    assert_null(m);
+}
+
+static void test_empty_matches(void **state)
+{
+    fixture *f = *state;
+    tu_write(f->dir, "a.txt", "one\n\nthree\n", 0644);
+    tu_write(f->dir, "b.txt", "no\nnewline", 0644);
+    tu_write(f->dir, "empty.txt", "", 0644);
+    const char *patterns[] = {"^", "$", "x*", "", "(?=)", "\\b|^"};
+    for (size_t i = 0; i < sizeof(patterns) / sizeof(*patterns); i++) {
+        sp_fs_matches *m = grep_ok(f->fs, patterns[i], NULL);
+        /* Every line once; none past the final newline or in the empty file. */
+        if (m->n != 5)
+            fail_msg("pattern '%s': %zu matches", patterns[i], m->n);
+        assert_string_equal(m->v[0].path, "a.txt");
+        assert_int_equal(m->v[0].line_number, 1);
+        assert_int_equal(m->v[1].line_number, 2);
+        assert_string_equal(m->v[1].line, "");
+        assert_int_equal(m->v[2].line_number, 3);
+        assert_string_equal(m->v[3].path, "b.txt");
+        assert_int_equal(m->v[4].line_number, 2);
+        assert_string_equal(m->v[4].line, "newline");
+        for (size_t j = 0; j < m->n; j++)
+            assert_true(m->v[j].match_start <= m->v[j].match_end);
+        assert_int_equal(m->files_searched, 3);
+        sp_fs_matches_free(m);
+    }
+}
+
+static void test_match_offsets(void **state)
+{
+    fixture *f = *state;
+    tu_write(f->dir, "a.txt", "first\nabc needle def needle\nx\n", 0644);
+    sp_fs_matches *m = grep_ok(f->fs, "needle", NULL);
+    /* One match per line: the first on it. */
+    assert_int_equal(m->n, 1);
+    assert_int_equal(m->v[0].line_number, 2);
+    assert_string_equal(m->v[0].line, "abc needle def needle");
+    assert_int_equal(m->v[0].match_start, 4);
+    assert_int_equal(m->v[0].match_end, 10);
+    assert_int_equal(m->v[0].byte_offset, 10);
+    sp_fs_matches_free(m);
+
+    /* A match running over a newline is cut at the end of its line. */
+    m = grep_ok(f->fs, "def needle\\nx", NULL);
+    assert_int_equal(m->n, 1);
+    assert_int_equal(m->v[0].line_number, 2);
+    assert_int_equal(m->v[0].match_start, 11);
+    assert_int_equal(m->v[0].match_end, 21);
+    sp_fs_matches_free(m);
+
+    /* Lines after a multi-line match are still searched. */
+    m = grep_ok(f->fs, "st\\nabc|x", NULL);
+    assert_int_equal(m->n, 2);
+    assert_int_equal(m->v[0].line_number, 1);
+    assert_int_equal(m->v[1].line_number, 3);
+    sp_fs_matches_free(m);
+}
+
+static void test_utf8(void **state)
+{
+    fixture *f = *state;
+    tu_write(f->dir, "u.txt", "x\nh\xc3\xa9llo w\xc3\xb6rld \xe2\x82\xac\n", 0644);
+    sp_fs_matches *m = grep_ok(f->fs, "w\xc3\xb6rld", NULL);
+    assert_int_equal(m->n, 1);
+    assert_int_equal(m->v[0].line_number, 2);
+    assert_int_equal(m->v[0].match_start, 7);
+    assert_int_equal(m->v[0].match_end, 13);
+    assert_int_equal(m->v[0].byte_offset, 9);
+    sp_fs_matches_free(m);
+
+    /* '.' is one code point, not one byte. */
+    m = grep_ok(f->fs, "^h.llo", NULL);
+    assert_int_equal(m->n, 1);
+    assert_int_equal(m->v[0].match_end, 6);
+    sp_fs_matches_free(m);
+
+    m = grep_ok(f->fs, "d .$", NULL);
+    assert_int_equal(m->n, 1);
+    sp_fs_matches_free(m);
+
+    sp_fs_grep_opts o = SP_FS_GREP_OPTS_INIT;
+    o.case_insensitive = true;
+    m = grep_ok(f->fs, "H\xc3\x89LLO W\xc3\x96RLD", &o);
+    assert_int_equal(m->n, 1);
+    sp_fs_matches_free(m);
+}
+
+static void test_invalid_utf8_file(void **state)
+{
+    fixture *f = *state;
+    tu_write(f->dir, "bad.txt", "ok\nabc \xff\xfe needle \xc3\n\xed\xa0\x80 tail\n", 0644);
+    sp_fs_matches *m = grep_ok(f->fs, "needle", NULL);
+    assert_int_equal(m->n, 1);
+    assert_int_equal(m->v[0].line_number, 2);
+    assert_int_equal(m->v[0].match_start, 7);
+    assert_int_equal(m->v[0].match_end, 13);
+    assert_int_equal(m->files_skipped, 0);
+    sp_fs_matches_free(m);
+
+    m = grep_ok(f->fs, "tail$", NULL);
+    assert_int_equal(m->n, 1);
+    assert_int_equal(m->v[0].line_number, 3);
+    sp_fs_matches_free(m);
+
+    m = grep_ok(f->fs, "^.*$", NULL);
+    assert_true(m->n >= 1);
+    sp_fs_matches_free(m);
+}
+
+static void test_long_line_cut(void **state)
+{
+    fixture *f = *state;
+    sp_fs_opts fo = SP_FS_OPTS_INIT;
+    fo.max_line_bytes = 10;
+    sp_fs *fs = NULL;
+    assert_int_equal(sp_fs_open(&fs, f->dir, &fo, NULL), 0);
+    /* 9 bytes, then a 2-byte code point straddling the cut. */
+    tu_write(f->dir, "a.txt", "aaaaaaaaa\xc3\xa9 needle\nshort needle\n", 0644);
+    sp_fs_matches *m = grep_ok(fs, "needle", NULL);
+    assert_int_equal(m->n, 2);
+    assert_string_equal(m->v[0].line, "aaaaaaaaa");
+    assert_int_equal(m->v[0].match_start, 9);
+    assert_int_equal(m->v[0].match_end, 9);
+    assert_int_equal(m->v[0].byte_offset, 12);
+    assert_string_equal(m->v[1].line, "short need");
+    assert_int_equal(m->v[1].match_start, 6);
+    assert_int_equal(m->v[1].match_end, 10);
+    sp_fs_matches_free(m);
+    sp_fs_free(fs);
+
+    /* The default cut is 2000 bytes. */
+    size_t n = 5000;
+    char *line = malloc(n + 2);
+    memset(line, 'b', n);
+    memcpy(line + 10, "needle", 6);
+    line[n] = '\n';
+    line[n + 1] = '\0';
+    tu_write(f->dir, "long.txt", line, 0644);
+    free(line);
+    m = grep_ok(f->fs, "needle", NULL);
+    assert_int_equal(m->n, 3);
+    assert_string_equal(m->v[2].path, "long.txt");
+    assert_int_equal(strlen(m->v[2].line), 2000);
+    assert_int_equal(m->v[2].match_start, 10);
+    assert_int_equal(m->v[2].match_end, 16);
+    sp_fs_matches_free(m);
+}
+
+static void test_bad_arguments(void **state)
+{
+    fixture *f = *state;
+    sp_fs_matches *m = NULL;
+    assert_int_equal(sp_fs_grep(&m, f->fs, NULL, NULL, NULL), SP_EINVAL);
+    sp_fs_grep_opts o = SP_FS_GREP_OPTS_INIT;
+    o.path = "../x";
+    assert_true(sp_fs_grep(&m, f->fs, "x", &o, NULL) < 0);
+    assert_null(m);
+    o.path = NULL;
+    o.glob = "[abc";
+    sp_error *err = NULL;
+    assert_int_equal(sp_fs_grep(&m, f->fs, "x", &o, &err), SP_EINVAL);
+    assert_non_null(err);
+    sp_error_free(err);
+    sp_fs_matches_free(NULL);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_literal, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_regex, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_case_insensitive, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_fixed_string, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_glob_filter, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_single_file, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_max_matches, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_sorted, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_binary_skipped, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_git_skipped, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_denied_skipped, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_symlinks_not_followed, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_invalid_regex, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_empty_matches, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_match_offsets, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_utf8, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_invalid_utf8_file, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_long_line_cut, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_bad_arguments, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
