@@ -270,6 +270,14 @@ void sp_strv_push(sp_strv *sv, char *owned)
     sv->v[sv->n] = NULL;
 }
 
+char **sp_strv_steal(sp_strv *sv)
+{
+    char **v = sv->v ? sv->v : sp_xcalloc(1, sizeof(char *));
+    sv->v = NULL;
+    sv->n = sv->cap = 0;
+    return v;
+}
+
 void sp_strv_dispose(sp_strv *sv)
 {
     for (size_t i = 0; i < sv->n; i++)

@@ -97,6 +97,9 @@ typedef struct sp_strv {
 } sp_strv;
 void sp_strv_push(sp_strv *sv, char *owned);
 void sp_strv_dispose(sp_strv *sv);
+/* The NULL-terminated array (never NULL, empty when nothing was pushed);
+ * the caller frees each string and the array. */
+char **sp_strv_steal(sp_strv *sv);
 
 /* UTF-8 validity (strict: no overlongs, no surrogates). */
 bool sp_utf8_valid(const char *s, size_t len);
@@ -106,6 +109,29 @@ size_t sp_utf8_cut(const char *s, size_t len, size_t max);
 
 /* Read/write the whole of a buffer, retrying on EINTR and short counts. */
 int sp_write_all(int fd, const void *data, size_t len);
+
+/* An output cap that keeps the head and the tail of a stream: at most
+ * max_bytes and max_lines in all, half for each end, with a marker in the
+ * middle saying what was left out. Fed incrementally, so a command that
+ * prints gigabytes costs a fixed amount of memory. */
+typedef struct sp_capbuf {
+    size_t max_bytes, max_lines;
+    sp_buf head;
+    size_t head_lines;
+    bool head_full;
+    char *ring; /* the last tail_cap bytes seen after the head filled */
+    size_t tail_cap, ring_pos, ring_len;
+    uint64_t total_bytes, total_lines;
+    bool last_nl; /* the last byte fed was '\n' */
+} sp_capbuf;
+#define SP_CAP_DEFAULT_BYTES 8192
+#define SP_CAP_DEFAULT_LINES 200
+void sp_capbuf_init(sp_capbuf *c, size_t max_bytes, size_t max_lines);
+void sp_capbuf_feed(sp_capbuf *c, const char *data, size_t len);
+/* The capped text (NUL-terminated, caller frees); *truncated tells whether
+ * anything was left out. Resets nothing: call once, then dispose. */
+char *sp_capbuf_text(sp_capbuf *c, size_t *len, bool *truncated);
+void sp_capbuf_dispose(sp_capbuf *c);
 
 /* Monotonic milliseconds. */
 int64_t sp_now_ms(void);

@@ -111,13 +111,73 @@ static void test_normalize(void **state)
     norm_fail("a\0/../../etc", 12, SP_EINVAL);
 }
 
+static char *cap(const char *data, size_t len, size_t chunk, size_t mb, size_t ml, bool *trunc)
+{
+    sp_capbuf c;
+    sp_capbuf_init(&c, mb, ml);
+    for (size_t i = 0; i < len; i += chunk)
+        sp_capbuf_feed(&c, data + i, len - i < chunk ? len - i : chunk);
+    char *t = sp_capbuf_text(&c, NULL, trunc);
+    sp_capbuf_dispose(&c);
+    return t;
+}
+
+static void test_cap(void **state)
+{
+    (void)state;
+    bool tr = true;
+    char *t = cap("short\n", 6, 3, 0, 0, &tr);
+    assert_string_equal(t, "short\n");
+    assert_false(tr);
+    free(t);
+    t = cap("", 0, 1, 0, 0, &tr);
+    assert_string_equal(t, "");
+    assert_false(tr);
+    free(t);
+
+    /* 1000 lines over a 200-line cap: 100 head lines, 100 tail lines. */
+    sp_buf b = SP_BUF_INIT;
+    for (int i = 0; i < 1000; i++)
+        sp_buf_printf(&b, "%d\n", i);
+    for (size_t chunk = 1; chunk < 5000; chunk = chunk * 7 + 1) {
+        t = cap(b.data, b.len, chunk, 8192, 200, &tr);
+        assert_true(tr);
+        assert_memory_equal(t, "0\n1\n", 4);
+        assert_non_null(strstr(t, "\n99\n[... "));
+        assert_non_null(strstr(t, " 800 lines omitted ...]\n900\n"));
+        assert_int_equal(strlen(t) - strlen(strstr(t, "999\n")), strlen(t) - 4);
+        free(t);
+    }
+    /* Bytes bind: one huge line keeps 4 KiB of each end. */
+    sp_buf_dispose(&b);
+    for (int i = 0; i < 100000; i++)
+        sp_buf_addc(&b, (char)('a' + i % 26));
+    t = cap(b.data, b.len, 4096, 8192, 200, &tr);
+    assert_true(tr);
+    assert_true(strlen(t) < 8192 + 64);
+    assert_non_null(strstr(t, "bytes, 0 lines omitted"));
+    assert_memory_equal(t + strlen(t) - 5, b.data + b.len - 5, 5);
+    free(t);
+    sp_buf_dispose(&b);
+    /* Exactly at the cap: nothing left out. */
+    for (int i = 0; i < 200; i++)
+        sp_buf_adds(&b, "x\n");
+    t = cap(b.data, b.len, 7, 8192, 200, &tr);
+    assert_false(tr);
+    assert_int_equal(strlen(t), 400);
+    free(t);
+    sp_buf_addc(&b, 'y');
+    t = cap(b.data, b.len, 7, 8192, 200, &tr);
+    assert_true(tr);
+    free(t);
+    sp_buf_dispose(&b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_errors),
-        cmocka_unit_test(test_utf8),
-        cmocka_unit_test(test_buf),
-        cmocka_unit_test(test_normalize),
+        cmocka_unit_test(test_errors),    cmocka_unit_test(test_utf8), cmocka_unit_test(test_buf),
+        cmocka_unit_test(test_normalize), cmocka_unit_test(test_cap),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
