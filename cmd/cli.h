@@ -7,13 +7,16 @@
 #ifndef SANDPOD_CLI_H
 #define SANDPOD_CLI_H
 
+#include <getopt.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include <cJSON.h>
 
 #include "sandpod.h"
+#include "sandpod/sandbox.h"
 
 #define CLI_PRINTF(a, b) __attribute__((format(printf, a, b)))
 
@@ -32,6 +35,18 @@ enum {
 
 /* Subcommand entry points. argv[0] is the subcommand's name. */
 int cmd_fs(int argc, char **argv);
+int cmd_hydrate(int argc, char **argv);
+int cmd_create(int argc, char **argv);
+int cmd_ls(int argc, char **argv);
+int cmd_inspect(int argc, char **argv);
+int cmd_start(int argc, char **argv);
+int cmd_stop(int argc, char **argv);
+int cmd_restart(int argc, char **argv);
+int cmd_rm(int argc, char **argv);
+int cmd_exec(int argc, char **argv);
+int cmd_sh(int argc, char **argv);
+int cmd_run(int argc, char **argv);
+int cmd_image(int argc, char **argv);
 
 /* Print `sandpod: <message>` on stderr; returns CLI_EXIT_ERROR. */
 int cli_error(const char *fmt, ...) CLI_PRINTF(1, 2);
@@ -84,5 +99,157 @@ void cli_put_name(FILE *f, const char *s);
 /* Flush stdout and report a failed write (a full disk, a closed pipe).
  * Returns `rc`, or CLI_EXIT_ERROR when stdout could not be written. */
 int cli_finish(int rc);
+
+/* ------------------------------------------------------------------------
+ * Shared by the sandbox commands (defined in cmd_create.c).
+ */
+
+/* Long-option values shared by the sandbox commands; above any short
+ * option. */
+enum {
+    CLI_OPT_STATE_ROOT = 0x1000,
+    CLI_OPT_URL,
+    CLI_OPT_NAME,
+    CLI_OPT_IMAGE,
+    CLI_OPT_MOUNT,
+    CLI_OPT_ALLOWED_ROOT,
+    CLI_OPT_NETWORK,
+    CLI_OPT_MEMORY,
+    CLI_OPT_CPUS,
+    CLI_OPT_PIDS,
+    CLI_OPT_TMPFS_SIZE,
+    CLI_OPT_RW_ROOT,
+    CLI_OPT_CAP_ADD,
+};
+
+/* --state-root DIR and --url URL, which every sandbox command takes. */
+/* clang-format off */
+#define CLI_CONN_OPTIONS                                          \
+    {"state-root", required_argument, NULL, CLI_OPT_STATE_ROOT}, \
+    {"url", required_argument, NULL, CLI_OPT_URL}
+
+/* The options of `sandpod create`, which `sandpod run` takes too. */
+#define CLI_CREATE_OPTIONS                                            \
+    {"name", required_argument, NULL, CLI_OPT_NAME},                 \
+    {"image", required_argument, NULL, CLI_OPT_IMAGE},               \
+    {"mount", required_argument, NULL, CLI_OPT_MOUNT},               \
+    {"allowed-root", required_argument, NULL, CLI_OPT_ALLOWED_ROOT}, \
+    {"env", required_argument, NULL, 'e'},                           \
+    {"workdir", required_argument, NULL, 'w'},                       \
+    {"user", required_argument, NULL, 'u'},                          \
+    {"network", required_argument, NULL, CLI_OPT_NETWORK},           \
+    {"memory", required_argument, NULL, CLI_OPT_MEMORY},             \
+    {"cpus", required_argument, NULL, CLI_OPT_CPUS},                 \
+    {"pids", required_argument, NULL, CLI_OPT_PIDS},                 \
+    {"tmpfs-size", required_argument, NULL, CLI_OPT_TMPFS_SIZE},     \
+    {"read-write-root", no_argument, NULL, CLI_OPT_RW_ROOT},         \
+    {"cap-add", required_argument, NULL, CLI_OPT_CAP_ADD}
+/* clang-format on */
+
+/* Short options of CLI_CREATE_OPTIONS (-e, -w, -u), for getopt. */
+#define CLI_CREATE_SHORTOPTS "e:w:u:"
+
+/* Where the sandboxes live and which Podman service to use. */
+struct cli_conn {
+    char *state_root; /* absolute, or NULL for the library's default */
+    const char *url;  /* or NULL: SANDPOD_URL, then discovery */
+};
+
+/* Take --state-root or --url. Returns 1 when `opt` was one of them, 0 when
+ * it was not, -1 after printing a usage error. */
+int cli_conn_option(struct cli_conn *c, const char *cmd, int opt, const char *arg);
+void cli_conn_dispose(struct cli_conn *c);
+
+/* Options for sp_sandbox_open() / sp_podman_open() from --state-root/--url. */
+sp_sandbox_opts cli_conn_sandbox_opts(const struct cli_conn *c);
+sp_podman_opts cli_conn_podman_opts(const struct cli_conn *c);
+
+/* getopt_long() with the CLI's conventions: no getopt messages, and a bad
+ * or incomplete option printed as one usage line. Returns the option, -1
+ * at the end of the options, or CLI_GETOPT_BAD after the usage line (the
+ * caller exits 2). Pass short options without a leading ':' or '+'; `stop`
+ * stops at the first operand (for commands that take a command line). */
+#define CLI_GETOPT_BAD (-2)
+int cli_getopt(const char *cmd, int argc, char **argv, const char *shortopts,
+               const struct option *longopts, bool stop);
+
+/* Open sandbox `name`, reporting a failure (as JSON too when `json`).
+ * Returns 0, or the exit code after the report. */
+int cli_sandbox_open(sp_sandbox **out, const char *name, const struct cli_conn *c, bool json);
+
+/* Report a library error the way the output mode asks for, free it, and
+ * return the exit code. */
+int cli_fail(bool json, int code, sp_error *err);
+
+/* Parse a size: a whole number with an optional binary suffix K, M, G or T
+ * (optionally followed by B or iB, any case). Zero is refused. Returns 0, or
+ * -1 after a usage error naming `what`. */
+int cli_parse_bytes(const char *cmd, const char *what, const char *s, uint64_t *out);
+
+/* Write a byte count for a human: "512 B", "1.5 MiB". */
+void cli_format_bytes(char *buf, size_t size, uint64_t n);
+
+/* An RFC 3339 UTC time ("2024-05-01T12:00:00Z") as local time for a human,
+ * "2024-05-01 14:00"; the text as it is when it does not parse. */
+void cli_local_time(char *buf, size_t size, const char *rfc3339);
+
+/* A sandbox being created from the command line (create, run). */
+struct cli_create {
+    struct cli_conn conn;
+    sp_sandbox_opts opts;
+    sp_mount **parsed; /* each from sp_mount_spec_parse() */
+    sp_mount *mounts;  /* shallow copies, contiguous, for opts.mounts */
+    size_t n_mounts;
+    const char **roots, **env, **caps; /* NULL-terminated */
+    size_t n_roots, n_env, n_caps;
+    int64_t progress_ms; /* when progress was last drawn; -1 = never */
+};
+
+/* Prepare for up to argc repeated options. Returns 0 or an exit code. */
+int cli_create_init(struct cli_create *c, int argc);
+void cli_create_dispose(struct cli_create *c);
+
+/* Take one option of CLI_CREATE_OPTIONS or CLI_CONN_OPTIONS. Returns 1 when
+ * taken, 0 when `opt` is none of them, -1 after a usage error. */
+int cli_create_option(struct cli_create *c, const char *cmd, int opt, const char *arg);
+
+/* The help text of CLI_CREATE_OPTIONS. */
+void cli_create_options_help(FILE *f);
+
+/* Create the sandbox, drawing hydration progress on stderr when it is a
+ * terminal. */
+int cli_create_sandbox(sp_sandbox **out, struct cli_create *c, sp_error **err);
+
+/* ------------------------------------------------------------------------
+ * Attached commands (defined in cmd_exec.c), for exec and run.
+ */
+
+/* Catch SIGINT, SIGTERM, SIGHUP and SIGWINCH (restarting system calls) so
+ * that a long operation can end cleanly; ignore SIGPIPE. Idempotent. */
+void cli_signals_catch(void);
+
+/* The first of SIGINT, SIGTERM and SIGHUP caught so far, or 0. */
+int cli_signal_caught(void);
+
+/* A command to run with this process's stdio attached. */
+struct cli_attach {
+    const char *const *argv; /* NULL-terminated */
+    const char *const *env;  /* extra "KEY=VALUE" entries, NULL-terminated, or NULL */
+    const char *workdir;     /* NULL = the sandbox's */
+    const char *user;        /* NULL = the sandbox's */
+    bool interactive;        /* forward stdin */
+    bool tty;                /* allocate a terminal (raw local terminal when stdin is one) */
+};
+
+/* Run a command in a running sandbox with stdio attached, until it ends or
+ * a signal from cli_signals_catch() arrives (then *exit_code is 128 + the
+ * signal). Returns 0 with *exit_code set (-1 when Podman did not say), or a
+ * library error code with *err set; the local terminal is restored in every
+ * case. */
+int cli_attach_run(int *exit_code, sp_sandbox *sb, const struct cli_attach *a, sp_error **err);
+
+/* Check that a sandbox is running; otherwise report why and how to recover
+ * (`sandpod start NAME`). Returns 0 or an exit code after the report. */
+int cli_require_running(sp_sandbox *sb, bool json);
 
 #endif

@@ -3,7 +3,10 @@
  * Arguments are parsed twice: a first getopt_long pass ('+': stop at the
  * first operand) takes the global options up to OP, then a second,
  * permuting, pass over OP's own arguments takes the options that may follow
- * it (global ones included, so `fs read x --json` works too). */
+ * it (global ones included, so `fs read x --json` works too).
+ *
+ * Without --root the first operand names a sandbox whose workspace is the
+ * root: `sandpod fs NAME OP ARGS...`. */
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
@@ -27,6 +30,7 @@ enum {
     OPT_RECURSIVE = 'r',
     OPT_PARENTS = 'p',
     OPT_ROOT = 256,
+    OPT_STATE_ROOT,
     OPT_JSON,
     OPT_READ_ONLY,
     OPT_DENY,
@@ -49,13 +53,18 @@ enum {
 };
 
 static const struct option global_options[] = {
-    {"root", required_argument, NULL, OPT_ROOT},     {"json", no_argument, NULL, OPT_JSON},
-    {"read-only", no_argument, NULL, OPT_READ_ONLY}, {"deny", required_argument, NULL, OPT_DENY},
-    {"help", no_argument, NULL, OPT_HELP},           {NULL, 0, NULL, 0},
+    {"root", required_argument, NULL, OPT_ROOT},
+    {"state-root", required_argument, NULL, OPT_STATE_ROOT},
+    {"json", no_argument, NULL, OPT_JSON},
+    {"read-only", no_argument, NULL, OPT_READ_ONLY},
+    {"deny", required_argument, NULL, OPT_DENY},
+    {"help", no_argument, NULL, OPT_HELP},
+    {NULL, 0, NULL, 0},
 };
 
 static const struct option op_options[] = {
     {"root", required_argument, NULL, OPT_ROOT},
+    {"state-root", required_argument, NULL, OPT_STATE_ROOT},
     {"json", no_argument, NULL, OPT_JSON},
     {"read-only", no_argument, NULL, OPT_READ_ONLY},
     {"deny", required_argument, NULL, OPT_DENY},
@@ -87,6 +96,8 @@ static const struct option op_options[] = {
 /* Everything the command line said, then the open handle. */
 struct fs_cli {
     const char *root;
+    const char *sandbox; /* a sandbox NAME instead of --root */
+    const char *state_root;
     bool json;
     bool read_only;
     const char **deny; /* NULL-terminated */
@@ -174,10 +185,12 @@ static const struct fs_op ops[] = {
 static void help(FILE *f)
 {
     fprintf(f, "Usage: sandpod fs --root DIR [--json] [--read-only] [--deny GLOB]... OP [ARGS...]\n"
+               "       sandpod fs [OPTIONS] NAME OP [ARGS...]\n"
                "\n"
-               "Work on the files beneath DIR with the contained filesystem tools. Paths are\n"
-               "relative to DIR (/workspace/... is accepted too); a path that would leave DIR\n"
-               "through '..', an absolute path or a symlink is refused.\n"
+               "Work on the files beneath DIR, or beneath the workspace of sandbox NAME, with\n"
+               "the contained filesystem tools. Paths are relative to DIR (/workspace/... is\n"
+               "accepted too); a path that would leave DIR through '..', an absolute path or a\n"
+               "symlink is refused.\n"
                "\n"
                "Operations:\n");
     for (size_t i = 0; i < N_OPS; i++) {
@@ -191,7 +204,8 @@ static void help(FILE *f)
     }
     fprintf(f, "\n"
                "Options (before or after OP):\n"
-               "  --root DIR       the folder to work on (required)\n"
+               "  --root DIR       the folder to work on (else the first operand is a sandbox)\n"
+               "  --state-root DIR where sandboxes live (default $SANDPOD_HOME, ...)\n"
                "  --json           print one JSON object with \"ok\"; on failure the error\n"
                "                   object {\"ok\":false,\"error\":{code,message}} too\n"
                "  --read-only      refuse every change\n"
@@ -263,6 +277,9 @@ static int global_option(struct fs_cli *c, int opt, const char *arg)
     switch (opt) {
     case OPT_ROOT:
         c->root = arg;
+        return 0;
+    case OPT_STATE_ROOT:
+        c->state_root = arg;
         return 0;
     case OPT_JSON:
         c->json = true;
@@ -868,6 +885,7 @@ int cmd_fs(int argc, char **argv)
 {
     struct fs_cli c;
     memset(&c, 0, sizeof(c));
+    sp_sandbox *sb = NULL;
     c.deny = calloc((size_t)argc + 1, sizeof(*c.deny));
     if (!c.deny)
         return cli_error("out of memory");
@@ -899,7 +917,20 @@ int cmd_fs(int argc, char **argv)
         rc = cli_usage("fs", "missing operation");
         goto done;
     }
+    /* NAME OP ...: without --root so far, unless the first operand is an
+     * operation not followed by another (the --root may still come). */
+    if (!c.root && (!find_op(argv[optind]) || (optind + 1 < argc && find_op(argv[optind + 1])))) {
+        c.sandbox = argv[optind++];
+        if (optind >= argc) {
+            rc = cli_usage("fs", "missing operation after sandbox '%s'", c.sandbox);
+            goto done;
+        }
+    }
     c.op = argv[optind];
+    if (strcmp(c.op, "--help") == 0 || strcmp(c.op, "-h") == 0) {
+        help(stdout);
+        goto done;
+    }
     const struct fs_op *op = find_op(c.op);
     if (!op) {
         rc = cli_usage("fs", "unknown operation '%s'", c.op);
@@ -912,15 +943,29 @@ int cmd_fs(int argc, char **argv)
             help(stdout);
         goto done;
     }
-    if (!c.root) {
-        rc = cli_usage("fs", "missing --root DIR");
+    if (c.sandbox && c.root) {
+        rc = cli_usage("fs", "give --root DIR or a sandbox NAME, not both");
+        goto done;
+    }
+    if (!c.root && !c.sandbox) {
+        rc = cli_usage("fs", "missing --root DIR or sandbox NAME");
         goto done;
     }
 
+    sp_error *err = NULL;
+    if (c.sandbox) {
+        sp_sandbox_opts so = SP_SANDBOX_OPTS_INIT;
+        so.state_root = c.state_root;
+        rc = sp_sandbox_open(&sb, c.sandbox, &so, &err);
+        if (rc < 0) {
+            rc = fail(&c, rc, err);
+            goto done;
+        }
+        c.root = sp_sandbox_workspace(sb);
+    }
     sp_fs_opts fo = SP_FS_OPTS_INIT;
     fo.read_only = c.read_only;
     fo.deny = c.n_deny ? c.deny : NULL;
-    sp_error *err = NULL;
     rc = sp_fs_open(&c.fs, c.root, &fo, &err);
     if (rc < 0) {
         rc = fail(&c, rc, err);
@@ -930,6 +975,7 @@ int cmd_fs(int argc, char **argv)
 
 done:
     sp_fs_free(c.fs);
+    sp_sandbox_free(sb);
     free(c.deny);
     return rc;
 }

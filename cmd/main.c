@@ -19,6 +19,18 @@ struct command {
 };
 
 static const struct command commands[] = {
+    {"create", cmd_create, "Create a sandbox around a workspace hydrated from host folders"},
+    {"ls", cmd_ls, "List the sandboxes and their states"},
+    {"inspect", cmd_inspect, "Show a sandbox's state, folders and configuration"},
+    {"start", cmd_start, "Start sandboxes (a lost container is recreated)"},
+    {"stop", cmd_stop, "Stop sandboxes, keeping their workspaces"},
+    {"restart", cmd_restart, "Stop, then start, sandboxes"},
+    {"rm", cmd_rm, "Remove sandboxes (optionally keeping their workspaces)"},
+    {"exec", cmd_exec, "Run a command in a sandbox with stdio attached (-i, -t)"},
+    {"sh", cmd_sh, "Run a shell command line in a sandbox, output captured and capped"},
+    {"run", cmd_run, "Run one command in a throwaway sandbox"},
+    {"image", cmd_image, "Build the offline image, or check that an image exists"},
+    {"hydrate", cmd_hydrate, "Copy host folders into a workspace, filtered and capped"},
     {"fs", cmd_fs, "Read, write, list and search files in a folder, contained beneath it"},
     {"help", cmd_help, "Show help for sandpod or for one command"},
     {"version", cmd_version, "Print the version of sandpod"},

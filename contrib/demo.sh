@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# The end-to-end demo: build sandpod, then drive a workspace the way an agent
-# would. Each step prints the command it runs and what came back.
+# The end-to-end demo: build sandpod, hydrate a real project folder into a
+# sandbox, run commands in its hardened container, edit files from the host
+# side, snapshot, break things, restore, and clean up. Each step prints the
+# command it runs and what came back.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -10,10 +12,17 @@ cmake -S . -B build/release -DCMAKE_BUILD_TYPE=Release -DSANDPOD_TESTS=OFF >/dev
 cmake --build build/release -j"$jobs" >/dev/null
 sp=$PWD/build/release/sandpod
 
+echo "== podman service"
+contrib/podman-service.sh start
+
 work=$(mktemp -d /tmp/sandpod-demo.XXXXXX)
-trap 'rm -rf "$work"' EXIT
-ws=$work/workspace
-mkdir -p "$ws"
+export SANDPOD_HOME=$work/state
+name=demo
+cleanup() {
+  "$sp" rm --force "$name" >/dev/null 2>&1 || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
 
 step() {
   printf '\n$ %s\n' "$*"
@@ -27,25 +36,56 @@ fails() {
   fi
 }
 
-echo "== a workspace at $ws"
-printf 'int main(void) { return 0; }\n' | step "$sp" fs --root "$ws" write src/main.c
-printf '# demo\nhello\n' | step "$sp" fs --root "$ws" write README.md
-step "$sp" fs --root "$ws" ls --depth 2
-step "$sp" fs --root "$ws" edit src/main.c --old 'return 0;' --new 'return 42;'
-printf '#include <stdio.h>\n' | step "$sp" fs --root "$ws" insert src/main.c --line 0
-step "$sp" fs --root "$ws" read src/main.c
-step "$sp" fs --root "$ws" grep 'return [0-9]+'
-step "$sp" fs --root "$ws" glob '**/*.{c,md}'
-step "$sp" fs --root "$ws" --json stat src/main.c
+echo
+echo "== a project on the host: $work/project"
+proj=$work/project
+mkdir -p "$proj/src" "$proj/node_modules/left-pad" "$proj/.git"
+printf '#!/bin/sh\necho "hello from $(uname -s) as uid $(id -u)"\n' >"$proj/src/hello.sh"
+chmod 0755 "$proj/src/hello.sh"
+printf 'module.exports = 1\n' >"$proj/node_modules/left-pad/index.js"
+printf 'API_KEY=do-not-copy\n' >"$proj/.env"
+printf '# demo project\n' >"$proj/README.md"
+ln -s /etc/passwd "$proj/passwd-link"
 
 echo
-echo "== containment: nothing names its way out"
-ln -s /etc "$ws/etc-link"
-fails "$sp" fs --root "$ws" read ../../etc/passwd
-fails "$sp" fs --root "$ws" read /etc/passwd
-fails "$sp" fs --root "$ws" read etc-link/passwd
-step "$sp" fs --root "$ws" ls
+echo "== hydrate it into a sandbox: no node_modules, no .env; the link is copied as a link"
+step "$sp" create --name "$name" --mount "src=$proj,exclude=node_modules,exclude=.env"
+step "$sp" ls
+step "$sp" fs "$name" ls --depth 3
 
-step "$sp" fs --root "$ws" rm -r src
+echo
+echo "== run commands inside: unprivileged, no network, read-only root"
+step "$sp" sh "$name" './src/hello.sh; ls /sys/class/net; touch /etc/x || echo "root is read-only"'
+step "$sp" sh --timeout 1000 "$name" 'sleep 30 & sleep 30; echo never printed' || echo "(exit $? : timed out, the whole process group was killed)"
+step "$sp" sh "$name" 'ps -o pid,args | grep -c "[s]leep 30" || true'
+
+echo
+echo "== edit files from the host side; the container sees the edits at once"
+step "$sp" fs "$name" edit src/hello.sh --old 'hello from' --new 'hi from'
+printf 'line one\n' | step "$sp" fs "$name" write notes/todo.txt
+step "$sp" sh "$name" './src/hello.sh; cat notes/todo.txt; echo "written in the container" >> notes/todo.txt'
+step "$sp" fs "$name" read notes/todo.txt
+step "$sp" fs "$name" grep -i 'hi|todo'
+
+echo
+echo "== containment: no path, .. or symlink leaves the workspace"
+fails "$sp" fs "$name" read ../../../etc/passwd
+fails "$sp" fs "$name" read passwd-link
+fails "$sp" fs "$name" write /etc/evil </dev/null
+
+if "$sp" help snapshot >/dev/null 2>&1; then
+  echo
+  echo "== snapshot, break things, restore exactly"
+  step "$sp" snapshot "$name" --tag before
+  step "$sp" sh "$name" 'rm -rf src; echo junk > junk.txt; chmod 600 README.md'
+  step "$sp" diff "$name" before
+  step "$sp" restore "$name" before
+  step "$sp" sh "$name" 'ls -la; ./src/hello.sh'
+fi
+
+echo
+echo "== clean up"
+step "$sp" rm --force "$name"
+step "$sp" ls
 echo
 echo "== demo finished"

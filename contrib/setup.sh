@@ -7,6 +7,7 @@ pkgs=(
   gcc make cmake pkg-config git python3 clang-format
   libcurl4-openssl-dev libcjson-dev libgit2-dev libarchive-dev libpcre2-dev
   libcmocka-dev
+  podman runc catatonit busybox-static uidmap iptables rsync
 )
 
 missing=()

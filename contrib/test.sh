@@ -17,6 +17,13 @@ if [ -n "$bad" ]; then
   echo "not formatted with .clang-format:"; echo "$bad"; exit 1
 fi
 
+# The integration tests share one Podman service (started when none
+# answers on the default socket), so they do not each start their own.
+if [ "$(id -u)" = 0 ] || [ -n "${XDG_RUNTIME_DIR:-}" ]; then
+  echo "== podman service"
+  contrib/podman-service.sh start
+fi
+
 run_suite() {
   local dir=$1; shift
   echo "== build $dir ($*)"

@@ -7,6 +7,8 @@
 
 #include "sandpod/error.h"
 #include "sandpod/fs.h"
+#include "sandpod/hydrate.h"
+#include "sandpod/session.h"
 
 #ifdef __cplusplus
 extern "C" {

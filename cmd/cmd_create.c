@@ -1,0 +1,579 @@
+/* sandpod create: make a sandbox (workspace hydrated from host folders, a
+ * hardened container around it) and print its name.
+ *
+ * This file also holds what the sandbox commands share: --state-root and
+ * --url, option parsing with the CLI's conventions, sizes, and the create
+ * options that `sandpod run` takes too. */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "fs_json.h"
+#include "sandbox_json.h"
+
+/* How often hydration progress is redrawn, in ms. */
+#define PROGRESS_EVERY_MS 100
+
+/* ------------------------------------------------------------ shared -- */
+
+static int64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* An absolute copy of `path`: a relative state root would otherwise end up
+ * as a relative bind-mount source, which Podman refuses. */
+static char *absolute(const char *path)
+{
+    if (path[0] == '/')
+        return strdup(path);
+    char *cwd = getcwd(NULL, 0);
+    if (!cwd)
+        return NULL;
+    size_t n = strlen(cwd) + strlen(path) + 2;
+    char *out = malloc(n);
+    if (out)
+        snprintf(out, n, "%s/%s", cwd, path);
+    free(cwd);
+    return out;
+}
+
+int cli_conn_option(struct cli_conn *c, const char *cmd, int opt, const char *arg)
+{
+    switch (opt) {
+    case CLI_OPT_STATE_ROOT:
+        if (!*arg) {
+            cli_usage(cmd, "--state-root needs a folder");
+            return -1;
+        }
+        free(c->state_root);
+        c->state_root = absolute(arg);
+        if (!c->state_root) {
+            cli_error("resolving --state-root %s: %s", arg, strerror(errno));
+            return -1;
+        }
+        return 1;
+    case CLI_OPT_URL:
+        if (!*arg) {
+            cli_usage(cmd, "--url needs a URL");
+            return -1;
+        }
+        c->url = arg;
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+void cli_conn_dispose(struct cli_conn *c)
+{
+    free(c->state_root);
+    c->state_root = NULL;
+}
+
+sp_sandbox_opts cli_conn_sandbox_opts(const struct cli_conn *c)
+{
+    sp_sandbox_opts o = SP_SANDBOX_OPTS_INIT;
+    o.state_root = c->state_root;
+    o.podman_url = c->url;
+    return o;
+}
+
+sp_podman_opts cli_conn_podman_opts(const struct cli_conn *c)
+{
+    sp_podman_opts o = SP_PODMAN_OPTS_INIT;
+    o.state_root = c->state_root;
+    o.url = c->url;
+    return o;
+}
+
+/* The option getopt just refused, as the user typed it. */
+static const char *bad_option(int argc, char **argv, char *buf, size_t size)
+{
+    if (optopt > 0 && optopt < 256) {
+        snprintf(buf, size, "-%c", optopt);
+        return buf;
+    }
+    if (optind > 0 && optind <= argc)
+        return argv[optind - 1];
+    return "?";
+}
+
+int cli_getopt(const char *cmd, int argc, char **argv, const char *shortopts,
+               const struct option *longopts, bool stop)
+{
+    char spec[64];
+    snprintf(spec, sizeof(spec), "%s:%s", stop ? "+" : "", shortopts);
+    opterr = 0;
+    int opt = getopt_long(argc, argv, spec, longopts, NULL);
+    char buf[8];
+    if (opt == '?') {
+        cli_usage(cmd, "bad option '%s'", bad_option(argc, argv, buf, sizeof(buf)));
+        return CLI_GETOPT_BAD;
+    }
+    if (opt == ':') {
+        cli_usage(cmd, "option '%s' needs a value", bad_option(argc, argv, buf, sizeof(buf)));
+        return CLI_GETOPT_BAD;
+    }
+    return opt;
+}
+
+int cli_fail(bool json, int code, sp_error *err)
+{
+    int rc = json ? cli_json_error(code, err) : cli_sp_error(code, err);
+    sp_error_free(err);
+    return rc;
+}
+
+int cli_sandbox_open(sp_sandbox **out, const char *name, const struct cli_conn *c, bool json)
+{
+    sp_sandbox_opts o = cli_conn_sandbox_opts(c);
+    sp_error *err = NULL;
+    int rc = sp_sandbox_open(out, name, &o, &err);
+    return rc < 0 ? cli_fail(json, rc, err) : 0;
+}
+
+int cli_parse_bytes(const char *cmd, const char *what, const char *s, uint64_t *out)
+{
+    const char *p = s;
+    if (*p < '0' || *p > '9')
+        goto bad;
+    uint64_t v = 0;
+    for (; *p >= '0' && *p <= '9'; p++) {
+        if (v > (UINT64_MAX - (uint64_t)(*p - '0')) / 10)
+            goto range;
+        v = v * 10 + (uint64_t)(*p - '0');
+    }
+    unsigned shift = 0;
+    switch (*p) {
+    case 'k':
+    case 'K':
+        shift = 10;
+        break;
+    case 'm':
+    case 'M':
+        shift = 20;
+        break;
+    case 'g':
+    case 'G':
+        shift = 30;
+        break;
+    case 't':
+    case 'T':
+        shift = 40;
+        break;
+    }
+    if (shift) {
+        p++;
+        if (*p == 'i' || *p == 'I')
+            p++;
+        if (*p == 'b' || *p == 'B')
+            p++;
+        else if (p[-1] == 'i' || p[-1] == 'I')
+            goto bad; /* "Ki" without the B */
+    } else if (*p == 'b' || *p == 'B') {
+        p++;
+    }
+    if (*p != '\0')
+        goto bad;
+    if (shift && v > (UINT64_MAX >> shift))
+        goto range;
+    v <<= shift;
+    if (v == 0) {
+        cli_usage(cmd, "%s must be more than zero: '%s'", what, s);
+        return -1;
+    }
+    *out = v;
+    return 0;
+bad:
+    cli_usage(cmd, "%s must be a size such as 512M or 2G: '%s'", what, s);
+    return -1;
+range:
+    cli_usage(cmd, "%s is out of range: '%s'", what, s);
+    return -1;
+}
+
+void cli_format_bytes(char *buf, size_t size, uint64_t n)
+{
+    static const char *const units[] = {"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+    if (n < 1024) {
+        snprintf(buf, size, "%" PRIu64 " B", n);
+        return;
+    }
+    double v = (double)n / 1024;
+    size_t u = 0;
+    while (v >= 1024 && u + 1 < sizeof(units) / sizeof(units[0])) {
+        v /= 1024;
+        u++;
+    }
+    if (v == (double)(uint64_t)v)
+        snprintf(buf, size, "%.0f %s", v, units[u]);
+    else
+        snprintf(buf, size, "%.1f %s", v, units[u]);
+}
+
+/* An RFC 3339 UTC time ("2024-05-01T12:00:00Z") in local time for a human;
+ * the text as it is when it does not parse. */
+void cli_local_time(char *buf, size_t size, const char *rfc3339)
+{
+    struct tm tm;
+    memset(&tm, 0, sizeof(tm));
+    const char *end = rfc3339 ? strptime(rfc3339, "%Y-%m-%dT%H:%M:%S", &tm) : NULL;
+    if (!end || (*end != 'Z' && *end != '\0')) {
+        snprintf(buf, size, "%s", rfc3339 ? rfc3339 : "-");
+        return;
+    }
+    time_t t = timegm(&tm);
+    struct tm lt;
+    if (!localtime_r(&t, &lt) || strftime(buf, size, "%Y-%m-%d %H:%M", &lt) == 0)
+        snprintf(buf, size, "%s", rfc3339);
+}
+
+/* --cpus 1.5: a decimal number of CPUs, exact to the billionth. */
+static int parse_cpus(const char *cmd, const char *s, uint64_t *out)
+{
+    const char *p = s;
+    uint64_t whole = 0, frac = 0;
+    unsigned digits = 0;
+    if ((*p < '0' || *p > '9') && *p != '.')
+        goto bad;
+    for (; *p >= '0' && *p <= '9'; p++) {
+        whole = whole * 10 + (uint64_t)(*p - '0');
+        if (whole > 1000000)
+            goto range;
+    }
+    if (*p == '.') {
+        p++;
+        if ((*p < '0' || *p > '9') && p - 1 == s)
+            goto bad; /* a lone "." */
+        for (; *p >= '0' && *p <= '9'; p++) {
+            if (digits == 9) {
+                if (*p != '0')
+                    goto bad;
+                continue;
+            }
+            frac = frac * 10 + (uint64_t)(*p - '0');
+            digits++;
+        }
+    }
+    if (*p != '\0')
+        goto bad;
+    while (digits < 9) {
+        frac *= 10;
+        digits++;
+    }
+    *out = whole * 1000000000u + frac;
+    if (*out == 0) {
+        cli_usage(cmd, "--cpus must be more than zero: '%s'", s);
+        return -1;
+    }
+    return 0;
+bad:
+    cli_usage(cmd, "--cpus must be a number of CPUs such as 2 or 0.5: '%s'", s);
+    return -1;
+range:
+    cli_usage(cmd, "--cpus is out of range: '%s'", s);
+    return -1;
+}
+
+/* KEY=VALUE with a non-empty key. */
+static bool env_ok(const char *s)
+{
+    const char *eq = strchr(s, '=');
+    return eq && eq != s;
+}
+
+int cli_create_init(struct cli_create *c, int argc)
+{
+    memset(c, 0, sizeof(*c));
+    c->opts = (sp_sandbox_opts)SP_SANDBOX_OPTS_INIT;
+    c->progress_ms = -1;
+    size_t n = (size_t)argc + 1;
+    c->parsed = calloc(n, sizeof(*c->parsed));
+    c->mounts = calloc(n, sizeof(*c->mounts));
+    c->roots = calloc(n, sizeof(*c->roots));
+    c->env = calloc(n, sizeof(*c->env));
+    c->caps = calloc(n, sizeof(*c->caps));
+    if (!c->parsed || !c->mounts || !c->roots || !c->env || !c->caps) {
+        cli_create_dispose(c);
+        return cli_error("out of memory");
+    }
+    return 0;
+}
+
+void cli_create_dispose(struct cli_create *c)
+{
+    for (size_t i = 0; c->parsed && i < c->n_mounts; i++)
+        sp_mount_free(c->parsed[i]);
+    free(c->parsed);
+    free(c->mounts);
+    free(c->roots);
+    free(c->env);
+    free(c->caps);
+    cli_conn_dispose(&c->conn);
+    memset(c, 0, sizeof(*c));
+}
+
+int cli_create_option(struct cli_create *c, const char *cmd, int opt, const char *arg)
+{
+    int rc = cli_conn_option(&c->conn, cmd, opt, arg);
+    if (rc)
+        return rc;
+    sp_sandbox_opts *o = &c->opts;
+    uint64_t v = 0;
+    long long ll = 0;
+    sp_error *err = NULL;
+    switch (opt) {
+    case CLI_OPT_NAME:
+        if (!sp_sandbox_name_valid(arg)) {
+            cli_usage(cmd,
+                      "invalid sandbox name '%s' (letters, digits, '_', '.', '-'; "
+                      "at most 63; a letter or digit first)",
+                      arg);
+            return -1;
+        }
+        o->name = arg;
+        return 1;
+    case CLI_OPT_IMAGE:
+        o->image = arg;
+        return 1;
+    case CLI_OPT_MOUNT: {
+        sp_mount *m = NULL;
+        if (sp_mount_spec_parse(&m, arg, &err) < 0) {
+            cli_usage(cmd, "--mount %s: %s", arg,
+                      err && err->message ? err->message : "invalid mount");
+            sp_error_free(err);
+            return -1;
+        }
+        c->parsed[c->n_mounts] = m;
+        c->mounts[c->n_mounts] = *m;
+        c->n_mounts++;
+        return 1;
+    }
+    case CLI_OPT_ALLOWED_ROOT:
+        c->roots[c->n_roots++] = arg;
+        return 1;
+    case 'e':
+        if (!env_ok(arg)) {
+            cli_usage(cmd, "--env takes KEY=VALUE: '%s'", arg);
+            return -1;
+        }
+        c->env[c->n_env++] = arg;
+        return 1;
+    case 'w':
+        if (arg[0] != '/') {
+            cli_usage(cmd, "--workdir must be an absolute path in the container: '%s'", arg);
+            return -1;
+        }
+        o->workdir = arg;
+        return 1;
+    case 'u':
+        o->user = arg;
+        return 1;
+    case CLI_OPT_NETWORK:
+        if (strcmp(arg, "none") == 0)
+            o->network = SP_PODMAN_NET_NONE;
+        else if (strcmp(arg, "default") == 0)
+            o->network = SP_PODMAN_NET_DEFAULT;
+        else if (strcmp(arg, "host") == 0)
+            o->network = SP_PODMAN_NET_HOST;
+        else {
+            cli_usage(cmd, "--network must be none, default or host: '%s'", arg);
+            return -1;
+        }
+        return 1;
+    case CLI_OPT_MEMORY:
+        if (cli_parse_bytes(cmd, "--memory", arg, &v) < 0)
+            return -1;
+        o->memory_bytes = v;
+        return 1;
+    case CLI_OPT_CPUS:
+        return parse_cpus(cmd, arg, &o->nano_cpus) < 0 ? -1 : 1;
+    case CLI_OPT_PIDS:
+        if (cli_parse_ll(cmd, "--pids", arg, 1, INT64_MAX, &ll) < 0)
+            return -1;
+        o->pids_limit = ll;
+        return 1;
+    case CLI_OPT_TMPFS_SIZE:
+        if (cli_parse_bytes(cmd, "--tmpfs-size", arg, &v) < 0)
+            return -1;
+        o->tmpfs_bytes = v;
+        return 1;
+    case CLI_OPT_RW_ROOT:
+        o->writable_root = true;
+        return 1;
+    case CLI_OPT_CAP_ADD:
+        c->caps[c->n_caps++] = arg;
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+void cli_create_options_help(FILE *f)
+{
+    fprintf(f, "  --name NAME          the sandbox's name (default: a generated sp-xxxxxxxx)\n"
+               "  --image IMG          image to run (default " SP_PODMAN_DEFAULT_IMAGE ",\n"
+               "                       built offline when missing; no registry is used)\n"
+               "  --mount SPEC         copy a host folder into the workspace (repeatable):\n"
+               "                       PATH, or src=PATH[,dst=DIR][,include=GLOB]...\n"
+               "                       [,exclude=GLOB]...[,max-bytes=SIZE][,follow-symlinks]\n"
+               "  --allowed-root DIR   host folder every mount must stay inside (repeatable;\n"
+               "                       default: each mount's own folder)\n"
+               "  -e, --env K=V        environment of every command (repeatable)\n"
+               "  -w, --workdir DIR    working folder of commands (default /workspace)\n"
+               "  -u, --user UID:GID   user commands run as (default " SP_SANDBOX_DEFAULT_USER ")\n"
+               "  --network MODE       none (default), default (Podman's bridge) or host\n"
+               "  --memory SIZE        memory limit (default 1G)\n"
+               "  --cpus N             CPU limit, decimals allowed (default 1)\n"
+               "  --pids N             process limit (default 256)\n"
+               "  --tmpfs-size SIZE    size of the tmpfs on /tmp (default 64M)\n"
+               "  --read-write-root    keep the root filesystem writable (default read-only)\n"
+               "  --cap-add CAP        add a capability back, e.g. CHOWN (repeatable;\n"
+               "                       default: all dropped)\n"
+               "  --state-root DIR     where sandboxes live (default $SANDPOD_HOME,\n"
+               "                       $XDG_DATA_HOME/sandpod, ~/.local/share/sandpod)\n"
+               "  --url URL            Podman service (default $SANDPOD_URL, else found or\n"
+               "                       started)\n"
+               "SIZE is a whole number with an optional K, M, G or T suffix (powers of 1024).\n");
+}
+
+static const char *const phase_names[] = {"scanning", "copying", "moving into place"};
+
+static void progress(void *userdata, const sp_hydrate_progress *p)
+{
+    struct cli_create *c = userdata;
+    int64_t now = now_ms();
+    if (c->progress_ms >= 0 && now - c->progress_ms < PROGRESS_EVERY_MS)
+        return;
+    c->progress_ms = now;
+    char bytes[32], total[32];
+    cli_format_bytes(bytes, sizeof(bytes), p->bytes);
+    unsigned ph = (unsigned)p->phase < 3 ? (unsigned)p->phase : 0;
+    /* A terminal only (see cli_create_sandbox): redraw one line in place. */
+    if (p->phase == SP_HYDRATE_COPY && p->total_bytes) {
+        cli_format_bytes(total, sizeof(total), p->total_bytes);
+        fprintf(stderr, "\r\033[Khydrating: %s %" PRIu64 "/%" PRIu64 " files, %s of %s",
+                phase_names[ph], p->files, p->total_files, bytes, total);
+    } else {
+        fprintf(stderr, "\r\033[Khydrating: %s %" PRIu64 " files, %s", phase_names[ph], p->files,
+                bytes);
+    }
+    fflush(stderr);
+}
+
+int cli_create_sandbox(sp_sandbox **out, struct cli_create *c, sp_error **err)
+{
+    sp_sandbox_opts o = c->opts;
+    o.state_root = c->conn.state_root;
+    o.podman_url = c->conn.url;
+    o.mounts = c->n_mounts ? c->mounts : NULL;
+    o.n_mounts = c->n_mounts;
+    o.allowed_roots = c->n_roots ? c->roots : NULL;
+    o.env = c->n_env ? c->env : NULL;
+    o.cap_add = c->n_caps ? c->caps : NULL;
+    if (c->n_mounts && isatty(STDERR_FILENO)) {
+        o.progress = progress;
+        o.progress_userdata = c;
+    }
+    int rc = sp_sandbox_create(out, &o, err);
+    if (c->progress_ms >= 0) {
+        fputs("\r\033[K", stderr);
+        fflush(stderr);
+    }
+    return rc;
+}
+
+/* ----------------------------------------------------------- the command -- */
+
+static const struct option options[] = {
+    CLI_CREATE_OPTIONS,
+    CLI_CONN_OPTIONS,
+    {"json", no_argument, NULL, 'j'},
+    {"help", no_argument, NULL, 'h'},
+    {NULL, 0, NULL, 0},
+};
+
+static void help(FILE *f)
+{
+    fprintf(f, "Usage: sandpod create [OPTIONS]\n"
+               "\n"
+               "Create a sandbox: a workspace folder, hydrated from the --mount folders, and a\n"
+               "hardened Podman container that sees it at /workspace (no network, all\n"
+               "capabilities dropped, read-only root, limits on memory, CPU and processes).\n"
+               "The container is started; the sandbox's name is printed.\n"
+               "\n"
+               "Options:\n");
+    cli_create_options_help(f);
+    fprintf(f, "  --json               print {ok, name, state, container, image, created_at,\n"
+               "                       workspace, state_dir}\n"
+               "  -h, --help           show this help\n"
+               "\n"
+               "Hydration progress is shown on stderr when it is a terminal.\n"
+               "Exit status: 0 ok, 1 error, 2 bad usage.\n");
+}
+
+int cmd_create(int argc, char **argv)
+{
+    struct cli_create c;
+    int rc = cli_create_init(&c, argc);
+    if (rc)
+        return rc;
+    bool json = false;
+    sp_sandbox *sb = NULL;
+    optind = 0;
+    int opt;
+    while ((opt = cli_getopt("create", argc, argv, "h" CLI_CREATE_SHORTOPTS, options, false)) !=
+           -1) {
+        if (opt == CLI_GETOPT_BAD) {
+            rc = CLI_EXIT_USAGE;
+            goto done;
+        }
+        if (opt == 'h') {
+            help(stdout);
+            goto done;
+        }
+        if (opt == 'j') {
+            json = true;
+            continue;
+        }
+        int took = cli_create_option(&c, "create", opt, optarg);
+        if (took < 0) {
+            rc = CLI_EXIT_USAGE;
+            goto done;
+        }
+    }
+    if (optind < argc) {
+        rc = cli_usage("create", "unexpected argument '%s'", argv[optind]);
+        goto done;
+    }
+
+    sp_error *err = NULL;
+    int r = cli_create_sandbox(&sb, &c, &err);
+    if (r < 0) {
+        rc = cli_fail(json, r, err);
+        goto done;
+    }
+    if (json) {
+        sp_sandbox_status *st = NULL;
+        if (sp_sandbox_status_get(&st, sb, NULL) < 0)
+            st = NULL;
+        rc = cli_print_result(sp_json_sandbox(sb, st, false));
+        sp_sandbox_status_free(st);
+    } else {
+        printf("%s\n", sp_sandbox_name(sb));
+    }
+
+done:
+    sp_sandbox_free(sb);
+    cli_create_dispose(&c);
+    return rc;
+}

@@ -1,0 +1,422 @@
+/* sandpod hydrate: copy host folders into a workspace folder, filtered,
+ * capped and all or nothing (the library's sp_hydrate()). */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "fs_json.h"
+#include "hydrate_json.h"
+
+/* Progress is drawn at most this often, and only once hydration has run
+ * this long: small trees finish without a flicker. */
+#define PROGRESS_EVERY_MS 100
+#define PROGRESS_AFTER_MS 300
+
+enum {
+    OPT_HELP = 'h',
+    OPT_ROOT = 256,
+    OPT_NAME,
+    OPT_MOUNT,
+    OPT_ALLOWED_ROOT,
+    OPT_JSON,
+    OPT_LIST,
+};
+
+static const struct option options[] = {
+    {"root", required_argument, NULL, OPT_ROOT},
+    {"name", required_argument, NULL, OPT_NAME},
+    {"mount", required_argument, NULL, OPT_MOUNT},
+    {"allowed-root", required_argument, NULL, OPT_ALLOWED_ROOT},
+    {"json", no_argument, NULL, OPT_JSON},
+    {"list", no_argument, NULL, OPT_LIST},
+    {"help", no_argument, NULL, OPT_HELP},
+    {NULL, 0, NULL, 0},
+};
+
+static void help(FILE *f)
+{
+    fprintf(f, "Usage: sandpod hydrate (--root DIR | --name NAME) --mount SPEC [--mount SPEC]...\n"
+               "                       [--allowed-root DIR]... [--list] [--json]\n"
+               "\n"
+               "Copy host folders into a workspace folder: only what the globs select, never\n"
+               "more than a mount's max-bytes, never a byte from outside the allowed roots.\n"
+               "All or nothing: on any error the workspace is left as it was.\n"
+               "\n"
+               "SPEC is a folder PATH, or\n"
+               "  src=PATH[,dst=DIR][,include=GLOB]...[,exclude=GLOB]...[,max-bytes=SIZE]\n"
+               "          [,follow-symlinks]\n"
+               "  src=PATH          the host folder to copy\n"
+               "  dst=DIR           where it lands in the workspace (default: the root)\n"
+               "  include=GLOB      copy only matching files (repeatable); a GLOB without '/'\n"
+               "                    matches a name at any depth ('*.py'), one with '/' the path\n"
+               "                    relative to PATH ('src/**/*.c'); a matching folder brings\n"
+               "                    all it holds\n"
+               "  exclude=GLOB      leave matching files and folders out (repeatable); an\n"
+               "                    excluded folder is not even read ('node_modules')\n"
+               "  max-bytes=SIZE    fail when the selected files total more than SIZE\n"
+               "                    (K, M, G, T: powers of 1024)\n"
+               "  follow-symlinks   copy what a symlink points to when that is inside an\n"
+               "                    allowed root (other links are skipped and reported);\n"
+               "                    without it, symlinks are copied as symlinks, verbatim\n"
+               "Commas inside {...} do not split (include=*.{c,h}); write a literal comma in\n"
+               "a path as \\,.\n"
+               "\n"
+               "Later mounts win where paths overlap; folders merge. Entries already in the\n"
+               "workspace at a copied path are replaced; other entries stay.\n"
+               "\n"
+               "Options:\n"
+               "  --root DIR          the workspace folder (made, parents too, if missing)\n"
+               "  --name NAME         the workspace of sandbox NAME under the state root\n"
+               "                      ($SANDPOD_HOME, $XDG_DATA_HOME/sandpod or\n"
+               "                      ~/.local/share/sandpod), created if missing\n"
+               "  --mount SPEC        a host folder to copy (repeatable, at least one)\n"
+               "  --allowed-root DIR  host folder that every mount and followed symlink must\n"
+               "                      resolve inside (repeatable; default: each mount's own\n"
+               "                      folder)\n"
+               "  --list              also print every copied path\n"
+               "  --json              print the result as one JSON object\n"
+               "  -h, --help          show this help\n"
+               "\n"
+               "Progress is shown on stderr when it is a terminal.\n"
+               "Exit status: 0 ok, 1 error, 2 bad usage.\n");
+}
+
+struct hydrate_cli {
+    const char *root, *name;
+    bool json, list;
+    sp_mount **parsed;
+    sp_mount *mounts; /* shallow copies of parsed, contiguous */
+    size_t n_mounts;
+    const char **roots; /* NULL-terminated */
+    size_t n_roots;
+    int64_t start_ms, drawn_ms;
+};
+
+static int64_t mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void progress(void *userdata, const sp_hydrate_progress *p)
+{
+    struct hydrate_cli *c = userdata;
+    int64_t now = mono_ms();
+    if (now - c->start_ms < PROGRESS_AFTER_MS ||
+        (c->drawn_ms >= 0 && now - c->drawn_ms < PROGRESS_EVERY_MS))
+        return;
+    c->drawn_ms = now;
+    char bytes[32], total[32];
+    cli_format_bytes(bytes, sizeof(bytes), p->bytes);
+    switch (p->phase) {
+    case SP_HYDRATE_SCAN:
+        fprintf(stderr, "\r\033[Khydrate: scanning, %" PRIu64 " entries, %s selected", p->files,
+                bytes);
+        break;
+    case SP_HYDRATE_COPY:
+        cli_format_bytes(total, sizeof(total), p->total_bytes);
+        fprintf(stderr, "\r\033[Khydrate: copying %" PRIu64 "/%" PRIu64 " files, %s of %s",
+                p->files, p->total_files, bytes, total);
+        break;
+    default:
+        fprintf(stderr, "\r\033[Khydrate: moving into place, %" PRIu64 " entries", p->files);
+        break;
+    }
+    fflush(stderr);
+}
+
+static void put_entry_line(const char *path, const char *what)
+{
+    fputs("  ", stdout);
+    cli_put_name(stdout, path);
+    printf(": %s\n", what);
+}
+
+static int print_human(const struct hydrate_cli *c, const char *ws, const sp_hydrate_result *r)
+{
+    char bytes[32];
+    cli_format_bytes(bytes, sizeof(bytes), r->bytes);
+    fputs("hydrated ", stdout);
+    cli_put_name(stdout, ws);
+    printf(": %" PRIu64 " file%s (%s), %" PRIu64 " folder%s, %" PRIu64 " symlink%s in %.2f s\n",
+           r->files, r->files == 1 ? "" : "s", bytes, r->dirs, r->dirs == 1 ? "" : "s", r->symlinks,
+           r->symlinks == 1 ? "" : "s", (double)r->elapsed_ms / 1000.0);
+    for (size_t i = 0; r->n_mounts > 1 && i < r->n_mounts; i++) {
+        const sp_hydrate_mount_stats *m = &r->mounts[i];
+        cli_format_bytes(bytes, sizeof(bytes), m->bytes);
+        printf("  mount %zu: ", i + 1);
+        cli_put_name(stdout, m->host_path);
+        fputs(" -> ", stdout);
+        cli_put_name(stdout, m->mount_path);
+        printf(": %" PRIu64 " files (%s)\n", m->files, bytes);
+    }
+    if (r->excluded)
+        printf("excluded by the globs: %" PRIu64 " entr%s (a folder counts once)\n", r->excluded,
+               r->excluded == 1 ? "y" : "ies");
+    if (r->hardlinks)
+        printf("hard links copied as separate files: %" PRIu64 "\n", r->hardlinks);
+    if (r->n_skipped) {
+        printf("skipped %zu:\n", r->n_skipped);
+        for (size_t i = 0; i < r->n_skipped; i++) {
+            const sp_hydrate_skip *s = &r->skipped[i];
+            const char *why;
+            switch (s->reason) {
+            case SP_HYDRATE_SKIP_SPECIAL:
+                why = "not a file, folder or symlink";
+                break;
+            case SP_HYDRATE_SKIP_OUTSIDE:
+                why = "symlink to outside the allowed roots";
+                break;
+            case SP_HYDRATE_SKIP_DANGLING:
+                why = "symlink to nothing";
+                break;
+            case SP_HYDRATE_SKIP_LOOP:
+                why = "symlink loop";
+                break;
+            case SP_HYDRATE_SKIP_TOO_DEEP:
+                why = "too deep";
+                break;
+            default:
+                why = "skipped";
+                break;
+            }
+            fputs("  ", stdout);
+            cli_put_name(stdout, s->path);
+            printf(": %s", why);
+            if (s->detail) {
+                fputs(" (", stdout);
+                cli_put_name(stdout, s->detail);
+                fputc(')', stdout);
+            }
+            fputc('\n', stdout);
+        }
+    }
+    if (r->n_overridden) {
+        printf("replaced %zu (later mounts win):\n", r->n_overridden);
+        for (size_t i = 0; i < r->n_overridden; i++) {
+            const sp_hydrate_override *o = &r->overridden[i];
+            char what[96];
+            if (o->previous < 0)
+                snprintf(what, sizeof(what), "mount %zu replaced what the workspace held",
+                         o->mount + 1);
+            else
+                snprintf(what, sizeof(what), "mount %zu over mount %ld", o->mount + 1,
+                         o->previous + 1);
+            put_entry_line(o->path, what);
+        }
+    }
+    if (c->list) {
+        for (size_t i = 0; i < r->n_entries; i++) {
+            const sp_hydrate_entry *e = &r->entries[i];
+            cli_put_name(stdout, e->path);
+            fputs(e->type == SP_FS_DIR ? "/\n" : e->type == SP_FS_SYMLINK ? "@\n" : "\n", stdout);
+        }
+    }
+    return CLI_EXIT_OK;
+}
+
+/* mkdir -p path (0755); *created receives the topmost folder that did not
+ * exist (malloc'd), or stays NULL. Returns 0 or -1 with errno. */
+static int make_dirs(const char *path, char **created)
+{
+    char *p = strdup(path);
+    if (!p)
+        return -1;
+    size_t len = strlen(p);
+    while (len > 1 && p[len - 1] == '/')
+        p[--len] = '\0';
+    for (char *s = p + 1;; s++) {
+        if (*s != '/' && *s != '\0')
+            continue;
+        char c = *s;
+        *s = '\0';
+        if (mkdir(p, 0755) == 0) {
+            if (!*created && !(*created = strdup(p))) {
+                free(p);
+                return -1;
+            }
+        } else if (errno != EEXIST) {
+            int e = errno;
+            free(p);
+            errno = e;
+            return -1;
+        }
+        *s = c;
+        if (c == '\0')
+            break;
+    }
+    free(p);
+    return 0;
+}
+
+/* Remove the (empty) folders make_dirs() made, from path up to top. */
+static void remove_made(const char *path, const char *top)
+{
+    char *p = strdup(path);
+    if (!p)
+        return;
+    size_t tl = strlen(top);
+    for (;;) {
+        size_t len = strlen(p);
+        while (len > 1 && p[len - 1] == '/')
+            p[--len] = '\0';
+        if (len < tl || rmdir(p) < 0 || len == tl)
+            break;
+        char *slash = strrchr(p, '/');
+        if (!slash || slash == p)
+            break;
+        *slash = '\0';
+    }
+    free(p);
+}
+
+static int fail(const struct hydrate_cli *c, int code, sp_error *err)
+{
+    int rc = c->json ? cli_json_error(code, err) : cli_sp_error(code, err);
+    sp_error_free(err);
+    return rc;
+}
+
+int cmd_hydrate(int argc, char **argv)
+{
+    struct hydrate_cli c;
+    memset(&c, 0, sizeof(c));
+    c.drawn_ms = -1;
+    c.parsed = calloc((size_t)argc + 1, sizeof(*c.parsed));
+    c.mounts = calloc((size_t)argc + 1, sizeof(*c.mounts));
+    c.roots = calloc((size_t)argc + 1, sizeof(*c.roots));
+    char *ws = NULL;
+    char *created = NULL; /* the topmost folder we made, removed on failure */
+    int rc = CLI_EXIT_OK;
+    if (!c.parsed || !c.mounts || !c.roots) {
+        rc = cli_error("out of memory");
+        goto done;
+    }
+
+    int opt;
+    opterr = 0;
+    optind = 0;
+    while ((opt = getopt_long(argc, argv, ":h", options, NULL)) != -1) {
+        switch (opt) {
+        case OPT_HELP:
+            help(stdout);
+            goto done;
+        case OPT_ROOT:
+            c.root = optarg;
+            break;
+        case OPT_NAME:
+            c.name = optarg;
+            break;
+        case OPT_MOUNT: {
+            sp_error *err = NULL;
+            int r = sp_mount_spec_parse(&c.parsed[c.n_mounts], optarg, &err);
+            if (r < 0) {
+                rc = cli_usage("hydrate", "--mount: %s",
+                               err && err->message ? err->message : sp_strerror(r));
+                sp_error_free(err);
+                goto done;
+            }
+            c.mounts[c.n_mounts] = *c.parsed[c.n_mounts];
+            c.n_mounts++;
+            break;
+        }
+        case OPT_ALLOWED_ROOT:
+            c.roots[c.n_roots++] = optarg;
+            break;
+        case OPT_JSON:
+            c.json = true;
+            break;
+        case OPT_LIST:
+            c.list = true;
+            break;
+        case ':':
+            rc = cli_usage("hydrate", "option '%s' needs a value", argv[optind - 1]);
+            goto done;
+        default:
+            rc = cli_usage("hydrate", "bad option '%s'", argv[optind - 1]);
+            goto done;
+        }
+    }
+    if (optind < argc) {
+        rc = cli_usage("hydrate", "unexpected argument '%s'", argv[optind]);
+        goto done;
+    }
+    if (!c.root == !c.name) {
+        rc = cli_usage("hydrate", c.root ? "give --root or --name, not both"
+                                         : "missing --root DIR or --name NAME");
+        goto done;
+    }
+    if (!c.n_mounts) {
+        rc = cli_usage("hydrate", "missing --mount SPEC");
+        goto done;
+    }
+
+    sp_error *err = NULL;
+    if (c.name) {
+        int r = sp_workspace_create(&ws, c.name, &err);
+        if (r < 0) {
+            rc = fail(&c, r, err);
+            goto done;
+        }
+    } else {
+        ws = strdup(c.root);
+        if (!ws) {
+            rc = cli_error("out of memory");
+            goto done;
+        }
+        /* A missing workspace (and missing parents) is made here and
+         * removed again on failure, so a failed hydration leaves nothing. */
+        if (make_dirs(ws, &created) < 0) {
+            rc = cli_error("mkdir: %s: %s", ws, strerror(errno));
+            goto done;
+        }
+    }
+
+    sp_hydrate_opts o = SP_HYDRATE_OPTS_INIT;
+    o.allowed_roots = c.n_roots ? c.roots : NULL;
+    if (isatty(STDERR_FILENO)) {
+        c.start_ms = mono_ms();
+        o.progress = progress;
+        o.progress_userdata = &c;
+    }
+    sp_hydrate_result *res = NULL;
+    int r = sp_hydrate(&res, ws, c.mounts, c.n_mounts, &o, &err);
+    if (c.drawn_ms >= 0) {
+        fputs("\r\033[K", stderr);
+        fflush(stderr);
+    }
+    if (r < 0) {
+        if (created)
+            remove_made(ws, created);
+        rc = fail(&c, r, err);
+        goto done;
+    }
+    if (c.json) {
+        cJSON *j = sp_json_hydrate_result(res, c.list);
+        if (j && !sp_json_add_string(j, "workspace", ws)) {
+            cJSON_Delete(j);
+            j = NULL;
+        }
+        rc = cli_print_result(j);
+    } else
+        rc = print_human(&c, ws, res);
+    sp_hydrate_result_free(res);
+
+done:
+    for (size_t i = 0; c.parsed && i < c.n_mounts; i++)
+        sp_mount_free(c.parsed[i]);
+    free(c.parsed);
+    free(c.mounts);
+    free(c.roots);
+    free(ws);
+    free(created);
+    return rc;
+}

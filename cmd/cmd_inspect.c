@@ -1,0 +1,225 @@
+/* sandpod inspect: everything about one sandbox: what Podman says about
+ * its container, where its folders are, and the configuration it was
+ * created with. */
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "fs_json.h"
+#include "sandbox_json.h"
+
+static const struct option options[] = {
+    {"json", no_argument, NULL, 'j'},
+    CLI_CONN_OPTIONS,
+    {"help", no_argument, NULL, 'h'},
+    {NULL, 0, NULL, 0},
+};
+
+static void help(FILE *f)
+{
+    fprintf(f, "Usage: sandpod inspect [--json] NAME\n"
+               "\n"
+               "Show a sandbox: its state (from Podman; unknown when Podman cannot be\n"
+               "reached), container, image, creation time, workspace and state folders, and\n"
+               "the configuration it was created with (workdir, user, env, network, limits,\n"
+               "root filesystem, added capabilities).\n"
+               "\n"
+               "Options:\n"
+               "  --json               print {ok, name, state, running, exit_code, oom_killed,\n"
+               "                       container, image, created_at, workspace, state_dir,\n"
+               "                       config: {workdir, user, env, network, memory_bytes,\n"
+               "                       nano_cpus, pids_limit, tmpfs_bytes, writable_root,\n"
+               "                       cap_add}}\n"
+               "  --state-root DIR     where sandboxes live (default $SANDPOD_HOME, ...)\n"
+               "  --url URL            Podman service (default $SANDPOD_URL, else found)\n"
+               "  -h, --help           show this help\n"
+               "\n"
+               "Exit status: 0 ok, 1 error (no such sandbox), 2 bad usage.\n");
+}
+
+static void field(const char *label, const char *value)
+{
+    printf("%-12s", label);
+    cli_put_name(stdout, value ? value : "-");
+    putchar('\n');
+}
+
+static const cJSON *get(const cJSON *o, const char *key)
+{
+    return cJSON_GetObjectItemCaseSensitive(o, key);
+}
+
+static const char *str(const cJSON *o, const char *key)
+{
+    const cJSON *v = get(o, key);
+    return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+/* A number sp_json_sandbox() wrote: a double, or a raw literal past 2^53. */
+static bool u64(const cJSON *o, const char *key, uint64_t *out)
+{
+    const cJSON *v = get(o, key);
+    if (cJSON_IsNumber(v) && v->valuedouble >= 0) {
+        *out = (uint64_t)v->valuedouble;
+        return true;
+    }
+    if (cJSON_IsRaw(v) && v->valuestring) {
+        char *end = NULL;
+        *out = strtoull(v->valuestring, &end, 10);
+        return end && *end == '\0';
+    }
+    return false;
+}
+
+static void bytes_field(const char *label, const cJSON *cfg, const char *key)
+{
+    uint64_t v = 0;
+    char buf[32];
+    if (!u64(cfg, key, &v))
+        snprintf(buf, sizeof(buf), "-");
+    else if (v == UINT64_MAX)
+        snprintf(buf, sizeof(buf), "no limit");
+    else
+        cli_format_bytes(buf, sizeof(buf), v);
+    field(label, buf);
+}
+
+static void list_field(const char *label, const cJSON *a)
+{
+    const cJSON *it;
+    bool any = false;
+    cJSON_ArrayForEach(it, a)
+    {
+        if (!cJSON_IsString(it))
+            continue;
+        field(any ? "" : label, it->valuestring);
+        any = true;
+    }
+    if (!any)
+        field(label, "(none)");
+}
+
+static void print_human(const cJSON *o)
+{
+    char buf[64];
+    field("name:", str(o, "name"));
+    field("state:", str(o, "state"));
+    const cJSON *code = get(o, "exit_code");
+    if (cJSON_IsNumber(code)) {
+        snprintf(buf, sizeof(buf), "%d", code->valueint);
+        field("exit code:", buf);
+    }
+    if (cJSON_IsTrue(get(o, "oom_killed")))
+        field("oom killed:", "yes");
+    field("container:", str(o, "container"));
+    field("image:", str(o, "image"));
+    const char *created = str(o, "created_at");
+    if (created)
+        cli_local_time(buf, sizeof(buf), created);
+    field("created:", created ? buf : NULL);
+    field("workspace:", str(o, "workspace"));
+    field("state dir:", str(o, "state_dir"));
+
+    const cJSON *cfg = get(o, "config");
+    field("workdir:", str(cfg, "workdir"));
+    field("user:", str(cfg, "user"));
+    field("network:", str(cfg, "network"));
+    bytes_field("memory:", cfg, "memory_bytes");
+    uint64_t v = 0;
+    if (u64(cfg, "nano_cpus", &v) && v != UINT64_MAX) {
+        snprintf(buf, sizeof(buf), "%" PRIu64 ".%09" PRIu64, v / 1000000000u, v % 1000000000u);
+        /* 1.500000000 -> 1.5, 2.000000000 -> 2 */
+        char *e = buf + strlen(buf) - 1;
+        while (*e == '0')
+            *e-- = '\0';
+        if (*e == '.')
+            *e = '\0';
+        field("cpus:", buf);
+    } else {
+        field("cpus:", v == UINT64_MAX ? "no limit" : NULL);
+    }
+    const cJSON *pids = get(cfg, "pids_limit");
+    if (cJSON_IsNumber(pids) && pids->valuedouble < 0)
+        field("pids:", "no limit");
+    else if (cJSON_IsNumber(pids)) {
+        snprintf(buf, sizeof(buf), "%.0f", pids->valuedouble);
+        field("pids:", buf);
+    } else {
+        field("pids:", NULL);
+    }
+    bytes_field("tmpfs /tmp:", cfg, "tmpfs_bytes");
+    field("root fs:", cJSON_IsTrue(get(cfg, "writable_root")) ? "writable" : "read-only");
+    list_field("env:", get(cfg, "env"));
+    list_field("cap add:", get(cfg, "cap_add"));
+}
+
+int cmd_inspect(int argc, char **argv)
+{
+    struct cli_conn conn = {0};
+    bool json = false;
+    sp_sandbox *sb = NULL;
+    int rc = 0;
+
+    optind = 0;
+    int opt;
+    while ((opt = cli_getopt("inspect", argc, argv, "h", options, false)) != -1) {
+        int took = cli_conn_option(&conn, "inspect", opt, optarg);
+        if (took < 0 || opt == CLI_GETOPT_BAD) {
+            rc = CLI_EXIT_USAGE;
+            goto done;
+        }
+        if (took)
+            continue;
+        if (opt == 'h') {
+            help(stdout);
+            goto done;
+        }
+        json = true; /* 'j' */
+    }
+    if (optind >= argc) {
+        rc = cli_usage("inspect", "missing sandbox NAME");
+        goto done;
+    }
+    if (argc - optind > 1) {
+        rc = cli_usage("inspect", "unexpected argument '%s'", argv[optind + 1]);
+        goto done;
+    }
+    if ((rc = cli_sandbox_open(&sb, argv[optind], &conn, json)) != 0)
+        goto done;
+
+    sp_sandbox_status *st = NULL;
+    sp_error *err = NULL;
+    char *podman_error = NULL;
+    int r = sp_sandbox_status_get(&st, sb, &err);
+    if (r < 0) {
+        podman_error = strdup(err && err->message ? err->message : sp_strerror(r));
+        sp_error_free(err);
+        st = NULL;
+    }
+    cJSON *o = sp_json_sandbox(sb, st, true);
+    sp_sandbox_status_free(st);
+    if (podman_error) {
+        if (o)
+            sp_json_add_string(o, "podman_error", podman_error);
+        fflush(stdout);
+        fputs("sandpod: podman cannot be reached, the state is unknown: ", stderr);
+        cli_put_name(stderr, podman_error);
+        fputc('\n', stderr);
+        free(podman_error);
+    }
+    if (json) {
+        rc = cli_print_result(o);
+    } else if (!o) {
+        rc = cli_error("out of memory");
+    } else {
+        print_human(o);
+        cJSON_Delete(o);
+    }
+
+done:
+    sp_sandbox_free(sb);
+    cli_conn_dispose(&conn);
+    return rc;
+}

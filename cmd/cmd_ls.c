@@ -1,0 +1,180 @@
+/* sandpod ls: the sandboxes under the state root, with what Podman says
+ * about each. Podman being unreachable makes states "unknown", not an
+ * error: the list itself lives on disk. */
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cli.h"
+#include "fs_json.h"
+#include "sandbox_json.h"
+
+static const struct option options[] = {
+    {"json", no_argument, NULL, 'j'},
+    CLI_CONN_OPTIONS,
+    {"help", no_argument, NULL, 'h'},
+    {NULL, 0, NULL, 0},
+};
+
+static void help(FILE *f)
+{
+    fprintf(f, "Usage: sandpod ls [--json] [--state-root DIR] [--url URL]\n"
+               "\n"
+               "List the sandboxes: NAME, STATE (from Podman: running, exited, paused,\n"
+               "created, missing when the container is gone, unknown when Podman cannot be\n"
+               "reached), IMAGE, CREATED and WORKSPACE.\n"
+               "\n"
+               "Options:\n"
+               "  --json               print {ok, sandboxes: [{name, state, running, exit_code,\n"
+               "                       oom_killed, container, image, created_at, workspace,\n"
+               "                       state_dir}], count}, plus podman_error when Podman\n"
+               "                       could not be asked\n"
+               "  --state-root DIR     where sandboxes live (default $SANDPOD_HOME, ...)\n"
+               "  --url URL            Podman service (default $SANDPOD_URL, else found)\n"
+               "  -h, --help           show this help\n"
+               "\n"
+               "Exit status: 0 ok, 1 error, 2 bad usage.\n");
+}
+
+static const char *str_field(const cJSON *o, const char *key)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+    return cJSON_IsString(v) ? v->valuestring : "-";
+}
+
+static int print_table(const cJSON *list)
+{
+    static const char *const heads[] = {"NAME", "STATE", "IMAGE", "CREATED", "WORKSPACE"};
+    enum { NCOL = 5 };
+    int width[NCOL];
+    for (int i = 0; i < NCOL; i++)
+        width[i] = (int)strlen(heads[i]);
+    const cJSON *it;
+    char created[64];
+    cJSON_ArrayForEach(it, list)
+    {
+        const char *v[NCOL] = {str_field(it, "name"), str_field(it, "state"),
+                               str_field(it, "image"), NULL, NULL};
+        cli_local_time(created, sizeof(created), str_field(it, "created_at"));
+        v[3] = created;
+        for (int i = 0; i < 4; i++)
+            if ((int)strlen(v[i]) > width[i])
+                width[i] = (int)strlen(v[i]);
+    }
+    printf("%-*s  %-*s  %-*s  %-*s  %s\n", width[0], heads[0], width[1], heads[1], width[2],
+           heads[2], width[3], heads[3], heads[4]);
+    cJSON_ArrayForEach(it, list)
+    {
+        cli_local_time(created, sizeof(created), str_field(it, "created_at"));
+        printf("%-*s  %-*s  %-*s  %-*s  ", width[0], str_field(it, "name"), width[1],
+               str_field(it, "state"), width[2], str_field(it, "image"), width[3], created);
+        cli_put_name(stdout, str_field(it, "workspace"));
+        putchar('\n');
+    }
+    return CLI_EXIT_OK;
+}
+
+int cmd_ls(int argc, char **argv)
+{
+    struct cli_conn conn = {0};
+    bool json = false;
+    char **names = NULL;
+    cJSON *out = NULL;
+    int rc = 0;
+
+    optind = 0;
+    int opt;
+    while ((opt = cli_getopt("ls", argc, argv, "h", options, false)) != -1) {
+        int took = cli_conn_option(&conn, "ls", opt, optarg);
+        if (took < 0 || opt == CLI_GETOPT_BAD) {
+            rc = CLI_EXIT_USAGE;
+            goto done;
+        }
+        if (took)
+            continue;
+        if (opt == 'h') {
+            help(stdout);
+            goto done;
+        }
+        json = true; /* 'j' */
+    }
+    if (optind < argc) {
+        rc = cli_usage("ls", "unexpected argument '%s'", argv[optind]);
+        goto done;
+    }
+
+    sp_error *err = NULL;
+    int r = sp_sandbox_list(&names, conn.state_root, &err);
+    if (r < 0) {
+        rc = cli_fail(json, r, err);
+        goto done;
+    }
+
+    /* One connection attempt decides whether Podman is there at all, so
+     * that an unreachable service costs one timeout, not one per sandbox. */
+    char *podman_error = NULL;
+    if (names && names[0]) {
+        sp_podman_opts po = cli_conn_podman_opts(&conn);
+        sp_podman *p = NULL;
+        if ((r = sp_podman_open(&p, &po, &err)) < 0) {
+            podman_error = strdup(err && err->message ? err->message : sp_strerror(r));
+            sp_error_free(err);
+            err = NULL;
+        }
+        sp_podman_free(p);
+    }
+
+    out = cJSON_CreateObject();
+    cJSON *list = cJSON_CreateArray();
+    if (!out || !list || !cJSON_AddItemToObject(out, "sandboxes", list)) {
+        cJSON_Delete(list);
+        free(podman_error);
+        rc = cli_error("out of memory");
+        goto done;
+    }
+    size_t count = 0;
+    sp_sandbox_opts so = cli_conn_sandbox_opts(&conn);
+    for (size_t i = 0; names[i]; i++) {
+        sp_sandbox *sb = NULL;
+        /* Removed meanwhile by another sandpod: not an error. */
+        if (sp_sandbox_open(&sb, names[i], &so, NULL) < 0)
+            continue;
+        sp_sandbox_status *st = NULL;
+        if (!podman_error && sp_sandbox_status_get(&st, sb, NULL) < 0)
+            st = NULL;
+        cJSON *item = sp_json_sandbox(sb, st, false);
+        sp_sandbox_status_free(st);
+        sp_sandbox_free(sb);
+        if (!item || !cJSON_AddItemToArray(list, item)) {
+            cJSON_Delete(item);
+            free(podman_error);
+            rc = cli_error("out of memory");
+            goto done;
+        }
+        count++;
+    }
+    cJSON_AddNumberToObject(out, "count", (double)count);
+    if (podman_error) {
+        sp_json_add_string(out, "podman_error", podman_error);
+        fflush(stdout);
+        fputs("sandpod: podman cannot be reached, states are unknown: ", stderr);
+        cli_put_name(stderr, podman_error);
+        fputc('\n', stderr);
+        free(podman_error);
+    }
+    if (json) {
+        rc = cli_print_result(out);
+        out = NULL;
+    } else {
+        rc = print_table(list);
+    }
+
+done:
+    cJSON_Delete(out);
+    for (size_t i = 0; names && names[i]; i++)
+        free(names[i]);
+    free(names);
+    cli_conn_dispose(&conn);
+    return rc;
+}

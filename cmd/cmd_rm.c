@@ -1,0 +1,182 @@
+/* sandpod rm NAME...: remove sandboxes: container, state folder, snapshots
+ * and (unless --keep-workspace) the workspace. */
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "fs_json.h"
+
+enum { OPT_KEEP = 256, OPT_JSON };
+
+static const struct option options[] = {
+    {"keep-workspace", no_argument, NULL, OPT_KEEP},
+    {"force", no_argument, NULL, 'f'},
+    {"json", no_argument, NULL, OPT_JSON},
+    CLI_CONN_OPTIONS,
+    {"help", no_argument, NULL, 'h'},
+    {NULL, 0, NULL, 0},
+};
+
+static void help(FILE *f)
+{
+    fprintf(f, "Usage: sandpod rm [OPTIONS] NAME...\n"
+               "\n"
+               "Remove sandboxes: the container, the state folder with its snapshots and\n"
+               "events, and the workspace. A running sandbox is refused unless --force is\n"
+               "given. Each NAME is printed once removed.\n"
+               "\n"
+               "Options:\n"
+               "  --keep-workspace     keep the workspace folder: it is moved to\n"
+               "                       STATE_ROOT/kept-workspaces/NAME, which is printed\n"
+               "  -f, --force          remove running sandboxes too; a missing NAME is fine\n"
+               "  --json               print {ok, sandboxes: [{name, ok, kept_workspace,\n"
+               "                       error}]}\n"
+               "  --state-root DIR     where sandboxes live (default $SANDPOD_HOME, ...)\n"
+               "  --url URL            Podman service (default $SANDPOD_URL, else found)\n"
+               "  -h, --help           show this help\n"
+               "\n"
+               "Exit status: 0 when every sandbox is removed, 1 when any failed (the others\n"
+               "are still removed), 2 bad usage.\n");
+}
+
+/* Set *err to an error of our own (sp_error_free() frees it). */
+static int own_error(sp_error **err, int code, const char *msg)
+{
+    *err = calloc(1, sizeof(**err));
+    if (*err) {
+        (*err)->code = code;
+        (*err)->message = strdup(msg);
+    }
+    return code;
+}
+
+/* Remove one sandbox. *missing tells a NAME that does not exist. */
+static int remove_one(sp_sandbox **sbp, const char *name, const sp_sandbox_opts *so, bool keep,
+                      bool force, bool *missing, sp_error **err)
+{
+    *missing = false;
+    int r = sp_sandbox_open(sbp, name, so, err);
+    if (r == SP_ENOTFOUND)
+        *missing = true;
+    if (r < 0)
+        return r;
+    if (!force) {
+        sp_sandbox_status *st = NULL;
+        r = sp_sandbox_status_get(&st, *sbp, err);
+        if (r < 0)
+            return r;
+        bool running = st->running || (st->state && strcmp(st->state, "paused") == 0);
+        sp_sandbox_status_free(st);
+        if (running) {
+            char msg[256];
+            snprintf(msg, sizeof(msg),
+                     "sandbox %s is running; stop it first ('sandpod stop %s') or use --force",
+                     name, name);
+            return own_error(err, SP_EINVAL, msg);
+        }
+    }
+    return sp_sandbox_remove(*sbp, keep, err);
+}
+
+int cmd_rm(int argc, char **argv)
+{
+    struct cli_conn conn = {0};
+    bool json = false, keep = false, force = false;
+    int rc = 0;
+    cJSON *out = NULL, *list = NULL;
+
+    optind = 0;
+    int opt;
+    while ((opt = cli_getopt("rm", argc, argv, "hf", options, false)) != -1) {
+        int took = cli_conn_option(&conn, "rm", opt, optarg);
+        if (took < 0 || opt == CLI_GETOPT_BAD) {
+            rc = CLI_EXIT_USAGE;
+            goto done;
+        }
+        if (took)
+            continue;
+        switch (opt) {
+        case 'h':
+            help(stdout);
+            goto done;
+        case 'f':
+            force = true;
+            break;
+        case OPT_KEEP:
+            keep = true;
+            break;
+        case OPT_JSON:
+            json = true;
+            break;
+        }
+    }
+    if (optind >= argc) {
+        rc = cli_usage("rm", "missing sandbox NAME");
+        goto done;
+    }
+    if (json) {
+        out = cJSON_CreateObject();
+        if (out && cJSON_AddTrueToObject(out, "ok"))
+            list = cJSON_AddArrayToObject(out, "sandboxes");
+        if (!list) {
+            rc = cli_error("out of memory");
+            goto done;
+        }
+    }
+
+    sp_sandbox_opts so = cli_conn_sandbox_opts(&conn);
+    for (int i = optind; i < argc; i++) {
+        const char *name = argv[i];
+        sp_sandbox *sb = NULL;
+        sp_error *err = NULL;
+        bool missing = false;
+        int r = remove_one(&sb, name, &so, keep, force, &missing, &err);
+        if (r < 0 && missing && force) {
+            sp_error_free(err);
+            continue;
+        }
+        if (r < 0) {
+            rc = cli_sp_error(r, err);
+        } else if (!json) {
+            printf("%s\n", name);
+            if (keep) {
+                fputs("workspace kept at ", stdout);
+                cli_put_name(stdout, sp_sandbox_workspace(sb));
+                putchar('\n');
+            }
+        }
+        if (json) {
+            cJSON *item = r == 0 ? cJSON_CreateObject()
+                          : err  ? sp_json_error(err)
+                                 : sp_json_error_code(r, sp_strerror(r));
+            bool ok = item && sp_json_add_string(item, "name", name);
+            if (ok && r == 0)
+                ok = cJSON_AddTrueToObject(item, "ok") &&
+                     sp_json_add_string(item, "kept_workspace",
+                                        keep ? sp_sandbox_workspace(sb) : NULL);
+            if (!ok || !cJSON_AddItemToArray(list, item)) {
+                cJSON_Delete(item);
+                sp_error_free(err);
+                sp_sandbox_free(sb);
+                rc = cli_error("out of memory");
+                goto done;
+            }
+        }
+        sp_error_free(err);
+        sp_sandbox_free(sb);
+    }
+    if (json) {
+        if (rc != 0)
+            cJSON_ReplaceItemInObjectCaseSensitive(out, "ok", cJSON_CreateFalse());
+        int prc = cli_print_json(out);
+        out = NULL;
+        if (prc)
+            rc = prc;
+    }
+
+done:
+    cJSON_Delete(out);
+    cli_conn_dispose(&conn);
+    return rc;
+}

@@ -1,0 +1,177 @@
+/* sandpod sh: the shell tool. Runs `sh -c COMMAND` in a sandbox to
+ * completion (or to its timeout) and shows its capped stdout and stderr. */
+#include <getopt.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "sandbox_json.h"
+
+/* sh's exit code for a command that timed out, as timeout(1) uses. */
+#define EXIT_TIMED_OUT 124
+
+enum {
+    OPT_TIMEOUT = 256,
+    OPT_MAX_BYTES,
+    OPT_MAX_LINES,
+    OPT_JSON,
+};
+
+static const struct option options[] = {
+    {"timeout", required_argument, NULL, OPT_TIMEOUT},
+    {"max-bytes", required_argument, NULL, OPT_MAX_BYTES},
+    {"max-lines", required_argument, NULL, OPT_MAX_LINES},
+    {"workdir", required_argument, NULL, 'w'},
+    {"env", required_argument, NULL, 'e'},
+    {"json", no_argument, NULL, OPT_JSON},
+    CLI_CONN_OPTIONS,
+    {"help", no_argument, NULL, 'h'},
+    {NULL, 0, NULL, 0},
+};
+
+static void help(FILE *f)
+{
+    fprintf(f, "Usage: sandpod sh [OPTIONS] NAME 'COMMAND'\n"
+               "\n"
+               "Run COMMAND with 'sh -c' in sandbox NAME and wait for it. Its stdout and stderr\n"
+               "are captured separately and capped: the head and the tail are kept, with a\n"
+               "marker saying how much was left out. stdin is empty.\n"
+               "\n"
+               "Options:\n"
+               "  --timeout MS         kill the command and its process group after MS\n"
+               "                       milliseconds (default 60000; 0 = no limit)\n"
+               "  --max-bytes N        cap on each stream, in bytes (default 8192)\n"
+               "  --max-lines N        cap on each stream, in lines (default 200)\n"
+               "  -w, --workdir DIR    working folder (default: the sandbox's, /workspace)\n"
+               "  -e, --env K=V        extra environment (repeatable)\n"
+               "  --json               print {ok, exit_code, timed_out, duration_ms, stdout,\n"
+               "                       stderr, stdout_truncated, stderr_truncated, stdout_bytes,\n"
+               "                       stderr_bytes} and exit 0 whenever the command ran\n"
+               "  --state-root DIR     where sandboxes live (default $SANDPOD_HOME, ...)\n"
+               "  --url URL            Podman service (default $SANDPOD_URL, else found)\n"
+               "  -h, --help           show this help\n"
+               "\n"
+               "Exit status: the command's (124 when it timed out); 1 when sandpod itself\n"
+               "fails, for example when the sandbox is stopped; 2 on bad usage.\n");
+}
+
+static void put_bytes(FILE *f, const char *data, size_t len)
+{
+    if (len)
+        fwrite(data, 1, len, f);
+}
+
+int cmd_sh(int argc, char **argv)
+{
+    struct cli_conn conn = {0};
+    sp_run_opts ro = SP_RUN_OPTS_INIT;
+    bool json = false;
+    const char **env = calloc((size_t)argc + 1, sizeof(*env));
+    size_t n_env = 0;
+    sp_sandbox *sb = NULL;
+    sp_run_result *res = NULL;
+    int rc = 0;
+    long long v = 0;
+    if (!env)
+        return cli_error("out of memory");
+
+    optind = 0;
+    int opt;
+    while ((opt = cli_getopt("sh", argc, argv, "hw:e:", options, false)) != -1) {
+        int took = cli_conn_option(&conn, "sh", opt, optarg);
+        if (took < 0) {
+            rc = CLI_EXIT_USAGE;
+            goto done;
+        }
+        if (took)
+            continue;
+        switch (opt) {
+        case 'h':
+            help(stdout);
+            goto done;
+        case OPT_TIMEOUT:
+            if (cli_parse_ll("sh", "--timeout", optarg, 0, INT_MAX, &v) < 0) {
+                rc = CLI_EXIT_USAGE;
+                goto done;
+            }
+            ro.timeout_ms = v == 0 ? -1 : (int)v;
+            break;
+        case OPT_MAX_BYTES:
+        case OPT_MAX_LINES: {
+            const char *what = opt == OPT_MAX_BYTES ? "--max-bytes" : "--max-lines";
+            if (cli_parse_ll("sh", what, optarg, 1, LLONG_MAX, &v) < 0) {
+                rc = CLI_EXIT_USAGE;
+                goto done;
+            }
+            if (opt == OPT_MAX_BYTES)
+                ro.max_bytes = (size_t)v;
+            else
+                ro.max_lines = (size_t)v;
+            break;
+        }
+        case 'w':
+            ro.workdir = optarg;
+            break;
+        case 'e':
+            if (!strchr(optarg, '=') || optarg[0] == '=') {
+                rc = cli_usage("sh", "--env takes KEY=VALUE: '%s'", optarg);
+                goto done;
+            }
+            env[n_env++] = optarg;
+            break;
+        case OPT_JSON:
+            json = true;
+            break;
+        default:
+            rc = CLI_EXIT_USAGE;
+            goto done;
+        }
+    }
+    if (argc - optind < 2) {
+        rc = cli_usage("sh", optind < argc ? "missing COMMAND; usage: sandpod sh NAME 'COMMAND'"
+                                           : "missing sandbox NAME and COMMAND");
+        goto done;
+    }
+    if (argc - optind > 2) {
+        rc = cli_usage("sh",
+                       "unexpected argument '%s'; quote the command line as one argument, "
+                       "or use 'sandpod exec NAME -- ARGV...'",
+                       argv[optind + 2]);
+        goto done;
+    }
+    ro.env = n_env ? env : NULL;
+
+    if ((rc = cli_sandbox_open(&sb, argv[optind], &conn, json)) != 0)
+        goto done;
+    sp_error *err = NULL;
+    int r = sp_sandbox_shell(&res, sb, argv[optind + 1], &ro, &err);
+    if (r < 0) {
+        rc = cli_fail(json, r, err);
+        goto done;
+    }
+    if (json) {
+        rc = cli_print_result(sp_json_run_result(res));
+        goto done;
+    }
+    put_bytes(stdout, res->out, res->out_len);
+    fflush(stdout);
+    put_bytes(stderr, res->err, res->err_len);
+    if (res->timed_out) {
+        cli_error("command timed out after %" PRId64 " ms; its process group was killed",
+                  res->duration_ms);
+        rc = EXIT_TIMED_OUT;
+    } else if (res->exit_code < 0) {
+        rc = cli_error("podman did not report the exit code of the command");
+    } else {
+        rc = res->exit_code > 255 ? 255 : res->exit_code;
+    }
+
+done:
+    sp_run_result_free(res);
+    sp_sandbox_free(sb);
+    cli_conn_dispose(&conn);
+    free(env);
+    return rc;
+}

@@ -1,0 +1,147 @@
+/* JSON views of hydration results. Public API and cJSON only. */
+#include <stdint.h>
+
+#include "fs_json.h"
+#include "hydrate_json.h"
+
+static cJSON *str_array(const char *const *v)
+{
+    cJSON *a = cJSON_CreateArray();
+    for (size_t i = 0; a && v && v[i]; i++) {
+        cJSON *s = sp_json_string(v[i]);
+        if (!s || !cJSON_AddItemToArray(a, s)) {
+            cJSON_Delete(s);
+            cJSON_Delete(a);
+            return NULL;
+        }
+    }
+    return a;
+}
+
+/* Add `item` to obj under key, consuming it; false when either is NULL. */
+static bool add(cJSON *obj, const char *key, cJSON *item)
+{
+    if (!item)
+        return false;
+    if (!cJSON_AddItemToObject(obj, key, item)) {
+        cJSON_Delete(item);
+        return false;
+    }
+    return true;
+}
+
+static bool push(cJSON *arr, cJSON *item)
+{
+    if (!item)
+        return false;
+    if (!cJSON_AddItemToArray(arr, item)) {
+        cJSON_Delete(item);
+        return false;
+    }
+    return true;
+}
+
+cJSON *sp_json_mount(const sp_mount *m)
+{
+    cJSON *o = cJSON_CreateObject();
+    const char *dst = m->mount_path && *m->mount_path ? m->mount_path : ".";
+    bool ok = o && sp_json_add_string(o, "src", m->host_path) &&
+              sp_json_add_string(o, "dst", dst) && add(o, "include", str_array(m->include)) &&
+              add(o, "exclude", str_array(m->exclude)) &&
+              sp_json_add_u64(o, "max_bytes", m->max_bytes) &&
+              cJSON_AddBoolToObject(o, "follow_symlinks", m->follow_symlinks);
+    if (!ok) {
+        cJSON_Delete(o);
+        return NULL;
+    }
+    return o;
+}
+
+static cJSON *mount_stats(const sp_hydrate_mount_stats *s)
+{
+    cJSON *o = cJSON_CreateObject();
+    bool ok = o && sp_json_add_string(o, "host_path", s->host_path) &&
+              sp_json_add_string(o, "mount_path", s->mount_path) &&
+              sp_json_add_u64(o, "files", s->files) && sp_json_add_u64(o, "dirs", s->dirs) &&
+              sp_json_add_u64(o, "symlinks", s->symlinks) && sp_json_add_u64(o, "bytes", s->bytes);
+    if (!ok) {
+        cJSON_Delete(o);
+        return NULL;
+    }
+    return o;
+}
+
+static cJSON *skip(const sp_hydrate_skip *s)
+{
+    cJSON *o = cJSON_CreateObject();
+    bool ok = o && sp_json_add_string(o, "path", s->path) &&
+              sp_json_add_u64(o, "mount", s->mount) &&
+              sp_json_add_string(o, "reason", sp_hydrate_skip_name(s->reason)) &&
+              sp_json_add_string(o, "detail", s->detail);
+    if (!ok) {
+        cJSON_Delete(o);
+        return NULL;
+    }
+    return o;
+}
+
+static cJSON * override(const sp_hydrate_override *v)
+{
+    cJSON *o = cJSON_CreateObject();
+    bool ok = o && sp_json_add_string(o, "path", v->path) &&
+              sp_json_add_u64(o, "mount", v->mount) &&
+              sp_json_add_i64(o, "previous", (int64_t)v->previous);
+    if (!ok) {
+        cJSON_Delete(o);
+        return NULL;
+    }
+    return o;
+}
+
+static cJSON *entry(const sp_hydrate_entry *e)
+{
+    cJSON *o = cJSON_CreateObject();
+    bool ok = o && sp_json_add_string(o, "path", e->path) &&
+              sp_json_add_string(o, "type", sp_fs_type_name(e->type)) &&
+              sp_json_add_u64(o, "size", e->size) && sp_json_add_u64(o, "mount", e->mount);
+    if (!ok) {
+        cJSON_Delete(o);
+        return NULL;
+    }
+    return o;
+}
+
+cJSON *sp_json_hydrate_result(const sp_hydrate_result *r, bool with_entries)
+{
+    cJSON *o = cJSON_CreateObject();
+    if (!o)
+        return NULL;
+    bool ok =
+        sp_json_add_u64(o, "files", r->files) && sp_json_add_u64(o, "dirs", r->dirs) &&
+        sp_json_add_u64(o, "symlinks", r->symlinks) && sp_json_add_u64(o, "bytes", r->bytes) &&
+        sp_json_add_u64(o, "excluded", r->excluded) &&
+        sp_json_add_u64(o, "hardlinks", r->hardlinks) &&
+        sp_json_add_u64(o, "reflinked", r->reflinked) && sp_json_add_u64(o, "sparse", r->sparse) &&
+        sp_json_add_i64(o, "elapsed_ms", r->elapsed_ms);
+    /* The lists belong to o from the start, so a failure frees everything. */
+    cJSON *mounts = ok ? cJSON_AddArrayToObject(o, "mounts") : NULL;
+    cJSON *skipped = mounts ? cJSON_AddArrayToObject(o, "skipped") : NULL;
+    cJSON *overridden = skipped ? cJSON_AddArrayToObject(o, "overridden") : NULL;
+    cJSON *entries = NULL;
+    ok = overridden != NULL;
+    if (ok && with_entries)
+        ok = (entries = cJSON_AddArrayToObject(o, "entries")) != NULL;
+    for (size_t i = 0; ok && i < r->n_mounts; i++)
+        ok = push(mounts, mount_stats(&r->mounts[i]));
+    for (size_t i = 0; ok && i < r->n_skipped; i++)
+        ok = push(skipped, skip(&r->skipped[i]));
+    for (size_t i = 0; ok && i < r->n_overridden; i++)
+        ok = push(overridden, override(&r->overridden[i]));
+    for (size_t i = 0; ok && entries && i < r->n_entries; i++)
+        ok = push(entries, entry(&r->entries[i]));
+    if (!ok) {
+        cJSON_Delete(o);
+        return NULL;
+    }
+    return o;
+}

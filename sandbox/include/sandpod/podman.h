@@ -1,0 +1,512 @@
+/**
+ * @file sandpod/podman.h
+ * @brief A client for the Podman REST service (libpod API v4).
+ *
+ * An sp_podman is a connection to one Podman service, found or started by
+ * sp_podman_open(). Every call is bounded by a timeout: a service that hangs
+ * gives SP_ETIMEOUT and one that dies mid-answer gives SP_EPODMAN, never a
+ * hang. Errors from the service carry its own "message" text; HTTP 404 maps
+ * to SP_ENOTFOUND and name conflicts to SP_EEXISTS.
+ *
+ * Exec sessions (and container attach) are streams: sp_exec wraps the
+ * upgraded (hijacked) HTTP connection, demultiplexes stdout and stderr for
+ * non-TTY sessions and passes TTY output through raw.
+ *
+ * Ownership: strings and structs returned through `out` parameters belong to
+ * the caller and are freed with free() or the matching `_free` function; each
+ * `_free` accepts NULL. Input pointers are only read during the call.
+ *
+ * Threads: an sp_podman is not thread-safe; use one per thread. An sp_exec may
+ * be used on another thread than its sp_podman (it owns its own socket), but
+ * one sp_exec must not be used by two threads at once.
+ */
+#ifndef SANDPOD_PODMAN_H
+#define SANDPOD_PODMAN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sandpod/error.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct sp_podman sp_podman;
+typedef struct sp_exec sp_exec;
+
+/** The image sandpod builds offline (see sp_podman_image_build_busybox()). */
+#define SP_PODMAN_DEFAULT_IMAGE "localhost/sandpod-busybox:latest"
+
+/* ------------------------------------------------------------ connect -- */
+
+#define SP_PODMAN_OPTS_VERSION 1
+
+/** Options for sp_podman_open(). Zero values select the defaults shown. */
+typedef struct sp_podman_opts {
+    unsigned version;
+    /** "unix:///path/podman.sock", "tcp://host:port" or an absolute socket
+     *  path. When set (or SANDPOD_URL is), only that service is used. */
+    const char *url;
+    /** Where a started service keeps its socket and log (default: the
+     *  state root, $SANDPOD_HOME, else $XDG_DATA_HOME/sandpod, else
+     *  ~/.local/share/sandpod). */
+    const char *state_root;
+    /** Never start a service; fail when none answers. */
+    bool no_autostart;
+    /** The podman binary to start (default: "podman" found in PATH). */
+    const char *podman_path;
+    /** OCI runtime for a started service (default: "runc" when it is in
+     *  PATH, else Podman's own default). */
+    const char *runtime;
+    /** Timeout to connect and to answer a ping, in ms (default 5000). */
+    unsigned connect_timeout_ms;
+    /** Timeout of one ordinary request, in ms (default 60000). */
+    unsigned timeout_ms;
+    /** Timeout of transfers (import, pull, archives), in ms (default 600000). */
+    unsigned transfer_timeout_ms;
+    /** How long to wait for a started service to answer, in ms (default 30000). */
+    unsigned start_timeout_ms;
+    /** Skip $CONTAINER_HOST and the system sockets: use (or start) only the
+     *  private service in the state root, apart from the host's containers. */
+    bool private_service;
+} sp_podman_opts;
+
+#define SP_PODMAN_OPTS_INIT                                                                        \
+    {                                                                                              \
+        .version = SP_PODMAN_OPTS_VERSION                                                          \
+    }
+
+/**
+ * Find a Podman service and connect to it.
+ *
+ * Order: `opts->url`, then $SANDPOD_URL (either one is used alone), then
+ * $CONTAINER_HOST, /run/podman/podman.sock, $XDG_RUNTIME_DIR/podman/podman.sock
+ * (these three unless `private_service`) and the private socket
+ * `<state root>/podman.sock`. The first that answers a
+ * ping wins. If none does (and autostart is allowed), `podman system service`
+ * is started detached on the private socket, with its log in
+ * `<state root>/podman.log`, and later calls reuse it.
+ *
+ * @param out   receives the handle; free with sp_podman_free()
+ * @param opts  options, or NULL for the defaults
+ * @return 0; SP_EPODMAN when no service answers and none could be started
+ *         (the message says what is missing and how to fix it); SP_EINVAL
+ *         for a malformed URL
+ */
+int sp_podman_open(sp_podman **out, const sp_podman_opts *opts, sp_error **err);
+
+/** Free a handle; accepts NULL. A service it started keeps running. */
+void sp_podman_free(sp_podman *p);
+
+/** The URL of the connected service ("unix:///..." or "tcp://..."). */
+const char *sp_podman_url(const sp_podman *p);
+
+/** Whether sp_podman_open() started the service (rather than finding one). */
+bool sp_podman_started_service(const sp_podman *p);
+
+/** Ping the service. @return 0 or SP_EPODMAN / SP_ETIMEOUT */
+int sp_podman_ping(sp_podman *p, sp_error **err);
+
+/** What the service says about itself. */
+typedef struct sp_podman_version {
+    char *version;     /**< Podman version, e.g. "4.3.1" */
+    char *api_version; /**< API version, e.g. "4.3.1" */
+    char *os;          /**< e.g. "linux" */
+    char *arch;        /**< e.g. "amd64" */
+    char *kernel;      /**< kernel version of the service host */
+    char *runtime;     /**< OCI runtime component name, e.g. "OCI Runtime (runc)", or NULL */
+} sp_podman_version;
+
+/** Query the version. @param out  free with sp_podman_version_free() */
+int sp_podman_get_version(sp_podman_version **out, sp_podman *p, sp_error **err);
+void sp_podman_version_free(sp_podman_version *v);
+
+/* ------------------------------------------------------------- images -- */
+
+/** Whether an image exists locally. @return 0 with *out set, or an error. */
+int sp_podman_image_exists(bool *out, sp_podman *p, const char *name, sp_error **err);
+
+/** Called with each progress line ("Trying to pull ...") during a pull. */
+typedef void (*sp_podman_progress_fn)(const char *line, void *userdata);
+
+/**
+ * Pull an image from a registry.
+ *
+ * @param out_id    receives the image id (free()); may be NULL
+ * @param progress  progress callback, or NULL
+ * @return 0; SP_EPODMAN with the registry's error (for example when no
+ *         registry can be reached); SP_ETIMEOUT
+ */
+int sp_podman_image_pull(char **out_id, sp_podman *p, const char *reference,
+                         sp_podman_progress_fn progress, void *userdata, sp_error **err);
+
+/**
+ * Import a root filesystem tarball as an image (like `podman import`).
+ *
+ * @param out_id   receives the image id (free()); may be NULL
+ * @param tar_fd   an fd to read the tarball from (read to its end, not
+ *                 closed); plain or compressed tar
+ * @param tag      the image name to give it, e.g. "localhost/x:latest"
+ * @param changes  NULL-terminated Dockerfile-style instructions
+ *                 ("CMD [\"/bin/sh\"]", "WORKDIR /workspace"), or NULL
+ */
+int sp_podman_image_import(char **out_id, sp_podman *p, int tar_fd, const char *tag,
+                           const char *const *changes, sp_error **err);
+
+/** sp_podman_image_import() from a file path. */
+int sp_podman_image_import_path(char **out_id, sp_podman *p, const char *tar_path, const char *tag,
+                                const char *const *changes, sp_error **err);
+
+/**
+ * Build sandpod's offline image and import it: a static busybox with its
+ * applet links, root and an unprivileged `sandbox` user (uid/gid 1000, home
+ * /workspace), /workspace and /tmp. Nothing is fetched. The rootfs tarball is
+ * made in memory (libarchive) and sent through the images/import endpoint,
+ * so no podman CLI is needed.
+ *
+ * @param out_id   receives the new image's id, or a copy of `tag` when the
+ *                 image existed and was kept (free()); may be NULL
+ * @param tag      image name, or NULL for SP_PODMAN_DEFAULT_IMAGE
+ * @param busybox  path of a statically linked busybox, or NULL for /bin/busybox
+ *                 (Debian's busybox-static)
+ * @param force    rebuild when the image already exists
+ * @return 0; SP_ENOTFOUND when busybox is missing (the message says which
+ *         package to install); SP_EPODMAN
+ */
+int sp_podman_image_build_busybox(char **out_id, sp_podman *p, const char *tag, const char *busybox,
+                                  bool force, sp_error **err);
+
+/** Remove an image. @return 0, SP_ENOTFOUND, SP_EPODMAN (for example when in use) */
+int sp_podman_image_remove(sp_podman *p, const char *name, bool force, sp_error **err);
+
+/* --------------------------------------------------------- containers -- */
+
+/** A bind mount of a host folder or file. */
+typedef struct sp_podman_mount {
+    const char *source;      /**< host path */
+    const char *destination; /**< path in the container */
+    bool read_only;
+} sp_podman_mount;
+
+/** A tmpfs mount. */
+typedef struct sp_podman_tmpfs {
+    const char *destination; /**< path in the container */
+    uint64_t size_bytes;     /**< size limit; 0 = Podman's default (half of RAM) */
+    /** Mode of the mount's root, e.g. 01777; 0 = 01777 */
+    unsigned mode;
+    /** Mount it noexec (by default programs may run from it). */
+    bool noexec;
+} sp_podman_tmpfs;
+
+/** A resource limit (setrlimit) for the container's processes. */
+typedef struct sp_podman_rlimit {
+    const char *type; /**< "nofile", "nproc", "core", ... (no RLIMIT_ prefix) */
+    uint64_t soft;
+    uint64_t hard;
+} sp_podman_rlimit;
+
+/** Network of a container. The zero value is the safe one. */
+typedef enum sp_podman_network {
+    SP_PODMAN_NET_NONE = 0,    /**< loopback only */
+    SP_PODMAN_NET_DEFAULT = 1, /**< Podman's default network (bridge) */
+    SP_PODMAN_NET_HOST = 2,    /**< the host's network namespace */
+} sp_podman_network;
+
+#define SP_PODMAN_SPEC_VERSION 1
+
+/**
+ * What to create. Zero values are the hardened ones: no network, every
+ * capability dropped, no-new-privileges, a read-only root filesystem.
+ * Each hardening is relaxed by setting its field on purpose.
+ *
+ * nofile and nproc rlimits are always set (to 1024 and 4096 unless given in
+ * `rlimits`), because Podman's defaults exceed what many hosts allow and the
+ * container would fail to start.
+ */
+typedef struct sp_podman_container_spec {
+    unsigned version;
+    const char *name;  /**< container name, or NULL for a generated one */
+    const char *image; /**< image name or id (required) */
+    /** NULL-terminated argv; NULL = the image's CMD */
+    const char *const *command;
+    /** NULL-terminated "KEY=VALUE" list, or NULL */
+    const char *const *env;
+    const char *workdir; /**< NULL = the image's */
+    const char *user;    /**< "uid:gid" or a name; NULL = the image's */
+    const sp_podman_mount *mounts;
+    size_t n_mounts;
+    const sp_podman_tmpfs *tmpfs;
+    size_t n_tmpfs;
+    sp_podman_network network;
+    /** Memory limit in bytes; 0 = none. */
+    uint64_t memory_bytes;
+    /** CPU limit in billionths of a CPU (1000000000 = one CPU); 0 = none. */
+    uint64_t nano_cpus;
+    /** Maximum number of processes (cgroup pids); 0 = Podman's default. */
+    int64_t pids_limit;
+    /** Keep a writable root filesystem (default: read-only). */
+    bool writable_rootfs;
+    /** Keep Podman's default capability set (default: drop all). */
+    bool keep_default_caps;
+    /** NULL-terminated capabilities to add back ("CAP_CHOWN" or "chown"). */
+    const char *const *cap_add;
+    /** Allow setuid binaries to gain privileges (default: no-new-privileges). */
+    bool allow_new_privileges;
+    /** NULL-terminated "key=value" labels, or NULL */
+    const char *const *labels;
+    const sp_podman_rlimit *rlimits;
+    size_t n_rlimits;
+    /** Run a minimal init (catatonit) as pid 1 that reaps zombies. */
+    bool init;
+    /** Seconds `stop` waits before SIGKILL; 0 = Podman's default (10). */
+    unsigned stop_timeout_s;
+} sp_podman_container_spec;
+
+#define SP_PODMAN_CONTAINER_SPEC_INIT                                                              \
+    {                                                                                              \
+        .version = SP_PODMAN_SPEC_VERSION                                                          \
+    }
+
+/**
+ * Create a container (not started).
+ *
+ * @param out_id  receives the container id (free())
+ * @return 0; SP_EEXISTS (name in use); SP_ENOTFOUND (no such image);
+ *         SP_EINVAL (bad spec); SP_EPODMAN
+ */
+int sp_podman_container_create(char **out_id, sp_podman *p, const sp_podman_container_spec *spec,
+                               sp_error **err);
+
+/** Start a container; starting a running one is not an error. */
+int sp_podman_container_start(sp_podman *p, const char *name_or_id, sp_error **err);
+
+/** Stop a container: SIGTERM, then SIGKILL after timeout_s seconds (a
+ *  negative value = the container's own stop timeout). Stopping a stopped
+ *  container is not an error. */
+int sp_podman_container_stop(sp_podman *p, const char *name_or_id, int timeout_s, sp_error **err);
+
+/** Send a signal (e.g. SIGKILL) to the container's main process. */
+int sp_podman_container_kill(sp_podman *p, const char *name_or_id, int signo, sp_error **err);
+
+/** Freeze / thaw every process of a container. */
+int sp_podman_container_pause(sp_podman *p, const char *name_or_id, sp_error **err);
+int sp_podman_container_unpause(sp_podman *p, const char *name_or_id, sp_error **err);
+
+/**
+ * Wait until a container reaches a condition.
+ *
+ * @param exit_code   receives the container's exit code; may be NULL
+ * @param condition   "stopped", "exited", "running", ...; NULL = "stopped"
+ *                    or "exited"
+ * @param timeout_ms  how long to wait; negative = the transfer timeout
+ * @return 0, SP_ETIMEOUT, SP_ENOTFOUND, SP_EPODMAN
+ */
+int sp_podman_container_wait(int *exit_code, sp_podman *p, const char *name_or_id,
+                             const char *condition, int timeout_ms, sp_error **err);
+
+/** The state of a container. */
+typedef struct sp_podman_container_info {
+    char *id;
+    char *name;
+    char *image; /**< image name as created */
+    char *state; /**< "created", "running", "paused", "exited", ... */
+    bool running;
+    bool paused;
+    bool oom_killed;
+    int exit_code;
+    int pid;           /**< host pid of the main process; 0 when not running */
+    char *started_at;  /**< RFC 3339 time, or NULL (not filled by list) */
+    char *finished_at; /**< RFC 3339 time, or NULL (not filled by list) */
+    char *error;       /**< the runtime's last error, or NULL */
+    /** NULL-terminated "key=value" labels (never NULL itself). */
+    char **labels;
+} sp_podman_container_info;
+
+/** Inspect a container. @param out  free with sp_podman_container_info_free() */
+int sp_podman_container_inspect(sp_podman_container_info **out, sp_podman *p,
+                                const char *name_or_id, sp_error **err);
+void sp_podman_container_info_free(sp_podman_container_info *info);
+
+/** A list of containers. */
+typedef struct sp_podman_containers {
+    sp_podman_container_info *items;
+    size_t n;
+} sp_podman_containers;
+
+/**
+ * List containers (running or not) whose labels match every filter.
+ *
+ * @param labels  NULL-terminated filters, each "key" or "key=value"; NULL = all
+ * @param out     free with sp_podman_containers_free()
+ */
+int sp_podman_container_list(sp_podman_containers **out, sp_podman *p, const char *const *labels,
+                             sp_error **err);
+void sp_podman_containers_free(sp_podman_containers *list);
+
+/**
+ * Remove a container.
+ *
+ * @param force    stop it first when running
+ * @param volumes  also remove its anonymous volumes
+ * @return 0, SP_ENOTFOUND, SP_EPODMAN
+ */
+int sp_podman_container_delete(sp_podman *p, const char *name_or_id, bool force, bool volumes,
+                               sp_error **err);
+
+/** Resize the TTY of a container created with one. */
+int sp_podman_container_resize(sp_podman *p, const char *name_or_id, unsigned rows, unsigned cols,
+                               sp_error **err);
+
+/**
+ * Attach to a running container's main process as a stream (like
+ * sp_podman_exec_start()).
+ *
+ * @param tty           the container was created with a TTY (raw stream)
+ * @param attach_stdin  attach stdin too
+ */
+int sp_podman_container_attach(sp_exec **out, sp_podman *p, const char *name_or_id, bool tty,
+                               bool attach_stdin, sp_error **err);
+
+/**
+ * Copy a path out of a container as a tar stream written to `out_fd`.
+ * @return 0, SP_ENOTFOUND (container or path), SP_EPODMAN, SP_ETIMEOUT
+ */
+int sp_podman_archive_get(sp_podman *p, const char *name_or_id, const char *path, int out_fd,
+                          sp_error **err);
+
+/**
+ * Extract a tar stream read from `in_fd` (to its end) into the folder `path`
+ * of a container.
+ */
+int sp_podman_archive_put(sp_podman *p, const char *name_or_id, const char *path, int in_fd,
+                          sp_error **err);
+
+/* --------------------------------------------------------------- exec -- */
+
+#define SP_PODMAN_EXEC_SPEC_VERSION 1
+
+/** What to run in a container. */
+typedef struct sp_podman_exec_spec {
+    unsigned version;
+    const char *const *argv; /**< NULL-terminated, required */
+    const char *const *env;  /**< NULL-terminated "KEY=VALUE" list, or NULL */
+    const char *workdir;     /**< NULL = the container's */
+    const char *user;        /**< NULL = the container's */
+    bool tty;                /**< allocate a pseudo-terminal (raw stream) */
+    bool attach_stdin;
+    bool attach_stdout;
+    bool attach_stderr;
+} sp_podman_exec_spec;
+
+#define SP_PODMAN_EXEC_SPEC_INIT                                                                   \
+    {                                                                                              \
+        .version = SP_PODMAN_EXEC_SPEC_VERSION, .attach_stdout = true, .attach_stderr = true       \
+    }
+
+/**
+ * Create an exec session (not started).
+ *
+ * @param out_id  receives the session id (free())
+ * @return 0; SP_ENOTFOUND (no container); SP_EPODMAN (e.g. not running)
+ */
+int sp_podman_exec_create(char **out_id, sp_podman *p, const char *container,
+                          const sp_podman_exec_spec *spec, sp_error **err);
+
+/**
+ * Start an exec session attached: the answer is a stream that stays open
+ * until the process ends.
+ *
+ * @param out  receives the stream; free with sp_exec_free()
+ * @param tty  must match the spec the session was created with
+ */
+int sp_podman_exec_start(sp_exec **out, sp_podman *p, const char *exec_id, bool tty,
+                         sp_error **err);
+
+/** sp_podman_exec_create() then sp_podman_exec_start(). */
+int sp_podman_exec(sp_exec **out, sp_podman *p, const char *container,
+                   const sp_podman_exec_spec *spec, sp_error **err);
+
+/** The state of an exec session. */
+typedef struct sp_podman_exec_info {
+    bool running;
+    int exit_code; /**< valid once !running */
+    int pid;       /**< host pid while running, else 0 */
+} sp_podman_exec_info;
+
+/** Inspect an exec session. @return 0, SP_ENOTFOUND, SP_EPODMAN */
+int sp_podman_exec_inspect(sp_podman_exec_info *out, sp_podman *p, const char *exec_id,
+                           sp_error **err);
+
+/**
+ * Wait until an exec session is no longer running (polls; the stream's end
+ * can come a moment before the service records the exit code).
+ *
+ * @param exit_code  receives the exit code; may be NULL
+ * @return 0, SP_ETIMEOUT, SP_EPODMAN
+ */
+int sp_podman_exec_wait(int *exit_code, sp_podman *p, const char *exec_id, int timeout_ms,
+                        sp_error **err);
+
+/** Resize the TTY of a running exec session. */
+int sp_podman_exec_resize(sp_podman *p, const char *exec_id, unsigned rows, unsigned cols,
+                          sp_error **err);
+
+/** Stream ids sp_exec_read() reports. */
+enum {
+    SP_EXEC_STDIN = 0,  /**< echoed stdin (rare) */
+    SP_EXEC_STDOUT = 1, /**< stdout, and all output of a TTY session */
+    SP_EXEC_STDERR = 2,
+    SP_EXEC_SYSERR = 3, /**< an error text from the service itself */
+};
+
+/** The session id of an exec stream (NULL for an attach stream). */
+const char *sp_exec_id(const sp_exec *e);
+
+/** Whether the stream is raw (TTY) rather than multiplexed. */
+bool sp_exec_is_tty(const sp_exec *e);
+
+/**
+ * The socket under the stream (non-blocking), for poll(). Owned by the
+ * handle: do not read, write or close it directly. Data may be
+ * buffered inside the handle: call sp_exec_read() until it times out (with
+ * timeout 0) or check sp_exec_buffered() before waiting on the fd again.
+ */
+int sp_exec_fd(const sp_exec *e);
+
+/** Whether sp_exec_read() can return data without reading the socket. */
+bool sp_exec_buffered(const sp_exec *e);
+
+/**
+ * Read the next piece of output.
+ *
+ * Multiplexed frames are split and joined as needed: one call returns bytes
+ * of one stream only, at most `cap`. A TTY stream returns raw bytes as
+ * SP_EXEC_STDOUT.
+ *
+ * @param out_len     receives the byte count; 0 means the stream ended
+ *                    (the process exited and the service closed it)
+ * @param out_stream  receives the stream id (SP_EXEC_STDOUT, ...); may be NULL
+ * @param timeout_ms  how long to wait for data; 0 = do not wait; negative =
+ *                    wait without a limit
+ * @return 0; SP_ETIMEOUT (nothing arrived in time; pass err NULL to poll
+ *         cheaply); SP_EPODMAN (connection lost or a malformed frame)
+ */
+int sp_exec_read(size_t *out_len, int *out_stream, sp_exec *e, void *buf, size_t cap,
+                 int timeout_ms, sp_error **err);
+
+/** Send bytes to the process's stdin (blocks up to the handle's timeout). */
+int sp_exec_write_stdin(sp_exec *e, const void *data, size_t len, sp_error **err);
+
+/** Close the process's stdin (EOF) while still reading its output. */
+int sp_exec_close_stdin(sp_exec *e, sp_error **err);
+
+/** Close the stream; accepts NULL. The process keeps running. */
+void sp_exec_free(sp_exec *e);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,224 @@
+/**
+ * @file sandpod/sandbox.h
+ * @brief A sandbox: a workspace folder, a hardened Podman container that
+ *        sees it at /workspace, and commands run inside.
+ *
+ * State lives in `<state root>/sandboxes/<name>/` (sandbox.json, written
+ * atomically under a file lock; workspace/; snapshots.git/; events.jsonl),
+ * so a sandbox created by one process can be opened by another.
+ *
+ * Commands: sp_sandbox_shell() and sp_sandbox_exec() run to completion (or
+ * to their timeout, which kills the command's whole process group inside
+ * the container) and return stdout and stderr separately, each capped to a
+ * head and a tail. A non-zero exit is a result, not an error.
+ *
+ * An sp_sandbox is not thread-safe; use one per thread.
+ */
+#ifndef SANDPOD_SANDBOX_H
+#define SANDPOD_SANDBOX_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sandpod/error.h"
+#include "sandpod/fs.h"
+#include "sandpod/hydrate.h"
+#include "sandpod/podman.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct sp_sandbox sp_sandbox;
+
+/** The user commands run as unless told otherwise: unprivileged. */
+#define SP_SANDBOX_DEFAULT_USER "1000:1000"
+
+#define SP_SANDBOX_OPTS_VERSION 1
+
+/**
+ * How to create a sandbox. Zero values select the hardened defaults: no
+ * network, all capabilities dropped, no-new-privileges, read-only root with
+ * a 64 MiB tmpfs /tmp, 1 GiB of memory, 1 CPU, 256 processes, user 1000:1000.
+ */
+typedef struct sp_sandbox_opts {
+    unsigned version;
+    /** [A-Za-z0-9][A-Za-z0-9_.-]{0,62}; NULL = a generated "sp-xxxxxxxx". */
+    const char *name;
+    /** NULL = SP_PODMAN_DEFAULT_IMAGE, built offline when missing. */
+    const char *image;
+    /** Host folders to hydrate the workspace from. */
+    const sp_mount *mounts;
+    size_t n_mounts;
+    /** NULL-terminated host roots mounts must stay inside (NULL = each
+     *  mount's own folder). */
+    const char *const *allowed_roots;
+    /** NULL-terminated "KEY=VALUE" list for every command. */
+    const char *const *env;
+    /** Default working folder of commands (default /workspace). */
+    const char *workdir;
+    /** "uid:gid" commands run as (default SP_SANDBOX_DEFAULT_USER). */
+    const char *user;
+    sp_podman_network network;
+    uint64_t memory_bytes; /**< 0 = 1 GiB; UINT64_MAX = no limit */
+    uint64_t nano_cpus;    /**< 0 = one CPU; UINT64_MAX = no limit */
+    int64_t pids_limit;    /**< 0 = 256; -1 = no limit */
+    uint64_t tmpfs_bytes;  /**< size of /tmp; 0 = 64 MiB */
+    bool writable_root;    /**< keep a writable root filesystem */
+    /** NULL-terminated capabilities to add back. */
+    const char *const *cap_add;
+    /** State root (default $SANDPOD_HOME, $XDG_DATA_HOME/sandpod, ~/.local/share/sandpod). */
+    const char *state_root;
+    /** Podman service URL (default: discovered, see sp_podman_open()). */
+    const char *podman_url;
+    /** Hydration progress, for long copies (may be NULL). */
+    void (*progress)(void *userdata, const sp_hydrate_progress *p);
+    void *progress_userdata;
+} sp_sandbox_opts;
+
+#define SP_SANDBOX_OPTS_INIT                                                                       \
+    {                                                                                              \
+        .version = SP_SANDBOX_OPTS_VERSION                                                         \
+    }
+
+/**
+ * Create a sandbox: state folder, workspace hydrated from the mounts,
+ * container created and started. On failure nothing is left behind.
+ *
+ * @return 0; SP_EEXISTS (name taken); SP_EINVAL (bad name or option);
+ *         hydration errors (SP_EESCAPE, SP_ETOOBIG, ...); SP_EPODMAN
+ */
+int sp_sandbox_create(sp_sandbox **out, const sp_sandbox_opts *opts, sp_error **err);
+
+/**
+ * Open an existing sandbox by name (state_root and podman_url are the only
+ * fields of opts used; NULL = defaults). Does not talk to Podman.
+ *
+ * @return 0; SP_ENOTFOUND
+ */
+int sp_sandbox_open(sp_sandbox **out, const char *name, const sp_sandbox_opts *opts,
+                    sp_error **err);
+
+/** Free a handle; accepts NULL. The sandbox itself stays. */
+void sp_sandbox_free(sp_sandbox *sb);
+
+const char *sp_sandbox_name(const sp_sandbox *sb);
+/** Host path of the workspace folder. */
+const char *sp_sandbox_workspace(const sp_sandbox *sb);
+/** Host path of the sandbox's state folder. */
+const char *sp_sandbox_state_dir(const sp_sandbox *sb);
+/** Container id, or NULL if none was created yet. */
+const char *sp_sandbox_container_id(const sp_sandbox *sb);
+const char *sp_sandbox_image(const sp_sandbox *sb);
+/** Creation time, RFC 3339 UTC. */
+const char *sp_sandbox_created_at(const sp_sandbox *sb);
+
+/** The contained filesystem on the workspace (opened on first use; owned
+ *  by the sandbox). NULL with *err set on failure. */
+sp_fs *sp_sandbox_fs(sp_sandbox *sb, sp_error **err);
+
+/** The Podman connection (opened on first use; owned by the sandbox). */
+sp_podman *sp_sandbox_podman(sp_sandbox *sb, sp_error **err);
+
+/** What a sandbox's container is doing. */
+typedef struct sp_sandbox_status {
+    char *state; /**< "running", "paused", "exited", "created", "missing" */
+    bool running;
+    bool oom_killed;
+    int exit_code;   /**< of the container's main process, once exited */
+    char *container; /**< container id, or NULL when missing */
+} sp_sandbox_status;
+
+/** Ask Podman about the container. @param out free with sp_sandbox_status_free() */
+int sp_sandbox_status_get(sp_sandbox_status **out, sp_sandbox *sb, sp_error **err);
+void sp_sandbox_status_free(sp_sandbox_status *st);
+
+/**
+ * Start the container. A container that is gone (removed, lost in a host
+ * reboot) is recreated from the saved configuration; the workspace is kept.
+ */
+int sp_sandbox_start(sp_sandbox *sb, sp_error **err);
+/** Stop the container (SIGTERM, SIGKILL after timeout_s; negative = 10 s). */
+int sp_sandbox_stop(sp_sandbox *sb, int timeout_s, sp_error **err);
+int sp_sandbox_restart(sp_sandbox *sb, sp_error **err);
+/** Freeze / thaw the container (snapshots use this for consistency). */
+int sp_sandbox_pause(sp_sandbox *sb, sp_error **err);
+int sp_sandbox_unpause(sp_sandbox *sb, sp_error **err);
+
+/**
+ * Remove the container and the state folder. With keep_workspace, the
+ * workspace folder stays where it is (its path is sp_sandbox_workspace())
+ * and only the rest goes. The handle stays valid for getters only.
+ */
+int sp_sandbox_remove(sp_sandbox *sb, bool keep_workspace, sp_error **err);
+
+/** Names of the sandboxes under a state root (NULL = default), sorted.
+ *  @param out NULL-terminated; free each string and the array with free(). */
+int sp_sandbox_list(char ***out, const char *state_root, sp_error **err);
+
+/* ------------------------------------------------------------ commands -- */
+
+#define SP_RUN_OPTS_VERSION 1
+
+typedef struct sp_run_opts {
+    unsigned version;
+    /** Working folder in the container (default: the sandbox's workdir). */
+    const char *workdir;
+    /** Extra NULL-terminated "KEY=VALUE" entries. */
+    const char *const *env;
+    /** Deadline in ms: 0 = 60000; negative = none. On timeout the command's
+     *  process group is killed and timed_out is set. */
+    int timeout_ms;
+    /** Output caps per stream: bytes (0 = 8192) and lines (0 = 200); the
+     *  head and the tail are kept. */
+    size_t max_bytes;
+    size_t max_lines;
+    /** Data for the command's stdin (then EOF); NULL = empty stdin. */
+    const void *stdin_data;
+    size_t stdin_len;
+    /** Run as this user instead of the sandbox's. */
+    const char *user;
+} sp_run_opts;
+
+#define SP_RUN_OPTS_INIT                                                                           \
+    {                                                                                              \
+        .version = SP_RUN_OPTS_VERSION                                                             \
+    }
+
+/** The outcome of a command. */
+typedef struct sp_run_result {
+    char *out; /**< capped stdout, NUL-terminated (may hold other NULs) */
+    size_t out_len;
+    bool out_truncated;
+    char *err; /**< capped stderr */
+    size_t err_len;
+    bool err_truncated;
+    uint64_t out_total; /**< bytes the command wrote to stdout */
+    uint64_t err_total;
+    int exit_code; /**< 128+signal when killed; -1 when unknown */
+    bool timed_out;
+    int64_t duration_ms;
+} sp_run_result;
+
+/**
+ * Run `sh -c command` in the sandbox.
+ *
+ * @return 0 (whatever the exit code); SP_EPODMAN when the container is not
+ *         running (the message says why and how to recover) or the service
+ *         fails; SP_EINVAL
+ */
+int sp_sandbox_shell(sp_run_result **out, sp_sandbox *sb, const char *command,
+                     const sp_run_opts *opts, sp_error **err);
+
+/** Run argv (NULL-terminated) without a shell. Same results as shell. */
+int sp_sandbox_exec(sp_run_result **out, sp_sandbox *sb, const char *const *argv,
+                    const sp_run_opts *opts, sp_error **err);
+
+void sp_run_result_free(sp_run_result *r);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

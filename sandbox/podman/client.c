@@ -1,0 +1,580 @@
+/* The Podman client handle and its HTTP core: one libcurl easy handle per
+ * sp_podman (kept for connection reuse), requests with bounded time, and the
+ * mapping of service errors to sp_error. */
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+
+#include "podman_internal.h"
+
+#define DEFAULT_CONNECT_TIMEOUT_MS  5000u
+#define DEFAULT_TIMEOUT_MS          60000u
+#define DEFAULT_TRANSFER_TIMEOUT_MS 600000u
+
+static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
+
+static void curl_init_once(void)
+{
+    /* Never paired with curl_global_cleanup(): the library cannot know when
+     * the last user is gone, and the process exit releases it anyway. */
+    curl_global_init(CURL_GLOBAL_DEFAULT);
+}
+
+void sp_podman_curl_init(void)
+{
+    pthread_once(&curl_once, curl_init_once);
+}
+
+/* ------------------------------------------------------------ addresses -- */
+
+void sp_podman_addr_dispose(sp_podman_addr *a)
+{
+    free(a->url);
+    free(a->socket_path);
+    free(a->host);
+    memset(a, 0, sizeof(*a));
+}
+
+int sp_podman_addr_parse(sp_podman_addr *out, const char *url, sp_error **err)
+{
+    memset(out, 0, sizeof(*out));
+    if (!url || !*url)
+        return sp_err_set(err, SP_EINVAL, 0, "podman url is empty");
+    const char *path = NULL;
+    if (strncmp(url, "unix://", 7) == 0)
+        path = url + 7;
+    else if (strncmp(url, "unix:", 5) == 0)
+        path = url + 5;
+    else if (url[0] == '/')
+        path = url;
+    if (path) {
+        if (path[0] != '/')
+            return sp_err_set(err, SP_EINVAL, 0, "podman url must name an absolute socket path: %s",
+                              url);
+        if (strlen(path) >= sizeof(((struct sockaddr_un *)0)->sun_path))
+            return sp_err_set(err, SP_ETOOBIG, ENAMETOOLONG, "podman socket path is too long: %s",
+                              path);
+        out->socket_path = sp_xstrdup(path);
+        out->url = sp_xasprintf("unix://%s", path);
+        return 0;
+    }
+    if (strncmp(url, "tcp://", 6) == 0) {
+        const char *hp = url + 6;
+        const char *end = hp + strcspn(hp, "/");
+        const char *colon = NULL;
+        if (*hp == '[') { /* [v6]:port */
+            const char *rb = memchr(hp, ']', (size_t)(end - hp));
+            if (!rb || rb + 1 >= end || rb[1] != ':')
+                return sp_err_set(err, SP_EINVAL, 0, "podman url has no port: %s", url);
+            out->host = sp_xstrndup(hp + 1, (size_t)(rb - hp - 1));
+            colon = rb + 1;
+        } else {
+            for (const char *c = hp; c < end; c++)
+                if (*c == ':')
+                    colon = c;
+            if (!colon || colon == hp)
+                return sp_err_set(err, SP_EINVAL, 0, "podman url needs host:port: %s", url);
+            out->host = sp_xstrndup(hp, (size_t)(colon - hp));
+        }
+        long port = 0;
+        const char *d = colon + 1;
+        if (d == end)
+            port = -1;
+        for (; d < end; d++) {
+            if (*d < '0' || *d > '9' || port > 65535) {
+                port = -1;
+                break;
+            }
+            port = port * 10 + (*d - '0');
+        }
+        if (port <= 0 || port > 65535) {
+            sp_podman_addr_dispose(out);
+            return sp_err_set(err, SP_EINVAL, 0, "podman url has a bad port: %s", url);
+        }
+        out->port = (int)port;
+        if (strchr(out->host, ':'))
+            out->url = sp_xasprintf("tcp://[%s]:%d", out->host, out->port);
+        else
+            out->url = sp_xasprintf("tcp://%s:%d", out->host, out->port);
+        return 0;
+    }
+    return sp_err_set(err, SP_EINVAL, 0,
+                      "unsupported podman url (want unix:///path or tcp://host:port): %s", url);
+}
+
+/* --------------------------------------------------------------- handle -- */
+
+int sp_podman_open(sp_podman **out, const sp_podman_opts *opts, sp_error **err)
+{
+    *out = NULL;
+    sp_podman_opts o = SP_PODMAN_OPTS_INIT;
+    if (opts)
+        o = *opts;
+    if (!o.connect_timeout_ms)
+        o.connect_timeout_ms = DEFAULT_CONNECT_TIMEOUT_MS;
+    if (!o.timeout_ms)
+        o.timeout_ms = DEFAULT_TIMEOUT_MS;
+    if (!o.transfer_timeout_ms)
+        o.transfer_timeout_ms = DEFAULT_TRANSFER_TIMEOUT_MS;
+    sp_podman_curl_init();
+
+    sp_podman_addr a;
+    bool started = false;
+    int r = sp_podman_find_or_start(&a, &started, &o, err);
+    if (r < 0)
+        return r;
+    CURL *c = curl_easy_init();
+    if (!c) {
+        sp_podman_addr_dispose(&a);
+        return sp_err_set(err, SP_ERROR, ENOMEM, "libcurl could not make a handle");
+    }
+    sp_podman *p = sp_xcalloc(1, sizeof(*p));
+    p->curl = c;
+    p->url = steal_pointer(&a.url);
+    p->socket_path = steal_pointer(&a.socket_path);
+    p->host = steal_pointer(&a.host);
+    p->port = a.port;
+    if (p->socket_path)
+        p->base = sp_xstrdup("http://d");
+    else if (strchr(p->host, ':'))
+        p->base = sp_xasprintf("http://[%s]:%d", p->host, p->port);
+    else
+        p->base = sp_xasprintf("http://%s:%d", p->host, p->port);
+    p->connect_timeout_ms = o.connect_timeout_ms;
+    p->timeout_ms = o.timeout_ms;
+    p->transfer_timeout_ms = o.transfer_timeout_ms;
+    p->started = started;
+    sp_podman_addr_dispose(&a);
+    *out = p;
+    return 0;
+}
+
+void sp_podman_free(sp_podman *p)
+{
+    if (!p)
+        return;
+    if (p->curl)
+        curl_easy_cleanup(p->curl);
+    free(p->url);
+    free(p->socket_path);
+    free(p->host);
+    free(p->base);
+    free(p);
+}
+
+const char *sp_podman_url(const sp_podman *p)
+{
+    return p->url;
+}
+
+bool sp_podman_started_service(const sp_podman *p)
+{
+    return p->started;
+}
+
+char *sp_podman_escape(sp_podman *p, const char *s)
+{
+    char *e = curl_easy_escape(p->curl, s ? s : "", 0);
+    if (!e)
+        abort();
+    char *r = sp_xstrdup(e);
+    curl_free(e);
+    return r;
+}
+
+/* ----------------------------------------------------------------- JSON -- */
+
+const char *sp_json_str(const cJSON *o, const char *key)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+    return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+char *sp_json_strdup(const cJSON *o, const char *key)
+{
+    const char *s = sp_json_str(o, key);
+    return s ? sp_xstrdup(s) : NULL;
+}
+
+int64_t sp_json_int(const cJSON *o, const char *key, int64_t dflt)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+    if (!cJSON_IsNumber(v))
+        return dflt;
+    double d = v->valuedouble;
+    if (d != d || d > 9.0e18 || d < -9.0e18)
+        return dflt;
+    return (int64_t)d;
+}
+
+bool sp_json_bool(const cJSON *o, const char *key)
+{
+    return cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, key));
+}
+
+int sp_podman_json(cJSON **out, const sp_buf *body, const char *what, sp_error **err)
+{
+    *out = NULL;
+    if (!body->data || body->len == 0)
+        return sp_err_set(err, SP_EPODMAN, 0, "%s: the podman service sent an empty answer", what);
+    cJSON *j = cJSON_ParseWithLength(body->data, body->len);
+    if (!j)
+        return sp_err_set(err, SP_EPODMAN, 0,
+                          "%s: the podman service sent malformed JSON (%zu bytes)", what,
+                          body->len);
+    *out = j;
+    return 0;
+}
+
+/* ---------------------------------------------------------------- errors -- */
+
+/* Keep the service's text to one printable line of bounded length. */
+static char *one_line(const char *s, size_t len)
+{
+    if (len > 1000)
+        len = 1000;
+    char *r = sp_xstrndup(s, len);
+    for (char *c = r; *c; c++)
+        if ((unsigned char)*c < 0x20 || *c == 0x7f)
+            *c = ' ';
+    size_t n = strlen(r);
+    while (n && r[n - 1] == ' ')
+        r[--n] = '\0';
+    return r;
+}
+
+int sp_podman_http_error(sp_error **err, long status, const char *body, size_t len,
+                         const char *what)
+{
+    cJSON *j = body && len ? cJSON_ParseWithLength(body, len) : NULL;
+    const char *msg = j ? sp_json_str(j, "message") : NULL;
+    const char *cause = j ? sp_json_str(j, "cause") : NULL;
+    int code = SP_EPODMAN;
+    if (status == 404)
+        code = SP_ENOTFOUND;
+    else if (status == 400)
+        code = SP_EINVAL;
+    /* Podman 4.3 answers some conflicts and lookups with 500; its "cause"
+     * names them. */
+    if (cause && strstr(cause, "already in use"))
+        code = SP_EEXISTS;
+    else if (cause && (strstr(cause, "no such") || strstr(cause, "not known")))
+        code = SP_ENOTFOUND;
+    int r;
+    if (msg && *msg) {
+        char *m = one_line(msg, strlen(msg));
+        r = sp_err_set(err, code, 0, "%s: %s", what, m);
+        free(m);
+    } else if (body && len && !j) {
+        char *m = one_line(body, len);
+        r = sp_err_set(err, code, 0, "%s: podman service answered HTTP %ld: %s", what, status, m);
+        free(m);
+    } else {
+        r = sp_err_set(err, code, 0, "%s: podman service answered HTTP %ld", what, status);
+    }
+    cJSON_Delete(j);
+    return r;
+}
+
+/* ------------------------------------------------------------------ HTTP -- */
+
+typedef struct xfer {
+    CURL *curl;
+    const sp_http_req *req;
+    sp_buf *body;
+    sp_buf line; /* partial line for on_line */
+    bool too_big;
+    int write_errno;
+    int read_errno;
+    int cb_code; /* on_line's failure */
+    sp_error *cb_err;
+    long status;
+} xfer;
+
+static bool is_2xx(xfer *x)
+{
+    if (!x->status)
+        curl_easy_getinfo(x->curl, CURLINFO_RESPONSE_CODE, &x->status);
+    return x->status >= 200 && x->status < 300;
+}
+
+static size_t on_write(char *data, size_t size, size_t nmemb, void *ud)
+{
+    xfer *x = ud;
+    size_t n = size * nmemb;
+    if (is_2xx(x) && x->req->download_fd >= 0) {
+        if (sp_write_all(x->req->download_fd, data, n) < 0) {
+            x->write_errno = errno;
+            return 0;
+        }
+        return n;
+    }
+    if (is_2xx(x) && x->req->on_line) {
+        sp_buf_add(&x->line, data, n);
+        char *start = x->line.data;
+        char *nl;
+        while ((nl = memchr(start, '\n', x->line.len - (size_t)(start - x->line.data)))) {
+            *nl = '\0';
+            int r = x->req->on_line(start, (size_t)(nl - start), x->req->ud, &x->cb_err);
+            if (r < 0) {
+                x->cb_code = r;
+                return 0;
+            }
+            start = nl + 1;
+        }
+        size_t rest = x->line.len - (size_t)(start - x->line.data);
+        memmove(x->line.data, start, rest);
+        x->line.len = rest;
+        x->line.data[rest] = '\0';
+        if (rest > SP_PODMAN_MAX_BODY) {
+            x->too_big = true;
+            return 0;
+        }
+        return n;
+    }
+    if (x->body->len + n > SP_PODMAN_MAX_BODY) {
+        x->too_big = true;
+        return 0;
+    }
+    sp_buf_add(x->body, data, n);
+    return n;
+}
+
+static size_t on_read(char *buf, size_t size, size_t nmemb, void *ud)
+{
+    xfer *x = ud;
+    for (;;) {
+        ssize_t n = read(x->req->upload_fd, buf, size * nmemb);
+        if (n >= 0)
+            return (size_t)n;
+        if (errno == EINTR)
+            continue;
+        x->read_errno = errno;
+        return CURL_READFUNC_ABORT;
+    }
+}
+
+void sp_http_resp_dispose(sp_http_resp *r)
+{
+    sp_buf_dispose(&r->body);
+    r->status = 0;
+}
+
+char *sp_podman_curl_detail(CURL *c, int rc, const char *ebuf)
+{
+    long os_errno = 0;
+    /* For a unix socket curl's own text names a made-up host ("failed to
+     * connect to d port 80"); the errno says what is wrong. */
+    if (rc == CURLE_COULDNT_CONNECT &&
+        curl_easy_getinfo(c, CURLINFO_OS_ERRNO, &os_errno) == CURLE_OK && os_errno > 0) {
+        char *s = sp_xstrdup(strerror((int)os_errno));
+        if (s[0] >= 'A' && s[0] <= 'Z')
+            s[0] = (char)(s[0] - 'A' + 'a');
+        return s;
+    }
+    return sp_xstrdup(ebuf && *ebuf ? ebuf : curl_easy_strerror((CURLcode)rc));
+}
+
+static int transport_error(sp_podman *p, CURLcode rc, const char *ebuf, long timeout_ms,
+                           const char *what, sp_error **err)
+{
+    cleanup_free char *detail = sp_podman_curl_detail(p->curl, rc, ebuf);
+    switch (rc) {
+    case CURLE_OPERATION_TIMEDOUT:
+        return sp_err_set(err, SP_ETIMEOUT, ETIMEDOUT,
+                          "%s: podman service at %s did not answer within %ldms: %s", what, p->url,
+                          timeout_ms, detail);
+    case CURLE_COULDNT_CONNECT:
+    case CURLE_COULDNT_RESOLVE_HOST:
+        return sp_err_set(err, SP_EPODMAN, 0,
+                          "%s: cannot connect to podman service at %s: %s; start it with "
+                          "contrib/podman-service.sh start",
+                          what, p->url, detail);
+    case CURLE_GOT_NOTHING:
+    case CURLE_PARTIAL_FILE:
+    case CURLE_RECV_ERROR:
+    case CURLE_SEND_ERROR:
+        return sp_err_set(err, SP_EPODMAN, 0,
+                          "%s: podman service at %s closed the connection mid-answer: %s", what,
+                          p->url, detail);
+    default:
+        return sp_err_set(err, SP_EPODMAN, 0, "%s: podman service at %s: %s", what, p->url, detail);
+    }
+}
+
+int sp_podman_http(sp_podman *p, const sp_http_req *req, sp_http_resp *resp, const char *what,
+                   sp_error **err)
+{
+    CURL *c = p->curl;
+    resp->status = 0;
+    curl_easy_reset(c);
+    char ebuf[CURL_ERROR_SIZE] = "";
+    cleanup_free char *url = sp_xasprintf("%s%s", p->base, req->path);
+    long timeout = req->timeout_ms > 0 ? req->timeout_ms : (long)p->timeout_ms;
+    xfer x = {.curl = c, .req = req, .body = &resp->body};
+    struct curl_slist *hdrs = NULL;
+
+    curl_easy_setopt(c, CURLOPT_URL, url);
+    if (p->socket_path)
+        curl_easy_setopt(c, CURLOPT_UNIX_SOCKET_PATH, p->socket_path);
+    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(c, CURLOPT_NOPROXY, "*");
+    curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http");
+    curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 0L);
+    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, (long)p->connect_timeout_ms);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, timeout);
+    curl_easy_setopt(c, CURLOPT_ERRORBUFFER, ebuf);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_write);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, &x);
+    curl_easy_setopt(c, CURLOPT_USERAGENT, "sandpod/" SANDPOD_VERSION);
+    /* A 100-continue round trip only adds a delay on a local socket. */
+    hdrs = curl_slist_append(hdrs, "Expect:");
+    if (req->content_type) {
+        char h[128];
+        snprintf(h, sizeof(h), "Content-Type: %s", req->content_type);
+        hdrs = curl_slist_append(hdrs, h);
+    }
+
+    const char *m = req->method ? req->method : "GET";
+    if (req->upload_fd >= 0) {
+        struct stat st;
+        bool sized = fstat(req->upload_fd, &st) == 0 && S_ISREG(st.st_mode);
+        off_t pos = sized ? lseek(req->upload_fd, 0, SEEK_CUR) : -1;
+        curl_off_t size = sized && pos >= 0 && st.st_size >= pos ? st.st_size - pos : -1;
+        curl_easy_setopt(c, CURLOPT_READFUNCTION, on_read);
+        curl_easy_setopt(c, CURLOPT_READDATA, &x);
+        if (strcmp(m, "PUT") == 0) {
+            curl_easy_setopt(c, CURLOPT_UPLOAD, 1L);
+            if (size >= 0)
+                curl_easy_setopt(c, CURLOPT_INFILESIZE_LARGE, size);
+        } else {
+            curl_easy_setopt(c, CURLOPT_POST, 1L);
+            if (size >= 0)
+                curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, size);
+            else
+                hdrs = curl_slist_append(hdrs, "Transfer-Encoding: chunked");
+            if (strcmp(m, "POST") != 0)
+                curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, m);
+        }
+    } else if (strcmp(m, "GET") == 0) {
+        curl_easy_setopt(c, CURLOPT_HTTPGET, 1L);
+    } else if (strcmp(m, "POST") == 0 || req->body) {
+        curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, (long)req->body_len);
+        curl_easy_setopt(c, CURLOPT_POSTFIELDS, req->body ? req->body : "");
+        if (strcmp(m, "POST") != 0)
+            curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, m);
+    } else {
+        curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, m);
+        if (strcmp(m, "HEAD") == 0)
+            curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
+    }
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdrs);
+
+    CURLcode rc = curl_easy_perform(c);
+    curl_slist_free_all(hdrs);
+    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &resp->status);
+    int r = 0;
+    if (x.cb_code < 0) {
+        if (err && x.cb_err) {
+            sp_error_free(*err);
+            *err = steal_pointer(&x.cb_err);
+        } else {
+            sp_err_set(err, x.cb_code, 0, "%s: stopped", what);
+        }
+        r = x.cb_code;
+    } else if (x.too_big) {
+        r = sp_err_set(err, SP_ETOOBIG, 0, "%s: podman service answer exceeds %zu bytes", what,
+                       SP_PODMAN_MAX_BODY);
+    } else if (x.write_errno) {
+        r = sp_err_errno(err, x.write_errno, what, "writing the answer");
+    } else if (x.read_errno) {
+        r = sp_err_errno(err, x.read_errno, what, "reading the upload");
+    } else if (rc != CURLE_OK) {
+        r = transport_error(p, rc, ebuf, timeout, what, err);
+    } else if (resp->status >= 400) {
+        r = sp_podman_http_error(err, resp->status, resp->body.data, resp->body.len, what);
+    } else if (req->on_line && x.line.len) {
+        /* The last line may lack its newline. */
+        r = req->on_line(x.line.data, x.line.len, req->ud, &x.cb_err);
+        if (r < 0 && err && x.cb_err) {
+            sp_error_free(*err);
+            *err = steal_pointer(&x.cb_err);
+        }
+        r = r < 0 ? r : 0;
+    }
+    sp_error_free(x.cb_err);
+    sp_buf_dispose(&x.line);
+    return r;
+}
+
+/* -------------------------------------------------------- ping & version -- */
+
+int sp_podman_ping(sp_podman *p, sp_error **err)
+{
+    sp_http_req req = SP_HTTP_REQ_INIT;
+    req.path = SP_PODMAN_API "/_ping";
+    req.timeout_ms = p->connect_timeout_ms;
+    sp_http_resp resp = {0};
+    int r = sp_podman_http(p, &req, &resp, "ping", err);
+    if (r == 0 && (resp.body.len < 2 || memcmp(resp.body.data, "OK", 2) != 0))
+        r = sp_err_set(err, SP_EPODMAN, 0, "ping: %s answered HTTP %ld but not as Podman does",
+                       p->url, resp.status);
+    sp_http_resp_dispose(&resp);
+    return r;
+}
+
+void sp_podman_version_free(sp_podman_version *v)
+{
+    if (!v)
+        return;
+    free(v->version);
+    free(v->api_version);
+    free(v->os);
+    free(v->arch);
+    free(v->kernel);
+    free(v->runtime);
+    free(v);
+}
+
+int sp_podman_get_version(sp_podman_version **out, sp_podman *p, sp_error **err)
+{
+    *out = NULL;
+    sp_http_req req = SP_HTTP_REQ_INIT;
+    req.path = SP_PODMAN_API "/version";
+    sp_http_resp resp = {0};
+    cJSON *j = NULL;
+    int r = sp_podman_http(p, &req, &resp, "version", err);
+    if (r == 0)
+        r = sp_podman_json(&j, &resp.body, "version", err);
+    if (r == 0) {
+        sp_podman_version *v = sp_xcalloc(1, sizeof(*v));
+        v->version = sp_json_strdup(j, "Version");
+        v->os = sp_json_strdup(j, "Os");
+        v->arch = sp_json_strdup(j, "Arch");
+        v->kernel = sp_json_strdup(j, "KernelVersion");
+        const cJSON *comp;
+        cJSON_ArrayForEach(comp, cJSON_GetObjectItemCaseSensitive(j, "Components"))
+        {
+            const char *name = sp_json_str(comp, "Name");
+            if (!name)
+                continue;
+            const cJSON *det = cJSON_GetObjectItemCaseSensitive(comp, "Details");
+            if (strcmp(name, "Podman Engine") == 0 && !v->api_version)
+                v->api_version = sp_json_strdup(det, "APIVersion");
+            else if (strncmp(name, "OCI Runtime", 11) == 0 && !v->runtime)
+                v->runtime = sp_xstrdup(name);
+        }
+        if (!v->version) {
+            sp_podman_version_free(v);
+            r = sp_err_set(err, SP_EPODMAN, 0, "version: the answer names no version");
+        } else {
+            *out = v;
+        }
+    }
+    cJSON_Delete(j);
+    sp_http_resp_dispose(&resp);
+    return r;
+}

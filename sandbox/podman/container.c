@@ -1,0 +1,557 @@
+/* Container lifecycle: create (from a hardened-by-default spec), start,
+ * stop, kill, pause, wait, inspect, list, delete, resize, and the archive
+ * endpoints that copy tar streams in and out. */
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/resource.h>
+
+#include "podman_internal.h"
+
+#define DEFAULT_NOFILE 1024u
+#define DEFAULT_NPROC  4096u
+
+/* ---------------------------------------------------------------- create -- */
+
+static int add_kv_map(cJSON *j, const char *key, const char *const *kv, bool need_eq,
+                      const char *what, sp_error **err)
+{
+    if (!kv)
+        return 0;
+    cJSON *m = cJSON_AddObjectToObject(j, key);
+    for (size_t i = 0; kv[i]; i++) {
+        const char *eq = strchr(kv[i], '=');
+        if ((!eq && need_eq) || eq == kv[i])
+            return sp_err_set(err, SP_EINVAL, 0, "%s must be KEY=VALUE: %s", what, kv[i]);
+        cleanup_free char *k = eq ? sp_xstrndup(kv[i], (size_t)(eq - kv[i])) : sp_xstrdup(kv[i]);
+        cJSON_DeleteItemFromObjectCaseSensitive(m, k);
+        cJSON_AddStringToObject(m, k, eq ? eq + 1 : "");
+    }
+    return 0;
+}
+
+static cJSON *str_array(const char *const *v)
+{
+    cJSON *a = cJSON_CreateArray();
+    for (size_t i = 0; v && v[i]; i++)
+        cJSON_AddItemToArray(a, cJSON_CreateString(v[i]));
+    return a;
+}
+
+/* The host's own hard limit bounds what the container may ask for: runc
+ * fails to start a container whose rlimits exceed it. */
+static uint64_t capped(int resource, uint64_t want)
+{
+    struct rlimit rl;
+    if (getrlimit(resource, &rl) == 0 && rl.rlim_max != RLIM_INFINITY && rl.rlim_max < want)
+        return rl.rlim_max;
+    return want;
+}
+
+static void add_rlimit(cJSON *a, const char *type, uint64_t soft, uint64_t hard)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "type", type);
+    cJSON_AddNumberToObject(o, "soft", (double)soft);
+    cJSON_AddNumberToObject(o, "hard", (double)hard);
+    cJSON_AddItemToArray(a, o);
+}
+
+static int spec_json(char **out, const sp_podman_container_spec *s, sp_error **err)
+{
+    *out = NULL;
+    if (!s->image || !*s->image)
+        return sp_err_set(err, SP_EINVAL, 0, "create container: image is missing");
+    cJSON *j = cJSON_CreateObject();
+    int r = 0;
+    if (s->name)
+        cJSON_AddStringToObject(j, "name", s->name);
+    cJSON_AddStringToObject(j, "image", s->image);
+    if (s->command && s->command[0])
+        cJSON_AddItemToObject(j, "command", str_array(s->command));
+    if ((r = add_kv_map(j, "env", s->env, true, "env", err)) < 0)
+        goto done;
+    if ((r = add_kv_map(j, "labels", s->labels, false, "label", err)) < 0)
+        goto done;
+    if (s->workdir)
+        cJSON_AddStringToObject(j, "work_dir", s->workdir);
+    if (s->user)
+        cJSON_AddStringToObject(j, "user", s->user);
+
+    cJSON *mounts = cJSON_AddArrayToObject(j, "mounts");
+    for (size_t i = 0; i < s->n_mounts; i++) {
+        const sp_podman_mount *m = &s->mounts[i];
+        if (!m->source || m->source[0] != '/' || !m->destination || m->destination[0] != '/') {
+            r = sp_err_set(err, SP_EINVAL, 0, "bind mount needs absolute paths: %s -> %s",
+                           m->source ? m->source : "(none)",
+                           m->destination ? m->destination : "(none)");
+            goto done;
+        }
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "destination", m->destination);
+        cJSON_AddStringToObject(o, "type", "bind");
+        cJSON_AddStringToObject(o, "source", m->source);
+        const char *opts[] = {"rbind", m->read_only ? "ro" : "rw", NULL};
+        cJSON_AddItemToObject(o, "options", str_array(opts));
+        cJSON_AddItemToArray(mounts, o);
+    }
+    for (size_t i = 0; i < s->n_tmpfs; i++) {
+        const sp_podman_tmpfs *t = &s->tmpfs[i];
+        if (!t->destination || t->destination[0] != '/') {
+            r = sp_err_set(err, SP_EINVAL, 0, "tmpfs mount needs an absolute path: %s",
+                           t->destination ? t->destination : "(none)");
+            goto done;
+        }
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "destination", t->destination);
+        cJSON_AddStringToObject(o, "type", "tmpfs");
+        cJSON_AddStringToObject(o, "source", "tmpfs");
+        cJSON *opts = cJSON_AddArrayToObject(o, "options");
+        char tmp[64];
+        if (t->size_bytes) {
+            snprintf(tmp, sizeof(tmp), "size=%llu", (unsigned long long)t->size_bytes);
+            cJSON_AddItemToArray(opts, cJSON_CreateString(tmp));
+        }
+        snprintf(tmp, sizeof(tmp), "mode=%o", t->mode ? t->mode : 01777);
+        cJSON_AddItemToArray(opts, cJSON_CreateString(tmp));
+        cJSON_AddItemToArray(opts, cJSON_CreateString("rw"));
+        cJSON_AddItemToArray(opts, cJSON_CreateString("nosuid"));
+        cJSON_AddItemToArray(opts, cJSON_CreateString("nodev"));
+        if (t->noexec)
+            cJSON_AddItemToArray(opts, cJSON_CreateString("noexec"));
+        cJSON_AddItemToArray(mounts, o);
+    }
+
+    switch (s->network) {
+    case SP_PODMAN_NET_NONE:
+        cJSON_AddStringToObject(cJSON_AddObjectToObject(j, "netns"), "nsmode", "none");
+        break;
+    case SP_PODMAN_NET_HOST:
+        cJSON_AddStringToObject(cJSON_AddObjectToObject(j, "netns"), "nsmode", "host");
+        break;
+    case SP_PODMAN_NET_DEFAULT:
+        break; /* Podman picks bridge (rootful) or slirp4netns (rootless) */
+    default:
+        r = sp_err_set(err, SP_EINVAL, 0, "unknown network mode %d", (int)s->network);
+        goto done;
+    }
+
+    if (s->memory_bytes || s->pids_limit || s->nano_cpus) {
+        cJSON *rl = cJSON_AddObjectToObject(j, "resource_limits");
+        if (s->memory_bytes)
+            cJSON_AddNumberToObject(cJSON_AddObjectToObject(rl, "memory"), "limit",
+                                    (double)s->memory_bytes);
+        if (s->pids_limit)
+            cJSON_AddNumberToObject(cJSON_AddObjectToObject(rl, "pids"), "limit",
+                                    (double)s->pids_limit);
+        if (s->nano_cpus) {
+            const uint64_t period = 100000;        /* µs */
+            uint64_t quota = s->nano_cpus / 10000; /* nano_cpus * period / 1e9 */
+            if (quota < 1000)
+                quota = 1000; /* the kernel's minimum is 1ms */
+            cJSON *cpu = cJSON_AddObjectToObject(rl, "cpu");
+            cJSON_AddNumberToObject(cpu, "quota", (double)quota);
+            cJSON_AddNumberToObject(cpu, "period", (double)period);
+        }
+    }
+
+    cJSON_AddBoolToObject(j, "read_only_filesystem", !s->writable_rootfs);
+    if (!s->keep_default_caps) {
+        const char *all[] = {"ALL", NULL};
+        cJSON_AddItemToObject(j, "cap_drop", str_array(all));
+    }
+    if (s->cap_add && s->cap_add[0])
+        cJSON_AddItemToObject(j, "cap_add", str_array(s->cap_add));
+    cJSON_AddBoolToObject(j, "no_new_privileges", !s->allow_new_privileges);
+    if (s->init)
+        cJSON_AddBoolToObject(j, "init", true);
+    if (s->stop_timeout_s)
+        cJSON_AddNumberToObject(j, "stop_timeout", s->stop_timeout_s);
+
+    cJSON *rls = cJSON_AddArrayToObject(j, "r_limits");
+    bool has_nofile = false, has_nproc = false;
+    for (size_t i = 0; i < s->n_rlimits; i++) {
+        const sp_podman_rlimit *l = &s->rlimits[i];
+        const char *t = l->type;
+        if (!t || !*t || l->soft > l->hard) {
+            r = sp_err_set(err, SP_EINVAL, 0, "bad rlimit %s (soft %llu, hard %llu)",
+                           t ? t : "(none)", (unsigned long long)l->soft,
+                           (unsigned long long)l->hard);
+            goto done;
+        }
+        if (strncasecmp(t, "RLIMIT_", 7) == 0)
+            t += 7; /* Podman adds the prefix itself */
+        cleanup_free char *lower = sp_xstrdup(t);
+        for (char *c = lower; *c; c++)
+            if (*c >= 'A' && *c <= 'Z')
+                *c = (char)(*c - 'A' + 'a');
+        has_nofile |= strcmp(lower, "nofile") == 0;
+        has_nproc |= strcmp(lower, "nproc") == 0;
+        add_rlimit(rls, lower, l->soft, l->hard);
+    }
+    /* Podman's defaults (1048576) exceed what runc may set on many hosts. */
+    if (!has_nofile) {
+        uint64_t n = capped(RLIMIT_NOFILE, DEFAULT_NOFILE);
+        add_rlimit(rls, "nofile", n, n);
+    }
+    if (!has_nproc) {
+        uint64_t n = capped(RLIMIT_NPROC, DEFAULT_NPROC);
+        add_rlimit(rls, "nproc", n, n);
+    }
+    *out = cJSON_PrintUnformatted(j);
+done:
+    cJSON_Delete(j);
+    return r;
+}
+
+int sp_podman_container_create(char **out_id, sp_podman *p, const sp_podman_container_spec *spec,
+                               sp_error **err)
+{
+    *out_id = NULL;
+    if (!spec)
+        return sp_err_set(err, SP_EINVAL, 0, "create container: spec is missing");
+    cleanup_free char *body = NULL;
+    int r = spec_json(&body, spec, err);
+    if (r < 0)
+        return r;
+    cleanup_free char *what =
+        sp_xasprintf("create container %s", spec->name ? spec->name : spec->image);
+    sp_http_req req = SP_HTTP_REQ_INIT;
+    req.method = "POST";
+    req.path = SP_PODMAN_API "/containers/create";
+    req.body = body;
+    req.body_len = strlen(body);
+    req.content_type = "application/json";
+    sp_http_resp resp = {0};
+    cJSON *j = NULL;
+    r = sp_podman_http(p, &req, &resp, what, err);
+    if (r < 0 && resp.status == 409) {
+        if (err && *err)
+            (*err)->code = SP_EEXISTS;
+        r = SP_EEXISTS;
+    }
+    if (r == 0)
+        r = sp_podman_json(&j, &resp.body, what, err);
+    if (r == 0) {
+        const char *id = sp_json_str(j, "Id");
+        if (id && *id)
+            *out_id = sp_xstrdup(id);
+        else
+            r = sp_err_set(err, SP_EPODMAN, 0, "%s: the answer has no container id", what);
+    }
+    cJSON_Delete(j);
+    sp_http_resp_dispose(&resp);
+    return r;
+}
+
+/* ------------------------------------------------------- simple actions -- */
+
+/* POST /containers/{id}/<action>[?query]; 304 (already so) is success. */
+static int simple_post(sp_podman *p, const char *name, const char *action, const char *query,
+                       const char *verb, long timeout_ms, sp_error **err)
+{
+    if (!name || !*name)
+        return sp_err_set(err, SP_EINVAL, 0, "%s container: name is missing", verb);
+    cleanup_free char *c = sp_podman_escape(p, name);
+    cleanup_free char *path = sp_xasprintf(SP_PODMAN_API "/containers/%s/%s%s%s", c, action,
+                                           query ? "?" : "", query ? query : "");
+    cleanup_free char *what = sp_xasprintf("%s container %s", verb, name);
+    sp_http_req req = SP_HTTP_REQ_INIT;
+    req.method = "POST";
+    req.path = path;
+    req.timeout_ms = timeout_ms;
+    sp_http_resp resp = {0};
+    int r = sp_podman_http(p, &req, &resp, what, err);
+    sp_http_resp_dispose(&resp);
+    return r;
+}
+
+int sp_podman_container_start(sp_podman *p, const char *name_or_id, sp_error **err)
+{
+    return simple_post(p, name_or_id, "start", NULL, "start", 0, err);
+}
+
+int sp_podman_container_stop(sp_podman *p, const char *name_or_id, int timeout_s, sp_error **err)
+{
+    char q[32];
+    long t = 0;
+    if (timeout_s >= 0) {
+        snprintf(q, sizeof(q), "timeout=%d", timeout_s);
+        t = (long)p->timeout_ms + (long)timeout_s * 1000;
+    } else {
+        t = (long)p->timeout_ms + 60000; /* the container's own timeout is unknown here */
+    }
+    return simple_post(p, name_or_id, "stop", timeout_s >= 0 ? q : NULL, "stop", t, err);
+}
+
+int sp_podman_container_kill(sp_podman *p, const char *name_or_id, int signo, sp_error **err)
+{
+    if (signo <= 0 || signo >= 65)
+        return sp_err_set(err, SP_EINVAL, 0, "kill container %s: bad signal %d",
+                          name_or_id ? name_or_id : "", signo);
+    char q[32];
+    snprintf(q, sizeof(q), "signal=%d", signo);
+    return simple_post(p, name_or_id, "kill", q, "kill", 0, err);
+}
+
+int sp_podman_container_pause(sp_podman *p, const char *name_or_id, sp_error **err)
+{
+    return simple_post(p, name_or_id, "pause", NULL, "pause", 0, err);
+}
+
+int sp_podman_container_unpause(sp_podman *p, const char *name_or_id, sp_error **err)
+{
+    return simple_post(p, name_or_id, "unpause", NULL, "unpause", 0, err);
+}
+
+int sp_podman_container_resize(sp_podman *p, const char *name_or_id, unsigned rows, unsigned cols,
+                               sp_error **err)
+{
+    if (!rows || !cols || rows > 0xffff || cols > 0xffff)
+        return sp_err_set(err, SP_EINVAL, 0, "resize container: bad size %ux%u", rows, cols);
+    char q[48];
+    snprintf(q, sizeof(q), "h=%u&w=%u", rows, cols);
+    return simple_post(p, name_or_id, "resize", q, "resize", 0, err);
+}
+
+int sp_podman_container_wait(int *exit_code, sp_podman *p, const char *name_or_id,
+                             const char *condition, int timeout_ms, sp_error **err)
+{
+    if (exit_code)
+        *exit_code = -1;
+    if (!name_or_id || !*name_or_id)
+        return sp_err_set(err, SP_EINVAL, 0, "wait for container: name is missing");
+    cleanup_free char *c = sp_podman_escape(p, name_or_id);
+    cleanup_free char *cond = condition ? sp_podman_escape(p, condition) : NULL;
+    cleanup_free char *path =
+        cond ? sp_xasprintf(SP_PODMAN_API "/containers/%s/wait?condition=%s", c, cond)
+             : sp_xasprintf(SP_PODMAN_API "/containers/%s/wait?condition=stopped&"
+                                          "condition=exited",
+                            c);
+    cleanup_free char *what = sp_xasprintf("wait for container %s", name_or_id);
+    sp_http_req req = SP_HTTP_REQ_INIT;
+    req.method = "POST";
+    req.path = path;
+    req.timeout_ms = timeout_ms >= 0 ? (timeout_ms ? timeout_ms : 1) : (long)p->transfer_timeout_ms;
+    sp_http_resp resp = {0};
+    cJSON *j = NULL;
+    int r = sp_podman_http(p, &req, &resp, what, err);
+    if (r == 0)
+        r = sp_podman_json(&j, &resp.body, what, err);
+    if (r == 0) {
+        if (!cJSON_IsNumber(j))
+            r = sp_err_set(err, SP_EPODMAN, 0, "%s: the answer is not an exit code", what);
+        else if (exit_code)
+            *exit_code = j->valueint;
+    }
+    cJSON_Delete(j);
+    sp_http_resp_dispose(&resp);
+    return r;
+}
+
+int sp_podman_container_delete(sp_podman *p, const char *name_or_id, bool force, bool volumes,
+                               sp_error **err)
+{
+    if (!name_or_id || !*name_or_id)
+        return sp_err_set(err, SP_EINVAL, 0, "delete container: name is missing");
+    cleanup_free char *c = sp_podman_escape(p, name_or_id);
+    cleanup_free char *path = sp_xasprintf(SP_PODMAN_API "/containers/%s?force=%s&v=%s", c,
+                                           force ? "true" : "false", volumes ? "true" : "false");
+    cleanup_free char *what = sp_xasprintf("delete container %s", name_or_id);
+    sp_http_req req = SP_HTTP_REQ_INIT;
+    req.method = "DELETE";
+    req.path = path;
+    /* A forced delete stops the container first (up to its stop timeout). */
+    req.timeout_ms = (long)p->timeout_ms + (force ? 60000 : 0);
+    sp_http_resp resp = {0};
+    int r = sp_podman_http(p, &req, &resp, what, err);
+    sp_http_resp_dispose(&resp);
+    return r;
+}
+
+/* --------------------------------------------------------------- inspect -- */
+
+static char **labels_from(const cJSON *obj)
+{
+    sp_strv v = {0};
+    const cJSON *it;
+    cJSON_ArrayForEach(it, obj)
+    {
+        if (it->string && cJSON_IsString(it))
+            sp_strv_push(&v, sp_xasprintf("%s=%s", it->string, it->valuestring));
+    }
+    if (!v.v)
+        v.v = sp_xcalloc(1, sizeof(char *));
+    return v.v;
+}
+
+static void info_dispose(sp_podman_container_info *i)
+{
+    free(i->id);
+    free(i->name);
+    free(i->image);
+    free(i->state);
+    free(i->started_at);
+    free(i->finished_at);
+    free(i->error);
+    for (char **l = i->labels; l && *l; l++)
+        free(*l);
+    free(i->labels);
+}
+
+void sp_podman_container_info_free(sp_podman_container_info *info)
+{
+    if (!info)
+        return;
+    info_dispose(info);
+    free(info);
+}
+
+int sp_podman_container_inspect(sp_podman_container_info **out, sp_podman *p,
+                                const char *name_or_id, sp_error **err)
+{
+    *out = NULL;
+    if (!name_or_id || !*name_or_id)
+        return sp_err_set(err, SP_EINVAL, 0, "inspect container: name is missing");
+    cleanup_free char *c = sp_podman_escape(p, name_or_id);
+    cleanup_free char *path = sp_xasprintf(SP_PODMAN_API "/containers/%s/json", c);
+    cleanup_free char *what = sp_xasprintf("inspect container %s", name_or_id);
+    sp_http_req req = SP_HTTP_REQ_INIT;
+    req.path = path;
+    sp_http_resp resp = {0};
+    cJSON *j = NULL;
+    int r = sp_podman_http(p, &req, &resp, what, err);
+    if (r == 0)
+        r = sp_podman_json(&j, &resp.body, what, err);
+    if (r == 0) {
+        const cJSON *st = cJSON_GetObjectItemCaseSensitive(j, "State");
+        const char *id = sp_json_str(j, "Id");
+        if (!id || !cJSON_IsObject(st)) {
+            r = sp_err_set(err, SP_EPODMAN, 0, "%s: the answer has no Id or State", what);
+        } else {
+            sp_podman_container_info *i = sp_xcalloc(1, sizeof(*i));
+            i->id = sp_xstrdup(id);
+            i->name = sp_json_strdup(j, "Name");
+            i->image = sp_json_strdup(j, "ImageName");
+            i->state = sp_json_strdup(st, "Status");
+            i->running = sp_json_bool(st, "Running");
+            i->paused = sp_json_bool(st, "Paused");
+            i->oom_killed = sp_json_bool(st, "OOMKilled");
+            i->exit_code = (int)sp_json_int(st, "ExitCode", 0);
+            i->pid = (int)sp_json_int(st, "Pid", 0);
+            i->started_at = sp_json_strdup(st, "StartedAt");
+            i->finished_at = sp_json_strdup(st, "FinishedAt");
+            const char *e = sp_json_str(st, "Error");
+            i->error = e && *e ? sp_xstrdup(e) : NULL;
+            const cJSON *cfg = cJSON_GetObjectItemCaseSensitive(j, "Config");
+            i->labels = labels_from(cJSON_GetObjectItemCaseSensitive(cfg, "Labels"));
+            *out = i;
+        }
+    }
+    cJSON_Delete(j);
+    sp_http_resp_dispose(&resp);
+    return r;
+}
+
+void sp_podman_containers_free(sp_podman_containers *list)
+{
+    if (!list)
+        return;
+    for (size_t i = 0; i < list->n; i++)
+        info_dispose(&list->items[i]);
+    free(list->items);
+    free(list);
+}
+
+int sp_podman_container_list(sp_podman_containers **out, sp_podman *p, const char *const *labels,
+                             sp_error **err)
+{
+    *out = NULL;
+    cJSON *f = cJSON_CreateObject();
+    if (labels && labels[0])
+        cJSON_AddItemToObject(f, "label", str_array(labels));
+    cleanup_free char *fjson = cJSON_PrintUnformatted(f);
+    cJSON_Delete(f);
+    cleanup_free char *fq = sp_podman_escape(p, fjson);
+    cleanup_free char *path =
+        sp_xasprintf(SP_PODMAN_API "/containers/json?all=true&filters=%s", fq);
+    sp_http_req req = SP_HTTP_REQ_INIT;
+    req.path = path;
+    sp_http_resp resp = {0};
+    cJSON *j = NULL;
+    int r = sp_podman_http(p, &req, &resp, "list containers", err);
+    if (r == 0)
+        r = sp_podman_json(&j, &resp.body, "list containers", err);
+    if (r == 0 && !cJSON_IsArray(j))
+        r = sp_err_set(err, SP_EPODMAN, 0, "list containers: the answer is not a list");
+    if (r == 0) {
+        sp_podman_containers *l = sp_xcalloc(1, sizeof(*l));
+        int n = cJSON_GetArraySize(j);
+        l->items = sp_xcalloc((size_t)(n > 0 ? n : 1), sizeof(*l->items));
+        const cJSON *it;
+        cJSON_ArrayForEach(it, j)
+        {
+            const char *id = sp_json_str(it, "Id");
+            if (!id)
+                continue;
+            sp_podman_container_info *i = &l->items[l->n++];
+            i->id = sp_xstrdup(id);
+            const cJSON *names = cJSON_GetObjectItemCaseSensitive(it, "Names");
+            const cJSON *n0 = cJSON_GetArrayItem(names, 0);
+            i->name = cJSON_IsString(n0) ? sp_xstrdup(n0->valuestring) : NULL;
+            i->image = sp_json_strdup(it, "Image");
+            i->state = sp_json_strdup(it, "State");
+            i->running = i->state && strcmp(i->state, "running") == 0;
+            i->paused = i->state && strcmp(i->state, "paused") == 0;
+            i->exit_code = (int)sp_json_int(it, "ExitCode", 0);
+            i->pid = (int)sp_json_int(it, "Pid", 0);
+            i->labels = labels_from(cJSON_GetObjectItemCaseSensitive(it, "Labels"));
+        }
+        *out = l;
+    }
+    cJSON_Delete(j);
+    sp_http_resp_dispose(&resp);
+    return r;
+}
+
+/* --------------------------------------------------------------- archive -- */
+
+static int archive(sp_podman *p, const char *name, const char *cpath, int fd, bool put,
+                   sp_error **err)
+{
+    if (!name || !*name || !cpath || !*cpath)
+        return sp_err_set(err, SP_EINVAL, 0, "archive: container and path are required");
+    if (fd < 0)
+        return sp_err_set(err, SP_EINVAL, EBADF, "archive: bad fd");
+    cleanup_free char *c = sp_podman_escape(p, name);
+    cleanup_free char *q = sp_podman_escape(p, cpath);
+    cleanup_free char *path = sp_xasprintf(SP_PODMAN_API "/containers/%s/archive?path=%s", c, q);
+    cleanup_free char *what =
+        sp_xasprintf("%s %s:%s", put ? "copy into" : "copy out of", name, cpath);
+    sp_http_req req = SP_HTTP_REQ_INIT;
+    req.path = path;
+    req.timeout_ms = (long)p->transfer_timeout_ms;
+    if (put) {
+        req.method = "PUT";
+        req.upload_fd = fd;
+        req.content_type = "application/x-tar";
+    } else {
+        req.download_fd = fd;
+    }
+    sp_http_resp resp = {0};
+    int r = sp_podman_http(p, &req, &resp, what, err);
+    sp_http_resp_dispose(&resp);
+    return r;
+}
+
+int sp_podman_archive_get(sp_podman *p, const char *name_or_id, const char *path, int out_fd,
+                          sp_error **err)
+{
+    return archive(p, name_or_id, path, out_fd, false, err);
+}
+
+int sp_podman_archive_put(sp_podman *p, const char *name_or_id, const char *path, int in_fd,
+                          sp_error **err)
+{
+    return archive(p, name_or_id, path, in_fd, true, err);
+}

@@ -1,0 +1,127 @@
+/* Internals of the Podman client shared by its files. Not installed. */
+#ifndef SANDPOD_PODMAN_INTERNAL_H
+#define SANDPOD_PODMAN_INTERNAL_H
+
+#include <cjson/cJSON.h>
+#include <curl/curl.h>
+
+#include "base.h"
+#include "sandpod/podman.h"
+
+/* Every libpod path starts with this; 4.0.0 is the oldest API the service
+ * must speak (Podman 4.3 serves any v4 prefix). */
+#define SP_PODMAN_API "/v4.0.0/libpod"
+
+/* Largest JSON answer kept in memory. */
+#define SP_PODMAN_MAX_BODY ((size_t)64 << 20)
+
+struct sp_podman {
+    char *url;         /* canonical: unix:///path or tcp://host:port */
+    char *socket_path; /* unix sockets only */
+    char *host;        /* tcp only */
+    int port;          /* tcp only */
+    char *base;        /* "http://d" or "http://host:port" */
+    CURL *curl;
+    unsigned connect_timeout_ms;
+    unsigned timeout_ms;
+    unsigned transfer_timeout_ms;
+    bool started;
+};
+
+/* A parsed service URL. */
+typedef struct sp_podman_addr {
+    char *url;
+    char *socket_path;
+    char *host;
+    int port;
+} sp_podman_addr;
+
+int sp_podman_addr_parse(sp_podman_addr *out, const char *url, sp_error **err);
+void sp_podman_addr_dispose(sp_podman_addr *a);
+
+/* One request. Paths start with '/', are already escaped and include the
+ * query string. */
+typedef struct sp_http_req {
+    const char *method;
+    const char *path;
+    const char *body; /* NULL: no body (or upload_fd) */
+    size_t body_len;
+    const char *content_type;
+    int upload_fd;   /* -1, or read the body from here to EOF */
+    int download_fd; /* -1, or write a 2xx body here instead of buffering */
+    /* Called with each complete line of a 2xx body (streamed JSON); a
+     * negative return stops the transfer with that code. */
+    int (*on_line)(const char *line, size_t len, void *ud, sp_error **err);
+    void *ud;
+    long timeout_ms; /* 0 = the handle's request timeout */
+} sp_http_req;
+
+#define SP_HTTP_REQ_INIT                                                                           \
+    {                                                                                              \
+        NULL, NULL, NULL, 0, NULL, -1, -1, NULL, NULL, 0                                           \
+    }
+
+typedef struct sp_http_resp {
+    long status;
+    sp_buf body;
+} sp_http_resp;
+
+/* Perform a request. 0 for statuses below 400 (resp->status says which);
+ * an error for transport failures (SP_EPODMAN, SP_ETIMEOUT) and for 4xx/5xx
+ * (mapped by sp_podman_http_error). `what` prefixes every message. */
+int sp_podman_http(sp_podman *p, const sp_http_req *req, sp_http_resp *resp, const char *what,
+                   sp_error **err);
+void sp_http_resp_dispose(sp_http_resp *r);
+
+/* A one-line reason for a failed curl transfer (free()). */
+char *sp_podman_curl_detail(CURL *c, int rc, const char *ebuf);
+
+/* Map an HTTP error answer to an sp_error with the service's message. */
+int sp_podman_http_error(sp_error **err, long status, const char *body, size_t len,
+                         const char *what);
+
+/* Parse a JSON body; SP_EPODMAN "malformed JSON" when it is not. */
+int sp_podman_json(cJSON **out, const sp_buf *body, const char *what, sp_error **err);
+
+/* Escape one path segment or query value (never NULL). */
+char *sp_podman_escape(sp_podman *p, const char *s);
+
+/* JSON getters that tolerate missing or mistyped fields. */
+const char *sp_json_str(const cJSON *o, const char *key);
+char *sp_json_strdup(const cJSON *o, const char *key);
+int64_t sp_json_int(const cJSON *o, const char *key, int64_t dflt);
+bool sp_json_bool(const cJSON *o, const char *key);
+
+/* The raw HTTP/1.1 side, for hijacked streams (see http1.c). */
+
+/* Connect a fresh socket to the service, bounded by timeout_ms. */
+int sp_podman_raw_connect(int *out_fd, const sp_podman *p, int timeout_ms, sp_error **err);
+
+typedef struct sp_http1_head {
+    int status;
+    int64_t content_length; /* -1 when absent */
+    bool chunked;
+    bool upgrade; /* Connection: upgrade */
+} sp_http1_head;
+
+/* Parse an HTTP/1.x response head at buf[0..len). Returns the head's length
+ * (through the blank line) when complete, 0 when more bytes are needed, or
+ * a negative code for a malformed head. */
+int sp_http1_parse_head(sp_http1_head *out, const char *buf, size_t len, sp_error **err);
+
+/* Decode a chunked body in place: 0 when complete (decoded length in
+ * *out_len), 1 when more bytes are needed, a negative code when malformed. */
+int sp_http1_dechunk(char *buf, size_t len, size_t *out_len, sp_error **err);
+
+/* Send a request on a raw socket and read the answer's head. On 101/200 the
+ * stream is returned in *out with any bytes read past the head buffered.
+ * Other answers are read to their end and mapped to an error. */
+int sp_podman_hijack(sp_exec **out, sp_podman *p, const char *path, const char *body, bool tty,
+                     const char *exec_id, const char *what, sp_error **err);
+
+/* Service discovery and start (service.c). */
+int sp_podman_find_or_start(sp_podman_addr *out, bool *started, const sp_podman_opts *o,
+                            sp_error **err);
+void sp_podman_curl_init(void);
+
+#endif

@@ -1,0 +1,203 @@
+/* Commands run to completion in a sandbox: sp_sandbox_shell/exec.
+ *
+ * Every command is started through a small sh wrapper that puts it in a
+ * process group of its own (setsid on a background job, which is never a
+ * group leader and so never forks) and records the group id in /tmp. On
+ * timeout a second exec kills that whole group, so background children
+ * the command started go too. When the command returns, whatever it left
+ * running in its group is killed as well: a tool call does not leak
+ * processes (long-running servers belong in an interactive session). */
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/random.h>
+
+#include "sandbox_internal.h"
+
+#define DEFAULT_TIMEOUT_MS 60000
+/* After a kill, how long to wait for the stream to end. */
+#define DRAIN_MS 3000
+
+/* $1 = token, the rest = argv. stdin is handed to the background job on
+ * fd 3 explicitly, since sh gives background jobs /dev/null otherwise. */
+static const char WRAPPER[] =
+    "t=$1; shift; exec 3<&0; "
+    "setsid \"$@\" <&3 3<&- & p=$!; "
+    "echo $p > /tmp/.sandpod-$t.pgid 2>/dev/null; "
+    "trap 'kill -TERM -$p 2>/dev/null' TERM INT HUP; "
+    "wait $p; r=$?; kill -KILL -$p 2>/dev/null; rm -f /tmp/.sandpod-$t.pgid; exit $r";
+
+static char *make_token(void)
+{
+    uint64_t r = 0;
+    if (getrandom(&r, sizeof(r), 0) != sizeof(r))
+        r = (uint64_t)sp_now_ms() ^ ((uint64_t)getpid() << 20);
+    return sp_xasprintf("%016llx", (unsigned long long)r);
+}
+
+void sp_run_result_free(sp_run_result *r)
+{
+    if (!r)
+        return;
+    free(r->out);
+    free(r->err);
+    free(r);
+}
+
+/* Kill the command's process group from inside the container. */
+static void kill_group(sp_sandbox *sb, const char *token)
+{
+    cleanup_free char *script = sp_xasprintf(
+        "p=$(cat /tmp/.sandpod-%s.pgid 2>/dev/null) && [ -n \"$p\" ] && kill -KILL -$p", token);
+    const char *argv[] = {"/bin/sh", "-c", script, NULL};
+    sp_podman_exec_spec spec = SP_PODMAN_EXEC_SPEC_INIT;
+    spec.argv = argv;
+    spec.user = sb->cfg.user;
+    spec.attach_stdout = spec.attach_stderr = true;
+    sp_exec *e = NULL;
+    if (sp_podman_exec(&e, sb->podman, sb->container_id, &spec, NULL) < 0)
+        return;
+    char buf[512];
+    size_t n;
+    int64_t end = sp_now_ms() + DRAIN_MS;
+    while (sp_now_ms() < end &&
+           sp_exec_read(&n, NULL, e, buf, sizeof(buf), (int)(end - sp_now_ms()), NULL) == 0 && n)
+        ;
+    sp_exec_free(e);
+}
+
+static char **merged_env(const sp_sandbox *sb, const char *const *extra)
+{
+    sp_strv sv = {0};
+    for (size_t i = 0; sb->cfg.env && sb->cfg.env[i]; i++)
+        sp_strv_push(&sv, sp_xstrdup(sb->cfg.env[i]));
+    for (size_t i = 0; extra && extra[i]; i++)
+        sp_strv_push(&sv, sp_xstrdup(extra[i]));
+    return sp_strv_steal(&sv);
+}
+
+static void free_strv(char **v)
+{
+    for (size_t i = 0; v && v[i]; i++)
+        free(v[i]);
+    free(v);
+}
+
+int sp_sandbox_exec(sp_run_result **out, sp_sandbox *sb, const char *const *argv,
+                    const sp_run_opts *opts, sp_error **err)
+{
+    *out = NULL;
+    sp_run_opts o = SP_RUN_OPTS_INIT;
+    if (opts)
+        o = *opts;
+    if (!argv || !argv[0])
+        return sp_err_set(err, SP_EINVAL, 0, "exec: no command given");
+    int r = sp_sandbox_require_running(sb, err);
+    if (r < 0)
+        return r;
+    int timeout = o.timeout_ms == 0 ? DEFAULT_TIMEOUT_MS : o.timeout_ms;
+
+    cleanup_free char *token = make_token();
+    sp_strv wargv = {0};
+    sp_strv_push(&wargv, sp_xstrdup("/bin/sh"));
+    sp_strv_push(&wargv, sp_xstrdup("-c"));
+    sp_strv_push(&wargv, sp_xstrdup(WRAPPER));
+    sp_strv_push(&wargv, sp_xstrdup("sandpod"));
+    sp_strv_push(&wargv, sp_xstrdup(token));
+    for (size_t i = 0; argv[i]; i++)
+        sp_strv_push(&wargv, sp_xstrdup(argv[i]));
+    char **env = merged_env(sb, o.env);
+
+    sp_podman_exec_spec spec = SP_PODMAN_EXEC_SPEC_INIT;
+    spec.argv = (const char *const *)wargv.v;
+    spec.env = (const char *const *)env;
+    spec.workdir = o.workdir ? o.workdir : sb->cfg.workdir;
+    spec.user = o.user ? o.user : sb->cfg.user;
+    spec.attach_stdin = o.stdin_data != NULL;
+
+    int64_t start = sp_now_ms();
+    char *exec_id = NULL;
+    sp_exec *e = NULL;
+    sp_capbuf cout, cerr;
+    sp_capbuf_init(&cout, o.max_bytes, o.max_lines);
+    sp_capbuf_init(&cerr, o.max_bytes, o.max_lines);
+    bool timed_out = false;
+
+    r = sp_podman_exec_create(&exec_id, sb->podman, sb->container_id, &spec, err);
+    if (r < 0)
+        goto done;
+    r = sp_podman_exec_start(&e, sb->podman, exec_id, false, err);
+    if (r < 0)
+        goto done;
+    if (o.stdin_data) {
+        if (o.stdin_len && (r = sp_exec_write_stdin(e, o.stdin_data, o.stdin_len, err)) < 0)
+            goto done;
+        if ((r = sp_exec_close_stdin(e, err)) < 0)
+            goto done;
+    }
+
+    char buf[65536];
+    int64_t deadline = timeout > 0 ? start + timeout : INT64_MAX;
+    for (;;) {
+        int64_t now = sp_now_ms();
+        if (now >= deadline && !timed_out) {
+            timed_out = true;
+            kill_group(sb, token);
+            deadline = sp_now_ms() + DRAIN_MS;
+            continue;
+        }
+        if (now >= deadline)
+            break; /* killed, and the stream still did not end */
+        int wait = deadline == INT64_MAX ? 1000 : (int)(deadline - now);
+        size_t n = 0;
+        int stream = 0;
+        r = sp_exec_read(&n, &stream, e, buf, sizeof(buf), wait, NULL);
+        if (r == SP_ETIMEOUT)
+            continue;
+        if (r < 0) {
+            r = sp_err_set(err, SP_EPODMAN, 0,
+                           "lost the podman service while running a command in sandbox %s; "
+                           "the command may still be running",
+                           sb->name);
+            goto done;
+        }
+        if (n == 0)
+            break;
+        sp_capbuf_feed(stream == SP_EXEC_STDERR ? &cerr : &cout, buf, n);
+    }
+
+    sp_run_result *res = sp_xcalloc(1, sizeof(*res));
+    res->exit_code = -1;
+    int code = -1;
+    if (sp_podman_exec_wait(&code, sb->podman, exec_id, timed_out ? DRAIN_MS : 10000, NULL) == 0)
+        res->exit_code = code;
+    else if (timed_out)
+        res->exit_code = 128 + SIGKILL;
+    res->timed_out = timed_out;
+    res->out_total = cout.total_bytes;
+    res->err_total = cerr.total_bytes;
+    res->out = sp_capbuf_text(&cout, &res->out_len, &res->out_truncated);
+    res->err = sp_capbuf_text(&cerr, &res->err_len, &res->err_truncated);
+    res->duration_ms = sp_now_ms() - start;
+    *out = res;
+    r = 0;
+
+done:
+    sp_exec_free(e);
+    free(exec_id);
+    sp_capbuf_dispose(&cout);
+    sp_capbuf_dispose(&cerr);
+    sp_strv_dispose(&wargv);
+    free_strv(env);
+    return r;
+}
+
+int sp_sandbox_shell(sp_run_result **out, sp_sandbox *sb, const char *command,
+                     const sp_run_opts *opts, sp_error **err)
+{
+    if (!command)
+        return sp_err_set(err, SP_EINVAL, 0, "shell: no command given");
+    const char *argv[] = {"/bin/sh", "-c", command, NULL};
+    return sp_sandbox_exec(out, sb, argv, opts, err);
+}

@@ -1,0 +1,389 @@
+#!/usr/bin/env bash
+# End-to-end tests of the sandbox commands of the sandpod CLI on a real
+# Podman service: create, ls, inspect, sh, exec, fs NAME, stop, start,
+# restart, rm, run, image, and bad usage.
+#
+# Usage: test_sandbox_cli.sh PATH/TO/sandpod
+# Exits 77 (skip) when Podman is unavailable, unless CI=true.
+set -u
+
+SP=${1:?usage: test_sandbox_cli.sh PATH/TO/sandpod}
+
+skip() {
+    if [ "${CI:-}" = true ]; then
+        echo "FAIL: $* (Podman is required under CI=true)"
+        exit 1
+    fi
+    echo "skipping: $*"
+    exit 77
+}
+
+command -v python3 >/dev/null 2>&1 || skip "python3 is missing"
+command -v podman >/dev/null 2>&1 || skip "podman is not installed (apt-get install podman runc catatonit)"
+
+T=$(mktemp -d "${TMPDIR:-/tmp}/sandpod-sbcli.XXXXXX")
+export SANDPOD_HOME=$T/home
+mkdir -p "$SANDPOD_HOME"
+SRC=$T/src # the host folder mounted into the sandbox
+mkdir -p "$SRC/sub"
+printf 'hello from the host\n' >"$SRC/hello.txt"
+printf 'nested\n' >"$SRC/sub/nested.txt"
+: >"$T/empty"
+
+cleanup() {
+    # Remove what this run made, then the Podman service the library started
+    # on the private socket of our state root, if it had to start one.
+    local d
+    for d in "$SANDPOD_HOME"/sandboxes/*/; do
+        [ -d "$d" ] && "$SP" rm --force "$(basename "$d")" >/dev/null 2>&1
+    done
+    if [ -f "$SANDPOD_HOME/podman.pid" ]; then
+        local pid
+        pid=$(cat "$SANDPOD_HOME/podman.pid")
+        case "$pid" in
+        '' | *[!0-9]*) ;;
+        *) kill "$pid" 2>/dev/null ;;
+        esac
+    fi
+    rm -rf "$T"
+}
+trap cleanup EXIT
+
+pass=0
+fail=0
+rc=0
+
+ok() {
+    pass=$((pass + 1))
+}
+
+bad() {
+    fail=$((fail + 1))
+    echo "FAIL: $*"
+    if [ -s "$T/err" ]; then
+        head -n 5 "$T/err" | sed 's/^/    stderr: /'
+    fi
+}
+
+# run ARGS...: sandpod with no stdin; stdout, stderr and status kept.
+run() {
+    "$SP" "$@" <"$T/empty" >"$T/out" 2>"$T/err"
+    rc=$?
+}
+
+# runin INPUT ARGS...: the same with INPUT on stdin.
+runin() {
+    local input=$1
+    shift
+    printf '%s' "$input" >"$T/in"
+    "$SP" "$@" <"$T/in" >"$T/out" 2>"$T/err"
+    rc=$?
+}
+
+# Every stderr line of a failure is `sandpod: ...`.
+err_lines_ok() {
+    [ -s "$T/err" ] && ! grep -qv '^sandpod: ' "$T/err"
+}
+
+# expect RC DESC: the last run exited RC; a sandpod failure said why in
+# `sandpod: ` lines, and bad usage in exactly one.
+expect() {
+    local want=$1 desc=$2
+    if [ "$rc" -ne "$want" ]; then
+        bad "$desc: exit $rc, wanted $want"
+    elif [ "$want" -eq 1 ] && ! err_lines_ok; then
+        bad "$desc: stderr is not 'sandpod: ...'"
+    elif [ "$want" -eq 2 ] && { ! err_lines_ok || [ "$(wc -l <"$T/err")" -ne 1 ]; }; then
+        bad "$desc: bad usage did not print exactly one 'sandpod: ' line"
+    else
+        ok
+    fi
+}
+
+# expect_rc RC DESC: the exit status alone (for a command's own code).
+expect_rc() {
+    if [ "$rc" -eq "$1" ]; then ok; else bad "$2: exit $rc, wanted $1"; fi
+}
+
+out_is() {
+    printf '%b' "$1" >"$T/want"
+    if cmp -s "$T/want" "$T/out"; then ok; else bad "$2: stdout was '$(head -c 300 "$T/out")'"; fi
+}
+out_has() {
+    if grep -qF -- "$1" "$T/out"; then ok; else bad "$2: no '$1' in '$(head -c 300 "$T/out")'"; fi
+}
+out_lacks() {
+    if grep -qF -- "$1" "$T/out"; then bad "$2: '$1' found in stdout"; else ok; fi
+}
+err_has() {
+    if grep -qF -- "$1" "$T/err"; then ok; else bad "$2: no '$1' in stderr"; fi
+}
+check() {
+    local desc=$1
+    shift
+    if "$@"; then ok; else bad "$desc"; fi
+}
+
+# json DESC [EXPR]: stdout is JSON and the Python expression EXPR (over `j`)
+# holds.
+json() {
+    local desc=$1 expr=${2:-True}
+    if python3 -c '
+import json, sys
+j = json.loads(sys.stdin.buffer.read().decode("utf-8"))
+sys.exit(0 if eval(sys.argv[1]) else 1)' "$expr" <"$T/out" 2>"$T/pyerr"; then
+        ok
+    else
+        bad "$desc: '$expr' on '$(head -c 300 "$T/out")' $(head -c 300 "$T/pyerr")"
+    fi
+}
+
+# ------------------------------------------------------ Podman, image --
+run image exists
+if [ "$rc" -gt 1 ] || { [ "$rc" -eq 1 ] && ! grep -qx false "$T/out"; }; then
+    skip "podman cannot be reached or started: $(head -n 1 "$T/err")"
+fi
+if [ "$rc" -eq 1 ]; then
+    [ -x /bin/busybox ] || skip "the image is missing and /bin/busybox is not there (apt-get install busybox-static)"
+    run image build
+    expect 0 "image build"
+else
+    ok
+fi
+run image exists --json
+json "image exists --json" 'j["ok"] is True and j["exists"] is True'
+run image exists localhost/sandpod-no-such-image:latest
+expect_rc 1 "image exists on a missing image"
+out_is 'false\n' "image exists prints false"
+
+# ---------------------------------------------------------------- create --
+N=box-$$
+run create --name "$N" --mount "$SRC" --memory 256M --cpus 0.5 --pids 128 -e GREETING=hi
+expect 0 "create"
+out_is "$N\n" "create prints the name"
+run create --name "$N"
+expect 1 "create with a taken name"
+err_has "already exists" "create says the name is taken"
+check "the workspace holds the mount" test -f "$SANDPOD_HOME/sandboxes/$N/workspace/sub/nested.txt"
+
+# -------------------------------------------------------- ls, inspect --
+run ls
+expect 0 "ls"
+if grep -qE "^$N +running +" "$T/out"; then ok; else bad "ls shows $N running: $(cat "$T/out")"; fi
+out_has "NAME" "ls prints a header"
+run ls --json
+json "ls --json" "j['ok'] and any(s['name'] == '$N' and s['state'] == 'running' for s in j['sandboxes'])"
+run inspect --json "$N"
+expect 0 "inspect --json"
+json "inspect --json fields" "j['ok'] and j['name'] == '$N' and j['running'] is True and j['workspace'].endswith('/workspace') and j['created_at']"
+json "inspect --json config" "j['config']['network'] == 'none' and j['config']['memory_bytes'] == 256 << 20 and j['config']['nano_cpus'] == 500000000 and j['config']['pids_limit'] == 128 and 'GREETING=hi' in j['config']['env']"
+run inspect "$N"
+expect 0 "inspect"
+out_has "running" "inspect shows the state"
+run inspect no-such-box
+expect 1 "inspect of a missing sandbox"
+run ls --url unix://"$T"/no-podman.sock
+expect 0 "ls without Podman still lists"
+if grep -qE "^$N +unknown +" "$T/out"; then ok; else bad "ls shows unknown without Podman: $(cat "$T/out")"; fi
+
+# -------------------------------------------------------------------- sh --
+run sh "$N" 'echo hi; exit 3'
+expect_rc 3 "sh exits with the command's code"
+out_is 'hi\n' "sh prints the command's stdout"
+run sh "$N" 'cat hello.txt; echo "$GREETING"; echo oops >&2'
+expect_rc 0 "sh sees the workspace"
+out_is 'hello from the host\nhi\n' "sh reads the mounted file and the env"
+if grep -qx oops "$T/err"; then ok; else bad "sh passes stderr on"; fi
+run sh --json "$N" 'echo out; echo err >&2; exit 5'
+expect 0 "sh --json exits 0 when the command ran"
+json "sh --json fields" 'j["ok"] is True and j["exit_code"] == 5 and j["stdout"] == "out\n" and j["stderr"] == "err\n" and j["timed_out"] is False and j["stdout_truncated"] is False and j["stderr_truncated"] is False and j["stdout_bytes"] == 4 and j["stderr_bytes"] == 4 and j["duration_ms"] >= 0'
+start=$(date +%s)
+run sh --timeout 500 "$N" 'sleep 5'
+end=$(date +%s)
+expect_rc 124 "sh --timeout exits 124"
+err_has "timed out" "sh --timeout notes it on stderr"
+check "sh --timeout kills in time" test $((end - start)) -lt 4
+run sh --json --timeout 500 "$N" 'echo partial; sleep 5'
+expect 0 "sh --json --timeout"
+json "sh --json reports timed_out" 'j["timed_out"] is True and j["stdout"] == "partial\n"'
+run sh --json --max-bytes 100 "$N" 'seq 1 5000'
+json "sh --max-bytes caps stdout" 'j["stdout_truncated"] is True and j["stdout_bytes"] > 100 and j["stdout"].startswith("1\n")'
+run sh -w /tmp -e X=y "$N" 'pwd; echo $X'
+out_is '/tmp\ny\n' "sh -w and -e"
+
+# ------------------------------------------------------------------ exec --
+runin $'line one\nline two\n' exec -i "$N" -- cat
+expect_rc 0 "exec -i cat"
+out_is 'line one\nline two\n' "exec -i forwards stdin and closes it at EOF"
+head -c 200000 /dev/urandom >"$T/blob"
+"$SP" exec -i "$N" -- cat <"$T/blob" >"$T/out" 2>"$T/err"
+rc=$?
+expect_rc 0 "exec -i with 200 kB of binary"
+check "exec -i round-trips binary data" cmp -s "$T/blob" "$T/out"
+run exec "$N" -- sh -c 'echo to-out; echo to-err >&2; exit 7'
+expect_rc 7 "exec exits with the command's code"
+out_is 'to-out\n' "exec keeps stdout apart"
+if grep -qx to-err "$T/err"; then ok; else bad "exec keeps stderr apart"; fi
+runin 'not forwarded' exec "$N" -- cat
+expect_rc 0 "exec without -i"
+out_is '' "exec without -i gives the command no stdin"
+run exec -w /tmp -e FOO=bar -u 0 "$N" sh -c 'pwd; echo $FOO; id -u'
+out_is '/tmp\nbar\n0\n' "exec -w -e -u (and no '--')"
+if python3 -c 'import pty' 2>/dev/null; then
+    # -t with a terminal: its size reaches the command and the code comes back.
+    python3 - "$SP" "$N" >"$T/out" 2>"$T/err" <<'EOF'
+import fcntl, os, pty, select, struct, sys, termios, time
+pid, fd = pty.fork()
+if pid == 0:
+    os.execv(sys.argv[1], [sys.argv[1], "exec", "-it", sys.argv[2], "--", "sh", "-c",
+                           "read x; stty size; echo got $x; exit 6"])
+fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", 33, 101, 0, 0))
+# The size is sent just after the session starts; type once it is there.
+start = time.time()
+out, sent, end = b"", False, start + 15
+while time.time() < end:
+    if not sent and time.time() > start + 1:
+        os.write(fd, b"abc\r")
+        sent = True
+    r, _, _ = select.select([fd], [], [], 0.1)
+    if r:
+        try:
+            d = os.read(fd, 4096)
+        except OSError:
+            break
+        if not d:
+            break
+        out += d
+_, st = os.waitpid(pid, 0)
+sys.stdout.write(out.decode(errors="replace").replace("\r", ""))
+sys.stdout.write("exit=%d\n" % os.waitstatus_to_exitcode(st))
+EOF
+    out_has "33 101" "exec -t passes the terminal size"
+    out_has "got abc" "exec -it forwards typed input"
+    out_has "exit=6" "exec -it exits with the command's code"
+fi
+
+printf 'piped\n' >"$T/in"
+timeout 30 "$SP" exec -it "$N" -- cat <"$T/in" >"$T/out" 2>"$T/err"
+rc=$?
+expect_rc 0 "exec -it with piped stdin ends at its end (^D)"
+out_has "piped" "exec -it with piped stdin echoes through the terminal"
+
+# ------------------------------------------------------------ fs NAME --
+runin $'written by the host\n' fs "$N" write notes/host.txt
+expect 0 "fs NAME write"
+run fs "$N" read notes/host.txt
+out_is 'written by the host\n' "fs NAME read round trip"
+run sh "$N" 'cat notes/host.txt && echo appended >> notes/host.txt && echo made-inside > inside.txt'
+expect_rc 0 "the container reads and writes a file the host wrote"
+run fs "$N" cat notes/host.txt
+out_is 'written by the host\nappended\n' "the host reads the container's append"
+run fs "$N" read inside.txt
+out_is 'made-inside\n' "fs NAME reads a file written via sh"
+run fs --json "$N" stat /workspace/inside.txt
+json "fs NAME --json with a /workspace path" 'j["ok"] and j["type"] == "file"'
+run fs "$N" read ../../../etc/passwd
+expect 1 "fs NAME refuses a path leaving the workspace"
+run fs no-such-box read x
+expect 1 "fs with a missing sandbox"
+
+# ---------------------------------------------- stop, start, restart --
+run stop --time 1 "$N"
+expect 0 "stop"
+out_is "$N\n" "stop prints the name"
+run ls --json
+json "ls shows the stopped state" "any(s['name'] == '$N' and s['running'] is False and s['state'] in ('exited', 'stopped') for s in j['sandboxes'])"
+run sh "$N" 'echo hi'
+expect 1 "sh on a stopped sandbox"
+err_has "sandpod start $N" "sh on a stopped sandbox names 'sandpod start'"
+run sh --json "$N" 'echo hi'
+expect 1 "sh --json on a stopped sandbox"
+json "sh --json error object" 'j["ok"] is False and "sandpod start" in j["error"]["message"]'
+run exec "$N" -- true
+expect 1 "exec on a stopped sandbox"
+err_has "sandpod start $N" "exec on a stopped sandbox names 'sandpod start'"
+run start "$N"
+expect 0 "start"
+run sh "$N" 'cat inside.txt'
+expect_rc 0 "sh works after start"
+out_is 'made-inside\n' "the workspace survives stop and start"
+run restart "$N"
+expect 0 "restart"
+run sh "$N" 'echo again'
+out_is 'again\n' "sh works after restart"
+run start --json "$N" no-such-box
+expect 1 "start with one missing sandbox"
+json "start --json reports each" "j['ok'] is False and j['sandboxes'][0]['ok'] is True and j['sandboxes'][1]['ok'] is False"
+
+# -------------------------------------------------------------------- rm --
+run rm "$N"
+expect 1 "rm refuses a running sandbox"
+err_has "--force" "rm says how to go on"
+run rm --force --keep-workspace "$N"
+expect 0 "rm --force --keep-workspace"
+out_has "$SANDPOD_HOME/kept-workspaces/$N" "rm prints where the workspace went"
+check "the kept workspace holds the files" test -f "$SANDPOD_HOME/kept-workspaces/$N/inside.txt"
+check "the state folder is gone" test ! -e "$SANDPOD_HOME/sandboxes/$N"
+run ls
+out_lacks "$N " "ls no longer shows the sandbox"
+run rm "$N"
+expect 1 "rm of a missing sandbox"
+run rm --force "$N"
+expect 0 "rm --force of a missing sandbox"
+
+# ------------------------------------------------------------------- run --
+run run -- echo ok
+expect_rc 0 "run -- echo ok"
+out_is 'ok\n' "run prints the command's output"
+runin $'piped\n' run --mount "$SRC" -- sh -c 'cat; cat hello.txt; exit 4'
+expect_rc 4 "run exits with the command's code"
+out_is 'piped\nhello from the host\n' "run forwards stdin and hydrates the mount"
+"$SP" run -- sleep 60 <"$T/empty" >"$T/out" 2>"$T/err" &
+bg=$!
+for _ in $(seq 1 100); do
+    [ -n "$(ls -A "$SANDPOD_HOME/sandboxes" 2>/dev/null)" ] && break
+    sleep 0.1
+done
+sleep 0.5
+kill -TERM "$bg"
+wait "$bg"
+rc=$?
+expect_rc 143 "run ends on SIGTERM with 128+15"
+check "run leaves no sandbox behind" test -z "$(ls -A "$SANDPOD_HOME/sandboxes" 2>/dev/null)"
+
+# ------------------------------------------------------------- bad usage --
+run create --bogus
+expect 2 "create with an unknown option"
+run create --memory 12X
+expect 2 "create with a bad size"
+run create --cpus 0
+expect 2 "create with zero CPUs"
+run create --network bridge
+expect 2 "create with a bad network"
+run create --mount 'src='
+expect 2 "create with a bad mount spec"
+run sh only-a-name
+expect 2 "sh without a command"
+run sh a b c
+expect 2 "sh with an unquoted command line"
+run exec some-box
+expect 2 "exec without a command"
+run exec
+expect 2 "exec without a name"
+run stop --time soon some-box
+expect 2 "stop with a bad --time"
+run start --time 3 some-box
+expect 2 "start with --time"
+run rm
+expect 2 "rm without a name"
+run inspect a b
+expect 2 "inspect with two names"
+run run
+expect 2 "run without a command"
+run ls extra
+expect 2 "ls with an operand"
+run image frobnicate
+expect 2 "image with an unknown operation"
+
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]

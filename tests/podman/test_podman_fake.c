@@ -1,0 +1,853 @@
+/* Unit tests of the Podman client against a fake service: a forked child
+ * serving canned (and broken) answers on a unix socket. Every case must end
+ * in a clear error, never a crash, hang or leak. */
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+
+#include "podman_internal.h"
+#include "testutil.h"
+
+static char *DIR_;
+static char *SOCK;
+static char *URL;
+static pid_t SERVER = -1;
+static sp_podman *P;
+
+/* ----------------------------------------------------------- fake server -- */
+
+static void put(int c, const void *data, size_t len)
+{
+    const char *d = data;
+    while (len) {
+        ssize_t n = send(c, d, len, MSG_NOSIGNAL);
+        if (n <= 0)
+            _exit(0);
+        d += n;
+        len -= (size_t)n;
+    }
+}
+
+static void puts_(int c, const char *s)
+{
+    put(c, s, strlen(s));
+}
+
+static void answer(int c, int status, const char *ctype, const char *body)
+{
+    char head[256];
+    int n = snprintf(head, sizeof(head),
+                     "HTTP/1.1 %d X\r\nContent-Type: %s\r\nContent-Length: %zu\r\n"
+                     "Connection: close\r\n\r\n",
+                     status, ctype, strlen(body));
+    put(c, head, (size_t)n);
+    puts_(c, body);
+}
+
+static void json(int c, int status, const char *body)
+{
+    answer(c, status, "application/json", body);
+}
+
+static void pause_ms(long ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+static const char UPGRADED[] = "HTTP/1.1 101 UPGRADED\r\n"
+                               "Content-Type: application/vnd.docker.raw-stream\r\n"
+                               "Connection: Upgrade\r\nUpgrade: tcp\r\n\r\n";
+
+static void frame(int c, int stream, const char *data, size_t len)
+{
+    unsigned char h[8] = {(unsigned char)stream,
+                          0,
+                          0,
+                          0,
+                          (unsigned char)(len >> 24),
+                          (unsigned char)(len >> 16),
+                          (unsigned char)(len >> 8),
+                          (unsigned char)len};
+    put(c, h, 8);
+    put(c, data, len);
+}
+
+static void route(int c, const char *method, const char *path)
+{
+    const char *p = path;
+    if (strncmp(p, SP_PODMAN_API, strlen(SP_PODMAN_API)) == 0)
+        p += strlen(SP_PODMAN_API);
+    if (strcmp(p, "/_ping") == 0) {
+        answer(c, 200, "text/plain", "OK");
+    } else if (strcmp(p, "/version") == 0) {
+        json(c, 200, "{\"Version\": \"4.3.1\", \"Components\": [");
+    } else if (strcmp(p, "/containers/trunc/json") == 0) {
+        puts_(c, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 500\r\n"
+                 "\r\n{\"Id\":\"abc\",\"State\":{");
+    } else if (strcmp(p, "/containers/hang/json") == 0) {
+        pause_ms(60000);
+    } else if (strcmp(p, "/containers/slowbody/json") == 0) {
+        puts_(c, "HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n{\"Id\":");
+        pause_ms(60000);
+    } else if (strcmp(p, "/containers/boom/start") == 0) {
+        json(c, 500, "{\"cause\":\"x\",\"message\":\"boom: something\\nbroke\",\"response\":500}");
+    } else if (strcmp(p, "/containers/missing/json") == 0) {
+        json(c, 404,
+             "{\"cause\":\"no such container\",\"message\":\"no container with name or "
+             "ID \\\"missing\\\" found: no such container\",\"response\":404}");
+    } else if (strcmp(p, "/containers/html/json") == 0) {
+        answer(c, 502, "text/html", "<html>bad gateway</html>");
+    } else if (strcmp(p, "/containers/empty/json") == 0) {
+        answer(c, 200, "application/json", "");
+    } else if (strcmp(p, "/containers/chunked/json") == 0) {
+        puts_(c, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                 "Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
+                 "10\r\n{\"Id\":\"c1\",\"Name\r\n"
+                 "2e\r\n\":\"n\",\"State\":{\"Status\":\"running\",\"Running\":tr\r\n"
+                 "19\r\nue,\"Pid\":42},\"Config\":{}}\r\n"
+                 "0\r\n\r\n");
+    } else if (strcmp(p, "/containers/create") == 0) {
+        json(c, 500,
+             "{\"cause\":\"that name is already in use\",\"message\":\"creating "
+             "container storage: the container name \\\"x\\\" is already in use\","
+             "\"response\":500}");
+    } else if (strncmp(p, "/containers/json", 16) == 0) {
+        json(c, 200,
+             "[{\"Id\":\"a1\",\"Names\":[\"n1\"],\"State\":\"running\",\"Pid\":7,"
+             "\"Labels\":{\"k\":\"v\"}},{\"NoId\":1},"
+             "{\"Id\":\"a2\",\"Names\":[],\"State\":\"paused\",\"Labels\":null}]");
+    } else if (strncmp(p, "/containers/notjson/wait", 24) == 0) {
+        json(c, 200, "\"abc\"");
+    } else if (strncmp(p, "/containers/code/wait", 21) == 0) {
+        json(c, 200, "137\n");
+    } else if (strncmp(p, "/images/pull?reference=ok", 25) == 0) {
+        puts_(c, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                 "Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n");
+        const char *lines[] = {"{\"stream\":\"Trying to pull ok...\\n\"}\n",
+                               "{\"stream\":\"Writing manifest\\n\"}\n{\"images\":[\"sha\"],",
+                               "\"id\":\"sha256abc\"}", NULL};
+        for (int i = 0; lines[i]; i++) {
+            char h[32];
+            snprintf(h, sizeof(h), "%zx\r\n", strlen(lines[i]));
+            puts_(c, h);
+            puts_(c, lines[i]);
+            puts_(c, "\r\n");
+            pause_ms(5);
+        }
+        puts_(c, "0\r\n\r\n");
+    } else if (strncmp(p, "/images/pull", 12) == 0) {
+        json(c, 200,
+             "{\"stream\":\"Trying to pull bad...\\n\"}\n"
+             "{\"error\":\"pinging container registry: no route to host\"}\n");
+    } else if (strcmp(p, "/exec/good/start") == 0) {
+        /* The head and the first frame's start in one write, then frames
+         * split at awkward places. */
+        char first[sizeof(UPGRADED) + 4];
+        memcpy(first, UPGRADED, sizeof(UPGRADED) - 1);
+        memcpy(first + sizeof(UPGRADED) - 1, "\x01\x00\x00", 3);
+        put(c, first, sizeof(UPGRADED) + 2);
+        pause_ms(20);
+        put(c, "\x00\x00\x00\x00\x0bhel", 8);
+        pause_ms(20);
+        put(c, "lo world", 8);
+        frame(c, 2, "oops", 4);
+        frame(c, 1, "", 0);
+        frame(c, 3, "sys", 3);
+        frame(c, 1, "!", 1);
+    } else if (strcmp(p, "/exec/big/start") == 0) {
+        puts_(c, UPGRADED);
+        static char blob[200000];
+        for (size_t i = 0; i < sizeof(blob); i++)
+            blob[i] = (char)('a' + i % 26);
+        frame(c, 1, blob, sizeof(blob));
+        frame(c, 2, blob, 1000);
+    } else if (strcmp(p, "/exec/cut/start") == 0) {
+        puts_(c, UPGRADED);
+        put(c,
+            "\x01\x00\x00\x00\x00\x00\x00\x64"
+            "0123456789",
+            18);
+    } else if (strcmp(p, "/exec/cuthdr/start") == 0) {
+        puts_(c, UPGRADED);
+        put(c, "\x01\x00\x00", 3);
+    } else if (strcmp(p, "/exec/garbage/start") == 0) {
+        puts_(c, UPGRADED);
+        put(c, "\x07\x01\x02\x03\x00\x00\x00\x05hello", 13);
+    } else if (strcmp(p, "/exec/tty/start") == 0) {
+        puts_(c, UPGRADED);
+        put(c, "raw\x01\x00\x00 bytes\r\n", 13);
+    } else if (strcmp(p, "/exec/err/start") == 0) {
+        puts_(c, "HTTP/1.1 409 Conflict\r\nContent-Type: application/json\r\n"
+                 "Transfer-Encoding: chunked\r\n\r\n"
+                 "19\r\n{\"message\":\"container is \r\n"
+                 "d\r\npaused\",\"x\":1\r\n"
+                 "1\r\n}\r\n0\r\n\r\n");
+    } else if (strcmp(p, "/exec/err404/start") == 0) {
+        json(c, 404, "{\"message\":\"no exec session with ID err404 found\"}");
+    } else if (strcmp(p, "/exec/hang/start") == 0) {
+        pause_ms(60000);
+    } else if (strcmp(p, "/exec/silent/start") == 0) {
+        puts_(c, UPGRADED);
+        pause_ms(60000);
+    } else if (strcmp(p, "/exec/badhead/start") == 0) {
+        puts_(c, "HTTP/1.1 2x0 OK\r\n\r\n");
+    } else if (strcmp(p, "/exec/closed/start") == 0) {
+        /* close without a word */
+    } else if (strcmp(p, "/exec/echo/start") == 0) {
+        puts_(c, UPGRADED);
+        char buf[256];
+        ssize_t n;
+        while ((n = recv(c, buf, sizeof(buf), 0)) > 0)
+            frame(c, 1, buf, (size_t)n);
+        frame(c, 2, "eof", 3); /* stdin was closed: half-close worked */
+    } else if (strcmp(p, "/exec/done/json") == 0) {
+        json(c, 200, "{\"Running\":false,\"ExitCode\":42,\"Pid\":0}");
+    } else if (strcmp(p, "/exec/run/json") == 0) {
+        json(c, 200, "{\"Running\":true,\"ExitCode\":0,\"Pid\":99}");
+    } else {
+        char msg[512];
+        snprintf(msg, sizeof(msg), "{\"message\":\"fake: no route for %s %s\"}", method, path);
+        json(c, 404, msg);
+    }
+}
+
+static void serve(int c)
+{
+    char buf[16384];
+    size_t n = 0;
+    char *end = NULL;
+    while (!end && n < sizeof(buf) - 1) {
+        ssize_t r = recv(c, buf + n, sizeof(buf) - 1 - n, 0);
+        if (r <= 0)
+            _exit(0);
+        n += (size_t)r;
+        buf[n] = '\0';
+        end = strstr(buf, "\r\n\r\n");
+    }
+    char method[16] = "", path[4096] = "";
+    if (sscanf(buf, "%15s %4095s", method, path) != 2)
+        _exit(0);
+    /* Read (and ignore) a Content-Length body so the client never blocks. */
+    const char *cl = strcasestr(buf, "Content-Length:");
+    if (cl && end) {
+        size_t want = strtoul(cl + 15, NULL, 10);
+        size_t have = n - (size_t)(end + 4 - buf);
+        while (have < want) {
+            ssize_t r = recv(c, buf, sizeof(buf), 0);
+            if (r <= 0)
+                break;
+            have += (size_t)r;
+        }
+    }
+    route(c, method, path);
+    shutdown(c, SHUT_WR);
+    pause_ms(20);
+    close(c);
+    _exit(0);
+}
+
+static void server_main(int lfd)
+{
+    setpgid(0, 0);
+    signal(SIGCHLD, SIG_IGN); /* no zombies */
+    for (;;) {
+        int c = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+        if (c < 0) {
+            if (errno == EINTR)
+                continue;
+            _exit(1);
+        }
+        pid_t pid = fork();
+        if (pid == 0) {
+            close(lfd);
+            serve(c);
+        }
+        close(c);
+    }
+}
+
+static int setup(void **state)
+{
+    (void)state;
+    DIR_ = tu_mkdtemp();
+    SOCK = tu_join(DIR_, "fake.sock");
+    URL = sp_xasprintf("unix://%s", SOCK);
+    int lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    assert_true(strlen(SOCK) < sizeof(sa.sun_path));
+    memcpy(sa.sun_path, SOCK, strlen(SOCK) + 1);
+    assert_int_equal(bind(lfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+    assert_int_equal(listen(lfd, 64), 0);
+    SERVER = fork();
+    assert_true(SERVER >= 0);
+    if (SERVER == 0)
+        server_main(lfd);
+    setpgid(SERVER, SERVER);
+    close(lfd);
+
+    sp_podman_opts o = SP_PODMAN_OPTS_INIT;
+    o.url = URL;
+    o.connect_timeout_ms = 1000;
+    o.timeout_ms = 400;
+    o.transfer_timeout_ms = 400;
+    sp_error *err = NULL;
+    if (sp_podman_open(&P, &o, &err) < 0)
+        fail_msg("open fake: %s", err->message);
+    assert_false(sp_podman_started_service(P));
+    assert_string_equal(sp_podman_url(P), URL);
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    sp_podman_free(P);
+    if (SERVER > 0) {
+        kill(-SERVER, SIGKILL);
+        kill(SERVER, SIGKILL);
+        waitpid(SERVER, NULL, 0);
+    }
+    tu_rmtree(DIR_);
+    free(DIR_);
+    free(SOCK);
+    free(URL);
+    return 0;
+}
+
+/* Expect a failure with `code` whose message holds `needle`. */
+static void expect(int r, sp_error **errp, int code, const char *needle)
+{
+    sp_error *err = *errp;
+    *errp = NULL;
+    if (r != code)
+        fail_msg("want %d (%s), got %d: %s", code, needle, r, err ? err->message : "(none)");
+    assert_non_null(err);
+    assert_int_equal(err->code, code);
+    if (!strstr(err->message, needle))
+        fail_msg("message lacks \"%s\": %s", needle, err->message);
+    assert_null(strchr(err->message, '\n'));
+    sp_error_free(err);
+}
+
+/* ----------------------------------------------------------------- tests -- */
+
+static void test_bodies(void **state)
+{
+    (void)state;
+    sp_error *err = NULL;
+    assert_int_equal(sp_podman_ping(P, &err), 0);
+
+    sp_podman_version *v = NULL;
+    expect(sp_podman_get_version(&v, P, &err), &err, SP_EPODMAN,
+           "version: the podman service sent malformed JSON");
+    assert_null(v);
+    err = NULL;
+
+    sp_podman_container_info *info = NULL;
+    expect(sp_podman_container_inspect(&info, P, "trunc", &err), &err, SP_EPODMAN,
+           "closed the connection mid-answer");
+    err = NULL;
+    expect(sp_podman_container_inspect(&info, P, "missing", &err), &err, SP_ENOTFOUND,
+           "inspect container missing: no container with name or ID \"missing\" found");
+    err = NULL;
+    expect(sp_podman_container_inspect(&info, P, "html", &err), &err, SP_EPODMAN,
+           "answered HTTP 502: <html>bad gateway</html>");
+    err = NULL;
+    expect(sp_podman_container_inspect(&info, P, "empty", &err), &err, SP_EPODMAN, "empty answer");
+    err = NULL;
+    expect(sp_podman_container_start(P, "boom", &err), &err, SP_EPODMAN,
+           "start container boom: boom: something broke");
+    assert_null(info);
+
+    /* A chunked body is fine. */
+    err = NULL;
+    assert_int_equal(sp_podman_container_inspect(&info, P, "chunked", &err), 0);
+    assert_string_equal(info->id, "c1");
+    assert_true(info->running);
+    assert_int_equal(info->pid, 42);
+    assert_null(info->labels[0]);
+    sp_podman_container_info_free(info);
+
+    /* 500 "already in use" is a name conflict. */
+    sp_podman_container_spec spec = SP_PODMAN_CONTAINER_SPEC_INIT;
+    spec.image = "img";
+    spec.name = "x";
+    char *id = NULL;
+    expect(sp_podman_container_create(&id, P, &spec, &err), &err, SP_EEXISTS, "already in use");
+    assert_null(id);
+
+    /* Lists skip entries without an id. */
+    sp_podman_containers *l = NULL;
+    const char *labels[] = {"k=v", "other", NULL};
+    assert_int_equal(sp_podman_container_list(&l, P, labels, NULL), 0);
+    assert_int_equal(l->n, 2);
+    assert_string_equal(l->items[0].name, "n1");
+    assert_true(l->items[0].running);
+    assert_string_equal(l->items[0].labels[0], "k=v");
+    assert_null(l->items[1].name);
+    assert_true(l->items[1].paused);
+    assert_null(l->items[1].labels[0]);
+    sp_podman_containers_free(l);
+
+    int code = 0;
+    err = NULL;
+    expect(sp_podman_container_wait(&code, P, "notjson", NULL, 1000, &err), &err, SP_EPODMAN,
+           "not an exit code");
+    assert_int_equal(sp_podman_container_wait(&code, P, "code", "exited", 1000, NULL), 0);
+    assert_int_equal(code, 137);
+}
+
+static void test_timeouts(void **state)
+{
+    (void)state;
+    sp_error *err = NULL;
+    sp_podman_container_info *info = NULL;
+    int64_t t0 = sp_now_ms();
+    expect(sp_podman_container_inspect(&info, P, "hang", &err), &err, SP_ETIMEOUT,
+           "did not answer within 400ms");
+    int64_t took = sp_now_ms() - t0;
+    assert_true(took >= 350 && took < 3000);
+
+    err = NULL;
+    t0 = sp_now_ms();
+    expect(sp_podman_container_inspect(&info, P, "slowbody", &err), &err, SP_ETIMEOUT,
+           "did not answer within");
+    assert_true(sp_now_ms() - t0 < 3000);
+
+    sp_exec *e = NULL;
+    err = NULL;
+    t0 = sp_now_ms();
+    expect(sp_podman_exec_start(&e, P, "hang", false, &err), &err, SP_ETIMEOUT,
+           "start exec session hang: podman service at unix://");
+    assert_true(sp_now_ms() - t0 < 3000);
+    assert_null(e);
+
+    /* A stream that stays silent: reads time out, the state survives. */
+    assert_int_equal(sp_podman_exec_start(&e, P, "silent", false, NULL), 0);
+    size_t n = 1;
+    char buf[16];
+    assert_int_equal(sp_exec_read(&n, NULL, e, buf, sizeof(buf), 0, NULL), SP_ETIMEOUT);
+    assert_int_equal(n, 0);
+    err = NULL;
+    t0 = sp_now_ms();
+    expect(sp_exec_read(&n, NULL, e, buf, sizeof(buf), 100, &err), &err, SP_ETIMEOUT, "no data");
+    assert_true(sp_now_ms() - t0 >= 90);
+    assert_false(sp_exec_buffered(e));
+    sp_exec_free(e);
+
+    /* exec wait gives up at its deadline. */
+    err = NULL;
+    int code = 0;
+    expect(sp_podman_exec_wait(&code, P, "run", 50, &err), &err, SP_ETIMEOUT, "still runs");
+    assert_int_equal(sp_podman_exec_wait(&code, P, "done", 50, NULL), 0);
+    assert_int_equal(code, 42);
+    sp_podman_exec_info xi;
+    assert_int_equal(sp_podman_exec_inspect(&xi, P, "run", NULL), 0);
+    assert_true(xi.running);
+    assert_int_equal(xi.pid, 99);
+}
+
+static void read_all(sp_exec *e, sp_buf *out, sp_buf *errb, sp_buf *sys, size_t cap)
+{
+    char buf[65536];
+    for (;;) {
+        size_t n;
+        int stream;
+        sp_error *err = NULL;
+        if (sp_exec_read(&n, &stream, e, buf, cap, 2000, &err) < 0)
+            fail_msg("read: %s", err->message);
+        if (n == 0)
+            break;
+        assert_true(n <= cap);
+        sp_buf_add(stream == SP_EXEC_STDOUT ? out : stream == SP_EXEC_STDERR ? errb : sys, buf, n);
+    }
+}
+
+static void test_streams(void **state)
+{
+    (void)state;
+    sp_exec *e = NULL;
+    sp_error *err = NULL;
+    if (sp_podman_exec_start(&e, P, "good", false, &err) < 0)
+        fail_msg("start: %s", err->message);
+    assert_string_equal(sp_exec_id(e), "good");
+    /* One byte at a time and in big reads give the same result. */
+    for (size_t cap = 1; cap <= 4096; cap *= 4096) {
+        if (cap > 1) {
+            sp_exec_free(e);
+            assert_int_equal(sp_podman_exec_start(&e, P, "good", false, NULL), 0);
+        }
+        sp_buf out = SP_BUF_INIT, eb = SP_BUF_INIT, sys = SP_BUF_INIT;
+        read_all(e, &out, &eb, &sys, cap);
+        assert_string_equal(out.data, "hello world!");
+        assert_string_equal(eb.data, "oops");
+        assert_string_equal(sys.data, "sys");
+        sp_buf_dispose(&out);
+        sp_buf_dispose(&eb);
+        sp_buf_dispose(&sys);
+        /* At the end, reads keep saying "ended". */
+        size_t n = 7;
+        char b[4];
+        assert_int_equal(sp_exec_read(&n, NULL, e, b, sizeof(b), 100, NULL), 0);
+        assert_int_equal(n, 0);
+        assert_true(sp_exec_buffered(e));
+    }
+    sp_exec_free(e);
+
+    /* Frames larger than the internal buffer. */
+    assert_int_equal(sp_podman_exec_start(&e, P, "big", false, NULL), 0);
+    sp_buf out = SP_BUF_INIT, eb = SP_BUF_INIT, sys = SP_BUF_INIT;
+    read_all(e, &out, &eb, &sys, 65536);
+    assert_int_equal(out.len, 200000);
+    assert_int_equal(eb.len, 1000);
+    assert_int_equal(out.data[199999], (char)('a' + 199999 % 26));
+    sp_buf_dispose(&out);
+    sp_buf_dispose(&eb);
+    sp_buf_dispose(&sys);
+    sp_exec_free(e);
+
+    /* Raw TTY bytes pass untouched, NULs included. */
+    assert_int_equal(sp_podman_exec_start(&e, P, "tty", true, NULL), 0);
+    assert_true(sp_exec_is_tty(e));
+    read_all(e, &out, &eb, &sys, 4);
+    assert_int_equal(out.len, 13);
+    assert_memory_equal(out.data, "raw\x01\x00\x00 bytes\r\n", 13);
+    assert_null(eb.data);
+    sp_buf_dispose(&out);
+    sp_exec_free(e);
+
+    /* stdin goes out, half-close reaches the service, output comes back. */
+    assert_int_equal(sp_podman_exec_start(&e, P, "echo", false, NULL), 0);
+    assert_int_equal(sp_exec_write_stdin(e, "ping", 4, NULL), 0);
+    char b[16];
+    size_t n;
+    int st;
+    assert_int_equal(sp_exec_read(&n, &st, e, b, sizeof(b), 2000, NULL), 0);
+    assert_int_equal(n, 4);
+    assert_memory_equal(b, "ping", 4);
+    assert_int_equal(sp_exec_close_stdin(e, NULL), 0);
+    assert_int_equal(sp_exec_close_stdin(e, NULL), 0);
+    read_all(e, &out, &eb, &sys, 16);
+    assert_string_equal(eb.data, "eof");
+    sp_buf_dispose(&eb);
+    sp_exec_free(e);
+    sp_exec_free(NULL);
+}
+
+static void test_broken_streams(void **state)
+{
+    (void)state;
+    sp_exec *e = NULL;
+    sp_error *err = NULL;
+    char buf[64];
+    size_t n;
+
+    /* The service dies in the middle of a frame. */
+    assert_int_equal(sp_podman_exec_start(&e, P, "cut", false, NULL), 0);
+    assert_int_equal(sp_exec_read(&n, NULL, e, buf, sizeof(buf), 2000, NULL), 0);
+    assert_int_equal(n, 10);
+    expect(sp_exec_read(&n, NULL, e, buf, sizeof(buf), 2000, &err), &err, SP_EPODMAN,
+           "connection closed inside a frame (90 bytes missing)");
+    err = NULL;
+    expect(sp_exec_read(&n, NULL, e, buf, sizeof(buf), 2000, &err), &err, SP_EPODMAN,
+           "broken by an earlier error");
+    sp_exec_free(e);
+
+    assert_int_equal(sp_podman_exec_start(&e, P, "cuthdr", false, NULL), 0);
+    err = NULL;
+    expect(sp_exec_read(&n, NULL, e, buf, sizeof(buf), 2000, &err), &err, SP_EPODMAN,
+           "inside a frame header (3 of 8 bytes)");
+    sp_exec_free(e);
+
+    /* A 101 followed by garbage frame headers. */
+    assert_int_equal(sp_podman_exec_start(&e, P, "garbage", false, NULL), 0);
+    err = NULL;
+    expect(sp_exec_read(&n, NULL, e, buf, sizeof(buf), 2000, &err), &err, SP_EPODMAN,
+           "malformed frame header 07 01 02 03");
+    sp_exec_free(e);
+
+    /* Error answers instead of an upgrade, chunked or not. */
+    err = NULL;
+    expect(sp_podman_exec_start(&e, P, "err", false, &err), &err, SP_EPODMAN,
+           "start exec session err: container is paused");
+    assert_null(e);
+    err = NULL;
+    expect(sp_podman_exec_start(&e, P, "err404", false, &err), &err, SP_ENOTFOUND,
+           "no exec session with ID err404 found");
+    err = NULL;
+    expect(sp_podman_exec_start(&e, P, "badhead", false, &err), &err, SP_EPODMAN,
+           "bad status line");
+    err = NULL;
+    expect(sp_podman_exec_start(&e, P, "closed", false, &err), &err, SP_EPODMAN,
+           "closed the connection before answering");
+    assert_null(e);
+}
+
+static int64_t pull_lines;
+static void on_progress(const char *line, void *ud)
+{
+    (void)ud;
+    assert_null(strchr(line, '\n'));
+    pull_lines++;
+}
+
+static void test_pull(void **state)
+{
+    (void)state;
+    sp_error *err = NULL;
+    char *id = NULL;
+    pull_lines = 0;
+    expect(sp_podman_image_pull(&id, P, "bad", on_progress, NULL, &err), &err, SP_EPODMAN,
+           "pull bad: pinging container registry: no route to host");
+    assert_null(id);
+    assert_int_equal(pull_lines, 1);
+    pull_lines = 0;
+    assert_int_equal(sp_podman_image_pull(&id, P, "ok", on_progress, NULL, NULL), 0);
+    assert_string_equal(id, "sha256abc");
+    assert_int_equal(pull_lines, 2);
+    free(id);
+}
+
+static void test_parser(void **state)
+{
+    (void)state;
+    sp_http1_head h;
+    const char *ok = "HTTP/1.1 101 UPGRADED\r\nConnection: Upgrade\r\nUpgrade: tcp\r\n\r\nDATA";
+    assert_int_equal(sp_http1_parse_head(&h, ok, strlen(ok), NULL), (int)strlen(ok) - 4);
+    assert_int_equal(h.status, 101);
+    assert_true(h.upgrade);
+    assert_int_equal(h.content_length, -1);
+    /* Incomplete heads ask for more, at any cut. */
+    for (size_t i = 0; i < strlen(ok) - 4; i++)
+        assert_int_equal(sp_http1_parse_head(&h, ok, i, NULL), 0);
+    const char *lf = "HTTP/1.0 404 Not Found\ncontent-length:  12 \ntransfer-encoding: Chunked\n\n";
+    assert_int_equal(sp_http1_parse_head(&h, lf, strlen(lf), NULL), (int)strlen(lf));
+    assert_int_equal(h.status, 404);
+    assert_int_equal(h.content_length, 12);
+    assert_true(h.chunked);
+    const char *bad[] = {
+        "HTTP/2 200 OK\r\n\r\n",
+        "HTTP/1.1 20 OK\r\n\r\n",
+        "HTTP/1.1 600 X\r\n\r\n",
+        "http/1.1 200 OK\r\n\r\n",
+        "HTTP/1.1 200 OK\r\nNoColon\r\n\r\n",
+        "HTTP/1.1 200 OK\r\nBad Name: x\r\n\r\n",
+        "HTTP/1.1 200 OK\r\nContent-Length: 1x\r\n\r\n",
+        "HTTP/1.1 200 OK\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n",
+        "HTTP/1.1 200 OK\r\nContent-Length: 99999999999999999999\r\n\r\n",
+        "HTTP/1.1 200 OK\r\n: empty\r\n\r\n",
+        NULL,
+    };
+    for (int i = 0; bad[i]; i++) {
+        sp_error *err = NULL;
+        int r = sp_http1_parse_head(&h, bad[i], strlen(bad[i]), &err);
+        if (r >= 0)
+            fail_msg("accepted: %s", bad[i]);
+        assert_int_equal(r, SP_EPODMAN);
+        sp_error_free(err);
+    }
+    char nul[] = "HTTP/1.1 200 OK\r\nX: a\0b\r\n\r\n";
+    assert_true(sp_http1_parse_head(&h, nul, sizeof(nul) - 1, NULL) < 0);
+    /* A head that never ends is refused once it is too long. */
+    size_t big = 70000;
+    char *huge = sp_xmalloc(big);
+    memset(huge, 'a', big);
+    memcpy(huge, "HTTP/1.1 200 OK\r\nX: ", 20);
+    assert_true(sp_http1_parse_head(&h, huge, big, NULL) < 0);
+    free(huge);
+
+    char c1[] = "4\r\nWiki\r\n5;ext=1\r\npedia\r\n0\r\n\r\n";
+    size_t len = 0;
+    assert_int_equal(sp_http1_dechunk(c1, strlen(c1), &len, NULL), 0);
+    assert_int_equal(len, 9);
+    assert_memory_equal(c1, "Wikipedia", 9);
+    char c2[] = "4\r\nWi";
+    assert_int_equal(sp_http1_dechunk(c2, strlen(c2), &len, NULL), 1);
+    char c3[] = "zz\r\nWiki\r\n";
+    assert_true(sp_http1_dechunk(c3, strlen(c3), &len, NULL) < 0);
+    char c4[] = "2\r\nabX\r\n0\r\n\r\n";
+    assert_true(sp_http1_dechunk(c4, strlen(c4), &len, NULL) < 0);
+    char c5[] = "ffffffffffffffffff\r\n";
+    assert_true(sp_http1_dechunk(c5, strlen(c5), &len, NULL) < 0);
+}
+
+static void test_urls(void **state)
+{
+    (void)state;
+    sp_podman_addr a;
+    assert_int_equal(sp_podman_addr_parse(&a, "unix:///run/x.sock", NULL), 0);
+    assert_string_equal(a.socket_path, "/run/x.sock");
+    assert_string_equal(a.url, "unix:///run/x.sock");
+    sp_podman_addr_dispose(&a);
+    assert_int_equal(sp_podman_addr_parse(&a, "/run/y.sock", NULL), 0);
+    assert_string_equal(a.url, "unix:///run/y.sock");
+    sp_podman_addr_dispose(&a);
+    assert_int_equal(sp_podman_addr_parse(&a, "tcp://127.0.0.1:8080", NULL), 0);
+    assert_string_equal(a.host, "127.0.0.1");
+    assert_int_equal(a.port, 8080);
+    sp_podman_addr_dispose(&a);
+    assert_int_equal(sp_podman_addr_parse(&a, "tcp://[::1]:9", NULL), 0);
+    assert_string_equal(a.host, "::1");
+    assert_string_equal(a.url, "tcp://[::1]:9");
+    sp_podman_addr_dispose(&a);
+    const char *bad[] = {"",
+                         "ssh://core@host/run/podman.sock",
+                         "unix://relative",
+                         "tcp://host",
+                         "tcp://host:0",
+                         "tcp://host:70000",
+                         "tcp://:80",
+                         "tcp://[::1]",
+                         "tcp://h:8x",
+                         NULL};
+    for (int i = 0; bad[i]; i++) {
+        sp_error *err = NULL;
+        if (sp_podman_addr_parse(&a, bad[i], &err) == 0)
+            fail_msg("accepted: %s", bad[i]);
+        sp_error_free(err);
+    }
+}
+
+/* Discovery failures say what is wrong and how to fix it. */
+static void test_discovery_errors(void **state)
+{
+    (void)state;
+    char *dir = tu_mkdtemp();
+    sp_podman *p = NULL;
+    sp_error *err = NULL;
+
+    sp_podman_opts o = SP_PODMAN_OPTS_INIT;
+    char *nosock = tu_join(dir, "none.sock");
+    o.url = nosock;
+    o.connect_timeout_ms = 300;
+    expect(sp_podman_open(&p, &o, &err), &err, SP_EPODMAN, "did not answer within 1s: ");
+    err = NULL;
+    o.url = "tcp://127.0.0.1:1";
+    expect(sp_podman_open(&p, &o, &err), &err, SP_EPODMAN,
+           "podman service at tcp://127.0.0.1:1 did not answer");
+    err = NULL;
+    o.url = "ftp://x";
+    expect(sp_podman_open(&p, &o, &err), &err, SP_EINVAL, "unsupported podman url");
+    assert_null(p);
+
+    /* No service anywhere, and podman missing or broken. */
+    if (getenv("SANDPOD_URL")) {
+        print_message("SANDPOD_URL is set: start errors not checked\n");
+    } else {
+        o = (sp_podman_opts)SP_PODMAN_OPTS_INIT;
+        o.private_service = true;
+        o.state_root = dir;
+        o.podman_path = "/nonexistent/podman";
+        o.connect_timeout_ms = 300;
+        err = NULL;
+        expect(sp_podman_open(&p, &o, &err), &err, SP_EPODMAN,
+               "podman is not installed: apt-get install podman runc catatonit");
+
+        o.no_autostart = true;
+        err = NULL;
+        expect(sp_podman_open(&p, &o, &err), &err, SP_EPODMAN,
+               "no podman service answered; start it with contrib/podman-service.sh start");
+        o.no_autostart = false;
+
+        /* A podman that dies at once: its own words come back. */
+        tu_write(dir, "broken-podman", "#!/bin/sh\necho \"cannot start: $*\" >&2\nexit 1\n", 0755);
+        char *broken = tu_join(dir, "broken-podman");
+        o.podman_path = broken;
+        o.runtime = "myruntime";
+        err = NULL;
+        expect(sp_podman_open(&p, &o, &err), &err, SP_EPODMAN,
+               "podman service exited right after start: cannot start: --runtime myruntime "
+               "system service --time=0 unix://");
+
+        /* A podman that never listens: bounded wait. */
+        tu_write(dir, "stuck-podman", "#!/bin/sh\nexec sleep 30\n", 0755);
+        char *stuck = tu_join(dir, "stuck-podman");
+        o.podman_path = stuck;
+        o.start_timeout_ms = 400;
+        err = NULL;
+        int64_t t0 = sp_now_ms();
+        expect(sp_podman_open(&p, &o, &err), &err, SP_EPODMAN, "did not answer within 400ms");
+        assert_true(sp_now_ms() - t0 < 3000);
+        char *pid = tu_read(dir, "podman.pid", NULL);
+        assert_non_null(pid);
+        pid_t sp = (pid_t)strtol(pid, NULL, 10);
+        assert_true(sp > 1);
+        kill(sp, SIGKILL);
+        free(pid);
+        free(broken);
+        free(stuck);
+    }
+    free(nosock);
+    tu_rmtree(dir);
+    free(dir);
+}
+
+static void test_bad_args(void **state)
+{
+    (void)state;
+    char *id = NULL;
+    sp_error *err = NULL;
+    sp_podman_exec_spec xs = SP_PODMAN_EXEC_SPEC_INIT;
+    expect(sp_podman_exec_create(&id, P, "c", &xs, &err), &err, SP_EINVAL, "command is missing");
+    sp_podman_container_spec cs = SP_PODMAN_CONTAINER_SPEC_INIT;
+    cs.image = "img";
+    const char *env[] = {"NOEQUALS", NULL};
+    cs.env = env;
+    err = NULL;
+    expect(sp_podman_container_create(&id, P, &cs, &err), &err, SP_EINVAL,
+           "env must be KEY=VALUE: NOEQUALS");
+    cs.env = NULL;
+    sp_podman_mount m = {"relative", "/workspace", false};
+    cs.mounts = &m;
+    cs.n_mounts = 1;
+    err = NULL;
+    expect(sp_podman_container_create(&id, P, &cs, &err), &err, SP_EINVAL, "absolute paths");
+    cs.n_mounts = 0;
+    sp_podman_rlimit rl = {"nofile", 10, 5};
+    cs.rlimits = &rl;
+    cs.n_rlimits = 1;
+    err = NULL;
+    expect(sp_podman_container_create(&id, P, &cs, &err), &err, SP_EINVAL, "bad rlimit nofile");
+    err = NULL;
+    expect(sp_podman_archive_get(P, "c", "/x", -1, &err), &err, SP_EINVAL, "bad fd");
+    err = NULL;
+    expect(sp_podman_exec_resize(P, "e", 0, 0, &err), &err, SP_EINVAL, "bad size");
+    err = NULL;
+    expect(sp_podman_image_import(NULL, P, 0, NULL, NULL, &err), &err, SP_EINVAL, "tag");
+    err = NULL;
+    expect(
+        sp_podman_image_build_busybox(NULL, P, "localhost/x:y", "/nonexistent/busybox", true, &err),
+        &err, SP_ENOTFOUND, "apt-get install busybox-static");
+    err = NULL;
+    expect(sp_podman_image_build_busybox(NULL, P, "localhost/x:y", "/etc/passwd", true, &err), &err,
+           SP_EINVAL, "not a 64-bit ELF");
+    assert_null(id);
+    sp_podman_free(NULL);
+    sp_podman_version_free(NULL);
+    sp_podman_container_info_free(NULL);
+    sp_podman_containers_free(NULL);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_parser),
+        cmocka_unit_test(test_urls),
+        cmocka_unit_test(test_bodies),
+        cmocka_unit_test(test_timeouts),
+        cmocka_unit_test(test_streams),
+        cmocka_unit_test(test_broken_streams),
+        cmocka_unit_test(test_pull),
+        cmocka_unit_test(test_bad_args),
+        cmocka_unit_test(test_discovery_errors),
+    };
+    signal(SIGPIPE, SIG_DFL); /* the client must never raise it */
+    return cmocka_run_group_tests(tests, setup, teardown);
+}

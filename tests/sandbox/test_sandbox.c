@@ -1,0 +1,300 @@
+/* Sandboxes on a real Podman service and a real container: hardening seen
+ * from inside, ownership both ways, timeouts that kill, output caps, and
+ * recovery from a killed or removed container. */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "sandpod/sandbox.h"
+#include "testutil.h"
+
+static char *state_root;
+static char *project;
+static sp_sandbox *sb;
+
+static void need_podman_or_skip(void)
+{
+    sp_podman *p = NULL;
+    sp_error *err = NULL;
+    if (sp_podman_open(&p, NULL, &err) == 0) {
+        sp_podman_free(p);
+        return;
+    }
+    const char *ci = getenv("CI");
+    if (ci && strcmp(ci, "true") == 0) {
+        fprintf(stderr, "podman is required under CI: %s\n", err->message);
+        exit(1);
+    }
+    fprintf(stderr, "skipping: %s\n", err->message);
+    sp_error_free(err);
+    exit(77);
+}
+
+static int group_setup(void **state)
+{
+    (void)state;
+    state_root = tu_mkdtemp();
+    project = tu_mkdtemp();
+    tu_write(project, "hello.txt", "hello from the host\n", 0644);
+    tu_mkdir(project, "src");
+    tu_write(project, "src/main.c", "int main(void) { return 0; }\n", 0644);
+
+    sp_mount m = {0};
+    m.host_path = project;
+    char name[64];
+    snprintf(name, sizeof(name), "t-%d", (int)getpid());
+    sp_sandbox_opts o = SP_SANDBOX_OPTS_INIT;
+    o.name = name;
+    o.state_root = state_root;
+    o.mounts = &m;
+    o.n_mounts = 1;
+    o.memory_bytes = 128ull << 20;
+    o.pids_limit = 64;
+    sp_error *err = NULL;
+    if (sp_sandbox_create(&sb, &o, &err) < 0) {
+        fprintf(stderr, "create: %s\n", err->message);
+        return -1;
+    }
+    return 0;
+}
+
+static int group_teardown(void **state)
+{
+    (void)state;
+    sp_error *err = NULL;
+    if (sb && sp_sandbox_remove(sb, false, &err) < 0)
+        fprintf(stderr, "remove: %s\n", err->message);
+    sp_sandbox_free(sb);
+    tu_rmtree(state_root);
+    tu_rmtree(project);
+    free(state_root);
+    free(project);
+    return 0;
+}
+
+/* Run a shell command that must succeed as a tool call. */
+static sp_run_result *sh(const char *cmd, int timeout_ms)
+{
+    sp_run_opts o = SP_RUN_OPTS_INIT;
+    o.timeout_ms = timeout_ms;
+    sp_run_result *r = NULL;
+    sp_error *err = NULL;
+    if (sp_sandbox_shell(&r, sb, cmd, &o, &err) < 0)
+        fail_msg("shell %s: %s", cmd, err->message);
+    return r;
+}
+
+static void test_shell_basics(void **state)
+{
+    (void)state;
+    sp_run_result *r = sh("echo out; echo err >&2; cat hello.txt; pwd; exit 3", 0);
+    assert_int_equal(r->exit_code, 3);
+    assert_false(r->timed_out);
+    assert_string_equal(r->out, "out\nhello from the host\n/workspace\n");
+    assert_string_equal(r->err, "err\n");
+    sp_run_result_free(r);
+
+    /* exec without a shell: arguments arrive verbatim. */
+    const char *argv[] = {"/bin/echo", "a b", "$HOME", NULL};
+    sp_error *err = NULL;
+    assert_int_equal(sp_sandbox_exec(&r, sb, argv, NULL, &err), 0);
+    assert_string_equal(r->out, "a b $HOME\n");
+    assert_int_equal(r->exit_code, 0);
+    sp_run_result_free(r);
+
+    /* stdin data reaches the command. */
+    sp_run_opts o = SP_RUN_OPTS_INIT;
+    o.stdin_data = "piped\n";
+    o.stdin_len = 6;
+    assert_int_equal(sp_sandbox_shell(&r, sb, "cat", &o, &err), 0);
+    assert_string_equal(r->out, "piped\n");
+    sp_run_result_free(r);
+}
+
+static void test_hardening(void **state)
+{
+    (void)state;
+    /* Unprivileged user, no capabilities, no new privileges. */
+    sp_run_result *r = sh("id -u; id -g; grep -E '^(CapEff|CapPrm|CapBnd|NoNewPrivs)' "
+                          "/proc/self/status",
+                          0);
+    assert_non_null(strstr(r->out, "1000\n1000\n"));
+    assert_non_null(strstr(r->out, "CapPrm:\t0000000000000000"));
+    assert_non_null(strstr(r->out, "CapEff:\t0000000000000000"));
+    assert_non_null(strstr(r->out, "CapBnd:\t0000000000000000"));
+    assert_non_null(strstr(r->out, "NoNewPrivs:\t1"));
+    sp_run_result_free(r);
+
+    /* No network: loopback only. */
+    r = sh("ls /sys/class/net", 0);
+    assert_string_equal(r->out, "lo\n");
+    sp_run_result_free(r);
+
+    /* Read-only root, writable /tmp and /workspace. */
+    r = sh("touch /etc/x 2>&1; echo rc=$?; touch /tmp/x && echo tmp-ok; "
+           "touch /workspace/x && echo ws-ok",
+           0);
+    assert_non_null(strstr(r->out, "Read-only file system"));
+    assert_non_null(strstr(r->out, "tmp-ok"));
+    assert_non_null(strstr(r->out, "ws-ok"));
+    sp_run_result_free(r);
+
+    /* The pids limit holds against a fork bomb, and what the bomb left
+     * behind is gone once the command returns. */
+    r = sh("n=0; while [ $n -lt 200 ]; do sleep 30 & n=$((n+1)); echo $n > /tmp/count; done",
+           20000);
+    assert_int_not_equal(r->exit_code, 0);
+    sp_run_result_free(r);
+    r = sh("cat /tmp/count; ps -o args | grep -c '^sleep 30'", 0);
+    long n = strtol(r->out, NULL, 10);
+    assert_true(n > 0 && n < 64);
+    assert_non_null(strstr(r->out, "\n0\n"));
+    sp_run_result_free(r);
+
+    /* The memory limit holds against a memory hog (128 MiB). */
+    r = sh("x=$(head -c 400000000 /dev/zero | tr '\\0' a); echo survived ${#x}", 60000);
+    assert_null(strstr(r->out, "survived 400000000"));
+    assert_int_not_equal(r->exit_code, 0);
+    sp_run_result_free(r);
+}
+
+static void test_ownership(void **state)
+{
+    (void)state;
+    sp_error *err = NULL;
+    sp_fs *fs = sp_sandbox_fs(sb, &err);
+    assert_non_null(fs);
+    /* Container writes, host reads and rewrites. */
+    sp_run_result *r = sh("echo from-container > made.txt; mkdir -p d/e; echo x > d/e/f", 0);
+    assert_int_equal(r->exit_code, 0);
+    sp_run_result_free(r);
+    sp_fs_text *t = NULL;
+    assert_int_equal(sp_fs_read(&t, fs, "made.txt", NULL, &err), 0);
+    assert_string_equal(t->content, "from-container\n");
+    sp_fs_text_free(t);
+    assert_int_equal(sp_fs_write(NULL, fs, "made.txt", "host edit\n", 10, NULL, &err), 0);
+    assert_int_equal(sp_fs_write(NULL, fs, "d/e/new.txt", "new\n", 4, NULL, &err), 0);
+    assert_int_equal(sp_fs_write(NULL, fs, "hostdir/deep/x.txt", "x\n", 2, NULL, &err), 0);
+    /* Host writes, container edits, appends and deletes. */
+    r = sh("cat made.txt && echo more >> made.txt && echo y >> d/e/new.txt && "
+           "echo z > hostdir/deep/z.txt && rm hostdir/deep/x.txt && echo done",
+           0);
+    assert_string_equal(r->out, "host edit\ndone\n");
+    assert_int_equal(r->exit_code, 0);
+    sp_run_result_free(r);
+}
+
+static void test_timeout_kills_group(void **state)
+{
+    (void)state;
+    sp_run_result *r = sh("sleep 101 & sleep 102 & echo started; sleep 103", 1000);
+    assert_true(r->timed_out);
+    assert_string_equal(r->out, "started\n");
+    assert_true(r->duration_ms >= 1000);
+    sp_run_result_free(r);
+    r = sh("ps -o args | grep -c '^sleep 10[123]' || true", 0);
+    assert_string_equal(r->out, "0\n");
+    sp_run_result_free(r);
+}
+
+static void test_output_caps(void **state)
+{
+    (void)state;
+    sp_run_result *r = sh("seq 1 100000", 0);
+    assert_true(r->out_truncated);
+    assert_int_equal(r->out_total, 588895);
+    assert_memory_equal(r->out, "1\n2\n3\n", 6);
+    assert_non_null(strstr(r->out, "lines omitted ...]\n"));
+    assert_non_null(strstr(r->out, "\n100000\n"));
+    assert_true(r->out_len < 8192 + 100);
+    sp_run_result_free(r);
+
+    /* Binary output is carried byte for byte. */
+    r = sh("printf 'a\\000b\\377c'", 0);
+    assert_int_equal(r->out_len, 5);
+    assert_memory_equal(r->out, "a\0b\377c", 5);
+    sp_run_result_free(r);
+}
+
+static void test_killed_container_recovers(void **state)
+{
+    (void)state;
+    sp_error *err = NULL;
+    sp_podman *p = sp_sandbox_podman(sb, &err);
+    assert_non_null(p);
+    assert_int_equal(sp_podman_container_kill(p, sp_sandbox_container_id(sb), SIGKILL, &err), 0);
+    sp_podman_container_wait(NULL, p, sp_sandbox_container_id(sb), NULL, 10000, NULL);
+
+    sp_run_result *r = NULL;
+    int rc = sp_sandbox_shell(&r, sb, "true", NULL, &err);
+    assert_int_equal(rc, SP_EPODMAN);
+    assert_non_null(strstr(err->message, "not running"));
+    assert_non_null(strstr(err->message, "sandpod start"));
+    sp_error_free(err);
+    err = NULL;
+
+    assert_int_equal(sp_sandbox_start(sb, &err), 0);
+    r = sh("cat made.txt hello.txt", 0);
+    assert_string_equal(r->out, "host edit\nmore\nhello from the host\n");
+    sp_run_result_free(r);
+
+    /* Removed behind our back: start recreates it around the workspace. */
+    assert_int_equal(sp_podman_container_delete(p, sp_sandbox_container_id(sb), true, true, &err),
+                     0);
+    assert_int_equal(sp_sandbox_start(sb, &err), 0);
+    r = sh("cat hello.txt", 0);
+    assert_string_equal(r->out, "hello from the host\n");
+    sp_run_result_free(r);
+
+    /* Another process can open it by name. */
+    sp_sandbox *again = NULL;
+    sp_sandbox_opts o = SP_SANDBOX_OPTS_INIT;
+    o.state_root = state_root;
+    assert_int_equal(sp_sandbox_open(&again, sp_sandbox_name(sb), &o, &err), 0);
+    assert_string_equal(sp_sandbox_container_id(again), sp_sandbox_container_id(sb));
+    sp_sandbox_free(again);
+}
+
+static void test_bad_create(void **state)
+{
+    (void)state;
+    sp_sandbox *x = NULL;
+    sp_error *err = NULL;
+    sp_sandbox_opts o = SP_SANDBOX_OPTS_INIT;
+    o.state_root = state_root;
+    o.name = "../evil";
+    assert_int_equal(sp_sandbox_create(&x, &o, &err), SP_EINVAL);
+    sp_error_free(err);
+    err = NULL;
+    o.name = sp_sandbox_name(sb);
+    assert_int_equal(sp_sandbox_create(&x, &o, &err), SP_EEXISTS);
+    sp_error_free(err);
+    err = NULL;
+    /* A mount that does not exist leaves nothing behind. */
+    sp_mount m = {0};
+    m.host_path = "/nonexistent/sandpod/path";
+    o.name = "bad-mount";
+    o.mounts = &m;
+    o.n_mounts = 1;
+    assert_true(sp_sandbox_create(&x, &o, &err) < 0);
+    sp_error_free(err);
+    char *dir = tu_join(state_root, "sandboxes/bad-mount");
+    struct stat st;
+    assert_int_not_equal(stat(dir, &st), 0);
+    free(dir);
+}
+
+int main(void)
+{
+    need_podman_or_skip();
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_shell_basics), cmocka_unit_test(test_hardening),
+        cmocka_unit_test(test_ownership),    cmocka_unit_test(test_timeout_kills_group),
+        cmocka_unit_test(test_output_caps),  cmocka_unit_test(test_killed_container_recovers),
+        cmocka_unit_test(test_bad_create),
+    };
+    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}
