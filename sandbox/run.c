@@ -167,13 +167,22 @@ int sp_sandbox_exec(sp_run_result **out, sp_sandbox *sb, const char *const *argv
         sp_capbuf_feed(stream == SP_EXEC_STDERR ? &cerr : &cout, buf, n);
     }
 
-    sp_run_result *res = sp_xcalloc(1, sizeof(*res));
-    res->exit_code = -1;
+    /* The stream also ends when the service dies; only the exit code
+     * tells a finished command from a lost connection. */
     int code = -1;
-    if (sp_podman_exec_wait(&code, sb->podman, exec_id, timed_out ? DRAIN_MS : 10000, NULL) == 0)
-        res->exit_code = code;
-    else if (timed_out)
-        res->exit_code = 128 + SIGKILL;
+    sp_error *werr = NULL;
+    int wr = sp_podman_exec_wait(&code, sb->podman, exec_id, timed_out ? DRAIN_MS : 10000, &werr);
+    if (wr < 0 && !timed_out) {
+        r = sp_err_set(err, SP_EPODMAN, werr ? werr->sys_errno : 0,
+                       "lost the podman service while running a command in sandbox %s (%s); "
+                       "the command may still be running",
+                       sb->name, werr ? werr->message : "no exit code");
+        sp_error_free(werr);
+        goto done;
+    }
+    sp_error_free(werr);
+    sp_run_result *res = sp_xcalloc(1, sizeof(*res));
+    res->exit_code = wr == 0 ? code : 128 + SIGKILL;
     res->timed_out = timed_out;
     res->out_total = cout.total_bytes;
     res->err_total = cerr.total_bytes;

@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "sandpod/sandbox.h"
@@ -287,6 +289,99 @@ static void test_bad_create(void **state)
     free(dir);
 }
 
+static pid_t read_pid(const char *pidfile)
+{
+    char *dir = strdup(pidfile);
+    char *slash = strrchr(dir, '/');
+    *slash = '\0';
+    char *s = tu_read(dir, slash + 1, NULL);
+    free(dir);
+    pid_t pid = s ? (pid_t)strtol(s, NULL, 10) : 0;
+    free(s);
+    return pid;
+}
+
+static int64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* The Podman service dies in the middle of a command: the call ends with a
+ * clear error instead of hanging, and once a service is back the sandbox
+ * works again. Uses a private service so parallel tests keep theirs. */
+static void test_service_killed_mid_command(void **state)
+{
+    (void)state;
+    char *root = tu_mkdtemp();
+    sp_podman *p = NULL;
+    sp_error *err = NULL;
+    sp_podman_opts po = SP_PODMAN_OPTS_INIT;
+    po.state_root = root;
+    po.private_service = true;
+    if (sp_podman_open(&p, &po, &err) < 0)
+        fail_msg("private service: %s", err->message);
+    char *url = strdup(sp_podman_url(p));
+    sp_podman_free(p);
+
+    sp_sandbox_opts o = SP_SANDBOX_OPTS_INIT;
+    o.name = "svc-kill";
+    o.state_root = root;
+    o.podman_url = url;
+    sp_sandbox *x = NULL;
+    if (sp_sandbox_create(&x, &o, &err) < 0)
+        fail_msg("create: %s", err->message);
+
+    char *pidfile = tu_join(root, "podman.pid");
+    pid_t svc = read_pid(pidfile);
+    assert_true(svc > 0);
+    pid_t child = fork();
+    if (child == 0) {
+        usleep(1500 * 1000);
+        kill(svc, SIGKILL);
+        _exit(0);
+    }
+    sp_run_result *r = NULL;
+    sp_run_opts ro = SP_RUN_OPTS_INIT;
+    ro.timeout_ms = 30000;
+    int64_t t0 = now_ms();
+    int rc = sp_sandbox_shell(&r, x, "echo begun; sleep 10; echo never", &ro, &err);
+    int64_t took = now_ms() - t0;
+    waitpid(child, NULL, 0);
+    assert_int_equal(rc, SP_EPODMAN);
+    assert_non_null(strstr(err->message, "podman"));
+    print_message("service killed: error after %lld ms: %s\n", (long long)took, err->message);
+    assert_true(took < 10000); /* it did not wait for the command to finish */
+    sp_error_free(err);
+    err = NULL;
+
+    /* Bring a service back on the same socket; the sandbox works again. */
+    if (sp_podman_open(&p, &po, &err) < 0)
+        fail_msg("restart service: %s", err->message);
+    sp_podman_free(p);
+    sp_sandbox_free(x);
+    x = NULL;
+    sp_sandbox_opts oo = SP_SANDBOX_OPTS_INIT;
+    oo.state_root = root;
+    oo.podman_url = url;
+    assert_int_equal(sp_sandbox_open(&x, "svc-kill", &oo, &err), 0);
+    rc = sp_sandbox_shell(&r, x, "echo back", NULL, &err);
+    if (rc != 0)
+        fail_msg("after restart: %s", err->message);
+    assert_string_equal(r->out, "back\n");
+    sp_run_result_free(r);
+    assert_int_equal(sp_sandbox_remove(x, false, &err), 0);
+    sp_sandbox_free(x);
+    svc = read_pid(pidfile);
+    if (svc > 0)
+        kill(svc, SIGTERM);
+    free(pidfile);
+    free(url);
+    tu_rmtree(root);
+    free(root);
+}
+
 int main(void)
 {
     need_podman_or_skip();
@@ -294,7 +389,7 @@ int main(void)
         cmocka_unit_test(test_shell_basics), cmocka_unit_test(test_hardening),
         cmocka_unit_test(test_ownership),    cmocka_unit_test(test_timeout_kills_group),
         cmocka_unit_test(test_output_caps),  cmocka_unit_test(test_killed_container_recovers),
-        cmocka_unit_test(test_bad_create),
+        cmocka_unit_test(test_bad_create),   cmocka_unit_test(test_service_killed_mid_command),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
