@@ -20,20 +20,6 @@
 
 /* ------------------------------------------------------------- naming -- */
 
-static bool valid_name(const char *n)
-{
-    size_t len = strlen(n);
-    if (len == 0 || len > 63)
-        return false;
-    for (size_t i = 0; i < len; i++) {
-        char c = n[i];
-        bool alnum = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
-        if (!alnum && (i == 0 || (c != '_' && c != '.' && c != '-')))
-            return false;
-    }
-    return true;
-}
-
 static char *generate_name(void)
 {
     uint32_t r = 0;
@@ -359,7 +345,7 @@ sp_podman *sp_sandbox_podman(sp_sandbox *sb, sp_error **err)
 int sp_sandbox_open(sp_sandbox **out, const char *name, const sp_sandbox_opts *opts, sp_error **err)
 {
     *out = NULL;
-    if (!name || !valid_name(name))
+    if (!name || !sp_sandbox_name_valid(name))
         return sp_err_set(err, SP_EINVAL, 0, "invalid sandbox name: %s", name ? name : "(null)");
     cleanup_free char *root = NULL;
     int r = sp_sandbox_resolve_root(&root, opts ? opts->state_root : NULL, err);
@@ -512,7 +498,7 @@ int sp_sandbox_create(sp_sandbox **out, const sp_sandbox_opts *opts, sp_error **
         o = *opts;
     cleanup_free char *gen = o.name ? NULL : generate_name();
     const char *name = o.name ? o.name : gen;
-    if (!valid_name(name))
+    if (!sp_sandbox_name_valid(name))
         return sp_err_set(err, SP_EINVAL, 0,
                           "invalid sandbox name: %s (letters, digits, '_', '.', '-'; at most 63)",
                           name);
@@ -850,7 +836,7 @@ int sp_sandbox_list(char ***out, const char *state_root, sp_error **err)
     if (d) {
         struct dirent *de;
         while ((de = readdir(d)) != NULL) {
-            if (de->d_name[0] == '.' || !valid_name(de->d_name))
+            if (de->d_name[0] == '.' || !sp_sandbox_name_valid(de->d_name))
                 continue;
             cleanup_free char *js = sp_xasprintf("%s/%s/sandbox.json", boxes, de->d_name);
             if (access(js, F_OK) == 0)

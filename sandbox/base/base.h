@@ -133,6 +133,10 @@ void sp_capbuf_feed(sp_capbuf *c, const char *data, size_t len);
 char *sp_capbuf_text(sp_capbuf *c, size_t *len, bool *truncated);
 void sp_capbuf_dispose(sp_capbuf *c);
 
+/* The state root: $SANDPOD_HOME, else $XDG_DATA_HOME/sandpod, else
+ * ~/.local/share/sandpod (also declared in the public sandpod/hydrate.h). */
+int sp_state_root(char **out, sp_error **err);
+
 /* Monotonic milliseconds. */
 int64_t sp_now_ms(void);
 

@@ -2,7 +2,6 @@
  * root. The started service is detached (double fork + setsid) so it
  * outlives the caller and is reused by later calls. */
 #include <fcntl.h>
-#include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -18,28 +17,6 @@ extern char **environ;
 
 #define INSTALL_HINT "apt-get install podman runc catatonit"
 #define START_HINT   "start it with contrib/podman-service.sh start"
-
-/* The state root: $SANDPOD_HOME, else $XDG_DATA_HOME/sandpod, else
- * ~/.local/share/sandpod. (Kept static here until a shared helper exists.) */
-static char *state_root(sp_error **err)
-{
-    const char *s = getenv("SANDPOD_HOME");
-    if (s && *s)
-        return sp_xstrdup(s);
-    s = getenv("XDG_DATA_HOME");
-    if (s && *s == '/')
-        return sp_xasprintf("%s/sandpod", s);
-    const char *home = getenv("HOME");
-    if (!home || !*home) {
-        struct passwd pw, *res = NULL;
-        char buf[4096];
-        if (getpwuid_r(getuid(), &pw, buf, sizeof(buf), &res) == 0 && res && res->pw_dir)
-            return sp_xasprintf("%s/.local/share/sandpod", res->pw_dir);
-        sp_err_set(err, SP_EINVAL, 0, "no state root: set SANDPOD_HOME or HOME");
-        return NULL;
-    }
-    return sp_xasprintf("%s/.local/share/sandpod", home);
-}
 
 static int mkdir_p(const char *path, sp_error **err)
 {
@@ -477,9 +454,9 @@ int sp_podman_find_or_start(sp_podman_addr *out, bool *started, const sp_podman_
     if (o.state_root && *o.state_root) {
         root = sp_xstrdup(o.state_root);
     } else {
-        root = state_root(err);
-        if (!root)
-            return SP_EINVAL;
+        int sr = sp_state_root(&root, err);
+        if (sr < 0)
+            return sr;
     }
 
     sp_strv cands = {0};
