@@ -246,6 +246,18 @@ static char *one_line(const char *s, size_t len)
     return r;
 }
 
+int sp_podman_call_json(sp_podman *p, const sp_http_req *req, cJSON **out, const char *what,
+                        sp_error **err)
+{
+    *out = NULL;
+    sp_http_resp resp = {0};
+    int r = sp_podman_http(p, req, &resp, what, err);
+    if (r == 0)
+        r = sp_podman_json(out, &resp.body, what, err);
+    sp_http_resp_dispose(&resp);
+    return r;
+}
+
 int sp_podman_http_error(sp_error **err, long status, const char *body, size_t len,
                          const char *what)
 {
@@ -544,11 +556,8 @@ int sp_podman_get_version(sp_podman_version **out, sp_podman *p, sp_error **err)
     *out = NULL;
     sp_http_req req = SP_HTTP_REQ_INIT;
     req.path = SP_PODMAN_API "/version";
-    sp_http_resp resp = {0};
     cJSON *j = NULL;
-    int r = sp_podman_http(p, &req, &resp, "version", err);
-    if (r == 0)
-        r = sp_podman_json(&j, &resp.body, "version", err);
+    int r = sp_podman_call_json(p, &req, &j, "version", err);
     if (r == 0) {
         sp_podman_version *v = sp_xcalloc(1, sizeof(*v));
         v->version = sp_json_strdup(j, "Version");
@@ -575,6 +584,5 @@ int sp_podman_get_version(sp_podman_version **out, sp_podman *p, sp_error **err)
         }
     }
     cJSON_Delete(j);
-    sp_http_resp_dispose(&resp);
     return r;
 }

@@ -333,11 +333,8 @@ int sp_podman_container_wait(int *exit_code, sp_podman *p, const char *name_or_i
     req.method = "POST";
     req.path = path;
     req.timeout_ms = timeout_ms >= 0 ? (timeout_ms ? timeout_ms : 1) : (long)p->transfer_timeout_ms;
-    sp_http_resp resp = {0};
     cJSON *j = NULL;
-    int r = sp_podman_http(p, &req, &resp, what, err);
-    if (r == 0)
-        r = sp_podman_json(&j, &resp.body, what, err);
+    int r = sp_podman_call_json(p, &req, &j, what, err);
     if (r == 0) {
         if (!cJSON_IsNumber(j))
             r = sp_err_set(err, SP_EPODMAN, 0, "%s: the answer is not an exit code", what);
@@ -345,7 +342,6 @@ int sp_podman_container_wait(int *exit_code, sp_podman *p, const char *name_or_i
             *exit_code = j->valueint;
     }
     cJSON_Delete(j);
-    sp_http_resp_dispose(&resp);
     return r;
 }
 
@@ -418,11 +414,8 @@ int sp_podman_container_inspect(sp_podman_container_info **out, sp_podman *p,
     cleanup_free char *what = sp_xasprintf("inspect container %s", name_or_id);
     sp_http_req req = SP_HTTP_REQ_INIT;
     req.path = path;
-    sp_http_resp resp = {0};
     cJSON *j = NULL;
-    int r = sp_podman_http(p, &req, &resp, what, err);
-    if (r == 0)
-        r = sp_podman_json(&j, &resp.body, what, err);
+    int r = sp_podman_call_json(p, &req, &j, what, err);
     if (r == 0) {
         const cJSON *st = cJSON_GetObjectItemCaseSensitive(j, "State");
         const char *id = sp_json_str(j, "Id");
@@ -449,7 +442,6 @@ int sp_podman_container_inspect(sp_podman_container_info **out, sp_podman *p,
         }
     }
     cJSON_Delete(j);
-    sp_http_resp_dispose(&resp);
     return r;
 }
 
@@ -477,11 +469,8 @@ int sp_podman_container_list(sp_podman_containers **out, sp_podman *p, const cha
         sp_xasprintf(SP_PODMAN_API "/containers/json?all=true&filters=%s", fq);
     sp_http_req req = SP_HTTP_REQ_INIT;
     req.path = path;
-    sp_http_resp resp = {0};
     cJSON *j = NULL;
-    int r = sp_podman_http(p, &req, &resp, "list containers", err);
-    if (r == 0)
-        r = sp_podman_json(&j, &resp.body, "list containers", err);
+    int r = sp_podman_call_json(p, &req, &j, "list containers", err);
     if (r == 0 && !cJSON_IsArray(j))
         r = sp_err_set(err, SP_EPODMAN, 0, "list containers: the answer is not a list");
     if (r == 0) {
@@ -510,7 +499,6 @@ int sp_podman_container_list(sp_podman_containers **out, sp_podman *p, const cha
         *out = l;
     }
     cJSON_Delete(j);
-    sp_http_resp_dispose(&resp);
     return r;
 }
 

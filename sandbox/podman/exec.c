@@ -98,18 +98,14 @@ int sp_podman_exec_inspect(sp_podman_exec_info *out, sp_podman *p, const char *e
     cleanup_free char *what = sp_xasprintf("inspect exec session %.12s", exec_id);
     sp_http_req req = SP_HTTP_REQ_INIT;
     req.path = path;
-    sp_http_resp resp = {0};
     cJSON *j = NULL;
-    int r = sp_podman_http(p, &req, &resp, what, err);
-    if (r == 0)
-        r = sp_podman_json(&j, &resp.body, what, err);
+    int r = sp_podman_call_json(p, &req, &j, what, err);
     if (r == 0) {
         out->running = sp_json_bool(j, "Running");
         out->exit_code = (int)sp_json_int(j, "ExitCode", -1);
         out->pid = (int)sp_json_int(j, "Pid", 0);
     }
     cJSON_Delete(j);
-    sp_http_resp_dispose(&resp);
     return r;
 }
 

@@ -138,11 +138,8 @@ int sp_podman_image_import(char **out_id, sp_podman *p, int tar_fd, const char *
     req.upload_fd = tar_fd;
     req.content_type = "application/x-tar";
     req.timeout_ms = (long)p->transfer_timeout_ms;
-    sp_http_resp resp = {0};
     cJSON *j = NULL;
-    int r = sp_podman_http(p, &req, &resp, what, err);
-    if (r == 0)
-        r = sp_podman_json(&j, &resp.body, what, err);
+    int r = sp_podman_call_json(p, &req, &j, what, err);
     if (r == 0) {
         const char *id = sp_json_str(j, "Id");
         if (!id || !*id)
@@ -151,7 +148,6 @@ int sp_podman_image_import(char **out_id, sp_podman *p, int tar_fd, const char *
             *out_id = sp_xstrdup(id);
     }
     cJSON_Delete(j);
-    sp_http_resp_dispose(&resp);
     sp_buf_dispose(&path);
     return r;
 }

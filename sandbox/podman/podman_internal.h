@@ -81,6 +81,10 @@ int sp_podman_http_error(sp_error **err, long status, const char *body, size_t l
                          const char *what);
 
 /* Parse a JSON body; SP_EPODMAN "malformed JSON" when it is not. */
+/* sp_podman_http() then sp_podman_json() on the answer; the response is
+ * disposed either way. */
+int sp_podman_call_json(sp_podman *p, const sp_http_req *req, cJSON **out, const char *what,
+                        sp_error **err);
 int sp_podman_json(cJSON **out, const sp_buf *body, const char *what, sp_error **err);
 
 /* Escape one path segment or query value (never NULL). */
