@@ -27,51 +27,7 @@ chmod 0755 "$P/src/main.c"
 printf 'TOPSECRET\n' >"$O/secret"
 : >"$T/empty"
 
-pass=0
-fail=0
-rc=0
-
-ok() {
-    pass=$((pass + 1))
-}
-
-bad() {
-    fail=$((fail + 1))
-    echo "FAIL: $*"
-    if [ -s "$T/err" ]; then
-        head -n 5 "$T/err" | sed 's/^/    stderr: /'
-    fi
-}
-
-run() {
-    "$SP" "$@" <"$T/empty" >"$T/out" 2>"$T/err"
-    rc=$?
-}
-
-err_lines_ok() {
-    [ -s "$T/err" ] && ! grep -qv '^sandpod: ' "$T/err"
-}
-
-# expect RC DESC: exit status, and a failure explained in `sandpod: ` lines.
-expect() {
-    local want=$1 desc=$2
-    if [ "$rc" -ne "$want" ]; then
-        bad "$desc: exit $rc, wanted $want"
-    elif [ "$want" -ne 0 ] && ! err_lines_ok; then
-        bad "$desc: stderr is not 'sandpod: ...'"
-    elif [ "$want" -eq 2 ] && [ "$(wc -l <"$T/err")" -ne 1 ]; then
-        bad "$desc: bad usage printed more than one line"
-    else
-        ok
-    fi
-}
-
-# check DESC CMD...: a shell test.
-check() {
-    local desc=$1
-    shift
-    if "$@"; then ok; else bad "$desc"; fi
-}
+. "$(dirname "$0")/lib.sh"
 
 # jq_ok DESC PYEXPR: PYEXPR (over `j`, the JSON on stdout) is true.
 jq_ok() {
@@ -82,11 +38,6 @@ jq_ok() {
     else
         bad "$desc: $(head -c 400 "$T/out")"
     fi
-}
-
-err_has() {
-    local desc=$1 needle=$2
-    if grep -qF -- "$needle" "$T/err"; then ok; else bad "$desc: stderr lacks '$needle'"; fi
 }
 
 tree() {
@@ -107,7 +58,7 @@ run hydrate --root "$T/ws" --name x --mount "$P"
 expect 2 "--root and --name"
 run hydrate --root "$T/ws" --mount "src=$P,color=red"
 expect 2 "unknown SPEC key"
-err_has "unknown key named" "unknown mount spec key 'color'"
+err_has "unknown mount spec key 'color'" "unknown key named"
 run hydrate --root "$T/ws" --mount "src=$P,max-bytes=lots"
 expect 2 "bad SIZE"
 run hydrate --root "$T/ws" --mount "dst=x"
@@ -154,8 +105,8 @@ printf 'already here\n' >"$T/keep/old.txt"
 before=$(tree "$T/keep")
 run hydrate --root "$T/keep" --mount "src=$P,max-bytes=64"
 expect 1 "over max-bytes"
-err_has "total given" "the selected files total"
-err_has "cap given" "max-bytes of 64 bytes"
+err_has "the selected files total" "total given"
+err_has "max-bytes of 64 bytes" "cap given"
 check "workspace untouched after cap" [ "$before" = "$(tree "$T/keep")" ]
 run hydrate --root "$T/keep" --mount "src=$P,max-bytes=1K,exclude=node_modules"
 expect 0 "under max-bytes with the big folder excluded"
@@ -165,21 +116,21 @@ check "old file kept" test -f "$T/keep/old.txt"
 before=$(tree "$T/keep")
 run hydrate --root "$T/keep" --mount "src=$P,dst=../escaped"
 expect 1 "dst=../x"
-err_has "escape named" "escapes the workspace"
+err_has "escapes the workspace" "escape named"
 check "nothing escaped" test ! -e "$T/escaped"
 run hydrate --root "$T/keep" --mount "src=$P,dst=/etc"
 expect 1 "dst=/etc"
 run hydrate --root "$T/keep" --mount "$O" --allowed-root "$P"
 expect 1 "mount outside the allowed roots"
-err_has "outside named" "outside the allowed roots"
+err_has "outside the allowed roots" "outside named"
 ln -s "$T" "$P/up"
 run hydrate --root "$T/keep" --mount "$P/up/outside" --allowed-root "$P"
 expect 1 "mount outside via a symlinked parent"
-err_has "resolution shown" "resolves to"
+err_has "resolves to" "resolution shown"
 rm "$P/up"
 run hydrate --root "$T/keep" --mount "$T/missing"
 expect 1 "missing mount"
-err_has "missing named" "not found"
+err_has "not found" "missing named"
 check "workspace untouched after refusals" [ "$before" = "$(tree "$T/keep")" ]
 
 run hydrate --root "$T/j/deep/ws" --json --mount "src=$P,dst=../x"
@@ -231,8 +182,7 @@ expect 0 "--name"
 check "workspace under the state root" test -f "$T/state/sandboxes/demo-1/workspace/a.txt"
 run hydrate --name '../evil' --mount "$T/a"
 expect 1 "bad sandbox name"
-err_has "bad name named" "bad sandbox name"
+err_has "bad sandbox name" "bad name named"
 unset SANDPOD_HOME
 
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish

@@ -49,94 +49,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-pass=0
-fail=0
-rc=0
-
-ok() {
-    pass=$((pass + 1))
-}
-
-bad() {
-    fail=$((fail + 1))
-    echo "FAIL: $*"
-    if [ -s "$T/err" ]; then
-        head -n 5 "$T/err" | sed 's/^/    stderr: /'
-    fi
-}
-
-# run ARGS...: sandpod with no stdin; stdout, stderr and status kept.
-run() {
-    "$SP" "$@" <"$T/empty" >"$T/out" 2>"$T/err"
-    rc=$?
-}
-
-# runin INPUT ARGS...: the same with INPUT on stdin.
-runin() {
-    local input=$1
-    shift
-    printf '%s' "$input" >"$T/in"
-    "$SP" "$@" <"$T/in" >"$T/out" 2>"$T/err"
-    rc=$?
-}
-
-# Every stderr line of a failure is `sandpod: ...`.
-err_lines_ok() {
-    [ -s "$T/err" ] && ! grep -qv '^sandpod: ' "$T/err"
-}
-
-# expect RC DESC: the last run exited RC; a sandpod failure said why in
-# `sandpod: ` lines, and bad usage in exactly one.
-expect() {
-    local want=$1 desc=$2
-    if [ "$rc" -ne "$want" ]; then
-        bad "$desc: exit $rc, wanted $want"
-    elif [ "$want" -eq 1 ] && ! err_lines_ok; then
-        bad "$desc: stderr is not 'sandpod: ...'"
-    elif [ "$want" -eq 2 ] && { ! err_lines_ok || [ "$(wc -l <"$T/err")" -ne 1 ]; }; then
-        bad "$desc: bad usage did not print exactly one 'sandpod: ' line"
-    else
-        ok
-    fi
-}
-
-# expect_rc RC DESC: the exit status alone (for a command's own code).
-expect_rc() {
-    if [ "$rc" -eq "$1" ]; then ok; else bad "$2: exit $rc, wanted $1"; fi
-}
-
-out_is() {
-    printf '%b' "$1" >"$T/want"
-    if cmp -s "$T/want" "$T/out"; then ok; else bad "$2: stdout was '$(head -c 300 "$T/out")'"; fi
-}
-out_has() {
-    if grep -qF -- "$1" "$T/out"; then ok; else bad "$2: no '$1' in '$(head -c 300 "$T/out")'"; fi
-}
-out_lacks() {
-    if grep -qF -- "$1" "$T/out"; then bad "$2: '$1' found in stdout"; else ok; fi
-}
-err_has() {
-    if grep -qF -- "$1" "$T/err"; then ok; else bad "$2: no '$1' in stderr"; fi
-}
-check() {
-    local desc=$1
-    shift
-    if "$@"; then ok; else bad "$desc"; fi
-}
-
-# json DESC [EXPR]: stdout is JSON and the Python expression EXPR (over `j`)
-# holds.
-json() {
-    local desc=$1 expr=${2:-True}
-    if python3 -c '
-import json, sys
-j = json.loads(sys.stdin.buffer.read().decode("utf-8"))
-sys.exit(0 if eval(sys.argv[1]) else 1)' "$expr" <"$T/out" 2>"$T/pyerr"; then
-        ok
-    else
-        bad "$desc: '$expr' on '$(head -c 300 "$T/out")' $(head -c 300 "$T/pyerr")"
-    fi
-}
+. "$(dirname "$0")/lib.sh"
 
 # ------------------------------------------------------ Podman, image --
 run image exists
@@ -385,5 +298,4 @@ expect 2 "ls with an operand"
 run image frobnicate
 expect 2 "image with an unknown operation"
 
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish

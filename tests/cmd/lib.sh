@@ -1,0 +1,113 @@
+# Shared by the CLI test scripts: run sandpod, keep its output, and count
+# checks. The sourcing script sets SP (the sandpod binary) and T (a scratch
+# folder) first, and ends with `finish`.
+# shellcheck shell=bash
+
+pass=0
+fail=0
+rc=0
+: >"$T/empty"
+
+ok() {
+    pass=$((pass + 1))
+}
+
+bad() {
+    fail=$((fail + 1))
+    echo "FAIL: $*"
+    if [ -s "$T/err" ]; then
+        head -n 5 "$T/err" | sed 's/^/    stderr: /'
+    fi
+}
+
+# run ARGS...: sandpod with no stdin; stdout, stderr and status kept.
+run() {
+    "$SP" "$@" <"$T/empty" >"$T/out" 2>"$T/err"
+    rc=$?
+}
+
+# runin INPUT ARGS...: the same with INPUT on stdin.
+runin() {
+    local input=$1
+    shift
+    printf '%s' "$input" >"$T/in"
+    "$SP" "$@" <"$T/in" >"$T/out" 2>"$T/err"
+    rc=$?
+}
+
+# Every stderr line of a failure is `sandpod: ...`.
+err_lines_ok() {
+    [ -s "$T/err" ] && ! grep -qv '^sandpod: ' "$T/err"
+}
+
+# expect RC DESC: the last run exited RC; a sandpod failure said why in
+# `sandpod: ` lines, and bad usage in exactly one.
+expect() {
+    local want=$1 desc=$2
+    if [ "$rc" -ne "$want" ]; then
+        bad "$desc: exit $rc, wanted $want"
+    elif [ "$want" -eq 1 ] && ! err_lines_ok; then
+        bad "$desc: stderr is not 'sandpod: ...'"
+    elif [ "$want" -eq 2 ] && { ! err_lines_ok || [ "$(wc -l <"$T/err")" -ne 1 ]; }; then
+        bad "$desc: bad usage did not print exactly one 'sandpod: ' line"
+    else
+        ok
+    fi
+}
+
+# expect_rc RC DESC: the exit status alone.
+expect_rc() {
+    if [ "$rc" -eq "$1" ]; then ok; else bad "$2: exit $rc, wanted $1"; fi
+}
+
+# out_is TEXT DESC: stdout is exactly TEXT (printf %b escapes allowed).
+out_is() {
+    printf '%b' "$1" >"$T/want"
+    if cmp -s "$T/want" "$T/out"; then ok; else bad "$2: stdout was '$(head -c 300 "$T/out")'"; fi
+}
+
+# out_has TEXT DESC / out_lacks TEXT DESC: a fixed string in stdout.
+out_has() {
+    if grep -qF -- "$1" "$T/out"; then ok; else bad "$2: no '$1' in '$(head -c 300 "$T/out")'"; fi
+}
+
+out_lacks() {
+    if grep -qF -- "$1" "$T/out"; then bad "$2: '$1' found in stdout"; else ok; fi
+}
+
+err_has() {
+    if grep -qF -- "$1" "$T/err"; then ok; else bad "$2: no '$1' in stderr"; fi
+}
+
+# check DESC CMD...: any host-side condition.
+check() {
+    local desc=$1
+    shift
+    if "$@"; then ok; else bad "$desc"; fi
+}
+
+# json DESC [EXPR]: stdout is strict UTF-8 JSON and the Python expression
+# EXPR (over `j`) holds.
+json() {
+    local desc=$1 expr=${2:-True}
+    if python3 -c '
+import json, sys
+j = json.loads(sys.stdin.buffer.read().decode("utf-8"))
+sys.exit(0 if eval(sys.argv[1]) else 1)' "$expr" <"$T/out" 2>"$T/pyerr"; then
+        ok
+    else
+        bad "$desc: '$expr' on '$(head -c 300 "$T/out")' $(head -c 300 "$T/pyerr")"
+    fi
+}
+
+# file_is PATH TEXT DESC: a host file holds exactly TEXT (%b escapes).
+file_is() {
+    printf '%b' "$2" >"$T/want"
+    if cmp -s "$T/want" "$1"; then ok; else bad "$3: file holds '$(head -c 300 "$1" 2>&1)'"; fi
+}
+
+# finish: the closing line CTest and CI read, and the exit status.
+finish() {
+    echo "$pass passed, $fail failed"
+    [ "$fail" -eq 0 ]
+}
