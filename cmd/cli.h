@@ -17,6 +17,7 @@
 
 #include "sandpod.h"
 #include "sandpod/sandbox.h"
+#include "tools.h"
 
 #define CLI_PRINTF(a, b) __attribute__((format(printf, a, b)))
 
@@ -251,5 +252,113 @@ int cli_attach_run(int *exit_code, sp_sandbox *sb, const struct cli_attach *a, s
 /* Check that a sandbox is running; otherwise report why and how to recover
  * (`sandpod start NAME`). Returns 0 or an exit code after the report. */
 int cli_require_running(sp_sandbox *sb, bool json);
+
+/* ------------------------------------------------------------------------
+ * Shared by the snapshot commands (defined in cmd_snapshot.c): snapshot,
+ * snapshots, restore, diff, export. Each works on a sandbox NAME or on a
+ * bare folder given as --root DIR --store DIR.
+ */
+
+enum {
+    CLI_OPT_SNAP_ROOT = 0x2000,
+    CLI_OPT_SNAP_STORE,
+};
+
+/* clang-format off */
+#define CLI_SNAP_OPTIONS                                           \
+    {"root", required_argument, NULL, CLI_OPT_SNAP_ROOT},         \
+    {"store", required_argument, NULL, CLI_OPT_SNAP_STORE},       \
+    CLI_CONN_OPTIONS
+/* clang-format on */
+
+struct cli_snap {
+    struct cli_conn conn;
+    const char *root;  /* --root */
+    const char *store; /* --store */
+    bool json;
+    sp_sandbox *sb;  /* the sandbox of the NAME form */
+    sp_snapstore *s; /* the open store */
+    bool paused;     /* we paused the container */
+    bool progress;   /* a progress line is on stderr */
+};
+
+/* Take --root, --store, --state-root or --url. Returns 1 when taken, 0
+ * when `opt` is none of them, -1 after a usage error. */
+int cli_snap_option(struct cli_snap *c, const char *cmd, int opt, const char *arg);
+
+/* The operands before SNAP: the sandbox NAME, unless --root was given.
+ * Checks that --root and --store come together. Returns 0 with *name set
+ * (NULL for the --root form), or an exit code after a usage error. */
+int cli_snap_target(struct cli_snap *c, const char *cmd, int argc, char **argv, const char **name);
+
+/* Open the snapshot store of sandbox `name` (pausing its container while a
+ * snapshot reads or a restore writes, when it is running) or of --root and
+ * --store. `create` makes a missing store. Progress goes to stderr when it
+ * is a terminal. Returns 0 or an exit code after the report. */
+int cli_snap_open(struct cli_snap *c, const char *name, bool create);
+void cli_snap_close(struct cli_snap *c);
+
+/* Help text of CLI_SNAP_OPTIONS. */
+void cli_snap_options_help(FILE *f);
+
+/* Clear a progress line left on stderr. */
+void cli_snap_progress_end(struct cli_snap *c);
+
+int cmd_snapshot(int argc, char **argv);
+int cmd_snapshots(int argc, char **argv);
+int cmd_restore(int argc, char **argv);
+int cmd_diff(int argc, char **argv);
+int cmd_export(int argc, char **argv);
+
+/* The model tool suite (defined in cmd_tools.c, cmd_call.c, cmd_mcp.c). */
+int cmd_tools(int argc, char **argv);
+int cmd_call(int argc, char **argv);
+int cmd_mcp(int argc, char **argv);
+
+/* Options that shape a tools context, shared by call and mcp (defined in
+ * cmd_tools.c). */
+enum {
+    CLI_OPT_TOOLS_ROOT = 0x3000,
+    CLI_OPT_TOOLS_STORE,
+    CLI_OPT_TOOLS_APPROVAL,
+    CLI_OPT_TOOLS_FS_MODE,
+    CLI_OPT_TOOLS_DISABLE,
+    CLI_OPT_TOOLS_DENY,
+    CLI_OPT_TOOLS_READ_ONLY,
+};
+
+/* clang-format off */
+#define CLI_TOOLS_OPTIONS                                               \
+    {"root", required_argument, NULL, CLI_OPT_TOOLS_ROOT},             \
+    {"store", required_argument, NULL, CLI_OPT_TOOLS_STORE},           \
+    {"approval", required_argument, NULL, CLI_OPT_TOOLS_APPROVAL},     \
+    {"fs-mode", required_argument, NULL, CLI_OPT_TOOLS_FS_MODE},       \
+    {"disable", required_argument, NULL, CLI_OPT_TOOLS_DISABLE},       \
+    {"deny", required_argument, NULL, CLI_OPT_TOOLS_DENY},             \
+    {"read-only", no_argument, NULL, CLI_OPT_TOOLS_READ_ONLY}
+/* clang-format on */
+
+struct cli_tools {
+    const char *root;  /* --root: a bare folder instead of a sandbox */
+    const char *store; /* --store: its snapshot store */
+    sp_tools_opts opts;
+    const char **disabled, **deny; /* NULL-terminated */
+    size_t n_disabled, n_deny;
+};
+
+/* Prepare for up to argc repeated options. Returns 0 or an exit code. */
+int cli_tools_init(struct cli_tools *c, int argc);
+void cli_tools_dispose(struct cli_tools *c);
+/* Take one option of CLI_TOOLS_OPTIONS. Returns 1 when taken, 0 when `opt`
+ * is none of them, -1 after a usage error. */
+int cli_tools_option(struct cli_tools *c, const char *cmd, int opt, const char *arg);
+/* Check the combination once parsing is done (`sandbox`: a sandbox is the
+ * target). Returns 0 or an exit code after a usage error. */
+int cli_tools_check(struct cli_tools *c, const char *cmd, bool sandbox);
+/* The help text of CLI_TOOLS_OPTIONS. */
+void cli_tools_options_help(FILE *f);
+/* An approval callback that asks on the controlling terminal (/dev/tty);
+ * without one, nobody can be asked. */
+sp_tools_verdict cli_tools_prompt(void *userdata, const sp_tools_approval_request *req);
 
 #endif

@@ -50,6 +50,9 @@ enum {
     OPT_NEW_FILE,
     OPT_ALL,
     OPT_LINE,
+    OPT_DRY_RUN,
+    OPT_FORMAT,
+    OPT_ALLOW_OVERWRITE,
 };
 
 static const struct option global_options[] = {
@@ -90,6 +93,9 @@ static const struct option op_options[] = {
     {"all", no_argument, NULL, OPT_ALL},
     {"replace-all", no_argument, NULL, OPT_ALL},
     {"line", required_argument, NULL, OPT_LINE},
+    {"dry-run", no_argument, NULL, OPT_DRY_RUN},
+    {"format", required_argument, NULL, OPT_FORMAT},
+    {"allow-overwrite", no_argument, NULL, OPT_ALLOW_OVERWRITE},
     {NULL, 0, NULL, 0},
 };
 
@@ -119,6 +125,8 @@ struct fs_cli {
     bool icase, fixed, recursive, parents, exist_ok, all;
     const char *old_str, *new_str, *old_file, *new_file;
     long line;
+    bool dry_run, allow_overwrite;
+    const char *format;
 
     sp_fs *fs;
 };
@@ -145,6 +153,7 @@ static int op_rm(struct fs_cli *c);
 static int op_mkdir(struct fs_cli *c);
 static int op_edit(struct fs_cli *c);
 static int op_insert(struct fs_cli *c);
+static int op_patch(struct fs_cli *c);
 
 static const struct fs_op ops[] = {
     {"read", op_read, 1, 1, " offset limit view ",
@@ -178,6 +187,10 @@ static const struct fs_op ops[] = {
      "F is a host file (- = stdin) for strings spanning lines"},
     {"insert", op_insert, 1, 1, " line ", "insert PATH --line N",
      "insert stdin after line N (0 = at the start, -1 = at the end)"},
+    {"patch", op_patch, 0, 0, " dry-run format allow-overwrite ",
+     "patch [--dry-run] [--format auto|codex|unified] [--allow-overwrite]",
+     "apply the patch on stdin (Codex '*** Begin Patch' or a unified diff) to\n"
+     "every file it names, all or nothing; prints the files changed"},
 };
 
 #define N_OPS (sizeof(ops) / sizeof(ops[0]))
@@ -228,6 +241,9 @@ static void help(FILE *f)
                "  --exist-ok       mkdir: an existing folder is fine\n"
                "  --old S, --new S, --old-file F, --new-file F, --all   edit\n"
                "  --line N         insert: line to insert after\n"
+               "  --dry-run        patch: check everything, write nothing\n"
+               "  --format F       patch: auto (default), codex or unified\n"
+               "  --allow-overwrite  patch: Codex 'Add File'/'Move to' may replace a file\n"
                "\n"
                "Exit status: 0 ok, 1 error (or 'exists' on a missing path), 2 bad usage.\n"
                "Errors print one line 'sandpod: MESSAGE' on stderr.\n");
@@ -390,6 +406,15 @@ static int op_option(struct fs_cli *c, int opt, const char *arg)
             return CLI_EXIT_USAGE;
         c->line = (long)v;
         c->have_line = true;
+        return 0;
+    case OPT_DRY_RUN:
+        c->dry_run = true;
+        return 0;
+    case OPT_FORMAT:
+        c->format = arg;
+        return 0;
+    case OPT_ALLOW_OVERWRITE:
+        c->allow_overwrite = true;
         return 0;
     default:
         return cli_usage("fs", "unknown option");
@@ -835,6 +860,101 @@ static int op_insert(struct fs_cli *c)
         printf("inserted after line %ld of ", c->line);
     cli_put_name(stdout, c->args[0]);
     putchar('\n');
+    return CLI_EXIT_OK;
+}
+
+/* One letter per action, as git's --name-status. */
+static char action_letter(sp_patch_action a)
+{
+    switch (a) {
+    case SP_PATCH_ADD:
+        return 'A';
+    case SP_PATCH_DELETE:
+        return 'D';
+    case SP_PATCH_MOVE:
+        return 'R';
+    case SP_PATCH_COPY:
+        return 'C';
+    default:
+        return 'M';
+    }
+}
+
+static cJSON *patch_json(const sp_patch_result *res)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON *files = cJSON_CreateArray();
+    bool ok = o && files && sp_json_add_string(o, "format", sp_patch_format_name(res->format)) &&
+              cJSON_AddBoolToObject(o, "dry_run", res->dry_run) &&
+              sp_json_add_u64(o, "count", res->n);
+    for (size_t i = 0; ok && i < res->n; i++) {
+        const sp_patch_file *f = &res->files[i];
+        cJSON *e = cJSON_CreateObject();
+        char mode[8];
+        snprintf(mode, sizeof(mode), "%04o", f->mode & 07777u);
+        ok = e && sp_json_add_string(e, "action", sp_patch_action_name(f->action)) &&
+             sp_json_add_string(e, "path", f->path) &&
+             (!f->new_path || sp_json_add_string(e, "new_path", f->new_path)) &&
+             sp_json_add_u64(e, "lines_added", f->lines_added) &&
+             sp_json_add_u64(e, "lines_removed", f->lines_removed) &&
+             sp_json_add_u64(e, "bytes_written", f->bytes_written) &&
+             (f->action == SP_PATCH_DELETE || sp_json_add_string(e, "mode", mode));
+        if (ok && !cJSON_AddItemToArray(files, e))
+            ok = false;
+        else if (!ok)
+            cJSON_Delete(e);
+    }
+    if (ok && cJSON_AddItemToObject(o, "files", files))
+        return o;
+    cJSON_Delete(files);
+    cJSON_Delete(o);
+    return NULL;
+}
+
+static int op_patch(struct fs_cli *c)
+{
+    sp_patch_opts o = SP_PATCH_OPTS_INIT;
+    if (!c->format || strcmp(c->format, "auto") == 0)
+        o.format = SP_PATCH_AUTO;
+    else if (strcmp(c->format, "codex") == 0)
+        o.format = SP_PATCH_CODEX;
+    else if (strcmp(c->format, "unified") == 0)
+        o.format = SP_PATCH_UNIFIED;
+    else
+        return cli_usage("fs", "--format must be auto, codex or unified: '%s'", c->format);
+    o.dry_run = c->dry_run;
+    o.allow_overwrite = c->allow_overwrite;
+
+    char *text = NULL;
+    size_t len = 0;
+    if (cli_read_fd(STDIN_FILENO, CLI_MAX_INPUT, &text, &len) < 0)
+        return cli_error("reading stdin: %s", strerror(errno));
+    sp_patch_result *res = NULL;
+    sp_error *err = NULL;
+    int rc = sp_fs_apply_patch(&res, c->fs, text, len, &o, &err);
+    free(text);
+    if (rc < 0)
+        return fail(c, rc, err);
+    if (c->json) {
+        rc = cli_print_result(patch_json(res));
+        sp_patch_result_free(res);
+        return rc;
+    }
+    for (size_t i = 0; i < res->n; i++) {
+        const sp_patch_file *f = &res->files[i];
+        printf("%c  ", action_letter(f->action));
+        cli_put_name(stdout, f->path);
+        if (f->new_path) {
+            fputs(" -> ", stdout);
+            cli_put_name(stdout, f->new_path);
+        }
+        if (f->lines_added || f->lines_removed)
+            printf("  +%zu -%zu", f->lines_added, f->lines_removed);
+        putchar('\n');
+    }
+    if (res->dry_run)
+        cli_error("dry run: nothing was written");
+    sp_patch_result_free(res);
     return CLI_EXIT_OK;
 }
 

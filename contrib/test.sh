@@ -38,4 +38,53 @@ if [ $quick = 0 ]; then
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     run_suite build/asan -DSANDPOD_SANITIZE=ON
 fi
+
+# Fuzzing, bounded: the libFuzzer targets of tests/fuzz built with clang, each
+# run for SANDPOD_FUZZ_SECONDS (default 20) from its seed corpus, $jobs at a
+# time (the whole stage stays under 5 minutes). New inputs go to a scratch
+# corpus in the build folder, never into the tree; a crash fails the run and
+# its input must be fixed and kept in tests/fuzz/regressions/<target>/.
+fuzz_secs=${SANDPOD_FUZZ_SECONDS:-20}
+if [ $quick = 0 ] && [ "$fuzz_secs" != 0 ]; then
+  if ! command -v clang >/dev/null; then
+    echo "== fuzz: skipped (no clang)"
+  else
+    echo "== build build/fuzz (clang, -DSANDPOD_FUZZ=ON)"
+    CC=clang cmake -S . -B build/fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSANDPOD_WERROR=ON \
+      -DSANDPOD_FUZZ=ON >/dev/null
+    cmake --build build/fuzz -j"$jobs" --target sandpod_fuzzers >/dev/null
+    echo "== fuzz (${fuzz_secs}s per target)"
+    fuzz_one() {
+      local t=$1 work=build/fuzz/fuzz-work/$1 art=build/fuzz/fuzz-artifacts/$1
+      rm -rf "$work"; mkdir -p "$work" "$art"
+      cp tests/fuzz/corpus/"$t"/* "$work"/
+      if build/fuzz/tests/fuzz/fuzz_"$t" -max_total_time="$fuzz_secs" -timeout=10 \
+           -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$art"/ \
+           "$work" tests/fuzz/regressions/"$t" >build/fuzz/fuzz-"$t".log 2>&1; then
+        echo "fuzz_$t: $(grep -h 'stat::number_of_executed_units' build/fuzz/fuzz-"$t".log |
+          awk '{print $2}') runs, $(grep -h 'stat::average_exec_per_sec' build/fuzz/fuzz-"$t".log |
+          awk '{print $2}') exec/s"
+      else
+        echo "fuzz_$t FAILED: see build/fuzz/fuzz-$t.log; input in $art/"
+        tail -40 build/fuzz/fuzz-"$t".log
+        return 1
+      fi
+    }
+    fuzz_failed=0
+    running=0
+    for t in $(ls tests/fuzz/corpus); do
+      fuzz_one "$t" &
+      running=$((running + 1))
+      if [ $running -ge "$jobs" ]; then
+        wait -n || fuzz_failed=1
+        running=$((running - 1))
+      fi
+    done
+    while [ $running -gt 0 ]; do
+      wait -n || fuzz_failed=1
+      running=$((running - 1))
+    done
+    [ $fuzz_failed = 0 ] || { echo "fuzzing found a crash"; exit 1; }
+  fi
+fi
 echo "== all suites passed"

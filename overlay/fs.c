@@ -131,7 +131,7 @@ int sp_fs_check_new_path(sp_fs *fs, const char *rel, sp_error **err)
 
 /* A symlink that resolved to a denied path must not hand its content out:
  * the deny list is about what a file is, not what it is called. */
-static int check_fd_denied(sp_fs *fs, int fd, const char *rel, sp_error **err)
+int sp_fs_check_fd_denied(sp_fs *fs, int fd, const char *rel, sp_error **err)
 {
     if (!fs->deny)
         return 0;
@@ -171,7 +171,7 @@ static int open_regular(sp_fs *fs, const char *rel, struct stat *st, sp_error **
         close(fd);
         return sp_err_set(err, SP_EINVAL, 0, "not a regular file: %s", rel);
     }
-    int r = check_fd_denied(fs, fd, rel, err);
+    int r = sp_fs_check_fd_denied(fs, fd, rel, err);
     if (r < 0) {
         close(fd);
         return r;

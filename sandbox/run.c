@@ -6,7 +6,12 @@
  * timeout a second exec kills that whole group, so background children
  * the command started go too. When the command returns, whatever it left
  * running in its group is killed as well: a tool call does not leak
- * processes (long-running servers belong in an interactive session). */
+ * processes (long-running servers belong in an interactive session).
+ *
+ * When the container runs sandpod-agent, a command instead goes over its
+ * unix socket (fastpath.c): the agent gives it a process group of its own,
+ * kills the group when it returns, and kills the whole tree on a KILL frame
+ * (the timeout) or when the connection closes. No wrapper, no second exec. */
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -84,6 +89,109 @@ static void free_strv(char **v)
     free(v);
 }
 
+/* Run a command through the agent. SP_ENOTFOUND: no agent answered and
+ * nothing ran, so REST may be tried. */
+static int fast_exec(sp_run_result **out, sp_sandbox *sb, const char *const *argv,
+                     const sp_run_opts *o, int timeout, sp_error **err)
+{
+    char **env = merged_env(sb, o->env);
+    sp_fast_spec spec = {.argv = argv,
+                         .env = (const char *const *)env,
+                         .workdir = o->workdir ? o->workdir : sb->cfg.workdir,
+                         .kill_on_exit = true};
+    int64_t start = sp_now_ms();
+    sp_fast *f = NULL;
+    int r = sp_fast_start(&f, sb, &spec, err);
+    free_strv(env);
+    if (r == SP_ETIMEOUT) {
+        /* Accepted but not started: a paused container says why. */
+        sp_error *why = NULL;
+        if (sp_sandbox_require_running(sb, &why) < 0) {
+            if (err) {
+                sp_error_free(*err);
+                *err = why;
+            } else {
+                sp_error_free(why);
+            }
+            return SP_EPODMAN;
+        }
+        sp_error_free(why);
+    }
+    if (r < 0)
+        return r;
+
+    sp_capbuf cout, cerr;
+    sp_capbuf_init(&cout, o->max_bytes, o->max_lines);
+    sp_capbuf_init(&cerr, o->max_bytes, o->max_lines);
+    bool timed_out = false;
+    const char *in = o->stdin_data;
+    size_t in_left = o->stdin_data ? o->stdin_len : 0;
+    bool in_closed = false;
+    char buf[65536];
+    int64_t deadline = timeout > 0 ? start + timeout : INT64_MAX;
+    for (;;) {
+        /* stdin goes in slices between reads, so a command that prints
+         * before it has read all its input cannot deadlock us. */
+        /* A command that exits before it read its input closes the
+         * connection after its exit frame: what is left unsent is moot. */
+        if (!in_closed && in_left == 0) {
+            sp_fast_close_stdin(f, NULL);
+            in_closed = true;
+        }
+        int64_t now = sp_now_ms();
+        if (now >= deadline && !timed_out) {
+            timed_out = true;
+            sp_fast_kill(f, 0);
+            deadline = sp_now_ms() + DRAIN_MS;
+            continue;
+        }
+        if (now >= deadline)
+            break; /* killed, and the stream still did not end */
+        int wait = deadline == INT64_MAX ? 1000 : (int)(deadline - now);
+        if (in_left) {
+            struct pollfd pfd = {.fd = sp_fast_fd(f), .events = POLLIN | POLLOUT};
+            if (!sp_fast_buffered(f) && poll(&pfd, 1, wait) > 0 && (pfd.revents & POLLOUT) &&
+                !(pfd.revents & POLLIN)) {
+                size_t k = in_left < 16384 ? in_left : 16384;
+                if (sp_fast_write_stdin(f, in, k, NULL) < 0)
+                    k = in_left;
+                in += k;
+                in_left -= k;
+                continue;
+            }
+            wait = 0;
+        }
+        size_t n = 0;
+        int stream = 0;
+        r = sp_fast_read(&n, &stream, f, buf, sizeof(buf), wait, err);
+        if (r == SP_ETIMEOUT)
+            continue;
+        if (r < 0)
+            goto done;
+        if (n == 0)
+            break;
+        sp_capbuf_feed(stream == SP_EXEC_STDERR ? &cerr : &cout, buf, n);
+    }
+    int code = -1;
+    if (!sp_fast_exited(f, &code))
+        code = 128 + SIGKILL;
+    sp_run_result *res = sp_xcalloc(1, sizeof(*res));
+    res->exit_code = code;
+    res->timed_out = timed_out;
+    res->out_total = cout.total_bytes;
+    res->err_total = cerr.total_bytes;
+    res->out = sp_capbuf_text(&cout, &res->out_len, &res->out_truncated);
+    res->err = sp_capbuf_text(&cerr, &res->err_len, &res->err_truncated);
+    res->duration_ms = sp_now_ms() - start;
+    *out = res;
+    r = 0;
+done:
+    sp_fast_free(f); /* closing kills whatever is left */
+    sp_capbuf_dispose(&cout);
+    sp_capbuf_dispose(&cerr);
+    return r;
+}
+
 int sp_sandbox_exec(sp_run_result **out, sp_sandbox *sb, const char *const *argv,
                     const sp_run_opts *opts, sp_error **err)
 {
@@ -93,10 +201,27 @@ int sp_sandbox_exec(sp_run_result **out, sp_sandbox *sb, const char *const *argv
         o = *opts;
     if (!argv || !argv[0])
         return sp_err_set(err, SP_EINVAL, 0, "exec: no command given");
-    int r = sp_sandbox_require_running(sb, err);
+    int timeout = o.timeout_ms == 0 ? DEFAULT_TIMEOUT_MS : o.timeout_ms;
+    int r;
+    if (sp_fast_wanted(sb, o.user)) {
+        sp_error *ferr = NULL;
+        r = fast_exec(out, sb, argv, &o, timeout, &ferr);
+        if (r != SP_ENOTFOUND || sp_fast_mode(sb) == SP_EXEC_FAST) {
+            if (r == SP_ENOTFOUND && sp_sandbox_require_running(sb, NULL) < 0) {
+                sp_error_free(ferr);
+                return sp_sandbox_require_running(sb, err);
+            }
+            if (err)
+                *err = ferr;
+            else
+                sp_error_free(ferr);
+            return r;
+        }
+        sp_error_free(ferr); /* no agent answers: the REST path */
+    }
+    r = sp_sandbox_require_running(sb, err);
     if (r < 0)
         return r;
-    int timeout = o.timeout_ms == 0 ? DEFAULT_TIMEOUT_MS : o.timeout_ms;
 
     cleanup_free char *token = make_token();
     sp_strv wargv = {0};

@@ -7,9 +7,12 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/random.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <time.h>
 
+#include "agent/protocol.h"
 #include "sandbox_internal.h"
 
 #define SANDBOX_JSON_VERSION 1
@@ -147,6 +150,9 @@ int sp_sandbox_save(sp_sandbox *sb, sp_error **err)
     cJSON_AddNumberToObject(o, "tmpfs_bytes", (double)c->tmpfs_bytes);
     cJSON_AddBoolToObject(o, "writable_root", c->writable_root);
     cJSON_AddItemToObject(o, "cap_add", strv_json(c->cap_add));
+    static const char *const paths[] = {"auto", "rest", "fast"};
+    cJSON_AddStringToObject(o, "exec_path", paths[c->exec_path <= SP_EXEC_FAST ? c->exec_path : 0]);
+    cJSON_AddBoolToObject(o, "agent", c->agent);
     char *text = cJSON_Print(o);
     cJSON_Delete(o);
     if (!text)
@@ -248,6 +254,12 @@ static int load(sp_sandbox *sb, sp_error **err)
     const cJSON *wr = cJSON_GetObjectItemCaseSensitive(o, "writable_root");
     c->writable_root = cJSON_IsTrue(wr);
     c->cap_add = json_strv(cJSON_GetObjectItemCaseSensitive(o, "cap_add"));
+    /* Sandboxes made before the fast path have neither key: REST it is. */
+    const char *ep = jstr(o, "exec_path", "auto");
+    c->exec_path = strcmp(ep, "rest") == 0   ? SP_EXEC_REST
+                   : strcmp(ep, "fast") == 0 ? SP_EXEC_FAST
+                                             : SP_EXEC_AUTO;
+    c->agent = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "agent"));
     const char *ws = jstr(o, "workspace", NULL);
     free(sb->workspace);
     sb->workspace = ws ? sp_xstrdup(ws) : sp_xasprintf("%s/workspace", sb->state_dir);
@@ -356,6 +368,8 @@ int sp_sandbox_open(sp_sandbox **out, const char *name, const sp_sandbox_opts *o
         sp_sandbox_free(sb);
         return r;
     }
+    if (opts && opts->exec_path)
+        sb->cfg.exec_path = opts->exec_path;
     *out = sb;
     return 0;
 }
@@ -425,6 +439,110 @@ static int ensure_image(sp_sandbox *sb, sp_podman *p, sp_error **err)
                       sb->cfg.image);
 }
 
+/* The agent binary to give new containers: $SANDPOD_AGENT ("none" turns
+ * the fast path off), the build tree, then the install path. */
+static const char *find_agent(void)
+{
+    const char *e = getenv("SANDPOD_AGENT");
+    if (e && *e)
+        return strcmp(e, "none") != 0 && access(e, X_OK) == 0 ? e : NULL;
+#ifdef SANDPOD_AGENT_BUILD_PATH
+    if (access(SANDPOD_AGENT_BUILD_PATH, X_OK) == 0)
+        return SANDPOD_AGENT_BUILD_PATH;
+#endif
+#ifdef SANDPOD_AGENT_INSTALL_PATH
+    if (access(SANDPOD_AGENT_INSTALL_PATH, X_OK) == 0)
+        return SANDPOD_AGENT_INSTALL_PATH;
+#endif
+    return NULL;
+}
+
+/* Copy the agent into the state folder, so that the bind mount's source
+ * stays put whatever happens to the build tree or a later install. */
+static int copy_agent(const char *src, const char *dst, sp_error **err)
+{
+    cleanup_close int in = open(src, O_RDONLY | O_CLOEXEC);
+    if (in < 0)
+        return sp_err_errno(err, errno, "open", src);
+    cleanup_free char *tmp = sp_xasprintf("%s.%d", dst, (int)getpid());
+    cleanup_close int out = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0755);
+    if (out < 0)
+        return sp_err_errno(err, errno, "create", tmp);
+    char buf[65536];
+    for (;;) {
+        ssize_t n = read(in, buf, sizeof(buf));
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 || (n > 0 && sp_write_all(out, buf, (size_t)n) < 0)) {
+            int r = sp_err_errno(err, errno, "copy", src);
+            unlink(tmp);
+            return r;
+        }
+        if (n == 0)
+            break;
+    }
+    if (fchmod(out, 0755) < 0 || rename(tmp, dst) < 0) {
+        int r = sp_err_errno(err, errno, "install", dst);
+        unlink(tmp);
+        return r;
+    }
+    return 0;
+}
+
+/* Set up <state_dir>/agent/: the binary (root's, read-only in the
+ * container) and run/, the socket folder, which only the container's user
+ * may enter. agent/ itself is 0700, so no other host user reaches the
+ * socket. Only as root: without a user mapping we know, the container's
+ * user could not bind there, and a folder others may enter would hand the
+ * sandbox to every local user. */
+static bool prepare_agent(sp_sandbox *sb, char **bin, char **run)
+{
+    const char *src = find_agent();
+    uid_t uid;
+    gid_t gid;
+    if (!src || geteuid() != 0 || parse_user(sb->cfg.user, &uid, &gid) < 0)
+        return false;
+    cleanup_free char *dir = sp_xasprintf("%s/agent", sb->state_dir);
+    cleanup_free char *b = sp_xasprintf("%s/sandpod-agent", dir);
+    cleanup_free char *r = sp_fast_run_dir(sb);
+    if ((mkdir(dir, 0700) < 0 && errno != EEXIST) || chmod(dir, 0700) < 0)
+        return false;
+    if (copy_agent(src, b, NULL) < 0)
+        return false;
+    if ((mkdir(r, 0700) < 0 && errno != EEXIST) || chown(r, uid, gid) < 0 || chmod(r, 0700) < 0)
+        return false;
+    *bin = steal_pointer(&b);
+    *run = steal_pointer(&r);
+    return true;
+}
+
+/* After a start, wait (briefly) until the agent listens, so the first
+ * command already takes the fast path. A stale socket from an earlier run
+ * refuses connections until the agent binds it anew. */
+static void wait_agent(sp_sandbox *sb)
+{
+    if (!sb->cfg.agent)
+        return;
+    cleanup_free char *dir = sp_fast_run_dir(sb);
+    cleanup_close int dfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (dfd < 0)
+        return;
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    snprintf(sa.sun_path, sizeof(sa.sun_path), "/proc/self/fd/%d/" SPA_SOCKET_NAME, dfd);
+    int64_t end = sp_now_ms() + 2000;
+    while (sp_now_ms() < end) {
+        int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (fd < 0)
+            return;
+        int r = connect(fd, (struct sockaddr *)&sa, sizeof(sa));
+        close(fd);
+        if (r == 0)
+            return;
+        struct timespec ts = {0, 1000000L};
+        nanosleep(&ts, NULL);
+    }
+}
+
 static int create_container(sp_sandbox *sb, sp_error **err)
 {
     sp_podman *p = sp_sandbox_podman(sb, err);
@@ -434,24 +552,31 @@ static int create_container(sp_sandbox *sb, sp_error **err)
     if (r < 0)
         return r;
     const sp_sandbox_config *c = &sb->cfg;
-    sp_podman_mount mount = {sb->workspace, SP_WORKSPACE_MOUNT, false};
+    cleanup_free char *agent_bin = NULL;
+    cleanup_free char *agent_run = NULL;
+    sb->cfg.agent = prepare_agent(sb, &agent_bin, &agent_run);
+    sp_podman_mount mounts[3] = {{sb->workspace, SP_WORKSPACE_MOUNT, false},
+                                 {agent_bin, SPA_AGENT_PATH, true},
+                                 {agent_run, SPA_RUN_DIR, false}};
     sp_podman_tmpfs tmp = {"/tmp", c->tmpfs_bytes, 01777, false};
     cleanup_free char *label_name = sp_xasprintf("sandpod.name=%s", sb->name);
     const char *labels[] = {"sandpod=1", label_name, NULL};
-    /* A long sleep under catatonit keeps the container up; commands come
-     * in through exec. */
+    /* The agent is init and serves commands; without it, a long sleep
+     * under catatonit keeps the container up and commands come in through
+     * exec. */
     const char *cmd[] = {"/bin/sleep", "2147483647", NULL};
+    const char *agent_cmd[] = {SPA_AGENT_PATH, SPA_RUN_DIR, NULL};
     cleanup_free char *cname = sp_xasprintf("sandpod-%s", sb->name);
 
     sp_podman_container_spec spec = SP_PODMAN_CONTAINER_SPEC_INIT;
     spec.name = cname;
     spec.image = c->image;
-    spec.command = cmd;
+    spec.command = sb->cfg.agent ? agent_cmd : cmd;
     spec.env = (const char *const *)c->env;
     spec.workdir = c->workdir;
     spec.user = c->user;
-    spec.mounts = &mount;
-    spec.n_mounts = 1;
+    spec.mounts = mounts;
+    spec.n_mounts = sb->cfg.agent ? 3 : 1;
     spec.tmpfs = &tmp;
     spec.n_tmpfs = 1;
     spec.network = c->network;
@@ -461,7 +586,7 @@ static int create_container(sp_sandbox *sb, sp_error **err)
     spec.writable_rootfs = c->writable_root;
     spec.cap_add = (const char *const *)c->cap_add;
     spec.labels = labels;
-    spec.init = true;
+    spec.init = !sb->cfg.agent;
     spec.stop_timeout_s = 2;
 
     /* A container left by an earlier, interrupted attempt holds the name. */
@@ -475,6 +600,7 @@ static int create_container(sp_sandbox *sb, sp_error **err)
     r = sp_podman_container_start(p, id, err);
     if (r < 0)
         return sp_err_wrap(err, r, "start container for sandbox %s", sb->name);
+    wait_agent(sb);
     return 0;
 }
 
@@ -507,6 +633,8 @@ int sp_sandbox_create(sp_sandbox **out, const sp_sandbox_opts *opts, sp_error **
     gid_t gid;
     if (parse_user(user, &uid, &gid) < 0)
         return sp_err_set(err, SP_EINVAL, 0, "user must be uid or uid:gid, not %s", user);
+    if ((unsigned)o.exec_path > SP_EXEC_FAST)
+        return sp_err_set(err, SP_EINVAL, 0, "unknown exec path %d", (int)o.exec_path);
 
     cleanup_free char *root = NULL;
     int r = sp_sandbox_resolve_root(&root, o.state_root, err);
@@ -536,6 +664,7 @@ int sp_sandbox_create(sp_sandbox **out, const sp_sandbox_opts *opts, sp_error **
     c->tmpfs_bytes = o.tmpfs_bytes ? o.tmpfs_bytes : DEFAULT_TMPFS;
     c->writable_root = o.writable_root;
     c->cap_add = strv_dup(o.cap_add);
+    c->exec_path = o.exec_path;
     sb->created_at = now_rfc3339();
 
     if ((r = sp_sandbox_lock(sb, err)) < 0)
@@ -685,6 +814,8 @@ int sp_sandbox_start(sp_sandbox *sb, sp_error **err)
         r = sp_podman_container_unpause(p, sb->container_id, err);
     } else if (r == 0 && !info->running) {
         r = sp_podman_container_start(p, sb->container_id, err);
+        if (r == 0)
+            wait_agent(sb);
         if (r < 0) {
             /* A container that cannot start again (its runtime state is
              * stale after a reboot) is replaced. */

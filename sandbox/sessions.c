@@ -17,7 +17,14 @@
  *
  * A process-wide registry of host pids lets exit and signal handlers kill
  * every live session when the owning process goes away (see
- * sp_session_kill_all_signal_safe()). */
+ * sp_session_kill_all_signal_safe()).
+ *
+ * When the container runs sandpod-agent, a session is instead one
+ * connection to it (fastpath.c): the agent starts `sh -c command` in a
+ * session of its own (on a pty or pipes), reports its host pid through
+ * SCM_CREDENTIALS, and kills its tree (group, terminal session, and every
+ * process carrying the token) on a KILL frame or when the connection
+ * closes, which also covers an owner that dies by SIGKILL. */
 #include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -458,6 +465,7 @@ typedef struct session {
     char *command;
     char *user;
     sp_exec *stream;
+    sp_fast *fast; /* instead of stream, on the fast path */
     int fd;
     bool tty;
     int host_pid;
@@ -508,6 +516,7 @@ static void session_free(session *s)
         return;
     registry_remove(s->reg);
     sp_exec_free(s->stream);
+    sp_fast_free(s->fast);
     sp_capbuf_dispose(&s->pending);
     sp_buf_dispose(&s->inq);
     free(s->io_error);
@@ -563,7 +572,8 @@ static bool drain(session *s)
     for (int i = 0; i < READS_PER_ROUND; i++) {
         size_t n = 0;
         sp_error *e = NULL;
-        int r = sp_exec_read(&n, NULL, s->stream, buf, sizeof(buf), 0, &e);
+        int r = s->fast ? sp_fast_read(&n, NULL, s->fast, buf, sizeof(buf), 0, &e)
+                        : sp_exec_read(&n, NULL, s->stream, buf, sizeof(buf), 0, &e);
         if (r == SP_ETIMEOUT) {
             sp_error_free(e);
             return false;
@@ -588,7 +598,9 @@ static void send_some(session *s)
     if (left) {
         size_t k = left < WRITE_CHUNK ? left : WRITE_CHUNK;
         sp_error *e = NULL;
-        if (sp_exec_write_stdin(s->stream, s->inq.data + s->inq_off, k, &e) < 0) {
+        int r = s->fast ? sp_fast_write_stdin(s->fast, s->inq.data + s->inq_off, k, &e)
+                        : sp_exec_write_stdin(s->stream, s->inq.data + s->inq_off, k, &e);
+        if (r < 0) {
             set_io_error(s, e, "writing stdin failed");
             s->inq_off = s->inq.len;
             s->want_close = false;
@@ -603,7 +615,10 @@ static void send_some(session *s)
     }
     if (s->inq.len == 0 && s->want_close && !s->stdin_closed) {
         s->stdin_closed = true;
-        sp_exec_close_stdin(s->stream, NULL);
+        if (s->fast)
+            sp_fast_close_stdin(s->fast, NULL);
+        else
+            sp_exec_close_stdin(s->stream, NULL);
     }
 }
 
@@ -649,7 +664,8 @@ static void *io_main(void *arg)
                 send_some(s);
             /* Data can sit in the stream's own buffer with nothing new on
              * the socket, hence the second test. */
-            if (pfd[k].revents & (POLLIN | POLLHUP | POLLERR) || sp_exec_buffered(s->stream))
+            bool buffered = s->fast ? sp_fast_buffered(s->fast) : sp_exec_buffered(s->stream);
+            if (pfd[k].revents & (POLLIN | POLLHUP | POLLERR) || buffered)
                 busy |= drain(s);
         }
         pthread_cond_broadcast(&t->cond);
@@ -780,6 +796,11 @@ static int kill_trees(sp_sandbox *sb, session **v, size_t n, sp_error **err)
     session *rest[SP_SESSION_MAX];
     size_t nl = 0, nr = 0;
     for (size_t i = 0; i < n && i < SP_SESSION_MAX; i++) {
+        if (v[i]->fast) {
+            /* The agent kills the tree; its exit frame says it is done. */
+            sp_fast_kill(v[i]->fast, KILL_WAIT_MS);
+            continue;
+        }
         int leader = sp_session_container_kill_only ? 0 : registry_leader(v[i]->reg);
         if (leader) {
             leaders[nl] = leader;
@@ -877,8 +898,15 @@ static void note_add(char **note, const char *fmt, ...)
 /* Learn the session's host pid (for the exit handlers) once it runs. */
 static void learn_pid(sp_sandbox *sb, session *s)
 {
-    if (s->pid_checked || !sb->podman)
+    if (s->pid_checked || (!sb->podman && !s->fast))
         return;
+    if (s->fast) {
+        s->host_pid = sp_fast_host_pid(s->fast);
+        s->pid_checked = true;
+        if (s->host_pid > 0)
+            s->reg = registry_add(s->host_pid, s->token);
+        return;
+    }
     sp_podman_exec_info info;
     if (sp_podman_exec_inspect(&info, sb->podman, s->exec_id, NULL) < 0 || info.pid <= 0)
         return;
@@ -928,19 +956,29 @@ static int collect(sp_session_output **out, sp_sandbox *sb, session *s, int yiel
         int code = -1;
         sp_podman_exec_info info = {0};
         bool running = false;
-        if (sb->podman && sp_podman_exec_inspect(&info, sb->podman, s->exec_id, NULL) == 0)
-            running = info.running;
-        if (running && !io_error) /* the stream ended a moment before the exit was recorded */
-            running = sp_podman_exec_wait(&code, sb->podman, s->exec_id, EXIT_WAIT_MS, NULL) != 0;
-        else if (!running)
-            code = info.exit_code;
+        if (s->fast) {
+            if (!sp_fast_exited(s->fast, &code)) {
+                /* The agent went away first; closing the connection (if
+                 * it still listens) kills what is left. */
+                note_add(&note, "lost the output stream of session %d (%s)", s->id,
+                         io_error ? io_error : "closed early");
+            }
+        } else {
+            if (sb->podman && sp_podman_exec_inspect(&info, sb->podman, s->exec_id, NULL) == 0)
+                running = info.running;
+            if (running && !io_error) /* the stream ended a moment before the exit was recorded */
+                running =
+                    sp_podman_exec_wait(&code, sb->podman, s->exec_id, EXIT_WAIT_MS, NULL) != 0;
+            else if (!running)
+                code = info.exit_code;
+        }
         if (running) {
             /* The stream broke while the command still runs: without a
              * stream nobody could talk to it again, so it goes. */
             note_add(&note, "lost the output stream of session %d (%s); it was killed", s->id,
                      io_error ? io_error : "closed early");
             kill_trees(sb, &s, 1, NULL);
-        } else if (io_error) {
+        } else if (io_error && !s->fast) {
             note_add(&note, "I/O error as session %d ended: %s", s->id, io_error);
         }
         o->exited = true;
@@ -1036,7 +1074,9 @@ int sp_session_start(sp_session_output **out, sp_sandbox *sb, const char *comman
     unsigned cols = o.cols ? o.cols : DEFAULT_COLS;
     if (tty && (rows > 0xffff || cols > 0xffff))
         return sp_err_set(err, SP_EINVAL, 0, "session: bad terminal size %ux%u", rows, cols);
-    int r = sp_sandbox_require_running(sb, err);
+    const char *user = o.user ? o.user : sb->cfg.user;
+    bool fast = sp_fast_wanted(sb, o.user);
+    int r = fast ? 0 : sp_sandbox_require_running(sb, err);
     if (r < 0)
         return r;
     sp_session_table *t = NULL;
@@ -1046,13 +1086,73 @@ int sp_session_start(sp_session_output **out, sp_sandbox *sb, const char *comman
     char *note = t->n >= SP_SESSION_MAX ? prune(sb, t) : NULL;
 
     char *token = make_token();
+    sp_fast *f = NULL;
+    if (fast) {
+        const char *argv[] = {"/bin/sh", "-c", command, NULL};
+        char **env = session_env(sb, o.env, token);
+        cleanup_free char *marker = sp_xasprintf(ENV_TOKEN "=%s", token);
+        sp_fast_spec fs = {.argv = argv,
+                           .env = (const char *const *)env,
+                           .workdir = o.workdir ? o.workdir : sb->cfg.workdir,
+                           .tty = tty,
+                           .rows = rows,
+                           .cols = cols,
+                           .kill_marker = marker};
+        sp_error *ferr = NULL;
+        r = sp_fast_start(&f, sb, &fs, &ferr);
+        strv_free(env);
+        if (r == SP_ENOTFOUND && sp_fast_mode(sb) != SP_EXEC_FAST) {
+            sp_error_free(ferr); /* no agent answers: the REST path */
+            fast = false;
+            r = sp_sandbox_require_running(sb, err);
+        } else if (r < 0) {
+            if (sp_sandbox_require_running(sb, NULL) < 0) {
+                sp_error_free(ferr);
+                sp_sandbox_require_running(sb, err);
+            } else if (err) {
+                *err = ferr;
+            } else {
+                sp_error_free(ferr);
+            }
+            r = r == SP_ETIMEOUT || r == SP_ENOTFOUND ? SP_EPODMAN : r;
+        }
+        if (r < 0) {
+            free(token);
+            free(note);
+            return r;
+        }
+    }
+    if (fast) {
+        session *s = sp_xcalloc(1, sizeof(*s));
+        s->token = token;
+        s->command = sp_xstrdup(command);
+        s->user = sp_xstrdup(user ? user : "");
+        s->fast = f;
+        s->fd = sp_fast_fd(f);
+        s->tty = tty;
+        s->reg = -1;
+        s->host_pid = sp_fast_host_pid(f);
+        s->started_ms = s->used_ms = sp_now_ms();
+        pending_reset(s);
+        if (o.close_stdin) {
+            if (tty)
+                sp_buf_addc(&s->inq, '\x04');
+            s->want_close = !tty;
+        }
+        pthread_mutex_lock(&t->mu);
+        s->id = atomic_fetch_add(&next_session_id, 1);
+        t->v[t->n++] = s;
+        pthread_mutex_unlock(&t->mu);
+        wake(t);
+        return collect(out, sb, s, clamp_yield(o.yield_time_ms), budget_bytes(o.max_output_tokens),
+                       t0, note);
+    }
     char rs[16], cs[16];
     snprintf(rs, sizeof(rs), "%u", tty ? rows : 0);
     snprintf(cs, sizeof(cs), "%u", tty ? cols : 0);
     const char *argv[] = {"/bin/sh", "-c",      WRAPPER, "sandpod", token, rs,
                           cs,        "/bin/sh", "-c",    command,   NULL};
     char **env = session_env(sb, o.env, token);
-    const char *user = o.user ? o.user : sb->cfg.user;
     sp_podman_exec_spec spec = SP_PODMAN_EXEC_SPEC_INIT;
     spec.argv = argv;
     spec.env = (const char *const *)env;
@@ -1133,6 +1233,13 @@ int sp_session_signal(sp_sandbox *sb, int session_id, int signo, sp_error **err)
     session *s = lookup(sb, session_id);
     if (!s)
         return no_session(sb, session_id, err);
+    if (s->fast) {
+        /* Frames from this thread and the I/O thread must not interleave. */
+        pthread_mutex_lock(&sb->sessions->mu);
+        int r = s->ended ? 0 : sp_fast_signal(s->fast, signo, err);
+        pthread_mutex_unlock(&sb->sessions->mu);
+        return r < 0 ? sp_err_wrap(err, r, "signal session %d", session_id) : 0;
+    }
     int leader = sp_session_container_kill_only ? 0 : registry_leader(s->reg);
     if (leader) {
         kill(-leader, signo);
@@ -1211,6 +1318,12 @@ int sp_session_resize(sp_sandbox *sb, int session_id, unsigned rows, unsigned co
     if (!rows || !cols || rows > 0xffff || cols > 0xffff)
         return sp_err_set(err, SP_EINVAL, 0, "session %d: bad terminal size %ux%u", session_id,
                           rows, cols);
+    if (s->fast) {
+        pthread_mutex_lock(&sb->sessions->mu);
+        int r = s->ended ? 0 : sp_fast_resize(s->fast, rows, cols, err);
+        pthread_mutex_unlock(&sb->sessions->mu);
+        return r < 0 ? sp_err_wrap(err, r, "resize session %d", session_id) : 0;
+    }
     sp_podman *p = sp_sandbox_podman(sb, err);
     if (!p)
         return SP_EPODMAN;

@@ -8,7 +8,9 @@
 #include "sandpod/error.h"
 #include "sandpod/fs.h"
 #include "sandpod/hydrate.h"
+#include "sandpod/patch.h"
 #include "sandpod/session.h"
+#include "sandpod/snapshot.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -35,6 +35,18 @@ static void need_podman_or_skip(void)
     exit(77);
 }
 
+/* SANDPOD_EXEC_PATH=rest|fast picks the path every command takes, so the
+ * same assertions run on Podman's REST exec and on the agent. */
+static sp_exec_path exec_path_from_env(void)
+{
+    const char *v = getenv("SANDPOD_EXEC_PATH");
+    if (v && strcmp(v, "fast") == 0)
+        return SP_EXEC_FAST;
+    if (v && strcmp(v, "rest") == 0)
+        return SP_EXEC_REST;
+    return SP_EXEC_AUTO;
+}
+
 static int group_setup(void **state)
 {
     (void)state;
@@ -51,6 +63,7 @@ static int group_setup(void **state)
     sp_sandbox_opts o = SP_SANDBOX_OPTS_INIT;
     o.name = name;
     o.state_root = state_root;
+    o.exec_path = exec_path_from_env();
     o.mounts = &m;
     o.n_mounts = 1;
     o.memory_bytes = 128ull << 20;
@@ -327,6 +340,9 @@ static void test_service_killed_mid_command(void **state)
 
     sp_sandbox_opts o = SP_SANDBOX_OPTS_INIT;
     o.name = "svc-kill";
+    /* This is about the REST client: on the fast path the command does not
+     * need the service and rightly runs on (see test_fast_survives_service). */
+    o.exec_path = SP_EXEC_REST;
     o.state_root = root;
     o.podman_url = url;
     sp_sandbox *x = NULL;

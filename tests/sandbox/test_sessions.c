@@ -680,6 +680,18 @@ fail:
 
 /* ---------------------------------------------------------------- setup -- */
 
+/* SANDPOD_EXEC_PATH=rest|fast picks the path every command takes, so the
+ * same assertions run on Podman's REST exec and on the agent. */
+static sp_exec_path exec_path_from_env(void)
+{
+    const char *v = getenv("SANDPOD_EXEC_PATH");
+    if (v && strcmp(v, "fast") == 0)
+        return SP_EXEC_FAST;
+    if (v && strcmp(v, "rest") == 0)
+        return SP_EXEC_REST;
+    return SP_EXEC_AUTO;
+}
+
 static int group_setup(void **state)
 {
     (void)state;
@@ -690,6 +702,7 @@ static int group_setup(void **state)
     sp_sandbox_opts o = SP_SANDBOX_OPTS_INIT;
     o.name = box_name;
     o.state_root = state_root;
+    o.exec_path = exec_path_from_env();
     o.podman_url = podman_url;
     sp_error *err = NULL;
     if (sp_sandbox_create(&sb, &o, &err) < 0) {

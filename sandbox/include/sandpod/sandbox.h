@@ -38,6 +38,18 @@ typedef struct sp_sandbox sp_sandbox;
 #define SP_SANDBOX_OPTS_VERSION 1
 
 /**
+ * How commands reach the container. The fast path asks sandpod-agent, the
+ * container's pid 1, over a unix socket in the sandbox's state folder (a
+ * round trip of a few ms); the REST path creates a Podman exec for each
+ * command (the OCI runtime's exec: 70-120 ms).
+ */
+typedef enum sp_exec_path {
+    SP_EXEC_AUTO = 0, /**< the agent when it answers, else REST */
+    SP_EXEC_REST = 1, /**< always Podman's REST exec */
+    SP_EXEC_FAST = 2, /**< always the agent; an error when it does not answer */
+} sp_exec_path;
+
+/**
  * How to create a sandbox. Zero values select the hardened defaults: no
  * network, all capabilities dropped, no-new-privileges, read-only root with
  * a 64 MiB tmpfs /tmp, 1 GiB of memory, 1 CPU, 256 processes, user 1000:1000.
@@ -75,6 +87,14 @@ typedef struct sp_sandbox_opts {
     /** Hydration progress, for long copies (may be NULL). */
     void (*progress)(void *userdata, const sp_hydrate_progress *p);
     void *progress_userdata;
+    /** How commands, shells and sessions reach the container; saved in
+     *  sandbox.json. sp_sandbox_open() uses a non-zero value here in place
+     *  of the saved one for that handle. A container created without the
+     *  agent (an older sandpod, or no agent binary found) always uses REST
+     *  under SP_EXEC_AUTO. Under SP_EXEC_AUTO, $SANDPOD_EXEC_PATH=rest|fast
+     *  forces a path (for the CLI and tests). The agent binary is found through $SANDPOD_AGENT,
+     *  the build tree, then the install path (libexec/sandpod/sandpod-agent). */
+    sp_exec_path exec_path;
 } sp_sandbox_opts;
 
 #define SP_SANDBOX_OPTS_INIT                                                                       \
@@ -92,8 +112,9 @@ typedef struct sp_sandbox_opts {
 int sp_sandbox_create(sp_sandbox **out, const sp_sandbox_opts *opts, sp_error **err);
 
 /**
- * Open an existing sandbox by name (state_root and podman_url are the only
- * fields of opts used; NULL = defaults). Does not talk to Podman.
+ * Open an existing sandbox by name (state_root, podman_url and a non-zero
+ * exec_path are the only fields of opts used; NULL = defaults). Does not
+ * talk to Podman.
  *
  * @return 0; SP_ENOTFOUND
  */

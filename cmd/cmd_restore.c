@@ -1,0 +1,116 @@
+/* sandpod restore: make a sandbox's workspace (or --root) equal to a
+ * snapshot again. */
+#include <getopt.h>
+#include <inttypes.h>
+#include <string.h>
+
+#include "cli.h"
+#include "snapshot_json.h"
+
+enum { OPT_STATS = 0x2100 };
+
+static const struct option options[] = {
+    {"json", no_argument, NULL, 'j'},
+    {"stats", no_argument, NULL, OPT_STATS},
+    CLI_SNAP_OPTIONS,
+    {"help", no_argument, NULL, 'h'},
+    {NULL, 0, NULL, 0},
+};
+
+static void help(FILE *f)
+{
+    fprintf(f, "Usage: sandpod restore [--json] NAME SNAP\n"
+               "       sandpod restore [--json] --root DIR --store DIR SNAP\n"
+               "\n"
+               "Make the workspace exactly what it was at snapshot SNAP (an id, a tag, or a\n"
+               "prefix of an id or commit): contents, permission bits, symlinks, empty\n"
+               "folders, .git folders; everything made since is removed. Only what differs\n"
+               "is written, and only beneath the workspace (a symlink planted where a folder\n"
+               "was is replaced, never followed). A running container is paused meanwhile.\n"
+               "Run it again if it was interrupted.\n"
+               "\n"
+               "Options:\n"
+               "  --json               print {ok, restored: {snapshot record}, stats}\n"
+               "  --stats              print what the restore cost on stderr\n");
+    cli_snap_options_help(f);
+    fprintf(f, "  -h, --help           show this help\n"
+               "\n"
+               "Exit status: 0 ok, 1 error (no such snapshot, or ambiguous), 2 bad usage.\n");
+}
+
+int cmd_restore(int argc, char **argv)
+{
+    struct cli_snap c = {0};
+    bool stats = false;
+    int rc = 0;
+    optind = 0;
+    int opt;
+    while ((opt = cli_getopt("restore", argc, argv, "jh", options, false)) != -1) {
+        int took = opt == CLI_GETOPT_BAD ? -1 : cli_snap_option(&c, "restore", opt, optarg);
+        if (took < 0) {
+            rc = CLI_EXIT_USAGE;
+            goto done;
+        }
+        if (took)
+            continue;
+        if (opt == 'h') {
+            help(stdout);
+            goto done;
+        }
+        if (opt == OPT_STATS)
+            stats = true;
+        else
+            c.json = true;
+    }
+    const char *name = NULL;
+    if ((rc = cli_snap_target(&c, "restore", argc, argv, &name)) != 0)
+        goto done;
+    if (optind >= argc) {
+        rc = cli_usage("restore", "missing SNAP to restore");
+        goto done;
+    }
+    const char *ref = argv[optind++];
+    if (optind < argc) {
+        rc = cli_usage("restore", "unexpected argument '%s'", argv[optind]);
+        goto done;
+    }
+    if ((rc = cli_snap_open(&c, name, false)) != 0)
+        goto done;
+    sp_snapshot *snap = NULL;
+    sp_error *err = NULL;
+    int r = sp_snapshot_restore(&snap, c.s, ref, &err);
+    cli_snap_progress_end(&c);
+    if (r < 0) {
+        rc = cli_fail(c.json, r, err);
+        goto done;
+    }
+    sp_snapstore_stats st;
+    sp_snapstore_last_stats(c.s, &st);
+    if (stats)
+        fprintf(stderr,
+                "%s: %" PRIu64 " entries looked at, %" PRIu64 " files read, %" PRIu64
+                " paths changed, %" PRId64 " ms\n",
+                st.full_walk ? "full walk" : "tracked", st.entries, st.files_hashed,
+                st.paths_changed, st.elapsed_ms);
+    if (c.json) {
+        cJSON *o = cJSON_CreateObject();
+        if (o && (!cJSON_AddItemToObject(o, "restored", sp_json_snapshot(snap)) ||
+                  !cJSON_AddItemToObject(o, "stats", sp_json_snapstore_stats(&st)))) {
+            cJSON_Delete(o);
+            o = NULL;
+        }
+        rc = cli_print_result(o);
+    } else {
+        printf("restored %s", snap->id);
+        if (snap->tag) {
+            fputs(" (", stdout);
+            cli_put_name(stdout, snap->tag);
+            fputc(')', stdout);
+        }
+        printf(": %" PRIu64 " paths changed\n", st.paths_changed);
+    }
+    sp_snapshot_free(snap);
+done:
+    cli_snap_close(&c);
+    return rc;
+}

@@ -1,0 +1,380 @@
+/* sandpod snapshot: take a snapshot of a sandbox's workspace (or of any
+ * folder, with --root and --store), and the store chores `snapshot rm`,
+ * `snapshot gc` and `snapshot import`.
+ *
+ * This file also holds what the other snapshot commands (snapshots,
+ * restore, diff, export) share: the NAME | --root/--store target, opening
+ * the store with the container paused around reads and writes, and the
+ * progress line. */
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "fs_json.h"
+#include "snapshot_json.h"
+
+/* ------------------------------------------------------------- shared -- */
+
+int cli_snap_option(struct cli_snap *c, const char *cmd, int opt, const char *arg)
+{
+    switch (opt) {
+    case CLI_OPT_SNAP_ROOT:
+        c->root = arg;
+        return 1;
+    case CLI_OPT_SNAP_STORE:
+        c->store = arg;
+        return 1;
+    default:
+        return cli_conn_option(&c->conn, cmd, opt, arg);
+    }
+}
+
+int cli_snap_target(struct cli_snap *c, const char *cmd, int argc, char **argv, const char **name)
+{
+    *name = NULL;
+    if (c->root || c->store) {
+        if (!c->root || !c->store)
+            return cli_usage(cmd, "--root and --store go together");
+        return 0;
+    }
+    if (optind >= argc)
+        return cli_usage(cmd, "missing sandbox NAME (or --root DIR --store DIR)");
+    *name = argv[optind++];
+    return 0;
+}
+
+void cli_snap_options_help(FILE *f)
+{
+    fprintf(f, "  --root DIR           work on the folder DIR instead of a sandbox\n"
+               "  --store DIR          the snapshot store of --root (created when missing;\n"
+               "                       must be outside DIR)\n"
+               "  --state-root DIR     where sandboxes live (default $SANDPOD_HOME, ...)\n"
+               "  --url URL            Podman service (default $SANDPOD_URL, else found)\n");
+}
+
+/* Pause a running container around the workspace reads and writes; leave
+ * a stopped (or already paused) one alone. */
+static int snap_pause(void *ud, sp_error **err)
+{
+    struct cli_snap *c = ud;
+    sp_sandbox_status *st = NULL;
+    int r = sp_sandbox_status_get(&st, c->sb, err);
+    if (r < 0)
+        return r;
+    if (st->state && strcmp(st->state, "running") == 0) {
+        r = sp_sandbox_pause(c->sb, err);
+        if (r == 0)
+            c->paused = true;
+    }
+    sp_sandbox_status_free(st);
+    return r;
+}
+
+static int snap_unpause(void *ud, sp_error **err)
+{
+    struct cli_snap *c = ud;
+    if (!c->paused)
+        return 0;
+    c->paused = false;
+    return sp_sandbox_unpause(c->sb, err);
+}
+
+static void snap_progress(void *ud, const sp_snapshot_progress *p)
+{
+    struct cli_snap *c = ud;
+    char bytes[32];
+    cli_format_bytes(bytes, sizeof(bytes), p->bytes_hashed);
+    if (strcmp(p->phase, "restore") == 0)
+        fprintf(stderr, "\rrestoring: %" PRIu64 " entries looked at, %" PRIu64 " changed   ",
+                p->entries, p->paths_changed);
+    else
+        fprintf(stderr, "\rscanning: %" PRIu64 " entries, %" PRIu64 " files read (%s)   ",
+                p->entries, p->files_hashed, bytes);
+    fflush(stderr);
+    c->progress = true;
+}
+
+void cli_snap_progress_end(struct cli_snap *c)
+{
+    if (c->progress) {
+        fputs("\r\033[K", stderr);
+        fflush(stderr);
+        c->progress = false;
+    }
+}
+
+int cli_snap_open(struct cli_snap *c, const char *name, bool create)
+{
+    sp_snapstore_opts o = SP_SNAPSTORE_OPTS_INIT;
+    o.no_create = !create;
+    if (isatty(STDERR_FILENO)) {
+        o.progress = snap_progress;
+        o.progress_userdata = c;
+    }
+    sp_error *err = NULL;
+    int r;
+    if (name) {
+        int rc = cli_sandbox_open(&c->sb, name, &c->conn, c->json);
+        if (rc != 0)
+            return rc;
+        o.pause = snap_pause;
+        o.unpause = snap_unpause;
+        o.userdata = c;
+        char *store = NULL;
+        if (asprintf(&store, "%s/snapshots.git", sp_sandbox_state_dir(c->sb)) < 0)
+            return cli_error("out of memory");
+        r = sp_snapstore_open(&c->s, sp_sandbox_workspace(c->sb), store, &o, &err);
+        free(store);
+    } else {
+        r = sp_snapstore_open(&c->s, c->root, c->store, &o, &err);
+    }
+    if (r < 0) {
+        if (r == SP_ENOTFOUND && !create && err && err->message &&
+            strstr(err->message, "no snapshot store")) {
+            /* Nothing was ever snapshotted: say so plainly. */
+            char msg[512];
+            snprintf(msg, sizeof(msg), "no snapshots yet (no store at %s)",
+                     name ? "the sandbox's state folder" : c->store);
+            sp_error e = {SP_ENOTFOUND, 0, msg};
+            sp_error_free(err);
+            return c->json ? cli_json_error(r, &e) : cli_sp_error(r, &e);
+        }
+        return cli_fail(c->json, r, err);
+    }
+    return 0;
+}
+
+void cli_snap_close(struct cli_snap *c)
+{
+    cli_snap_progress_end(c);
+    sp_snapstore_free(c->s);
+    c->s = NULL;
+    if (c->paused && c->sb)
+        (void)sp_sandbox_unpause(c->sb, NULL);
+    sp_sandbox_free(c->sb);
+    c->sb = NULL;
+    cli_conn_dispose(&c->conn);
+}
+
+/* A short commit id for people. */
+static void print_record(const sp_snapshot *s)
+{
+    char bytes[32];
+    cli_format_bytes(bytes, sizeof(bytes), s->bytes);
+    printf("snapshot %s", s->id);
+    if (s->tag) {
+        fputs(" (", stdout);
+        cli_put_name(stdout, s->tag);
+        fputc(')', stdout);
+    }
+    printf("\n  commit %.12s, %" PRIu64 " files, %" PRIu64 " folders, %" PRIu64 " symlinks, %s\n",
+           s->commit, s->files, s->dirs, s->symlinks, bytes);
+}
+
+/* ---------------------------------------------------------- snapshot -- */
+
+enum { OPT_TAG = 't', OPT_JSON = 'j', OPT_HELP = 'h', OPT_STATS = 0x2100 };
+
+static const struct option options[] = {
+    {"tag", required_argument, NULL, OPT_TAG}, {"json", no_argument, NULL, OPT_JSON},
+    {"stats", no_argument, NULL, OPT_STATS},   CLI_SNAP_OPTIONS,
+    {"help", no_argument, NULL, OPT_HELP},     {NULL, 0, NULL, 0},
+};
+
+static void help(FILE *f)
+{
+    fprintf(f, "Usage: sandpod snapshot [--tag T] [--json] NAME\n"
+               "       sandpod snapshot [--tag T] [--json] --root DIR --store DIR\n"
+               "       sandpod snapshot rm NAME SNAP          delete a snapshot\n"
+               "       sandpod snapshot gc NAME               free the space of deleted snapshots\n"
+               "       sandpod snapshot import NAME FILE [--tag T]\n"
+               "                                              a tar archive as a new snapshot\n"
+               "\n"
+               "Take an exact snapshot of a sandbox's workspace: every file (ignored by git\n"
+               "or not), permission bits, symlinks as they are, empty folders, .git folders.\n"
+               "Only what changed since the last snapshot is read. A running container is\n"
+               "paused while the workspace is read. The rm, gc and import forms take --root\n"
+               "DIR --store DIR in place of NAME too. SNAP is a snapshot id, a tag, or a\n"
+               "prefix of an id or commit.\n"
+               "\n"
+               "Options:\n"
+               "  -t, --tag T          a label for the snapshot\n"
+               "  --json               print the record {ok, id, tag, commit, created_at,\n"
+               "                       created_at_ns, root, store, files, dirs, symlinks,\n"
+               "                       bytes, stats}\n"
+               "  --stats              print what the snapshot cost on stderr\n");
+    cli_snap_options_help(f);
+    fprintf(f, "  -h, --help           show this help\n"
+               "\n"
+               "Exit status: 0 ok, 1 error, 2 bad usage.\n");
+}
+
+static void print_stats(const sp_snapstore_stats *st)
+{
+    char bytes[32];
+    cli_format_bytes(bytes, sizeof(bytes), st->bytes_hashed);
+    fprintf(stderr,
+            "%s: %" PRIu64 " entries looked at, %" PRIu64 " files read (%s), %" PRIu64
+            " objects written, %" PRIu64 " paths changed, %" PRId64 " ms\n",
+            st->full_walk ? "full walk" : "tracked", st->entries, st->files_hashed, bytes,
+            st->objects_written, st->paths_changed, st->elapsed_ms);
+}
+
+static int finish_record(struct cli_snap *c, sp_snapshot *snap, bool stats)
+{
+    sp_snapstore_stats st;
+    sp_snapstore_last_stats(c->s, &st);
+    cli_snap_progress_end(c);
+    if (stats)
+        print_stats(&st);
+    int rc = CLI_EXIT_OK;
+    if (c->json) {
+        cJSON *o = sp_json_snapshot(snap);
+        if (o && !cJSON_AddItemToObject(o, "stats", sp_json_snapstore_stats(&st))) {
+            cJSON_Delete(o);
+            o = NULL;
+        }
+        rc = cli_print_result(o);
+    } else {
+        print_record(snap);
+    }
+    sp_snapshot_free(snap);
+    return rc;
+}
+
+enum sub { SUB_NONE, SUB_RM, SUB_GC, SUB_IMPORT };
+
+int cmd_snapshot(int argc, char **argv)
+{
+    struct cli_snap c = {0};
+    const char *tag = NULL;
+    bool stats = false;
+    int rc = 0;
+    enum sub sub = SUB_NONE;
+    const char *cmd = "snapshot";
+    if (argc > 1 && strcmp(argv[1], "rm") == 0)
+        sub = SUB_RM;
+    else if (argc > 1 && strcmp(argv[1], "gc") == 0)
+        sub = SUB_GC;
+    else if (argc > 1 && strcmp(argv[1], "import") == 0)
+        sub = SUB_IMPORT;
+    if (sub != SUB_NONE) {
+        argc--;
+        argv++;
+    }
+
+    optind = 0;
+    int opt;
+    while ((opt = cli_getopt(cmd, argc, argv, "t:jh", options, false)) != -1) {
+        int took = opt == CLI_GETOPT_BAD ? -1 : cli_snap_option(&c, cmd, opt, optarg);
+        if (took < 0) {
+            rc = CLI_EXIT_USAGE;
+            goto done;
+        }
+        if (took)
+            continue;
+        switch (opt) {
+        case OPT_TAG:
+            tag = optarg;
+            break;
+        case OPT_JSON:
+            c.json = true;
+            break;
+        case OPT_STATS:
+            stats = true;
+            break;
+        default:
+            help(stdout);
+            goto done;
+        }
+    }
+    if (tag && (sub == SUB_RM || sub == SUB_GC)) {
+        rc = cli_usage(cmd, "--tag is for taking or importing a snapshot");
+        goto done;
+    }
+    const char *name = NULL;
+    if ((rc = cli_snap_target(&c, cmd, argc, argv, &name)) != 0)
+        goto done;
+    const char *operand = NULL;
+    if (sub == SUB_RM || sub == SUB_IMPORT) {
+        if (optind >= argc) {
+            rc =
+                cli_usage(cmd, sub == SUB_RM ? "missing SNAP to delete" : "missing FILE to import");
+            goto done;
+        }
+        operand = argv[optind++];
+    }
+    if (optind < argc) {
+        rc = cli_usage(cmd, "unexpected argument '%s'", argv[optind]);
+        goto done;
+    }
+    if ((rc = cli_snap_open(&c, name, sub == SUB_NONE || sub == SUB_IMPORT)) != 0)
+        goto done;
+
+    sp_error *err = NULL;
+    int r = 0;
+    switch (sub) {
+    case SUB_NONE: {
+        sp_snapshot *snap = NULL;
+        r = sp_snapshot_create(&snap, c.s, tag, &err);
+        if (r == 0)
+            rc = finish_record(&c, snap, stats);
+        break;
+    }
+    case SUB_IMPORT: {
+        sp_snapshot *snap = NULL;
+        if (strcmp(operand, "-") == 0)
+            r = sp_snapshot_import(&snap, c.s, NULL, STDIN_FILENO, tag, &err);
+        else
+            r = sp_snapshot_import(&snap, c.s, operand, -1, tag, &err);
+        if (r == 0)
+            rc = finish_record(&c, snap, stats);
+        break;
+    }
+    case SUB_RM: {
+        sp_snapshot *snap = NULL;
+        r = sp_snapshot_get(&snap, c.s, operand, &err);
+        if (r == 0)
+            r = sp_snapshot_delete(c.s, snap->id, &err);
+        if (r == 0) {
+            if (c.json) {
+                cJSON *o = cJSON_CreateObject();
+                if (o && !sp_json_add_string(o, "deleted", snap->id)) {
+                    cJSON_Delete(o);
+                    o = NULL;
+                }
+                rc = cli_print_result(o);
+            } else {
+                printf("deleted snapshot %s\n", snap->id);
+            }
+        }
+        sp_snapshot_free(snap);
+        break;
+    }
+    case SUB_GC: {
+        sp_snapstore_gc_result res;
+        r = sp_snapstore_gc(&res, c.s, &err);
+        if (r == 0) {
+            if (c.json) {
+                rc = cli_print_result(sp_json_snapstore_gc(&res));
+            } else {
+                char bytes[32];
+                cli_format_bytes(bytes, sizeof(bytes), res.bytes_removed);
+                printf("removed %" PRIu64 " objects (%s), kept %" PRIu64 "\n", res.objects_removed,
+                       bytes, res.objects_kept);
+            }
+        }
+        break;
+    }
+    }
+    if (r < 0) {
+        cli_snap_progress_end(&c);
+        rc = cli_fail(c.json, r, err);
+    }
+done:
+    cli_snap_close(&c);
+    return rc;
+}

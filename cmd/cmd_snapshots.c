@@ -1,0 +1,111 @@
+/* sandpod snapshots: list the snapshots of a sandbox (or of --root and
+ * --store), oldest first. */
+#include <getopt.h>
+#include <inttypes.h>
+#include <string.h>
+#include <time.h>
+
+#include "cli.h"
+#include "snapshot_json.h"
+
+static const struct option options[] = {
+    {"json", no_argument, NULL, 'j'},
+    CLI_SNAP_OPTIONS,
+    {"help", no_argument, NULL, 'h'},
+    {NULL, 0, NULL, 0},
+};
+
+static void help(FILE *f)
+{
+    fprintf(f, "Usage: sandpod snapshots [--json] NAME\n"
+               "       sandpod snapshots [--json] --root DIR --store DIR\n"
+               "\n"
+               "List the snapshots of a sandbox, oldest first: id, time (local), tag,\n"
+               "files, size and commit.\n"
+               "\n"
+               "Options:\n"
+               "  --json               print {ok, snapshots: [{id, tag, commit, created_at,\n"
+               "                       created_at_ns, root, store, files, dirs, symlinks,\n"
+               "                       bytes}], count}\n");
+    cli_snap_options_help(f);
+    fprintf(f, "  -h, --help           show this help\n"
+               "\n"
+               "Exit status: 0 ok, 1 error, 2 bad usage.\n");
+}
+
+/* Local time to the second: snapshots are often seconds apart. */
+static void local_time(char *buf, size_t size, int64_t ns)
+{
+    time_t t = (time_t)(ns / 1000000000);
+    struct tm lt;
+    if (!localtime_r(&t, &lt) || strftime(buf, size, "%Y-%m-%d %H:%M:%S", &lt) == 0)
+        snprintf(buf, size, "-");
+}
+
+static void print_table(const sp_snapshots *l)
+{
+    if (l->n == 0) {
+        printf("no snapshots\n");
+        return;
+    }
+    printf("%-36s  %-19s  %8s  %10s  %-12s  %s\n", "ID", "CREATED", "FILES", "SIZE", "COMMIT",
+           "TAG");
+    for (size_t i = 0; i < l->n; i++) {
+        const sp_snapshot *s = l->v[i];
+        char when[64], bytes[32];
+        local_time(when, sizeof(when), s->created_at_ns);
+        cli_format_bytes(bytes, sizeof(bytes), s->bytes);
+        printf("%-36s  %-19s  %8" PRIu64 "  %10s  %-12.12s  ", s->id, when, s->files, bytes,
+               s->commit);
+        cli_put_name(stdout, s->tag ? s->tag : "-");
+        putchar('\n');
+    }
+}
+
+int cmd_snapshots(int argc, char **argv)
+{
+    struct cli_snap c = {0};
+    int rc = 0;
+    optind = 0;
+    int opt;
+    while ((opt = cli_getopt("snapshots", argc, argv, "jh", options, false)) != -1) {
+        int took = opt == CLI_GETOPT_BAD ? -1 : cli_snap_option(&c, "snapshots", opt, optarg);
+        if (took < 0) {
+            rc = CLI_EXIT_USAGE;
+            goto done;
+        }
+        if (took)
+            continue;
+        if (opt == 'h') {
+            help(stdout);
+            goto done;
+        }
+        c.json = true;
+    }
+    const char *name = NULL;
+    if ((rc = cli_snap_target(&c, "snapshots", argc, argv, &name)) != 0)
+        goto done;
+    if (optind < argc) {
+        rc = cli_usage("snapshots", "unexpected argument '%s'", argv[optind]);
+        goto done;
+    }
+    sp_snapshots *l = NULL;
+    sp_error *err = NULL;
+    if ((rc = cli_snap_open(&c, name, false)) != 0) {
+        /* A store that was never made holds no snapshots. */
+        goto done;
+    }
+    int r = sp_snapshot_list(&l, c.s, &err);
+    if (r < 0) {
+        rc = cli_fail(c.json, r, err);
+        goto done;
+    }
+    if (c.json)
+        rc = cli_print_result(sp_json_snapshots(l));
+    else
+        print_table(l);
+    sp_snapshots_free(l);
+done:
+    cli_snap_close(&c);
+    return rc;
+}

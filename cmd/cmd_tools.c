@@ -1,0 +1,288 @@
+/* sandpod tools: print the tool specs in a client's format.
+ *
+ * This file also holds what call and mcp share: the options that shape a
+ * tools context and the terminal approval prompt. */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+/* ------------------------------------------------------------- shared -- */
+
+int cli_tools_init(struct cli_tools *c, int argc)
+{
+    memset(c, 0, sizeof(*c));
+    c->opts = (sp_tools_opts)SP_TOOLS_OPTS_INIT;
+    size_t n = (size_t)argc + 1;
+    c->disabled = calloc(n, sizeof(*c->disabled));
+    c->deny = calloc(n, sizeof(*c->deny));
+    if (!c->disabled || !c->deny) {
+        cli_tools_dispose(c);
+        return cli_error("out of memory");
+    }
+    c->opts.disabled = c->disabled;
+    c->opts.deny = c->deny;
+    return 0;
+}
+
+void cli_tools_dispose(struct cli_tools *c)
+{
+    free(c->disabled);
+    free(c->deny);
+    memset(c, 0, sizeof(*c));
+}
+
+int cli_tools_option(struct cli_tools *c, const char *cmd, int opt, const char *arg)
+{
+    switch (opt) {
+    case CLI_OPT_TOOLS_ROOT:
+        if (!*arg) {
+            cli_usage(cmd, "--root needs a folder");
+            return -1;
+        }
+        c->root = arg;
+        return 1;
+    case CLI_OPT_TOOLS_STORE:
+        c->store = arg;
+        c->opts.snapshot_store = arg;
+        return 1;
+    case CLI_OPT_TOOLS_APPROVAL:
+        if (sp_tools_approval_parse(&c->opts.approval, arg) < 0) {
+            cli_usage(cmd, "--approval must be never, untrusted or on-request: '%s'", arg);
+            return -1;
+        }
+        return 1;
+    case CLI_OPT_TOOLS_FS_MODE:
+        if (sp_tools_fs_mode_parse(&c->opts.fs_mode, arg) < 0) {
+            cli_usage(cmd, "--fs-mode must be restricted or unrestricted: '%s'", arg);
+            return -1;
+        }
+        return 1;
+    case CLI_OPT_TOOLS_DISABLE: {
+        bool known = false;
+        for (const char *const *n = sp_tools_names(); *n; n++)
+            known |= strcmp(*n, arg) == 0;
+        if (!known) {
+            cli_usage(cmd, "--disable: no tool named '%s' (see 'sandpod tools --list')", arg);
+            return -1;
+        }
+        c->disabled[c->n_disabled++] = arg;
+        return 1;
+    }
+    case CLI_OPT_TOOLS_DENY:
+        c->deny[c->n_deny++] = arg;
+        return 1;
+    case CLI_OPT_TOOLS_READ_ONLY:
+        c->opts.read_only = true;
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+int cli_tools_check(struct cli_tools *c, const char *cmd, bool sandbox)
+{
+    if (sandbox && c->root)
+        return cli_usage(cmd, "give a sandbox or --root DIR, not both");
+    if (sandbox && c->store)
+        return cli_usage(cmd, "--store is for --root (a sandbox keeps its own store)");
+    if (sandbox && c->opts.fs_mode == SP_FS_MODE_UNRESTRICTED)
+        return cli_usage(cmd, "--fs-mode unrestricted is only for --root, without a container");
+    return 0;
+}
+
+void cli_tools_options_help(FILE *f)
+{
+    fprintf(f, "  --root DIR           work on the folder DIR (filesystem tools only, no\n"
+               "                       container) instead of a sandbox\n"
+               "  --store DIR          with --root: a snapshot store (outside DIR) for the\n"
+               "                       snapshot, restore and list_snapshots tools\n"
+               "  --approval POLICY    never (default: every call runs), untrusted (only\n"
+               "                       read-only tools run without asking) or on-request\n"
+               "                       (tools that create, delete or run commands ask)\n"
+               "  --fs-mode MODE       restricted (default: paths stay in the workspace) or,\n"
+               "                       with --root only, unrestricted (any absolute host path;\n"
+               "                       for trusted use)\n"
+               "  --disable TOOL       leave a tool out (repeatable)\n"
+               "  --deny GLOB          make matching paths invisible to the tools (repeatable)\n"
+               "  --read-only          refuse every change to files (write tools left out)\n");
+}
+
+sp_tools_verdict cli_tools_prompt(void *userdata, const sp_tools_approval_request *req)
+{
+    (void)userdata;
+    int fd = open("/dev/tty", O_RDWR | O_CLOEXEC | O_NOCTTY);
+    if (fd < 0)
+        return SP_VERDICT_UNAVAILABLE;
+    char q[1024];
+    int n =
+        snprintf(q, sizeof(q), "sandpod: allow %s (%s tool)? [y]es, [N]o, [a]lways: ", req->summary,
+                 sp_tool_tier_name(req->tier));
+    if (n > (int)sizeof(q) - 1)
+        n = (int)sizeof(q) - 1;
+    sp_tools_verdict v = SP_VERDICT_DENY;
+    if (n > 0 && write(fd, q, (size_t)n) == n) {
+        char a[64];
+        ssize_t r;
+        do
+            r = read(fd, a, sizeof(a) - 1);
+        while (r < 0 && errno == EINTR);
+        if (r > 0) {
+            a[r] = '\0';
+            if (a[0] == 'y' || a[0] == 'Y')
+                v = SP_VERDICT_ALLOW;
+            else if (a[0] == 'a' || a[0] == 'A')
+                v = SP_VERDICT_ALLOW_ALWAYS;
+        }
+    }
+    close(fd);
+    return v;
+}
+
+/* ----------------------------------------------------------- the command -- */
+
+enum { OPT_FORMAT = 'f', OPT_LIST = 'l', OPT_HELP = 'h' };
+
+static const struct option options[] = {
+    {"format", required_argument, NULL, OPT_FORMAT},
+    {"list", no_argument, NULL, OPT_LIST},
+    CLI_TOOLS_OPTIONS,
+    {"help", no_argument, NULL, OPT_HELP},
+    {NULL, 0, NULL, 0},
+};
+
+static void help(FILE *f)
+{
+    fprintf(f, "Usage: sandpod tools [--format FORMAT] [--list] [--root DIR [--store DIR]]\n"
+               "                     [--disable TOOL]... [--read-only]\n"
+               "\n"
+               "Print the specs of the model tool suite: name, description and JSON Schema of\n"
+               "each tool, in the format an agent client takes. Without --root, every tool;\n"
+               "with --root DIR, the tools `sandpod mcp --root DIR` offers.\n"
+               "\n"
+               "Options:\n"
+               "  -f, --format FORMAT  openai (function tools, the default), openai-freeform\n"
+               "                       (apply_patch as a custom tool with a Lark grammar),\n"
+               "                       anthropic ({name, description, input_schema}) or mcp\n"
+               "                       (the tools/list result)\n"
+               "  -l, --list           a table for people: name, safety tier, title\n");
+    cli_tools_options_help(f);
+    fprintf(f, "  -h, --help           show this help\n"
+               "\n"
+               "Exit status: 0 ok, 1 error, 2 bad usage.\n");
+}
+
+/* The specs as JSON, without the --disable'd tools (a context leaves
+ * them out by itself; the list of every tool does not). */
+static cJSON *specs_json(const sp_tools *t, sp_tools_format format, const struct cli_tools *tc)
+{
+    char *specs = sp_tools_specs(t, format);
+    cJSON *o = specs ? cJSON_Parse(specs) : NULL;
+    free(specs);
+    cJSON *arr = cJSON_IsArray(o) ? o : cJSON_GetObjectItemCaseSensitive(o, "tools");
+    for (size_t i = 0; arr && i < tc->n_disabled; i++) {
+        cJSON *it = arr->child;
+        while (it) {
+            cJSON *next = it->next;
+            const cJSON *name = cJSON_GetObjectItemCaseSensitive(it, "name");
+            if (cJSON_IsString(name) && strcmp(name->valuestring, tc->disabled[i]) == 0)
+                cJSON_Delete(cJSON_DetachItemViaPointer(arr, it));
+            it = next;
+        }
+    }
+    return o;
+}
+
+static int list(const sp_tools *t, const struct cli_tools *tc)
+{
+    cJSON *o = specs_json(t, SP_TOOLS_FORMAT_MCP, tc);
+    if (!o)
+        return cli_error("out of memory");
+    const cJSON *tool;
+    cJSON_ArrayForEach(tool, cJSON_GetObjectItemCaseSensitive(o, "tools"))
+    {
+        const cJSON *name = cJSON_GetObjectItemCaseSensitive(tool, "name");
+        const cJSON *title = cJSON_GetObjectItemCaseSensitive(tool, "title");
+        const cJSON *ann = cJSON_GetObjectItemCaseSensitive(tool, "annotations");
+        bool ro = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(ann, "readOnlyHint"));
+        bool de = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(ann, "destructiveHint"));
+        printf("%-16s %-10s %s\n", name->valuestring,
+               ro   ? "safe"
+               : de ? "dangerous"
+                    : "cautious",
+               cJSON_IsString(title) ? title->valuestring : "");
+    }
+    cJSON_Delete(o);
+    return CLI_EXIT_OK;
+}
+
+int cmd_tools(int argc, char **argv)
+{
+    struct cli_tools tc;
+    int rc = cli_tools_init(&tc, argc);
+    if (rc)
+        return rc;
+    sp_tools_format format = SP_TOOLS_FORMAT_OPENAI;
+    bool as_list = false;
+    sp_tools *t = NULL;
+    optind = 0;
+    int opt;
+    while ((opt = cli_getopt("tools", argc, argv, "f:lh", options, false)) != -1) {
+        if (opt == CLI_GETOPT_BAD) {
+            rc = CLI_EXIT_USAGE;
+            goto done;
+        }
+        int took = cli_tools_option(&tc, "tools", opt, optarg);
+        if (took < 0) {
+            rc = CLI_EXIT_USAGE;
+            goto done;
+        }
+        if (took)
+            continue;
+        switch (opt) {
+        case OPT_FORMAT:
+            if (sp_tools_format_parse(&format, optarg) < 0) {
+                rc = cli_usage("tools",
+                               "--format must be openai, openai-freeform, anthropic or mcp: '%s'",
+                               optarg);
+                goto done;
+            }
+            break;
+        case OPT_LIST:
+            as_list = true;
+            break;
+        default:
+            help(stdout);
+            goto done;
+        }
+    }
+    if (optind < argc) {
+        rc = cli_usage("tools", "unexpected argument '%s'", argv[optind]);
+        goto done;
+    }
+    if (tc.opts.read_only && !tc.root) {
+        rc = cli_usage("tools", "--read-only goes with --root");
+        goto done;
+    }
+    if (tc.root) {
+        sp_error *err = NULL;
+        int r = sp_tools_open_root(&t, tc.root, &tc.opts, &err);
+        if (r < 0) {
+            rc = cli_fail(false, r, err);
+            goto done;
+        }
+    }
+    if (as_list) {
+        rc = list(t, &tc);
+        goto done;
+    }
+    rc = cli_print_json(specs_json(t, format, &tc));
+done:
+    sp_tools_free(t);
+    cli_tools_dispose(&tc);
+    return rc;
+}

@@ -1,0 +1,801 @@
+/* The MCP server: newline-delimited JSON-RPC 2.0 on a pair of fds.
+ *
+ * The main thread reads and answers everything but tools/call, which goes
+ * to a queue served by one worker thread (an sp_tools context is used by
+ * one thread at a time). The main thread wakes at least every
+ * TICK_MS to send progress notifications and to poll should_stop; it
+ * handles notifications/cancelled by flagging the job and calling
+ * sp_tools_cancel(), and delivers the client's answers to the worker's
+ * elicitation requests. Every write to the output is one whole line under
+ * out_mu. */
+#include <errno.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "fs_json.h"
+#include "mcp.h"
+#include "sandpod.h"
+#include "tools_internal.h"
+
+#define TICK_MS        250
+#define PROGRESS_EVERY 1000
+#define READ_CHUNK     65536
+/* A line longer than this is refused (and skipped to its end). */
+#define MAX_LINE ((size_t)256 << 20)
+/* How long an approval question may stay unanswered. */
+#define APPROVAL_TIMEOUT_MS (10 * 60 * 1000)
+
+enum {
+    RPC_PARSE_ERROR = -32700,
+    RPC_INVALID_REQUEST = -32600,
+    RPC_METHOD_NOT_FOUND = -32601,
+    RPC_INVALID_PARAMS = -32602,
+    RPC_INTERNAL_ERROR = -32603,
+};
+
+static const char *const versions[] = {"2025-06-18", "2025-03-26", "2024-11-05", NULL};
+
+typedef struct job {
+    cJSON *id;
+    char *name;
+    char *args;
+    cJSON *progress_token;
+    bool cancelled;
+    int64_t started_ms;
+    int64_t last_progress_ms;
+    double last_progress;
+    struct job *next;
+} job;
+
+typedef struct server {
+    sp_tools *tools;
+    int in_fd, out_fd;
+    sp_mcp_opts opts;
+    pthread_mutex_t out_mu;
+    bool out_broken;
+
+    pthread_mutex_t mu;
+    pthread_cond_t cond;
+    job *head, *tail;
+    job *running;
+    bool quit;
+
+    bool client_elicit;
+    uint64_t elicit_seq;
+    char *elicit_id; /* the pending question's id, or NULL */
+    cJSON *elicit_answer;
+    bool elicit_done;
+
+    char *tools_list; /* the tools/list result, as text */
+} server;
+
+static int64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void logf_(const server *s, const char *fmt, ...) TOOLS_PRINTF(2, 3);
+static void logf_(const server *s, const char *fmt, ...)
+{
+    if (!s->opts.verbose)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    char *m = NULL;
+    if (vasprintf(&m, fmt, ap) >= 0) {
+        fprintf(stderr, "sandpod mcp: %s\n", m);
+        free(m);
+    }
+    va_end(ap);
+}
+
+static void job_free(job *j)
+{
+    if (!j)
+        return;
+    cJSON_Delete(j->id);
+    cJSON_Delete(j->progress_token);
+    free(j->name);
+    free(j->args);
+    free(j);
+}
+
+/* ------------------------------------------------------------- output -- */
+
+static void send_text(server *s, const char *text)
+{
+    size_t n = strlen(text);
+    char *line = tx_malloc(n + 1);
+    memcpy(line, text, n);
+    line[n] = '\n';
+    pthread_mutex_lock(&s->out_mu);
+    size_t off = 0;
+    while (!s->out_broken && off < n + 1) {
+        ssize_t w = write(s->out_fd, line + off, n + 1 - off);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0) {
+            s->out_broken = true;
+            break;
+        }
+        off += (size_t)w;
+    }
+    pthread_mutex_unlock(&s->out_mu);
+    free(line);
+}
+
+/* Send a message object (consumed). */
+static void send_json(server *s, cJSON *msg)
+{
+    if (!msg)
+        return;
+    char *text = cJSON_PrintUnformatted(msg);
+    cJSON_Delete(msg);
+    if (!text) {
+        fputs("sandpod mcp: out of memory\n", stderr);
+        return;
+    }
+    send_text(s, text);
+    free(text);
+}
+
+static cJSON *envelope(const cJSON *id)
+{
+    cJSON *m = cJSON_CreateObject();
+    if (!m)
+        return NULL;
+    cJSON_AddStringToObject(m, "jsonrpc", "2.0");
+    cJSON_AddItemToObject(m, "id", id ? cJSON_Duplicate(id, true) : cJSON_CreateNull());
+    return m;
+}
+
+static void send_result(server *s, const cJSON *id, cJSON *result)
+{
+    cJSON *m = envelope(id);
+    if (!m || !result) {
+        cJSON_Delete(m);
+        cJSON_Delete(result);
+        return;
+    }
+    cJSON_AddItemToObject(m, "result", result);
+    send_json(s, m);
+}
+
+static void send_error(server *s, const cJSON *id, int code, const char *fmt, ...)
+    TOOLS_PRINTF(4, 5);
+static void send_error(server *s, const cJSON *id, int code, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    char *msg = NULL;
+    if (vasprintf(&msg, fmt, ap) < 0)
+        msg = NULL;
+    va_end(ap);
+    cJSON *m = envelope(id);
+    cJSON *e = cJSON_CreateObject();
+    if (m && e) {
+        cJSON_AddNumberToObject(e, "code", code);
+        cJSON *ms = sp_json_string(msg ? msg : "error");
+        if (ms)
+            cJSON_AddItemToObject(e, "message", ms);
+        cJSON_AddItemToObject(m, "error", e);
+        e = NULL;
+        send_json(s, m);
+        m = NULL;
+    }
+    cJSON_Delete(m);
+    cJSON_Delete(e);
+    logf_(s, "error %d: %s", code, msg ? msg : "?");
+    free(msg);
+}
+
+static void send_notification(server *s, const char *method, cJSON *params)
+{
+    cJSON *m = cJSON_CreateObject();
+    if (!m) {
+        cJSON_Delete(params);
+        return;
+    }
+    cJSON_AddStringToObject(m, "jsonrpc", "2.0");
+    cJSON_AddStringToObject(m, "method", method);
+    if (params)
+        cJSON_AddItemToObject(m, "params", params);
+    send_json(s, m);
+}
+
+/* -------------------------------------------------------------- tools -- */
+
+/* The tools/call result for a tools result object (text, consumed). */
+static cJSON *call_result(char *result_text)
+{
+    cJSON *sc = cJSON_Parse(result_text);
+    free(result_text);
+    cJSON *r = cJSON_CreateObject();
+    cJSON *content = cJSON_CreateArray();
+    cJSON *item = cJSON_CreateObject();
+    if (!sc || !r || !content || !item) {
+        cJSON_Delete(sc);
+        cJSON_Delete(r);
+        cJSON_Delete(content);
+        cJSON_Delete(item);
+        return NULL;
+    }
+    const cJSON *msg = cJSON_GetObjectItemCaseSensitive(sc, "message");
+    bool ok = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(sc, "ok"));
+    cJSON_AddStringToObject(item, "type", "text");
+    cJSON_AddStringToObject(item, "text", cJSON_IsString(msg) ? msg->valuestring : "");
+    cJSON_AddItemToArray(content, item);
+    cJSON_AddItemToObject(r, "content", content);
+    cJSON_AddItemToObject(r, "structuredContent", sc);
+    cJSON_AddBoolToObject(r, "isError", !ok);
+    return r;
+}
+
+/* A tools/call refused before it reached the tools (a NUL in the
+ * arguments): the same shapes as a tool failure. */
+static cJSON *refused_result(const char *message)
+{
+    cJSON *sc = sp_json_error_code(SP_EINVAL, message);
+    if (!sc)
+        return NULL;
+    cJSON_AddStringToObject(sc, "message", message);
+    cJSON_AddNullToObject(sc, "value");
+    cJSON_AddFalseToObject(sc, "truncated");
+    cJSON_AddItemToObject(sc, "changes", cJSON_CreateArray());
+    char *text = cJSON_PrintUnformatted(sc);
+    cJSON_Delete(sc);
+    return text ? call_result(text) : NULL;
+}
+
+static void *worker_main(void *arg)
+{
+    server *s = arg;
+    for (;;) {
+        pthread_mutex_lock(&s->mu);
+        while (!s->head && !s->quit)
+            pthread_cond_wait(&s->cond, &s->mu);
+        if (!s->head) {
+            pthread_mutex_unlock(&s->mu);
+            return NULL;
+        }
+        job *j = s->head;
+        s->head = j->next;
+        if (!s->head)
+            s->tail = NULL;
+        j->next = NULL;
+        j->started_ms = j->last_progress_ms = now_ms();
+        s->running = j;
+        pthread_mutex_unlock(&s->mu);
+
+        logf_(s, "call %s", j->name);
+        char *result = NULL;
+        sp_tools_call(&result, s->tools, j->name, j->args, strlen(j->args));
+
+        pthread_mutex_lock(&s->mu);
+        bool cancelled = j->cancelled;
+        s->running = NULL;
+        pthread_mutex_unlock(&s->mu);
+        if (cancelled) {
+            /* A cancelled request gets no answer. */
+            logf_(s, "call %s cancelled", j->name);
+            free(result);
+        } else {
+            cJSON *r = call_result(result);
+            if (r)
+                send_result(s, j->id, r);
+            else
+                send_error(s, j->id, RPC_INTERNAL_ERROR, "out of memory");
+        }
+        job_free(j);
+    }
+}
+
+/* ---------------------------------------------------------- approvals -- */
+
+static sp_tools_verdict approve(void *ud, const sp_tools_approval_request *req)
+{
+    server *s = ud;
+    if (!s->client_elicit)
+        return SP_VERDICT_UNAVAILABLE;
+    pthread_mutex_lock(&s->mu);
+    char *id = tx_asprintf("sandpod-approval-%" PRIu64, ++s->elicit_seq);
+    free(s->elicit_id);
+    s->elicit_id = tx_strdup(id);
+    cJSON_Delete(s->elicit_answer);
+    s->elicit_answer = NULL;
+    s->elicit_done = false;
+    pthread_mutex_unlock(&s->mu);
+
+    /* {message, requestedSchema: {approve: boolean, always: boolean}} */
+    char *msg = tx_asprintf("Allow %s? (%s is a %s tool, and the approval policy asks before it "
+                            "runs.)",
+                            req->summary, req->tool, sp_tool_tier_name(req->tier));
+    char *always = tx_asprintf("Also allow every later %s call in this session", req->tool);
+    cJSON *m = cJSON_CreateObject();
+    cJSON *params = cJSON_CreateObject();
+    cJSON *schema = cJSON_CreateObject();
+    cJSON *props = cJSON_CreateObject();
+    cJSON *ap = cJSON_CreateObject();
+    cJSON *al = cJSON_CreateObject();
+    cJSON *reqd = cJSON_CreateArray();
+    if (m && params && schema && props && ap && al && reqd) {
+        cJSON_AddStringToObject(ap, "type", "boolean");
+        cJSON_AddStringToObject(ap, "title", "Allow this call");
+        cJSON_AddItemToObject(props, "approve", ap);
+        cJSON_AddStringToObject(al, "type", "boolean");
+        cJSON_AddStringToObject(al, "title", always);
+        cJSON_AddFalseToObject(al, "default");
+        cJSON_AddItemToObject(props, "always", al);
+        cJSON_AddItemToArray(reqd, cJSON_CreateString("approve"));
+        cJSON_AddStringToObject(schema, "type", "object");
+        cJSON_AddItemToObject(schema, "properties", props);
+        cJSON_AddItemToObject(schema, "required", reqd);
+        cJSON *ms = sp_json_string(msg);
+        if (ms)
+            cJSON_AddItemToObject(params, "message", ms);
+        cJSON_AddItemToObject(params, "requestedSchema", schema);
+        cJSON_AddStringToObject(m, "jsonrpc", "2.0");
+        cJSON_AddStringToObject(m, "id", id);
+        cJSON_AddStringToObject(m, "method", "elicitation/create");
+        cJSON_AddItemToObject(m, "params", params);
+        send_json(s, m);
+    } else {
+        cJSON_Delete(m);
+        cJSON_Delete(params);
+        cJSON_Delete(schema);
+        cJSON_Delete(props);
+        cJSON_Delete(ap);
+        cJSON_Delete(al);
+        cJSON_Delete(reqd);
+    }
+    free(msg);
+    free(always);
+    logf_(s, "asked the client to approve %s", req->summary);
+
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_sec += APPROVAL_TIMEOUT_MS / 1000;
+    sp_tools_verdict v = SP_VERDICT_DENY;
+    pthread_mutex_lock(&s->mu);
+    while (!s->elicit_done && !s->quit && !(s->running && s->running->cancelled)) {
+        if (pthread_cond_timedwait(&s->cond, &s->mu, &ts) == ETIMEDOUT)
+            break;
+    }
+    const cJSON *ans = s->elicit_answer;
+    const cJSON *action = cJSON_GetObjectItemCaseSensitive(ans, "action");
+    const cJSON *content = cJSON_GetObjectItemCaseSensitive(ans, "content");
+    if (s->elicit_done && cJSON_IsString(action) && strcmp(action->valuestring, "accept") == 0 &&
+        cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(content, "approve")))
+        v = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(content, "always"))
+                ? SP_VERDICT_ALLOW_ALWAYS
+                : SP_VERDICT_ALLOW;
+    free(s->elicit_id);
+    s->elicit_id = NULL;
+    cJSON_Delete(s->elicit_answer);
+    s->elicit_answer = NULL;
+    s->elicit_done = false;
+    pthread_mutex_unlock(&s->mu);
+    free(id);
+    return v;
+}
+
+/* A response from the client: the answer to our elicitation, or nothing
+ * we asked for (ignored). */
+static void handle_response(server *s, const cJSON *msg)
+{
+    const cJSON *id = cJSON_GetObjectItemCaseSensitive(msg, "id");
+    pthread_mutex_lock(&s->mu);
+    if (s->elicit_id && cJSON_IsString(id) && strcmp(id->valuestring, s->elicit_id) == 0) {
+        const cJSON *res = cJSON_GetObjectItemCaseSensitive(msg, "result");
+        s->elicit_answer = res ? cJSON_Duplicate(res, true) : NULL;
+        s->elicit_done = true;
+        pthread_cond_broadcast(&s->cond);
+    }
+    pthread_mutex_unlock(&s->mu);
+}
+
+/* ----------------------------------------------------------- requests -- */
+
+static void handle_initialize(server *s, const cJSON *id, const cJSON *params)
+{
+    const cJSON *pv = cJSON_GetObjectItemCaseSensitive(params, "protocolVersion");
+    if (!cJSON_IsObject(params) || !cJSON_IsString(pv)) {
+        send_error(s, id, RPC_INVALID_PARAMS,
+                   "initialize needs params.protocolVersion (a string such as \"%s\")",
+                   SP_MCP_PROTOCOL_VERSION);
+        return;
+    }
+    const char *version = SP_MCP_PROTOCOL_VERSION;
+    for (size_t i = 0; versions[i]; i++)
+        if (strcmp(pv->valuestring, versions[i]) == 0)
+            version = versions[i];
+    const cJSON *caps = cJSON_GetObjectItemCaseSensitive(params, "capabilities");
+    s->client_elicit = cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(caps, "elicitation"));
+
+    cJSON *r = cJSON_CreateObject();
+    cJSON *sc = cJSON_CreateObject();
+    cJSON *tc = cJSON_CreateObject();
+    cJSON *info = cJSON_CreateObject();
+    if (!r || !sc || !tc || !info) {
+        cJSON_Delete(r);
+        cJSON_Delete(sc);
+        cJSON_Delete(tc);
+        cJSON_Delete(info);
+        send_error(s, id, RPC_INTERNAL_ERROR, "out of memory");
+        return;
+    }
+    cJSON_AddStringToObject(r, "protocolVersion", version);
+    cJSON_AddFalseToObject(tc, "listChanged");
+    cJSON_AddItemToObject(sc, "tools", tc);
+    cJSON_AddItemToObject(r, "capabilities", sc);
+    cJSON_AddStringToObject(info, "name", s->opts.server_name ? s->opts.server_name : "sandpod");
+    cJSON_AddStringToObject(info, "title", "sandpod sandbox tools");
+    cJSON_AddStringToObject(info, "version",
+                            s->opts.server_version ? s->opts.server_version : sp_version());
+    cJSON_AddItemToObject(r, "serverInfo", info);
+    char *ins = tx_asprintf(
+        "Tools over a sandbox workspace. File paths are relative to the workspace (which "
+        "commands see as /workspace); '..' cannot leave it. Read before you edit; prefer "
+        "edit_file or apply_patch for changes. Every answer has ok, message, value, truncated "
+        "and changes; on failure the message says how to recover.%s%s",
+        s->opts.instructions ? " " : "", s->opts.instructions ? s->opts.instructions : "");
+    cJSON_AddStringToObject(r, "instructions", ins);
+    free(ins);
+    logf_(s, "initialize: client asked for %s, answering %s%s", pv->valuestring, version,
+          s->client_elicit ? " (client supports elicitation)" : "");
+    send_result(s, id, r);
+}
+
+static void handle_tools_call(server *s, const cJSON *id, const cJSON *params, const char *line,
+                              size_t len)
+{
+    const cJSON *name = cJSON_GetObjectItemCaseSensitive(params, "name");
+    const cJSON *args = cJSON_GetObjectItemCaseSensitive(params, "arguments");
+    if (!cJSON_IsObject(params) || !cJSON_IsString(name)) {
+        send_error(s, id, RPC_INVALID_PARAMS, "tools/call needs params.name (a string)");
+        return;
+    }
+    if (args && !cJSON_IsObject(args) && !cJSON_IsNull(args)) {
+        send_error(s, id, RPC_INVALID_PARAMS, "tools/call params.arguments must be an object");
+        return;
+    }
+    if (!sp_tools_has(s->tools, name->valuestring)) {
+        send_error(s, id, RPC_INVALID_PARAMS, "Unknown tool: %s", name->valuestring);
+        return;
+    }
+    /* cJSON cuts strings at an escaped NUL: look at the raw text. */
+    char *nul = NULL;
+    if (json_nul_check(line, len, &nul) < 0) {
+        cJSON *r = refused_result(nul);
+        free(nul);
+        if (r)
+            send_result(s, id, r);
+        return;
+    }
+    job *j = tx_calloc(1, sizeof(*j));
+    j->id = cJSON_Duplicate(id, true);
+    j->name = tx_strdup(name->valuestring);
+    j->args = cJSON_IsObject(args) ? cJSON_PrintUnformatted(args) : tx_strdup("{}");
+    const cJSON *meta = cJSON_GetObjectItemCaseSensitive(params, "_meta");
+    const cJSON *tok = cJSON_GetObjectItemCaseSensitive(meta, "progressToken");
+    if (cJSON_IsString(tok) || cJSON_IsNumber(tok))
+        j->progress_token = cJSON_Duplicate(tok, true);
+    if (!j->id || !j->args) {
+        job_free(j);
+        send_error(s, id, RPC_INTERNAL_ERROR, "out of memory");
+        return;
+    }
+    pthread_mutex_lock(&s->mu);
+    if (s->tail)
+        s->tail->next = j;
+    else
+        s->head = j;
+    s->tail = j;
+    pthread_cond_broadcast(&s->cond);
+    pthread_mutex_unlock(&s->mu);
+}
+
+static void handle_cancelled(server *s, const cJSON *params)
+{
+    const cJSON *rid = cJSON_GetObjectItemCaseSensitive(params, "requestId");
+    if (!rid)
+        return;
+    bool kill = false;
+    pthread_mutex_lock(&s->mu);
+    if (s->running && cJSON_Compare(s->running->id, rid, true)) {
+        s->running->cancelled = true;
+        kill = true;
+        pthread_cond_broadcast(&s->cond); /* a wait for approval ends */
+    } else {
+        for (job **pp = &s->head; *pp; pp = &(*pp)->next) {
+            if (cJSON_Compare((*pp)->id, rid, true)) {
+                job *j = *pp;
+                *pp = j->next;
+                if (s->tail == j) {
+                    s->tail = NULL;
+                    for (job *k = s->head; k; k = k->next)
+                        s->tail = k;
+                }
+                job_free(j);
+                break;
+            }
+        }
+    }
+    pthread_mutex_unlock(&s->mu);
+    if (kill) {
+        logf_(s, "cancelling the running call");
+        sp_tools_cancel(s->tools);
+    }
+}
+
+static bool valid_id(const cJSON *id)
+{
+    return cJSON_IsString(id) ||
+           (cJSON_IsNumber(id) && id->valuedouble == (double)(int64_t)id->valuedouble);
+}
+
+static void handle_line(server *s, const char *line, size_t len)
+{
+    const char *end = NULL;
+    cJSON *msg = cJSON_ParseWithLengthOpts(line, len, &end, false);
+    if (msg && end) {
+        /* Only whitespace may follow the message on its line. */
+        for (const char *p = end; p < line + len; p++) {
+            if (*p != ' ' && *p != '\t' && *p != '\r' && *p != '\n') {
+                cJSON_Delete(msg);
+                msg = NULL;
+                break;
+            }
+        }
+    }
+    if (!msg) {
+        size_t at = end && end >= line ? (size_t)(end - line) : 0;
+        send_error(s, NULL, RPC_PARSE_ERROR, "parse error: not valid JSON (near byte %zu)", at);
+        return;
+    }
+    if (cJSON_IsArray(msg)) {
+        send_error(s, NULL, RPC_INVALID_REQUEST,
+                   "invalid request: batches are not supported (MCP %s); send one message per "
+                   "line",
+                   SP_MCP_PROTOCOL_VERSION);
+        goto done;
+    }
+    if (!cJSON_IsObject(msg)) {
+        send_error(s, NULL, RPC_INVALID_REQUEST, "invalid request: a message is a JSON object");
+        goto done;
+    }
+    const cJSON *jv = cJSON_GetObjectItemCaseSensitive(msg, "jsonrpc");
+    const cJSON *id = cJSON_GetObjectItemCaseSensitive(msg, "id");
+    const cJSON *method = cJSON_GetObjectItemCaseSensitive(msg, "method");
+    const cJSON *params = cJSON_GetObjectItemCaseSensitive(msg, "params");
+    const cJSON *reply_id = id && valid_id(id) ? id : NULL;
+    if (!cJSON_IsString(jv) || strcmp(jv->valuestring, "2.0") != 0) {
+        send_error(s, reply_id, RPC_INVALID_REQUEST,
+                   "invalid request: \"jsonrpc\" must be \"2.0\"");
+        goto done;
+    }
+    if (!method) {
+        if (id && (cJSON_GetObjectItemCaseSensitive(msg, "result") ||
+                   cJSON_GetObjectItemCaseSensitive(msg, "error")))
+            handle_response(s, msg);
+        else
+            send_error(s, reply_id, RPC_INVALID_REQUEST, "invalid request: no \"method\"");
+        goto done;
+    }
+    if (!cJSON_IsString(method)) {
+        send_error(s, reply_id, RPC_INVALID_REQUEST,
+                   "invalid request: \"method\" must be a string");
+        goto done;
+    }
+    if (id && !valid_id(id)) {
+        send_error(s, NULL, RPC_INVALID_REQUEST,
+                   "invalid request: \"id\" must be a string or an integer");
+        goto done;
+    }
+    if (params && !cJSON_IsObject(params) && !cJSON_IsArray(params)) {
+        if (id)
+            send_error(s, id, RPC_INVALID_PARAMS, "invalid params: \"params\" must be an object");
+        goto done;
+    }
+    const char *m = method->valuestring;
+    if (!id) {
+        /* Notifications: never answered. */
+        if (strcmp(m, "notifications/cancelled") == 0)
+            handle_cancelled(s, params);
+        else if (strcmp(m, "notifications/initialized") == 0)
+            logf_(s, "client initialized");
+        goto done;
+    }
+    if (strcmp(m, "initialize") == 0)
+        handle_initialize(s, id, params);
+    else if (strcmp(m, "ping") == 0)
+        send_result(s, id, cJSON_CreateObject());
+    else if (strcmp(m, "tools/list") == 0)
+        send_result(s, id, cJSON_Parse(s->tools_list));
+    else if (strcmp(m, "tools/call") == 0)
+        handle_tools_call(s, id, params, line, len);
+    else
+        send_error(s, id, RPC_METHOD_NOT_FOUND, "method not found: %s", m);
+done:
+    cJSON_Delete(msg);
+}
+
+/* Progress for a running call that asked for it, about once a second. */
+static void tick(server *s)
+{
+    pthread_mutex_lock(&s->mu);
+    job *j = s->running;
+    cJSON *params = NULL;
+    int64_t now = now_ms();
+    if (j && j->progress_token && !j->cancelled && now - j->last_progress_ms >= PROGRESS_EVERY) {
+        double secs = (double)(now - j->started_ms) / 1000.0;
+        if (secs <= j->last_progress)
+            secs = j->last_progress + 0.001;
+        j->last_progress = secs;
+        j->last_progress_ms = now;
+        params = cJSON_CreateObject();
+        if (params) {
+            char msg[128];
+            snprintf(msg, sizeof(msg), "%s running for %.0f s", j->name, secs);
+            cJSON_AddItemToObject(params, "progressToken",
+                                  cJSON_Duplicate(j->progress_token, true));
+            cJSON_AddNumberToObject(params, "progress", secs);
+            cJSON_AddStringToObject(params, "message", msg);
+        }
+    }
+    pthread_mutex_unlock(&s->mu);
+    if (params)
+        send_notification(s, "notifications/progress", params);
+}
+
+/* ---------------------------------------------------------------- loop -- */
+
+int sp_mcp_serve(sp_tools *tools, int in_fd, int out_fd, const sp_mcp_opts *opts, sp_error **err)
+{
+    server s;
+    memset(&s, 0, sizeof(s));
+    s.tools = tools;
+    s.in_fd = in_fd;
+    s.out_fd = out_fd;
+    sp_mcp_opts o = SP_MCP_OPTS_INIT;
+    if (opts)
+        o = *opts;
+    s.opts = o;
+    pthread_mutex_init(&s.out_mu, NULL);
+    pthread_mutex_init(&s.mu, NULL);
+    pthread_cond_init(&s.cond, NULL);
+    char *specs = sp_tools_specs(tools, SP_TOOLS_FORMAT_MCP);
+    s.tools_list = specs ? specs : tx_strdup("{\"tools\":[]}");
+    sp_tools_approve_fn old_fn = tools->opts.approve;
+    void *old_ud = tools->opts.approve_userdata;
+    sp_tools_set_approver(tools, approve, &s);
+
+    pthread_t worker;
+    int rc = 0;
+    if (pthread_create(&worker, NULL, worker_main, &s) != 0) {
+        rc = tools_error(err, SP_ERROR, "cannot start the worker thread");
+        goto out_nothread;
+    }
+
+    tbuf buf = {0};
+    size_t scan = 0;       /* bytes of buf already searched for a newline */
+    bool skipping = false; /* inside an over-long line */
+    bool eof = false;
+    while (!eof && !s.out_broken) {
+        if (s.opts.should_stop && s.opts.should_stop(s.opts.userdata))
+            break;
+        struct pollfd pfd = {.fd = in_fd, .events = POLLIN};
+        int pr = poll(&pfd, 1, TICK_MS);
+        if (pr < 0 && errno != EINTR)
+            break;
+        tick(&s);
+        if (pr <= 0)
+            continue;
+        if (buf.cap - buf.len < READ_CHUNK + 1) {
+            buf.cap = buf.cap ? buf.cap * 2 : READ_CHUNK * 2;
+            while (buf.cap - buf.len < READ_CHUNK + 1)
+                buf.cap *= 2;
+            buf.data = tx_realloc(buf.data, buf.cap);
+        }
+        ssize_t n = read(in_fd, buf.data + buf.len, READ_CHUNK);
+        if (n < 0) {
+            if (errno == EINTR || errno == EAGAIN)
+                continue;
+            break;
+        }
+        if (n == 0) {
+            eof = true;
+        } else {
+            buf.len += (size_t)n;
+            buf.data[buf.len] = '\0';
+        }
+        /* Hand out every complete line. */
+        size_t start = 0;
+        for (;;) {
+            char *nl = memchr(buf.data + scan, '\n', buf.len - scan);
+            if (!nl) {
+                if (eof && buf.len > start && !skipping) {
+                    nl = buf.data + buf.len; /* a last line without a newline */
+                } else {
+                    scan = buf.len;
+                    break;
+                }
+            }
+            size_t llen = (size_t)(nl - (buf.data + start));
+            if (skipping) {
+                skipping = false;
+            } else {
+                bool blank = true;
+                for (size_t i = 0; i < llen && blank; i++) {
+                    char ch = buf.data[start + i];
+                    blank = ch == ' ' || ch == '\t' || ch == '\r';
+                }
+                if (!blank)
+                    handle_line(&s, buf.data + start, llen);
+            }
+            start += llen + 1;
+            scan = start;
+            if (start >= buf.len)
+                break;
+        }
+        if (start) {
+            size_t rest = start < buf.len ? buf.len - start : 0;
+            memmove(buf.data, buf.data + (start < buf.len ? start : buf.len), rest);
+            buf.len = rest;
+            scan = scan >= start ? scan - start : 0;
+            if (scan > buf.len)
+                scan = buf.len;
+            buf.data[buf.len] = '\0';
+        }
+        if (!skipping && buf.len > MAX_LINE) {
+            send_error(&s, NULL, RPC_INVALID_REQUEST,
+                       "invalid request: a message longer than %zu MiB was skipped",
+                       MAX_LINE >> 20);
+            skipping = true;
+            buf.len = 0;
+            scan = 0;
+        } else if (skipping && buf.len) {
+            buf.len = 0;
+            scan = 0;
+        }
+    }
+    tb_free(&buf);
+
+    /* Shut down: drop what waits, stop what runs, let the worker finish. */
+    pthread_mutex_lock(&s.mu);
+    s.quit = true;
+    while (s.head) {
+        job *j = s.head;
+        s.head = j->next;
+        job_free(j);
+    }
+    s.tail = NULL;
+    bool running = s.running != NULL;
+    if (running)
+        s.running->cancelled = true;
+    pthread_cond_broadcast(&s.cond);
+    pthread_mutex_unlock(&s.mu);
+    if (running)
+        sp_tools_cancel(tools);
+    pthread_join(worker, NULL);
+    if (s.out_broken)
+        rc = tools_error(err, SP_ERROR, "the client closed the output");
+
+out_nothread:
+    sp_tools_set_approver(tools, old_fn, old_ud);
+    free(s.tools_list);
+    free(s.elicit_id);
+    cJSON_Delete(s.elicit_answer);
+    pthread_mutex_destroy(&s.out_mu);
+    pthread_mutex_destroy(&s.mu);
+    pthread_cond_destroy(&s.cond);
+    return rc;
+}

@@ -1,0 +1,77 @@
+/**
+ * @file mcp.h
+ * @brief An MCP server (Model Context Protocol, revision 2025-06-18) over
+ *        the stdio transport, serving a tools context.
+ *
+ * Messages are JSON-RPC 2.0, one per line (newline-delimited JSON) on the
+ * input fd, answers one per line on the output fd; lines may be several
+ * MiB long. The server answers initialize (with version negotiation),
+ * ping, tools/list and tools/call (text content, structuredContent and
+ * isError), handles notifications/cancelled (a cancelled shell call kills
+ * its command and gets no answer) and sends notifications/progress about
+ * once a second while a call whose request carried
+ * params._meta.progressToken runs. When the approval policy asks, it asks
+ * the user with elicitation/create if the client declared elicitation;
+ * without it such calls are denied with a message saying why.
+ *
+ * Malformed input is answered with the JSON-RPC error codes -32700 (parse
+ * error), -32600 (invalid request; batches are not supported in this
+ * revision), -32601 (unknown method) and -32602 (invalid params, unknown
+ * tool), and the server keeps serving. Tool calls run on a worker thread,
+ * one at a time, so that the server keeps reading (cancellations, pings)
+ * while one runs. Nothing but protocol messages is written to the output
+ * fd; logs go to stderr.
+ */
+#ifndef SANDPOD_MCP_H
+#define SANDPOD_MCP_H
+
+#include <stdbool.h>
+
+#include "sandpod/error.h"
+#include "tools.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** The protocol revision the server prefers (and answers an unknown one with). */
+#define SP_MCP_PROTOCOL_VERSION "2025-06-18"
+
+#define SP_MCP_OPTS_VERSION 1
+
+typedef struct sp_mcp_opts {
+    unsigned version;
+    /** Shown to the client as serverInfo (defaults: "sandpod", the library
+     *  version). */
+    const char *server_name;
+    const char *server_version;
+    /** Extra text for the initialize result's instructions (may be NULL). */
+    const char *instructions;
+    /** Log requests and notable events to stderr. */
+    bool verbose;
+    /** Polled at least four times a second; the server stops (as at the
+     *  end of its input) once it returns true. May be NULL. */
+    bool (*should_stop)(void *userdata);
+    void *userdata;
+} sp_mcp_opts;
+
+#define SP_MCP_OPTS_INIT                                                                           \
+    {                                                                                              \
+        .version = SP_MCP_OPTS_VERSION                                                             \
+    }
+
+/**
+ * Serve `tools` on in_fd/out_fd until the input ends or should_stop says
+ * so; then cancel a running call, wait for it, and return. The context's
+ * approval callback is replaced by the server's for the duration.
+ *
+ * @return 0 at the end of the input; SP_ERROR when the output cannot be
+ *         written (the client went away)
+ */
+int sp_mcp_serve(sp_tools *tools, int in_fd, int out_fd, const sp_mcp_opts *opts, sp_error **err);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,261 @@
+/**
+ * @file tools.h
+ * @brief The model-facing tool suite: tool specs, argument checking,
+ *        dispatch, approval policy, output caps and events.
+ *
+ * An sp_tools context is made over a sandbox (every tool: files, commands,
+ * sessions, snapshots) or over a bare folder (the filesystem tools only,
+ * plus snapshots when a store is named). A call takes the tool's name and
+ * its arguments as JSON text and answers with one JSON object:
+ *
+ *     {"ok": true|false, "message": "...", "value": ..., "truncated": bool,
+ *      "changes": [{"path", "action", "bytes"}...],
+ *      "error": {"code": "not_found", "message": "..."}}   (failures only)
+ *
+ * `message` is the text meant for the model (a file's numbered lines, a
+ * tree, a command's output); `value` holds the same answer as structured
+ * data; `truncated` says that a cap cut something; `changes` lists the files
+ * a call created, modified, moved or deleted and the bytes it wrote. Error
+ * codes are the names of sp_json_code_name() ("invalid", "not_found",
+ * "escape", ...), and error messages say how to recover.
+ *
+ * Every call's arguments are checked against the tool's JSON Schema before
+ * anything runs: required fields, types, ranges and enums; an unknown field
+ * is refused with a message naming it; a NUL character (\u0000) in any
+ * string is refused.
+ *
+ * Threads: one context is used by one thread at a time, except
+ * sp_tools_cancel(), which another thread may call while a call runs.
+ * Specs (sp_tools_specs(), sp_tools_list()) are immutable and may be read
+ * from any thread.
+ */
+#ifndef SANDPOD_TOOLS_H
+#define SANDPOD_TOOLS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sandpod/error.h"
+#include "sandpod/fs.h"
+#include "sandpod/sandbox.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct sp_tools sp_tools;
+
+/** How much harm a tool can do, which the approval policy acts on. */
+typedef enum sp_tool_tier {
+    SP_TOOL_SAFE = 0,      /**< reads only */
+    SP_TOOL_CAUTIOUS = 1,  /**< modifies existing files (or the snapshot store) */
+    SP_TOOL_DANGEROUS = 2, /**< creates, moves or deletes files, runs commands */
+} sp_tool_tier;
+
+/** "safe", "cautious", "dangerous". */
+const char *sp_tool_tier_name(sp_tool_tier t);
+
+/** When a call must be approved before it runs. */
+typedef enum sp_tools_approval {
+    /** Never ask: every call runs (the default). */
+    SP_APPROVAL_NEVER = 0,
+    /** Only safe (read-only) tools run without asking. */
+    SP_APPROVAL_UNTRUSTED = 1,
+    /** Safe and cautious tools run; dangerous ones ask first. */
+    SP_APPROVAL_ON_REQUEST = 2,
+} sp_tools_approval;
+
+/** Parse "never", "untrusted" or "on-request". @return 0 or SP_EINVAL */
+int sp_tools_approval_parse(sp_tools_approval *out, const char *s);
+const char *sp_tools_approval_name(sp_tools_approval a);
+
+/** Where filesystem tools may go. */
+typedef enum sp_tools_fs_mode {
+    /** Beneath the workspace (or --root folder) only. The default. */
+    SP_FS_MODE_RESTRICTED = 0,
+    /** Any absolute host path, as the process's user. Only for a bare
+     *  folder without a container (sp_tools_open_root()), for trusted use:
+     *  nothing contains the tools then. */
+    SP_FS_MODE_UNRESTRICTED = 1,
+} sp_tools_fs_mode;
+
+/** Parse "restricted" or "unrestricted". @return 0 or SP_EINVAL */
+int sp_tools_fs_mode_parse(sp_tools_fs_mode *out, const char *s);
+
+/** The answer of an approval callback. */
+typedef enum sp_tools_verdict {
+    SP_VERDICT_DENY = 0,
+    SP_VERDICT_ALLOW = 1,
+    /** Allow this call and every later call of the same tool. */
+    SP_VERDICT_ALLOW_ALWAYS = 2,
+    /** Nobody could be asked (no terminal, a client without elicitation):
+     *  denied, with a message that says so. */
+    SP_VERDICT_UNAVAILABLE = 3,
+} sp_tools_verdict;
+
+/** What an approval callback is asked about. Valid during the callback. */
+typedef struct sp_tools_approval_request {
+    const char *tool;
+    sp_tool_tier tier;
+    /** One line for a person: "shell: rm -rf build", "write_file: a/b.txt". */
+    const char *summary;
+    /** The call's arguments as JSON text. */
+    const char *args_json;
+} sp_tools_approval_request;
+
+typedef sp_tools_verdict (*sp_tools_approve_fn)(void *userdata,
+                                                const sp_tools_approval_request *req);
+
+/** One structured event: a call started or ended. Valid during the callback. */
+typedef struct sp_tools_event {
+    const char *event; /**< "start" or "end" */
+    const char *tool;
+    uint64_t call; /**< counts the context's calls from 1 */
+    sp_tool_tier tier;
+    bool ok;                  /**< end: the call succeeded */
+    int code;                 /**< end: 0 or the sp_code of the failure */
+    int64_t duration_ms;      /**< end */
+    uint64_t bytes;           /**< end: bytes of output plus bytes written */
+    bool truncated;           /**< end: a cap cut the output */
+    const char *const *paths; /**< NULL-terminated paths the call named or touched */
+    const char *json;         /**< the event as one JSON line, without a newline */
+} sp_tools_event;
+
+typedef void (*sp_tools_event_fn)(void *userdata, const sp_tools_event *ev);
+
+#define SP_TOOLS_OPTS_VERSION 1
+
+/** Options of a tools context. Zero values select the defaults shown. */
+typedef struct sp_tools_opts {
+    unsigned version;
+    sp_tools_approval approval;
+    /** Asked when the policy wants approval; NULL = such calls are denied
+     *  with a message that says why. */
+    sp_tools_approve_fn approve;
+    void *approve_userdata;
+    /** Called at the start and end of every call (may be NULL). */
+    sp_tools_event_fn on_event;
+    void *event_userdata;
+    /** Append events here as JSON lines; NULL = `<state dir>/events.jsonl`
+     *  for a sandbox, none for a bare folder. "" = none. */
+    const char *events_path;
+    /** See sp_tools_fs_mode; refused with a sandbox. */
+    sp_tools_fs_mode fs_mode;
+    /** NULL-terminated tool names to leave out ("snapshot", "shell", ...). */
+    const char *const *disabled;
+    /** Refuse every change to files (the write tools are left out). */
+    bool read_only;
+    /** NULL-terminated globs of paths the tools cannot see (see sp_fs_opts). */
+    const char *const *deny;
+    /** Snapshot store of a bare folder (NULL = no snapshot tools there). A
+     *  sandbox always uses `<state dir>/snapshots.git`. */
+    const char *snapshot_store;
+    /** Caps per output stream of shell: bytes (0 = 8192), lines (0 = 200);
+     *  head and tail are kept, with a marker saying what was left out. */
+    size_t max_output_bytes;
+    size_t max_output_lines;
+    /** Cap on the text of one filesystem answer, in bytes (0 = 65536). */
+    size_t max_text_bytes;
+    /** Longest line read_file, grep and list_dir show (0 = 500 bytes). */
+    unsigned max_line_bytes;
+} sp_tools_opts;
+
+#define SP_TOOLS_OPTS_INIT                                                                         \
+    {                                                                                              \
+        .version = SP_TOOLS_OPTS_VERSION                                                           \
+    }
+
+/**
+ * Make a context over a sandbox: every tool. The sandbox is borrowed: it
+ * must outlive the context and not be used by another thread meanwhile.
+ *
+ * @return 0; SP_EINVAL (unrestricted fs_mode, bad options); the errors of
+ *         opening the workspace
+ */
+int sp_tools_open_sandbox(sp_tools **out, sp_sandbox *sb, const sp_tools_opts *opts,
+                          sp_error **err);
+
+/**
+ * Make a context over a bare folder: the filesystem tools (and snapshot
+ * tools when opts->snapshot_store is set); no command tools.
+ *
+ * @return 0; SP_ENOTFOUND / SP_EINVAL for a bad root
+ */
+int sp_tools_open_root(sp_tools **out, const char *root, const sp_tools_opts *opts, sp_error **err);
+
+/** Free a context; kills the sessions it started. Accepts NULL. */
+void sp_tools_free(sp_tools *t);
+
+/** Replace the approval callback (the MCP server installs its own). */
+void sp_tools_set_approver(sp_tools *t, sp_tools_approve_fn fn, void *userdata);
+
+/**
+ * Run one call.
+ *
+ * @param result  receives the result object as JSON text (free()); set for
+ *                tool failures too (ok false)
+ * @param name    the tool's name
+ * @param args    the arguments: a JSON object (NULL or "" = {})
+ * @param len     bytes of args
+ * @return 0 when the tool succeeded, else the sp_code of the failure
+ *         (the result says the same); *result is always set
+ */
+int sp_tools_call(char **result, sp_tools *t, const char *name, const char *args, size_t len);
+
+/**
+ * Run a freeform call (an OpenAI custom tool): `input` is the raw text the
+ * model wrote, e.g. a patch for apply_patch. Tools without a freeform form
+ * answer SP_EINVAL.
+ */
+int sp_tools_call_freeform(char **result, sp_tools *t, const char *name, const char *input,
+                           size_t len);
+
+/**
+ * Cancel the call running on another thread: a running shell command is
+ * killed (its partial output is returned with ok false), a wait for
+ * approval is denied; calls that end soon by themselves finish. Does
+ * nothing when no call runs. May block for a few seconds while the kill
+ * runs in the container.
+ */
+void sp_tools_cancel(sp_tools *t);
+
+/** Whether the context offers a tool (enabled and available). */
+bool sp_tools_has(const sp_tools *t, const char *name);
+
+/** Spec formats. */
+typedef enum sp_tools_format {
+    /** The MCP tools/list result: {"tools": [{name, title, description,
+     *  inputSchema, annotations}]}. */
+    SP_TOOLS_FORMAT_MCP = 0,
+    /** OpenAI Responses function tools: [{type:"function", name,
+     *  description, parameters, strict:false}]. */
+    SP_TOOLS_FORMAT_OPENAI = 1,
+    /** As SP_TOOLS_FORMAT_OPENAI, but apply_patch as a freeform custom tool
+     *  with a Lark grammar: {type:"custom", name, description, format:
+     *  {type:"grammar", syntax:"lark", definition}}. */
+    SP_TOOLS_FORMAT_OPENAI_FREEFORM = 2,
+    /** Anthropic tools: [{name, description, input_schema}]. */
+    SP_TOOLS_FORMAT_ANTHROPIC = 3,
+} sp_tools_format;
+
+/** Parse "mcp", "openai", "openai-freeform" or "anthropic". */
+int sp_tools_format_parse(sp_tools_format *out, const char *s);
+
+/**
+ * The specs of the tools a context offers (`t`), or of every tool the
+ * suite has (`t` NULL), as JSON text (free()). NULL when memory ran out.
+ */
+char *sp_tools_specs(const sp_tools *t, sp_tools_format format);
+
+/** The Lark grammar of apply_patch's freeform form (static). */
+const char *sp_tools_patch_grammar(void);
+
+/** Names of every tool of the suite, NULL-terminated (static). */
+const char *const *sp_tools_names(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,202 @@
+/* Internals of the tool suite, shared by its files: the tool table, the
+ * per-call state handlers fill in, and small helpers. cJSON is fine here:
+ * this header is not installed. */
+#ifndef SANDPOD_TOOLS_INTERNAL_H
+#define SANDPOD_TOOLS_INTERNAL_H
+
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cJSON.h>
+
+#include "sandpod/session.h"
+#include "sandpod/snapshot.h"
+#include "tools.h"
+
+#define TOOLS_PRINTF(a, b) __attribute__((format(printf, a, b)))
+
+/* ------------------------------------------------------------ helpers -- */
+
+/* Allocation that aborts on out-of-memory, like the library's: a tool call
+ * cannot recover from it meaningfully. */
+void *tx_malloc(size_t n);
+void *tx_calloc(size_t n, size_t size);
+void *tx_realloc(void *p, size_t n);
+char *tx_strdup(const char *s);
+char *tx_strndup(const char *s, size_t n);
+char *tx_asprintf(const char *fmt, ...) TOOLS_PRINTF(1, 2);
+
+/* Set *err (when err is non-NULL) to a new error; returns code. */
+int tools_error(sp_error **err, int code, const char *fmt, ...) TOOLS_PRINTF(3, 4);
+
+/* A growable text buffer, always NUL-terminated once anything was added. */
+typedef struct tbuf {
+    char *data;
+    size_t len, cap;
+} tbuf;
+void tb_add(tbuf *b, const void *data, size_t len);
+void tb_adds(tbuf *b, const char *s);
+void tb_addc(tbuf *b, char c);
+void tb_printf(tbuf *b, const char *fmt, ...) TOOLS_PRINTF(2, 3);
+/* The text (never NULL); the buffer is left empty. */
+char *tb_steal(tbuf *b);
+void tb_free(tbuf *b);
+
+/* A growable list of owned strings. */
+typedef struct strvec {
+    char **v;
+    size_t n, cap;
+} strvec;
+void sv_push(strvec *sv, char *owned);
+void sv_free(strvec *sv);
+
+/* Cap a text to a head and a tail of at most max_bytes and max_lines in
+ * all, with the marker "[... N bytes, M lines omitted ...]" between them,
+ * never splitting a UTF-8 sequence. Returns a new string; *cut tells
+ * whether anything was left out. */
+char *text_cap(const char *s, size_t len, size_t max_bytes, size_t max_lines, size_t *out_len,
+               bool *cut);
+
+/* ------------------------------------------------------------- a call -- */
+
+/* What one call builds up; the dispatcher turns it into the result object. */
+typedef struct tool_call {
+    const struct tool_def *def;
+    const char *args_json; /* the raw argument text (NUL-terminated) */
+    tbuf message;          /* text for the model */
+    cJSON *value;          /* structured answer, or NULL */
+    cJSON *changes;        /* array of {path, action, bytes} */
+    bool truncated;
+    uint64_t bytes; /* output plus written, for events */
+    strvec paths;   /* paths for events */
+    int code;       /* 0 or the failure's sp_code */
+    char *error;    /* the failure's message */
+} tool_call;
+
+/* Record a failure: `code` and a message (printf-style). Returns code. */
+int call_fail(tool_call *c, int code, const char *fmt, ...) TOOLS_PRINTF(3, 4);
+/* Record a library failure (err is consumed), adding `hint` (may be NULL)
+ * and a generic recovery hint for the code when no hint is given. */
+int call_fail_err(tool_call *c, int code, sp_error *err, const char *hint);
+/* Note a file change: action "created", "modified", "deleted", "moved". */
+void call_change(tool_call *c, const char *path, const char *action, uint64_t bytes);
+/* Note a path for the events. */
+void call_path(tool_call *c, const char *path);
+
+/* ------------------------------------------------------------- tools -- */
+
+/* What a tool needs to be offered. */
+enum {
+    NEED_SANDBOX = 1u << 0, /* a container: commands and sessions */
+    NEED_STORE = 1u << 1,   /* a snapshot store */
+    NEED_WRITE = 1u << 2,   /* a writable filesystem */
+    NEED_PATCH = 1u << 3,   /* the apply_patch engine is built in */
+};
+
+typedef int (*tool_fn)(sp_tools *t, const cJSON *args, tool_call *c);
+/* Build the approval summary line of a call (a malloc'd string). */
+typedef char *(*tool_summary_fn)(const cJSON *args);
+
+typedef struct tool_def {
+    const char *name;
+    const char *title;
+    sp_tool_tier tier;
+    unsigned needs;
+    const char *description;
+    const char *schema; /* JSON Schema text of the arguments */
+    tool_fn fn;
+    /* The argument that names the call for a person ("path", "command"). */
+    const char *summary_arg;
+    bool idempotent;
+} tool_def;
+
+extern const tool_def tool_defs[];
+extern const size_t n_tool_defs;
+const tool_def *tool_find(const char *name);
+/* Parsed schemas, one per tool_defs entry (parsed once, never freed). */
+const cJSON *tool_schema(const tool_def *d);
+
+/* Whether apply_patch's engine is compiled in. */
+bool tools_patch_available(void);
+/* Apply a patch text (either form lands here). */
+int tools_apply_patch(sp_tools *t, const char *patch, size_t len, tool_call *c);
+
+/* Check args against a schema; on failure the message names the field. */
+int schema_check(const cJSON *schema, const cJSON *args, const char *tool, char **msg);
+/* Refuse raw JSON text holding \u0000 in a string; names the key. */
+int json_nul_check(const char *text, size_t len, char **msg);
+
+/* Argument getters (after schema_check, so types are right). */
+const char *arg_str(const cJSON *args, const char *key, const char *def);
+long long arg_int(const cJSON *args, const char *key, long long def);
+bool arg_bool(const cJSON *args, const char *key, bool def);
+
+/* -------------------------------------------------------- the context -- */
+
+struct sp_tools {
+    sp_tools_opts opts;
+    sp_sandbox *sb;   /* borrowed; NULL for a bare folder */
+    char *root;       /* host path of the workspace or folder */
+    sp_fs *fs;        /* contained on root */
+    sp_fs *fs_any;    /* unrestricted mode: on "/" */
+    char *store_path; /* snapshot store, or NULL */
+    sp_snapstore *store;
+    bool paused; /* we paused the container for a snapshot */
+    strvec disabled;
+    strvec deny;
+    char *events_path;
+    int events_fd;
+    uint64_t calls;
+    strvec always; /* tools allowed for good by the approver */
+    int *sessions; /* ids of the sessions we started */
+    size_t n_sessions, cap_sessions;
+
+    /* Cancellation, shared with sp_tools_cancel() on another thread. */
+    pthread_mutex_t mu;
+    bool running;
+    atomic_bool cancelled;
+    char *run_token; /* SANDPOD_TOOL_CALL value of a running shell */
+    char *sb_name, *state_root, *podman_url;
+    pthread_mutex_t kill_mu;
+    sp_sandbox *kill_sb; /* a second handle for the kill, opened on demand */
+};
+
+/* Handlers, by file. */
+int tool_list_dir(sp_tools *t, const cJSON *a, tool_call *c);
+int tool_read_file(sp_tools *t, const cJSON *a, tool_call *c);
+int tool_write_file(sp_tools *t, const cJSON *a, tool_call *c);
+int tool_edit_file(sp_tools *t, const cJSON *a, tool_call *c);
+int tool_insert(sp_tools *t, const cJSON *a, tool_call *c);
+int tool_delete(sp_tools *t, const cJSON *a, tool_call *c);
+int tool_mkdir(sp_tools *t, const cJSON *a, tool_call *c);
+int tool_stat(sp_tools *t, const cJSON *a, tool_call *c);
+int tool_glob(sp_tools *t, const cJSON *a, tool_call *c);
+int tool_grep(sp_tools *t, const cJSON *a, tool_call *c);
+int tool_apply_patch(sp_tools *t, const cJSON *a, tool_call *c);
+int tool_shell(sp_tools *t, const cJSON *a, tool_call *c);
+int tool_exec_command(sp_tools *t, const cJSON *a, tool_call *c);
+int tool_write_stdin(sp_tools *t, const cJSON *a, tool_call *c);
+int tool_snapshot(sp_tools *t, const cJSON *a, tool_call *c);
+int tool_restore(sp_tools *t, const cJSON *a, tool_call *c);
+int tool_list_snapshots(sp_tools *t, const cJSON *a, tool_call *c);
+
+/* The filesystem handle and path a tool path names under the fs_mode. In
+ * unrestricted mode the path becomes absolute (relative ones are taken
+ * from the root folder) and `*rel` is a malloc'd path below "/"; otherwise
+ * *rel is the path itself (not copied). */
+int fs_target(sp_fs **fs, const char **rel, char **owned, sp_tools *t, const char *path,
+              tool_call *c);
+/* A path as the model should see it: relative to the workspace, or
+ * absolute in unrestricted mode (malloc'd). */
+char *fs_display(const sp_tools *t, const char *rel);
+
+/* Session bookkeeping (tools_exec.c). */
+void tools_sessions_kill(sp_tools *t);
+/* Close the snapshot store (tools_exec.c). */
+void tools_store_close(sp_tools *t);
+
+#endif

@@ -1,0 +1,486 @@
+/* The exec fast path, host side: one unix-socket connection to
+ * sandpod-agent (the container's pid 1) per command. See
+ * sandbox/agent/protocol.h for the frames.
+ *
+ * The socket lives in <state_dir>/agent/run/, bind-mounted at
+ * /.sandpod/run; the host connects to the same inode. A connect that fails
+ * (no agent in this container, a stopped container's stale socket) is
+ * SP_ENOTFOUND, which sends the caller to the REST path. */
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+
+#include "agent/protocol.h"
+#include "sandbox_internal.h"
+
+/* How long the agent may take to start a command once connected; longer
+ * means a paused or overloaded container. */
+#define START_WAIT_MS 5000
+/* How long one frame may take to send. */
+#define SEND_WAIT_MS 10000
+#define READ_CHUNK   65536
+
+struct sp_fast {
+    int fd;
+    char *box; /* sandbox name, for messages */
+    /* Received bytes not yet handed out, from in_off. */
+    uint8_t *in;
+    size_t in_len, in_cap, in_off;
+    bool eof;
+    bool exited;
+    int status;
+    int pid;      /* in the container */
+    int host_pid; /* from SCM_CREDENTIALS */
+};
+
+static void put32(uint8_t *p, uint32_t v)
+{
+    p[0] = (uint8_t)(v >> 24);
+    p[1] = (uint8_t)(v >> 16);
+    p[2] = (uint8_t)(v >> 8);
+    p[3] = (uint8_t)v;
+}
+
+static uint32_t get32(const uint8_t *p)
+{
+    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+char *sp_fast_run_dir(const sp_sandbox *sb)
+{
+    return sp_xasprintf("%s/agent/run", sb->state_dir);
+}
+
+sp_exec_path sp_fast_mode(const sp_sandbox *sb)
+{
+    if (sb->cfg.exec_path != SP_EXEC_AUTO)
+        return sb->cfg.exec_path;
+    /* For programs (and the CLI) that set nothing: the environment. */
+    const char *e = getenv("SANDPOD_EXEC_PATH");
+    if (e && strcmp(e, "rest") == 0)
+        return SP_EXEC_REST;
+    if (e && strcmp(e, "fast") == 0)
+        return SP_EXEC_FAST;
+    return SP_EXEC_AUTO;
+}
+
+bool sp_fast_wanted(const sp_sandbox *sb, const char *user)
+{
+    sp_exec_path mode = sp_fast_mode(sb);
+    if (mode == SP_EXEC_REST)
+        return false;
+    if (mode == SP_EXEC_AUTO && !sb->cfg.agent)
+        return false;
+    /* The agent runs as the sandbox's user and cannot switch. */
+    return !user || !sb->cfg.user || strcmp(user, sb->cfg.user) == 0;
+}
+
+/* ---------------------------------------------------------------- sending -- */
+
+static int send_all(sp_fast *f, const void *data, size_t len, sp_error **err)
+{
+    const char *p = data;
+    int64_t end = sp_now_ms() + SEND_WAIT_MS;
+    while (len) {
+        ssize_t w = send(f->fd, p, len, MSG_NOSIGNAL);
+        if (w > 0) {
+            p += w;
+            len -= (size_t)w;
+            continue;
+        }
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w < 0 && errno == EAGAIN) {
+            int left = (int)(end - sp_now_ms());
+            struct pollfd pfd = {.fd = f->fd, .events = POLLOUT};
+            if (left > 0 && poll(&pfd, 1, left) >= 0)
+                continue;
+            return sp_err_set(err, SP_ETIMEOUT, 0,
+                              "the exec agent of sandbox %s takes no input (the command does "
+                              "not read its stdin)",
+                              f->box);
+        }
+        return sp_err_set(err, SP_EPODMAN, errno, "lost the exec agent of sandbox %s: %s", f->box,
+                          strerror(errno));
+    }
+    return 0;
+}
+
+static int send_frame(sp_fast *f, int type, const void *payload, size_t len, sp_error **err)
+{
+    uint8_t h[SPA_HEADER_LEN];
+    put32(h, (uint32_t)len);
+    h[4] = (uint8_t)type;
+    int r = send_all(f, h, sizeof(h), err);
+    return r < 0 || !len ? r : send_all(f, payload, len, err);
+}
+
+static void add32(sp_buf *b, uint32_t v)
+{
+    uint8_t x[4];
+    put32(x, v);
+    sp_buf_add(b, x, 4);
+}
+
+static void add_str(sp_buf *b, const char *s)
+{
+    size_t n = s ? strlen(s) : 0;
+    add32(b, (uint32_t)n);
+    sp_buf_add(b, s ? s : "", n);
+}
+
+static void add_strv(sp_buf *b, const char *const *v)
+{
+    uint32_t n = 0;
+    while (v && v[n])
+        n++;
+    add32(b, n);
+    for (uint32_t i = 0; i < n; i++)
+        add_str(b, v[i]);
+}
+
+/* -------------------------------------------------------------- receiving -- */
+
+/* Read what the socket has (waiting up to timeout_ms for something); with
+ * creds, note the sender's pid of the first bytes. 0, SP_ETIMEOUT, or
+ * SP_EPODMAN on a broken connection. EOF sets f->eof. */
+static int fill(sp_fast *f, int timeout_ms, int *cred_pid)
+{
+    if (f->eof)
+        return 0;
+    struct pollfd pfd = {.fd = f->fd, .events = POLLIN};
+    int pr = poll(&pfd, 1, timeout_ms);
+    if (pr == 0)
+        return SP_ETIMEOUT;
+    if (pr < 0)
+        return errno == EINTR ? SP_ETIMEOUT : SP_EPODMAN;
+    if (f->in_off && f->in_off == f->in_len)
+        f->in_len = f->in_off = 0;
+    if (f->in_off > f->in_cap / 2) {
+        memmove(f->in, f->in + f->in_off, f->in_len - f->in_off);
+        f->in_len -= f->in_off;
+        f->in_off = 0;
+    }
+    if (f->in_cap - f->in_len < READ_CHUNK) {
+        f->in_cap = f->in_len + READ_CHUNK;
+        f->in = sp_xrealloc(f->in, f->in_cap);
+    }
+    struct iovec iov = {f->in + f->in_len, f->in_cap - f->in_len};
+    union {
+        char buf[CMSG_SPACE(sizeof(struct ucred))];
+        struct cmsghdr align;
+    } u;
+    struct msghdr mh = {0};
+    mh.msg_iov = &iov;
+    mh.msg_iovlen = 1;
+    if (cred_pid) {
+        mh.msg_control = u.buf;
+        mh.msg_controllen = sizeof(u.buf);
+    }
+    ssize_t got = recvmsg(f->fd, &mh, MSG_CMSG_CLOEXEC);
+    if (got < 0)
+        return errno == EAGAIN || errno == EINTR ? SP_ETIMEOUT : SP_EPODMAN;
+    if (got == 0) {
+        f->eof = true;
+        return 0;
+    }
+    if (cred_pid && !*cred_pid) {
+        for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
+            if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_CREDENTIALS) {
+                struct ucred cr;
+                memcpy(&cr, CMSG_DATA(c), sizeof(cr));
+                *cred_pid = cr.pid;
+            }
+        }
+    }
+    f->in_len += (size_t)got;
+    return 0;
+}
+
+/* The frame at in_off when it is whole: its type, payload and length. */
+static bool whole_frame(const sp_fast *f, int *type, uint8_t **payload, size_t *len)
+{
+    size_t avail = f->in_len - f->in_off;
+    if (avail < SPA_HEADER_LEN)
+        return false;
+    uint32_t n = get32(f->in + f->in_off);
+    if (avail < SPA_HEADER_LEN + (size_t)n)
+        return false;
+    *type = f->in[f->in_off + 4];
+    *payload = f->in + f->in_off + SPA_HEADER_LEN;
+    *len = n;
+    return true;
+}
+
+static bool frame_too_long(const sp_fast *f)
+{
+    return f->in_len - f->in_off >= SPA_HEADER_LEN && get32(f->in + f->in_off) > SPA_MAX_FRAME;
+}
+
+/* ------------------------------------------------------------------ start -- */
+
+static int connect_agent(int *out, const sp_sandbox *sb)
+{
+    cleanup_free char *dir = sp_fast_run_dir(sb);
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    int n = snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/" SPA_SOCKET_NAME, dir);
+    int dfd = -1;
+    if (n < 0 || (size_t)n >= sizeof(sa.sun_path)) {
+        /* Too long for sun_path: go through an fd on the folder. */
+        dfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (dfd < 0)
+            return -errno;
+        snprintf(sa.sun_path, sizeof(sa.sun_path), "/proc/self/fd/%d/" SPA_SOCKET_NAME, dfd);
+    }
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+        int e = errno;
+        if (dfd >= 0)
+            close(dfd);
+        return -e;
+    }
+    int one = 1;
+    setsockopt(fd, SOL_SOCKET, SO_PASSCRED, &one, sizeof(one));
+    int r = connect(fd, (struct sockaddr *)&sa, sizeof(sa));
+    int e = errno;
+    if (dfd >= 0)
+        close(dfd);
+    if (r < 0) {
+        close(fd);
+        return -e;
+    }
+    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+    *out = fd;
+    return 0;
+}
+
+int sp_fast_start(sp_fast **out, sp_sandbox *sb, const sp_fast_spec *spec, sp_error **err)
+{
+    *out = NULL;
+    int fd = -1;
+    int c = connect_agent(&fd, sb);
+    if (c < 0)
+        return sp_err_set(err, SP_ENOTFOUND, -c,
+                          "the exec agent of sandbox %s does not answer (%s)", sb->name,
+                          strerror(-c));
+    sp_fast *f = sp_xcalloc(1, sizeof(*f));
+    f->fd = fd;
+    f->box = sp_xstrdup(sb->name);
+
+    sp_buf req = SP_BUF_INIT;
+    add32(&req, (spec->tty ? SPA_F_TTY : 0) | (spec->kill_on_exit ? SPA_F_KILL_ON_EXIT : 0));
+    add32(&req, (uint32_t)(spec->rows & 0xffff) << 16 | (spec->cols & 0xffff));
+    add_str(&req, spec->workdir);
+    add_str(&req, spec->kill_marker);
+    add_strv(&req, spec->argv);
+    add_strv(&req, spec->env);
+    int r = req.len > SPA_MAX_FRAME
+                ? sp_err_set(err, SP_ETOOBIG, 0, "command and environment exceed %u bytes",
+                             SPA_MAX_FRAME)
+                : send_frame(f, SPA_REQUEST, req.data, req.len, err);
+    sp_buf_dispose(&req);
+    if (r < 0)
+        goto fail;
+
+    /* The first frame: STARTED, sent by the command's process itself. */
+    int64_t end = sp_now_ms() + START_WAIT_MS;
+    int cred = 0;
+    for (;;) {
+        int type;
+        uint8_t *p;
+        size_t n;
+        if (whole_frame(f, &type, &p, &n)) {
+            if (type == SPA_STARTED && n == 4) {
+                f->pid = (int)get32(p);
+                f->host_pid = cred;
+                f->in_off += SPA_HEADER_LEN + n;
+                break;
+            }
+            cleanup_free char *msg =
+                type == SPA_FAILED ? sp_xstrndup((const char *)p, n) : sp_xstrdup("bad answer");
+            r = sp_err_set(err, SP_EPODMAN, 0, "sandbox %s: the exec agent cannot run it: %s",
+                           sb->name, msg);
+            goto fail;
+        }
+        if (f->eof || frame_too_long(f)) {
+            r = sp_err_set(err, SP_EPODMAN, 0,
+                           "sandbox %s: the exec agent closed the connection before the command "
+                           "started (too many processes?)",
+                           sb->name);
+            goto fail;
+        }
+        int left = (int)(end - sp_now_ms());
+        if (left <= 0) {
+            r = sp_err_set(err, SP_ETIMEOUT, 0,
+                           "sandbox %s: the exec agent did not start the command within %d ms",
+                           sb->name, START_WAIT_MS);
+            goto fail;
+        }
+        int fr = fill(f, left, &cred);
+        if (fr == SP_EPODMAN) {
+            r = sp_err_set(err, SP_EPODMAN, errno, "lost the exec agent of sandbox %s", sb->name);
+            goto fail;
+        }
+    }
+    *out = f;
+    return 0;
+fail:
+    sp_fast_free(f);
+    return r;
+}
+
+/* ---------------------------------------------------------------- running -- */
+
+int sp_fast_fd(const sp_fast *f)
+{
+    return f->fd;
+}
+
+bool sp_fast_buffered(const sp_fast *f)
+{
+    int type;
+    uint8_t *p;
+    size_t n;
+    return whole_frame(f, &type, &p, &n) || (f->eof && !f->exited);
+}
+
+int sp_fast_read(size_t *out_len, int *stream, sp_fast *f, void *buf, size_t cap, int timeout_ms,
+                 sp_error **err)
+{
+    *out_len = 0;
+    int64_t end = timeout_ms < 0 ? INT64_MAX : sp_now_ms() + timeout_ms;
+    bool tried = false;
+    for (;;) {
+        if (f->exited)
+            return 0;
+        int type;
+        uint8_t *p;
+        size_t n;
+        while (whole_frame(f, &type, &p, &n)) {
+            if (type == SPA_EXIT) {
+                f->status = n == 4 ? (int)get32(p) : 0;
+                f->exited = true;
+                f->in_off += SPA_HEADER_LEN + n;
+                return 0;
+            }
+            if ((type != SPA_STDOUT && type != SPA_STDERR) || n == 0) {
+                f->in_off += SPA_HEADER_LEN + n;
+                continue;
+            }
+            size_t k = n < cap ? n : cap;
+            memcpy(buf, p, k);
+            if (stream)
+                *stream = type == SPA_STDOUT ? SP_EXEC_STDOUT : SP_EXEC_STDERR;
+            *out_len = k;
+            if (k == n) {
+                f->in_off += SPA_HEADER_LEN + n;
+            } else {
+                /* Hand out the rest later: a shorter frame where the
+                 * consumed bytes were. */
+                f->in_off += k;
+                put32(f->in + f->in_off, (uint32_t)(n - k));
+                f->in[f->in_off + 4] = (uint8_t)type;
+            }
+            return 0;
+        }
+        if (f->eof || frame_too_long(f))
+            return sp_err_set(err, SP_EPODMAN, 0,
+                              "lost the exec agent of sandbox %s before the command ended "
+                              "(was the container stopped?)",
+                              f->box);
+        int left = -1;
+        if (timeout_ms >= 0) {
+            int64_t l = end - sp_now_ms();
+            left = l > 0 ? (int)l : 0;
+            if (left == 0 && tried)
+                return SP_ETIMEOUT;
+        }
+        tried = true;
+        int r = fill(f, left, NULL);
+        if (r == SP_EPODMAN)
+            return sp_err_set(err, SP_EPODMAN, errno, "lost the exec agent of sandbox %s", f->box);
+    }
+}
+
+bool sp_fast_exited(const sp_fast *f, int *exit_code)
+{
+    if (!f->exited)
+        return false;
+    if (exit_code) {
+        if (WIFEXITED(f->status))
+            *exit_code = WEXITSTATUS(f->status);
+        else if (WIFSIGNALED(f->status))
+            *exit_code = 128 + WTERMSIG(f->status);
+        else
+            *exit_code = -1;
+    }
+    return true;
+}
+
+int sp_fast_write_stdin(sp_fast *f, const void *data, size_t len, sp_error **err)
+{
+    const char *p = data;
+    while (len) {
+        size_t k = len < READ_CHUNK ? len : READ_CHUNK;
+        int r = send_frame(f, SPA_STDIN, p, k, err);
+        if (r < 0)
+            return r;
+        p += k;
+        len -= k;
+    }
+    return 0;
+}
+
+int sp_fast_close_stdin(sp_fast *f, sp_error **err)
+{
+    return send_frame(f, SPA_STDIN_EOF, NULL, 0, err);
+}
+
+int sp_fast_resize(sp_fast *f, unsigned rows, unsigned cols, sp_error **err)
+{
+    uint8_t b[4];
+    put32(b, (rows & 0xffff) << 16 | (cols & 0xffff));
+    return send_frame(f, SPA_RESIZE, b, sizeof(b), err);
+}
+
+int sp_fast_signal(sp_fast *f, int signo, sp_error **err)
+{
+    uint8_t b[4];
+    put32(b, (uint32_t)signo);
+    return send_frame(f, SPA_SIGNAL, b, sizeof(b), err);
+}
+
+void sp_fast_kill(sp_fast *f, int wait_ms)
+{
+    if (!f || f->exited || f->eof)
+        return;
+    if (send_frame(f, SPA_KILL, NULL, 0, NULL) < 0)
+        return;
+    char buf[4096];
+    int64_t end = sp_now_ms() + wait_ms;
+    size_t n;
+    while (!f->exited && sp_now_ms() < end &&
+           sp_fast_read(&n, NULL, f, buf, sizeof(buf), (int)(end - sp_now_ms()), NULL) == 0)
+        ;
+}
+
+int sp_fast_host_pid(const sp_fast *f)
+{
+    return f->host_pid;
+}
+
+void sp_fast_free(sp_fast *f)
+{
+    if (!f)
+        return;
+    if (f->fd >= 0)
+        close(f->fd);
+    free(f->in);
+    free(f->box);
+    free(f);
+}

@@ -1,0 +1,380 @@
+/* Export a snapshot as a tar archive and import one as a new snapshot
+ * (libarchive, pax format).
+ *
+ * Export writes "./" for the root (so its permission bits travel too),
+ * then every entry in tree order with its real name, exact permission
+ * bits, symlink target verbatim, owner 0:0 and the snapshot's time as
+ * mtime. Import builds a tree in the store from an archive without ever
+ * touching the workspace; it refuses absolute names and `..`, skips device
+ * nodes and sockets, and turns a hard link into a copy of its target. */
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/random.h>
+
+#include <archive.h>
+#include <archive_entry.h>
+
+#include "snap_internal.h"
+
+static int ar_error(sp_error **err, struct archive *a, const char *what)
+{
+    const char *m = archive_error_string(a);
+    return sp_err_set(err, SP_ERROR, archive_errno(a) > 0 ? archive_errno(a) : 0, "%s: %s", what,
+                      m ? m : "libarchive");
+}
+
+/* ------------------------------------------------------------- export -- */
+
+struct exp {
+    sp_snapstore *s;
+    struct archive *a;
+    time_t mtime;
+    long mtime_ns;
+    struct archive_entry *e;
+};
+
+struct blob_sink {
+    struct exp *x;
+    const char *path;
+    uint32_t mode;
+};
+
+static int write_file_entry(void *ud, uint64_t size, const void *p, size_t n, sp_error **err)
+{
+    struct blob_sink *b = ud;
+    struct exp *x = b->x;
+    if (!p) {
+        archive_entry_clear(x->e);
+        archive_entry_set_pathname(x->e, b->path);
+        archive_entry_set_filetype(x->e, AE_IFREG);
+        archive_entry_set_perm(x->e, b->mode);
+        archive_entry_set_size(x->e, (la_int64_t)size);
+        archive_entry_set_mtime(x->e, x->mtime, x->mtime_ns);
+        archive_entry_set_uid(x->e, 0);
+        archive_entry_set_gid(x->e, 0);
+        if (archive_write_header(x->a, x->e) < ARCHIVE_WARN)
+            return ar_error(err, x->a, "export");
+        return 0;
+    }
+    if (archive_write_data(x->a, p, n) < 0)
+        return ar_error(err, x->a, "export");
+    return 0;
+}
+
+static int put_header(struct exp *x, const char *path, unsigned type, uint32_t mode,
+                      const char *link, sp_error **err)
+{
+    archive_entry_clear(x->e);
+    archive_entry_set_pathname(x->e, path);
+    archive_entry_set_filetype(x->e, type);
+    archive_entry_set_perm(x->e, mode);
+    archive_entry_set_size(x->e, 0);
+    archive_entry_set_mtime(x->e, x->mtime, x->mtime_ns);
+    archive_entry_set_uid(x->e, 0);
+    archive_entry_set_gid(x->e, 0);
+    if (link)
+        archive_entry_set_symlink(x->e, link);
+    if (archive_write_header(x->a, x->e) < ARCHIVE_WARN)
+        return ar_error(err, x->a, "export");
+    return 0;
+}
+
+static int export_dir(struct exp *x, const sp_oid *tree, const char *prefix, unsigned depth,
+                      sp_error **err)
+{
+    if (depth > SNAP_MAX_DEPTH + 8)
+        return sp_err_set(err, SP_ETOOBIG, 0, "trees nested too deep");
+    sp_tdir td;
+    int r = sp_tree_read(&td, &x->s->odb, tree, err);
+    if (r < 0)
+        return r;
+    if (depth == 0)
+        r = put_header(x, "./", AE_IFDIR, td.mode, NULL, err);
+    for (size_t i = 0; i < td.n && r == 0; i++) {
+        const sp_tentry *e = &td.v[i];
+        cleanup_free char *path = sp_xasprintf("%s%s", prefix, e->name);
+        if (e->type == SN_FILE) {
+            struct blob_sink b = {x, path, e->mode};
+            r = sp_odb_blob_stream(&x->s->odb, &e->oid, write_file_entry, &b, err);
+        } else if (e->type == SN_LINK) {
+            sp_buf t = SP_BUF_INIT;
+            int type = 0;
+            r = sp_odb_read(&x->s->odb, &e->oid, &type, &t, err);
+            if (r == 0)
+                r = put_header(x, path, AE_IFLNK, 0777, t.data, err);
+            sp_buf_dispose(&t);
+        } else if (e->type == SN_FIFO) {
+            r = put_header(x, path, AE_IFIFO, e->mode, NULL, err);
+        } else {
+            sp_tdir sub;
+            if ((r = sp_tree_read(&sub, &x->s->odb, &e->oid, err)) < 0)
+                break;
+            uint32_t mode = sub.mode;
+            sp_tdir_dispose(&sub);
+            cleanup_free char *dpath = sp_xasprintf("%s/", path);
+            r = put_header(x, dpath, AE_IFDIR, mode, NULL, err);
+            if (r == 0)
+                r = export_dir(x, &e->oid, dpath, depth + 1, err);
+        }
+    }
+    sp_tdir_dispose(&td);
+    return r;
+}
+
+int sp_snapshot_export(sp_snapstore *s, const char *ref, const char *path, int fd,
+                       sp_snapshot_format format, sp_error **err)
+{
+    if (!path && fd < 0)
+        return sp_err_set(err, SP_EINVAL, 0, "export needs a file or an fd");
+    if (format != SP_SNAPSHOT_TAR && format != SP_SNAPSHOT_TAR_GZ)
+        return sp_err_set(err, SP_EINVAL, 0, "unknown export format %d", (int)format);
+    sp_snapshot *snap = NULL;
+    sp_oid tree;
+    int r = sp_snap_resolve(&snap, s, ref, err);
+    if (r == 0)
+        r = sp_snap_commit_tree(&s->odb, snap->commit, &tree, err);
+    if (r < 0) {
+        sp_snapshot_free(snap);
+        return r;
+    }
+    cleanup_free char *tmp = NULL;
+    int out = fd;
+    if (path) {
+        uint64_t rnd = 0;
+        if (getrandom(&rnd, sizeof(rnd), GRND_NONBLOCK) != sizeof(rnd))
+            rnd = (uint64_t)sp_now_ms() ^ (uint64_t)getpid();
+        tmp = sp_xasprintf("%s.tmp-%016llx", path, (unsigned long long)rnd);
+        out = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+        if (out < 0) {
+            sp_snapshot_free(snap);
+            return sp_err_errno(err, errno, "create", path);
+        }
+    }
+    struct exp x = {s, archive_write_new(), (time_t)(snap->created_at_ns / 1000000000),
+                    (long)(snap->created_at_ns % 1000000000), archive_entry_new()};
+    archive_write_set_format_pax_restricted(x.a);
+    if (format == SP_SNAPSHOT_TAR_GZ)
+        archive_write_add_filter_gzip(x.a);
+    archive_write_set_bytes_in_last_block(x.a, 1);
+    if (archive_write_open_fd(x.a, out) != ARCHIVE_OK)
+        r = ar_error(err, x.a, "export");
+    if (r == 0)
+        r = export_dir(&x, &tree, "", 0, err);
+    if (archive_write_close(x.a) != ARCHIVE_OK && r == 0)
+        r = ar_error(err, x.a, "export");
+    archive_entry_free(x.e);
+    archive_write_free(x.a);
+    sp_snapshot_free(snap);
+    if (path) {
+        if (r == 0 && fsync(out) < 0)
+            r = sp_err_errno(err, errno, "write", path);
+        close(out);
+        if (r == 0 && rename(tmp, path) < 0)
+            r = sp_err_errno(err, errno, "rename", path);
+        if (r < 0)
+            unlink(tmp);
+    }
+    return r;
+}
+
+/* ------------------------------------------------------------- import -- */
+
+/* Split an archive path into clean components; SP_EESCAPE for absolute
+ * paths and `..`. An empty list is the root. */
+static int split_path(const char *name, sp_strv *out, sp_error **err)
+{
+    if (name[0] == '/')
+        return sp_err_set(err, SP_EESCAPE, 0, "archive entry has an absolute path: %s", name);
+    const char *p = name;
+    while (*p) {
+        const char *e = strchr(p, '/');
+        size_t l = e ? (size_t)(e - p) : strlen(p);
+        if (l == 2 && p[0] == '.' && p[1] == '.')
+            return sp_err_set(err, SP_EESCAPE, 0, "archive entry leaves the root: %s", name);
+        if (l > 255)
+            return sp_err_set(err, SP_EINVAL, ENAMETOOLONG, "archive entry name too long: %s",
+                              name);
+        if (l && !(l == 1 && p[0] == '.'))
+            sp_strv_push(out, sp_xstrndup(p, l));
+        p += l;
+        while (*p == '/')
+            p++;
+    }
+    if (out->n > SNAP_MAX_DEPTH)
+        return sp_err_set(err, SP_ETOOBIG, 0, "archive entry nested too deep: %s", name);
+    return 0;
+}
+
+/* The folder node for comp[0..n), made (0755) where missing; a non-folder
+ * in the way is replaced. */
+static snode *dir_for(snode *root, char **comp, size_t n)
+{
+    snode *d = root;
+    for (size_t i = 0; i < n; i++) {
+        size_t l = strlen(comp[i]);
+        uint32_t pos;
+        snode *k = sp_snode_find(d, comp[i], l, &pos);
+        if (k && k->type != SN_DIR) {
+            sp_snode_free(sp_snode_take(d, pos), NULL, NULL);
+            k = NULL;
+        }
+        if (!k) {
+            k = sp_snode_new(comp[i], l, SN_DIR);
+            k->mode = 0755;
+            k->flags |= SN_DIRTY;
+            sp_snode_insert(d, pos, k);
+        }
+        d = k;
+    }
+    return d;
+}
+
+static snode *find_path(snode *root, char **comp, size_t n)
+{
+    snode *d = root;
+    for (size_t i = 0; i < n && d; i++)
+        d = d->type == SN_DIR ? sp_snode_find(d, comp[i], strlen(comp[i]), NULL) : NULL;
+    return d;
+}
+
+static ssize_t ar_src(void *ud, void *buf, size_t n)
+{
+    la_ssize_t r = archive_read_data(ud, buf, n);
+    if (r < 0) {
+        errno = EIO;
+        return -1;
+    }
+    return (ssize_t)r;
+}
+
+static void mark_dirty(snode *n)
+{
+    if (n->type != SN_DIR)
+        return;
+    n->flags |= SN_DIRTY;
+    for (uint32_t i = 0; i < n->nkids; i++)
+        mark_dirty(n->kids[i]);
+}
+
+static int import_entry(sp_snapstore *s, struct archive *a, struct archive_entry *e, snode *root,
+                        sp_error **err)
+{
+    const char *name = archive_entry_pathname(e);
+    if (!name)
+        return sp_err_set(err, SP_EINVAL, 0, "archive entry without a name");
+    sp_strv comp = {0};
+    int r = split_path(name, &comp, err);
+    if (r < 0)
+        goto done;
+    unsigned ftype = archive_entry_filetype(e);
+    uint32_t mode = (uint32_t)archive_entry_perm(e) & 07777;
+    const char *hard = archive_entry_hardlink(e);
+    if (comp.n == 0) {
+        if (ftype == AE_IFDIR)
+            root->mode = mode;
+        goto done;
+    }
+    int type = hard                ? SN_FILE
+               : ftype == AE_IFREG ? SN_FILE
+               : ftype == AE_IFDIR ? SN_DIR
+               : ftype == AE_IFLNK ? SN_LINK
+               : ftype == AE_IFIFO ? SN_FIFO
+                                   : 0;
+    if (!type)
+        goto done; /* devices, sockets */
+    snode *dir = dir_for(root, comp.v, comp.n - 1);
+    const char *last = comp.v[comp.n - 1];
+    size_t l = strlen(last);
+    uint32_t pos;
+    snode *old = sp_snode_find(dir, last, l, &pos);
+    if (type == SN_DIR) {
+        snode *d = dir_for(root, comp.v, comp.n);
+        d->mode = mode;
+        goto done;
+    }
+    snode *n = sp_snode_new(last, l, type);
+    n->mode = type == SN_LINK ? 0777 : mode;
+    if (hard) {
+        sp_strv hc = {0};
+        r = split_path(hard, &hc, err);
+        snode *t = r == 0 ? find_path(root, hc.v, hc.n) : NULL;
+        sp_strv_dispose(&hc);
+        if (r == 0 && (!t || t->type != SN_FILE))
+            r = sp_err_set(err, SP_EINVAL, 0, "archive hard link to a missing file: %s -> %s", name,
+                           hard);
+        if (r == 0) {
+            n->oid = t->oid;
+            n->size = t->size;
+        }
+    } else if (type == SN_FILE) {
+        la_int64_t size = archive_entry_size_is_set(e) ? archive_entry_size(e) : 0;
+        r = sp_odb_write_stream(&s->odb, (uint64_t)size, ar_src, a, name, &n->oid, err);
+        n->size = (uint64_t)size;
+    } else if (type == SN_LINK) {
+        const char *t = archive_entry_symlink(e);
+        if (!t || !*t)
+            r = sp_err_set(err, SP_EINVAL, 0, "archive symlink without a target: %s", name);
+        else
+            r = sp_odb_write(&s->odb, SP_OBJ_BLOB, t, strlen(t), &n->oid, err);
+    }
+    if (r < 0) {
+        free(n);
+        goto done;
+    }
+    if (old)
+        sp_snode_free(sp_snode_take(dir, pos), NULL, NULL);
+    sp_snode_insert(dir, pos, n);
+done:
+    sp_strv_dispose(&comp);
+    return r;
+}
+
+int sp_snapshot_import(sp_snapshot **out, sp_snapstore *s, const char *path, int fd,
+                       const char *tag, sp_error **err)
+{
+    if (out)
+        *out = NULL;
+    if (!path && fd < 0)
+        return sp_err_set(err, SP_EINVAL, 0, "import needs a file or an fd");
+    int r;
+    if (tag && (r = sp_snap_check_tag(tag, err)) < 0)
+        return r;
+    struct archive *a = archive_read_new();
+    archive_read_support_filter_all(a);
+    archive_read_support_format_tar(a);
+    if ((path ? archive_read_open_filename(a, path, 1 << 16)
+              : archive_read_open_fd(a, fd, 1 << 16)) != ARCHIVE_OK) {
+        r = ar_error(err, a, "import");
+        archive_read_free(a);
+        return r;
+    }
+    if ((r = sp_snap_lock(s, err)) < 0) {
+        archive_read_free(a);
+        return r;
+    }
+    snode *root = sp_snode_new("", 0, SN_DIR);
+    root->mode = 0755;
+    struct archive_entry *e;
+    for (;;) {
+        int ar = archive_read_next_header(a, &e);
+        if (ar == ARCHIVE_EOF)
+            break;
+        if (ar < ARCHIVE_WARN) {
+            r = ar_error(err, a, "import");
+            break;
+        }
+        if ((r = import_entry(s, a, e, root, err)) < 0)
+            break;
+    }
+    if (r == 0) {
+        mark_dirty(root);
+        r = sp_tree_finalize(&s->odb, root, err);
+    }
+    if (r == 0)
+        r = sp_snap_record(out, s, &root->oid, root, tag, err);
+    sp_snap_unlock(s);
+    sp_snode_free(root, NULL, NULL);
+    archive_read_free(a);
+    return r;
+}

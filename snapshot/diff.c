@@ -1,0 +1,375 @@
+/* Diff between two snapshots, or a snapshot and the live workspace.
+ *
+ * Both sides are stored trees (the live workspace is read into one first,
+ * as a snapshot would be), compared folder by folder; equal tree ids are
+ * skipped unread, so the cost follows what differs. The unified patch text
+ * comes from libgit2's diff of the two blobs, under headers we write
+ * ourselves: git's own would show the escaped names and metadata blobs of
+ * the store rather than the workspace. */
+#include <string.h>
+
+#include <git2.h>
+
+#include "snap_internal.h"
+
+int sp_snap_live_tree(sp_snapstore *s, sp_oid *tree, sp_error **err);
+
+const char *sp_snapshot_change_name(sp_snapshot_change_kind k)
+{
+    switch (k) {
+    case SP_CHANGE_ADDED:
+        return "added";
+    case SP_CHANGE_MODIFIED:
+        return "modified";
+    case SP_CHANGE_DELETED:
+        return "deleted";
+    case SP_CHANGE_TYPE_CHANGED:
+        return "type_changed";
+    }
+    return "unknown";
+}
+
+struct side {
+    int type; /* SN_*, 0 = absent */
+    uint32_t mode;
+    sp_oid oid;
+};
+
+struct dctx {
+    sp_odb *odb;
+    sp_snapdiff *d;
+    size_t cap;
+    /* For the patch: blob ids of each change's sides. */
+    struct side *olds, *news;
+};
+
+static void emit(struct dctx *c, const char *path, sp_snapshot_change_kind kind,
+                 const struct side *a, const struct side *b)
+{
+    sp_snapdiff *d = c->d;
+    if (d->n == c->cap) {
+        c->cap = c->cap ? c->cap * 2 : 64;
+        d->v = sp_xrealloc(d->v, c->cap * sizeof(*d->v));
+        c->olds = sp_xrealloc(c->olds, c->cap * sizeof(*c->olds));
+        c->news = sp_xrealloc(c->news, c->cap * sizeof(*c->news));
+    }
+    static const struct side none = {0, 0, {{0}}};
+    if (!a)
+        a = &none;
+    if (!b)
+        b = &none;
+    sp_snapshot_change *ch = &d->v[d->n];
+    memset(ch, 0, sizeof(*ch));
+    ch->path = sp_xstrdup(path);
+    ch->kind = kind;
+    ch->old_type = a->type ? sp_snode_fs_type(a->type) : SP_FS_OTHER;
+    ch->new_type = b->type ? sp_snode_fs_type(b->type) : SP_FS_OTHER;
+    ch->old_mode = a->mode;
+    ch->new_mode = b->mode;
+    ch->content_changed =
+        (a->type == SN_FILE || a->type == SN_LINK || b->type == SN_FILE || b->type == SN_LINK) &&
+        !(a->type == b->type && sp_oid_equal(&a->oid, &b->oid));
+    c->olds[d->n] = *a;
+    c->news[d->n] = *b;
+    d->n++;
+    switch (kind) {
+    case SP_CHANGE_ADDED:
+        d->added++;
+        break;
+    case SP_CHANGE_MODIFIED:
+        d->modified++;
+        break;
+    case SP_CHANGE_DELETED:
+        d->deleted++;
+        break;
+    case SP_CHANGE_TYPE_CHANGED:
+        d->type_changed++;
+        break;
+    }
+}
+
+static char *join(const char *dir, const char *name)
+{
+    return *dir ? sp_xasprintf("%s/%s", dir, name) : sp_xstrdup(name);
+}
+
+/* Every entry below tree as added (or deleted). */
+static int emit_all(struct dctx *c, const sp_oid *tree, const char *path, bool added,
+                    unsigned depth, sp_error **err)
+{
+    if (depth > SNAP_MAX_DEPTH + 8)
+        return sp_err_set(err, SP_ETOOBIG, 0, "trees nested too deep");
+    sp_tdir td;
+    int r = sp_tree_read(&td, c->odb, tree, err);
+    for (size_t i = 0; r == 0 && i < td.n; i++) {
+        const sp_tentry *e = &td.v[i];
+        cleanup_free char *p = join(path, e->name);
+        struct side s = {e->type, e->mode, e->oid};
+        sp_tdir sub = {0};
+        if (e->type == SN_DIR) {
+            if ((r = sp_tree_read(&sub, c->odb, &e->oid, err)) < 0)
+                break;
+            s.mode = sub.mode;
+            sp_tdir_dispose(&sub);
+        }
+        emit(c, p, added ? SP_CHANGE_ADDED : SP_CHANGE_DELETED, added ? NULL : &s,
+             added ? &s : NULL);
+        if (e->type == SN_DIR)
+            r = emit_all(c, &e->oid, p, added, depth + 1, err);
+    }
+    sp_tdir_dispose(&td);
+    return r;
+}
+
+static int diff_dirs(struct dctx *c, const sp_oid *a, const sp_oid *b, const char *path,
+                     unsigned depth, sp_error **err)
+{
+    if (sp_oid_equal(a, b))
+        return 0;
+    if (depth > SNAP_MAX_DEPTH + 8)
+        return sp_err_set(err, SP_ETOOBIG, 0, "trees nested too deep");
+    sp_tdir ta, tb;
+    int r = sp_tree_read(&ta, c->odb, a, err);
+    if (r < 0)
+        return r;
+    if ((r = sp_tree_read(&tb, c->odb, b, err)) < 0) {
+        sp_tdir_dispose(&ta);
+        return r;
+    }
+    if (ta.mode != tb.mode) {
+        struct side sa = {SN_DIR, ta.mode, *a}, sb = {SN_DIR, tb.mode, *b};
+        emit(c, *path ? path : ".", SP_CHANGE_MODIFIED, &sa, &sb);
+    }
+    size_t i = 0, j = 0;
+    while (r == 0 && (i < ta.n || j < tb.n)) {
+        int cmp = i >= ta.n ? 1 : j >= tb.n ? -1 : strcmp(ta.v[i].name, tb.v[j].name);
+        const sp_tentry *ea = cmp <= 0 ? &ta.v[i] : NULL, *eb = cmp >= 0 ? &tb.v[j] : NULL;
+        cleanup_free char *p = join(path, ea ? ea->name : eb->name);
+        struct side sa = {0, 0, {{0}}}, sb = {0, 0, {{0}}};
+        if (ea)
+            sa = (struct side){ea->type, ea->mode, ea->oid};
+        if (eb)
+            sb = (struct side){eb->type, eb->mode, eb->oid};
+        /* A folder's bits live in its own tree. */
+        sp_tdir sub;
+        if (ea && ea->type == SN_DIR && (!eb || eb->type != SN_DIR)) {
+            if ((r = sp_tree_read(&sub, c->odb, &ea->oid, err)) < 0)
+                break;
+            sa.mode = sub.mode;
+            sp_tdir_dispose(&sub);
+        }
+        if (eb && eb->type == SN_DIR && (!ea || ea->type != SN_DIR)) {
+            if ((r = sp_tree_read(&sub, c->odb, &eb->oid, err)) < 0)
+                break;
+            sb.mode = sub.mode;
+            sp_tdir_dispose(&sub);
+        }
+        if (!eb) {
+            emit(c, p, SP_CHANGE_DELETED, &sa, NULL);
+            if (ea->type == SN_DIR)
+                r = emit_all(c, &ea->oid, p, false, depth + 1, err);
+        } else if (!ea) {
+            emit(c, p, SP_CHANGE_ADDED, NULL, &sb);
+            if (eb->type == SN_DIR)
+                r = emit_all(c, &eb->oid, p, true, depth + 1, err);
+        } else if (ea->type != eb->type) {
+            emit(c, p, SP_CHANGE_TYPE_CHANGED, &sa, &sb);
+            if (ea->type == SN_DIR)
+                r = emit_all(c, &ea->oid, p, false, depth + 1, err);
+            if (r == 0 && eb->type == SN_DIR)
+                r = emit_all(c, &eb->oid, p, true, depth + 1, err);
+        } else if (ea->type == SN_DIR) {
+            r = diff_dirs(c, &ea->oid, &eb->oid, p, depth + 1, err);
+        } else if (!sp_oid_equal(&ea->oid, &eb->oid) || ea->mode != eb->mode) {
+            emit(c, p, SP_CHANGE_MODIFIED, &sa, &sb);
+        }
+        if (cmp <= 0)
+            i++;
+        if (cmp >= 0)
+            j++;
+    }
+    sp_tdir_dispose(&ta);
+    sp_tdir_dispose(&tb);
+    return r;
+}
+
+/* --------------------------------------------------------------- patch -- */
+
+static unsigned git_mode(const struct side *s)
+{
+    switch (s->type) {
+    case SN_FILE:
+        return 0100000 | s->mode;
+    case SN_LINK:
+        return 0120000;
+    case SN_FIFO:
+        return 0010000 | s->mode;
+    default:
+        return 0040000 | s->mode;
+    }
+}
+
+static int print_line(const git_diff_delta *delta, const git_diff_hunk *hunk,
+                      const git_diff_line *line, void *payload)
+{
+    sp_buf *b = payload;
+    switch (line->origin) {
+    case GIT_DIFF_LINE_FILE_HDR:
+        break; /* ours is written already */
+    case GIT_DIFF_LINE_CONTEXT:
+    case GIT_DIFF_LINE_ADDITION:
+    case GIT_DIFF_LINE_DELETION:
+        sp_buf_addc(b, line->origin);
+        sp_buf_add(b, line->content, line->content_len);
+        break;
+    default:
+        sp_buf_add(b, line->content, line->content_len);
+        break;
+    }
+    return 0;
+}
+
+static int lg2_fail(sp_error **err, const char *what)
+{
+    const git_error *e = git_error_last();
+    return sp_err_set(err, SP_ERROR, 0, "%s: %s", what, e && e->message ? e->message : "libgit2");
+}
+
+/* The patch of one path from side a to side b (either may be absent). */
+static int patch_sides(struct dctx *c, const char *path, struct side a, struct side b,
+                       unsigned context, sp_buf *out, sp_error **err)
+{
+    bool ablob = a.type == SN_FILE || a.type == SN_LINK;
+    bool bblob = b.type == SN_FILE || b.type == SN_LINK;
+    if (!ablob && !bblob) {
+        if (a.type && b.type && a.mode != b.mode)
+            sp_buf_printf(out, "diff --git a/%s b/%s\nold mode %06o\nnew mode %06o\n", path, path,
+                          git_mode(&a), git_mode(&b));
+        return 0;
+    }
+    sp_buf_printf(out, "diff --git a/%s b/%s\n", path, path);
+    if (!a.type)
+        sp_buf_printf(out, "new file mode %06o\n", git_mode(&b));
+    else if (!b.type)
+        sp_buf_printf(out, "deleted file mode %06o\n", git_mode(&a));
+    else if (git_mode(&a) != git_mode(&b))
+        sp_buf_printf(out, "old mode %06o\nnew mode %06o\n", git_mode(&a), git_mode(&b));
+    if (a.type && b.type && sp_oid_equal(&a.oid, &b.oid))
+        return 0;
+    sp_buf da = SP_BUF_INIT, db = SP_BUF_INIT;
+    char *an = sp_xasprintf("a/%s", path), *bn = sp_xasprintf("b/%s", path);
+    int type, r = 0;
+    if (a.type && (r = sp_odb_read(c->odb, &a.oid, &type, &da, err)) < 0)
+        goto done;
+    if (b.type && (r = sp_odb_read(c->odb, &b.oid, &type, &db, err)) < 0)
+        goto done;
+    void *repo = NULL;
+    if ((r = sp_odb_lg2(c->odb, &repo, err)) < 0)
+        goto done;
+    git_diff_options o;
+    git_diff_options_init(&o, GIT_DIFF_OPTIONS_VERSION);
+    o.context_lines = context;
+    git_patch *patch = NULL;
+    if (git_patch_from_buffers(&patch, a.type ? da.data : NULL, da.len, a.type ? an : NULL,
+                               b.type ? db.data : NULL, db.len, b.type ? bn : NULL, &o) < 0) {
+        r = lg2_fail(err, "diff");
+        goto done;
+    }
+    const git_diff_delta *delta = git_patch_get_delta(patch);
+    if (delta && (delta->flags & GIT_DIFF_FLAG_BINARY)) {
+        sp_buf_printf(out, "Binary files %s and %s differ\n", a.type ? an : "/dev/null",
+                      b.type ? bn : "/dev/null");
+    } else {
+        sp_buf_printf(out, "--- %s\n+++ %s\n", a.type ? an : "/dev/null",
+                      b.type ? bn : "/dev/null");
+        if (git_patch_print(patch, print_line, out) < 0)
+            r = lg2_fail(err, "diff");
+    }
+    git_patch_free(patch);
+done:
+    free(an);
+    free(bn);
+    sp_buf_dispose(&da);
+    sp_buf_dispose(&db);
+    return r;
+}
+
+static int patch_one(struct dctx *c, size_t i, unsigned context, sp_buf *out, sp_error **err)
+{
+    const sp_snapshot_change *ch = &c->d->v[i];
+    struct side a = c->olds[i], b = c->news[i], none = {0, 0, {{0}}};
+    if (ch->kind != SP_CHANGE_TYPE_CHANGED)
+        return patch_sides(c, ch->path, a, b, context, out, err);
+    /* As git shows it: the old entry deleted, the new one added. */
+    int r = 0;
+    if (a.type == SN_FILE || a.type == SN_LINK)
+        r = patch_sides(c, ch->path, a, none, context, out, err);
+    if (r == 0 && (b.type == SN_FILE || b.type == SN_LINK))
+        r = patch_sides(c, ch->path, none, b, context, out, err);
+    return r;
+}
+
+/* -------------------------------------------------------------- public -- */
+
+static int side_tree(sp_snapstore *s, const char *ref, sp_oid *tree, char **name, sp_error **err)
+{
+    sp_snapshot *snap = NULL;
+    int r = sp_snap_resolve(&snap, s, ref, err);
+    if (r == 0)
+        r = sp_snap_commit_tree(&s->odb, snap->commit, tree, err);
+    if (r == 0)
+        *name = sp_xstrdup(snap->commit);
+    sp_snapshot_free(snap);
+    return r;
+}
+
+int sp_snapshot_diff(sp_snapdiff **out, sp_snapstore *s, const char *from, const char *to,
+                     const sp_snapshot_diff_opts *opts, sp_error **err)
+{
+    *out = NULL;
+    sp_snapshot_diff_opts o = SP_SNAPSHOT_DIFF_OPTS_INIT;
+    if (opts)
+        o = *opts;
+    sp_snapdiff *d = sp_xcalloc(1, sizeof(*d));
+    sp_oid ta, tb;
+    int r = side_tree(s, from, &ta, &d->from, err);
+    if (r == 0) {
+        if (to) {
+            r = side_tree(s, to, &tb, &d->to, err);
+        } else {
+            r = sp_snap_live_tree(s, &tb, err);
+            d->to = sp_xstrdup("workspace");
+        }
+    }
+    struct dctx c = {&s->odb, d, 0, NULL, NULL};
+    if (r == 0)
+        r = diff_dirs(&c, &ta, &tb, "", 0, err);
+    if (r == 0 && o.patch) {
+        sp_buf b = SP_BUF_INIT;
+        sp_buf_grow(&b, 1);
+        for (size_t i = 0; i < d->n && r == 0; i++)
+            r = patch_one(&c, i, o.context_lines ? o.context_lines : 3, &b, err);
+        d->patch = sp_buf_steal(&b);
+    }
+    free(c.olds);
+    free(c.news);
+    if (r < 0) {
+        sp_snapdiff_free(d);
+        return r;
+    }
+    *out = d;
+    return 0;
+}
+
+void sp_snapdiff_free(sp_snapdiff *d)
+{
+    if (!d)
+        return;
+    for (size_t i = 0; i < d->n; i++)
+        free(d->v[i].path);
+    free(d->v);
+    free(d->from);
+    free(d->to);
+    free(d->patch);
+    free(d);
+}

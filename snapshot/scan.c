@@ -1,0 +1,507 @@
+/* Walking the workspace: bring nodes up to date with what is on disk,
+ * reading only entries whose stat data changed.
+ *
+ * Contract: every name is looked at relative to a folder fd we hold, with
+ * fstatat(AT_SYMLINK_NOFOLLOW); folders are entered with
+ * openat(O_DIRECTORY | O_NOFOLLOW) and files opened with O_NOFOLLOW |
+ * O_NONBLOCK, then checked with fstat to be the inode we stat'ed (a name
+ * swapped meanwhile is looked at again). A symlink is read with readlinkat
+ * and stored as what it says, never followed. Nothing here writes to the
+ * workspace.
+ *
+ * The stat rule: an entry keeps its content id without being read when its
+ * type, permission bits, device, inode, size, mtime and ctime are all what
+ * they were, and it was not "racy" then. Racy means its mtime or ctime was
+ * not older than the moment the walk that read it began (the coarse clock
+ * the kernel stamps files with): a write in the same clock tick after we
+ * read it could leave all stat fields unchanged. Racy entries are read
+ * again next time, as git does with its index. ctime cannot be set by a
+ * user, so a content change always shows in it, whatever utimes() says.
+ *
+ * We do not reuse sp_fs_walk(): a snapshot needs each folder's children
+ * together (to build its tree after them), the folder fds for reading, and
+ * must fail on an unreadable folder rather than skip it (a restore would
+ * otherwise delete what the snapshot missed). */
+#include <fcntl.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+
+#include "snap_internal.h"
+
+void sp_scan_init(sp_scan *sc, sp_odb *odb, sp_snapstore_stats *stats)
+{
+    memset(sc, 0, sizeof(*sc));
+    sc->odb = odb;
+    sc->stats = stats;
+    sc->start_ns = sp_scan_now_coarse();
+    sc->phase = "scan";
+    sc->next_progress = 1000;
+    sc->euid = geteuid();
+    sc->egid = getegid();
+}
+
+void sp_scan_dispose(sp_scan *sc)
+{
+    sp_buf_dispose(&sc->path);
+}
+
+int64_t sp_scan_now_coarse(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME_COARSE, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+size_t sp_scan_push(sp_scan *sc, const char *name)
+{
+    size_t old = sc->path.len;
+    if (old)
+        sp_buf_addc(&sc->path, '/');
+    sp_buf_adds(&sc->path, name);
+    return old;
+}
+
+void sp_scan_pop(sp_scan *sc, size_t len)
+{
+    sc->path.len = len;
+    if (sc->path.data)
+        sc->path.data[len] = '\0';
+}
+
+static const char *cur_path(sp_scan *sc)
+{
+    return sc->path.len ? sc->path.data : ".";
+}
+
+void sp_scan_drop(sp_scan *sc, snode *kid)
+{
+    sp_snode_free(kid, sc->track ? sp_track_unwatch : NULL, sc->track);
+}
+
+static void progress(sp_scan *sc)
+{
+    sc->stats->entries++;
+    if (sc->progress && sc->stats->entries >= sc->next_progress) {
+        sc->next_progress = sc->stats->entries + 1000;
+        sp_snapshot_progress p = {sc->phase, sc->stats->entries, sc->stats->files_hashed,
+                                  sc->stats->bytes_hashed, sc->stats->paths_changed};
+        sc->progress(sc->progress_ud, &p);
+    }
+}
+
+static bool same_stat(const snode *n, const struct stat *st)
+{
+    return n->type == sp_snode_type_of(st->st_mode) && n->mode == (st->st_mode & 07777u) &&
+           n->dev == (uint64_t)st->st_dev && n->ino == (uint64_t)st->st_ino &&
+           n->size == (uint64_t)st->st_size &&
+           n->mtime_ns == (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec &&
+           n->ctime_ns == (int64_t)st->st_ctim.tv_sec * 1000000000 + st->st_ctim.tv_nsec;
+}
+
+static bool is_racy(const sp_scan *sc, const snode *n)
+{
+    /* Whole-second stamps (a filesystem without finer ones) could hide a
+     * change anywhere within that second. */
+    int64_t margin =
+        (n->mtime_ns % 1000000000 == 0 && n->ctime_ns % 1000000000 == 0) ? (int64_t)2000000000 : 0;
+    return n->mtime_ns >= sc->start_ns - margin || n->ctime_ns >= sc->start_ns - margin;
+}
+
+static void set_racy(const sp_scan *sc, snode *n)
+{
+    if (is_racy(sc, n))
+        n->flags |= SN_RACY;
+    else
+        n->flags &= (uint8_t)~SN_RACY;
+}
+
+static int open_error(sp_scan *sc, int e, const char *what, sp_error **err)
+{
+    return sp_err_errno(err, e, what, cur_path(sc));
+}
+
+/* Read at most max bytes of a regular file into b; -1 with errno on
+ * failure. A short read is the end of the file (the caller compares fstat
+ * before and after, so a file that grows meanwhile is caught). */
+static int read_upto(int fd, size_t max, sp_buf *b)
+{
+    while (b->len < max) {
+        sp_buf_grow(b, max - b->len);
+        size_t want = max - b->len;
+        ssize_t n = read(fd, b->data + b->len, want);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return -1;
+        b->len += (size_t)n;
+        if ((size_t)n < want)
+            break;
+    }
+    return 0;
+}
+
+/* Read a regular file (open on fd, st its fstat) into the store. Returns
+ * 0, a negative error, or 1 when it changed while being read (the caller
+ * looks at it again). */
+static int hash_file(sp_scan *sc, int fd, const struct stat *st, sp_oid *out, sp_error **err)
+{
+    uint64_t size = (uint64_t)st->st_size;
+    sp_error *e = NULL;
+    int r;
+    if (size <= SNAP_SMALL_FILE) {
+        sp_buf b = SP_BUF_INIT;
+        sp_buf_grow(&b, (size_t)size + 1);
+        /* Read one byte more than stat said: a file that grew is read
+         * again rather than cut. */
+        r = read_upto(fd, (size_t)size + 1, &b) < 0 ? open_error(sc, errno, "read", err) : 0;
+        if (r == 0 && b.len != size) {
+            sp_buf_dispose(&b);
+            return 1;
+        }
+        if (r == 0)
+            r = sp_odb_write(sc->odb, SP_OBJ_BLOB, b.data, b.len, out, err);
+        sp_buf_dispose(&b);
+    } else {
+        r = sp_odb_write_fd(sc->odb, fd, size, cur_path(sc), out, &e);
+        if (r < 0 && e && e->sys_errno == EAGAIN) {
+            sp_error_free(e);
+            return 1;
+        }
+        if (r < 0) {
+            if (err)
+                *err = e;
+            else
+                sp_error_free(e);
+            return r;
+        }
+    }
+    if (r == 0) {
+        sc->stats->files_hashed++;
+        sc->stats->bytes_hashed += size;
+    }
+    return r;
+}
+
+/* Bring one entry up to date. `old` is what was known about the name (or
+ * NULL); *out receives old updated in place when the type is the same, a
+ * new node otherwise, or NULL when the entry vanished. Sets SN_DIRTY up
+ * the tree when the entry's id or bits changed. */
+static int look_at(sp_scan *sc, int dfd, const char *name, struct stat *st, snode *old, bool deep,
+                   snode **out, sp_error **err)
+{
+    *out = NULL;
+    size_t nlen = strlen(name);
+    for (int attempt = 0;; attempt++) {
+        if (attempt >= 8)
+            return sp_err_set(err, SP_ERROR, EAGAIN, "entry keeps changing while being read: %s",
+                              cur_path(sc));
+        if (attempt > 0 && fstatat(dfd, name, st, AT_SYMLINK_NOFOLLOW) < 0) {
+            if (errno == ENOENT)
+                return 0;
+            return open_error(sc, errno, "stat", err);
+        }
+        int type = sp_snode_type_of(st->st_mode);
+        if (type == 0)
+            type = SN_OTHER;
+        snode *n = old && old->type == type ? old : sp_snode_new(name, nlen, type);
+        bool fresh = n != old;
+
+        if (type == SN_FILE || type == SN_LINK) {
+            if (!fresh && same_stat(n, st) && !(n->flags & SN_RACY)) {
+                *out = n;
+                return 0;
+            }
+            sp_oid id;
+            struct stat st2 = *st;
+            if (type == SN_LINK) {
+                char target[PATH_MAX + 1];
+                ssize_t tl = readlinkat(dfd, name, target, sizeof(target));
+                if (tl < 0) {
+                    int e = errno;
+                    if (fresh)
+                        free(n);
+                    if (e == ENOENT || e == EINVAL)
+                        continue; /* gone, or no longer a symlink */
+                    return open_error(sc, e, "readlink", err);
+                }
+                int r = sp_odb_write(sc->odb, SP_OBJ_BLOB, target, (size_t)tl, &id, err);
+                if (r < 0) {
+                    if (fresh)
+                        free(n);
+                    return r;
+                }
+            } else {
+                int fd =
+                    openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+                if (fd < 0) {
+                    int e = errno;
+                    if (fresh)
+                        free(n);
+                    if (e == ENOENT || e == ELOOP || e == ENXIO)
+                        continue; /* swapped or removed meanwhile */
+                    return open_error(sc, e, "read", err);
+                }
+                int r = fstat(fd, &st2) < 0 ? open_error(sc, errno, "stat", err) : 0;
+                if (r == 0 && (!S_ISREG(st2.st_mode) || st2.st_ino != st->st_ino))
+                    r = 1;
+                if (r == 0)
+                    r = hash_file(sc, fd, &st2, &id, err);
+                struct stat st3;
+                if (r == 0 && (fstat(fd, &st3) < 0 || st3.st_size != st2.st_size ||
+                               st3.st_mtim.tv_nsec != st2.st_mtim.tv_nsec ||
+                               st3.st_mtim.tv_sec != st2.st_mtim.tv_sec ||
+                               st3.st_ctim.tv_nsec != st2.st_ctim.tv_nsec ||
+                               st3.st_ctim.tv_sec != st2.st_ctim.tv_sec))
+                    r = 1; /* written to while we read it */
+                close(fd);
+                if (r != 0) {
+                    if (fresh)
+                        free(n);
+                    if (r > 0)
+                        continue;
+                    return r;
+                }
+            }
+            bool changed = fresh || !sp_oid_equal(&n->oid, &id) || n->mode != (st2.st_mode & 07777);
+            n->oid = id;
+            sp_snode_set_stat(n, &st2);
+            set_racy(sc, n);
+            if (changed)
+                n->flags |= SN_DIRTY; /* parent's tree; cleared below */
+            *out = n;
+            return 0;
+        }
+
+        if (type == SN_FIFO || type == SN_OTHER) {
+            bool changed = fresh || n->mode != (st->st_mode & 07777);
+            sp_snode_set_stat(n, st);
+            if (changed)
+                n->flags |= SN_DIRTY;
+            *out = n;
+            return 0;
+        }
+
+        /* A folder. */
+        if (sc->depth >= SNAP_MAX_DEPTH) {
+            if (fresh)
+                free(n);
+            return sp_err_set(err, SP_ETOOBIG, 0, "folders nested deeper than %d levels: %s",
+                              SNAP_MAX_DEPTH, cur_path(sc));
+        }
+        bool descend = deep || fresh || n->ino != (uint64_t)st->st_ino;
+        if (!descend) {
+            if (n->mode != (st->st_mode & 07777u))
+                n->flags |= SN_DIRTY;
+            sp_snode_set_stat(n, st);
+            *out = n;
+            return 0;
+        }
+        int cfd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+        if (cfd < 0) {
+            int e = errno;
+            if (fresh)
+                free(n);
+            if (e == ENOENT || e == ENOTDIR || e == ELOOP)
+                continue;
+            return open_error(sc, e, "open folder", err);
+        }
+        struct stat dst;
+        if (fstat(cfd, &dst) < 0 || dst.st_ino != st->st_ino || dst.st_dev != st->st_dev) {
+            close(cfd);
+            if (fresh)
+                free(n);
+            continue;
+        }
+        if (n->mode != (dst.st_mode & 07777u) || fresh)
+            n->flags |= SN_DIRTY;
+        sp_snode_set_stat(n, &dst);
+        if (sc->track)
+            sp_track_watch(sc->track, cfd, n);
+        sc->depth++;
+        int r = sp_scan_dir(sc, cfd, n, err);
+        sc->depth--;
+        close(cfd);
+        if (r < 0) {
+            if (fresh)
+                sp_scan_drop(sc, n);
+            return r;
+        }
+        *out = n;
+        return 0;
+    }
+}
+
+/* ------------------------------------------------------------ folders -- */
+
+struct names {
+    sp_buf buf;
+    size_t *offs;
+    size_t n, cap;
+};
+
+static int cmp_off(const void *a, const void *b, void *arg)
+{
+    const char *base = arg;
+    return strcmp(base + *(const size_t *)a, base + *(const size_t *)b);
+}
+
+static int read_names(int dfd, struct names *nm)
+{
+    enum { CHUNK = 32768 };
+    char *chunk = sp_xmalloc(CHUNK);
+    int ret = 0;
+    for (;;) {
+        long n = syscall(SYS_getdents64, dfd, chunk, CHUNK);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            ret = -1;
+            break;
+        }
+        if (n == 0)
+            break;
+        for (long off = 0; off < n;) {
+            unsigned short reclen;
+            memcpy(&reclen, chunk + off + 16, sizeof(reclen));
+            const char *name = chunk + off + 19; /* d_name in linux_dirent64 */
+            off += reclen;
+            if (name[0] == '.' && (name[1] == '\0' || (name[1] == '.' && name[2] == '\0')))
+                continue;
+            if (nm->n == nm->cap) {
+                nm->cap = nm->cap ? nm->cap * 2 : 64;
+                nm->offs = sp_xrealloc(nm->offs, nm->cap * sizeof(size_t));
+            }
+            nm->offs[nm->n++] = nm->buf.len;
+            sp_buf_add(&nm->buf, name, strlen(name) + 1);
+        }
+    }
+    free(chunk);
+    if (ret == 0 && nm->n > 1)
+        qsort_r(nm->offs, nm->n, sizeof(size_t), cmp_off, nm->buf.data);
+    return ret;
+}
+
+int sp_scan_dir(sp_scan *sc, int dfd, snode *dir, sp_error **err)
+{
+    struct names nm = {SP_BUF_INIT, NULL, 0, 0};
+    if (read_names(dfd, &nm) < 0) {
+        int e = errno;
+        sp_buf_dispose(&nm.buf);
+        free(nm.offs);
+        return open_error(sc, e, "list folder", err);
+    }
+    snode **kids = sp_xmalloc((nm.n ? nm.n : 1) * sizeof(snode *));
+    uint32_t nk = 0, oi = 0;
+    bool changed = false;
+    int ret = 0;
+    for (size_t i = 0; i < nm.n; i++) {
+        const char *name = nm.buf.data + nm.offs[i];
+        size_t nlen = strlen(name);
+        /* Old children before this name are gone. */
+        snode *old = NULL;
+        while (oi < dir->nkids) {
+            snode *k = dir->kids[oi];
+            size_t m = k->name_len < nlen ? k->name_len : nlen;
+            int c = memcmp(k->name, name, m);
+            if (c == 0)
+                c = k->name_len < nlen ? -1 : k->name_len > nlen ? 1 : 0;
+            if (c > 0)
+                break;
+            oi++;
+            if (c == 0) {
+                old = k;
+                break;
+            }
+            sp_scan_drop(sc, k);
+            changed = true;
+        }
+        size_t pl = sp_scan_push(sc, name);
+        progress(sc);
+        struct stat st;
+        snode *n = NULL;
+        if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+            ret = look_at(sc, dfd, name, &st, old, true, &n, err);
+        } else if (errno != ENOENT) {
+            ret = open_error(sc, errno, "stat", err);
+        }
+        sp_scan_pop(sc, pl);
+        if (ret < 0) {
+            /* Keep the tree whole: what was not walked stays as it was. */
+            if (old)
+                kids[nk++] = old;
+            for (; oi < dir->nkids; oi++)
+                kids[nk++] = dir->kids[oi];
+            for (size_t j = 0; j < nk; j++)
+                kids[j]->parent = dir;
+            free(dir->kids);
+            dir->kids = kids;
+            dir->nkids = dir->capkids = nk;
+            /* The names after the failure were never compared: recompute
+             * this folder's tree whatever happens next. */
+            sp_snode_dirty_up(dir);
+            goto done;
+        }
+        if (old && n != old) {
+            sp_scan_drop(sc, old);
+            changed = true;
+        }
+        if (!n)
+            continue;
+        if (n != old)
+            changed = true;
+        if (n->flags & SN_DIRTY) {
+            changed = true;
+            if (n->type != SN_DIR)
+                n->flags &= (uint8_t)~SN_DIRTY;
+        }
+        n->parent = dir;
+        kids[nk++] = n;
+    }
+    for (; oi < dir->nkids; oi++) {
+        sp_scan_drop(sc, dir->kids[oi]);
+        changed = true;
+    }
+    free(dir->kids);
+    dir->kids = kids;
+    dir->nkids = dir->capkids = nk;
+    if (changed)
+        sp_snode_dirty_up(dir);
+done:
+    sp_buf_dispose(&nm.buf);
+    free(nm.offs);
+    return ret;
+}
+
+int sp_scan_name(sp_scan *sc, int dfd, snode *dir, const char *name, bool deep, sp_error **err)
+{
+    uint32_t pos;
+    snode *old = sp_snode_find(dir, name, strlen(name), &pos);
+    struct stat st;
+    snode *n = NULL;
+    progress(sc);
+    if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+        int r = look_at(sc, dfd, name, &st, old, deep, &n, err);
+        if (r < 0)
+            return r;
+    } else if (errno != ENOENT) {
+        return open_error(sc, errno, "stat", err);
+    }
+    if (old && n != old) {
+        sp_scan_drop(sc, sp_snode_take(dir, pos));
+        sp_snode_dirty_up(dir);
+    }
+    if (!n)
+        return 0;
+    if (n != old) {
+        sp_snode_find(dir, name, strlen(name), &pos);
+        sp_snode_insert(dir, pos, n);
+        sp_snode_dirty_up(dir);
+    }
+    if (n->flags & SN_DIRTY) {
+        if (n->type != SN_DIR)
+            n->flags &= (uint8_t)~SN_DIRTY;
+        sp_snode_dirty_up(dir);
+    }
+    return 0;
+}

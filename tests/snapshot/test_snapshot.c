@@ -1,0 +1,1503 @@
+/* Snapshots: exactness (every case the git-CLI approach gets wrong),
+ * containment of restore, incrementality, change tracking, diff, export
+ * and import, gc, pause callbacks, and crash safety under SIGKILL.
+ *
+ * Every restore is checked by comparing a manifest of the whole tree:
+ * paths, types, permission bits, sizes, symlink targets and content
+ * hashes. `git fsck --strict` checks the store where it matters. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <archive.h>
+#include <archive_entry.h>
+
+#include "sandpod/snapshot.h"
+#include "testutil.h"
+
+#define OK(call)                                                                                   \
+    do {                                                                                           \
+        sp_error *e_ = NULL;                                                                       \
+        int r_ = (call);                                                                           \
+        if (r_ != 0)                                                                               \
+            fail_msg("%s gave %d: %s", #call, r_, e_ ? e_->message : "");                          \
+        sp_error_free(e_);                                                                         \
+    } while (0)
+/* OK() passes &e_ as the error argument. */
+#define E (&e_)
+
+struct fx {
+    char *dir;     /* scratch */
+    char *ws;      /* the workspace */
+    char *store;   /* the store */
+    char *outside; /* must never change */
+    sp_snapstore *s;
+};
+
+#define SENTINEL "OUTSIDE-SENTINEL\n"
+
+/* ------------------------------------------------------------ helpers -- */
+
+static uint64_t fnv(const void *p, size_t n)
+{
+    const unsigned char *b = p;
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ b[i]) * 1099511628211ull;
+    return h;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* A manifest line per entry below dfd, sorted: never follows symlinks. */
+static void manifest_dir(int dfd, const char *prefix, char ***lines, size_t *n, size_t *cap)
+{
+    DIR *d = fdopendir(dup(dfd));
+    assert_non_null(d);
+    rewinddir(d);
+    char **names = NULL;
+    size_t nn = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+            continue;
+        names = realloc(names, (nn + 1) * sizeof(char *));
+        names[nn++] = strdup(e->d_name);
+    }
+    closedir(d);
+    if (nn > 1)
+        qsort(names, nn, sizeof(char *), cmp_str);
+    for (size_t i = 0; i < nn; i++) {
+        struct stat st;
+        assert_int_equal(fstatat(dfd, names[i], &st, AT_SYMLINK_NOFOLLOW), 0);
+        char path[4096];
+        snprintf(path, sizeof(path), "%s%s", prefix, names[i]);
+        char line[16384];
+        if (S_ISREG(st.st_mode)) {
+            int fd = openat(dfd, names[i], O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+            assert_true(fd >= 0);
+            char *buf = malloc((size_t)st.st_size + 1);
+            ssize_t got = 0;
+            while (got < st.st_size) {
+                ssize_t r = read(fd, buf + got, (size_t)(st.st_size - got));
+                assert_true(r > 0);
+                got += r;
+            }
+            close(fd);
+            snprintf(line, sizeof(line), "%s file %04o %lld %016llx", path, st.st_mode & 07777,
+                     (long long)st.st_size, (unsigned long long)fnv(buf, (size_t)got));
+            free(buf);
+        } else if (S_ISLNK(st.st_mode)) {
+            char t[4096];
+            ssize_t l = readlinkat(dfd, names[i], t, sizeof(t) - 1);
+            assert_true(l > 0);
+            t[l] = '\0';
+            snprintf(line, sizeof(line), "%s link -> %s", path, t);
+        } else if (S_ISDIR(st.st_mode)) {
+            snprintf(line, sizeof(line), "%s dir %04o", path, st.st_mode & 07777);
+        } else if (S_ISFIFO(st.st_mode)) {
+            snprintf(line, sizeof(line), "%s fifo %04o", path, st.st_mode & 07777);
+        } else {
+            snprintf(line, sizeof(line), "%s other", path);
+        }
+        if (*n == *cap) {
+            *cap = *cap ? *cap * 2 : 256;
+            *lines = realloc(*lines, *cap * sizeof(char *));
+        }
+        (*lines)[(*n)++] = strdup(line);
+        if (S_ISDIR(st.st_mode)) {
+            int cfd = openat(dfd, names[i], O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+            assert_true(cfd >= 0);
+            char sub[4200];
+            snprintf(sub, sizeof(sub), "%s/", path);
+            manifest_dir(cfd, sub, lines, n, cap);
+            close(cfd);
+        }
+        free(names[i]);
+    }
+    free(names);
+}
+
+static char *manifest(const char *root)
+{
+    int fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    assert_true(fd >= 0);
+    struct stat st;
+    fstat(fd, &st);
+    char **lines = NULL;
+    size_t n = 0, cap = 0;
+    manifest_dir(fd, "", &lines, &n, &cap);
+    close(fd);
+    size_t total = 64;
+    for (size_t i = 0; i < n; i++)
+        total += strlen(lines[i]) + 1;
+    char *out = malloc(total);
+    int at = snprintf(out, total, ". dir %04o\n", st.st_mode & 07777);
+    for (size_t i = 0; i < n; i++) {
+        at += snprintf(out + at, total - (size_t)at, "%s\n", lines[i]);
+        free(lines[i]);
+    }
+    free(lines);
+    return out;
+}
+
+/* Compare manifests, showing the first differing line. */
+static void assert_same(const char *want, const char *got)
+{
+    if (strcmp(want, got) == 0)
+        return;
+    const char *a = want, *b = got;
+    while (*a && *b) {
+        const char *ea = strchr(a, '\n'), *eb = strchr(b, '\n');
+        size_t la = ea ? (size_t)(ea - a) : strlen(a), lb = eb ? (size_t)(eb - b) : strlen(b);
+        if (la != lb || memcmp(a, b, la) != 0)
+            fail_msg("trees differ:\n  want: %.*s\n  got:  %.*s", (int)la, a, (int)lb, b);
+        a += la + (ea ? 1 : 0);
+        b += lb + (eb ? 1 : 0);
+    }
+    fail_msg("trees differ in length:\n  want rest: %.200s\n  got rest:  %.200s", a, b);
+}
+
+static char *pj(const char *a, const char *b)
+{
+    return tu_join(a, b);
+}
+
+static void mkdir_p(const char *dir, const char *rel, unsigned mode)
+{
+    char *p = pj(dir, rel);
+    if (mkdir(p, mode) < 0 && errno != EEXIST)
+        fail_msg("mkdir %s: %s", p, strerror(errno));
+    chmod(p, mode);
+    free(p);
+}
+
+static void symlink_at(const char *target, const char *dir, const char *rel)
+{
+    char *p = pj(dir, rel);
+    if (symlink(target, p) < 0)
+        fail_msg("symlink %s: %s", p, strerror(errno));
+    free(p);
+}
+
+static void rm_rf(const char *dir, const char *rel)
+{
+    char *p = pj(dir, rel);
+    struct stat st;
+    if (lstat(p, &st) == 0) {
+        if (S_ISDIR(st.st_mode))
+            tu_rmtree(p);
+        else
+            unlink(p);
+    }
+    free(p);
+}
+
+static void chmod_at(const char *dir, const char *rel, unsigned mode)
+{
+    char *p = pj(dir, rel);
+    assert_int_equal(chmod(p, mode), 0);
+    free(p);
+}
+
+/* Run git (allowed in tests) and return its exit status. */
+static int run_git(const char *store, const char *a1, const char *a2, const char *a3)
+{
+    pid_t pid = fork();
+    if (pid == 0) {
+        int null = open("/dev/null", O_WRONLY);
+        if (!getenv("SP_TEST_VERBOSE")) {
+            dup2(null, 1);
+            dup2(null, 2);
+        }
+        char gd[4200];
+        snprintf(gd, sizeof(gd), "--git-dir=%s", store);
+        execlp("git", "git", gd, a1, a2, a3, (char *)NULL);
+        _exit(127);
+    }
+    int st = 0;
+    waitpid(pid, &st, 0);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+}
+
+static bool have_git(void)
+{
+    static int known = -1;
+    if (known < 0)
+        known = run_git("/nonexistent", "--version", NULL, NULL) == 0;
+    return known == 1;
+}
+
+static void assert_fsck(const char *store)
+{
+    if (!have_git())
+        return;
+    int r = run_git(store, "fsck", "--strict", "--no-dangling");
+    if (r != 0)
+        fail_msg("git fsck --strict failed (%d) on %s (rerun with SP_TEST_VERBOSE=1)", r, store);
+}
+
+static void open_store(struct fx *f, bool track)
+{
+    sp_snapstore_free(f->s);
+    f->s = NULL;
+    sp_snapstore_opts o = SP_SNAPSTORE_OPTS_INIT;
+    o.track_changes = track;
+    OK(sp_snapstore_open(&f->s, f->ws, f->store, &o, E));
+}
+
+static sp_snapshot *snap(struct fx *f, const char *tag)
+{
+    sp_snapshot *s = NULL;
+    OK(sp_snapshot_create(&s, f->s, tag, E));
+    assert_non_null(s);
+    return s;
+}
+
+static void restore(struct fx *f, const char *ref)
+{
+    OK(sp_snapshot_restore(NULL, f->s, ref, E));
+}
+
+static int setup(void **state)
+{
+    struct fx *f = calloc(1, sizeof(*f));
+    f->dir = tu_mkdtemp();
+    f->ws = pj(f->dir, "ws");
+    f->store = pj(f->dir, "store.git");
+    f->outside = pj(f->dir, "outside");
+    mkdir(f->ws, 0755);
+    chmod(f->ws, 0755);
+    mkdir(f->outside, 0755);
+    tu_write(f->outside, "sentinel", SENTINEL, 0644);
+    mkdir_p(f->outside, "sub", 0755);
+    open_store(f, false);
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    struct fx *f = *state;
+    /* The folder outside must be exactly as we left it. */
+    char *m = manifest(f->outside);
+    char want[256];
+    snprintf(want, sizeof(want), ". dir 0755\nsentinel file 0644 %zu %016llx\nsub dir 0755\n",
+             strlen(SENTINEL), (unsigned long long)fnv(SENTINEL, strlen(SENTINEL)));
+    assert_same(want, m);
+    free(m);
+    sp_snapstore_free(f->s);
+    tu_rmtree(f->dir);
+    free(f->dir);
+    free(f->ws);
+    free(f->store);
+    free(f->outside);
+    free(f);
+    return 0;
+}
+
+/* The tree the git-CLI approach gets wrong, and then some. */
+static void build_tricky(struct fx *f)
+{
+    const char *w = f->ws;
+    tu_write(w, "README", "hello\n", 0644);
+    tu_write(w, "run.sh", "#!/bin/sh\necho hi\n", 0755);
+    tu_write(w, "secret.key", "0600 please\n", 0600);
+    tu_write(w, "private.sh", "x\n", 0700);
+    tu_write(w, "group.txt", "g\n", 0664);
+    tu_write(w, "none", "unreadable by mode\n", 0000);
+    tu_write(w, "setuid", "s\n", 04755);
+    tu_write_n(w, "binary.bin", "\x00\x01\x02\xff\x00binary\n\x00", 13, 0644);
+    tu_write(w, ".gitignore", "*.log\nbuild/\n", 0644);
+    tu_write(w, "debug.log", "ignored but kept\n", 0644);
+    mkdir_p(w, "build", 0755);
+    tu_write(w, "build/out.o", "object\n", 0644);
+    mkdir_p(w, "empty", 0755);
+    mkdir_p(w, "empty2", 0700);
+    mkdir_p(w, "nest", 0755);
+    mkdir_p(w, "nest/empty", 0755);
+    mkdir_p(w, "shared", 02775);
+    mkdir_p(w, "tmp", 01777);
+    /* A repository at the root and a nested one, contents byte for byte. */
+    mkdir_p(w, ".git", 0755);
+    tu_write(w, ".git/HEAD", "ref: refs/heads/main\n", 0644);
+    tu_write(w, ".git/config", "[core]\n\tbare = false\n", 0644);
+    mkdir_p(w, ".git/objects", 0755);
+    mkdir_p(w, ".git/objects/ab", 0755);
+    tu_write_n(w, ".git/objects/ab/cdef0123", "\x78\x01zlib?", 8, 0444);
+    mkdir_p(w, ".git/refs", 0755);
+    mkdir_p(w, ".git/hooks", 0755);
+    tu_write(w, ".git/hooks/pre-commit", "#!/bin/sh\n", 0755);
+    mkdir_p(w, "vendor", 0755);
+    mkdir_p(w, "vendor/lib", 0755);
+    mkdir_p(w, "vendor/lib/.git", 0755);
+    tu_write(w, "vendor/lib/.git/HEAD", "nested\n", 0644);
+    tu_write(w, "vendor/lib/code.c", "int x;\n", 0644);
+    /* Names git (and git fsck) would choke on. */
+    tu_write(w, ".gitmodules", "[submodule \"x\"]\n\tpath = x\n\turl = -oProxyCommand=evil\n",
+             0644);
+    mkdir_p(w, "d", 0755);
+    mkdir_p(w, "d/.gitmodules", 0755);
+    tu_write(w, "d/.gitmodules/inner", "a folder called .gitmodules\n", 0644);
+    tu_write(w, ".gitattributes", "* text\n", 0644);
+    tu_write(w, "GIT~1", "ntfs short name\n", 0644);
+    tu_write(w, "gitmod~1", "ntfs short name 2\n", 0644);
+    tu_write(w, "~sandpod-meta", "not our metadata\n", 0644);
+    tu_write(w, "~~tilde", "tildes\n", 0644);
+    tu_write(w, "sandpod-meta", "plain\n", 0644);
+    tu_write(w, "\xe2\x80\x8c.git", "hfs ignorable before .git\n", 0644);
+    tu_write(w, "n\xc3\xa4me with spaces\nand newline", "unicode\n", 0644);
+    tu_write(w, "latin1-\xe9", "not utf-8\n", 0644);
+    /* Symlinks: relative, absolute and out, dangling, up and out, to a
+     * folder, to itself. All restored as links, never followed. */
+    symlink_at("README", w, "link-rel");
+    symlink_at("/etc/passwd", w, "link-abs");
+    symlink_at("does/not/exist", w, "link-dangling");
+    symlink_at("../outside/sentinel", w, "link-out");
+    symlink_at("nest", w, "link-dir");
+    symlink_at("link-self", w, "link-self");
+    char *fifo = pj(w, "fifo");
+    assert_int_equal(mkfifo(fifo, 0640), 0);
+    chmod(fifo, 0640);
+    free(fifo);
+}
+
+/* Every kind of change the tree can undergo. */
+static void mutate_everything(struct fx *f)
+{
+    const char *w = f->ws;
+    tu_write(w, "README", "changed\n", 0644);
+    chmod_at(w, "run.sh", 0644);
+    chmod_at(w, "secret.key", 0644);
+    rm_rf(w, "private.sh");
+    tu_write(w, "new-file", "new\n", 0644);
+    rm_rf(w, "debug.log");
+    tu_write(w, "build/out.o", "other object\n", 0644);
+    rm_rf(w, "empty");
+    rm_rf(w, "nest/empty");
+    tu_write(w, "nest/empty", "now a file\n", 0644); /* folder -> file */
+    rm_rf(w, "group.txt");
+    mkdir_p(w, "group.txt", 0755); /* file -> folder */
+    tu_write(w, "group.txt/in", "inside\n", 0644);
+    chmod_at(w, "shared", 0755);
+    tu_write(w, ".git/config", "[core]\n\tbare = true\n", 0644);
+    rm_rf(w, ".git/objects");
+    rm_rf(w, "vendor/lib/.git");
+    rm_rf(w, "link-rel");
+    symlink_at("run.sh", w, "link-rel"); /* new target */
+    rm_rf(w, "link-dangling");
+    tu_write(w, "link-dangling", "file now\n", 0644); /* link -> file */
+    rm_rf(w, "fifo");
+    mkdir_p(w, "fifo", 0755); /* fifo -> folder */
+    /* The container plants a symlink out where a folder was. */
+    rm_rf(w, "vendor");
+    symlink_at(f->outside, w, "vendor");
+    rm_rf(w, "d");
+    symlink_at("../outside", w, "d");
+    mkdir_p(w, "extra", 0755);
+    mkdir_p(w, "extra/deep", 0755);
+    tu_write(w, "extra/deep/x", "x\n", 0644);
+    mkdir_p(w, "locked", 0555);
+    chmod_at(w, ".", 0700);
+}
+
+/* -------------------------------------------------------------- tests -- */
+
+static void test_exact_matrix(void **state)
+{
+    struct fx *f = *state;
+    build_tricky(f);
+    char *m0 = manifest(f->ws);
+    sp_snapshot *s0 = snap(f, "before");
+    assert_fsck(f->store);
+
+    mutate_everything(f);
+    char *m1 = manifest(f->ws);
+    sp_snapshot *s1 = snap(f, "after");
+    assert_fsck(f->store);
+
+    restore(f, s0->id);
+    char *got = manifest(f->ws);
+    assert_same(m0, got);
+    free(got);
+
+    /* And forth again, then back from a fresh handle (another process). */
+    restore(f, s1->id);
+    got = manifest(f->ws);
+    assert_same(m1, got);
+    free(got);
+    open_store(f, false);
+    restore(f, "before");
+    got = manifest(f->ws);
+    assert_same(m0, got);
+    free(got);
+
+    /* Restoring what is already there changes nothing. */
+    OK(sp_snapshot_restore(NULL, f->s, "before", E));
+    sp_snapstore_stats st;
+    sp_snapstore_last_stats(f->s, &st);
+    assert_int_equal(st.paths_changed, 0);
+
+    assert_fsck(f->store);
+    sp_snapshot_free(s0);
+    sp_snapshot_free(s1);
+    free(m0);
+    free(m1);
+}
+
+static void test_gitignored_and_git_dirs_kept(void **state)
+{
+    struct fx *f = *state;
+    tu_write(f->ws, ".gitignore", "*\n", 0644);
+    tu_write(f->ws, "ignored.txt", "keep me\n", 0644);
+    mkdir_p(f->ws, ".git", 0755);
+    tu_write(f->ws, ".git/index", "index bytes", 0644);
+    sp_snapshot *s = snap(f, NULL);
+    rm_rf(f->ws, "ignored.txt");
+    rm_rf(f->ws, ".git");
+    restore(f, s->id);
+    size_t n = 0;
+    char *c = tu_read(f->ws, "ignored.txt", &n);
+    assert_non_null(c);
+    assert_string_equal(c, "keep me\n");
+    free(c);
+    c = tu_read(f->ws, ".git/index", &n);
+    assert_non_null(c);
+    assert_string_equal(c, "index bytes");
+    free(c);
+    sp_snapshot_free(s);
+}
+
+static void test_planted_symlink(void **state)
+{
+    struct fx *f = *state;
+    mkdir_p(f->ws, "a", 0755);
+    mkdir_p(f->ws, "a/b", 0755);
+    tu_write(f->ws, "a/b/file", "in b\n", 0644);
+    tu_write(f->ws, "a/sentinel", "would overwrite outside\n", 0600);
+    mkdir_p(f->ws, "a/sub", 0755);
+    char *m0 = manifest(f->ws);
+    sp_snapshot *s = snap(f, NULL);
+
+    /* A symlink out in place of a folder, at the top and deeper down. */
+    rm_rf(f->ws, "a/b");
+    symlink_at(f->outside, f->ws, "a/b");
+    rm_rf(f->ws, "a");
+    symlink_at(f->outside, f->ws, "a");
+    restore(f, s->id);
+    char *got = manifest(f->ws);
+    assert_same(m0, got);
+    free(got);
+
+    rm_rf(f->ws, "a/b");
+    symlink_at("../../outside", f->ws, "a/b");
+    restore(f, s->id);
+    got = manifest(f->ws);
+    assert_same(m0, got);
+    free(got);
+    /* teardown checks that outside/ is untouched */
+    sp_snapshot_free(s);
+    free(m0);
+}
+
+static void test_incremental_one_shot(void **state)
+{
+    struct fx *f = *state;
+    for (int d = 0; d < 10; d++) {
+        char p[64];
+        snprintf(p, sizeof(p), "d%d", d);
+        mkdir_p(f->ws, p, 0755);
+        for (int i = 0; i < 30; i++) {
+            snprintf(p, sizeof(p), "d%d/f%d", d, i);
+            char content[64];
+            snprintf(content, sizeof(content), "file %d %d\n", d, i);
+            tu_write(f->ws, p, content, 0644);
+        }
+    }
+    usleep(60000); /* older than the next walk: not racy */
+    sp_snapshot *s0 = snap(f, NULL);
+    sp_snapstore_stats st;
+    sp_snapstore_last_stats(f->s, &st);
+    assert_int_equal(st.files_hashed, 300);
+    assert_true(st.full_walk);
+
+    /* Nothing changed: a fresh handle (a new process) reads no file. */
+    open_store(f, false);
+    sp_snapshot_free(snap(f, NULL));
+    sp_snapstore_last_stats(f->s, &st);
+    assert_int_equal(st.files_hashed, 0);
+    assert_true(st.objects_written <= 1); /* the commit */
+
+    /* Two files changed: two files read. */
+    usleep(20000);
+    tu_write(f->ws, "d3/f7", "changed\n", 0644);
+    tu_write(f->ws, "d8/f1", "changed too\n", 0644);
+    usleep(60000);
+    open_store(f, false);
+    sp_snapshot_free(snap(f, NULL));
+    sp_snapstore_last_stats(f->s, &st);
+    assert_int_equal(st.files_hashed, 2);
+
+    /* A restore writes only the two. */
+    open_store(f, false);
+    OK(sp_snapshot_restore(NULL, f->s, s0->id, E));
+    sp_snapstore_last_stats(f->s, &st);
+    assert_int_equal(st.paths_changed, 2);
+    size_t n = 0;
+    char *c = tu_read(f->ws, "d3/f7", &n);
+    assert_string_equal(c, "file 3 7\n");
+    free(c);
+    sp_snapshot_free(s0);
+}
+
+static void test_racy_same_size_rewrite(void **state)
+{
+    struct fx *f = *state;
+    /* Written, snapshotted and rewritten with the same size within one
+     * clock tick: the stat data may not change, the content must still. */
+    for (int round = 0; round < 20; round++) {
+        tu_write(f->ws, "r", "AAAA", 0644);
+        sp_snapshot *a = snap(f, NULL);
+        tu_write(f->ws, "r", "BBBB", 0644);
+        sp_snapshot *b = snap(f, NULL);
+        restore(f, a->id);
+        size_t n = 0;
+        char *c = tu_read(f->ws, "r", &n);
+        assert_string_equal(c, "AAAA");
+        free(c);
+        restore(f, b->id);
+        c = tu_read(f->ws, "r", &n);
+        assert_string_equal(c, "BBBB");
+        free(c);
+        sp_snapshot_free(a);
+        sp_snapshot_free(b);
+    }
+}
+
+static void test_tracked(void **state)
+{
+    struct fx *f = *state;
+    build_tricky(f);
+    for (int i = 0; i < 50; i++) {
+        char p[32];
+        snprintf(p, sizeof(p), "nest/f%d", i);
+        tu_write(f->ws, p, p, 0644);
+    }
+    usleep(60000);
+    open_store(f, true);
+    char *m0 = manifest(f->ws);
+    sp_snapshot *s0 = snap(f, "t0");
+    sp_snapstore_stats st;
+    sp_snapstore_last_stats(f->s, &st);
+    assert_false(st.full_walk); /* the walk happened at open */
+    assert_true(sp_snapstore_fd(f->s) >= 0);
+
+    /* Two files changed: only they are looked at. */
+    tu_write(f->ws, "nest/f3", "changed", 0644);
+    tu_write(f->ws, "README", "changed\n", 0644);
+    sp_snapshot *s1 = snap(f, "t1");
+    sp_snapstore_last_stats(f->s, &st);
+    assert_false(st.full_walk);
+    assert_true(st.entries <= 4);
+    assert_int_equal(st.files_hashed, 2);
+
+    /* Everything else, including a folder moved and a tree created. */
+    mutate_everything(f);
+    char *p1 = pj(f->ws, "nest"), *p2 = pj(f->ws, "nest-moved");
+    assert_int_equal(rename(p1, p2), 0);
+    free(p1);
+    free(p2);
+    mkdir_p(f->ws, "x", 0755);
+    mkdir_p(f->ws, "x/y", 0755);
+    mkdir_p(f->ws, "x/y/z", 0755);
+    tu_write(f->ws, "x/y/z/deep", "deep\n", 0644);
+    char *m2 = manifest(f->ws);
+    sp_snapshot *s2 = snap(f, "t2");
+    sp_snapstore_last_stats(f->s, &st);
+    assert_false(st.full_walk);
+
+    /* A full walk of the same tree gives the same tree id. */
+    sp_snapstore *fresh = NULL;
+    OK(sp_snapstore_open(&fresh, f->ws, f->store, NULL, E));
+    sp_snapshot *check = NULL;
+    OK(sp_snapshot_create(&check, fresh, NULL, E));
+    sp_snapdiff *d = NULL;
+    OK(sp_snapshot_diff(&d, fresh, s2->id, check->id, NULL, E));
+    if (d->n)
+        fail_msg("tracked and walked trees differ at %s", d->v[0].path);
+    sp_snapdiff_free(d);
+    sp_snapshot_free(check);
+    sp_snapstore_free(fresh);
+
+    /* Restores through the tracker, and snapshots after them. */
+    restore(f, "t0");
+    char *got = manifest(f->ws);
+    assert_same(m0, got);
+    free(got);
+    sp_snapstore_last_stats(f->s, &st);
+    assert_false(st.full_walk);
+    restore(f, "t2");
+    got = manifest(f->ws);
+    assert_same(m2, got);
+    free(got);
+    sp_snapshot *s3 = snap(f, NULL);
+    OK(sp_snapshot_diff(&d, f->s, s2->id, s3->id, NULL, E));
+    assert_int_equal(d->n, 0);
+    sp_snapdiff_free(d);
+
+    /* Invalidating forces one full walk. */
+    sp_snapstore_invalidate(f->s);
+    sp_snapshot_free(snap(f, NULL));
+    sp_snapstore_last_stats(f->s, &st);
+    assert_true(st.full_walk);
+    sp_snapshot_free(snap(f, NULL));
+    sp_snapstore_last_stats(f->s, &st);
+    assert_false(st.full_walk);
+
+    sp_snapshot_free(s0);
+    sp_snapshot_free(s1);
+    sp_snapshot_free(s2);
+    sp_snapshot_free(s3);
+    free(m0);
+    free(m2);
+    assert_fsck(f->store);
+}
+
+/* More events than the kernel queue holds: the tracker falls back to a
+ * full walk, and nothing is missed. */
+static void test_tracked_overflow(void **state)
+{
+    struct fx *f = *state;
+    long max_events = 16384;
+    FILE *pf = fopen("/proc/sys/fs/inotify/max_queued_events", "r");
+    if (pf) {
+        if (fscanf(pf, "%ld", &max_events) != 1)
+            max_events = 16384;
+        fclose(pf);
+    }
+    if (max_events > 60000) {
+        fprintf(stderr, "max_queued_events is %ld: skipping the overflow test\n", max_events);
+        return;
+    }
+    mkdir_p(f->ws, "many", 0755);
+    open_store(f, true);
+    sp_snapshot *a = snap(f, NULL);
+    /* Each new file is at least IN_CREATE, IN_MODIFY and IN_CLOSE_WRITE. */
+    long files = max_events / 3 + 1000;
+    for (long i = 0; i < files; i++) {
+        char p[64];
+        snprintf(p, sizeof(p), "many/f%ld", i);
+        tu_write(f->ws, p, p, 0644);
+    }
+    sp_snapshot *b = snap(f, NULL);
+    sp_snapstore_stats st;
+    sp_snapstore_last_stats(f->s, &st);
+    assert_true(st.full_walk);
+    assert_int_equal(b->files, (uint64_t)files);
+    /* Tracking is back after the walk. */
+    tu_write(f->ws, "many/f0", "changed", 0644);
+    sp_snapshot *c = snap(f, NULL);
+    sp_snapstore_last_stats(f->s, &st);
+    assert_false(st.full_walk);
+    assert_int_equal(st.files_hashed, 1);
+    sp_snapdiff *d = NULL;
+    OK(sp_snapshot_diff(&d, f->s, b->id, c->id, NULL, E));
+    assert_int_equal(d->n, 1);
+    sp_snapdiff_free(d);
+    sp_snapshot_free(a);
+    sp_snapshot_free(b);
+    sp_snapshot_free(c);
+}
+
+/* ------------------------------------------------------- randomized -- */
+
+static uint64_t rng_state;
+static uint32_t rnd(uint32_t n)
+{
+    rng_state = rng_state * 6364136223846793005ull + 1442695040888963407ull;
+    return (uint32_t)((rng_state >> 33) % n);
+}
+
+/* A random path of 1-3 components; parents that are not real folders
+ * are replaced by folders (never followed). */
+static void random_path(char *out, size_t size, bool make_parents, const char *root)
+{
+    static const char *const names[] = {"a", "b", "c", ".git", "x.txt", "y"};
+    int depth = 1 + (int)rnd(3);
+    out[0] = '\0';
+    for (int i = 0; i < depth; i++) {
+        size_t l = strlen(out);
+        snprintf(out + l, size - l, "%s%s", i ? "/" : "", names[rnd(6)]);
+        if (make_parents && i + 1 < depth) {
+            char *p = pj(root, out);
+            struct stat st;
+            if (lstat(p, &st) == 0 && !S_ISDIR(st.st_mode))
+                unlink(p);
+            if (lstat(p, &st) < 0)
+                mkdir(p, 0755);
+            free(p);
+        }
+    }
+}
+
+static void random_mutation(const char *w)
+{
+    char rel[256];
+    unsigned op = rnd(8);
+    random_path(rel, sizeof(rel), op != 1 && op != 2, w);
+    char *p = pj(w, rel);
+    struct stat st;
+    bool exists = lstat(p, &st) == 0;
+    static const unsigned fmodes[] = {0644, 0600, 0755, 0700, 0444, 04755, 0640};
+    static const unsigned dmodes[] = {0755, 0700, 02775, 0750};
+    static const char *const targets[] = {"../../x", "/etc/passwd", "a", "nowhere", ".git"};
+    switch (op) {
+    case 0:
+    case 5: { /* write */
+        if (exists && S_ISDIR(st.st_mode))
+            tu_rmtree(p);
+        else if (exists && !S_ISREG(st.st_mode))
+            unlink(p);
+        char content[128];
+        size_t len = rnd(100);
+        for (size_t i = 0; i < len; i++)
+            content[i] = (char)rnd(256);
+        int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, 0644);
+        assert_true(fd >= 0);
+        assert_int_equal(write(fd, content, len), (ssize_t)len);
+        close(fd);
+        break;
+    }
+    case 1: /* delete */
+        if (exists && S_ISDIR(st.st_mode))
+            tu_rmtree(p);
+        else if (exists)
+            unlink(p);
+        break;
+    case 2: /* chmod */
+        if (exists && S_ISDIR(st.st_mode))
+            chmod(p, dmodes[rnd(4)]);
+        else if (exists && !S_ISLNK(st.st_mode))
+            chmod(p, fmodes[rnd(7)]);
+        break;
+    case 3: /* mkdir */
+        if (exists && !S_ISDIR(st.st_mode))
+            unlink(p);
+        mkdir(p, 0755);
+        break;
+    case 4: /* symlink */
+        if (exists && S_ISDIR(st.st_mode))
+            tu_rmtree(p);
+        else if (exists)
+            unlink(p);
+        assert_int_equal(symlink(targets[rnd(5)], p), 0);
+        break;
+    case 6: /* fifo */
+        if (exists && S_ISDIR(st.st_mode))
+            tu_rmtree(p);
+        else if (exists)
+            unlink(p);
+        assert_int_equal(mkfifo(p, 0644), 0);
+        break;
+    default: /* file <-> folder */
+        if (exists && S_ISDIR(st.st_mode)) {
+            tu_rmtree(p);
+            tu_write(w, rel, "was a folder\n", 0644);
+        } else {
+            if (exists)
+                unlink(p);
+            mkdir(p, 0755);
+        }
+        break;
+    }
+    free(p);
+}
+
+static void randomized(struct fx *f, bool track, uint64_t seed)
+{
+    rng_state = seed;
+    open_store(f, track);
+    enum { ROUNDS = 40 };
+    char *ids[ROUNDS];
+    char *mans[ROUNDS];
+    for (int r = 0; r < ROUNDS; r++) {
+        int muts = 1 + (int)rnd(6);
+        for (int m = 0; m < muts; m++)
+            random_mutation(f->ws);
+        mans[r] = manifest(f->ws);
+        sp_snapshot *s = snap(f, NULL);
+        ids[r] = strdup(s->id);
+        sp_snapshot_free(s);
+        /* Now and then, go back somewhere and check. */
+        if (rnd(4) == 0) {
+            int back = (int)rnd((uint32_t)r + 1);
+            restore(f, ids[back]);
+            char *got = manifest(f->ws);
+            assert_same(mans[back], got);
+            free(got);
+            free(mans[r]);
+            mans[r] = manifest(f->ws);
+            char *id = strdup(ids[back]);
+            free(ids[r]);
+            ids[r] = id;
+        }
+    }
+    for (int k = 0; k < ROUNDS; k++) {
+        int i = (int)rnd(ROUNDS);
+        restore(f, ids[i]);
+        char *got = manifest(f->ws);
+        assert_same(mans[i], got);
+        free(got);
+    }
+    for (int r = 0; r < ROUNDS; r++) {
+        free(ids[r]);
+        free(mans[r]);
+    }
+    assert_fsck(f->store);
+}
+
+static void test_randomized(void **state)
+{
+    randomized(*state, false, 0x5eed0001);
+}
+
+static void test_randomized_tracked(void **state)
+{
+    randomized(*state, true, 0x5eed0002);
+}
+
+/* ------------------------------------------------------------- others -- */
+
+static void test_large_and_binary(void **state)
+{
+    struct fx *f = *state;
+    size_t big = (9u << 20) + 12345; /* streamed (over 8 MiB) */
+    char *data = malloc(big);
+    for (size_t i = 0; i < big; i++)
+        data[i] = (char)(i * 2654435761u >> 13);
+    tu_write_n(f->ws, "big.bin", data, big, 0640);
+    tu_write_n(f->ws, "small.bin", data, 4096, 0644);
+    char *m0 = manifest(f->ws);
+    sp_snapshot *s = snap(f, NULL);
+    rm_rf(f->ws, "big.bin");
+    tu_write(f->ws, "small.bin", "x", 0644);
+    restore(f, s->id);
+    char *got = manifest(f->ws);
+    assert_same(m0, got);
+    free(got);
+    free(m0);
+    free(data);
+    sp_snapshot_free(s);
+    assert_fsck(f->store);
+}
+
+static void test_durable_and_progress_count(void **state)
+{
+    struct fx *f = *state;
+    sp_snapstore_opts o = SP_SNAPSTORE_OPTS_INIT;
+    o.durable = true;
+    sp_snapstore_free(f->s);
+    OK(sp_snapstore_open(&f->s, f->ws, f->store, &o, E));
+    for (int i = 0; i < 300; i++) {
+        char p[32];
+        snprintf(p, sizeof(p), "f%d", i);
+        tu_write(f->ws, p, p, 0644);
+    }
+    char *m0 = manifest(f->ws);
+    sp_snapshot *s = snap(f, NULL);
+    for (int i = 0; i < 300; i += 2) {
+        char p[32];
+        snprintf(p, sizeof(p), "f%d", i);
+        rm_rf(f->ws, p);
+    }
+    restore(f, s->id);
+    sp_snapstore_stats st;
+    sp_snapstore_last_stats(f->s, &st);
+    assert_int_equal(st.paths_changed, 150);
+    char *got = manifest(f->ws);
+    assert_same(m0, got);
+    free(got);
+    free(m0);
+    sp_snapshot_free(s);
+    assert_fsck(f->store);
+}
+
+static void test_diff(void **state)
+{
+    struct fx *f = *state;
+    tu_write(f->ws, "keep", "same\n", 0644);
+    tu_write(f->ws, "edit", "one\ntwo\nthree\n", 0644);
+    tu_write(f->ws, "mode", "m\n", 0644);
+    tu_write(f->ws, "gone", "bye\n", 0644);
+    tu_write_n(f->ws, "bin", "\0\1\2", 3, 0644);
+    mkdir_p(f->ws, "dir", 0755);
+    tu_write(f->ws, "dir/in", "in\n", 0644);
+    tu_write(f->ws, "swap", "file\n", 0644);
+    sp_snapshot *a = snap(f, "a");
+    tu_write(f->ws, "edit", "one\nTWO\nthree\n", 0644);
+    chmod_at(f->ws, "mode", 0600);
+    rm_rf(f->ws, "gone");
+    tu_write_n(f->ws, "bin", "\0\1\3", 3, 0644);
+    rm_rf(f->ws, "dir");
+    rm_rf(f->ws, "swap");
+    mkdir_p(f->ws, "swap", 0755);
+    tu_write(f->ws, "swap/x", "x\n", 0644);
+    tu_write(f->ws, "new", "fresh\n", 0644);
+
+    sp_snapshot_diff_opts o = SP_SNAPSHOT_DIFF_OPTS_INIT;
+    o.patch = true;
+    sp_snapdiff *d = NULL;
+    OK(sp_snapshot_diff(&d, f->s, "a", NULL, &o, E)); /* against the live workspace */
+    assert_string_equal(d->to, "workspace");
+    struct {
+        const char *path;
+        sp_snapshot_change_kind kind;
+    } want[] = {
+        {"bin", SP_CHANGE_MODIFIED},   {"dir", SP_CHANGE_DELETED},
+        {"dir/in", SP_CHANGE_DELETED}, {"edit", SP_CHANGE_MODIFIED},
+        {"gone", SP_CHANGE_DELETED},   {"mode", SP_CHANGE_MODIFIED},
+        {"new", SP_CHANGE_ADDED},      {"swap", SP_CHANGE_TYPE_CHANGED},
+        {"swap/x", SP_CHANGE_ADDED},
+    };
+    size_t nw = sizeof(want) / sizeof(want[0]);
+    if (d->n != nw)
+        fail_msg("%zu changes, want %zu (first %s)", d->n, nw, d->n ? d->v[0].path : "-");
+    for (size_t i = 0; i < nw; i++) {
+        assert_string_equal(d->v[i].path, want[i].path);
+        assert_int_equal(d->v[i].kind, want[i].kind);
+    }
+    assert_int_equal(d->v[5].old_mode, 0644);
+    assert_int_equal(d->v[5].new_mode, 0600);
+    assert_false(d->v[5].content_changed);
+    assert_true(d->v[3].content_changed);
+    assert_int_equal(d->added, 2);
+    assert_int_equal(d->deleted, 3);
+    assert_int_equal(d->modified, 3);
+    assert_int_equal(d->type_changed, 1);
+    assert_non_null(d->patch);
+    assert_non_null(strstr(d->patch, "diff --git a/edit b/edit\n"));
+    assert_non_null(strstr(d->patch, "-two\n+TWO\n"));
+    assert_non_null(strstr(d->patch, "old mode 100644\nnew mode 100600\n"));
+    assert_non_null(strstr(d->patch, "Binary files a/bin and b/bin differ\n"));
+    assert_non_null(strstr(d->patch, "deleted file mode 100644\n"));
+    assert_non_null(strstr(d->patch, "+fresh\n"));
+    sp_snapdiff_free(d);
+
+    /* Between two snapshots, both ways; and nothing between equal ones. */
+    sp_snapshot *b = snap(f, "b");
+    OK(sp_snapshot_diff(&d, f->s, "b", "a", NULL, E));
+    assert_int_equal(d->n, nw);
+    assert_int_equal(d->added, 3);
+    assert_null(d->patch);
+    sp_snapdiff_free(d);
+    OK(sp_snapshot_diff(&d, f->s, b->id, NULL, NULL, E));
+    assert_int_equal(d->n, 0);
+    sp_snapdiff_free(d);
+    sp_snapshot_free(a);
+    sp_snapshot_free(b);
+}
+
+static void test_refs_and_ambiguity(void **state)
+{
+    struct fx *f = *state;
+    tu_write(f->ws, "f", "1", 0644);
+    sp_snapshot *a = snap(f, "same");
+    tu_write(f->ws, "f", "2", 0644);
+    sp_snapshot *b = snap(f, "same");
+    tu_write(f->ws, "f", "3", 0644);
+    sp_snapshot *c = snap(f, "other");
+
+    sp_error *err = NULL;
+    assert_int_equal(sp_snapshot_restore(NULL, f->s, "same", &err), SP_EINVAL);
+    assert_non_null(strstr(err->message, a->id));
+    assert_non_null(strstr(err->message, b->id));
+    sp_error_free(err);
+    err = NULL;
+    assert_int_equal(sp_snapshot_restore(NULL, f->s, "nope", &err), SP_ENOTFOUND);
+    sp_error_free(err);
+    err = NULL;
+    assert_int_equal(sp_snapshot_restore(NULL, f->s, "", &err), SP_EINVAL);
+    sp_error_free(err);
+
+    /* A unique tag, id, id prefix and commit prefix all work. */
+    sp_snapshot *g = NULL;
+    OK(sp_snapshot_get(&g, f->s, "other", E));
+    assert_string_equal(g->id, c->id);
+    sp_snapshot_free(g);
+    char pre[16];
+    snprintf(pre, sizeof(pre), "%.10s", a->id);
+    OK(sp_snapshot_get(&g, f->s, pre, E));
+    assert_string_equal(g->id, a->id);
+    sp_snapshot_free(g);
+    snprintf(pre, sizeof(pre), "%.10s", b->commit);
+    OK(sp_snapshot_get(&g, f->s, pre, E));
+    assert_string_equal(g->id, b->id);
+    assert_string_equal(g->tag, "same");
+    assert_string_equal(g->root, f->ws);
+    assert_string_equal(g->store, f->store);
+    assert_int_equal(g->files, 1);
+    assert_int_equal(g->created_at_ns, b->created_at_ns);
+    sp_snapshot_free(g);
+    restore(f, a->id);
+    size_t n = 0;
+    char *s = tu_read(f->ws, "f", &n);
+    assert_string_equal(s, "1");
+    free(s);
+
+    /* Bad tags. */
+    err = NULL;
+    assert_int_equal(sp_snapshot_create(NULL, f->s, "bad\ntag", &err), SP_EINVAL);
+    sp_error_free(err);
+    err = NULL;
+    assert_int_equal(sp_snapshot_create(NULL, f->s, "", &err), SP_EINVAL);
+    sp_error_free(err);
+
+    /* List, delete. */
+    sp_snapshots *l = NULL;
+    OK(sp_snapshot_list(&l, f->s, E));
+    assert_int_equal(l->n, 3);
+    assert_string_equal(l->v[0]->id, a->id);
+    assert_string_equal(l->v[2]->id, c->id);
+    sp_snapshots_free(l);
+    OK(sp_snapshot_delete(f->s, b->id, E));
+    OK(sp_snapshot_list(&l, f->s, E));
+    assert_int_equal(l->n, 2);
+    sp_snapshots_free(l);
+    OK(sp_snapshot_get(&g, f->s, "same", E)); /* no longer ambiguous */
+    assert_string_equal(g->id, a->id);
+    sp_snapshot_free(g);
+    err = NULL;
+    assert_int_equal(sp_snapshot_delete(f->s, b->id, &err), SP_ENOTFOUND);
+    sp_error_free(err);
+    sp_snapshot_free(a);
+    sp_snapshot_free(b);
+    sp_snapshot_free(c);
+}
+
+static void test_export_import(void **state)
+{
+    struct fx *f = *state;
+    build_tricky(f);
+    char *m0 = manifest(f->ws);
+    sp_snapshot *s = snap(f, "orig");
+    for (int gz = 0; gz < 2; gz++) {
+        char *tar = pj(f->dir, gz ? "x.tar.gz" : "x.tar");
+        OK(sp_snapshot_export(f->s, s->id, tar, -1, gz ? SP_SNAPSHOT_TAR_GZ : SP_SNAPSHOT_TAR, E));
+        sp_snapshot *imp = NULL;
+        OK(sp_snapshot_import(&imp, f->s, tar, -1, "imported", E));
+        sp_snapdiff *d = NULL;
+        OK(sp_snapshot_diff(&d, f->s, s->id, imp->id, NULL, E));
+        if (d->n)
+            fail_msg("import differs at %s (%s)", d->v[0].path,
+                     sp_snapshot_change_name(d->v[0].kind));
+        sp_snapdiff_free(d);
+        /* Restoring the import rebuilds the tree exactly. */
+        mutate_everything(f);
+        restore(f, imp->id);
+        char *got = manifest(f->ws);
+        assert_same(m0, got);
+        free(got);
+        OK(sp_snapshot_delete(f->s, imp->id, E));
+        sp_snapshot_free(imp);
+        free(tar);
+    }
+    /* Export to an fd. */
+    char *p = pj(f->dir, "fd.tar");
+    int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    OK(sp_snapshot_export(f->s, "orig", NULL, fd, SP_SNAPSHOT_TAR, E));
+    close(fd);
+    struct stat st;
+    assert_int_equal(stat(p, &st), 0);
+    assert_true(st.st_size > 1024);
+    free(p);
+    assert_fsck(f->store);
+    sp_snapshot_free(s);
+    free(m0);
+}
+
+static void write_evil_tar(const char *path, const char *name)
+{
+    struct archive *a = archive_write_new();
+    archive_write_set_format_pax_restricted(a);
+    assert_int_equal(archive_write_open_filename(a, path), ARCHIVE_OK);
+    struct archive_entry *e = archive_entry_new();
+    archive_entry_set_pathname(e, "ok.txt");
+    archive_entry_set_filetype(e, AE_IFREG);
+    archive_entry_set_perm(e, 0644);
+    archive_entry_set_size(e, 3);
+    archive_write_header(a, e);
+    archive_write_data(a, "ok\n", 3);
+    archive_entry_clear(e);
+    archive_entry_set_pathname(e, name);
+    archive_entry_set_filetype(e, AE_IFREG);
+    archive_entry_set_perm(e, 0644);
+    archive_entry_set_size(e, 4);
+    archive_write_header(a, e);
+    archive_write_data(a, "bad\n", 4);
+    archive_entry_free(e);
+    archive_write_close(a);
+    archive_write_free(a);
+}
+
+static void test_import_refuses_escapes(void **state)
+{
+    struct fx *f = *state;
+    const char *bad[] = {"../escape.txt", "a/../../escape.txt", "/etc/evil"};
+    for (size_t i = 0; i < 3; i++) {
+        char *tar = pj(f->dir, "evil.tar");
+        write_evil_tar(tar, bad[i]);
+        sp_error *err = NULL;
+        assert_int_equal(sp_snapshot_import(NULL, f->s, tar, -1, NULL, &err), SP_EESCAPE);
+        sp_error_free(err);
+        unlink(tar);
+        free(tar);
+    }
+    sp_snapshots *l = NULL;
+    OK(sp_snapshot_list(&l, f->s, E));
+    assert_int_equal(l->n, 0);
+    sp_snapshots_free(l);
+}
+
+static void test_gc(void **state)
+{
+    struct fx *f = *state;
+    tu_write(f->ws, "a", "version one\n", 0644);
+    tu_write(f->ws, "b", "stays\n", 0644);
+    sp_snapshot *s1 = snap(f, NULL);
+    tu_write(f->ws, "a", "version two\n", 0644);
+    sp_snapshot *s2 = snap(f, NULL);
+    sp_snapstore_gc_result g;
+    OK(sp_snapstore_gc(&g, f->s, E));
+    assert_int_equal(g.objects_removed, 0);
+    OK(sp_snapshot_delete(f->s, s1->id, E));
+    OK(sp_snapstore_gc(&g, f->s, E));
+    assert_true(g.objects_removed >= 3); /* commit, tree, blob of version one */
+    assert_fsck(f->store);
+    tu_write(f->ws, "a", "version three\n", 0644);
+    restore(f, s2->id);
+    size_t n = 0;
+    char *c = tu_read(f->ws, "a", &n);
+    assert_string_equal(c, "version two\n");
+    free(c);
+
+    /* Someone runs git gc on the store: packs are read through libgit2. */
+    if (have_git()) {
+        assert_int_equal(run_git(f->store, "gc", "--quiet", NULL), 0);
+        open_store(f, false);
+        tu_write(f->ws, "a", "four\n", 0644);
+        restore(f, s2->id);
+        c = tu_read(f->ws, "a", &n);
+        assert_string_equal(c, "version two\n");
+        free(c);
+        OK(sp_snapshot_delete(f->s, s2->id, E));
+        tu_write(f->ws, "a", "five\n", 0644);
+        sp_snapshot_free(snap(f, NULL));
+        OK(sp_snapstore_gc(&g, f->s, E)); /* s2's commit, tree and blob, packed */
+        assert_true(g.objects_removed >= 3);
+        assert_fsck(f->store);
+    }
+    sp_snapshot_free(s1);
+    sp_snapshot_free(s2);
+}
+
+struct pauser {
+    int paused, unpaused;
+    bool fail_pause, fail_unpause;
+};
+
+static int fake_pause(void *ud, sp_error **err)
+{
+    struct pauser *p = ud;
+    if (p->fail_pause) {
+        if (err) {
+            *err = calloc(1, sizeof(sp_error));
+            (*err)->code = SP_EPODMAN;
+            (*err)->message = strdup("podman said no");
+        }
+        return SP_EPODMAN;
+    }
+    p->paused++;
+    return 0;
+}
+
+static int fake_unpause(void *ud, sp_error **err)
+{
+    struct pauser *p = ud;
+    p->unpaused++;
+    if (p->fail_unpause) {
+        if (err) {
+            *err = calloc(1, sizeof(sp_error));
+            (*err)->code = SP_EPODMAN;
+            (*err)->message = strdup("cannot unpause");
+        }
+        return SP_EPODMAN;
+    }
+    return 0;
+}
+
+static void test_pause_callbacks(void **state)
+{
+    struct fx *f = *state;
+    struct pauser p = {0};
+    sp_snapstore_opts o = SP_SNAPSTORE_OPTS_INIT;
+    o.pause = fake_pause;
+    o.unpause = fake_unpause;
+    o.userdata = &p;
+    sp_snapstore_free(f->s);
+    OK(sp_snapstore_open(&f->s, f->ws, f->store, &o, E));
+    tu_write(f->ws, "f", "x", 0644);
+    sp_snapshot *s = snap(f, NULL);
+    assert_int_equal(p.paused, 1);
+    assert_int_equal(p.unpaused, 1);
+    restore(f, s->id);
+    assert_int_equal(p.paused, 2);
+    assert_int_equal(p.unpaused, 2);
+    sp_snapshots *l = NULL;
+    OK(sp_snapshot_list(&l, f->s, E)); /* no pause to list */
+    sp_snapshots_free(l);
+    assert_int_equal(p.paused, 2);
+
+    /* The walk fails after the pause: unpaused all the same. */
+    char path[8192] = "";
+    size_t pl = 0;
+    for (int i = 0; i < 300; i++) {
+        pl += (size_t)snprintf(path + pl, sizeof(path) - pl, "%s", i ? "/d" : "d");
+        mkdir_p(f->ws, path, 0755);
+    }
+    sp_error *err = NULL;
+    assert_int_equal(sp_snapshot_create(NULL, f->s, NULL, &err), SP_ETOOBIG);
+    sp_error_free(err);
+    assert_int_equal(p.paused, 3);
+    assert_int_equal(p.unpaused, 3);
+    err = NULL;
+    assert_int_equal(sp_snapshot_restore(NULL, f->s, s->id, &err), SP_ETOOBIG);
+    sp_error_free(err);
+    assert_int_equal(p.paused, 4);
+    assert_int_equal(p.unpaused, 4);
+    rm_rf(f->ws, "d");
+
+    /* A pause that fails stops the operation; nothing to unpause. */
+    p.fail_pause = true;
+    err = NULL;
+    assert_int_equal(sp_snapshot_create(NULL, f->s, NULL, &err), SP_EPODMAN);
+    assert_non_null(strstr(err->message, "podman said no"));
+    sp_error_free(err);
+    assert_int_equal(p.unpaused, 4);
+    OK(sp_snapshot_list(&l, f->s, E));
+    assert_int_equal(l->n, 1);
+    sp_snapshots_free(l);
+
+    /* An unpause that fails fails the operation. */
+    p.fail_pause = false;
+    p.fail_unpause = true;
+    err = NULL;
+    assert_int_equal(sp_snapshot_create(NULL, f->s, NULL, &err), SP_EPODMAN);
+    assert_non_null(strstr(err->message, "cannot unpause"));
+    sp_error_free(err);
+    assert_int_equal(p.unpaused, 5);
+    sp_snapshot_free(s);
+}
+
+static void test_store_checks(void **state)
+{
+    struct fx *f = *state;
+    sp_snapstore *s = NULL;
+    sp_error *err = NULL;
+    char *inside = pj(f->ws, "store.git");
+    assert_int_equal(sp_snapstore_open(&s, f->ws, inside, NULL, &err), SP_EINVAL);
+    sp_error_free(err);
+    struct stat st;
+    assert_int_not_equal(stat(inside, &st), 0); /* not even created */
+    free(inside);
+    err = NULL;
+    char *deep = pj(f->ws, "a/b/store");
+    assert_int_equal(sp_snapstore_open(&s, f->ws, deep, NULL, &err), SP_EINVAL);
+    sp_error_free(err);
+    free(deep);
+
+    sp_snapstore_opts o = SP_SNAPSTORE_OPTS_INIT;
+    o.no_create = true;
+    char *missing = pj(f->dir, "missing.git");
+    err = NULL;
+    assert_int_equal(sp_snapstore_open(&s, f->ws, missing, &o, &err), SP_ENOTFOUND);
+    sp_error_free(err);
+    free(missing);
+
+    /* A folder that is neither empty nor a repository. */
+    char *junk = pj(f->dir, "junk");
+    mkdir(junk, 0755);
+    tu_write(junk, "file", "x", 0644);
+    err = NULL;
+    assert_int_equal(sp_snapstore_open(&s, f->ws, junk, NULL, &err), SP_EINVAL);
+    sp_error_free(err);
+    free(junk);
+
+    err = NULL;
+    char *nows = pj(f->dir, "no-such-ws");
+    assert_int_equal(sp_snapstore_open(&s, nows, f->store, NULL, &err), SP_ENOTFOUND);
+    sp_error_free(err);
+    free(nows);
+    assert_string_equal(sp_snapstore_workspace(f->s), f->ws);
+    assert_string_equal(sp_snapstore_path(f->s), f->store);
+    assert_int_equal(sp_snapstore_fd(f->s), -1);
+}
+
+/* ---------------------------------------------------------------- crash -- */
+
+static void build_big(const char *w, int files)
+{
+    for (int d = 0; d < files / 50; d++) {
+        char p[64];
+        snprintf(p, sizeof(p), "dir%03d", d);
+        mkdir_p(w, p, 0755);
+        for (int i = 0; i < 50; i++) {
+            snprintf(p, sizeof(p), "dir%03d/file%02d", d, i);
+            char content[256];
+            int n = snprintf(content, sizeof(content), "%d/%d %s\n", d, i,
+                             "some content that is not too short to matter");
+            tu_write_n(w, p, content, (size_t)n, i % 7 == 0 ? 0600 : 0644);
+        }
+    }
+    size_t big = (10u << 20) + 7;
+    char *data = malloc(big);
+    for (size_t i = 0; i < big; i++)
+        data[i] = (char)(i * 7 + (i >> 11));
+    tu_write_n(w, "big.bin", data, big, 0644);
+    free(data);
+}
+
+static void churn(const char *w, uint64_t seed)
+{
+    rng_state = seed;
+    for (int k = 0; k < 400; k++) {
+        char p[64];
+        snprintf(p, sizeof(p), "dir%03u/file%02u", rnd(40), rnd(50));
+        char content[64];
+        int n = snprintf(content, sizeof(content), "churn %llu %d\n", (unsigned long long)seed, k);
+        char *full = pj(w, p);
+        struct stat st;
+        if (lstat(full, &st) == 0 && S_ISREG(st.st_mode))
+            tu_write_n(w, p, content, (size_t)n, 0644);
+        free(full);
+    }
+    char name[64];
+    snprintf(name, sizeof(name), "new-%llu", (unsigned long long)seed);
+    mkdir_p(w, name, 0755);
+    tu_write(w, "big.bin", "small now\n", 0644);
+}
+
+static void test_crash_kill9(void **state)
+{
+    struct fx *f = *state;
+    build_big(f->ws, 2000);
+    char *m0 = manifest(f->ws);
+    sp_snapshot *s0 = snap(f, "base");
+    uint64_t seed = 0xc0ffee;
+    int kills_mid_restore = 0;
+    for (int iter = 0; iter < 15; iter++) {
+        int pipefd[2];
+        assert_int_equal(pipe(pipefd), 0);
+        pid_t pid = fork();
+        assert_true(pid >= 0);
+        if (pid == 0) {
+            /* The victim: snapshots and restores of a big tree, forever. */
+            close(pipefd[0]);
+            sp_snapstore *s = NULL;
+            sp_snapstore_opts o = SP_SNAPSTORE_OPTS_INIT;
+            o.track_changes = iter % 2 == 1;
+            if (sp_snapstore_open(&s, f->ws, f->store, &o, NULL) < 0)
+                _exit(3);
+            (void)!write(pipefd[1], "r", 1);
+            for (uint64_t k = 0;; k++) {
+                churn(f->ws, seed + (uint64_t)iter * 1000 + k);
+                if (sp_snapshot_create(NULL, s, NULL, NULL) < 0)
+                    _exit(4);
+                (void)!write(pipefd[1], "R", 1);
+                if (sp_snapshot_restore(NULL, s, "base", NULL) < 0)
+                    _exit(5);
+                (void)!write(pipefd[1], "r", 1);
+            }
+        }
+        close(pipefd[1]);
+        char c;
+        assert_int_equal(read(pipefd[0], &c, 1), 1); /* the child is running */
+        rng_state = seed ^ (uint64_t)iter;
+        if (iter % 3 == 2) {
+            /* Aim at a restore: wait until a snapshot is done ('R'). */
+            while (c != 'R')
+                assert_int_equal(read(pipefd[0], &c, 1), 1);
+            usleep(1000 * rnd(40));
+        } else {
+            usleep(1000 * (10 + rnd(400)));
+        }
+        kill(pid, SIGKILL);
+        int st = 0;
+        waitpid(pid, &st, 0);
+        assert_true(WIFSIGNALED(st));
+        char buf[4096];
+        ssize_t got;
+        char last = c;
+        fcntl(pipefd[0], F_SETFL, O_NONBLOCK);
+        while ((got = read(pipefd[0], buf, sizeof(buf))) > 0)
+            last = buf[got - 1];
+        close(pipefd[0]);
+        if (last == 'R')
+            kills_mid_restore++;
+
+        /* The store works and passes fsck; a restore completes. */
+        assert_fsck(f->store);
+        open_store(f, false);
+        sp_snapshots *l = NULL;
+        OK(sp_snapshot_list(&l, f->s, E));
+        assert_true(l->n >= 1);
+        sp_snapshots_free(l);
+        restore(f, "base");
+        char *got_m = manifest(f->ws);
+        assert_same(m0, got_m);
+        free(got_m);
+    }
+    fprintf(stderr, "crash test: %d of 15 kills landed during a restore\n", kills_mid_restore);
+    assert_true(kills_mid_restore >= 3);
+    OK(sp_snapstore_gc(NULL, f->s, E));
+    assert_fsck(f->store);
+    sp_snapshot_free(s0);
+    free(m0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_exact_matrix, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_gitignored_and_git_dirs_kept, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_planted_symlink, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_incremental_one_shot, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_racy_same_size_rewrite, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_tracked, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_tracked_overflow, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_randomized, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_randomized_tracked, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_large_and_binary, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_durable_and_progress_count, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_diff, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_refs_and_ambiguity, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_export_import, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_import_refuses_escapes, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_gc, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_pause_callbacks, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_store_checks, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_crash_kill9, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

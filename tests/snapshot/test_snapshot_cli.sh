@@ -1,0 +1,241 @@
+#!/usr/bin/env bash
+# End-to-end tests of the snapshot commands (snapshot, snapshots, restore,
+# diff, export, snapshot rm/gc/import) on a bare folder: --root DIR --store
+# DIR. Exit codes, output, JSON, exactness of a restore, containment.
+#
+# Usage: test_snapshot_cli.sh PATH/TO/sandpod
+set -u
+
+SP=${1:?usage: test_snapshot_cli.sh PATH/TO/sandpod}
+if ! command -v python3 >/dev/null 2>&1; then
+    echo "python3 is missing: skipping"
+    exit 77
+fi
+
+T=$(mktemp -d "${TMPDIR:-/tmp}/sandpod-snapcli.XXXXXX")
+trap 'chmod -R u+rwx "$T" 2>/dev/null; rm -rf "$T"' EXIT
+W=$T/ws
+S=$T/store.git
+O=$T/outside
+mkdir -p "$W" "$O"
+printf 'TOPSECRET\n' >"$O/secret"
+: >"$T/empty"
+
+pass=0
+fail=0
+rc=0
+
+ok() { pass=$((pass + 1)); }
+bad() {
+    fail=$((fail + 1))
+    echo "FAIL: $*"
+    if [ -s "$T/err" ]; then
+        head -n 5 "$T/err" | sed 's/^/    stderr: /'
+    fi
+}
+
+run() {
+    "$SP" "$@" <"$T/empty" >"$T/out" 2>"$T/err"
+    rc=$?
+}
+snap() { run "$@" --root "$W" --store "$S"; }
+
+expect_rc() { # WANT LABEL
+    if [ "$rc" -eq "$1" ]; then ok; else bad "$2: exit $rc, want $1"; fi
+}
+expect_out() { # PATTERN LABEL
+    if grep -q -- "$1" "$T/out"; then ok; else bad "$2: stdout lacks '$1': $(head -c 300 "$T/out")"; fi
+}
+expect_err() { # PATTERN LABEL
+    if grep -q -- "$1" "$T/err"; then ok; else bad "$2: stderr lacks '$1': $(head -c 300 "$T/err")"; fi
+}
+json() { # EXPR: evaluate a python expression on the JSON in $T/out (as j)
+    python3 -c "import json,sys; j=json.load(open('$T/out')); print($1)" 2>/dev/null
+}
+expect_json() { # EXPR WANT LABEL
+    local got
+    got=$(json "$1")
+    if [ "$got" = "$2" ]; then ok; else bad "$3: $1 = '$got', want '$2'"; fi
+}
+
+# manifest DIR: every entry with type, mode, size, link target, content hash.
+manifest() {
+    (cd "$1" && find . -mindepth 1 -printf '%p %y %m %s %l\n' | LC_ALL=C sort &&
+        find . -type f -exec sha1sum {} + | LC_ALL=C sort -k2)
+}
+
+# ---------------------------------------------------------------- usage --
+for c in snapshot snapshots restore diff export; do
+    run "$c" --help
+    expect_rc 0 "$c --help"
+    expect_out "Usage: sandpod $c" "$c --help"
+done
+run help snapshot
+expect_rc 0 "help snapshot"
+run snapshot
+expect_rc 2 "snapshot without NAME"
+expect_err "missing sandbox NAME" "snapshot without NAME"
+run snapshot --root "$W"
+expect_rc 2 "--root without --store"
+expect_err "go together" "--root without --store"
+run snapshot --bogus x
+expect_rc 2 "bad option"
+snap restore
+expect_rc 2 "restore without SNAP"
+snap export x
+expect_rc 2 "export without -o"
+snap diff
+expect_rc 2 "diff without SNAP"
+snap snapshots extra
+expect_rc 2 "snapshots with an extra argument"
+
+# Nothing yet.
+snap snapshots
+expect_rc 1 "snapshots before any store"
+expect_err "no snapshots yet" "snapshots before any store"
+run snapshot --root "$W" --store "$W/inside.git"
+expect_rc 1 "store inside the workspace"
+expect_err "outside the workspace" "store inside the workspace"
+[ ! -e "$W/inside.git" ] && ok || bad "a store inside the workspace was created"
+
+# ------------------------------------------------------------- snapshot --
+mkdir -p "$W/src" "$W/empty/deeper" "$W/.git/objects" "$W/sub/.git" "$W/build"
+printf 'int main(void) { return 0; }\n' >"$W/src/main.c"
+printf 'line one\nline two\n' >"$W/notes.txt"
+printf 'secret\n' >"$W/key"
+chmod 600 "$W/key"
+printf '#!/bin/sh\n' >"$W/run.sh"
+chmod 755 "$W/run.sh"
+printf '*.o\nbuild/\n' >"$W/.gitignore"
+printf 'ignored object\n' >"$W/build/x.o"
+printf 'ref: refs/heads/main\n' >"$W/.git/HEAD"
+printf 'nested\n' >"$W/sub/.git/HEAD"
+ln -s ../outside/secret "$W/leak"
+ln -s nowhere "$W/dangling"
+chmod 2750 "$W/src"
+M0=$(manifest "$W")
+
+snap snapshot --tag first
+expect_rc 0 "snapshot"
+expect_out "^snapshot [0-9a-f-]\{36\} (first)" "snapshot prints the record"
+ID1=$(sed -n 's/^snapshot \([0-9a-f-]\{36\}\).*/\1/p' "$T/out")
+
+snap snapshot --json
+expect_rc 0 "snapshot --json"
+expect_json "j['ok']" "True" "snapshot --json ok"
+expect_json "j['files']" "8" "snapshot --json files"
+expect_json "len(j['commit'])" "40" "snapshot --json commit"
+expect_json "j['tag']" "None" "snapshot --json tag"
+expect_json "j['stats']['full_walk']" "True" "snapshot --json stats"
+ID2=$(json "j['id']")
+
+snap snapshots
+expect_rc 0 "snapshots"
+expect_out "$ID1" "snapshots lists the first"
+expect_out "first" "snapshots shows the tag"
+snap snapshots --json
+expect_json "j['count']" "2" "snapshots --json count"
+expect_json "j['snapshots'][0]['id']" "$ID1" "snapshots oldest first"
+
+if command -v git >/dev/null 2>&1; then
+    if git --git-dir="$S" fsck --strict --no-dangling >/dev/null 2>&1; then ok; else bad "git fsck"; fi
+fi
+
+# ---------------------------------------------------- mutate, diff, restore --
+printf 'line one\nline 2\n' >"$W/notes.txt"
+chmod 644 "$W/key"
+rm -rf "$W/empty" "$W/.git" "$W/build"
+printf 'new\n' >"$W/added.txt"
+rm "$W/run.sh"
+mkdir "$W/run.sh"
+rm -rf "$W/sub"
+ln -s "$O" "$W/sub" # a symlink out where a folder was
+
+snap diff first
+expect_rc 0 "diff against the workspace"
+expect_out "^M  notes.txt" "diff: modified"
+expect_out "^M  key" "diff: mode change"
+expect_out "^A  added.txt" "diff: added"
+expect_out "^D  empty/$" "diff: deleted folder"
+expect_out "^D  empty/deeper/$" "diff: deleted folder contents"
+expect_out "^D  build/x.o" "diff: ignored file deleted"
+expect_out "^T  run.sh/$" "diff: type change"
+expect_out "^T  sub$" "diff: folder became a symlink"
+snap diff first --patch
+expect_out "^-line two" "diff --patch: old line"
+expect_out "^+line 2" "diff --patch: new line"
+expect_out "^old mode 100600" "diff --patch: mode"
+snap diff first --json
+expect_json "j['added']" "1" "diff --json added"
+expect_json "j['to']" "workspace" "diff --json to"
+
+snap restore first
+expect_rc 0 "restore"
+expect_out "restored $ID1 (first)" "restore prints what"
+M1=$(manifest "$W")
+if [ "$M0" = "$M1" ]; then ok; else
+    bad "restore is not exact"
+    diff <(echo "$M0") <(echo "$M1") | head -10
+fi
+[ "$(cat "$O/secret")" = "TOPSECRET" ] && [ "$(ls "$O")" = "secret" ] && ok ||
+    bad "the folder outside changed"
+
+snap restore first --json
+expect_json "j['stats']['paths_changed']" "0" "a second restore changes nothing"
+snap diff first
+expect_rc 0 "diff after restore"
+[ ! -s "$T/out" ] && ok || bad "diff after restore is not empty: $(head -3 "$T/out")"
+
+# -------------------------------------------------------- refs, ambiguity --
+printf 'changed\n' >"$W/notes.txt"
+snap snapshot --tag first
+expect_rc 0 "a second snapshot with the same tag"
+snap restore first
+expect_rc 1 "restore of an ambiguous tag"
+expect_err "snapshots" "ambiguity lists candidates"
+snap restore "${ID1:0:8}"
+expect_rc 0 "restore by id prefix"
+snap restore nosuchsnapshot
+expect_rc 1 "restore of an unknown snapshot"
+expect_err "no snapshot" "unknown snapshot message"
+snap restore --json nosuchsnapshot
+expect_json "j['error']['code']" "not_found" "--json error code"
+
+# ------------------------------------------------------- export, import --
+snap export "$ID1" -o "$T/x.tar.gz"
+expect_rc 0 "export tar.gz"
+if tar -tzf "$T/x.tar.gz" | grep -q '^\./$' && tar -tzf "$T/x.tar.gz" | grep -q '^key$'; then ok; else
+    bad "tar.gz lists the tree"
+fi
+tar -tvzf "$T/x.tar.gz" | grep -q '^-rw------- .* key$' && ok || bad "tar keeps 0600"
+tar -tvzf "$T/x.tar.gz" | grep -q 'leak -> ../outside/secret' && ok || bad "tar keeps symlinks"
+snap export "$ID1" -o "$T/x.tar" --json
+expect_json "j['format']" "tar" "export --json format"
+"$SP" export --root "$W" --store "$S" "$ID1" -o - >"$T/stdout.tar" 2>"$T/err"
+[ -s "$T/stdout.tar" ] && tar -tf "$T/stdout.tar" >/dev/null 2>&1 && ok || bad "export to stdout"
+snap snapshot import "$T/x.tar.gz" --tag imported --json
+expect_rc 0 "import"
+IMP=$(json "j['id']")
+snap diff "$ID1" "$IMP"
+expect_rc 0 "diff import"
+[ ! -s "$T/out" ] && ok || bad "import differs: $(head -3 "$T/out")"
+mkdir -p "$T/evil/a"
+printf 'x' >"$T/evil/a/f"
+(cd "$T/evil" && tar -cf "$T/evil.tar" --absolute-names a/f /etc/hostname 2>/dev/null)
+snap snapshot import "$T/evil.tar"
+expect_rc 1 "import refuses an absolute path"
+
+# ----------------------------------------------------------------- rm, gc --
+snap snapshot rm "$IMP"
+expect_rc 0 "snapshot rm"
+expect_out "deleted snapshot $IMP" "snapshot rm says what"
+snap snapshot rm "$IMP"
+expect_rc 1 "snapshot rm twice"
+snap snapshot gc --json
+expect_rc 0 "snapshot gc"
+expect_json "j['ok']" "True" "gc --json"
+snap restore "$ID2"
+expect_rc 0 "restore after gc"
+
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
