@@ -129,24 +129,36 @@ int sp_fs_check_new_path(sp_fs *fs, const char *rel, sp_error **err)
     return 0;
 }
 
-/* A symlink that resolved to a denied path must not hand its content out:
- * the deny list is about what a file is, not what it is called. */
-int sp_fs_check_fd_denied(sp_fs *fs, int fd, const char *rel, sp_error **err)
+char *sp_fs_fd_relpath(sp_fs *fs, int fd)
 {
-    if (!fs->deny)
-        return 0;
     char lp[64], rootp[PATH_MAX], fp[PATH_MAX];
     snprintf(lp, sizeof(lp), "/proc/self/fd/%d", fs->rootfd);
     ssize_t rn = readlink(lp, rootp, sizeof(rootp) - 1);
     snprintf(lp, sizeof(lp), "/proc/self/fd/%d", fd);
     ssize_t fn = readlink(lp, fp, sizeof(fp) - 1);
     if (rn <= 0 || fn <= 0)
-        return 0;
+        return NULL;
     rootp[rn] = fp[fn] = '\0';
     size_t l = (size_t)rn;
+    if (strcmp(fp, rootp) == 0)
+        return sp_xstrdup(".");
+    if (l == 1 && rootp[0] == '/')
+        return fp[0] == '/' && fp[1] ? sp_xstrdup(fp + 1) : NULL;
     if (strncmp(fp, rootp, l) != 0 || fp[l] != '/')
+        return NULL;
+    return sp_xstrdup(fp + l + 1);
+}
+
+/* The deny list is about what a file is, not what it is called: judge the
+ * place an open fd really is (a symlink, or a folder reached through one,
+ * must not hand out what the list hides). Fails closed when the place
+ * cannot be told. */
+int sp_fs_check_fd_denied(sp_fs *fs, int fd, const char *rel, sp_error **err)
+{
+    if (!fs->deny)
         return 0;
-    if (sp_globset_match(fs->deny, fp + l + 1))
+    cleanup_free char *real = sp_fs_fd_relpath(fs, fd);
+    if (!real || sp_fs_denied(fs, real))
         return sp_err_set(err, SP_EDENIED, 0, "path is hidden by the deny list: %s", rel);
     return 0;
 }

@@ -53,6 +53,10 @@ int sp_fs_check_new_path(sp_fs *fs, const char *rel, sp_error **err);
 /* True when `rel` is on the deny list. */
 bool sp_fs_denied(const sp_fs *fs, const char *rel);
 
+/* Where open fd `fd` really is, relative to the root ("." = the root);
+ * NULL when that cannot be told (no /proc, or not beneath the root). */
+char *sp_fs_fd_relpath(sp_fs *fs, int fd);
+
 /* SP_EDENIED when open fd `fd` (reached through `rel`, maybe via symlinks)
  * is a file the deny list hides. */
 int sp_fs_check_fd_denied(sp_fs *fs, int fd, const char *rel, sp_error **err);

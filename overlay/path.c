@@ -248,8 +248,25 @@ done:
 /* Contract: returns an fd for `rel` that refers to an inode beneath the
  * root at the moment of the call, or an error; never an fd outside the root,
  * whatever symlinks exist or are being swapped concurrently. */
+static int openat_contained(sp_fs *fs, const char *rel, int flags, mode_t mode, bool follow_last,
+                            sp_error **err);
+
 int sp_fs_openat(sp_fs *fs, const char *rel, int flags, mode_t mode, bool follow_last,
                  sp_error **err)
+{
+    int fd = openat_contained(fs, rel, flags, mode, follow_last, err);
+    if (fd >= 0 && fs->deny) {
+        int r = sp_fs_check_fd_denied(fs, fd, rel, err);
+        if (r < 0) {
+            close(fd);
+            return r;
+        }
+    }
+    return fd;
+}
+
+static int openat_contained(sp_fs *fs, const char *rel, int flags, mode_t mode, bool follow_last,
+                            sp_error **err)
 {
     if (!follow_last)
         flags |= O_NOFOLLOW;
@@ -336,7 +353,18 @@ int sp_fs_open_parent(sp_fs *fs, const char *rel, bool mkparents, int *dirfd_out
                        : sp_fs_openat(fs, parent, O_PATH | O_DIRECTORY, 0, true, err);
     if (fd < 0)
         return fd;
+    const char *name = slash ? slash + 1 : rel;
+    if (fs->deny) {
+        /* The folder may be reached through a symlink: judge the name at
+         * its real place. */
+        cleanup_free char *real = sp_fs_fd_relpath(fs, fd);
+        cleanup_free char *full = real ? sp_path_join(real, name) : NULL;
+        if (!full || sp_fs_denied(fs, full)) {
+            close(fd);
+            return sp_err_set(err, SP_EDENIED, 0, "path is hidden by the deny list: %s", rel);
+        }
+    }
     *dirfd_out = fd;
-    *name_out = sp_xstrdup(slash ? slash + 1 : rel);
+    *name_out = sp_xstrdup(name);
     return 0;
 }

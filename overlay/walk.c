@@ -87,8 +87,11 @@ static int read_names(int dfd, struct names *nm)
     return 0;
 }
 
-static int walk_dir(sp_fs *fs, int dfd, const char *rel, unsigned depth, const sp_walk_opts *opts,
-                    sp_walk_fn fn, void *ctx, sp_error **err)
+/* `rel` is the path as named (it may pass through symlinks); `real` is
+ * where the folder really is, for the deny list, or NULL when no deny list
+ * applies. */
+static int walk_dir(sp_fs *fs, int dfd, const char *rel, const char *real, unsigned depth,
+                    const sp_walk_opts *opts, sp_walk_fn fn, void *ctx, sp_error **err)
 {
     struct names nm = {SP_BUF_INIT, NULL, 0, 0};
     int ret = SP_WALK_CONTINUE;
@@ -100,7 +103,8 @@ static int walk_dir(sp_fs *fs, int dfd, const char *rel, unsigned depth, const s
     for (size_t i = 0; i < nm.n; i++) {
         const char *name = nm.buf.data + nm.offs[i];
         cleanup_free char *child = sp_path_join(rel, name);
-        if (sp_fs_denied(fs, child))
+        cleanup_free char *child_real = real ? sp_path_join(real, name) : NULL;
+        if (sp_fs_denied(fs, child) || (child_real && sp_fs_denied(fs, child_real)))
             continue;
         struct stat st;
         if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
@@ -120,7 +124,7 @@ static int walk_dir(sp_fs *fs, int dfd, const char *rel, unsigned depth, const s
         int cfd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
         if (cfd < 0)
             continue; /* swapped for a symlink or removed meanwhile */
-        r = walk_dir(fs, cfd, child, depth + 1, opts, fn, ctx, err);
+        r = walk_dir(fs, cfd, child, child_real, depth + 1, opts, fn, ctx, err);
         close(cfd);
         if (r < 0 || r == SP_WALK_STOP) {
             ret = r;
@@ -142,7 +146,12 @@ int sp_fs_walk(sp_fs *fs, const char *base_rel, const sp_walk_opts *opts, sp_wal
     int dfd = sp_fs_openat(fs, base_rel, O_RDONLY | O_DIRECTORY | O_NONBLOCK, 0, true, err);
     if (dfd < 0)
         return dfd;
-    int r = walk_dir(fs, dfd, base_rel, 1, opts, fn, ctx, err);
+    cleanup_free char *real = NULL;
+    if (fs->deny && !(real = sp_fs_fd_relpath(fs, dfd))) {
+        close(dfd);
+        return sp_err_set(err, SP_EDENIED, 0, "path is hidden by the deny list: %s", base_rel);
+    }
+    int r = walk_dir(fs, dfd, base_rel, real, 1, opts, fn, ctx, err);
     close(dfd);
     return r < 0 ? r : 0;
 }

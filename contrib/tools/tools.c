@@ -411,12 +411,15 @@ int json_nul_check(const char *s, size_t len, char **msg)
         }
         if (ch == '{' || ch == '[') {
             depth++;
-            if (depth <= NUL_DEPTH) {
+            if (depth >= 1 && depth <= NUL_DEPTH) {
                 keys[depth] = NULL;
                 key_lens[depth] = 0;
             }
         } else if (ch == '}' || ch == ']') {
-            depth--;
+            /* Unbalanced closers (invalid JSON, refused by the parser
+             * later) must not drive the depth below zero. */
+            if (depth > 0)
+                depth--;
         } else if (ch == ':' && depth > 0 && depth <= NUL_DEPTH) {
             keys[depth] = last;
             key_lens[depth] = last_len;

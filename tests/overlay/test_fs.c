@@ -641,7 +641,33 @@ static void test_deny(void **state)
     sp_fs_entries_free(e);
     OK(sp_fs_read(&t, fs, "ok.txt", NULL, &err));
     sp_fs_text_free(t);
+
+    /* Through a symlinked folder the deny list still holds: no grep, list,
+     * write, mkdir or delete reaches what it hides. */
+    tu_symlink("secrets", f->root, "to_secrets");
+    sp_fs_matches *m = NULL;
+    sp_fs_grep_opts go = SP_FS_GREP_OPTS_INIT;
+    go.path = "to_secrets";
+    EXPECT(sp_fs_grep(&m, fs, "SECRET", &go, &err), SP_EDENIED, NULL);
+    go.path = "alias";
+    EXPECT(sp_fs_grep(&m, fs, "SECRET", &go, &err), SP_EDENIED, NULL);
+    go.path = NULL;
+    OK(sp_fs_grep(&m, fs, "SECRET", &go, &err));
+    assert_int_equal(m->n, 0);
+    sp_fs_matches_free(m);
+    EXPECT(sp_fs_list(&e, fs, "to_secrets", NULL, &err), SP_EDENIED, NULL);
+    EXPECT(sp_fs_write(NULL, fs, "to_secrets/new", "x", 1, NULL, &err), SP_EDENIED, NULL);
+    EXPECT(sp_fs_mkdir(fs, "to_secrets/d", true, true, &err), SP_EDENIED, NULL);
+    EXPECT(sp_fs_delete(fs, "to_secrets/key", false, &err), SP_EDENIED, NULL);
+    EXPECT(sp_fs_str_replace(NULL, fs, "alias", "API", "x", false, &err), SP_EDENIED, NULL);
+    assert_false(sp_fs_exists(fs, "to_secrets/key"));
+    sp_fs_entries *g = NULL;
+    OK(sp_fs_glob(&g, fs, "**/key", NULL, 0, &err));
+    assert_int_equal(g->n, 0);
+    sp_fs_entries_free(g);
     sp_fs_free(fs);
+    assert_true(tu_exists(f->root, "secrets/key"));
+    assert_false(tu_exists(f->root, "secrets/new"));
     char *s = tu_read(f->root, ".env", NULL);
     assert_string_equal(s, "API_KEY=" SECRET);
     free(s);
