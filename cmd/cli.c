@@ -11,6 +11,8 @@
 #include "cli.h"
 #include "fs_json.h"
 
+__attribute__((format(printf, 1, 0))) static void vmessage(const char *fmt, va_list ap,
+                                                           const char *suffix);
 static void vmessage(const char *fmt, va_list ap, const char *suffix)
 {
     fflush(stdout);

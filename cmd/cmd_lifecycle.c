@@ -25,11 +25,11 @@ static const struct option options[] = {
 static void help(FILE *f, enum action a)
 {
     static const char *const what[] = {
-        "Start the containers of the sandboxes. A sandbox whose container is gone (removed\n"
-        "by hand, lost in a reboot) gets a new one from its saved configuration; the\n"
-        "workspace is kept.",
-        "Stop the containers of the sandboxes: SIGTERM, then SIGKILL after --time\n"
-        "seconds. The workspace and the configuration stay; 'sandpod start' resumes.",
+        ("Start the containers of the sandboxes. A sandbox whose container is gone (removed\n"
+         "by hand, lost in a reboot) gets a new one from its saved configuration; the\n"
+         "workspace is kept."),
+        ("Stop the containers of the sandboxes: SIGTERM, then SIGKILL after --time\n"
+         "seconds. The workspace and the configuration stay; 'sandpod start' resumes."),
         "Stop, then start, the containers of the sandboxes.",
     };
     fprintf(f,

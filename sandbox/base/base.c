@@ -52,6 +52,7 @@ const char *sp_strerror(int code)
     }
 }
 
+static char *vformat(const char *fmt, va_list ap) SP_PRINTF(1, 0);
 static char *vformat(const char *fmt, va_list ap)
 {
     char *s = NULL;
