@@ -215,6 +215,8 @@ void sp_buf_grow(sp_buf *b, size_t extra)
     }
     b->data = sp_xrealloc(b->data, cap);
     b->cap = cap;
+    /* Always a string, even before anything is added. */
+    b->data[b->len] = '\0';
 }
 
 void sp_buf_add(sp_buf *b, const void *data, size_t len)

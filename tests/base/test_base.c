@@ -55,6 +55,11 @@ static void test_buf(void **state)
     char *s = sp_buf_steal(&b);
     assert_null(b.data);
     free(s);
+    /* A buffer that was only grown is still an empty string. */
+    sp_buf_grow(&b, 100);
+    s = sp_buf_steal(&b);
+    assert_int_equal(strlen(s), 0);
+    free(s);
     sp_strv sv = {0};
     sp_strv_push(&sv, sp_xstrdup("a"));
     sp_strv_push(&sv, sp_xstrdup("b"));
