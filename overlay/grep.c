@@ -28,6 +28,7 @@ typedef struct grep_ctx {
     size_t base_len;  /* bytes of "base/" to strip from walker paths */
     sp_glob *glob;
     bool glob_by_name; /* a glob without '/' matches file names at any depth, as in rg */
+    bool spans_lines;  /* the pattern names a newline: matches may run over lines */
     pcre2_code *re;
     pcre2_match_data *md;
     pcre2_match_context *mctx;
@@ -125,6 +126,23 @@ static int scan_buffer(grep_ctx *g, const char *rel, const char *buf, size_t len
         size_t s = ov[0], e = ov[1];
         if (e < s)
             e = s;
+        /* Matches are per line, as in grep and rg: a match that runs over
+         * a newline (`\s`, `[^x]`) is tried again within its first line
+         * alone, and the search goes on from the next line if it fails.
+         * A pattern that names a newline itself (`\n`) may span lines. */
+        if (!g->spans_lines && e > s && memchr(buf + s, '\n', e - s)) {
+            const char *lb = s > pos ? memrchr(buf + pos, '\n', s - pos) : NULL;
+            size_t ls = lb ? (size_t)(lb - buf) + 1 : pos;
+            const char *nlp = memchr(buf + s, '\n', len - s);
+            size_t le = nlp ? (size_t)(nlp - buf) : len;
+            rc = pcre2_match(g->re, (PCRE2_SPTR)buf, le, ls, 0, g->md, g->mctx);
+            if (rc < 0) {
+                pos = le + 1;
+                continue;
+            }
+            s = ov[0];
+            e = ov[1] < s ? s : ov[1];
+        }
         /* An empty match after the final newline is not on any line. */
         if (s >= len && buf[len - 1] == '\n')
             break;
@@ -283,6 +301,7 @@ int sp_fs_grep(sp_fs_matches **out, sp_fs *fs, const char *pattern, const sp_fs_
             goto done;
         }
     }
+    g.spans_lines = strstr(pattern, "\\n") || strchr(pattern, '\n');
     r = compile_regex(&g.re, pattern, o, err);
     if (r < 0)
         goto done;

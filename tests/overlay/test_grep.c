@@ -114,6 +114,22 @@ static void test_fixed_string(void **state)
     sp_fs_matches_free(m);
 }
 
+/* Matches stay within a line, as in grep and rg: \s and negated classes
+ * do not run over the newline into the next line. */
+static void test_line_semantics(void **state)
+{
+    fixture *f = *state;
+    tu_write(f->dir, "a.c", "size_t\nfoo_len;\nsize_t  bar_len;\n", 0644);
+    sp_fs_matches *m = grep_ok(f->fs, "size_t\\s+\\w+_len", NULL);
+    assert_int_equal(m->n, 1);
+    assert_int_equal(m->v[0].line_number, 3);
+    assert_string_equal(m->v[0].line, "size_t  bar_len;");
+    sp_fs_matches_free(m);
+    m = grep_ok(f->fs, "t[^x]+f", NULL);
+    assert_int_equal(m->n, 0);
+    sp_fs_matches_free(m);
+}
+
 static void test_glob_filter(void **state)
 {
     fixture *f = *state;
@@ -559,6 +575,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_regex, setup, teardown),
         cmocka_unit_test_setup_teardown(test_case_insensitive, setup, teardown),
         cmocka_unit_test_setup_teardown(test_fixed_string, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_line_semantics, setup, teardown),
         cmocka_unit_test_setup_teardown(test_glob_filter, setup, teardown),
         cmocka_unit_test_setup_teardown(test_single_file, setup, teardown),
         cmocka_unit_test_setup_teardown(test_max_matches, setup, teardown),
