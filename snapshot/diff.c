@@ -236,29 +236,86 @@ static int lg2_fail(sp_error **err, const char *what)
 }
 
 /* The patch of one path from side a to side b (either may be absent). */
+/* A path for a patch header, as git writes it: `prefix` + path, and the
+ * whole C-quoted when it holds control characters, '"' or '\\' — so a name
+ * made by the workload cannot forge header lines. Bytes above 0x7f stay as
+ * they are (git's core.quotePath=false). */
+static char *header_name(const char *prefix, const char *path)
+{
+    bool quote = false;
+    for (const unsigned char *p = (const unsigned char *)path; *p; p++)
+        if (*p < 0x20 || *p == 0x7f || *p == '"' || *p == '\\')
+            quote = true;
+    if (!quote)
+        return sp_xasprintf("%s%s", prefix, path);
+    sp_buf b = SP_BUF_INIT;
+    sp_buf_addc(&b, '"');
+    sp_buf_adds(&b, prefix);
+    for (const unsigned char *p = (const unsigned char *)path; *p; p++) {
+        switch (*p) {
+        case '\a':
+            sp_buf_adds(&b, "\\a");
+            break;
+        case '\b':
+            sp_buf_adds(&b, "\\b");
+            break;
+        case '\t':
+            sp_buf_adds(&b, "\\t");
+            break;
+        case '\n':
+            sp_buf_adds(&b, "\\n");
+            break;
+        case '\v':
+            sp_buf_adds(&b, "\\v");
+            break;
+        case '\f':
+            sp_buf_adds(&b, "\\f");
+            break;
+        case '\r':
+            sp_buf_adds(&b, "\\r");
+            break;
+        case '"':
+            sp_buf_adds(&b, "\\\"");
+            break;
+        case '\\':
+            sp_buf_adds(&b, "\\\\");
+            break;
+        default:
+            if (*p < 0x20 || *p == 0x7f)
+                sp_buf_printf(&b, "\\%03o", *p);
+            else
+                sp_buf_addc(&b, (char)*p);
+        }
+    }
+    sp_buf_addc(&b, '"');
+    return sp_buf_steal(&b);
+}
+
 static int patch_sides(struct dctx *c, const char *path, struct side a, struct side b,
                        unsigned context, sp_buf *out, sp_error **err)
 {
     bool ablob = a.type == SN_FILE || a.type == SN_LINK;
     bool bblob = b.type == SN_FILE || b.type == SN_LINK;
+    char *an = header_name("a/", path), *bn = header_name("b/", path);
     if (!ablob && !bblob) {
         if (a.type && b.type && a.mode != b.mode)
-            sp_buf_printf(out, "diff --git a/%s b/%s\nold mode %06o\nnew mode %06o\n", path, path,
+            sp_buf_printf(out, "diff --git %s %s\nold mode %06o\nnew mode %06o\n", an, bn,
                           git_mode(&a), git_mode(&b));
+        free(an);
+        free(bn);
         return 0;
     }
-    sp_buf_printf(out, "diff --git a/%s b/%s\n", path, path);
+    sp_buf_printf(out, "diff --git %s %s\n", an, bn);
     if (!a.type)
         sp_buf_printf(out, "new file mode %06o\n", git_mode(&b));
     else if (!b.type)
         sp_buf_printf(out, "deleted file mode %06o\n", git_mode(&a));
     else if (git_mode(&a) != git_mode(&b))
         sp_buf_printf(out, "old mode %06o\nnew mode %06o\n", git_mode(&a), git_mode(&b));
-    if (a.type && b.type && sp_oid_equal(&a.oid, &b.oid))
-        return 0;
     sp_buf da = SP_BUF_INIT, db = SP_BUF_INIT;
-    char *an = sp_xasprintf("a/%s", path), *bn = sp_xasprintf("b/%s", path);
     int type, r = 0;
+    if (a.type && b.type && sp_oid_equal(&a.oid, &b.oid))
+        goto done;
     if (a.type && (r = sp_odb_read(c->odb, &a.oid, &type, &da, err)) < 0)
         goto done;
     if (b.type && (r = sp_odb_read(c->odb, &b.oid, &type, &db, err)) < 0)
