@@ -263,6 +263,11 @@ void sp_scan_pop(sp_scan *sc, size_t len);
 /* Load the stat cache; NULL when there is none or it does not fit this
  * workspace (never an error: the cache only saves work). */
 snode *sp_cache_load(int store_dirfd, const struct stat *root_st, uint64_t generation);
+/* One of the two slots (0 or 1). */
+snode *sp_cache_load_slot(int store_dirfd, int slot, const struct stat *root_st,
+                          uint64_t generation, uint64_t *seq_out);
+/* Remove the older slot (gc keeps only what the newer one names). */
+void sp_cache_drop_older(int store_dirfd);
 int sp_cache_save(int store_dirfd, const snode *root, const struct stat *root_st,
                   uint64_t generation, sp_error **err);
 

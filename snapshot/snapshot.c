@@ -1232,7 +1232,10 @@ int sp_snapstore_gc(sp_snapstore_gc_result *out, sp_snapstore *s, sp_error **err
     sp_refent *refs = NULL;
     size_t n = 0;
     uint64_t gen = read_generation(s);
+    /* Only the newer stat cache is kept alive; the older slot goes first,
+     * so that it can never name what this gc removes. */
     snode *cache = sp_cache_load(s->odb.dirfd, &s->root_st, gen);
+    sp_cache_drop_older(s->odb.dirfd);
     if (gen != s->generation) {
         drop_tree(s);
         s->generation = gen;

@@ -23,6 +23,10 @@
 # tracked: sp_snapshot_create/sp_snapshot_restore in one process that
 #          opened the store with track_changes (the first snapshot includes
 #          the open, which walks and reads the whole tree).
+# oneshot: the same library calls as the CLI, one operation per process,
+#          from bench_snapshot_tracked --oneshot: a binary that links only
+#          what the snapshot module needs, to show what the CLI's own
+#          startup (libcurl and ~45 other shared libraries) costs.
 # Also reported: a bare stat walk of the tree (find -printf %s).
 set -euo pipefail
 
@@ -66,6 +70,7 @@ for i in range(10000):
 EOF
 cp -a "$W/tree-git" "$W/tree-sp"
 cp -a "$W/tree-git" "$W/tree-tr"
+cp -a "$W/tree-git" "$W/tree-os"
 sleep 1 # older than any clock tick a first walk starts in
 
 G=(git -c user.name=bench -c user.email=bench@localhost -c gc.auto=0 -c commit.gpgsign=false
@@ -108,6 +113,14 @@ for r in $(seq "$REPS"); do
     "$SP" snapshot --root "$W/tree-sp" --store "$W/store-sp" >/dev/null
     add sp_first "$(elapsed)"
 done
+HAVE_OS=0
+[ -x "$TRACKED" ] && HAVE_OS=1
+OS=("$TRACKED" --oneshot)
+if [ $HAVE_OS = 1 ]; then
+    "${OS[@]}" snapshot "$W/tree-os" "$W/store-os"
+    FIRST_OS=$("$SP" snapshots --root "$W/tree-os" --store "$W/store-os" --json |
+        python3 -c 'import json,sys; print(json.load(sys.stdin)["snapshots"][0]["id"])')
+fi
 FIRST_GIT=$("${G[@]}" rev-parse HEAD)
 FIRST_SP=$("$SP" snapshots --root "$W/tree-sp" --store "$W/store-sp" --json |
     python3 -c 'import json,sys; print(json.load(sys.stdin)["snapshots"][0]["id"])')
@@ -124,31 +137,50 @@ for r in $(seq "$REPS"); do
     start
     "$SP" snapshot --root "$W/tree-sp" --store "$W/store-sp" >/dev/null
     add sp_nochange "$(elapsed)"
+    if [ $HAVE_OS = 1 ]; then
+        start
+        "${OS[@]}" snapshot "$W/tree-os" "$W/store-os"
+        add os_nochange "$(elapsed)"
+    fi
 
     change_ten "$W/tree-git" "$r" snap
     change_ten "$W/tree-sp" "$r" snap
+    change_ten "$W/tree-os" "$r" snap
     start
     "${G[@]}" add -A && "${G[@]}" commit -q --allow-empty -m s
     add git_ten "$(elapsed)"
     start
     "$SP" snapshot --root "$W/tree-sp" --store "$W/store-sp" >/dev/null
     add sp_ten "$(elapsed)"
+    if [ $HAVE_OS = 1 ]; then
+        start
+        "${OS[@]}" snapshot "$W/tree-os" "$W/store-os"
+        add os_ten "$(elapsed)"
+    fi
 
     change_ten "$W/tree-git" $((r + 1000)) restore
     change_ten "$W/tree-sp" $((r + 1000)) restore
+    change_ten "$W/tree-os" $((r + 1000)) restore
     start
     "${G[@]}" reset -q --hard "$FIRST_GIT" && "${G[@]}" clean -xfdq
     add git_restore10 "$(elapsed)"
     start
     "$SP" restore --root "$W/tree-sp" --store "$W/store-sp" "$FIRST_SP" >/dev/null
     add sp_restore10 "$(elapsed)"
+    if [ $HAVE_OS = 1 ]; then
+        start
+        "${OS[@]}" restore "$W/tree-os" "$W/store-os" "$FIRST_OS"
+        add os_restore10 "$(elapsed)"
+    fi
 done
 
 # The trees must agree after all that: both were restored to the first state.
-if ! diff -r "$W/tree-git" "$W/tree-sp" >/dev/null; then
-    echo "bench_snapshot: the git and sandpod trees differ after the restores" >&2
-    exit 1
-fi
+for t in tree-sp tree-os; do
+    if [ -d "$W/$t" ] && [ $t != tree-os -o $HAVE_OS = 1 ] && ! diff -r "$W/tree-git" "$W/$t" >/dev/null; then
+        echo "bench_snapshot: the git tree and $t differ after the restores" >&2
+        exit 1
+    fi
+done
 
 TR_JSON="{}"
 if [ -x "$TRACKED" ]; then
@@ -158,15 +190,16 @@ else
     echo "bench_snapshot: no $TRACKED; skipping the tracked numbers" >&2
 fi
 
-fs=$(stat -f -c %T "$W")
+fs=$(df --output=fstype "$W" 2>/dev/null | tail -n 1 || stat -f -c %T "$W")
 python3 - "$OUT" "$REPS" "$fs" "$TR_JSON" \
     "${S[stat_walk]}" "${S[git_first]}" "${S[sp_first]}" "${S[git_nochange]}" "${S[sp_nochange]}" \
-    "${S[git_ten]}" "${S[sp_ten]}" "${S[git_restore10]}" "${S[sp_restore10]}" <<'EOF'
+    "${S[git_ten]}" "${S[sp_ten]}" "${S[git_restore10]}" "${S[sp_restore10]}" \
+    "${S[os_nochange]:-}" "${S[os_ten]:-}" "${S[os_restore10]:-}" <<'EOF'
 import json, os, platform, statistics, sys, time
 out, reps, fs, tr = sys.argv[1], int(sys.argv[2]), sys.argv[3], json.loads(sys.argv[4])
 keys = ["stat_walk", "git_first", "sp_first", "git_nochange", "sp_nochange", "git_ten", "sp_ten",
-        "git_restore10", "sp_restore10"]
-samples = {k: [float(x) for x in v.split()] for k, v in zip(keys, sys.argv[5:])}
+        "git_restore10", "sp_restore10", "os_nochange", "os_ten", "os_restore10"]
+samples = {k: [float(x) for x in v.split()] for k, v in zip(keys, sys.argv[5:]) if v.split()}
 med = {k: round(statistics.median(v), 3) for k, v in samples.items()}
 tracked = {}
 if tr:
@@ -177,22 +210,30 @@ def ratio(a, b):
 rows = [("first snapshot", "first"), ("snapshot, nothing changed", "nochange"),
         ("snapshot, 10 files changed", "ten"), ("restore, 10 files changed", "restore10")]
 print()
-print(f"{'case':30} {'git CLI':>10} {'sandpod CLI':>12} {'tracked':>10} {'git/CLI':>8} {'git/tracked':>12}")
+print(f"{'case':28} {'git CLI':>9} {'sandpod CLI':>11} {'one-shot':>9} {'tracked':>9} "
+      f"{'git/CLI':>8} {'git/1shot':>9} {'git/tracked':>11}")
 result_rows = []
+def fmt(v, w):
+    return f"{('%.1fms' % v) if v is not None else '-':>{w}}"
+def fx(v, w):
+    return f"{(str(v) + 'x') if v else '-':>{w}}"
 for label, k in rows:
-    g, s, t = med[f"git_{k}"], med[f"sp_{k}"], tracked.get(k)
-    r1, r2 = ratio(g, s), (ratio(g, t) if t else None)
-    print(f"{label:30} {g:>8.1f}ms {s:>10.1f}ms {('%.2fms' % t) if t is not None else '-':>10} "
-          f"{r1:>7}x {(str(r2) + 'x') if r2 else '-':>12}")
-    result_rows.append({"case": label, "git_cli_ms": g, "sandpod_cli_ms": s, "tracked_ms": t,
-                        "speedup_cli": r1, "speedup_tracked": r2})
-print(f"{'bare stat walk (find)':30} {med['stat_walk']:>8.1f}ms")
+    g, s, t, o = med[f"git_{k}"], med[f"sp_{k}"], tracked.get(k), med.get(f"os_{k}")
+    r1, r2, r3 = ratio(g, s), (ratio(g, t) if t else None), (ratio(g, o) if o else None)
+    print(f"{label:28} {fmt(g, 9)} {fmt(s, 11)} {fmt(o, 9)} {fmt(t, 9)} {fx(r1, 8)} {fx(r3, 9)} "
+          f"{fx(r2, 11)}")
+    result_rows.append({"case": label, "git_cli_ms": g, "sandpod_cli_ms": s, "oneshot_ms": o,
+                        "tracked_ms": t, "speedup_cli": r1, "speedup_oneshot": r3,
+                        "speedup_tracked": r2})
+print(f"{'bare stat walk (find)':28} {fmt(med['stat_walk'], 9)}")
 doc = {
     "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     "machine": {"kernel": platform.release(), "filesystem": fs, "cpus": os.cpu_count()},
     "tree": {"files": 10000, "folders": 100, "file_bytes": "100..4096 random"},
-    "method": f"wall time of each whole command ($EPOCHREALTIME), median of {reps} rounds; "
-              "page cache warm; git with --git-dir/--work-tree and gc.auto=0; tracked = one "
+    "method": f"wall time of each whole command ($EPOCHREALTIME), median of {reps} rounds, "
+              "contenders interleaved within each round; page cache warm; git with "
+              "--git-dir/--work-tree and gc.auto=0; one-shot = the library calls the CLI makes, "
+              "one per process, in a binary without the CLI's other dependencies; tracked = one "
               "process with track_changes (bench_snapshot_tracked)",
     "results": result_rows,
     "bare_stat_walk_ms": med["stat_walk"],

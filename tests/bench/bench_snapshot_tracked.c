@@ -3,6 +3,12 @@
  * built. Not a test; built by CMake, run by the script.
  *
  * Usage: bench_snapshot_tracked WORKSPACE STORE REPS
+ *        bench_snapshot_tracked --oneshot snapshot|restore WORKSPACE STORE [SNAP]
+ *
+ * The --oneshot form does one operation without tracking and exits: the
+ * script times it as a whole process, like the CLI, but in a binary that
+ * links only what the snapshot module needs (the CLI also loads libcurl
+ * and its dependencies for the sandbox commands).
  *
  * The workspace holds src/dXX/sY/fZZZ.txt (XX < 20, Y < 5, ZZZ < 100);
  * each round changes ten of those files, as the script does for the CLI.
@@ -70,8 +76,31 @@ static void print_series(const char *name, const double *v, int n, bool last)
     printf("]}%s\n", last ? "" : ",");
 }
 
+static int oneshot(int argc, char **argv)
+{
+    if (argc < 5)
+        return 2;
+    sp_error *err = NULL;
+    sp_snapstore *s = NULL;
+    if (sp_snapstore_open(&s, argv[3], argv[4], NULL, &err) < 0)
+        die("open", err);
+    int r;
+    if (strcmp(argv[2], "snapshot") == 0)
+        r = sp_snapshot_create(NULL, s, NULL, &err);
+    else if (argc > 5)
+        r = sp_snapshot_restore(NULL, s, argv[5], &err);
+    else
+        return 2;
+    if (r < 0)
+        die(argv[2], err);
+    sp_snapstore_free(s);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc > 1 && strcmp(argv[1], "--oneshot") == 0)
+        return oneshot(argc, argv);
     if (argc != 4) {
         fprintf(stderr, "usage: bench_snapshot_tracked WORKSPACE STORE REPS\n");
         return 2;

@@ -934,6 +934,54 @@ static void test_durable_and_progress_count(void **state)
     assert_fsck(f->store);
 }
 
+/* A damaged stat cache costs reading again, never a wrong snapshot. */
+static void test_cache_damage(void **state)
+{
+    struct fx *f = *state;
+    for (int i = 0; i < 40; i++) {
+        char p[32];
+        snprintf(p, sizeof(p), "f%d", i);
+        tu_write(f->ws, p, p, 0644);
+    }
+    usleep(60000);
+    sp_snapshot *a = snap(f, NULL);
+    tu_write(f->ws, "f1", "changed", 0644);
+    usleep(60000);
+    sp_snapshot *b = snap(f, NULL); /* the second slot */
+    const char *slots[] = {"sandpod/statcache-a", "sandpod/statcache-b"};
+    for (int round = 0; round < 3; round++) {
+        for (int k = 0; k < 2; k++) {
+            char *p = pj(f->store, slots[k]);
+            int fd = open(p, O_WRONLY);
+            assert_true(fd >= 0);
+            if (round == 0 && k == 1) {
+                /* Flip bytes in the newer slot only: the other one is used. */
+                assert_int_equal(pwrite(fd, "garbage!", 8, 200), 8);
+            } else if (round == 1) {
+                assert_int_equal(ftruncate(fd, 30), 0);
+            } else if (round == 2) {
+                assert_int_equal(pwrite(fd, "SPSTAT02", 8, 0), 8);
+                assert_int_equal(ftruncate(fd, 4096), 0);
+            }
+            close(fd);
+            free(p);
+        }
+        open_store(f, false);
+        sp_snapshot *c = snap(f, NULL);
+        sp_snapdiff *d = NULL;
+        OK(sp_snapshot_diff(&d, f->s, b->id, c->id, NULL, E));
+        assert_int_equal(d->n, 0);
+        sp_snapdiff_free(d);
+        sp_snapstore_stats st;
+        sp_snapstore_last_stats(f->s, &st);
+        if (round == 0)
+            assert_true(st.files_hashed <= 1); /* the older slot: f1 differs */
+        sp_snapshot_free(c);
+    }
+    sp_snapshot_free(a);
+    sp_snapshot_free(b);
+}
+
 static void test_diff(void **state)
 {
     struct fx *f = *state;
@@ -1490,6 +1538,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_randomized_tracked, setup, teardown),
         cmocka_unit_test_setup_teardown(test_large_and_binary, setup, teardown),
         cmocka_unit_test_setup_teardown(test_durable_and_progress_count, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_cache_damage, setup, teardown),
         cmocka_unit_test_setup_teardown(test_diff, setup, teardown),
         cmocka_unit_test_setup_teardown(test_refs_and_ambiguity, setup, teardown),
         cmocka_unit_test_setup_teardown(test_export_import, setup, teardown),
