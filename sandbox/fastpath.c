@@ -284,10 +284,17 @@ int sp_fast_start(sp_fast **out, sp_sandbox *sb, const sp_fast_spec *spec, sp_er
                              SPA_MAX_FRAME)
                 : send_frame(f, SPA_REQUEST, req.data, req.len, err);
     sp_buf_dispose(&req);
-    if (r < 0)
+    if (r < 0) {
+        /* Nothing was started: let an automatic caller take the REST path. */
+        if (r == SP_EPODMAN && err && *err)
+            (*err)->code = r = SP_ENOTFOUND;
         goto fail;
+    }
 
-    /* The first frame: STARTED, sent by the command's process itself. */
+    /* The first frame: STARTED, sent by the command's process itself.
+     * Until it comes nothing has run, so a lost connection is reported as
+     * SP_ENOTFOUND (the agent cannot be used) and callers under
+     * SP_EXEC_AUTO fall back to REST. */
     int64_t end = sp_now_ms() + START_WAIT_MS;
     int cred = 0;
     for (;;) {
@@ -308,7 +315,7 @@ int sp_fast_start(sp_fast **out, sp_sandbox *sb, const sp_fast_spec *spec, sp_er
             goto fail;
         }
         if (f->eof || frame_too_long(f)) {
-            r = sp_err_set(err, SP_EPODMAN, 0,
+            r = sp_err_set(err, SP_ENOTFOUND, 0,
                            "sandbox %s: the exec agent closed the connection before the command "
                            "started (too many processes?)",
                            sb->name);
@@ -323,7 +330,9 @@ int sp_fast_start(sp_fast **out, sp_sandbox *sb, const sp_fast_spec *spec, sp_er
         }
         int fr = fill(f, left, &cred);
         if (fr == SP_EPODMAN) {
-            r = sp_err_set(err, SP_EPODMAN, errno, "lost the exec agent of sandbox %s", sb->name);
+            r = sp_err_set(err, SP_ENOTFOUND, errno,
+                           "lost the exec agent of sandbox %s before the command started",
+                           sb->name);
             goto fail;
         }
     }

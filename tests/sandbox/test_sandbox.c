@@ -5,7 +5,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -302,6 +304,57 @@ static void test_bad_create(void **state)
     free(dir);
 }
 
+/* An exec agent that accepts and hangs up before starting anything (what a
+ * dying agent looks like): under SP_EXEC_AUTO the command runs through
+ * Podman's REST exec instead of failing. */
+static void test_agent_hangs_up_falls_back(void **state)
+{
+    (void)state;
+    char *sock = tu_join(sp_sandbox_state_dir(sb), "agent/run/agent.sock");
+    char *saved = tu_join(sp_sandbox_state_dir(sb), "agent/run/agent.sock.real");
+    struct stat st;
+    if (lstat(sock, &st) < 0) {
+        free(sock);
+        free(saved);
+        skip(); /* no agent in this configuration (not root, or REST forced) */
+    }
+    assert_int_equal(rename(sock, saved), 0);
+    int lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    assert_true(strlen(sock) < sizeof(sa.sun_path));
+    memcpy(sa.sun_path, sock, strlen(sock) + 1);
+    assert_int_equal(bind(lfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+    assert_int_equal(listen(lfd, 8), 0);
+    pid_t child = fork();
+    if (child == 0) {
+        for (;;) {
+            int c = accept(lfd, NULL, NULL);
+            if (c >= 0)
+                close(c);
+        }
+    }
+    sp_sandbox *x = NULL;
+    sp_error *err = NULL;
+    sp_sandbox_opts o = SP_SANDBOX_OPTS_INIT;
+    o.state_root = state_root;
+    o.exec_path = SP_EXEC_AUTO;
+    assert_int_equal(sp_sandbox_open(&x, sp_sandbox_name(sb), &o, &err), 0);
+    sp_run_result *r = NULL;
+    int rc = sp_sandbox_shell(&r, x, "echo fell back", NULL, &err);
+    kill(child, SIGKILL);
+    waitpid(child, NULL, 0);
+    close(lfd);
+    unlink(sock);
+    assert_int_equal(rename(saved, sock), 0);
+    if (rc != 0)
+        fail_msg("shell with a hung-up agent: %s", err->message);
+    assert_string_equal(r->out, "fell back\n");
+    sp_run_result_free(r);
+    sp_sandbox_free(x);
+    free(sock);
+    free(saved);
+}
+
 static pid_t read_pid(const char *pidfile)
 {
     char *dir = strdup(pidfile);
@@ -402,10 +455,15 @@ int main(void)
 {
     need_podman_or_skip();
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_shell_basics), cmocka_unit_test(test_hardening),
-        cmocka_unit_test(test_ownership),    cmocka_unit_test(test_timeout_kills_group),
-        cmocka_unit_test(test_output_caps),  cmocka_unit_test(test_killed_container_recovers),
-        cmocka_unit_test(test_bad_create),   cmocka_unit_test(test_service_killed_mid_command),
+        cmocka_unit_test(test_shell_basics),
+        cmocka_unit_test(test_hardening),
+        cmocka_unit_test(test_ownership),
+        cmocka_unit_test(test_timeout_kills_group),
+        cmocka_unit_test(test_output_caps),
+        cmocka_unit_test(test_killed_container_recovers),
+        cmocka_unit_test(test_bad_create),
+        cmocka_unit_test(test_agent_hangs_up_falls_back),
+        cmocka_unit_test(test_service_killed_mid_command),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
