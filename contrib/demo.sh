@@ -73,15 +73,19 @@ fails "$sp" fs "$name" read ../../../etc/passwd
 fails "$sp" fs "$name" read passwd-link
 fails "$sp" fs "$name" write /etc/evil </dev/null
 
-if "$sp" help snapshot >/dev/null 2>&1; then
-  echo
-  echo "== snapshot, break things, restore exactly"
-  step "$sp" snapshot "$name" --tag before
-  step "$sp" sh "$name" 'rm -rf src; echo junk > junk.txt; chmod 600 README.md'
-  step "$sp" diff "$name" before
-  step "$sp" restore "$name" before
-  step "$sp" sh "$name" 'ls -la; ./src/hello.sh'
-fi
+echo
+echo "== snapshot, break things, restore exactly"
+step "$sp" snapshot "$name" --tag before
+step "$sp" sh "$name" 'rm -rf src; echo junk > junk.txt; chmod 600 README.md'
+step "$sp" diff "$name" before
+step "$sp" restore "$name" before
+step "$sp" sh "$name" 'ls -la; ./src/hello.sh'
+
+echo
+echo "== the same sandbox through the model-facing tools (what 'sandpod mcp' serves)"
+step "$sp" call "$name" shell '{"command": "echo $((6 * 7))"}'
+step "$sp" call "$name" apply_patch '{"patch": "*** Begin Patch\n*** Update File: README.md\n@@\n-# demo project\n+# demo project, patched\n*** End Patch\n"}'
+step "$sp" call "$name" read_file '{"path": "README.md"}'
 
 echo
 echo "== clean up"
