@@ -72,7 +72,10 @@ start() {
   [ -n "$runtime" ] && args+=(--runtime "$runtime")
   mkdir -p "$dir"
   rm -f "$sock"
-  # The service must not think it is remote or socket-activated.
+  # The service must not think it is remote or socket-activated. It runs in
+  # the socket's folder, not the caller's: conmon leaves files such as `oom`
+  # in its working folder.
+  cd "$dir"
   env -u CONTAINER_HOST -u CONTAINER_CONNECTION -u LISTEN_FDS -u LISTEN_PID \
     -u LISTEN_FDNAMES -u NOTIFY_SOCKET \
     setsid nohup podman "${args[@]}" system service --time=0 "unix://$sock" \

@@ -6,8 +6,9 @@ set -euo pipefail
 pkgs=(
   gcc make cmake pkg-config git python3 clang-format
   libcurl4-openssl-dev libcjson-dev libgit2-dev libarchive-dev libpcre2-dev
-  libcmocka-dev
-  podman runc catatonit busybox-static uidmap iptables rsync
+  libcmocka-dev zlib1g-dev
+  podman runc catatonit busybox-static uidmap iptables curl
+  clang libclang-rt-14-dev
 )
 
 missing=()
