@@ -566,7 +566,13 @@ static int create_container(sp_sandbox *sb, sp_error **err)
      * exec. */
     const char *cmd[] = {"/bin/sleep", "2147483647", NULL};
     const char *agent_cmd[] = {SPA_AGENT_PATH, SPA_RUN_DIR, NULL};
-    cleanup_free char *cname = sp_xasprintf("sandpod-%s", sb->name);
+    /* Sandboxes of different state roots may share a name; the container
+     * name carries a hash of the state folder so that they never meet (and
+     * the clean-up of a leftover below only ever hits our own). */
+    uint32_t h = 2166136261u;
+    for (const unsigned char *q = (const unsigned char *)sb->state_dir; *q; q++)
+        h = (h ^ *q) * 16777619u;
+    cleanup_free char *cname = sp_xasprintf("sandpod-%s-%08x", sb->name, h);
 
     sp_podman_container_spec spec = SP_PODMAN_CONTAINER_SPEC_INIT;
     spec.name = cname;
