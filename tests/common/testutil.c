@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "sandpod/fs.h"
+#include "sandpod/podman.h"
 
 char *tu_join(const char *a, const char *b)
 {
@@ -147,4 +148,22 @@ int tu_fsfx_teardown(void **state)
     free(f->outside);
     free(f);
     return 0;
+}
+
+void tu_need_podman_or_skip(void)
+{
+    sp_podman *p = NULL;
+    sp_error *err = NULL;
+    if (sp_podman_open(&p, NULL, &err) == 0) {
+        sp_podman_free(p);
+        return;
+    }
+    const char *ci = getenv("CI");
+    if (ci && strcmp(ci, "true") == 0) {
+        fprintf(stderr, "podman is required under CI: %s\n", err->message);
+        exit(1);
+    }
+    fprintf(stderr, "skipping: %s\n", err->message);
+    sp_error_free(err);
+    exit(77);
 }

@@ -34,6 +34,10 @@ typedef struct tu_fsfx {
     struct sp_fs *fs;
 } tu_fsfx;
 int tu_fsfx_setup(void **state);
+
+/* Exit 77 (skip) when no Podman service can be reached or started — but
+ * exit 1 under CI=true, where Podman is required. */
+void tu_need_podman_or_skip(void);
 int tu_fsfx_teardown(void **state);
 
 #endif

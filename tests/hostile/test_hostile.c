@@ -265,24 +265,6 @@ static void check_sealed(const char *when)
 
 /* ----------------------------------------------------------- the setup -- */
 
-static void need_podman_or_skip(void)
-{
-    sp_podman *p = NULL;
-    sp_error *err = NULL;
-    if (sp_podman_open(&p, NULL, &err) == 0) {
-        sp_podman_free(p);
-        return;
-    }
-    const char *ci = getenv("CI");
-    if (ci && strcmp(ci, "true") == 0) {
-        fprintf(stderr, "podman is required under CI: %s\n", err->message);
-        exit(1);
-    }
-    fprintf(stderr, "skipping: %s\n", err->message);
-    sp_error_free(err);
-    exit(77);
-}
-
 static void write_canary(const char *dir, const char *rel)
 {
     char content[256];
@@ -708,7 +690,7 @@ int main(void)
     const char *sp = getenv("SP_HOSTILE_SPARSE");
     if (sp && *sp && strspn(sp, "0123456789KMG") == strlen(sp))
         sparse_size = sp;
-    need_podman_or_skip();
+    tu_need_podman_or_skip();
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_hostile_workload),
     };

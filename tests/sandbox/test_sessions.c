@@ -730,31 +730,11 @@ static int group_teardown(void **state)
 
 /* Find (or start) the shared service once, so the sandbox under a scratch
  * state root does not start a private one. */
-static void need_podman_or_skip(void)
-{
-    sp_podman *p = NULL;
-    sp_error *err = NULL;
-    if (sp_podman_open(&p, NULL, &err) == 0 && sp_podman_ping(p, &err) == 0) {
-        podman_url = sp_xstrdup(sp_podman_url(p));
-        sp_podman_free(p);
-        return;
-    }
-    sp_podman_free(p);
-    const char *ci = getenv("CI");
-    if (ci && strcmp(ci, "true") == 0) {
-        fprintf(stderr, "podman is required under CI: %s\n", err ? err->message : "?");
-        exit(1);
-    }
-    fprintf(stderr, "skipping: %s\n", err ? err->message : "?");
-    sp_error_free(err);
-    exit(77);
-}
-
 int main(int argc, char **argv)
 {
     if (argc == 6 && strcmp(argv[1], "--child") == 0)
         return child_main(argv, strcmp(argv[5], "exit") == 0);
-    need_podman_or_skip();
+    tu_need_podman_or_skip();
     bool from_host = false, from_container = true;
     int on_sigterm = SIGTERM, on_sigint = SIGINT, on_exit = 0;
     const struct CMUnitTest tests[] = {

@@ -16,24 +16,6 @@ static char *state_root;
 static char *project;
 static sp_sandbox *sb;
 
-static void need_podman_or_skip(void)
-{
-    sp_podman *p = NULL;
-    sp_error *err = NULL;
-    if (sp_podman_open(&p, NULL, &err) == 0) {
-        sp_podman_free(p);
-        return;
-    }
-    const char *ci = getenv("CI");
-    if (ci && strcmp(ci, "true") == 0) {
-        fprintf(stderr, "podman is required under CI: %s\n", err->message);
-        exit(1);
-    }
-    fprintf(stderr, "skipping: %s\n", err->message);
-    sp_error_free(err);
-    exit(77);
-}
-
 static int group_setup(void **state)
 {
     (void)state;
@@ -247,7 +229,7 @@ static void test_tracking_sees_container_writes(void **state)
 
 int main(void)
 {
-    need_podman_or_skip();
+    tu_need_podman_or_skip();
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_tracking_sees_container_writes),
         /* Last: it stops and starts the container. */
