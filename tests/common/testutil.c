@@ -150,14 +150,16 @@ int tu_fsfx_teardown(void **state)
     return 0;
 }
 
-void tu_need_podman_or_skip(void)
+char *tu_need_podman_or_skip(void)
 {
     sp_podman *p = NULL;
     sp_error *err = NULL;
-    if (sp_podman_open(&p, NULL, &err) == 0) {
+    if (sp_podman_open(&p, NULL, &err) == 0 && sp_podman_ping(p, &err) == 0) {
+        char *url = strdup(sp_podman_url(p));
         sp_podman_free(p);
-        return;
+        return url;
     }
+    sp_podman_free(p);
     const char *ci = getenv("CI");
     if (ci && strcmp(ci, "true") == 0) {
         fprintf(stderr, "podman is required under CI: %s\n", err->message);

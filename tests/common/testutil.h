@@ -35,9 +35,12 @@ typedef struct tu_fsfx {
 } tu_fsfx;
 int tu_fsfx_setup(void **state);
 
-/* Exit 77 (skip) when no Podman service can be reached or started — but
- * exit 1 under CI=true, where Podman is required. */
-void tu_need_podman_or_skip(void);
 int tu_fsfx_teardown(void **state);
+
+/* Find (or start) the shared Podman service and return its URL (the caller
+ * frees it), so sandboxes under scratch state roots do not each start a
+ * private service. Exits 77 (skip) when none can be reached or started —
+ * but 1 under CI=true, where Podman is required. */
+char *tu_need_podman_or_skip(void);
 
 #endif

@@ -690,7 +690,7 @@ int main(void)
     const char *sp = getenv("SP_HOSTILE_SPARSE");
     if (sp && *sp && strspn(sp, "0123456789KMG") == strlen(sp))
         sparse_size = sp;
-    tu_need_podman_or_skip();
+    free(tu_need_podman_or_skip());
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_hostile_workload),
     };

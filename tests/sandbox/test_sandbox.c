@@ -456,7 +456,7 @@ static void test_service_killed_mid_command(void **state)
 
 int main(void)
 {
-    tu_need_podman_or_skip();
+    free(tu_need_podman_or_skip());
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_shell_basics),
         cmocka_unit_test(test_hardening),

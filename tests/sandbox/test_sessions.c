@@ -564,6 +564,7 @@ static void test_cleanup_on_exit(void **state)
     int up[2], down[2];
     assert_int_equal(pipe2(up, O_CLOEXEC), 0);
     assert_int_equal(pipe2(down, O_CLOEXEC), 0);
+    assert_non_null(podman_url);
     pid_t pid = fork();
     assert_true(pid >= 0);
     if (pid == 0) {
@@ -728,13 +729,18 @@ static int group_teardown(void **state)
     return 0;
 }
 
-/* Find (or start) the shared service once, so the sandbox under a scratch
- * state root does not start a private one. */
 int main(int argc, char **argv)
 {
-    if (argc == 6 && strcmp(argv[1], "--child") == 0)
+    /* A child must never run the suite itself: with a missing argument it
+     * would, and every run would fork another (a fork bomb once). */
+    if (argc > 1 && strcmp(argv[1], "--child") == 0) {
+        if (argc != 6) {
+            fprintf(stderr, "child: want 5 arguments, got %d\n", argc - 1);
+            return 2;
+        }
         return child_main(argv, strcmp(argv[5], "exit") == 0);
-    tu_need_podman_or_skip();
+    }
+    podman_url = tu_need_podman_or_skip();
     bool from_host = false, from_container = true;
     int on_sigterm = SIGTERM, on_sigint = SIGINT, on_exit = 0;
     const struct CMUnitTest tests[] = {

@@ -229,7 +229,7 @@ static void test_tracking_sees_container_writes(void **state)
 
 int main(void)
 {
-    tu_need_podman_or_skip();
+    free(tu_need_podman_or_skip());
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_tracking_sees_container_writes),
         /* Last: it stops and starts the container. */
