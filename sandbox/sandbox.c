@@ -560,7 +560,9 @@ static int create_container(sp_sandbox *sb, sp_error **err)
                                  {agent_run, SPA_RUN_DIR, false}};
     sp_podman_tmpfs tmp = {"/tmp", c->tmpfs_bytes, 01777, false};
     cleanup_free char *label_name = sp_xasprintf("sandpod.name=%s", sb->name);
-    const char *labels[] = {"sandpod=1", label_name, NULL};
+    /* sp_sandbox_gc() finds orphans by the state folder that owns them. */
+    cleanup_free char *label_state = sp_xasprintf("sandpod.state=%s", sb->state_dir);
+    const char *labels[] = {"sandpod=1", label_name, label_state, NULL};
     /* The agent is init and serves commands; without it, a long sleep
      * under catatonit keeps the container up and commands come in through
      * exec. */
