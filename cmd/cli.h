@@ -44,6 +44,7 @@ int cmd_start(int argc, char **argv);
 int cmd_stop(int argc, char **argv);
 int cmd_restart(int argc, char **argv);
 int cmd_rm(int argc, char **argv);
+int cmd_gc(int argc, char **argv);
 int cmd_exec(int argc, char **argv);
 int cmd_sh(int argc, char **argv);
 int cmd_run(int argc, char **argv);

@@ -26,6 +26,7 @@ static const struct command commands[] = {
     {"stop", cmd_stop, "Stop sandboxes, keeping their workspaces"},
     {"restart", cmd_restart, "Stop, then start, sandboxes"},
     {"rm", cmd_rm, "Remove sandboxes (optionally keeping their workspaces)"},
+    {"gc", cmd_gc, "Remove containers no sandbox owns any more (killed creates, lost state)"},
     {"exec", cmd_exec, "Run a command in a sandbox with stdio attached (-i, -t)"},
     {"sh", cmd_sh, "Run a shell command line in a sandbox, output captured and capped"},
     {"run", cmd_run, "Run one command in a throwaway sandbox"},

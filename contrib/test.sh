@@ -24,13 +24,23 @@ if [ "$(id -u)" = 0 ] || [ -n "${XDG_RUNTIME_DIR:-}" ]; then
   contrib/podman-service.sh start
 fi
 
+# What a run leaves behind (containers, scratch folders, processes) is a
+# failure too: tests/leakcheck.sh compares with what existed before.
+mkdir -p build
+leaks_before=build/leakcheck.before
+tests/leakcheck.sh before "$leaks_before"
+
 run_suite() {
   local dir=$1; shift
   echo "== build $dir ($*)"
   cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=Debug -DSANDPOD_WERROR=ON "$@" >/dev/null
   cmake --build "$dir" -j"$jobs" >/dev/null
+  # Orphans of earlier, interrupted runs would eat Podman's container locks.
+  "$dir"/sandpod gc >/dev/null 2>&1 || true
   echo "== test $dir"
   ctest --test-dir "$dir" -j"$jobs" --output-on-failure --timeout 900
+  echo "== leaks after $dir"
+  tests/leakcheck.sh after "$leaks_before"
 }
 
 run_suite build/test
@@ -56,9 +66,12 @@ if [ $quick = 0 ] && [ "$fuzz_secs" != 0 ]; then
     echo "== fuzz (${fuzz_secs}s per target)"
     fuzz_one() {
       local t=$1 work=build/fuzz/fuzz-work/$1 art=build/fuzz/fuzz-artifacts/$1
-      rm -rf "$work"; mkdir -p "$work" "$art"
+      local tmp=$PWD/build/fuzz/fuzz-tmp/$1
+      rm -rf "$work" "$tmp"; mkdir -p "$work" "$art" "$tmp"
       cp tests/fuzz/corpus/"$t"/* "$work"/
-      if build/fuzz/tests/fuzz/fuzz_"$t" -max_total_time="$fuzz_secs" -timeout=10 \
+      # libFuzzer ends a timed run without atexit handlers: scratch trees
+      # go to a folder of our own, removed below.
+      if SP_FUZZ_TMPDIR=$tmp build/fuzz/tests/fuzz/fuzz_"$t" -max_total_time="$fuzz_secs" -timeout=10 \
            -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$art"/ \
            "$work" tests/fuzz/regressions/"$t" >build/fuzz/fuzz-"$t".log 2>&1; then
         echo "fuzz_$t: $(grep -h 'stat::number_of_executed_units' build/fuzz/fuzz-"$t".log |
@@ -84,6 +97,7 @@ if [ $quick = 0 ] && [ "$fuzz_secs" != 0 ]; then
       wait -n || fuzz_failed=1
       running=$((running - 1))
     done
+    rm -rf build/fuzz/fuzz-tmp
     [ $fuzz_failed = 0 ] || { echo "fuzzing found a crash"; exit 1; }
   fi
 fi

@@ -375,6 +375,25 @@ int sp_write_all(int fd, const void *data, size_t len)
     return 0;
 }
 
+int sp_read_all(int fd, sp_buf *b, size_t limit)
+{
+    char chunk[8192];
+    for (;;) {
+        ssize_t n = read(fd, chunk, sizeof(chunk));
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return -1;
+        if (n == 0)
+            return 0;
+        if (b->len + (size_t)n > limit) {
+            errno = EFBIG;
+            return -1;
+        }
+        sp_buf_add(b, chunk, (size_t)n);
+    }
+}
+
 int64_t sp_now_ms(void)
 {
     struct timespec ts;

@@ -109,6 +109,9 @@ size_t sp_utf8_cut(const char *s, size_t len, size_t max);
 
 /* Read/write the whole of a buffer, retrying on EINTR and short counts. */
 int sp_write_all(int fd, const void *data, size_t len);
+/* Append all of fd to b; -1 with errno set on a read error, or EFBIG when
+ * b would grow past limit bytes. */
+int sp_read_all(int fd, sp_buf *b, size_t limit);
 
 /* An output cap that keeps the head and the tail of a stream: at most
  * max_bytes and max_lines in all, half for each end, with a marker in the

@@ -97,13 +97,19 @@ static void *serve(void *arg)
     }
 }
 
+static void remove_sock_dir(void)
+{
+    unlink(sock_path);
+    rmdir(sock_dir);
+}
+
 static void setup(void)
 {
     signal(SIGPIPE, SIG_IGN);
-    const char *tmp = getenv("TMPDIR");
-    snprintf(sock_dir, sizeof(sock_dir), "%s/sp-fuzz-pm-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    snprintf(sock_dir, sizeof(sock_dir), "%s/sp-fuzz-pm-XXXXXX", fz_tmpdir());
     if (!mkdtemp(sock_dir))
         abort();
+    atexit(remove_sock_dir);
     snprintf(sock_path, sizeof(sock_path), "%s/s", sock_dir);
     struct sockaddr_un a = {.sun_family = AF_UNIX};
     if (strlen(sock_path) >= sizeof(a.sun_path))

@@ -178,6 +178,36 @@ int sp_sandbox_remove(sp_sandbox *sb, bool keep_workspace, sp_error **err);
  *  @param out NULL-terminated; free each string and the array with free(). */
 int sp_sandbox_list(char ***out, const char *state_root, sp_error **err);
 
+/** A container sandpod made that no sandbox owns any more. */
+typedef struct sp_sandbox_orphan {
+    char *container; /**< its name */
+    char *state_dir; /**< the state folder its sandpod.state label names */
+    char *reason;    /**< why no sandbox owns it */
+    bool removed;    /**< false in a dry run, or when removal failed */
+    char *error;     /**< why removal failed, or NULL */
+} sp_sandbox_orphan;
+
+typedef struct sp_sandbox_orphans {
+    sp_sandbox_orphan *items;
+    size_t n;
+    /** Containers labelled sandpod=1 without a sandpod.state label (made
+     *  before containers carried it): never touched, only counted. */
+    size_t unlabelled;
+} sp_sandbox_orphans;
+
+/**
+ * Find and (unless dry_run) remove orphaned containers of every state root
+ * on the Podman service: those whose state folder is gone, holds no
+ * sandbox.json, or names another container (a create or recreate that was
+ * killed half-way). A sandbox whose lock is held is busy and left alone.
+ * Does not start a Podman service.
+ *
+ * @param out  free with sp_sandbox_orphans_free()
+ * @return 0 (removal failures are reported per item); SP_EPODMAN
+ */
+int sp_sandbox_gc(sp_sandbox_orphans **out, const char *podman_url, bool dry_run, sp_error **err);
+void sp_sandbox_orphans_free(sp_sandbox_orphans *o);
+
 /* ------------------------------------------------------------ commands -- */
 
 #define SP_RUN_OPTS_VERSION 1

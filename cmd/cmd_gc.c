@@ -1,0 +1,135 @@
+/* sandpod gc: remove the containers sandpod made that no sandbox owns any
+ * more (a state folder deleted by hand, a create killed half-way). */
+#include <getopt.h>
+#include <stdio.h>
+
+#include "cli.h"
+#include "fs_json.h"
+
+enum { OPT_JSON = 256, OPT_DRY };
+
+static const struct option options[] = {
+    {"dry-run", no_argument, NULL, 'n'},
+    {"json", no_argument, NULL, OPT_JSON},
+    CLI_CONN_OPTIONS,
+    {"help", no_argument, NULL, 'h'},
+    {NULL, 0, NULL, 0},
+};
+
+static void help(FILE *f)
+{
+    fprintf(f, "Usage: sandpod gc [OPTIONS]\n"
+               "\n"
+               "Remove orphaned sandpod containers on the Podman service: those whose state\n"
+               "folder (their sandpod.state label) is gone, holds no sandbox.json, or names\n"
+               "another container. Sandboxes of every state root are judged; a sandbox whose\n"
+               "lock is held is busy and left alone. Workspaces are never touched. Each\n"
+               "container is printed with the reason.\n"
+               "\n"
+               "Options:\n"
+               "  -n, --dry-run        only print what would be removed\n"
+               "  --json               print {ok, orphans: [{container, state_dir, reason,\n"
+               "                       removed, error}], unlabelled}\n"
+               "  --url URL            Podman service (default $SANDPOD_URL, else found)\n"
+               "  -h, --help           show this help\n"
+               "\n"
+               "Exit status: 0 when every orphan is removed (or none found), 1 when any\n"
+               "removal failed or Podman cannot be reached, 2 bad usage.\n");
+}
+
+static cJSON *orphans_json(const sp_sandbox_orphans *o)
+{
+    cJSON *out = cJSON_CreateObject();
+    cJSON *list = out ? cJSON_AddArrayToObject(out, "orphans") : NULL;
+    if (!list || !cJSON_AddNumberToObject(out, "unlabelled", (double)o->unlabelled)) {
+        cJSON_Delete(out);
+        return NULL;
+    }
+    for (size_t i = 0; i < o->n; i++) {
+        const sp_sandbox_orphan *it = &o->items[i];
+        cJSON *j = cJSON_CreateObject();
+        bool ok = j && sp_json_add_string(j, "container", it->container) &&
+                  sp_json_add_string(j, "state_dir", it->state_dir) &&
+                  sp_json_add_string(j, "reason", it->reason) &&
+                  cJSON_AddBoolToObject(j, "removed", it->removed) &&
+                  sp_json_add_string(j, "error", it->error);
+        if (!ok || !cJSON_AddItemToArray(list, j)) {
+            cJSON_Delete(j);
+            cJSON_Delete(out);
+            return NULL;
+        }
+    }
+    return out;
+}
+
+int cmd_gc(int argc, char **argv)
+{
+    struct cli_conn conn = {0};
+    bool json = false, dry = false;
+    int rc = 0;
+
+    optind = 0;
+    int opt;
+    while ((opt = cli_getopt("gc", argc, argv, "hn", options, false)) != -1) {
+        int took = cli_conn_option(&conn, "gc", opt, optarg);
+        if (took < 0 || opt == CLI_GETOPT_BAD) {
+            rc = CLI_EXIT_USAGE;
+            goto done;
+        }
+        if (took)
+            continue;
+        switch (opt) {
+        case 'h':
+            help(stdout);
+            goto done;
+        case 'n':
+            dry = true;
+            break;
+        case OPT_JSON:
+            json = true;
+            break;
+        }
+    }
+    if (optind < argc) {
+        rc = cli_usage("gc", "unexpected argument");
+        goto done;
+    }
+
+    sp_sandbox_orphans *o = NULL;
+    sp_error *err = NULL;
+    int r = sp_sandbox_gc(&o, conn.url, dry, &err);
+    if (r < 0) {
+        rc = cli_fail(json, r, err);
+        goto done;
+    }
+    bool failed = false;
+    for (size_t i = 0; i < o->n; i++)
+        failed |= !dry && !o->items[i].removed;
+    if (json) {
+        rc = cli_print_result(orphans_json(o));
+    } else {
+        for (size_t i = 0; i < o->n; i++) {
+            const sp_sandbox_orphan *it = &o->items[i];
+            fputs(dry ? "would remove " : it->removed ? "removed " : "FAILED to remove ", stdout);
+            cli_put_name(stdout, it->container);
+            fputs(": ", stdout);
+            cli_put_name(stdout, it->reason);
+            if (it->error) {
+                fputs(": ", stdout);
+                cli_put_name(stdout, it->error);
+            }
+            putchar('\n');
+        }
+        if (o->unlabelled)
+            printf("%zu container(s) labelled sandpod=1 without a sandpod.state label were left "
+                   "alone\n",
+                   o->unlabelled);
+    }
+    if (failed && rc == 0)
+        rc = CLI_EXIT_ERROR;
+    sp_sandbox_orphans_free(o);
+
+done:
+    cli_conn_dispose(&conn);
+    return rc;
+}

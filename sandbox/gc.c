@@ -1,0 +1,137 @@
+/* Orphaned containers: made by sandpod, owned by no sandbox any more.
+ *
+ * A container is an orphan when the state folder named by its
+ * sandpod.state label is gone, or holds no sandbox.json, or a sandbox.json
+ * that names another container (an interrupted create or recreate, a
+ * process killed between the container and the save). A state folder whose
+ * lock is held is busy — a create or a recreate may be half-way — and its
+ * containers are left alone. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <cJSON.h>
+
+#include "base.h"
+#include "sandpod/podman.h"
+#include "sandpod/sandbox.h"
+
+static const char *label_value(char **labels, const char *key)
+{
+    size_t n = strlen(key);
+    for (char **l = labels; l && *l; l++)
+        if (strncmp(*l, key, n) == 0 && (*l)[n] == '=')
+            return *l + n + 1;
+    return NULL;
+}
+
+/* The container id that <dir>/sandbox.json names; NULL when there is no
+ * readable sandbox.json or it names none. */
+static char *saved_container(const char *dir)
+{
+    cleanup_free char *path = sp_xasprintf("%s/sandbox.json", dir);
+    sp_buf b = SP_BUF_INIT;
+    cleanup_close int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0 || sp_read_all(fd, &b, (size_t)1 << 20) < 0) {
+        sp_buf_dispose(&b);
+        return NULL;
+    }
+    cJSON *o = cJSON_ParseWithLength(b.data ? b.data : "", b.len);
+    sp_buf_dispose(&b);
+    const cJSON *id = cJSON_GetObjectItemCaseSensitive(o, "container_id");
+    char *out = cJSON_IsString(id) ? sp_xstrdup(id->valuestring) : NULL;
+    cJSON_Delete(o);
+    return out;
+}
+
+static bool same_id(const char *a, const char *b)
+{
+    size_t la = strlen(a), lb = strlen(b), n = la < lb ? la : lb;
+    return n >= 12 && strncmp(a, b, n) == 0;
+}
+
+/* Why the container is an orphan, or NULL when its sandbox owns it (or
+ * may: the lock is held). */
+static char *orphan_reason(const char *state, const char *id, const char *name)
+{
+    if (!state)
+        return NULL;
+    if (state[0] != '/')
+        return NULL; /* not a label we wrote */
+    cleanup_close int dfd = open(state, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd < 0)
+        return errno == ENOENT || errno == ENOTDIR ? sp_xstrdup("its state folder is gone") : NULL;
+    cleanup_close int lfd = openat(dfd, "lock", O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+    if (lfd >= 0 && flock(lfd, LOCK_EX | LOCK_NB) < 0)
+        return NULL; /* busy: a create, start or remove is under way */
+    cleanup_free char *saved = saved_container(state);
+    if (!saved)
+        return sp_xstrdup("its state folder has no sandbox.json naming a container");
+    if (same_id(saved, id) || (name && strcmp(saved, name) == 0))
+        return NULL;
+    return sp_xasprintf("its sandbox now owns container %.12s", saved);
+}
+
+int sp_sandbox_gc(sp_sandbox_orphans **out, const char *podman_url, bool dry_run, sp_error **err)
+{
+    *out = NULL;
+    sp_podman_opts po = SP_PODMAN_OPTS_INIT;
+    po.url = podman_url;
+    po.no_autostart = true; /* no service, no containers to collect */
+    sp_podman *p = NULL;
+    int r = sp_podman_open(&p, &po, err);
+    if (r < 0)
+        return r;
+    const char *filter[] = {"sandpod=1", NULL};
+    sp_podman_containers *list = NULL;
+    if ((r = sp_podman_container_list(&list, p, filter, err)) < 0) {
+        sp_podman_free(p);
+        return sp_err_wrap(err, r, "list sandpod containers");
+    }
+    sp_sandbox_orphans *o = sp_xcalloc(1, sizeof(*o));
+    o->items = sp_xcalloc(list->n ? list->n : 1, sizeof(*o->items));
+    for (size_t i = 0; i < list->n; i++) {
+        const sp_podman_container_info *c = &list->items[i];
+        const char *state = label_value(c->labels, "sandpod.state");
+        if (!state) {
+            o->unlabelled++;
+            continue;
+        }
+        char *why = orphan_reason(state, c->id, c->name);
+        if (!why)
+            continue;
+        sp_sandbox_orphan *it = &o->items[o->n++];
+        it->container = sp_xstrdup(c->name ? c->name : c->id);
+        it->state_dir = sp_xstrdup(state);
+        it->reason = why;
+        if (dry_run)
+            continue;
+        sp_error *e = NULL;
+        int d = sp_podman_container_delete(p, c->id, true, true, &e);
+        it->removed = d == 0 || d == SP_ENOTFOUND;
+        if (!it->removed)
+            it->error = sp_xstrdup(e ? e->message : sp_strerror(d));
+        sp_error_free(e);
+    }
+    sp_podman_containers_free(list);
+    sp_podman_free(p);
+    *out = o;
+    return 0;
+}
+
+void sp_sandbox_orphans_free(sp_sandbox_orphans *o)
+{
+    if (!o)
+        return;
+    for (size_t i = 0; i < o->n; i++) {
+        free(o->items[i].container);
+        free(o->items[i].state_dir);
+        free(o->items[i].reason);
+        free(o->items[i].error);
+    }
+    free(o->items);
+    free(o);
+}
