@@ -111,11 +111,12 @@ run sh --json "$N" 'echo out; echo err >&2; exit 5'
 expect 0 "sh --json exits 0 when the command ran"
 json "sh --json fields" 'j["ok"] is True and j["exit_code"] == 5 and j["stdout"] == "out\n" and j["stderr"] == "err\n" and j["timed_out"] is False and j["stdout_truncated"] is False and j["stderr_truncated"] is False and j["stdout_bytes"] == 4 and j["stderr_bytes"] == 4 and j["duration_ms"] >= 0'
 start=$(date +%s)
-run sh --timeout 500 "$N" 'sleep 5'
+run sh --timeout 500 "$N" 'sleep 60'
 end=$(date +%s)
 expect_rc 124 "sh --timeout exits 124"
 err_has "timed out" "sh --timeout notes it on stderr"
-check "sh --timeout kills in time" test $((end - start)) -lt 4
+# Semantics, not speed: it did not wait for the command to end.
+check "sh --timeout does not wait for the command" test $((end - start)) -lt 30
 run sh --json --timeout 500 "$N" 'echo partial; sleep 5'
 expect 0 "sh --json --timeout"
 json "sh --json reports timed_out" 'j["timed_out"] is True and j["stdout"] == "partial\n"'

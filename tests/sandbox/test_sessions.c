@@ -249,15 +249,16 @@ static void test_exit_codes(void **state)
 {
     (void)state;
     sp_session_opts o = SP_SESSION_OPTS_INIT;
-    o.yield_time_ms = 10000;
-    /* Returns as soon as the command exits, not after the yield time. */
+    o.yield_time_ms = 60000;
+    /* Returns as soon as the command exits, not after the yield time (the
+     * bound is half of it: this is about semantics, not speed). */
     int64_t t0 = sp_now_ms();
     sp_session_output *out = start("echo hi; exit 3", &o);
     int64_t ms = sp_now_ms() - t0;
     assert_true(out->exited);
     assert_int_equal(out->exit_code, 3);
     assert_non_null(strstr(out->output, "hi"));
-    assert_true(ms < 5000);
+    assert_true(ms < 30000);
     fprintf(stderr, "# start to exit of a short command (tty): %lld ms\n", (long long)ms);
     sp_session_output_free(out);
 
