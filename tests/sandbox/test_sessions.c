@@ -107,7 +107,7 @@ static char *ps_args(void)
 static void assert_gone(const char *needle)
 {
     char *ps = NULL;
-    for (int i = 0; i < 50; i++) {
+    for (int i = 0; i < 300; i++) {
         free(ps);
         ps = ps_args();
         if (!strstr(ps, needle))
@@ -392,7 +392,7 @@ static void test_output_cap(void **state)
     sp_session_opts o = SP_SESSION_OPTS_INIT;
     o.no_tty = true;
     o.max_output_tokens = 100; /* 400 bytes */
-    o.yield_time_ms = 10000;
+    o.yield_time_ms = 60000;
     sp_session_output *out =
         start("i=0; while [ $i -lt 3000 ]; do echo line-$i; i=$((i+1)); done", &o);
     assert_true(out->exited);
@@ -408,11 +408,23 @@ static void test_output_cap(void **state)
      * grows without bound: one later poll gets its head and tail. */
     o.max_output_tokens = 0;
     o.yield_time_ms = -1;
-    out = start("head -c 3000000 /dev/zero | tr '\\0' x; echo; echo tail-mark; sleep 1000", &o);
+    out = start("head -c 3000000 /dev/zero | tr '\\0' x; echo; echo tail-mark; "
+                "touch /workspace/.cap-done; sleep 1000",
+                &o);
     int id = out->session_id;
     sp_session_output_free(out);
-    struct timespec ts = {3, 0};
-    nanosleep(&ts, NULL);
+    /* Wait (by a file in the shared workspace, not by time) until all of
+     * it has been written and has piled up. */
+    char *done = tu_join(sp_sandbox_workspace(sb), ".cap-done");
+    for (int i = 0; i < 1200 && access(done, F_OK) != 0; i++) {
+        struct timespec ts = {0, 50 * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    assert_int_equal(access(done, F_OK), 0);
+    unlink(done);
+    free(done);
+    struct timespec settle = {1, 0}; /* the last bytes reach the host */
+    nanosleep(&settle, NULL);
     out = say(id, "", 100);
     assert_false(out->exited);
     assert_true(out->truncated);
