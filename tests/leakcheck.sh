@@ -31,12 +31,15 @@ scratch() {
 }
 
 # pid and command of the processes a run may leave: its binaries, the CLI,
-# and the conmon of sandpod's containers (named sandpod-*).
+# and the conmon of sandpod's containers (named sandpod-*). Podman keeps an
+# exec session's conmon for its exit delay (300 s by default) after the
+# command ends, even once the container is gone, so a conmon counts only
+# when it is older than that (plus a margin): then it is stuck.
 processes() {
-  ps -eo pid=,args= | awk '
-    $2 ~ /(^|\/)(test_[a-z_]+|fuzz_[a-z_]+|sandpod|no_openat2)$/ { print "process " $1 " " $2; next }
-    $2 ~ /conmon$/ && / -n sandpod-/ {
-      for (i = 3; i <= NF; i++) if ($i == "-n") { print "process " $1 " conmon " $(i + 1); break }
+  ps -eo pid=,etimes=,args= | awk -v delay="${SANDPOD_CONMON_DELAY:-330}" '
+    $3 ~ /(^|\/)(test_[a-z_]+|fuzz_[a-z_]+|sandpod|no_openat2)$/ { print "process " $1 " " $3; next }
+    $3 ~ /conmon$/ && / -n sandpod-/ && $2 > delay {
+      for (i = 4; i <= NF; i++) if ($i == "-n") { print "process " $1 " conmon " $(i + 1); break }
     }'
 }
 
