@@ -534,6 +534,41 @@ int sp_fs_replace_at(sp_fs *fs, int dirfd, const char *name, const char *display
     return replace_at(fs, dirfd, name, display, -1, data, len, must_not_exist, err);
 }
 
+/* The outermost missing folder above `rel` (NULL when its parent exists):
+ * what a write that creates parents must take away again when it fails. */
+static char *first_missing_parent(sp_fs *fs, const char *rel)
+{
+    char *missing = NULL;
+    cleanup_free char *dir = sp_xstrdup(rel);
+    for (char *slash; (slash = strrchr(dir, '/'));) {
+        *slash = '\0';
+        int fd = sp_fs_openat(fs, dir, O_PATH | O_DIRECTORY, 0, true, NULL);
+        if (fd >= 0)
+            close(fd);
+        if (fd != SP_ENOTFOUND)
+            break;
+        free(missing);
+        missing = sp_xstrdup(dir);
+    }
+    return missing;
+}
+
+/* Remove the folders from `rel`'s parent up to `top` that a failed write
+ * created; only empty ones go, so nothing another process put there is
+ * lost. */
+static void remove_new_parents(sp_fs *fs, const char *rel, const char *top)
+{
+    cleanup_free char *dir = sp_xstrdup(rel);
+    size_t top_len = strlen(top);
+    for (char *slash; (slash = strrchr(dir, '/')) && (size_t)(slash - dir) >= top_len;) {
+        *slash = '\0';
+        cleanup_close int dirfd = -1;
+        cleanup_free char *name = NULL;
+        if (sp_fs_open_parent(fs, dir, false, &dirfd, &name, NULL) == 0)
+            (void)unlinkat(dirfd, name, AT_REMOVEDIR);
+    }
+}
+
 int sp_fs_write_bytes(size_t *bytes_written, sp_fs *fs, const char *path, const void *data,
                       size_t len, const sp_fs_write_opts *opts, sp_error **err)
 {
@@ -591,13 +626,18 @@ int sp_fs_write_bytes(size_t *bytes_written, sp_fs *fs, const char *path, const 
                 return sp_err_set(err, SP_EDENIED, 0, "path is hidden by the deny list: %s", rel);
             continue;
         }
+        cleanup_free char *new_top = NULL;
         if (pr < 0) {
             /* Parent missing (or not a folder): create it if allowed. */
             if (o.no_create_parents)
                 return sp_fs_open_parent(fs, rel, false, &dirfd, &name, err);
+            new_top = first_missing_parent(fs, rel);
             r = sp_fs_open_parent(fs, rel, true, &dirfd, &name, err);
-            if (r < 0)
+            if (r < 0) {
+                if (new_top)
+                    remove_new_parents(fs, rel, new_top);
                 return r;
+            }
             exists = false;
         }
         cleanup_close int prefix = -1;
@@ -609,8 +649,11 @@ int sp_fs_write_bytes(size_t *bytes_written, sp_fs *fs, const char *path, const 
                 return sp_err_errno(err, errno, "open", rel);
         }
         r = replace_at(fs, dirfd, name, rel, prefix, data, len, o.mode == SP_FS_CREATE, err);
-        if (r < 0)
+        if (r < 0) {
+            if (new_top)
+                remove_new_parents(fs, rel, new_top);
             return r;
+        }
         if (bytes_written)
             *bytes_written = len;
         return 0;

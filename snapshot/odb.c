@@ -332,9 +332,19 @@ bool sp_odb_exists(sp_odb *o, const sp_oid *id)
     return ok;
 }
 
+/* An error writing into the store names the store, not a temp file no one
+ * knows, and the workspace file being stored when there is one
+ * (`display`). */
+static int write_error(sp_odb *o, int e, const char *display, sp_error **err)
+{
+    int r = sp_err_errno(err, e, "write to snapshot store", o->path);
+    return display ? sp_err_wrap(err, r, "%s", display) : r;
+}
+
 /* A temp file for an object, in folder `dir` of objects/ ("" = objects/
- * itself). Returns the fd; *name receives its path relative to objects/. */
-static int open_temp(sp_odb *o, const char *dir, char name[64], sp_error **err)
+ * itself), for the workspace file `display` (or NULL). Returns the fd;
+ * *name receives its path relative to objects/. */
+static int open_temp(sp_odb *o, const char *dir, const char *display, char name[64], sp_error **err)
 {
     for (int tries = 0; tries < 16; tries++) {
         uint64_t rnd = 0;
@@ -345,7 +355,7 @@ static int open_temp(sp_odb *o, const char *dir, char name[64], sp_error **err)
         if (fd >= 0)
             return fd;
         if (errno != EEXIST)
-            return sp_err_errno(err, errno, "create object", name);
+            return write_error(o, errno, display, err);
     }
     return sp_err_set(err, SP_ERROR, EEXIST, "create object: no free temp name");
 }
@@ -419,14 +429,14 @@ int sp_odb_write(sp_odb *o, int type, const void *data, size_t len, sp_oid *out,
         return r;
     char dir[3], tmp[64];
     snprintf(dir, sizeof(dir), "%02x", out->id[0]);
-    int fd = open_temp(o, dir, tmp, err);
+    int fd = open_temp(o, dir, NULL, tmp, err);
     if (fd < 0)
         return fd;
     if (sp_write_all(fd, o->zbuf.data, zlen) < 0) {
         int e = errno;
         close(fd);
         unlinkat(o->objfd, tmp, 0);
-        return sp_err_errno(err, e, "write object", tmp);
+        return write_error(o, e, NULL, err);
     }
     close(fd);
     return place_temp(o, tmp, out, err);
@@ -475,7 +485,7 @@ int sp_odb_write_stream(sp_odb *o, uint64_t size, sp_odb_src src, void *ud, cons
     if (o->dry)
         return hash_stream(size, src, ud, display, &c, out, err);
     char tmp[64];
-    int tfd = open_temp(o, "", tmp, err);
+    int tfd = open_temp(o, "", display, tmp, err);
     if (tfd < 0)
         return tfd;
     z_stream z;
@@ -521,7 +531,7 @@ int sp_odb_write_stream(sp_odb *o, uint64_t size, sp_odb_src src, void *ud, cons
         }
         size_t have = chunk - z.avail_out;
         if (have && sp_write_all(tfd, zout, have) < 0) {
-            ret = sp_err_errno(err, errno, "write object", tmp);
+            ret = write_error(o, errno, display, err);
             goto done;
         }
         if (zr == Z_STREAM_END)
@@ -757,7 +767,7 @@ int sp_odb_blob_stream(sp_odb *o, const sp_oid *id, sp_odb_sink sink, void *ud, 
 static int fd_sink(void *ud, uint64_t size, const void *p, size_t n, sp_error **err)
 {
     if (p && sp_write_all(*(int *)ud, p, n) < 0)
-        return sp_err_errno(err, errno, "write", "file");
+        return sp_err_errno(err, errno, "write", NULL); /* the caller names the file */
     return 0;
 }
 

@@ -162,6 +162,8 @@ static int write_file(sp_scan *sc, const struct parent *p, const sp_tentry *te, 
     if (fd < 0)
         return fail_at(sc, errno, "write", err);
     int r = sp_odb_blob_to_fd(sc->odb, &te->oid, fd, err);
+    if (r < 0)
+        r = sp_err_wrap(err, r, "restore %s", sc->path.len ? sc->path.data : ".");
     if (r == 0 && p->chown)
         (void)!fchown(fd, p->st.st_uid, p->st.st_gid);
     if (r == 0 && fchmod(fd, te->mode) < 0)

@@ -159,8 +159,8 @@ static int hash_file(sp_scan *sc, int fd, const struct stat *st, sp_oid *out, sp
             sp_buf_dispose(&b);
             return 1;
         }
-        if (r == 0)
-            r = sp_odb_write(sc->odb, SP_OBJ_BLOB, b.data, b.len, out, err);
+        if (r == 0 && (r = sp_odb_write(sc->odb, SP_OBJ_BLOB, b.data, b.len, out, err)) < 0)
+            r = sp_err_wrap(err, r, "%s", cur_path(sc)); /* as a streamed file's error does */
         sp_buf_dispose(&b);
     } else {
         r = sp_odb_write_fd(sc->odb, fd, size, cur_path(sc), out, &e);

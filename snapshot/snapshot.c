@@ -244,6 +244,16 @@ static int save_cache(sp_snapstore *s, sp_error **err)
     return r;
 }
 
+/* After an operation that is done (a snapshot whose ref is written, a
+ * finished restore), the stat cache only saves the next one work: failing
+ * to write it (a full disk) must not turn that success into an error. A
+ * slot torn that way fails its checksum and the other one is used. */
+static void save_cache_after(sp_snapstore *s)
+{
+    if (!s->track)
+        (void)save_cache(s, NULL);
+}
+
 static int do_pause(sp_snapstore *s, sp_error **err)
 {
     if (!s->opts.pause)
@@ -317,7 +327,7 @@ int sp_snapstore_open(sp_snapstore **out, const char *workspace, const char *sto
     s->lockfd =
         openat(s->odb.dirfd, "sandpod/lock", O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
     if (s->lockfd < 0) {
-        r = sp_err_errno(err, errno, "open", "sandpod/lock");
+        r = sp_err_errno(err, errno, "lock snapshot store", s->store);
         goto fail;
     }
     s->generation = read_generation(s);
@@ -830,8 +840,8 @@ int sp_snapshot_create(sp_snapshot **out, sp_snapstore *s, const char *tag, sp_e
     }
     if (r == 0)
         r = sp_snap_record(out, s, &s->tree->oid, s->tree, tag, err);
-    if (r == 0 && !s->track)
-        r = save_cache(s, err);
+    if (r == 0)
+        save_cache_after(s);
     end_op(s, &sc);
     sp_snap_unlock(s);
     return r;
@@ -873,8 +883,8 @@ int sp_snapshot_restore(sp_snapshot **out, sp_snapstore *s, const char *ref, sp_
         }
         r = do_unpause(s, r, err);
     }
-    if (r == 0 && !s->track)
-        r = save_cache(s, err);
+    if (r == 0)
+        save_cache_after(s);
     end_op(s, &sc);
     sp_snap_unlock(s);
     if (r == 0 && out)
@@ -915,8 +925,7 @@ int sp_snap_live_tree(sp_snapstore *s, sp_oid *tree, sp_error **err)
     }
     if (r == 0) {
         *tree = s->tree->oid;
-        if (!s->track)
-            r = save_cache(s, err);
+        save_cache_after(s);
     }
     end_op(s, &sc);
     sp_snap_unlock(s);
