@@ -349,7 +349,7 @@ int sp_snapshot_import(sp_snapshot **out, sp_snapstore *s, const char *path, int
         archive_read_free(a);
         return r;
     }
-    if ((r = sp_snap_lock(s, err)) < 0) {
+    if ((r = sp_snap_lock_write(s, err)) < 0) {
         archive_read_free(a);
         return r;
     }

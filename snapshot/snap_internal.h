@@ -307,14 +307,20 @@ struct sp_snapstore {
     int rootfd; /* O_RDONLY|O_DIRECTORY on the workspace root */
     struct stat root_st;
     sp_odb odb;
-    int lockfd;
-    snode *tree; /* what is known about the workspace, or NULL */
+    int lockfd;     /* -1 only on a read-only store that never had a lock file */
+    bool read_only; /* the store's filesystem is read-only: no new snapshots */
+    snode *tree;    /* what is known about the workspace, or NULL */
     bool cache_dirty;
     uint64_t generation;
     sp_track *track;
     sp_snapstore_opts opts;
     sp_snapstore_stats stats;
 };
+
+/* Lock the store for an operation that writes it: SP_EREADONLY on a
+ * read-only store, whose snapshots can still be listed, diffed, exported
+ * and restored. */
+int sp_snap_lock_write(sp_snapstore *s, sp_error **err);
 
 /* Resolve a snapshot reference to its record. */
 int sp_snap_resolve(sp_snapshot **out, sp_snapstore *s, const char *ref, sp_error **err);

@@ -86,6 +86,8 @@ static int write_generation(sp_snapstore *s, uint64_t gen, sp_error **err)
 
 int sp_snap_lock(sp_snapstore *s, sp_error **err)
 {
+    if (s->lockfd < 0)
+        return 0; /* a read-only store without a lock file: no writer */
     while (flock(s->lockfd, LOCK_EX) < 0) {
         if (errno != EINTR)
             return sp_err_errno(err, errno, "lock", s->store);
@@ -95,7 +97,18 @@ int sp_snap_lock(sp_snapstore *s, sp_error **err)
 
 void sp_snap_unlock(sp_snapstore *s)
 {
-    flock(s->lockfd, LOCK_UN);
+    if (s->lockfd >= 0)
+        flock(s->lockfd, LOCK_UN);
+}
+
+int sp_snap_lock_write(sp_snapstore *s, sp_error **err)
+{
+    if (s->read_only)
+        return sp_err_set(err, SP_EREADONLY, EROFS,
+                          "snapshot store %s is read-only: snapshots can be listed, compared, "
+                          "exported and restored, not added or removed",
+                          s->store);
+    return sp_snap_lock(s, err);
 }
 
 /* Is the folder open on fd inside (or equal to) the folder whose stat is
@@ -236,7 +249,7 @@ static int refresh(sp_snapstore *s, sp_scan *sc, sp_error **err)
 
 static int save_cache(sp_snapstore *s, sp_error **err)
 {
-    if (!s->tree || !s->cache_dirty)
+    if (!s->tree || !s->cache_dirty || s->read_only)
         return 0;
     int r = sp_cache_save(s->odb.dirfd, s->tree, &s->root_st, s->generation, err);
     if (r == 0)
@@ -326,7 +339,16 @@ int sp_snapstore_open(sp_snapstore **out, const char *workspace, const char *sto
     }
     s->lockfd =
         openat(s->odb.dirfd, "sandpod/lock", O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
-    if (s->lockfd < 0) {
+    if (s->lockfd < 0 && errno == EROFS) {
+        /* A store on read-only media (a mounted backup, say) still serves
+         * reads; its lock, if any, is taken shared by no one else. */
+        s->read_only = true;
+        s->lockfd = openat(s->odb.dirfd, "sandpod/lock", O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+        if (s->lockfd < 0 && errno == ENOENT)
+            errno = 0;
+        s->odb.dry = true; /* hash the workspace, store nothing */
+    }
+    if (s->lockfd < 0 && errno != 0) {
         r = sp_err_errno(err, errno, "lock snapshot store", s->store);
         goto fail;
     }
@@ -830,7 +852,7 @@ int sp_snapshot_create(sp_snapshot **out, sp_snapstore *s, const char *tag, sp_e
     int r;
     if (tag && (r = sp_snap_check_tag(tag, err)) < 0)
         return r;
-    if ((r = sp_snap_lock(s, err)) < 0)
+    if ((r = sp_snap_lock_write(s, err)) < 0)
         return r;
     sp_scan sc;
     begin_op(s, &sc);
@@ -867,7 +889,7 @@ int sp_snapshot_restore(sp_snapshot **out, sp_snapstore *s, const char *ref, sp_
          * failure the tree is dropped. */
         s->odb.dry = true;
         r = refresh(s, &sc, err);
-        s->odb.dry = false;
+        s->odb.dry = s->read_only;
         if (r < 0)
             drop_tree(s);
         if (r == 0) {
@@ -896,7 +918,7 @@ int sp_snapshot_restore(sp_snapshot **out, sp_snapstore *s, const char *ref, sp_
 
 int sp_snapshot_delete(sp_snapstore *s, const char *ref, sp_error **err)
 {
-    int r = sp_snap_lock(s, err);
+    int r = sp_snap_lock_write(s, err);
     if (r < 0)
         return r;
     sp_snapshot *snap = NULL;
@@ -914,6 +936,12 @@ int sp_snapshot_delete(sp_snapstore *s, const char *ref, sp_error **err)
 int sp_snap_live_tree(sp_snapstore *s, sp_oid *tree, sp_error **err);
 int sp_snap_live_tree(sp_snapstore *s, sp_oid *tree, sp_error **err)
 {
+    /* The live tree's objects are written into the store to be compared. */
+    if (s->read_only)
+        return sp_err_set(err, SP_EREADONLY, EROFS,
+                          "snapshot store %s is read-only: compare two snapshots instead of "
+                          "a snapshot and the live workspace",
+                          s->store);
     int r = sp_snap_lock(s, err);
     if (r < 0)
         return r;
@@ -1234,7 +1262,7 @@ static int prune_packs(sp_snapstore *s, const struct oidset *keep, sp_snapstore_
 int sp_snapstore_gc(sp_snapstore_gc_result *out, sp_snapstore *s, sp_error **err)
 {
     sp_snapstore_gc_result res = {0, 0, 0};
-    int r = sp_snap_lock(s, err);
+    int r = sp_snap_lock_write(s, err);
     if (r < 0)
         return r;
     struct oidset keep = {NULL, NULL, 0, 0};

@@ -918,16 +918,54 @@ static void test_snapshot_store_readonly(void **state)
     char *store_before = manifest(store);
     char *ws_before = manifest(ws);
 
-    /* Opening may work (reads) or not; taking a snapshot must not. */
+    /* A read-only store still serves reads: list, diff, export. */
+    OK(sp_snapstore_open(&s, ws, ro, NULL, E));
+    sp_snapshots *l = NULL;
+    OK(sp_snapshot_list(&l, s, E));
+    assert_int_equal(l->n, 1);
+    sp_snapshots_free(l);
+    sp_snapdiff *d = NULL;
+    OK(sp_snapshot_diff(&d, s, "first", "first", NULL, E));
+    sp_snapdiff_free(d);
+    char *tar = tu_join(f->dir, "first.tar");
+    OK(sp_snapshot_export(s, "first", tar, -1, SP_SNAPSHOT_TAR, E));
+    unlink(tar);
+    free(tar);
+
+    /* Taking, deleting or collecting snapshots fails, saying why; so does
+     * a diff with the live workspace (its objects would go to the store). */
     sp_error *err = NULL;
-    int r = sp_snapstore_open(&s, ws, ro, NULL, &err);
-    if (r == 0)
-        r = sp_snapshot_create(NULL, s, "second", &err);
-    expect_fail(r, err, SP_EREADONLY, ro, READ_ONLY);
+    int r = sp_snapshot_diff(&d, s, "first", NULL, NULL, &err);
+    expect_fail(r, err, SP_EREADONLY, ro, "read-only");
+    sp_error_free(err);
+    err = NULL;
+    r = sp_snapshot_create(NULL, s, "second", &err);
+    expect_fail(r, err, SP_EREADONLY, ro, "read-only");
     assert_int_equal(err->sys_errno, EROFS);
     sp_error_free(err);
+    err = NULL;
+    r = sp_snapshot_delete(s, "first", &err);
+    expect_fail(r, err, SP_EREADONLY, ro, "read-only");
+    sp_error_free(err);
+    err = NULL;
+    sp_snapstore_gc_result gr;
+    r = sp_snapstore_gc(&gr, s, &err);
+    expect_fail(r, err, SP_EREADONLY, ro, "read-only");
+    sp_error_free(err);
+    char *ws_mid = manifest(ws);
+    assert_same_tree(ws_before, ws_mid, "workspace");
+    free(ws_mid);
+
+    /* ... and a restore from it makes the workspace exact. */
+    OK(sp_snapshot_restore(NULL, s, "first", E));
+    char *ra = tu_read(ws, "a.txt", NULL);
+    assert_string_equal(ra, "a\n");
+    free(ra);
+    assert_false(tu_exists(ws, "b.txt"));
     sp_snapstore_free(s);
     s = NULL;
+    write_text(ws, "a.txt", "changed\n");
+    write_text(ws, "b.txt", "b\n");
     char *now = manifest(store);
     assert_same_tree(store_before, now, "store");
     free(now);

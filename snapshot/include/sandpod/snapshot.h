@@ -109,6 +109,10 @@ typedef struct sp_snapstore_opts {
  * Open the snapshot store of a workspace, creating a bare repository at
  * `store_dir` when it is missing.
  *
+ * A store on a read-only filesystem opens for reading: list, get, export,
+ * restore and diffs between snapshots work; create, delete, gc, import and
+ * diffs with the live workspace fail with SP_EREADONLY.
+ *
  * @param out        receives the handle; free with sp_snapstore_free()
  * @param workspace  the workspace folder (must exist)
  * @param store_dir  the store folder; must not be inside the workspace
