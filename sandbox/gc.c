@@ -17,6 +17,7 @@
 
 #include "base.h"
 #include "sandpod/podman.h"
+#include "sandbox_internal.h"
 #include "sandpod/sandbox.h"
 
 static const char *label_value(char **labels, const char *key)
@@ -75,22 +76,16 @@ static char *orphan_reason(const char *state, const char *id, const char *name)
     return sp_xasprintf("its sandbox now owns container %.12s", saved);
 }
 
-int sp_sandbox_gc(sp_sandbox_orphans **out, const char *podman_url, bool dry_run, sp_error **err)
+/* Judge every sandpod container on the service (or, with `only`, those of
+ * one state folder prefix) and remove the orphans unless dry_run. */
+static int collect(sp_sandbox_orphans **out, sp_podman *p, const char *only, bool dry_run,
+                   sp_error **err)
 {
-    *out = NULL;
-    sp_podman_opts po = SP_PODMAN_OPTS_INIT;
-    po.url = podman_url;
-    po.no_autostart = true; /* no service, no containers to collect */
-    sp_podman *p = NULL;
-    int r = sp_podman_open(&p, &po, err);
-    if (r < 0)
-        return r;
     const char *filter[] = {"sandpod=1", NULL};
     sp_podman_containers *list = NULL;
-    if ((r = sp_podman_container_list(&list, p, filter, err)) < 0) {
-        sp_podman_free(p);
+    int r = sp_podman_container_list(&list, p, filter, err);
+    if (r < 0)
         return sp_err_wrap(err, r, "list sandpod containers");
-    }
     sp_sandbox_orphans *o = sp_xcalloc(1, sizeof(*o));
     o->items = sp_xcalloc(list->n ? list->n : 1, sizeof(*o->items));
     for (size_t i = 0; i < list->n; i++) {
@@ -100,6 +95,8 @@ int sp_sandbox_gc(sp_sandbox_orphans **out, const char *podman_url, bool dry_run
             o->unlabelled++;
             continue;
         }
+        if (only && strncmp(state, only, strlen(only)) != 0)
+            continue;
         char *why = orphan_reason(state, c->id, c->name);
         if (!why)
             continue;
@@ -117,9 +114,30 @@ int sp_sandbox_gc(sp_sandbox_orphans **out, const char *podman_url, bool dry_run
         sp_error_free(e);
     }
     sp_podman_containers_free(list);
-    sp_podman_free(p);
     *out = o;
     return 0;
+}
+
+int sp_sandbox_gc(sp_sandbox_orphans **out, const char *podman_url, bool dry_run, sp_error **err)
+{
+    *out = NULL;
+    sp_podman_opts po = SP_PODMAN_OPTS_INIT;
+    po.url = podman_url;
+    po.no_autostart = true; /* no service, no containers to collect */
+    sp_podman *p = NULL;
+    int r = sp_podman_open(&p, &po, err);
+    if (r == 0)
+        r = collect(out, p, NULL, dry_run, err);
+    sp_podman_free(p);
+    return r;
+}
+
+void sp_sandbox_sweep_orphans(sp_podman *p, const char *state_root)
+{
+    cleanup_free char *prefix = sp_xasprintf("%s/sandboxes/", state_root);
+    sp_sandbox_orphans *o = NULL;
+    if (collect(&o, p, prefix, false, NULL) == 0)
+        sp_sandbox_orphans_free(o);
 }
 
 void sp_sandbox_orphans_free(sp_sandbox_orphans *o)

@@ -69,6 +69,9 @@ static void kill_group(sp_sandbox *sb, const char *token)
     while (sp_now_ms() < end &&
            sp_exec_read(&n, NULL, e, buf, sizeof(buf), (int)(end - sp_now_ms()), NULL) == 0 && n)
         ;
+    /* Its exit code read, the kill's exec session leaves no process behind
+     * (see sp_podman_exec_inspect()). */
+    sp_podman_exec_wait(NULL, sb->podman, sp_exec_id(e), DRAIN_MS, NULL);
     sp_exec_free(e);
 }
 
@@ -87,6 +90,35 @@ static void free_strv(char **v)
     for (size_t i = 0; v && v[i]; i++)
         free(v[i]);
     free(v);
+}
+
+/* A command ended early (killed, or its stream lost): when the container
+ * itself is down, say so, and how to bring it back, instead of handing
+ * back the exit code of a kill nobody asked for. 0 while it still runs. */
+static int cut_short(sp_sandbox *sb, sp_error **err)
+{
+    sp_error *why = NULL;
+    int r = sp_sandbox_require_running(sb, &why);
+    if (r == 0)
+        return 0;
+    if (err) {
+        sp_error_free(*err);
+        *err = why;
+    } else {
+        sp_error_free(why);
+    }
+    return sp_err_wrap(err, r, "the command was cut short");
+}
+
+/* Hand *e to the caller in place of what *err held; its code. */
+static int replace_err(sp_error **err, sp_error **e)
+{
+    int code = (*e)->code;
+    if (err) {
+        sp_error_free(*err);
+        *err = steal_pointer(e);
+    }
+    return code;
 }
 
 /* Run a command through the agent. SP_ENOTFOUND: no agent answered and
@@ -166,8 +198,14 @@ static int fast_exec(sp_run_result **out, sp_sandbox *sb, const char *const *arg
         r = sp_fast_read(&n, &stream, f, buf, sizeof(buf), wait, err);
         if (r == SP_ETIMEOUT)
             continue;
-        if (r < 0)
+        if (r < 0) {
+            /* The agent is pid 1: it goes when the container goes. */
+            sp_error *down = NULL;
+            if (cut_short(sb, &down) < 0)
+                r = replace_err(err, &down);
+            sp_error_free(down);
             goto done;
+        }
         if (n == 0)
             break;
         sp_capbuf_feed(stream == SP_EXEC_STDERR ? &cerr : &cout, buf, n);
@@ -281,6 +319,13 @@ int sp_sandbox_exec(sp_run_result **out, sp_sandbox *sb, const char *const *argv
         if (r == SP_ETIMEOUT)
             continue;
         if (r < 0) {
+            sp_error *down = NULL;
+            if (cut_short(sb, &down) < 0 && !strstr(down->message, "podman service")) {
+                r = replace_err(err, &down);
+                sp_error_free(down);
+                goto done;
+            }
+            sp_error_free(down);
             r = sp_err_set(err, SP_EPODMAN, 0,
                            "lost the podman service while running a command in sandbox %s; "
                            "the command may still be running",
@@ -306,6 +351,10 @@ int sp_sandbox_exec(sp_run_result **out, sp_sandbox *sb, const char *const *argv
         goto done;
     }
     sp_error_free(werr);
+    /* Killed by a signal, or no exit code at all: perhaps the container
+     * went (a kill, the OOM killer, a stop from elsewhere). */
+    if (!timed_out && (wr < 0 || code < 0 || code >= 128) && (r = cut_short(sb, err)) < 0)
+        goto done;
     sp_run_result *res = sp_xcalloc(1, sizeof(*res));
     res->exit_code = wr == 0 ? code : 128 + SIGKILL;
     res->timed_out = timed_out;

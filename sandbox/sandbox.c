@@ -548,6 +548,7 @@ static int create_container(sp_sandbox *sb, sp_error **err)
     sp_podman *p = sp_sandbox_podman(sb, err);
     if (!p)
         return SP_EPODMAN;
+    sp_sandbox_sweep_orphans(p, sb->state_root);
     int r = ensure_image(sb, p, err);
     if (r < 0)
         return r;

@@ -52,6 +52,12 @@ int sp_sandbox_save(sp_sandbox *sb, sp_error **err);
 int sp_sandbox_require_running(sp_sandbox *sb, sp_error **err);
 /* End every interactive session of this handle. */
 void sp_sandbox_sessions_close(sp_sandbox *sb);
+
+/* sp_sandbox_gc() limited to the sandboxes of one state root, best effort:
+ * what a create left when the service died under it (the container was
+ * made, or started, but the answer never came and the clean-up could not
+ * reach the service). Run before each create. */
+void sp_sandbox_sweep_orphans(sp_podman *p, const char *state_root);
 /* ------------------------------------------- the exec fast path (fastpath.c) */
 
 /* A command run by sandpod-agent, pid 1 of the container, over a unix

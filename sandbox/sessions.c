@@ -918,7 +918,7 @@ static void learn_pid(sp_sandbox *sb, session *s)
 /* Wait up to yield_ms (or until the stream ends), then hand out what the
  * session printed. A session whose command exited is removed and freed. */
 static int collect(sp_session_output **out, sp_sandbox *sb, session *s, int yield_ms, size_t budget,
-                   int64_t t0, char *note)
+                   int64_t t0, char *note, sp_error **err)
 {
     sp_session_table *t = sb->sessions;
     int64_t deadline = sp_now_ms() + yield_ms;
@@ -964,8 +964,24 @@ static int collect(sp_session_output **out, sp_sandbox *sb, session *s, int yiel
                          io_error ? io_error : "closed early");
             }
         } else {
-            if (sb->podman && sp_podman_exec_inspect(&info, sb->podman, s->exec_id, NULL) == 0)
-                running = info.running;
+            sp_error *ierr = NULL;
+            if (!sb->podman || sp_podman_exec_inspect(&info, sb->podman, s->exec_id, &ierr) < 0) {
+                /* The stream went with the service: no exit code to give,
+                 * and none to make up. Kill what can be reached from here. */
+                int r = sp_err_set(err, SP_EPODMAN, ierr ? ierr->sys_errno : 0,
+                                   "session %d: lost the podman service (%s); the session is "
+                                   "gone and its command may still run in the container",
+                                   s->id, ierr ? ierr->message : "no connection");
+                sp_error_free(ierr);
+                kill_trees(sb, &s, 1, NULL);
+                detach(t, s);
+                session_free(s);
+                sp_session_output_free(o);
+                free(io_error);
+                free(note);
+                return r;
+            }
+            running = info.running;
             if (running && !io_error) /* the stream ended a moment before the exit was recorded */
                 running =
                     sp_podman_exec_wait(&code, sb->podman, s->exec_id, EXIT_WAIT_MS, NULL) != 0;
@@ -1145,7 +1161,7 @@ int sp_session_start(sp_session_output **out, sp_sandbox *sb, const char *comman
         pthread_mutex_unlock(&t->mu);
         wake(t);
         return collect(out, sb, s, clamp_yield(o.yield_time_ms), budget_bytes(o.max_output_tokens),
-                       t0, note);
+                       t0, note, err);
     }
     char rs[16], cs[16];
     snprintf(rs, sizeof(rs), "%u", tty ? rows : 0);
@@ -1203,7 +1219,7 @@ int sp_session_start(sp_session_output **out, sp_sandbox *sb, const char *comman
     pthread_mutex_unlock(&t->mu);
     wake(t);
     return collect(out, sb, s, clamp_yield(o.yield_time_ms), budget_bytes(o.max_output_tokens), t0,
-                   note);
+                   note, err);
 }
 
 static int no_session(sp_sandbox *sb, int id, sp_error **err)
@@ -1305,7 +1321,7 @@ int sp_session_write(sp_session_output **out, sp_sandbox *sb, int session_id, co
     else if (len || o.close_stdin)
         wake(t);
     return collect(out, sb, s, clamp_yield(o.yield_time_ms), budget_bytes(o.max_output_tokens), t0,
-                   note);
+                   note, err);
 }
 
 int sp_session_resize(sp_sandbox *sb, int session_id, unsigned rows, unsigned cols, sp_error **err)

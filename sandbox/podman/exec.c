@@ -1,8 +1,12 @@
 /* Exec sessions: create, start (as a hijacked stream, see stream.c),
  * inspect, wait, resize; and container attach, which is the same stream. */
+#include <dirent.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "podman_internal.h"
 
@@ -87,6 +91,89 @@ int sp_podman_exec(sp_exec **out, sp_podman *p, const char *container,
     return sp_podman_exec_start(out, p, id, spec->tty, err);
 }
 
+/* One pass over /proc for reap_exec(): 1 when the waiting conmon was
+ * found (and killed) or no conmon of the session is left, 0 when only the
+ * session's own conmon is there, which forks the waiting one in a moment. */
+static int reap_once(const char *needle, size_t nlen)
+{
+    DIR *d = opendir("/proc");
+    if (!d)
+        return 1;
+    bool found = false, parent = false;
+    struct dirent *de;
+    char buf[8192];
+    while ((de = readdir(d)) != NULL) {
+        if (de->d_name[0] < '1' || de->d_name[0] > '9')
+            continue;
+        char path[300];
+        snprintf(path, sizeof(path), "/proc/%s/cmdline", de->d_name);
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+            continue;
+        ssize_t n = read(fd, buf, sizeof(buf));
+        close(fd);
+        /* conmon's options come first; the id is well inside 8 KiB. */
+        if (n <= 0 || !memmem(buf, (size_t)n, "conmon", 6) || !memmem(buf, (size_t)n, needle, nlen))
+            continue;
+        snprintf(path, sizeof(path), "/proc/%s/stat", de->d_name);
+        fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+            continue;
+        n = read(fd, buf, sizeof(buf) - 1);
+        close(fd);
+        if (n <= 0)
+            continue;
+        buf[n] = '\0';
+        const char *rp = strrchr(buf, ')');
+        int ppid = 0;
+        char state = 0;
+        /* The waiting child: its parent is the session's conmon, not init. */
+        if (rp && sscanf(rp + 1, " %c %d", &state, &ppid) == 2 && ppid > 1) {
+            kill((pid_t)strtol(de->d_name, NULL, 10), SIGKILL);
+            found = true;
+        } else {
+            parent = true;
+        }
+    }
+    closedir(d);
+    return found || !parent;
+}
+
+/* Podman's REST exec leaves each session's conmon waiting out its exit
+ * delay (300 s by default) before it runs the session's clean-up, and the
+ * API has no call to remove a session: under load that is two processes
+ * per command, for five minutes. Once the exit code is read nobody needs
+ * the session, so when the service runs on this host, end the waiting
+ * conmon (the child of the pair, which holds "-u <exec id>" on its command
+ * line and sleeps before the clean-up); its parent then exits. Podman
+ * drops the exited session's record when the container stops or goes.
+ * Best effort: a remote service, another user's conmon, or none found
+ * changes nothing. Done where the exit code is read (inspect), so every
+ * caller of the REST exec, commands, sessions and kill execs alike, gets it. */
+static void reap_exec(const sp_podman *p, const char *exec_id)
+{
+    if (!exec_id || !p->socket_path)
+        return;
+    /* "-u\0<id>\0": the option and its value, as whole arguments. */
+    char needle[128];
+    size_t idlen = strlen(exec_id);
+    if (idlen + 4 > sizeof(needle))
+        return;
+    memcpy(needle, "-u", 3);
+    memcpy(needle + 3, exec_id, idlen + 1);
+    size_t nlen = idlen + 4;
+    /* The exit code is on record a moment before conmon forks the child
+     * that waits: look again, for up to 200 ms, while only its parent is. */
+    for (int tries = 0; tries < 100; tries++) {
+        if (tries) {
+            struct timespec ts = {0, 2000000L};
+            nanosleep(&ts, NULL);
+        }
+        if (reap_once(needle, nlen))
+            return;
+    }
+}
+
 int sp_podman_exec_inspect(sp_podman_exec_info *out, sp_podman *p, const char *exec_id,
                            sp_error **err)
 {
@@ -104,6 +191,9 @@ int sp_podman_exec_inspect(sp_podman_exec_info *out, sp_podman *p, const char *e
         out->running = sp_json_bool(j, "Running");
         out->exit_code = (int)sp_json_int(j, "ExitCode", -1);
         out->pid = (int)sp_json_int(j, "Pid", 0);
+        /* Over (one never started has no conmon, and costs one look). */
+        if (!out->running)
+            reap_exec(p, exec_id);
     }
     cJSON_Delete(j);
     return r;

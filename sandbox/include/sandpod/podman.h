@@ -435,7 +435,15 @@ typedef struct sp_podman_exec_info {
     int pid;       /**< host pid while running, else 0 */
 } sp_podman_exec_info;
 
-/** Inspect an exec session. @return 0, SP_ENOTFOUND, SP_EPODMAN */
+/**
+ * Inspect an exec session. Once it has ended and the service runs on this
+ * host, the conmon process that Podman keeps waiting out its exit delay
+ * (300 s; the API cannot remove a session) is ended, so REST commands leave
+ * no processes behind; the exit code stays on record until the container
+ * stops or is removed.
+ *
+ * @return 0, SP_ENOTFOUND, SP_EPODMAN
+ */
 int sp_podman_exec_inspect(sp_podman_exec_info *out, sp_podman *p, const char *exec_id,
                            sp_error **err);
 
