@@ -8,6 +8,7 @@
  * Without --root the first operand names a sandbox whose workspace is the
  * root: `sandpod fs NAME OP ARGS...`. */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -103,6 +104,7 @@ static const struct option op_options[] = {
 struct fs_cli {
     const char *root;
     const char *sandbox; /* a sandbox NAME instead of --root */
+    sp_sandbox *sb;      /* the sandbox NAME opened, for its edit lock */
     const char *state_root;
     bool json;
     bool read_only;
@@ -421,6 +423,31 @@ static int op_option(struct fs_cli *c, int opt, const char *arg)
     }
 }
 
+/* Through a sandbox, operations that change files hold its edit lock
+ * across their whole read-modify-write, as the tool suite does (see
+ * sp_sandbox_edit_lock()), taken after stdin is read so that a slow writer
+ * does not stall the others. *fd receives the lock (-1 for a bare --root
+ * folder); returns 0 or the exit status of the failure it printed. */
+static int fail(struct fs_cli *c, int code, sp_error *err);
+
+static int edit_lock(struct fs_cli *c, int *fd)
+{
+    *fd = -1;
+    if (!c->sb || c->read_only)
+        return 0;
+    sp_error *err = NULL;
+    int r = sp_sandbox_edit_lock(c->sb, &err);
+    if (r < 0)
+        return fail(c, r, err);
+    *fd = r;
+    return 0;
+}
+
+static void edit_unlock(int fd)
+{
+    sp_sandbox_edit_unlock(fd);
+}
+
 /* Report a library failure the way the output mode asks for. */
 static int fail(struct fs_cli *c, int code, sp_error *err)
 {
@@ -572,7 +599,14 @@ static int op_write(struct fs_cli *c)
 
     size_t written = 0;
     sp_error *err = NULL;
-    int rc = sp_fs_write_bytes(&written, c->fs, path, data, len, &o, &err);
+    int lock;
+    int rc = edit_lock(c, &lock);
+    if (rc) {
+        free(data);
+        return rc;
+    }
+    rc = sp_fs_write_bytes(&written, c->fs, path, data, len, &o, &err);
+    edit_unlock(lock);
     free(data);
     if (rc < 0)
         return fail(c, rc, err);
@@ -764,7 +798,12 @@ static int op_exists(struct fs_cli *c)
 static int op_rm(struct fs_cli *c)
 {
     sp_error *err = NULL;
-    int rc = sp_fs_delete(c->fs, c->args[0], c->recursive, &err);
+    int lock;
+    int rc = edit_lock(c, &lock);
+    if (rc)
+        return rc;
+    rc = sp_fs_delete(c->fs, c->args[0], c->recursive, &err);
+    edit_unlock(lock);
     if (rc < 0)
         return fail(c, rc, err);
     return c->json ? print_path_result(c->args[0], "deleted", cJSON_CreateTrue()) : CLI_EXIT_OK;
@@ -820,11 +859,17 @@ static int op_edit(struct fs_cli *c)
     }
     size_t replaced = 0;
     sp_error *err = NULL;
-    rc = sp_fs_str_replace(&replaced, c->fs, c->args[0], old_s, new_s, c->all, &err);
+    int lock;
+    rc = edit_lock(c, &lock);
+    if (rc == 0)
+        rc = sp_fs_str_replace(&replaced, c->fs, c->args[0], old_s, new_s, c->all, &err);
+    edit_unlock(lock);
     free(old_s);
     free(new_s);
     if (rc < 0)
         return fail(c, rc, err);
+    if (rc > 0)
+        return rc;
     if (c->json)
         return print_path_result(c->args[0], "replaced", cJSON_CreateNumber((double)replaced));
     printf("replaced %zu occurrence%s in ", replaced, replaced == 1 ? "" : "s");
@@ -846,7 +891,14 @@ static int op_insert(struct fs_cli *c)
         return cli_usage("fs", "the text to insert holds a NUL byte");
     }
     sp_error *err = NULL;
-    int rc = sp_fs_insert(c->fs, c->args[0], c->line, text, &err);
+    int lock;
+    int rc = edit_lock(c, &lock);
+    if (rc) {
+        free(text);
+        return rc;
+    }
+    rc = sp_fs_insert(c->fs, c->args[0], c->line, text, &err);
+    edit_unlock(lock);
     free(text);
     if (rc < 0)
         return fail(c, rc, err);
@@ -931,7 +983,14 @@ static int op_patch(struct fs_cli *c)
         return cli_error("reading stdin: %s", strerror(errno));
     sp_patch_result *res = NULL;
     sp_error *err = NULL;
-    int rc = sp_fs_apply_patch(&res, c->fs, text, len, &o, &err);
+    int lock;
+    int rc = edit_lock(c, &lock);
+    if (rc) {
+        free(text);
+        return rc;
+    }
+    rc = sp_fs_apply_patch(&res, c->fs, text, len, &o, &err);
+    edit_unlock(lock);
     free(text);
     if (rc < 0)
         return fail(c, rc, err);
@@ -1082,6 +1141,7 @@ int cmd_fs(int argc, char **argv)
             goto done;
         }
         c.root = sp_sandbox_workspace(sb);
+        c.sb = sb;
     }
     sp_fs_opts fo = SP_FS_OPTS_INIT;
     fo.read_only = c.read_only;

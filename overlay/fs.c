@@ -459,6 +459,15 @@ static int copy_fd(int from, int to, const char *display, sp_error **err)
     }
 }
 
+int sp_fs_link_tmpfile(int tfd, int dirfd, const char *name)
+{
+    char proc[64];
+    snprintf(proc, sizeof(proc), "/proc/self/fd/%d", tfd);
+    if (linkat(AT_FDCWD, proc, dirfd, name, AT_SYMLINK_FOLLOW) == 0)
+        return 0;
+    return linkat(tfd, "", dirfd, name, AT_EMPTY_PATH);
+}
+
 /* Replace (dirfd, name) atomically with prefix_fd's content (if >= 0)
  * followed by data. */
 static int replace_at(sp_fs *fs, int dirfd, const char *name, const char *display, int prefix_fd,
@@ -480,8 +489,15 @@ static int replace_at(sp_fs *fs, int dirfd, const char *name, const char *displa
     char tmp[64];
     snprintf(tmp, sizeof(tmp), ".sandpod-%016llx.tmp", (unsigned long long)rnd);
 
+    /* The data goes to an unnamed file (O_TMPFILE) that is given a name
+     * only right before the rename, so a process killed while writing
+     * leaves nothing in the folder; where the filesystem has no O_TMPFILE,
+     * to a named temp file. */
     int ret = 0;
-    int tfd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    int tfd = openat(dirfd, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600);
+    bool unnamed = tfd >= 0, named = !unnamed;
+    if (!unnamed)
+        tfd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (tfd < 0)
         return sp_err_errno(err, errno, "write", display);
     if (prefix_fd >= 0 && (ret = copy_fd(prefix_fd, tfd, display, err)) < 0)
@@ -508,6 +524,13 @@ static int replace_at(sp_fs *fs, int dirfd, const char *name, const char *displa
         ret = sp_err_errno(err, errno, "write", display);
         goto fail;
     }
+    if (unnamed) {
+        if (sp_fs_link_tmpfile(tfd, dirfd, tmp) < 0) {
+            ret = sp_err_errno(err, errno, "write", display);
+            goto fail;
+        }
+        named = true;
+    }
     close(tfd);
     tfd = -1;
     if (renameat2(dirfd, tmp, dirfd, name, must_not_exist ? RENAME_NOREPLACE : 0) < 0) {
@@ -524,7 +547,8 @@ static int replace_at(sp_fs *fs, int dirfd, const char *name, const char *displa
 fail:
     if (tfd >= 0)
         close(tfd);
-    unlinkat(dirfd, tmp, 0);
+    if (named)
+        unlinkat(dirfd, tmp, 0);
     return ret;
 }
 

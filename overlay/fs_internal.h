@@ -70,6 +70,13 @@ int sp_fs_slurp_fd(int fd, const char *display, size_t limit, sp_buf *out, sp_er
 
 /* Write data atomically to (dirfd, name): temp file, fsync, rename; keeps
  * the mode and owner of a file being replaced. */
+/* Give an unnamed file (opened with O_TMPFILE in dirfd) the name `name`
+ * in dirfd: through /proc/self/fd, which needs no capability, else with
+ * AT_EMPTY_PATH (which needs CAP_DAC_READ_SEARCH). Writers stage their data
+ * unnamed so that a process killed while writing leaves nothing behind.
+ * Returns 0, or -1 with errno set. */
+int sp_fs_link_tmpfile(int tfd, int dirfd, const char *name);
+
 int sp_fs_replace_at(sp_fs *fs, int dirfd, const char *name, const char *display, const void *data,
                      size_t len, bool must_not_exist, sp_error **err);
 

@@ -11,7 +11,12 @@
  * unchanged since they were read, renamed into place; deleted files are
  * unlinked last. Any failure before the first rename removes the temp files
  * and the new folders. A failure after it puts back what was already
- * replaced or removed from the in-memory originals (best effort). */
+ * replaced or removed from the in-memory originals (best effort).
+ *
+ * Temp files are unnamed (O_TMPFILE) while they are written and get a name
+ * only right before their rename, so a process killed while staging leaves
+ * nothing in the workspace; beyond MAX_UNNAMED files (each holds an fd) or
+ * on a filesystem without O_TMPFILE they are named from the start. */
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
@@ -22,6 +27,7 @@
 
 #define MAX_LINK_HOPS 40
 #define TMP_NAME_LEN  48
+#define MAX_UNNAMED   256
 
 /* A file as the patch sees it. */
 typedef struct vent {
@@ -42,6 +48,7 @@ typedef struct vent {
     bool write, del, staged, placed, removed;
     int dirfd; /* borrowed from the plan's folder cache */
     const char *name;
+    int tfd; /* staged but still unnamed (O_TMPFILE), else -1 */
     char tmp[TMP_NAME_LEN];
 } vent;
 
@@ -130,6 +137,8 @@ static void vent_free(vent *v)
 {
     if (!v)
         return;
+    if (v->tfd >= 0)
+        close(v->tfd);
     free(v->rel);
     free(v->orig_target);
     free(v->orig);
@@ -175,6 +184,7 @@ static int load(plan *p, const char *rel, vent **out, sp_error **err)
     vent *v = sp_xcalloc(1, sizeof(*v));
     v->rel = sp_xstrdup(rel);
     v->dirfd = -1;
+    v->tfd = -1;
     cleanup_close int dirfd = -1;
     cleanup_close int fd = -1;
     cleanup_free char *name = NULL;
@@ -594,16 +604,31 @@ static int place(plan *p, vent *v, bool create, sp_error **err)
     return dir_fd(p, dir, create, &v->dirfd, err);
 }
 
-/* Write data to a new temp file in dirfd: mode, owner (as root: `owner`'s
- * ids, or the folder's for a new file), fsync. */
-static int stage(int dirfd, const char *display, const char *data, size_t len, mode_t mode,
-                 const struct stat *owner, char tmp[TMP_NAME_LEN], sp_error **err)
+static void tmp_name(char tmp[TMP_NAME_LEN])
 {
     uint64_t rnd = 0;
     if (getrandom(&rnd, sizeof(rnd), 0) != sizeof(rnd))
         rnd = (uint64_t)sp_now_ms() ^ ((uint64_t)getpid() << 32);
     snprintf(tmp, TMP_NAME_LEN, ".sandpod-patch-%016llx.tmp", (unsigned long long)rnd);
-    int tfd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+}
+
+/* Write data to a new temp file in dirfd: mode, owner (as root: `owner`'s
+ * ids, or the folder's for a new file), fsync. With `unnamed`, the file
+ * may be left unnamed: *unnamed receives its fd (tmp is then empty), or
+ * -1 when it was named in tmp. */
+static int stage(int dirfd, const char *display, const char *data, size_t len, mode_t mode,
+                 const struct stat *owner, char tmp[TMP_NAME_LEN], int *unnamed, sp_error **err)
+{
+    tmp[0] = '\0';
+    int tfd = -1;
+    if (unnamed) {
+        *unnamed = -1;
+        tfd = openat(dirfd, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600);
+    }
+    if (tfd < 0) {
+        tmp_name(tmp);
+        tfd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    }
     if (tfd < 0) {
         tmp[0] = '\0';
         return sp_err_errno(err, errno, "write", display);
@@ -630,13 +655,33 @@ static int stage(int dirfd, const char *display, const char *data, size_t len, m
         r = sp_err_errno(err, errno, "write", display);
         goto fail;
     }
+    if (!tmp[0]) {
+        *unnamed = tfd;
+        return 0;
+    }
     close(tfd);
     return 0;
 fail:
     close(tfd);
-    unlinkat(dirfd, tmp, 0);
+    if (tmp[0])
+        unlinkat(dirfd, tmp, 0);
     tmp[0] = '\0';
     return r;
+}
+
+/* Give a staged unnamed file its temp name, right before its rename. */
+static int name_staged(vent *v)
+{
+    if (v->tfd < 0)
+        return 0;
+    tmp_name(v->tmp);
+    if (sp_fs_link_tmpfile(v->tfd, v->dirfd, v->tmp) < 0) {
+        v->tmp[0] = '\0';
+        return -1;
+    }
+    close(v->tfd);
+    v->tfd = -1;
+    return 0;
 }
 
 static bool same_file(const struct stat *a, const struct stat *b)
@@ -679,7 +724,7 @@ static bool restore(vent *v)
         if (symlinkat(v->orig_target, v->dirfd, tmp) < 0)
             return false;
     } else if (stage(v->dirfd, v->rel, v->orig ? v->orig : "", v->orig_len, v->orig_mode,
-                     &v->orig_st, tmp, NULL) < 0) {
+                     &v->orig_st, tmp, NULL, NULL) < 0) {
         return false;
     }
     if (renameat(v->dirfd, tmp, v->dirfd, v->name) < 0) {
@@ -704,6 +749,9 @@ static void rollback(plan *p, sp_error **err)
         } else if (v->placed) {
             touched = true;
             ok = v->orig_exists ? restore(v) : unlinkat(v->dirfd, v->name, 0) == 0;
+        } else if (v->staged && v->tfd >= 0) {
+            close(v->tfd);
+            v->tfd = -1;
         } else if (v->staged && v->tmp[0]) {
             unlinkat(v->dirfd, v->tmp, 0);
         }
@@ -732,6 +780,7 @@ static void rollback(plan *p, sp_error **err)
 static int commit(plan *p, sp_error **err)
 {
     int r = 0;
+    size_t unnamed = 0;
     /* Stage every new content beside its final place. */
     for (size_t i = 0; i < p->n && r == 0; i++) {
         vent *v = p->v[i];
@@ -741,8 +790,10 @@ static int commit(plan *p, sp_error **err)
             break;
         if (v->write) {
             r = stage(v->dirfd, v->rel, v->data ? v->data : "", v->len, v->mode,
-                      v->orig_exists ? &v->orig_st : NULL, v->tmp, err);
+                      v->orig_exists ? &v->orig_st : NULL, v->tmp,
+                      unnamed < MAX_UNNAMED ? &v->tfd : NULL, err);
             v->staged = r == 0;
+            unnamed += v->tfd >= 0;
         }
     }
     /* Nothing may have changed since it was read. */
@@ -766,6 +817,10 @@ static int commit(plan *p, sp_error **err)
         vent *v = p->v[i];
         if (!v->write)
             continue;
+        if (name_staged(v) < 0) {
+            r = sp_err_errno(err, errno, "write", v->rel);
+            break;
+        }
         if (put_in_place(v, !v->orig_exists) < 0) {
             r = errno == EEXIST
                     ? sp_err_set(err, SP_EEXISTS, EEXIST,

@@ -91,6 +91,28 @@ void sp_sandbox_unlock(sp_sandbox *sb)
     sb->lock_fd = -1;
 }
 
+int sp_sandbox_edit_lock(sp_sandbox *sb, sp_error **err)
+{
+    cleanup_free char *path = sp_xasprintf("%s/edit.lock", sb->state_dir);
+    int fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return sp_err_errno(err, errno, "lock the sandbox for an edit", path);
+    while (flock(fd, LOCK_EX) < 0) {
+        if (errno != EINTR) {
+            int r = sp_err_errno(err, errno, "lock the sandbox for an edit", path);
+            close(fd);
+            return r;
+        }
+    }
+    return fd;
+}
+
+void sp_sandbox_edit_unlock(int lock)
+{
+    if (lock >= 0)
+        close(lock); /* releases the flock */
+}
+
 /* ---------------------------------------------------------- persisting -- */
 
 static cJSON *strv_json(char **v)

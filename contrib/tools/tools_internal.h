@@ -194,6 +194,12 @@ int fs_target(sp_fs **fs, const char **rel, char **owned, sp_tools *t, const cha
  * absolute in unrestricted mode (malloc'd). */
 char *fs_display(const sp_tools *t, const char *rel);
 
+/* Serialise a call that changes files through a sandbox (tools_fs.c has
+ * the contract): *fd receives the held lock, or -1 when none is needed.
+ * Returns 0, or the failure recorded in c. */
+int tools_edit_lock(int *fd, sp_tools *t, tool_call *c);
+void tools_edit_unlock(int fd);
+
 /* Session bookkeeping (tools_exec.c). */
 void tools_sessions_kill(sp_tools *t);
 /* Close the snapshot store (tools_exec.c). */

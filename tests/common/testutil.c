@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "sandpod/fs.h"
@@ -168,4 +169,42 @@ char *tu_need_podman_or_skip(void)
     fprintf(stderr, "skipping: %s\n", err->message);
     sp_error_free(err);
     exit(77);
+}
+
+int tu_run_git(const char *store, const char *a1, const char *a2, const char *a3)
+{
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
+        if (null >= 0 && !getenv("SP_TEST_VERBOSE")) {
+            dup2(null, 1);
+            dup2(null, 2);
+        }
+        char gd[4200];
+        snprintf(gd, sizeof(gd), "--git-dir=%s", store);
+        execlp("git", "git", gd, a1, a2, a3, (char *)NULL);
+        _exit(127);
+    }
+    int st = 0;
+    while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+        ;
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+}
+
+bool tu_have_git(void)
+{
+    static int known = -1;
+    if (known < 0)
+        known = tu_run_git("/nonexistent", "--version", NULL, NULL) == 0;
+    return known == 1;
+}
+
+void tu_assert_fsck(const char *store)
+{
+    if (!tu_have_git())
+        return;
+    int r = tu_run_git(store, "fsck", "--strict", "--no-dangling");
+    if (r != 0)
+        fail_msg("git fsck --strict failed (%d) on %s (rerun with SP_TEST_VERBOSE=1)", r, store);
 }

@@ -43,4 +43,12 @@ int tu_fsfx_teardown(void **state);
  * but 1 under CI=true, where Podman is required. */
 char *tu_need_podman_or_skip(void);
 
+/* git on a snapshot store (`git --git-dir=STORE a1 a2 a3`, quiet unless
+ * SP_TEST_VERBOSE is set): its exit status. */
+int tu_run_git(const char *store, const char *a1, const char *a2, const char *a3);
+bool tu_have_git(void);
+/* The store is a repository git itself finds whole (`fsck --strict`);
+ * nothing is checked where git is missing. */
+void tu_assert_fsck(const char *store);
+
 #endif

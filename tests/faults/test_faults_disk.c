@@ -358,38 +358,6 @@ static void fill_but(const char *dir, off_t keep)
     } while (0)
 #define E (&ok_err_)
 
-static int run_git(const char *store, const char *a1, const char *a2, const char *a3)
-{
-    pid_t pid = fork();
-    if (pid == 0) {
-        int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
-        if (!getenv("SP_TEST_VERBOSE")) {
-            dup2(null, 1);
-            dup2(null, 2);
-        }
-        char gd[4200];
-        snprintf(gd, sizeof(gd), "--git-dir=%s", store);
-        execlp("git", "git", gd, a1, a2, a3, (char *)NULL);
-        _exit(127);
-    }
-    int st = 0;
-    waitpid(pid, &st, 0);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
-}
-
-/* The store is a git repository that git itself finds whole. */
-static void assert_fsck(const char *store)
-{
-    static int have_git = -1;
-    if (have_git < 0)
-        have_git = run_git("/nonexistent", "--version", NULL, NULL) == 0;
-    if (!have_git)
-        return;
-    int r = run_git(store, "fsck", "--strict", "--no-dangling");
-    if (r != 0)
-        fail_msg("git fsck --strict failed (%d) on %s (rerun with SP_TEST_VERBOSE=1)", r, store);
-}
-
 static void write_text(const char *dir, const char *rel, const char *s)
 {
     tu_write(dir, rel, s, 0644);
@@ -754,7 +722,7 @@ static void test_snapshot_store_full(void **state)
     char *now = manifest(ws);
     assert_same_tree(m2, now, "workspace");
     free(now);
-    assert_fsck(store);
+    tu_assert_fsck(store);
     assert_no_temps(store);
     sp_snapshots *l = NULL;
     OK(sp_snapshot_list(&l, s, E));
@@ -769,7 +737,7 @@ static void test_snapshot_store_full(void **state)
 
     remount(f->mnt, 0, "size=2m");
     OK(sp_snapshot_create(&second, s, "second", E));
-    assert_fsck(store);
+    tu_assert_fsck(store);
     OK(sp_snapshot_restore(NULL, s, "first", E));
     now = manifest(ws);
     assert_same_tree(m1, now, "restored first snapshot");
@@ -840,7 +808,7 @@ static void test_restore_full(void **state)
     assert_each_old_or_new(before, mbase, now);
     free(now);
     assert_no_temps(f->mnt);
-    assert_fsck(store);
+    tu_assert_fsck(store);
 
     unfill(f->mnt, "filler", filled);
     OK(sp_snapshot_restore(NULL, s, "base", E));
@@ -972,7 +940,7 @@ static void test_snapshot_store_readonly(void **state)
     now = manifest(ws);
     assert_same_tree(ws_before, now, "workspace");
     free(now);
-    assert_fsck(store);
+    tu_assert_fsck(store);
 
     /* Writable again: it works, and the first snapshot still restores. */
     OK(sp_snapstore_open(&s, ws, store, NULL, E));
@@ -982,7 +950,7 @@ static void test_snapshot_store_readonly(void **state)
     assert_string_equal(a, "a\n");
     free(a);
     assert_false(tu_exists(ws, "b.txt"));
-    assert_fsck(store);
+    tu_assert_fsck(store);
     sp_snapstore_free(s);
     free(store_before);
     free(ws_before);
@@ -1192,7 +1160,7 @@ static void test_snapshot_full_sweep(void **state)
         ref_failures += strstr(err->message, "ref") != NULL;
         sp_error_free(err);
         assert_null(second);
-        assert_fsck(store);
+        tu_assert_fsck(store);
         assert_no_temps(store);
         sp_snapshots *l = NULL;
         OK(sp_snapshot_list(&l, s, E));
@@ -1210,7 +1178,7 @@ static void test_snapshot_full_sweep(void **state)
     char *p = tu_join(f->mnt, "filler");
     unlink(p);
     free(p);
-    assert_fsck(store);
+    tu_assert_fsck(store);
     OK(sp_snapshot_restore(NULL, s, "first", E));
     char *now = manifest(ws);
     assert_same_tree(m1, now, "restored first snapshot");
@@ -1278,7 +1246,7 @@ static void test_restore_full_sweep(void **state)
     char *now = manifest(ws);
     assert_same_tree(mbase, now, "restored workspace");
     free(now);
-    assert_fsck(store);
+    tu_assert_fsck(store);
     sp_snapstore_free(s);
     free(before);
     free(mbase);

@@ -212,43 +212,6 @@ static void chmod_at(const char *dir, const char *rel, unsigned mode)
     free(p);
 }
 
-/* Run git (allowed in tests) and return its exit status. */
-static int run_git(const char *store, const char *a1, const char *a2, const char *a3)
-{
-    pid_t pid = fork();
-    if (pid == 0) {
-        int null = open("/dev/null", O_WRONLY);
-        if (!getenv("SP_TEST_VERBOSE")) {
-            dup2(null, 1);
-            dup2(null, 2);
-        }
-        char gd[4200];
-        snprintf(gd, sizeof(gd), "--git-dir=%s", store);
-        execlp("git", "git", gd, a1, a2, a3, (char *)NULL);
-        _exit(127);
-    }
-    int st = 0;
-    waitpid(pid, &st, 0);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
-}
-
-static bool have_git(void)
-{
-    static int known = -1;
-    if (known < 0)
-        known = run_git("/nonexistent", "--version", NULL, NULL) == 0;
-    return known == 1;
-}
-
-static void assert_fsck(const char *store)
-{
-    if (!have_git())
-        return;
-    int r = run_git(store, "fsck", "--strict", "--no-dangling");
-    if (r != 0)
-        fail_msg("git fsck --strict failed (%d) on %s (rerun with SP_TEST_VERBOSE=1)", r, store);
-}
-
 static void open_store(struct fx *f, bool track)
 {
     sp_snapstore_free(f->s);
@@ -421,12 +384,12 @@ static void test_exact_matrix(void **state)
     build_tricky(f);
     char *m0 = manifest(f->ws);
     sp_snapshot *s0 = snap(f, "before");
-    assert_fsck(f->store);
+    tu_assert_fsck(f->store);
 
     mutate_everything(f);
     char *m1 = manifest(f->ws);
     sp_snapshot *s1 = snap(f, "after");
-    assert_fsck(f->store);
+    tu_assert_fsck(f->store);
 
     restore(f, s0->id);
     char *got = manifest(f->ws);
@@ -450,7 +413,7 @@ static void test_exact_matrix(void **state)
     sp_snapstore_last_stats(f->s, &st);
     assert_int_equal(st.paths_changed, 0);
 
-    assert_fsck(f->store);
+    tu_assert_fsck(f->store);
     sp_snapshot_free(s0);
     sp_snapshot_free(s1);
     free(m0);
@@ -672,7 +635,7 @@ static void test_tracked(void **state)
     sp_snapshot_free(s3);
     free(m0);
     free(m2);
-    assert_fsck(f->store);
+    tu_assert_fsck(f->store);
 }
 
 /* More events than the kernel queue holds: the tracker falls back to a
@@ -865,7 +828,7 @@ static void randomized(struct fx *f, bool track, uint64_t seed)
         free(ids[r]);
         free(mans[r]);
     }
-    assert_fsck(f->store);
+    tu_assert_fsck(f->store);
 }
 
 static void test_randomized(void **state)
@@ -900,7 +863,7 @@ static void test_large_and_binary(void **state)
     free(m0);
     free(data);
     sp_snapshot_free(s);
-    assert_fsck(f->store);
+    tu_assert_fsck(f->store);
 }
 
 static void test_durable_and_progress_count(void **state)
@@ -931,7 +894,7 @@ static void test_durable_and_progress_count(void **state)
     free(got);
     free(m0);
     sp_snapshot_free(s);
-    assert_fsck(f->store);
+    tu_assert_fsck(f->store);
 }
 
 /* A damaged stat cache costs reading again, never a wrong snapshot. */
@@ -1170,7 +1133,7 @@ static void test_export_import(void **state)
     assert_int_equal(stat(p, &st), 0);
     assert_true(st.st_size > 1024);
     free(p);
-    assert_fsck(f->store);
+    tu_assert_fsck(f->store);
     sp_snapshot_free(s);
     free(m0);
 }
@@ -1232,7 +1195,7 @@ static void test_gc(void **state)
     OK(sp_snapshot_delete(f->s, s1->id, E));
     OK(sp_snapstore_gc(&g, f->s, E));
     assert_true(g.objects_removed >= 3); /* commit, tree, blob of version one */
-    assert_fsck(f->store);
+    tu_assert_fsck(f->store);
     tu_write(f->ws, "a", "version three\n", 0644);
     restore(f, s2->id);
     size_t n = 0;
@@ -1241,8 +1204,8 @@ static void test_gc(void **state)
     free(c);
 
     /* Someone runs git gc on the store: packs are read through libgit2. */
-    if (have_git()) {
-        assert_int_equal(run_git(f->store, "gc", "--quiet", NULL), 0);
+    if (tu_have_git()) {
+        assert_int_equal(tu_run_git(f->store, "gc", "--quiet", NULL), 0);
         open_store(f, false);
         tu_write(f->ws, "a", "four\n", 0644);
         restore(f, s2->id);
@@ -1254,7 +1217,7 @@ static void test_gc(void **state)
         sp_snapshot_free(snap(f, NULL));
         OK(sp_snapstore_gc(&g, f->s, E)); /* s2's commit, tree and blob, packed */
         assert_true(g.objects_removed >= 3);
-        assert_fsck(f->store);
+        tu_assert_fsck(f->store);
     }
     sp_snapshot_free(s1);
     sp_snapshot_free(s2);
@@ -1505,7 +1468,7 @@ static void test_crash_kill9(void **state)
             kills_mid_restore++;
 
         /* The store works and passes fsck; a restore completes. */
-        assert_fsck(f->store);
+        tu_assert_fsck(f->store);
         open_store(f, false);
         sp_snapshots *l = NULL;
         OK(sp_snapshot_list(&l, f->s, E));
@@ -1519,7 +1482,7 @@ static void test_crash_kill9(void **state)
     fprintf(stderr, "crash test: %d of 15 kills landed during a restore\n", kills_mid_restore);
     assert_true(kills_mid_restore >= 3);
     OK(sp_snapstore_gc(NULL, f->s, E));
-    assert_fsck(f->store);
+    tu_assert_fsck(f->store);
     sp_snapshot_free(s0);
     free(m0);
 }

@@ -135,6 +135,22 @@ const char *sp_sandbox_image(const sp_sandbox *sb);
 /** Creation time, RFC 3339 UTC. */
 const char *sp_sandbox_created_at(const sp_sandbox *sb);
 
+/**
+ * Serialise a change to the workspace made from the host side: an
+ * exclusive flock on `<state folder>/edit.lock`, held until
+ * sp_sandbox_edit_unlock(). The tool suite (MCP, `sandpod call`) and
+ * `sandpod fs NAME` hold it across every read-modify-write (edit_file,
+ * insert, write_file, delete, apply_patch), so concurrent processes never
+ * lose one another's changes. The lock file is outside the workspace: the
+ * container can neither see nor hold it, and its own writes are not
+ * serialised.
+ *
+ * @return the lock (an fd) for sp_sandbox_edit_unlock(), or a negative SP_E*
+ */
+int sp_sandbox_edit_lock(sp_sandbox *sb, sp_error **err);
+/** Release a lock from sp_sandbox_edit_lock(); negative values are ignored. */
+void sp_sandbox_edit_unlock(int lock);
+
 /** The contained filesystem on the workspace (opened on first use; owned
  *  by the sandbox). NULL with *err set on failure. */
 sp_fs *sp_sandbox_fs(sp_sandbox *sb, sp_error **err);
