@@ -114,5 +114,9 @@ void sp_fast_free(sp_fast *f);
 /* Test hook (sessions.c): kill sessions through a container exec even when
  * the host could signal them directly. */
 extern bool sp_session_container_kill_only;
+/* Test hook (sessions.c): never learn a session's host pid, as when a
+ * signal comes before the first poll; its processes must still be found
+ * by their token. */
+extern bool sp_session_skip_pid_learning;
 
 #endif

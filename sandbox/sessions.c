@@ -75,7 +75,10 @@ static const char WRAPPER[] =
 
 /* Host pids of live sessions of this process, for exit and signal handlers.
  * Lock-free reads (a handler cannot take a lock); writers hold reg_mu. A
- * slot is published by storing pid last and retired by clearing pid first. */
+ * slot is published by storing pid last and retired by clearing pid first.
+ * A session is entered as soon as it starts with pid -1 (its token only):
+ * its leader's pid is learned later, and a signal in between must still
+ * find its processes by their token. */
 typedef struct reg_slot {
     _Atomic int pid;
     _Atomic int owner;                /* getpid() of the process that started the session */
@@ -340,12 +343,12 @@ void sp_session_kill_all_signal_safe(void)
     size_t nl = 0, nt = 0;
     for (size_t i = 0; i < REGISTRY_SLOTS; i++) {
         int pid = atomic_load(&registry[i].pid);
-        if (pid <= 0 || atomic_load(&registry[i].owner) != me)
+        if (pid == 0 || atomic_load(&registry[i].owner) != me)
             continue;
         tokens[nt++] = registry[i].token;
-        /* A leader that is gone, or whose pid now names another process,
-         * is left alone. */
-        if (same_process(pid, atomic_load(&registry[i].start)))
+        /* A leader not known yet is found by its token; one that is gone,
+         * or whose pid now names another process, is left alone. */
+        if (pid > 0 && same_process(pid, atomic_load(&registry[i].start)))
             leaders[nl++] = pid;
     }
     if (nt)
@@ -414,12 +417,9 @@ static void install_handlers(void)
 /* Publish a session's host pid once it is known to be ours: its
  * environment must carry the session's token (a pid from a service in
  * another pid namespace would name some unrelated local process). */
-static int registry_add(int pid, const char *token)
+static int registry_reserve(const char *token)
 {
-    if (strlen(token) != TOKEN_LEN || !environ_has(pid, &token, 1))
-        return -1;
-    proc_stat st;
-    if (!read_stat(pid, &st))
+    if (strlen(token) != TOKEN_LEN)
         return -1;
     pthread_once(&handlers_once, install_handlers);
     int slot = -1;
@@ -428,14 +428,32 @@ static int registry_add(int pid, const char *token)
         if (atomic_load(&registry[i].pid) == 0) {
             memcpy(registry[i].token, token, TOKEN_LEN + 1);
             atomic_store(&registry[i].owner, (int)getpid());
-            atomic_store(&registry[i].start, st.start);
-            atomic_store(&registry[i].pid, pid);
+            atomic_store(&registry[i].start, 0ull);
+            atomic_store(&registry[i].pid, -1);
             slot = i;
             break;
         }
     }
     pthread_mutex_unlock(&reg_mu);
     return slot;
+}
+
+/* Record the leader's pid in a reserved slot once it is known to be ours
+ * (its environment carries the token). false when it is not (yet): a
+ * process that has not reached execve still has runc's environment. */
+static bool registry_set_pid(int slot, int pid)
+{
+    if (slot < 0 || pid <= 0)
+        return false;
+    const char *token = registry[slot].token;
+    proc_stat st;
+    if (!environ_has(pid, &token, 1) || !read_stat(pid, &st))
+        return false;
+    pthread_mutex_lock(&reg_mu);
+    atomic_store(&registry[slot].start, st.start);
+    atomic_store(&registry[slot].pid, pid);
+    pthread_mutex_unlock(&reg_mu);
+    return true;
 }
 
 static void registry_remove(int slot)
@@ -453,7 +471,7 @@ static int registry_leader(int slot)
     if (slot < 0)
         return 0;
     int pid = atomic_load(&registry[slot].pid);
-    return same_process(pid, atomic_load(&registry[slot].start)) ? pid : 0;
+    return pid > 0 && same_process(pid, atomic_load(&registry[slot].start)) ? pid : 0;
 }
 
 /* -------------------------------------------------------------- sessions -- */
@@ -470,6 +488,7 @@ typedef struct session {
     bool tty;
     int host_pid;
     bool pid_checked; /* registration was attempted with a known pid */
+    int pid_tries;    /* attempts so far while the pid was not yet ours */
     int reg;          /* registry slot, or -1 */
     int64_t started_ms;
     int64_t used_ms;
@@ -740,6 +759,7 @@ static int run_script(sp_sandbox *sb, const char *user, const char *script, sp_e
 }
 
 bool sp_session_container_kill_only;
+bool sp_session_skip_pid_learning;
 
 /* Kill sessions' process trees through a container exec: for each, its
  * process group and terminal session (from the pid file), and every process
@@ -898,21 +918,23 @@ static void note_add(char **note, const char *fmt, ...)
 /* Learn the session's host pid (for the exit handlers) once it runs. */
 static void learn_pid(sp_sandbox *sb, session *s)
 {
-    if (s->pid_checked || (!sb->podman && !s->fast))
+    if (s->pid_checked || (!sb->podman && !s->fast) || sp_session_skip_pid_learning)
         return;
     if (s->fast) {
         s->host_pid = sp_fast_host_pid(s->fast);
         s->pid_checked = true;
-        if (s->host_pid > 0)
-            s->reg = registry_add(s->host_pid, s->token);
+        registry_set_pid(s->reg, s->host_pid);
         return;
     }
     sp_podman_exec_info info;
     if (sp_podman_exec_inspect(&info, sb->podman, s->exec_id, NULL) < 0 || info.pid <= 0)
         return;
+    /* Not ours yet (still before execve): look again next time, a few
+     * times (a remote service's pids are never ours). */
+    if (!registry_set_pid(s->reg, info.pid) && s->reg >= 0 && ++s->pid_tries < 20)
+        return;
     s->host_pid = info.pid;
     s->pid_checked = true;
-    s->reg = registry_add(info.pid, s->token);
 }
 
 /* Wait up to yield_ms (or until the stream ends), then hand out what the
@@ -1146,7 +1168,7 @@ int sp_session_start(sp_session_output **out, sp_sandbox *sb, const char *comman
         s->fast = f;
         s->fd = sp_fast_fd(f);
         s->tty = tty;
-        s->reg = -1;
+        s->reg = registry_reserve(token);
         s->host_pid = sp_fast_host_pid(f);
         s->started_ms = s->used_ms = sp_now_ms();
         pending_reset(s);
@@ -1204,7 +1226,7 @@ int sp_session_start(sp_session_output **out, sp_sandbox *sb, const char *comman
     s->stream = e;
     s->fd = sp_exec_fd(e);
     s->tty = tty;
-    s->reg = -1;
+    s->reg = registry_reserve(token);
     s->started_ms = s->used_ms = sp_now_ms();
     pending_reset(s);
     if (o.close_stdin) {

@@ -573,7 +573,11 @@ static void test_session_cap(void **state)
  * anything: its sessions must die with it. */
 static void test_cleanup_on_exit(void **state)
 {
-    int how = *(int *)*state; /* a signal, or 0 for exit() */
+    /* A signal, or 0 for exit(); negative: that signal, before the
+     * sessions' host pids are known (found by their token only). */
+    int how = *(int *)*state;
+    bool unlearned = how < 0;
+    how = unlearned ? -how : how;
     int up[2], down[2];
     assert_int_equal(pipe2(up, O_CLOEXEC), 0);
     assert_int_equal(pipe2(down, O_CLOEXEC), 0);
@@ -591,6 +595,8 @@ static void test_cleanup_on_exit(void **state)
         const char *asan = getenv("ASAN_OPTIONS");
         char *opts = sp_xasprintf("%s%sdetect_leaks=0", asan ? asan : "", asan ? ":" : "");
         setenv("ASAN_OPTIONS", opts, 1);
+        if (unlearned)
+            setenv("SP_TEST_NO_PID_LEARNING", "1", 1);
         execl("/proc/self/exe", "test_sessions", "--child", state_root, box_name, podman_url,
               how ? "signal" : "exit", (char *)NULL);
         _exit(127);
@@ -637,6 +643,7 @@ static int child_main(char **argv, bool exit_mode)
     sp_sandbox_opts o = SP_SANDBOX_OPTS_INIT;
     o.state_root = argv[2];
     o.podman_url = argv[4];
+    sp_session_skip_pid_learning = getenv("SP_TEST_NO_PID_LEARNING") != NULL;
     sp_sandbox *c = NULL;
     sp_error *err = NULL;
     if (sp_sandbox_open(&c, argv[3], &o, &err) < 0) {
@@ -755,7 +762,7 @@ int main(int argc, char **argv)
     }
     podman_url = tu_need_podman_or_skip();
     bool from_host = false, from_container = true;
-    int on_sigterm = SIGTERM, on_sigint = SIGINT, on_exit = 0;
+    int on_sigterm = SIGTERM, on_sigint = SIGINT, on_exit = 0, on_early_sigterm = -SIGTERM;
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_shell_keeps_state),
         cmocka_unit_test(test_ctrl_c),
@@ -769,6 +776,7 @@ int main(int argc, char **argv)
         cmocka_unit_test_prestate(test_cleanup_on_exit, &on_sigterm),
         cmocka_unit_test_prestate(test_cleanup_on_exit, &on_sigint),
         cmocka_unit_test_prestate(test_cleanup_on_exit, &on_exit),
+        cmocka_unit_test_prestate(test_cleanup_on_exit, &on_early_sigterm),
     };
     int rc = cmocka_run_group_tests(tests, group_setup, group_teardown);
     free(podman_url);
