@@ -17,7 +17,7 @@ file=${2:-}
 
 containers() {
   command -v podman >/dev/null || return 0
-  podman ps -a --filter label=sandpod=1 --format '{{.ID}} {{.Names}} {{.Status}}' 2>/dev/null |
+  podman ps -a --filter label=sandpod=1 --format '{{.ID}} {{.Names}}' 2>/dev/null |
     sed 's/^/container /'
 }
 
