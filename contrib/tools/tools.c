@@ -1117,12 +1117,18 @@ static int dispatch(char **result, sp_tools *t, const char *name, const char *ra
             sv_push(&t->always, tx_strdup(d->name));
     }
 
+    /* Every tool that changes files holds the sandbox's edit lock for the
+     * whole call (tools_edit_lock()). */
+    int lock = -1;
+    if (((d->needs & NEED_WRITE) || freeform) && tools_edit_lock(&lock, t, &c) < 0)
+        goto out;
     begin_running(t);
     if (freeform)
         tools_apply_patch(t, freeform, ff_len, &c);
     else
         d->fn(t, args, &c);
     end_running(t);
+    tools_edit_unlock(lock);
 
 out:
     ev.event = "end";

@@ -23,9 +23,9 @@
 
 /* ----------------------------------------------------------- locking -- */
 
-/* Calls that change files through a sandbox (edit_file, insert,
- * write_file, delete here, apply_patch in tools_patch.c) hold the
- * sandbox's edit lock across their whole read-modify-write (see
+/* Calls of tools that change files (NEED_WRITE: write_file, edit_file,
+ * insert, delete, mkdir, apply_patch, restore) hold the sandbox's edit lock
+ * across the whole call, taken by the dispatcher (see
  * sp_sandbox_edit_lock()); a bare folder has no state folder and takes
  * none. */
 int tools_edit_lock(int *fd, sp_tools *t, tool_call *c)
@@ -664,17 +664,10 @@ int tool_write_file(sp_tools *t, const cJSON *a, tool_call *c)
     char *owned;
     fs_target(&fs, &rel, &owned, t, path, c);
     char *shown = norm(t, rel);
-    int lock;
-    if (tools_edit_lock(&lock, t, c) < 0) {
-        free(shown);
-        free(owned);
-        return c->code;
-    }
     bool existed = sp_fs_exists(fs, rel);
     size_t written = 0;
     sp_error *err = NULL;
     int r = sp_fs_write(&written, fs, rel, content, strlen(content), &wo, &err);
-    tools_edit_unlock(lock);
     if (r < 0) {
         call_fail_err(c, r, err,
                       r == SP_EEXISTS ? "mode 'create' refuses an existing file; use "
@@ -709,16 +702,9 @@ int tool_edit_file(sp_tools *t, const cJSON *a, tool_call *c)
     char *owned;
     fs_target(&fs, &rel, &owned, t, path, c);
     char *shown = norm(t, rel);
-    int lock;
-    if (tools_edit_lock(&lock, t, c) < 0) {
-        free(shown);
-        free(owned);
-        return c->code;
-    }
     size_t n = 0;
     sp_error *err = NULL;
     int r = sp_fs_str_replace(&n, fs, rel, old_s, new_s, all, &err);
-    tools_edit_unlock(lock);
     if (r == SP_ENOTFOUND && sp_fs_exists(fs, rel))
         call_fail_err(c, r, err,
                       "read the file again and copy old_string exactly, whitespace and "
@@ -756,15 +742,8 @@ int tool_insert(sp_tools *t, const cJSON *a, tool_call *c)
     char *owned;
     fs_target(&fs, &rel, &owned, t, path, c);
     char *shown = norm(t, rel);
-    int lock;
-    if (tools_edit_lock(&lock, t, c) < 0) {
-        free(shown);
-        free(owned);
-        return c->code;
-    }
     sp_error *err = NULL;
     int r = sp_fs_insert(fs, rel, line, text, &err);
-    tools_edit_unlock(lock);
     if (r < 0) {
         call_fail_err(c, r, err,
                       r == SP_EINVAL ? "check the line number with read_file (0 = at the start, "
@@ -810,17 +789,10 @@ int tool_delete(sp_tools *t, const cJSON *a, tool_call *c)
     char *owned;
     fs_target(&fs, &rel, &owned, t, path, c);
     char *shown = norm(t, rel);
-    int lock;
-    if (tools_edit_lock(&lock, t, c) < 0) {
-        free(shown);
-        free(owned);
-        return c->code;
-    }
     sp_fs_info *st = NULL;
     sp_fs_stat(&st, fs, rel, NULL);
     sp_error *err = NULL;
     int r = sp_fs_delete(fs, rel, recursive, &err);
-    tools_edit_unlock(lock);
     if (r < 0) {
         bool nonempty = r == SP_EINVAL && st && st->type == SP_FS_DIR && !recursive;
         call_fail_err(c, r, err,

@@ -40,11 +40,7 @@ int tools_apply_patch(sp_tools *t, const char *patch, size_t len, tool_call *c)
     po.allow_overwrite = true;
     sp_patch_result *res = NULL;
     sp_error *err = NULL;
-    int lock;
-    if (tools_edit_lock(&lock, t, c) < 0)
-        return c->code;
     int r = sp_fs_apply_patch(&res, t->fs, patch, len, &po, &err);
-    tools_edit_unlock(lock);
     if (r < 0)
         return call_fail_err(c, r, err,
                              r == SP_EINVAL || r == SP_ENOTFOUND || r == SP_EEXISTS
