@@ -139,11 +139,11 @@ const char *sp_sandbox_created_at(const sp_sandbox *sb);
  * Serialise a change to the workspace made from the host side: an
  * exclusive flock on `<state folder>/edit.lock`, held until
  * sp_sandbox_edit_unlock(). The tool suite (MCP, `sandpod call`) and
- * `sandpod fs NAME` hold it across every read-modify-write (edit_file,
- * insert, write_file, delete, apply_patch), so concurrent processes never
- * lose one another's changes. The lock file is outside the workspace: the
- * container can neither see nor hold it, and its own writes are not
- * serialised.
+ * `sandpod fs NAME` hold it across every call that changes files
+ * (write_file, edit_file, insert, delete, mkdir, apply_patch, restore), so
+ * concurrent processes never lose one another's changes. The lock file is
+ * outside the workspace: the container can neither see nor hold it, and
+ * its own writes are not serialised.
  *
  * @return the lock (an fd) for sp_sandbox_edit_unlock(), or a negative SP_E*
  */
