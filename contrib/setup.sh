@@ -3,12 +3,15 @@
 # only those missing. Debian 12, as root (or with sudo).
 set -euo pipefail
 
+# clang and libclang-rt: the fuzzers; gdb: tests print every thread's stack
+# when they crash (tu_crash_reports), the only trace a CI run keeps.
 pkgs=(
   gcc make cmake pkg-config git python3 clang-format
   libcurl4-openssl-dev libcjson-dev libgit2-dev libarchive-dev libpcre2-dev
   libcmocka-dev zlib1g-dev
   podman runc catatonit busybox-static uidmap iptables curl
   clang libclang-rt-14-dev
+  gdb
 )
 
 missing=()

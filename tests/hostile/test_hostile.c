@@ -697,6 +697,7 @@ int main(int argc, char **argv)
     if (sp && *sp && strspn(sp, "0123456789KMG") == strlen(sp))
         sparse_size = sp;
     free(tu_need_podman_or_skip());
+    tu_crash_reports(call_name);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_hostile_workload),
     };
