@@ -113,7 +113,7 @@ static int probe(const sp_podman_addr *a, unsigned timeout_ms, char **detail)
     curl_easy_cleanup(c);
     sp_buf_dispose(&body);
     if (rc != CURLE_OK)
-        return -1;
+        return rc == CURLE_OPERATION_TIMEDOUT ? -2 : -1;
     if (status != 200) {
         *detail =
             sp_xasprintf("answered HTTP %ld to a libpod ping (not a Podman 4 service?)", status);
@@ -418,7 +418,6 @@ int sp_podman_find_or_start(sp_podman_addr *out, bool *started, const sp_podman_
     sp_podman_opts o = *opts;
     if (!o.start_timeout_ms)
         o.start_timeout_ms = 30000;
-    unsigned secs = (o.connect_timeout_ms + 999) / 1000;
 
     const char *explicit_url = o.url;
     if (!explicit_url) {
@@ -432,19 +431,23 @@ int sp_podman_find_or_start(sp_podman_addr *out, bool *started, const sp_podman_
         if (r < 0)
             return r;
         char *detail = NULL;
-        if (probe(&a, o.connect_timeout_ms, &detail) == 0) {
+        int pr = probe(&a, o.connect_timeout_ms, &detail);
+        if (pr == 0) {
             *out = a;
             return 0;
         }
+        /* A refused connect fails at once: only a timeout took the time. */
+        cleanup_free char *how =
+            pr == -2 ? sp_xasprintf("did not answer within %ums", o.connect_timeout_ms)
+                     : sp_xstrdup("is not answering");
         if (a.socket_path)
-            r = sp_err_set(err, SP_EPODMAN, 0,
-                           "podman service at %s did not answer within %us: %s; " START_HINT " %s",
-                           a.url, secs, detail, a.socket_path);
+            r = sp_err_set(err, SP_EPODMAN, 0, "podman service at %s %s: %s; " START_HINT " %s",
+                           a.url, how, detail, a.socket_path);
         else
             r = sp_err_set(err, SP_EPODMAN, 0,
-                           "podman service at %s did not answer within %us: %s; start it there "
+                           "podman service at %s %s: %s; start it there "
                            "with podman system service --time=0 %s",
-                           a.url, secs, detail, a.url);
+                           a.url, how, detail, a.url);
         free(detail);
         sp_podman_addr_dispose(&a);
         return r;

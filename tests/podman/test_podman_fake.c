@@ -727,12 +727,26 @@ static void test_discovery_errors(void **state)
     char *nosock = tu_join(dir, "none.sock");
     o.url = nosock;
     o.connect_timeout_ms = 300;
-    expect(sp_podman_open(&p, &o, &err), &err, SP_EPODMAN, "did not answer within 1s: ");
+    /* A socket that is not there fails at once: no "within" claimed. */
+    expect(sp_podman_open(&p, &o, &err), &err, SP_EPODMAN, " is not answering: ");
     err = NULL;
     o.url = "tcp://127.0.0.1:1";
     expect(sp_podman_open(&p, &o, &err), &err, SP_EPODMAN,
-           "podman service at tcp://127.0.0.1:1 did not answer");
+           "podman service at tcp://127.0.0.1:1 is not answering");
     err = NULL;
+
+    /* A socket that takes the connection and never answers: the wait. */
+    char *mute = tu_join(dir, "mute.sock");
+    int ls = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", mute);
+    assert_int_equal(bind(ls, (struct sockaddr *)&sa, sizeof(sa)), 0);
+    assert_int_equal(listen(ls, 4), 0);
+    o.url = mute;
+    expect(sp_podman_open(&p, &o, &err), &err, SP_EPODMAN, "did not answer within 300ms: ");
+    err = NULL;
+    close(ls);
+    free(mute);
     o.url = "ftp://x";
     expect(sp_podman_open(&p, &o, &err), &err, SP_EINVAL, "unsupported podman url");
     assert_null(p);
