@@ -1,5 +1,6 @@
 /* sandpod gc: remove the containers sandpod made that no sandbox owns any
- * more (a state folder deleted by hand, a create killed half-way). */
+ * more (a state folder deleted by hand, a create killed half-way), the
+ * processes a killed Podman service lost, and services nobody can reach. */
 #include <getopt.h>
 #include <stdio.h>
 
@@ -20,22 +21,29 @@ static void help(FILE *f)
 {
     fprintf(f, "Usage: sandpod gc [OPTIONS]\n"
                "\n"
-               "Remove orphaned sandpod containers on the Podman service: those whose state\n"
-               "folder (their sandpod.state label) is gone, holds no sandbox.json, or names\n"
-               "another container. Sandboxes of every state root are judged; a sandbox whose\n"
-               "lock is held is busy and left alone. Workspaces are never touched. Each\n"
-               "container is printed with the reason.\n"
+               "Remove what sandpod left that nothing owns, each printed with the reason:\n"
+               "  - orphaned sandpod containers on the Podman service: their state folder\n"
+               "    (the sandpod.state label) is gone, holds no sandbox.json, or names\n"
+               "    another container. Sandboxes of every state root are judged; a sandbox\n"
+               "    whose lock is held is busy and left alone. Workspaces are never touched.\n"
+               "  - the conmon and 'runc init' of sandpod containers the service no longer\n"
+               "    knows (it was killed while starting them), when it runs on this host;\n"
+               "  - Podman services whose socket folder is gone (nobody can reach them).\n"
+               "Processes are only this user's and at least a minute old.\n"
                "\n"
                "Options:\n"
                "  -n, --dry-run        only print what would be removed\n"
-               "  --json               print {ok, orphans: [{container, state_dir, reason,\n"
-               "                       removed, error}], unlabelled}\n"
+               "  --json               print {ok, orphans: [{kind, container, state_dir, pid,\n"
+               "                       reason, removed, error}], unlabelled}; kind is\n"
+               "                       container, runtime or service\n"
                "  --url URL            Podman service (default $SANDPOD_URL, else found)\n"
                "  -h, --help           show this help\n"
                "\n"
                "Exit status: 0 when every orphan is removed (or none found), 1 when any\n"
                "removal failed or Podman cannot be reached, 2 bad usage.\n");
 }
+
+static const char *const kind_names[] = {"container", "runtime", "service"};
 
 static cJSON *orphans_json(const sp_sandbox_orphans *o)
 {
@@ -48,8 +56,11 @@ static cJSON *orphans_json(const sp_sandbox_orphans *o)
     for (size_t i = 0; i < o->n; i++) {
         const sp_sandbox_orphan *it = &o->items[i];
         cJSON *j = cJSON_CreateObject();
-        bool ok = j && sp_json_add_string(j, "container", it->container) &&
+        bool ok = j && sp_json_add_string(j, "kind", kind_names[it->kind]) &&
+                  sp_json_add_string(j, "container", it->container) &&
                   sp_json_add_string(j, "state_dir", it->state_dir) &&
+                  (it->pid ? cJSON_AddNumberToObject(j, "pid", it->pid)
+                           : cJSON_AddNullToObject(j, "pid")) &&
                   sp_json_add_string(j, "reason", it->reason) &&
                   cJSON_AddBoolToObject(j, "removed", it->removed) &&
                   sp_json_add_string(j, "error", it->error);
@@ -111,6 +122,7 @@ int cmd_gc(int argc, char **argv)
         for (size_t i = 0; i < o->n; i++) {
             const sp_sandbox_orphan *it = &o->items[i];
             fputs(dry ? "would remove " : it->removed ? "removed " : "FAILED to remove ", stdout);
+            printf("%s ", kind_names[it->kind]);
             cli_put_name(stdout, it->container);
             fputs(": ", stdout);
             cli_put_name(stdout, it->reason);

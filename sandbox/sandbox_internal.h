@@ -58,6 +58,12 @@ void sp_sandbox_sessions_close(sp_sandbox *sb);
  * made, or started, but the answer never came and the clean-up could not
  * reach the service). Run before each create. */
 void sp_sandbox_sweep_orphans(sp_podman *p, const char *state_root);
+/* The process part of sp_sandbox_gc(), added to o: conmons (and their
+ * children) of containers named name_prefix* in the service's store that
+ * the service does not know, and services whose socket is gone; only
+ * processes of this user at least min_age_s old. */
+void sp_sandbox_reap_lost(sp_sandbox_orphans *o, sp_podman *p, const char *name_prefix,
+                          double min_age_s, bool dry_run);
 /* ------------------------------------------- the exec fast path (fastpath.c) */
 
 /* A command run by sandpod-agent, pid 1 of the container, over a unix

@@ -586,3 +586,19 @@ int sp_podman_get_version(sp_podman_version **out, sp_podman *p, sp_error **err)
     cJSON_Delete(j);
     return r;
 }
+
+int sp_podman_graph_root(char **out, sp_podman *p, sp_error **err)
+{
+    *out = NULL;
+    sp_http_req req = SP_HTTP_REQ_INIT;
+    req.path = SP_PODMAN_API "/info";
+    cJSON *j = NULL;
+    int r = sp_podman_call_json(p, &req, &j, "info", err);
+    if (r == 0) {
+        *out = sp_json_strdup(cJSON_GetObjectItemCaseSensitive(j, "store"), "graphRoot");
+        if (!*out)
+            r = sp_err_set(err, SP_EPODMAN, 0, "info: the answer names no store.graphRoot");
+    }
+    cJSON_Delete(j);
+    return r;
+}

@@ -290,14 +290,16 @@ PY
 run gc --dry-run --json
 expect 0 "gc --dry-run"
 json "gc --dry-run lists both orphans, removes nothing" \
-    "sorted(o['state_dir'].rsplit('/',1)[1] for o in j['orphans'] if o['state_dir'].startswith('$SANDPOD_HOME/')) == ['gc-lost', 'gc-stale'] and not any(o['removed'] for o in j['orphans'])"
+    "sorted(o['state_dir'].rsplit('/',1)[1] for o in j['orphans'] if (o['state_dir'] or '').startswith('$SANDPOD_HOME/')) == ['gc-lost', 'gc-stale'] and not any(o['removed'] for o in j['orphans'])"
+json "gc --json says what kind each one is" \
+    "all(o['kind'] == 'container' and o['pid'] is None for o in j['orphans'] if (o['state_dir'] or '').startswith('$SANDPOD_HOME/')) and all(o['kind'] in ('container', 'runtime', 'service') for o in j['orphans'])"
 check "dry run kept the lost container" podman container exists "$lost_cid"
 # A held lock means busy (a create may be half-way): left alone.
 flock "$SANDPOD_HOME/sandboxes/gc-stale/lock" "$SP" gc --json <"$T/empty" >"$T/out" 2>"$T/err"
 rc=$?
 expect 0 "gc while gc-stale is locked"
 json "gc removed the lost one and skipped the locked one" \
-    "[o['state_dir'].rsplit('/',1)[1] for o in j['orphans'] if o['state_dir'].startswith('$SANDPOD_HOME/')] == ['gc-lost'] and all(o['removed'] for o in j['orphans'] if o['state_dir'].startswith('$SANDPOD_HOME/'))"
+    "[o['state_dir'].rsplit('/',1)[1] for o in j['orphans'] if (o['state_dir'] or '').startswith('$SANDPOD_HOME/')] == ['gc-lost'] and all(o['removed'] for o in j['orphans'] if (o['state_dir'] or '').startswith('$SANDPOD_HOME/'))"
 container_gone() { ! podman container exists "$1"; }
 check "the lost container is gone" container_gone "$lost_cid"
 check "the locked sandbox's container stays" podman container exists "$stale_cid"

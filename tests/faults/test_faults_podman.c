@@ -19,11 +19,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <fcntl.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "../../sandbox/sandbox_internal.h"
 #include "sandpod/sandbox.h"
 #include "sandpod/session.h"
 #include "testutil.h"
@@ -89,6 +91,23 @@ static sp_podman *service_up(void)
     if (sp_podman_open(&p, &po, &err) < 0)
         fail_msg("private service: %s", err->message);
     return p;
+}
+
+/* sandpod gc's process pass on the service p: how many items of each kind
+ * it found (and removed, unless dry) go to count[kind]. */
+static void reap_lost(sp_podman *p, const char *prefix, double min_age_s, bool dry, size_t count[3])
+{
+    sp_sandbox_orphans *o = calloc(1, sizeof(*o));
+    sp_sandbox_reap_lost(o, p, prefix, min_age_s, dry);
+    memset(count, 0, 3 * sizeof(*count));
+    for (size_t i = 0; i < o->n; i++) {
+        const sp_sandbox_orphan *it = &o->items[i];
+        print_message("gc: %s%s (pid %d): %s\n", dry ? "would remove " : "", it->container, it->pid,
+                      it->reason);
+        assert_true(dry || it->removed);
+        count[it->kind]++;
+    }
+    sp_sandbox_orphans_free(o);
 }
 
 static void service_kill(void)
@@ -221,8 +240,6 @@ static void expect_works(sp_sandbox *sb)
     sp_run_result_free(r);
 }
 
-static int reap_runtime_orphans(sp_podman *p);
-
 static void test_service_killed_during_create(void **state)
 {
     (void)state;
@@ -303,66 +320,15 @@ static void test_service_killed_during_create(void **state)
     /* At least the earliest kill must have hit a create in progress. */
     assert_true(failed > 0);
     sp_podman *p = service_up();
-    print_message("runtime orphans (conmon + runc init Podman lost track of): %d reaped\n",
-                  reap_runtime_orphans(p));
+    /* A service killed between `runc create` and `runc start` leaves the
+     * container's conmon and a `runc init` blocked on its exec fifo, which
+     * Podman no longer knows once the record is swept: sandpod gc's
+     * process pass reaps them (here without its one-minute age floor). */
+    size_t count[3];
+    reap_lost(p, "sandpod-kill-", 0, false, count);
+    print_message("runtime orphans (conmon + runc init Podman lost track of): %zu reaped\n",
+                  count[SP_ORPHAN_RUNTIME]);
     sp_podman_free(p);
-}
-
-/* A service killed between `runc create` and `runc start` leaves the
- * container's conmon and a `runc init` blocked on its exec fifo, and once
- * the record is swept Podman no longer knows them (SECURITY.md, open
- * findings; tests/leakcheck.sh would report the conmon). Reap those of this
- * test's containers (named sandpod-kill-*) that Podman does not know:
- * SIGKILL conmon and its children, then `runc delete --force`. Returns how
- * many there were. */
-static int reap_runtime_orphans(sp_podman *p)
-{
-    int reaped = 0;
-    DIR *d = opendir("/proc");
-    if (!d)
-        return 0;
-    struct dirent *de;
-    while ((de = readdir(d)) != NULL) {
-        if (de->d_name[0] < '1' || de->d_name[0] > '9')
-            continue;
-        char path[300], args[16384];
-        snprintf(path, sizeof(path), "/proc/%s/cmdline", de->d_name);
-        int fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (fd < 0)
-            continue;
-        ssize_t n = read(fd, args, sizeof(args) - 1);
-        close(fd);
-        if (n <= 0 || !strstr(args, "conmon"))
-            continue;
-        args[n] = '\0';
-        const char *id = NULL, *name = NULL, *runtime = NULL;
-        for (char *a = args; a < args + n; a += strlen(a) + 1) {
-            char *next = a + strlen(a) + 1;
-            if (next >= args + n)
-                break;
-            if (strcmp(a, "-c") == 0)
-                id = next;
-            else if (strcmp(a, "-n") == 0)
-                name = next;
-            else if (strcmp(a, "-r") == 0)
-                runtime = next;
-        }
-        if (!id || !name || !runtime || strncmp(name, "sandpod-kill-", 13) != 0)
-            continue;
-        sp_podman_container_info *info = NULL;
-        int r = sp_podman_container_inspect(&info, p, id, NULL);
-        sp_podman_container_info_free(info);
-        if (r != SP_ENOTFOUND)
-            continue;
-        pid_t conmon = (pid_t)strtol(de->d_name, NULL, 10);
-        char cmd[512];
-        snprintf(cmd, sizeof(cmd), "pkill -KILL -P %d; kill -KILL %d; %s delete --force %s",
-                 (int)conmon, (int)conmon, runtime, id);
-        if (system(cmd) != -1)
-            reaped++;
-    }
-    closedir(d);
-    return reaped;
 }
 
 /* ------------------------------------- (2) service killed during a session -- */
@@ -594,8 +560,179 @@ static void test_container_killed_mid_command_fast(void **state)
     container_killed_mid_command(SP_EXEC_FAST);
 }
 
-int main(void)
+/* ------------------------------------ (4) what a killed service loses -- */
+
+/* This binary started as "conmon" or "podman" (through a symlink): a stand-in
+ * for a lost conmon (with a child, as its runc init) or a lost service. */
+static int stand_in(const char *as)
 {
+    if (strcmp(as, "conmon") == 0 && fork() == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        execl("/bin/sleep", "sleep", "600", (char *)NULL);
+        _exit(127);
+    }
+    alarm(600);
+    pause();
+    return 0;
+}
+
+static pid_t spawn_as(const char *link, char *const argv[])
+{
+    pid_t pid = fork();
+    if (pid == 0) {
+        execv(link, argv);
+        _exit(127);
+    }
+    /* Until the exec is done, the command line is still ours. */
+    char path[64];
+    snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)pid);
+    for (int i = 0; i < 500; i++) {
+        char *slash = NULL;
+        FILE *f = fopen(path, "re");
+        char buf[256] = "";
+        if (f) {
+            (void)!fread(buf, 1, sizeof(buf) - 1, f);
+            fclose(f);
+        }
+        slash = strrchr(buf, '/');
+        if (slash && strcmp(slash + 1, strrchr(link, '/') + 1) == 0)
+            break;
+        sleep_ms(10);
+    }
+    return pid;
+}
+
+static bool alive(pid_t pid)
+{
+    return waitpid(pid, NULL, WNOHANG) == 0;
+}
+
+static pid_t child_of(pid_t parent)
+{
+    DIR *d = opendir("/proc");
+    struct dirent *de;
+    pid_t found = 0;
+    while (!found && (de = readdir(d)) != NULL) {
+        char path[300], buf[512] = "";
+        snprintf(path, sizeof(path), "/proc/%s/stat", de->d_name);
+        FILE *f = fopen(path, "re");
+        if (!f)
+            continue;
+        (void)!fread(buf, 1, sizeof(buf) - 1, f);
+        fclose(f);
+        const char *p = strrchr(buf, ')');
+        int ppid = 0;
+        if (p && sscanf(p + 1, " %*c %d", &ppid) == 1 && ppid == (int)parent)
+            found = (pid_t)strtol(de->d_name, NULL, 10);
+    }
+    closedir(d);
+    return found;
+}
+
+static void test_gc_reaps_what_a_killed_service_lost(void **state)
+{
+    (void)state;
+    watchdog(WATCHDOG_S);
+    sp_podman *p = service_up();
+    char *dir = tu_mkdtemp();
+    char self[4096];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+    assert_true(n > 0);
+    self[n] = '\0';
+    char *conmon = tu_join(dir, "conmon"), *podman = tu_join(dir, "podman");
+    assert_int_equal(symlink(self, conmon), 0);
+    assert_int_equal(symlink(self, podman), 0);
+
+    /* A conmon of a container Podman never heard of, in its store. */
+    char *store = NULL;
+    assert_int_equal(sp_podman_graph_root(&store, p, NULL), 0);
+    const char *id = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+    char bundle[4096];
+    snprintf(bundle, sizeof(bundle), "%s/overlay-containers/%s/userdata", store, id);
+    char *const cargs[] = {conmon,
+                           "--api-version",
+                           "1",
+                           "-c",
+                           (char *)id,
+                           "-u",
+                           (char *)id,
+                           "-r",
+                           "/bin/true",
+                           "-b",
+                           bundle,
+                           "-n",
+                           "sandpod-kill-lost",
+                           NULL};
+    pid_t cpid = spawn_as(conmon, cargs);
+    pid_t init = 0;
+    for (int i = 0; i < 500 && !(init = child_of(cpid)); i++)
+        sleep_ms(10);
+    assert_true(init > 0);
+    /* The same, named like no sandpod container: not ours to touch. */
+    char *const fargs[] = {conmon, "-c",   (char *)id, "-r",           "/bin/true",
+                           "-b",   bundle, "-n",       "someone-else", NULL};
+    pid_t foreign = spawn_as(conmon, fargs);
+
+    /* A service whose socket folder is gone, and one whose socket is there. */
+    char *gone = tu_join(dir, "gone/podman.sock");
+    char *there = tu_join(dir, "podman.sock");
+    tu_write(dir, "podman.sock", "", 0600);
+    char *gone_url = NULL, *there_url = NULL;
+    assert_true(asprintf(&gone_url, "unix://%s", gone) > 0);
+    assert_true(asprintf(&there_url, "unix://%s", there) > 0);
+    char *const sargs[] = {podman,    "--runtime", "runc",   "system",
+                           "service", "--time=0",  gone_url, NULL};
+    char *const targs[] = {podman, "system", "service", "--time=0", there_url, NULL};
+    pid_t spid = spawn_as(podman, sargs), tpid = spawn_as(podman, targs);
+
+    /* Young processes are left alone by default (a create may be under way). */
+    size_t count[3];
+    reap_lost(p, "sandpod-kill-", 3600, true, count);
+    assert_int_equal(count[SP_ORPHAN_RUNTIME] + count[SP_ORPHAN_SERVICE], 0);
+    /* A dry run names them and kills nothing. */
+    reap_lost(p, "sandpod-kill-", 0, true, count);
+    assert_int_equal(count[SP_ORPHAN_RUNTIME], 1);
+    assert_true(count[SP_ORPHAN_SERVICE] >= 1); /* others of this user may be lost too */
+    assert_true(alive(cpid) && alive(spid));
+    /* Then for real: conmon, its child and the lost service go; the rest
+     * stays. */
+    reap_lost(p, "sandpod-kill-", 0, false, count);
+    assert_int_equal(count[SP_ORPHAN_RUNTIME], 1);
+    assert_true(count[SP_ORPHAN_SERVICE] >= 1);
+    int st;
+    assert_int_equal(waitpid(cpid, &st, 0), cpid);
+    assert_true(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
+    assert_int_equal(waitpid(spid, &st, 0), spid);
+    assert_true(WIFSIGNALED(st) && WTERMSIG(st) == SIGTERM);
+    for (int i = 0; i < 500 && kill(init, 0) == 0; i++)
+        sleep_ms(10);
+    assert_int_not_equal(kill(init, 0), 0);
+    assert_true(alive(foreign));
+    assert_true(alive(tpid));
+
+    kill(foreign, SIGKILL);
+    kill(tpid, SIGKILL);
+    waitpid(foreign, NULL, 0);
+    waitpid(tpid, NULL, 0);
+    free(gone_url);
+    free(there_url);
+    free(gone);
+    free(there);
+    free(store);
+    free(conmon);
+    free(podman);
+    tu_rmtree(dir);
+    free(dir);
+    sp_podman_free(p);
+    alarm(0);
+}
+
+int main(int argc, char **argv)
+{
+    (void)argc;
+    const char *base = strrchr(argv[0], '/') ? strrchr(argv[0], '/') + 1 : argv[0];
+    if (strcmp(base, "conmon") == 0 || strcmp(base, "podman") == 0)
+        return stand_in(base);
     struct sigaction sa = {.sa_handler = on_alarm};
     sigaction(SIGALRM, &sa, NULL);
     const struct CMUnitTest tests[] = {
@@ -604,6 +741,7 @@ int main(void)
         cmocka_unit_test(test_service_killed_during_session_fast),
         cmocka_unit_test(test_service_killed_during_session_rest),
         cmocka_unit_test(test_service_killed_during_create),
+        cmocka_unit_test(test_gc_reaps_what_a_killed_service_lost),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

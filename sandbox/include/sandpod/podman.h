@@ -123,6 +123,10 @@ typedef struct sp_podman_version {
 int sp_podman_get_version(sp_podman_version **out, sp_podman *p, sp_error **err);
 void sp_podman_version_free(sp_podman_version *v);
 
+/** The service's container store (store.graphRoot of /info, e.g.
+ *  /var/lib/containers/storage). @param out  free() it */
+int sp_podman_graph_root(char **out, sp_podman *p, sp_error **err);
+
 /* ------------------------------------------------------------- images -- */
 
 /** Whether an image exists locally. @return 0 with *out set, or an error. */

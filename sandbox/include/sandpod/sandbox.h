@@ -194,11 +194,25 @@ int sp_sandbox_remove(sp_sandbox *sb, bool keep_workspace, sp_error **err);
  *  @param out NULL-terminated; free each string and the array with free(). */
 int sp_sandbox_list(char ***out, const char *state_root, sp_error **err);
 
-/** A container sandpod made that no sandbox owns any more. */
+/** What sp_sandbox_gc() found. */
+typedef enum sp_orphan_kind {
+    /** A container sandpod made that no sandbox owns any more. */
+    SP_ORPHAN_CONTAINER,
+    /** A sandpod container's conmon (and its `runc init`) that the
+     *  service no longer knows: a service killed while it started the
+     *  container. Found only when the service runs on this host. */
+    SP_ORPHAN_RUNTIME,
+    /** A `podman system service` whose socket's folder is gone: nobody
+     *  can reach it (a private service of a deleted state root). */
+    SP_ORPHAN_SERVICE,
+} sp_orphan_kind;
+
 typedef struct sp_sandbox_orphan {
-    char *container; /**< its name */
-    char *state_dir; /**< the state folder its sandpod.state label names */
+    sp_orphan_kind kind;
+    char *container; /**< its name (for SP_ORPHAN_SERVICE: the socket URL) */
+    char *state_dir; /**< the state folder its sandpod.state label names, or NULL */
     char *reason;    /**< why no sandbox owns it */
+    int pid;         /**< the process (conmon, the service), or 0 */
     bool removed;    /**< false in a dry run, or when removal failed */
     char *error;     /**< why removal failed, or NULL */
 } sp_sandbox_orphan;
@@ -212,11 +226,15 @@ typedef struct sp_sandbox_orphans {
 } sp_sandbox_orphans;
 
 /**
- * Find and (unless dry_run) remove orphaned containers of every state root
- * on the Podman service: those whose state folder is gone, holds no
- * sandbox.json, or names another container (a create or recreate that was
- * killed half-way). A sandbox whose lock is held is busy and left alone.
- * Does not start a Podman service.
+ * Find and (unless dry_run) remove what sandpod left that nothing owns:
+ * orphaned containers of every state root on the Podman service (their
+ * state folder is gone, holds no sandbox.json, or names another container:
+ * a create or recreate that was killed half-way; a sandbox whose lock is
+ * held is busy and left alone); the conmon and `runc init` processes of
+ * sandpod containers that the service lost (it was killed while starting
+ * them; only for a service on this host, only processes of this user
+ * older than a minute); and Podman services of this user whose socket
+ * folder is gone (older than a minute). Does not start a Podman service.
  *
  * @param out  free with sp_sandbox_orphans_free()
  * @return 0 (removal failures are reported per item); SP_EPODMAN
