@@ -2,12 +2,12 @@
  *
  * The main thread reads and answers everything but tools/call, which goes
  * to a queue served by one worker thread (an sp_tools context is used by
- * one thread at a time). The main thread wakes at least every
- * TICK_MS to send progress notifications and to poll should_stop; it
- * handles notifications/cancelled by flagging the job and calling
- * sp_tools_cancel(), and delivers the client's answers to the worker's
- * elicitation requests. Every write to the output is one whole line under
- * out_mu. */
+ * one thread at a time); a quick read-only call (read_file, stat) that
+ * finds the worker idle and the queue empty runs on the main thread. The main thread wakes at least
+ * every TICK_MS to send progress notifications and to poll should_stop; it handles
+ * notifications/cancelled by flagging the job and calling sp_tools_cancel(), and delivers the
+ * client's answers to the worker's elicitation requests. Every write to the output is one whole
+ * line under out_mu. */
 #include <errno.h>
 #include <inttypes.h>
 #include <poll.h>
@@ -255,6 +255,32 @@ static cJSON *refused_result(const char *message)
     return text ? call_result(text) : NULL;
 }
 
+/* Run j (s->running, set by the caller under mu), answer it unless it was
+ * cancelled, and free it. */
+static void run_job(server *s, job *j)
+{
+    logf_(s, "call %s", j->name);
+    char *result = NULL;
+    sp_tools_call(&result, s->tools, j->name, j->args, strlen(j->args));
+
+    pthread_mutex_lock(&s->mu);
+    bool cancelled = j->cancelled;
+    s->running = NULL;
+    pthread_mutex_unlock(&s->mu);
+    if (cancelled) {
+        /* A cancelled request gets no answer. */
+        logf_(s, "call %s cancelled", j->name);
+        free(result);
+    } else {
+        cJSON *r = call_result(result);
+        if (r)
+            send_result(s, j->id, r);
+        else
+            send_error(s, j->id, RPC_INTERNAL_ERROR, "out of memory");
+    }
+    job_free(j);
+}
+
 static void *worker_main(void *arg)
 {
     server *s = arg;
@@ -274,27 +300,7 @@ static void *worker_main(void *arg)
         j->started_ms = j->last_progress_ms = now_ms();
         s->running = j;
         pthread_mutex_unlock(&s->mu);
-
-        logf_(s, "call %s", j->name);
-        char *result = NULL;
-        sp_tools_call(&result, s->tools, j->name, j->args, strlen(j->args));
-
-        pthread_mutex_lock(&s->mu);
-        bool cancelled = j->cancelled;
-        s->running = NULL;
-        pthread_mutex_unlock(&s->mu);
-        if (cancelled) {
-            /* A cancelled request gets no answer. */
-            logf_(s, "call %s cancelled", j->name);
-            free(result);
-        } else {
-            cJSON *r = call_result(result);
-            if (r)
-                send_result(s, j->id, r);
-            else
-                send_error(s, j->id, RPC_INTERNAL_ERROR, "out of memory");
-        }
-        job_free(j);
+        run_job(s, j);
     }
 }
 
@@ -454,6 +460,14 @@ static void handle_initialize(server *s, const cJSON *id, const cJSON *params)
     send_result(s, id, r);
 }
 
+/* Tools that never ask for approval (read-only) and end at once: the main
+ * thread may run them itself, since there is nothing to cancel or report
+ * progress on. Not grep, glob or list_dir, whose walks can be long. */
+static bool quick_tool(const char *name)
+{
+    return strcmp(name, "read_file") == 0 || strcmp(name, "stat") == 0;
+}
+
 static void handle_tools_call(server *s, const cJSON *id, const cJSON *params, const char *line,
                               size_t len)
 {
@@ -494,6 +508,15 @@ static void handle_tools_call(server *s, const cJSON *id, const cJSON *params, c
         return;
     }
     pthread_mutex_lock(&s->mu);
+    if (!s->head && !s->running && quick_tool(j->name)) {
+        /* Nothing queued: run it here, in order, without the two thread
+         * hand-offs that are most of a small read's cost. */
+        j->started_ms = j->last_progress_ms = now_ms();
+        s->running = j;
+        pthread_mutex_unlock(&s->mu);
+        run_job(s, j);
+        return;
+    }
     if (s->tail)
         s->tail->next = j;
     else
