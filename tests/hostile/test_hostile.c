@@ -35,6 +35,7 @@
 
 #define CALL_LIMIT_MS 30000
 
+static char *podman_url; /* tu_need_podman_or_skip(): the shared service */
 static char *state_root, *project, *outside, *sealed, *hydrate_dst, *export_dir;
 static char secret[64];
 static char sb_name[64];
@@ -305,6 +306,7 @@ static int group_setup(void **state)
     sp_sandbox_opts o = SP_SANDBOX_OPTS_INIT;
     o.name = sb_name;
     o.state_root = state_root;
+    o.podman_url = podman_url; /* the shared service */
     o.mounts = &m;
     o.n_mounts = 1;
     o.memory_bytes = 256ull << 20;
@@ -353,6 +355,7 @@ static void *attack(void *arg)
     sp_sandbox *mine = NULL;
     sp_sandbox_opts o = SP_SANDBOX_OPTS_INIT;
     o.state_root = state_root;
+    o.podman_url = podman_url; /* the shared service */
     sp_error *err = NULL;
     a->rc = sp_sandbox_open(&mine, sb_name, &o, &err);
     if (a->rc == 0) {
@@ -696,7 +699,7 @@ int main(int argc, char **argv)
     const char *sp = getenv("SP_HOSTILE_SPARSE");
     if (sp && *sp && strspn(sp, "0123456789KMG") == strlen(sp))
         sparse_size = sp;
-    free(tu_need_podman_or_skip());
+    podman_url = tu_need_podman_or_skip();
     tu_crash_reports(call_name);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_hostile_workload),

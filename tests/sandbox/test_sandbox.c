@@ -15,6 +15,7 @@
 #include "sandpod/sandbox.h"
 #include "testutil.h"
 
+static char *podman_url; /* tu_need_podman_or_skip(): the shared service */
 static char *state_root;
 static char *project;
 static sp_sandbox *sb;
@@ -47,6 +48,7 @@ static int group_setup(void **state)
     sp_sandbox_opts o = SP_SANDBOX_OPTS_INIT;
     o.name = name;
     o.state_root = state_root;
+    o.podman_url = podman_url; /* the shared service */
     o.exec_path = exec_path_from_env();
     o.mounts = &m;
     o.n_mounts = 1;
@@ -252,6 +254,7 @@ static void test_killed_container_recovers(void **state)
     sp_sandbox *again = NULL;
     sp_sandbox_opts o = SP_SANDBOX_OPTS_INIT;
     o.state_root = state_root;
+    o.podman_url = podman_url; /* the shared service */
     assert_int_equal(sp_sandbox_open(&again, sp_sandbox_name(sb), &o, &err), 0);
     assert_string_equal(sp_sandbox_container_id(again), sp_sandbox_container_id(sb));
     sp_sandbox_free(again);
@@ -264,6 +267,7 @@ static void test_bad_create(void **state)
     sp_error *err = NULL;
     sp_sandbox_opts o = SP_SANDBOX_OPTS_INIT;
     o.state_root = state_root;
+    o.podman_url = podman_url; /* the shared service */
     o.name = "../evil";
     assert_int_equal(sp_sandbox_create(&x, &o, &err), SP_EINVAL);
     sp_error_free(err);
@@ -319,6 +323,7 @@ static void test_agent_hangs_up_falls_back(void **state)
     sp_error *err = NULL;
     sp_sandbox_opts o = SP_SANDBOX_OPTS_INIT;
     o.state_root = state_root;
+    o.podman_url = podman_url; /* the shared service */
     o.exec_path = SP_EXEC_AUTO;
     assert_int_equal(sp_sandbox_open(&x, sp_sandbox_name(sb), &o, &err), 0);
     sp_run_result *r = NULL;
@@ -456,7 +461,7 @@ static void test_service_killed_mid_command(void **state)
 
 int main(void)
 {
-    free(tu_need_podman_or_skip());
+    podman_url = tu_need_podman_or_skip();
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_shell_basics),
         cmocka_unit_test(test_hardening),

@@ -12,6 +12,7 @@
 #include "sandpod/snapshot.h"
 #include "testutil.h"
 
+static char *podman_url; /* tu_need_podman_or_skip(): the shared service */
 static char *state_root;
 static char *project;
 static sp_sandbox *sb;
@@ -29,6 +30,7 @@ static int group_setup(void **state)
     sp_sandbox_opts o = SP_SANDBOX_OPTS_INIT;
     o.name = name;
     o.state_root = state_root;
+    o.podman_url = podman_url; /* the shared service */
     o.mounts = &m;
     o.n_mounts = 1;
     o.memory_bytes = 128ull << 20;
@@ -229,7 +231,7 @@ static void test_tracking_sees_container_writes(void **state)
 
 int main(void)
 {
-    free(tu_need_podman_or_skip());
+    podman_url = tu_need_podman_or_skip();
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_tracking_sees_container_writes),
         /* Last: it stops and starts the container. */
