@@ -1177,9 +1177,14 @@ static int copy_file(hyd *h, pent *e, int spfd, int dpfd, sp_error **err)
         return sp_err_errno(err, errno, "stat", sdisp);
     if (!S_ISREG(st.st_mode))
         return sp_err_set(err, SP_ERROR, 0, "file changed type while hydrating: %s", sdisp);
-    cleanup_close int dfd =
-        openat(dpfd, dname, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-    if (dfd < 0)
+    /* Created with its final permission bits (less the umask; never the
+     * set-id bits, which chown would clear): then, as with cp -a, chown
+     * and chmod are only needed when the result differs, and each one
+     * saved is an inode update per file. */
+    cleanup_close int dfd = openat(
+        dpfd, dname, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, st.st_mode & 0777);
+    struct stat dst;
+    if (dfd < 0 || fstat(dfd, &dst) < 0)
         return sp_err_errno(err, errno, "create", e->dst);
     int rc = copy_content(h, sfd, dfd, &st, sdisp, e->dst, err);
     if (rc < 0)
@@ -1196,9 +1201,10 @@ static int copy_file(hyd *h, pent *e, int spfd, int dpfd, sp_error **err)
                           "mount %s: files grew past its max-bytes of %s while hydrating, at %s",
                           h->roots[h->mount_root[e->mount]].path, c, sdisp);
     }
-    if (h->is_root && fchown(dfd, st.st_uid, st.st_gid) < 0)
+    if (h->is_root && (dst.st_uid != st.st_uid || dst.st_gid != st.st_gid) &&
+        fchown(dfd, st.st_uid, st.st_gid) < 0)
         return sp_err_errno(err, errno, "chown", e->dst);
-    if (fchmod(dfd, st.st_mode & 07777) < 0)
+    if ((dst.st_mode & 07777) != (st.st_mode & 07777) && fchmod(dfd, st.st_mode & 07777) < 0)
         return sp_err_errno(err, errno, "chmod", e->dst);
     struct timespec ts[2] = {st.st_atim, st.st_mtim};
     if (futimens(dfd, ts) < 0)

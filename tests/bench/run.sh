@@ -6,7 +6,7 @@
 # Usage: tests/bench/run.sh [--quick]
 #   env BUILD (default build-bench, Release), REPS (round trip, default 200),
 #   COLD_REPS (default 10), GREP_REPS (default 3), MCP_CALLS (default 10000),
-#   HYDRATE_REPS (default 2), SNAPSHOT_REPS (default 3),
+#   HYDRATE_REPS (default 5), SNAPSHOT_REPS (default 3),
 #   BENCH_SKIP (space-separated rows to leave out: roundtrip cold grep mcp
 #   hydrate snapshot), SANDPOD_URL (default unix:///run/podman/podman.sock).
 # Writes tests/bench/results/bench.json (machine info and every row) and
@@ -212,7 +212,7 @@ fi
 # ------------------------------------------------------ hydrate, snapshot
 if want hydrate && [ -x "$here/bench_hydrate.sh" ]; then
     say "== hydrate (tests/bench/bench_hydrate.sh)"
-    "$here/bench_hydrate.sh" "$sp" "${HYDRATE_REPS:-2}" >&2 || say "bench_hydrate.sh failed"
+    "$here/bench_hydrate.sh" "$sp" "${HYDRATE_REPS:-5}" >&2 || say "bench_hydrate.sh failed"
 fi
 if want snapshot && [ -x "$here/bench_snapshot.sh" ]; then
     say "== snapshot (tests/bench/bench_snapshot.sh)"

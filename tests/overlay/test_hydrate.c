@@ -206,6 +206,19 @@ static void test_copy_keeps_metadata(void **state)
     tu_write(f->src, "deep/er/x.txt", "x\n", 0640);
     tu_write(f->src, "ro/file", "r\n", 0444);
     tu_write(f->src, "zero", "", 0644);
+    /* Modes the umask would change, or creation cannot give. */
+    mode_t old_umask = umask(022);
+    tu_write(f->src, "shared", "s\n", 0666);
+    tu_write(f->src, "none", "n\n", 0000);
+    tu_write(f->src, "setuid", "#!/bin/sh\n", 04755);
+    tu_write(f->src, "sticky-ish", "t\n", 01777);
+    bool root = geteuid() == 0;
+    if (root) {
+        char *p = tu_join(f->src, "owned");
+        tu_write(f->src, "owned", "o\n", 0640);
+        assert_int_equal(chown(p, 1234, 5678), 0);
+        free(p);
+    }
     tu_symlink("README.md", f->src, "link-rel");
     tu_symlink("/etc/passwd", f->src, "link-abs");
     tu_symlink("nowhere", f->src, "link-dangling");
@@ -232,21 +245,33 @@ static void test_copy_keeps_metadata(void **state)
     assert_int_equal(lstat_of(f->ws, "bin/run.sh").st_mode & 07777, 0755);
     assert_int_equal(lstat_of(f->ws, "private").st_mode & 07777, 0600);
     assert_int_equal(lstat_of(f->ws, "ro").st_mode & 07777, 0555);
+    assert_int_equal(lstat_of(f->ws, "shared").st_mode & 07777, 0666);
+    assert_int_equal(lstat_of(f->ws, "none").st_mode & 07777, 0000);
+    assert_int_equal(lstat_of(f->ws, "setuid").st_mode & 07777, 04755);
+    assert_int_equal(lstat_of(f->ws, "sticky-ish").st_mode & 07777, 01777);
+    if (root) {
+        struct stat o = lstat_of(f->ws, "owned");
+        assert_int_equal(o.st_uid, 1234);
+        assert_int_equal(o.st_gid, 5678);
+        assert_int_equal(o.st_mode & 07777, 0640);
+    }
+    umask(old_umask);
     assert_int_equal(lstat_of(f->ws, "deep/er").st_mtim.tv_sec, 1300000000);
     assert_int_equal(lstat_of(f->ws, "empty").st_mtim.tv_sec, 1400000000);
     assert_int_equal(lstat_of(f->ws, "ro").st_mtim.tv_sec, 1500000000);
     assert_int_equal(lstat_of(f->ws, "link-rel").st_mtim.tv_sec, 1200000000);
     assert_int_equal(lstat_of(f->ws, "README.md").st_mtim.tv_nsec, 987654321);
 
-    assert_int_equal(r->files, 6);
+    size_t files = 10 + root;
+    assert_int_equal(r->files, files);
     assert_int_equal(r->symlinks, 3);
     assert_int_equal(r->dirs, 5);
-    assert_int_equal(r->bytes, 8 + 18 + 2 + 2 + 2);
+    assert_int_equal(r->bytes, 8 + 18 + 2 + 2 + 2 + 2 + 2 + 10 + 2 + (root ? 2 : 0));
     assert_int_equal(r->n_skipped, 0);
     assert_int_equal(r->n_overridden, 0);
     assert_int_equal(r->n_mounts, 1);
     assert_string_equal(r->mounts[0].mount_path, ".");
-    assert_int_equal(r->mounts[0].files, 6);
+    assert_int_equal(r->mounts[0].files, files);
     assert_non_null(find_entry(r, "deep/er/x.txt"));
     assert_int_equal(find_entry(r, "link-abs")->type, SP_FS_SYMLINK);
     /* Sorted by path. */
