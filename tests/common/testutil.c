@@ -265,7 +265,12 @@ void tu_crash_reports(const char *context)
     crash_context = context;
     /* Let the child gdb attach under Yama's ptrace_scope=1. */
     prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0);
+#if defined(__SANITIZE_ADDRESS__)
+    /* ASan reports faults itself, with more than a stack. */
+    const int sigs[] = {SIGABRT};
+#else
     const int sigs[] = {SIGABRT, SIGSEGV, SIGBUS, SIGFPE, SIGILL};
+#endif
     for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++) {
         struct sigaction sa;
         memset(&sa, 0, sizeof(sa));

@@ -51,10 +51,11 @@ bool tu_have_git(void);
  * nothing is checked where git is missing. */
 void tu_assert_fsck(const char *store);
 
-/* On SIGABRT, SIGSEGV, SIGBUS, SIGFPE or SIGILL: print `context` (a
- * buffer the test keeps current, or NULL) and every thread's stack through
- * gdb when /usr/bin/gdb exists, then die of the signal. For failures seen
- * only in CI, where no core file survives. */
+/* On SIGABRT, SIGSEGV, SIGBUS, SIGFPE or SIGILL (under ASan only SIGABRT:
+ * ASan reports faults itself): print `context` (a buffer the test keeps
+ * current, or NULL) and every thread's stack through gdb when /usr/bin/gdb
+ * exists, then die of the signal. For failures seen only in CI, where no
+ * core file survives. */
 void tu_crash_reports(const char *context);
 
 #endif
