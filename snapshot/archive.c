@@ -12,9 +12,7 @@
 #include <string.h>
 #include <sys/random.h>
 
-#include <archive.h>
-#include <archive_entry.h>
-
+#include "lazy_archive.h"
 #include "snap_internal.h"
 
 static int ar_error(sp_error **err, struct archive *a, const char *what)
@@ -129,9 +127,12 @@ int sp_snapshot_export(sp_snapstore *s, const char *ref, const char *path, int f
         return sp_err_set(err, SP_EINVAL, 0, "export needs a file or an fd");
     if (format != SP_SNAPSHOT_TAR && format != SP_SNAPSHOT_TAR_GZ)
         return sp_err_set(err, SP_EINVAL, 0, "unknown export format %d", (int)format);
+    int r = sp_archive_load(err);
+    if (r < 0)
+        return r;
     sp_snapshot *snap = NULL;
     sp_oid tree;
-    int r = sp_snap_resolve(&snap, s, ref, err);
+    r = sp_snap_resolve(&snap, s, ref, err);
     if (r == 0)
         r = sp_snap_commit_tree(&s->odb, snap->commit, &tree, err);
     if (r < 0) {
@@ -339,6 +340,8 @@ int sp_snapshot_import(sp_snapshot **out, sp_snapstore *s, const char *path, int
         return sp_err_set(err, SP_EINVAL, 0, "import needs a file or an fd");
     int r;
     if (tag && (r = sp_snap_check_tag(tag, err)) < 0)
+        return r;
+    if ((r = sp_archive_load(err)) < 0)
         return r;
     struct archive *a = archive_read_new();
     archive_read_support_filter_all(a);

@@ -23,9 +23,13 @@ static void curl_init_once(void)
     curl_global_init(CURL_GLOBAL_DEFAULT);
 }
 
-void sp_podman_curl_init(void)
+/* libcurl is loaded here, on first use (lazy.h), then initialised once. */
+int sp_podman_curl_init(sp_error **err)
 {
-    pthread_once(&curl_once, curl_init_once);
+    int r = sp_curl_load(err);
+    if (r == 0)
+        pthread_once(&curl_once, curl_init_once);
+    return r;
 }
 
 /* ------------------------------------------------------------ addresses -- */
@@ -119,11 +123,13 @@ int sp_podman_open(sp_podman **out, const sp_podman_opts *opts, sp_error **err)
         o.timeout_ms = DEFAULT_TIMEOUT_MS;
     if (!o.transfer_timeout_ms)
         o.transfer_timeout_ms = DEFAULT_TRANSFER_TIMEOUT_MS;
-    sp_podman_curl_init();
+    int r = sp_podman_curl_init(err);
+    if (r < 0)
+        return r;
 
     sp_podman_addr a;
     bool started = false;
-    int r = sp_podman_find_or_start(&a, &started, &o, err);
+    r = sp_podman_find_or_start(&a, &started, &o, err);
     if (r < 0)
         return r;
     CURL *c = curl_easy_init();

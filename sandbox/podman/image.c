@@ -1,7 +1,5 @@
 /* Images: exists, pull (streamed progress), import of a rootfs tarball, and
  * the offline busybox image built in memory with libarchive. */
-#include <archive.h>
-#include <archive_entry.h>
 #include <elf.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -12,6 +10,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 
+#include "lazy_archive.h"
 #include "podman_internal.h"
 
 extern char **environ;
@@ -336,6 +335,9 @@ static const char NSSWITCH[] = "hosts: files dns\n";
 /* Write the rootfs tarball to fd. */
 static int write_rootfs(int fd, const char *busybox, const sp_strv *applets, sp_error **err)
 {
+    int r = sp_archive_load(err);
+    if (r < 0)
+        return r;
     cleanup_close int bfd = open(busybox, O_RDONLY | O_CLOEXEC);
     if (bfd < 0)
         return sp_err_errno(err, errno, "open busybox", busybox);
@@ -350,7 +352,7 @@ static int write_rootfs(int fd, const char *busybox, const sp_strv *applets, sp_
 
     tarw t = {archive_write_new(), archive_entry_new()};
     sp_strv made = {0};
-    int r = 0;
+    r = 0;
     archive_write_set_format_pax_restricted(t.a);
     if (archive_write_open_fd(t.a, fd) != ARCHIVE_OK) {
         r = sp_err_set(err, SP_ERROR, 0, "write image tarball: %s", archive_error_string(t.a));

@@ -3,7 +3,7 @@
 #define SANDPOD_PODMAN_INTERNAL_H
 
 #include <cjson/cJSON.h>
-#include <curl/curl.h>
+#include "lazy_curl.h"
 
 #include "base.h"
 #include "sandpod/podman.h"
@@ -126,6 +126,6 @@ int sp_podman_hijack(sp_exec **out, sp_podman *p, const char *path, const char *
 /* Service discovery and start (service.c). */
 int sp_podman_find_or_start(sp_podman_addr *out, bool *started, const sp_podman_opts *o,
                             sp_error **err);
-void sp_podman_curl_init(void);
+int sp_podman_curl_init(sp_error **err);
 
 #endif

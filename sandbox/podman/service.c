@@ -79,7 +79,12 @@ static size_t discard(char *data, size_t size, size_t nmemb, void *ud)
 static int probe(const sp_podman_addr *a, unsigned timeout_ms, char **detail)
 {
     *detail = NULL;
-    sp_podman_curl_init();
+    sp_error *e = NULL;
+    if (sp_podman_curl_init(&e) < 0) {
+        *detail = sp_xstrdup(e->message);
+        sp_error_free(e);
+        return -1;
+    }
     CURL *c = curl_easy_init();
     if (!c) {
         *detail = sp_xstrdup("libcurl could not make a handle");

@@ -2,6 +2,7 @@
 #include <string.h>
 
 #include "base.h"
+#include "lazy.h"
 #include "sandpod/fs.h"
 #include "testutil.h"
 
@@ -178,11 +179,58 @@ static void test_cap(void **state)
     sp_buf_dispose(&b);
 }
 
+/* Libraries loaded on first use: what a missing library or symbol says,
+ * and that the outcome is kept. */
+static void test_lazy(void **state)
+{
+    (void)state;
+    static void *slot;
+    static void **const slots[] = {&slot};
+    static const char *const none[] = {"libsandpod-no-such-lib.so.7", NULL};
+    static const char *const syms[] = {"zlibVersion", NULL};
+    sp_lazy_lib missing = {.what = "libnothing",
+                           .package = "libnothing1",
+                           .sonames = none,
+                           .symbols = syms,
+                           .slots = slots};
+    sp_error *err = NULL;
+    assert_int_equal(sp_lazy_load(&missing, &err), SP_ENOTFOUND);
+    assert_non_null(strstr(err->message, "libnothing is not installed"));
+    assert_non_null(strstr(err->message, "apt-get install libnothing1"));
+    sp_error_free(err);
+    err = NULL;
+    assert_int_equal(sp_lazy_load(&missing, &err), SP_ENOTFOUND); /* kept */
+    sp_error_free(err);
+
+    static const char *const zlib[] = {"libz.so.1", NULL};
+    static const char *const old_syms[] = {"zlibVersion", "deflateNoSuchThing", NULL};
+    static void *slot2;
+    static void **const slots2[] = {&slot, &slot2};
+    sp_lazy_lib too_old = {
+        .what = "zlib", .package = "zlib1g", .sonames = zlib, .symbols = old_syms, .slots = slots2};
+    err = NULL;
+    assert_int_equal(sp_lazy_load(&too_old, &err), SP_ENOTFOUND);
+    assert_non_null(strstr(err->message, "has no deflateNoSuchThing"));
+    sp_error_free(err);
+
+    sp_lazy_lib fine = {
+        .what = "zlib", .package = "zlib1g", .sonames = zlib, .symbols = syms, .slots = slots};
+    slot = NULL;
+    assert_int_equal(sp_lazy_load(&fine, NULL), 0);
+    assert_non_null(slot);
+    const char *(*version)(void) = (const char *(*)(void))slot;
+    assert_true(version()[0] >= '1');
+
+    /* The real ones load here (both are installed wherever sandpod builds). */
+    assert_int_equal(sp_curl_load(NULL), 0);
+    assert_int_equal(sp_archive_load(NULL), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_errors),    cmocka_unit_test(test_utf8), cmocka_unit_test(test_buf),
-        cmocka_unit_test(test_normalize), cmocka_unit_test(test_cap),
+        cmocka_unit_test(test_normalize), cmocka_unit_test(test_cap),  cmocka_unit_test(test_lazy),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -394,4 +394,15 @@ fs ls
 if grep -q $'\033' "$T/out"; then bad "ls prints raw escape characters"; else ok; fi
 out_has 'esc\x1b[31mred' "ls shows control bytes as \\xNN"
 
+# ------------------------------------------------------- start-up cost --
+# libcurl and libarchive (about thirty libraries) load on first use, not
+# at start: fs tools and snapshots never pay for them (sandbox/base/lazy.h).
+if command -v readelf >/dev/null; then
+  if readelf -d "$SP" | grep NEEDED | grep -q 'libcurl\|libarchive'; then
+    bad "the CLI links libcurl or libarchive at start"
+  else
+    ok
+  fi
+fi
+
 finish
