@@ -26,7 +26,8 @@
 # oneshot: the same library calls as the CLI, one operation per process,
 #          from bench_snapshot_tracked --oneshot: a binary that links only
 #          what the snapshot module needs, to show what the CLI's own
-#          startup (libcurl and ~45 other shared libraries) costs.
+#          startup costs (since libcurl and libarchive load on first use,
+#          about nothing).
 # Also reported: a bare stat walk of the tree (find -printf %s).
 set -euo pipefail
 
