@@ -3,6 +3,7 @@
 #endif
 #include "testutil.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -278,4 +279,33 @@ void tu_crash_reports(const char *context)
         sa.sa_flags = SA_RESETHAND | SA_NODEFER;
         sigaction(sigs[i], &sa, NULL);
     }
+}
+
+int tu_children_of(pid_t parent, pid_t *first)
+{
+    DIR *d = opendir("/proc");
+    assert_non_null(d);
+    int n = 0;
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        if (de->d_name[0] < '1' || de->d_name[0] > '9')
+            continue;
+        char path[300], buf[512] = "";
+        snprintf(path, sizeof(path), "/proc/%s/stat", de->d_name);
+        FILE *f = fopen(path, "re");
+        if (!f)
+            continue;
+        (void)!fread(buf, 1, sizeof(buf) - 1, f);
+        fclose(f);
+        /* pid (comm) state ppid: the comm may hold spaces, so after ')'. */
+        const char *p = strrchr(buf, ')');
+        int ppid = 0;
+        if (p && sscanf(p + 1, " %*c %d", &ppid) == 1 && ppid == (int)parent) {
+            if (first && n == 0)
+                *first = (pid_t)strtol(de->d_name, NULL, 10);
+            n++;
+        }
+    }
+    closedir(d);
+    return n;
 }

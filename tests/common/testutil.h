@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include <cmocka.h>
 
@@ -57,5 +58,9 @@ void tu_assert_fsck(const char *store);
  * exists, then die of the signal. For failures seen only in CI, where no
  * core file survives. */
 void tu_crash_reports(const char *context);
+
+/* How many processes have `parent` as their parent now; the first one
+ * found goes to *first (when not NULL and there is one). */
+int tu_children_of(pid_t parent, pid_t *first);
 
 #endif

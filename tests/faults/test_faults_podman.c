@@ -607,28 +607,6 @@ static bool alive(pid_t pid)
     return waitpid(pid, NULL, WNOHANG) == 0;
 }
 
-static pid_t child_of(pid_t parent)
-{
-    DIR *d = opendir("/proc");
-    struct dirent *de;
-    pid_t found = 0;
-    while (!found && (de = readdir(d)) != NULL) {
-        char path[300], buf[512] = "";
-        snprintf(path, sizeof(path), "/proc/%s/stat", de->d_name);
-        FILE *f = fopen(path, "re");
-        if (!f)
-            continue;
-        (void)!fread(buf, 1, sizeof(buf) - 1, f);
-        fclose(f);
-        const char *p = strrchr(buf, ')');
-        int ppid = 0;
-        if (p && sscanf(p + 1, " %*c %d", &ppid) == 1 && ppid == (int)parent)
-            found = (pid_t)strtol(de->d_name, NULL, 10);
-    }
-    closedir(d);
-    return found;
-}
-
 static void test_gc_reaps_what_a_killed_service_lost(void **state)
 {
     (void)state;
@@ -665,7 +643,7 @@ static void test_gc_reaps_what_a_killed_service_lost(void **state)
                            NULL};
     pid_t cpid = spawn_as(conmon, cargs);
     pid_t init = 0;
-    for (int i = 0; i < 500 && !(init = child_of(cpid)); i++)
+    for (int i = 0; i < 500 && tu_children_of(cpid, &init) == 0; i++)
         sleep_ms(10);
     assert_true(init > 0);
     /* The same, named like no sandpod container: not ours to touch. */

@@ -96,26 +96,6 @@ static int processes_of(const char *id, bool conmon_only)
     return n;
 }
 
-static int children_of_self(void)
-{
-    DIR *d = opendir("/proc");
-    int n = 0;
-    struct dirent *de;
-    while ((de = readdir(d)) != NULL) {
-        if (!isdigit((unsigned char)de->d_name[0]))
-            continue;
-        char *st = proc_text(de->d_name, "stat");
-        /* pid (comm) state ppid: the comm may hold spaces, so after ')'. */
-        char *p = st ? strrchr(st, ')') : NULL;
-        int ppid = 0;
-        if (p && sscanf(p + 1, " %*c %d", &ppid) == 1 && ppid == (int)getpid())
-            n++;
-        free(st);
-    }
-    closedir(d);
-    return n;
-}
-
 static size_t labelled_containers(sp_podman *p)
 {
     const char *labels[] = {"sandpod=1", NULL};
@@ -196,13 +176,13 @@ static void test_sandbox_loop(void **state)
     const char *longv = getenv("SANDPOD_LONG");
     int rounds = longv && strcmp(longv, "1") == 0 ? 500 : 50;
     int fds0 = count_fds();
-    int kids0 = children_of_self();
+    int kids0 = tu_children_of(getpid(), NULL);
     int64_t t0 = now_ms();
     for (int i = 0; i < rounds; i++)
         one_round(i);
     int64_t took = now_ms() - t0;
     int fds1 = count_fds();
-    int kids1 = children_of_self();
+    int kids1 = tu_children_of(getpid(), NULL);
 
     sp_podman_opts po = SP_PODMAN_OPTS_INIT;
     po.url = url;
