@@ -12,16 +12,17 @@
 static void load_once(sp_lazy_lib *lib)
 {
     void *h = NULL;
-    const char *tried = lib->sonames[0], *dlerr = "";
+    char first[256] = "not found"; /* dlerror()'s text is overwritten by the next try */
     for (size_t i = 0; lib->sonames[i] && !h; i++) {
         h = dlopen(lib->sonames[i], RTLD_NOW | RTLD_LOCAL);
-        if (!h && i == 0)
-            dlerr = dlerror();
+        const char *e = h ? NULL : dlerror();
+        if (i == 0 && e)
+            snprintf(first, sizeof(first), "%s", e);
     }
     if (!h) {
         snprintf(lib->why, sizeof(lib->why),
-                 "%s is not installed (%s: %s); install it with: apt-get install %s", lib->what,
-                 tried, dlerr ? dlerr : "not found", lib->package);
+                 "%s is not installed (%s); install it with: apt-get install %s", lib->what, first,
+                 lib->package);
         return;
     }
     for (size_t i = 0; lib->symbols[i]; i++) {

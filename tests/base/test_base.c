@@ -196,6 +196,7 @@ static void test_lazy(void **state)
     sp_error *err = NULL;
     assert_int_equal(sp_lazy_load(&missing, &err), SP_ENOTFOUND);
     assert_non_null(strstr(err->message, "libnothing is not installed"));
+    assert_non_null(strstr(err->message, "libsandpod-no-such-lib.so.7")); /* dlopen's words */
     assert_non_null(strstr(err->message, "apt-get install libnothing1"));
     sp_error_free(err);
     err = NULL;
