@@ -427,7 +427,10 @@ int sp_scan_dir(sp_scan *sc, int dfd, snode *dir, sp_error **err)
         }
         sp_scan_pop(sc, pl);
         if (ret < 0) {
-            /* Keep the tree whole: what was not walked stays as it was. */
+            /* Keep the tree whole: what was not walked stays as it was.
+             * The old children left can outnumber the names read (entries
+             * removed since), so kids, sized for those names, grows. */
+            kids = sp_xrealloc(kids, (nk + 1 + (dir->nkids - oi)) * sizeof(snode *));
             if (old)
                 kids[nk++] = old;
             for (; oi < dir->nkids; oi++)

@@ -945,6 +945,70 @@ static void test_cache_damage(void **state)
     sp_snapshot_free(b);
 }
 
+/* A walk that fails inside a folder keeps the rest of that folder as it was
+ * known, and what was known can outnumber the names the folder holds now
+ * (entries removed since): the merge once wrote past the end of its array
+ * (heap corruption seen in test_hostile under CI). */
+static void test_failed_walk_of_a_shrunk_folder(void **state)
+{
+    struct fx *f = *state;
+    mkdir_p(f->ws, "dir", 0755);
+    for (int i = 0; i < 30; i++) {
+        char p[32];
+        snprintf(p, sizeof(p), "dir/c%02d", i);
+        tu_write(f->ws, p, p, 0644);
+    }
+    sp_snapshot *a = snap(f, "a");
+
+    for (int i = 0; i < 30; i++) {
+        char p[32];
+        snprintf(p, sizeof(p), "dir/c%02d", i);
+        rm_rf(f->ws, p);
+    }
+    /* One new entry, sorted before the old ones, whose walk fails: a
+     * folder nested deeper than a snapshot takes. */
+    char *top = pj(f->ws, "dir");
+    int fd = open(top, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    free(top);
+    assert_true(fd >= 0);
+    assert_int_equal(mkdirat(fd, "b-deep", 0755), 0);
+    int cur = openat(fd, "b-deep", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    close(fd);
+    for (int i = 0; i < 300; i++) {
+        assert_int_equal(mkdirat(cur, "d", 0755), 0);
+        int next = openat(cur, "d", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        close(cur);
+        cur = next;
+        assert_true(cur >= 0);
+    }
+    close(cur);
+    sp_snapshot *bad = NULL;
+    sp_error *err = NULL;
+    assert_int_equal(sp_snapshot_create(&bad, f->s, NULL, &err), SP_ETOOBIG);
+    assert_non_null(strstr(err->message, "nested deeper"));
+    sp_error_free(err);
+    assert_null(bad);
+
+    /* The handle's tree stayed whole: with the deep folder gone, the next
+     * snapshot sees exactly the removals, and a restore brings them back. */
+    rm_rf(f->ws, "dir/b-deep");
+    sp_snapshot *b = snap(f, "b");
+    sp_snapdiff *d = NULL;
+    OK(sp_snapshot_diff(&d, f->s, "a", "b", NULL, E));
+    assert_int_equal(d->n, 30);
+    assert_int_equal(d->deleted, 30);
+    sp_snapdiff_free(d);
+    char *before = manifest(f->ws);
+    restore(f, "a");
+    char *after = manifest(f->ws);
+    assert_true(strcmp(before, after) != 0);
+    assert_true(tu_exists(f->ws, "dir/c29"));
+    free(before);
+    free(after);
+    sp_snapshot_free(a);
+    sp_snapshot_free(b);
+}
+
 static void test_diff(void **state)
 {
     struct fx *f = *state;
@@ -1502,6 +1566,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_large_and_binary, setup, teardown),
         cmocka_unit_test_setup_teardown(test_durable_and_progress_count, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cache_damage, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_failed_walk_of_a_shrunk_folder, setup, teardown),
         cmocka_unit_test_setup_teardown(test_diff, setup, teardown),
         cmocka_unit_test_setup_teardown(test_refs_and_ambiguity, setup, teardown),
         cmocka_unit_test_setup_teardown(test_export_import, setup, teardown),
