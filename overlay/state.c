@@ -1,4 +1,5 @@
 /* The state root and the per-sandbox folders below it (DESIGN.md). */
+#include <fcntl.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -44,6 +45,74 @@ static int mkdir_p(const char *path, mode_t mode, sp_error **err)
     return 0;
 }
 
+/* Contract: on success the folder `root` names (after following a final
+ * symlink the caller or root owns, and any symlinks above it) is a folder
+ * owned by the caller's effective uid with no group or other permission
+ * bits. Nothing else is changed: a folder someone else owns, or one others
+ * may write into, is refused rather than repaired, because whatever they
+ * may already have put there cannot be trusted; a folder only others may
+ * read (0755, as older sandpod made it) is tightened, since nothing could
+ * have been planted in it. Checked on an fd, so the folder judged is the
+ * folder changed. */
+int sp_state_root_check(const char *root, bool create, sp_error **err)
+{
+    if (!root || !*root)
+        return sp_err_set(err, SP_EINVAL, 0, "no state root given");
+    if (create) {
+        /* The parents it makes hold nothing but the root: private too. */
+        int rc = mkdir_p(root, 0700, err);
+        if (rc < 0)
+            return rc;
+    }
+    cleanup_close int fd = open(root, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0 && (errno == ELOOP || errno == ENOTDIR)) {
+        /* A symlinked home or data folder is common; a link someone else
+         * planted (in a shared /tmp, say) is not followed. */
+        int e = errno;
+        struct stat lst;
+        if (lstat(root, &lst) == 0 && S_ISLNK(lst.st_mode)) {
+            if (lst.st_uid != geteuid() && lst.st_uid != 0)
+                return sp_err_set(err, SP_EDENIED, 0,
+                                  "state root %s is a symlink owned by uid %u, not you; "
+                                  "point SANDPOD_HOME at a folder of your own",
+                                  root, (unsigned)lst.st_uid);
+            fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        } else {
+            errno = e;
+        }
+    }
+    if (fd < 0) {
+        int e = errno;
+        if (e == ENOENT)
+            return sp_err_set(err, SP_ENOTFOUND, e, "state root %s does not exist", root);
+        return sp_err_errno(err, e, "open state root", root);
+    }
+    struct stat st;
+    if (fstat(fd, &st) < 0)
+        return sp_err_errno(err, errno, "stat state root", root);
+    uid_t me = geteuid();
+    if (st.st_uid != me)
+        return sp_err_set(err, SP_EDENIED, 0,
+                          "state root %s is owned by uid %u, not you (uid %u); "
+                          "point SANDPOD_HOME at a folder of your own",
+                          root, (unsigned)st.st_uid, (unsigned)me);
+    mode_t mode = st.st_mode & 07777;
+    if (mode & (S_IWGRP | S_IWOTH))
+        return sp_err_set(err, SP_EDENIED, 0,
+                          "state root %s is writable by %s (mode %04o); chmod 700 it", root,
+                          (mode & S_IWOTH) ? "others" : "its group", (unsigned)mode);
+    if (mode & 077) {
+        if (fchmod(fd, mode & ~(mode_t)077) < 0) {
+            int e = errno;
+            return sp_err_set(err, sp_code_from_errno(e), e,
+                              "state root %s is readable by others (mode %04o) and cannot be "
+                              "made private: %s; chmod 700 it",
+                              root, (unsigned)mode, strerror(e));
+        }
+    }
+    return 0;
+}
+
 int sp_workspace_create(char **out_path, const char *name, sp_error **err)
 {
     *out_path = NULL;
@@ -57,7 +126,7 @@ int sp_workspace_create(char **out_path, const char *name, sp_error **err)
     if (rc < 0)
         return rc;
     /* The state root holds every sandbox's config and snapshots: private. */
-    rc = mkdir_p(root, 0700, err);
+    rc = sp_state_root_check(root, true, err);
     if (rc < 0)
         return rc;
     cleanup_free char *ws = sp_xasprintf("%s/sandboxes/%s/workspace", root, name);

@@ -1,9 +1,14 @@
-/* Unit tests for the base helpers and path normalization. */
+/* Unit tests for the base helpers, path normalization and the state root
+ * check. */
+#include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "base.h"
 #include "lazy.h"
 #include "sandpod/fs.h"
+#include "sandpod/hydrate.h"
 #include "testutil.h"
 
 static void test_errors(void **state)
@@ -227,11 +232,170 @@ static void test_lazy(void **state)
     assert_int_equal(sp_archive_load(NULL), 0);
 }
 
+/* ---------------------------------------------------- state root check -- */
+
+static unsigned mode_of(const char *path)
+{
+    struct stat st;
+    assert_int_equal(stat(path, &st), 0);
+    return st.st_mode & 07777;
+}
+
+/* sp_state_root_check(path, create) fails with `code` and a message holding
+ * each of `a` and `b` (NULL: not checked). */
+static void root_refused(const char *path, bool create, int code, const char *a, const char *b)
+{
+    sp_error *err = NULL;
+    int r = sp_state_root_check(path, create, &err);
+    if (r != code)
+        fail_msg("state root %s: got %d (%s), wanted %d", path, r, err ? err->message : "-", code);
+    assert_non_null(err);
+    assert_non_null(strstr(err->message, path));
+    if (a && !strstr(err->message, a))
+        fail_msg("'%s' not in: %s", a, err->message);
+    if (b && !strstr(err->message, b))
+        fail_msg("'%s' not in: %s", b, err->message);
+    assert_null(strchr(err->message, '\n'));
+    sp_error_free(err);
+}
+
+static void root_ok(const char *path, bool create)
+{
+    sp_error *err = NULL;
+    if (sp_state_root_check(path, create, &err) != 0)
+        fail_msg("state root %s refused: %s", path, err->message);
+}
+
+/* The state root holds every sandbox's sandbox.json (with its -e values)
+ * and snapshots: it is made private, and a root others own or may write
+ * into is refused with a line that says what to do. */
+static void test_state_root_check(void **state)
+{
+    (void)state;
+    char *t = tu_mkdtemp();
+    mode_t old_umask = umask(022);
+
+    /* Missing: made 0700, parents too. */
+    char *deep = tu_join(t, "a/b/root");
+    root_refused(deep, false, SP_ENOTFOUND, "does not exist", NULL);
+    root_ok(deep, true);
+    char *a = tu_join(t, "a");
+    char *ab = tu_join(t, "a/b");
+    assert_int_equal(mode_of(deep), 0700);
+    assert_int_equal(mode_of(ab), 0700);
+    assert_int_equal(mode_of(a), 0700);
+    root_ok(deep, false); /* again, as it is: fine */
+
+    /* 0755 (older sandpod) is tightened; 0750 too. */
+    char *open_root = tu_join(t, "open");
+    assert_int_equal(mkdir(open_root, 0700), 0);
+    assert_int_equal(chmod(open_root, 0755), 0);
+    root_ok(open_root, true);
+    assert_int_equal(mode_of(open_root), 0700);
+    assert_int_equal(chmod(open_root, 0750), 0);
+    root_ok(open_root, false);
+    assert_int_equal(mode_of(open_root), 0700);
+
+    /* Writable by others or the group: refused, left as it is. */
+    assert_int_equal(chmod(open_root, 0777), 0);
+    root_refused(open_root, true, SP_EDENIED, "writable by others (mode 0777)", "chmod 700 it");
+    assert_int_equal(mode_of(open_root), 0777);
+    assert_int_equal(chmod(open_root, 0770), 0);
+    root_refused(open_root, true, SP_EDENIED, "writable by its group (mode 0770)", "chmod 700");
+    assert_int_equal(chmod(open_root, 0703), 0);
+    root_refused(open_root, false, SP_EDENIED, "writable by others (mode 0703)", NULL);
+    assert_int_equal(chmod(open_root, 0700), 0);
+
+    /* Owned by someone else: refused, whatever its mode. */
+    char buf[64];
+    if (geteuid() == 0) {
+        char *foreign = tu_join(t, "foreign");
+        assert_int_equal(mkdir(foreign, 0700), 0);
+        assert_int_equal(chown(foreign, 1234, 1234), 0);
+        root_refused(foreign, true, SP_EDENIED, "is owned by uid 1234, not you", "SANDPOD_HOME");
+        assert_int_equal(mode_of(foreign), 0700);
+        free(foreign);
+    } else {
+        snprintf(buf, sizeof(buf), "not you (uid %u)", (unsigned)geteuid());
+        root_refused("/", false, SP_EDENIED, "is owned by uid 0", buf);
+    }
+
+    /* Not a folder. */
+    tu_write(t, "file", "x", 0600);
+    char *file = tu_join(t, "file");
+    root_refused(file, true, SP_EINVAL, NULL, NULL);
+
+    /* A symlink of our own is followed, and the folder it leads to judged:
+     * a private one is fine, a 0755 one tightened, a 0777 one refused. */
+    tu_symlink(open_root, t, "link");
+    char *link = tu_join(t, "link");
+    root_ok(link, true);
+    assert_int_equal(chmod(open_root, 0755), 0);
+    root_ok(link, false);
+    assert_int_equal(mode_of(open_root), 0700);
+    assert_int_equal(chmod(open_root, 0777), 0);
+    root_refused(link, true, SP_EDENIED, "writable by others (mode 0777)", NULL);
+    assert_int_equal(chmod(open_root, 0700), 0);
+    /* A symlink above the root (a symlinked home folder) is followed. */
+    char *below = tu_join(link, "sandpod");
+    root_ok(below, true);
+    assert_int_equal(mode_of(below), 0700);
+    /* A dangling symlink is not made into a folder. */
+    tu_symlink("nowhere", t, "dangling");
+    char *dangling = tu_join(t, "dangling");
+    sp_error *err = NULL;
+    assert_true(sp_state_root_check(dangling, true, &err) < 0);
+    sp_error_free(err);
+    assert_false(tu_exists(t, "nowhere"));
+    if (geteuid() == 0) {
+        /* A link someone else planted is not followed, even to our folder. */
+        assert_int_equal(lchown(link, 1234, 1234), 0);
+        root_refused(link, true, SP_EDENIED, "symlink owned by uid 1234", NULL);
+        /* root's own links are trusted (/home -> /data/home and the like). */
+        assert_int_equal(lchown(link, 0, 0), 0);
+        root_ok(link, false);
+    }
+
+    /* sp_workspace_create checks the root before it makes anything there. */
+    assert_int_equal(chmod(open_root, 0777), 0);
+    setenv("SANDPOD_HOME", open_root, 1);
+    char *ws = NULL;
+    err = NULL;
+    assert_int_equal(sp_workspace_create(&ws, "box", &err), SP_EDENIED);
+    assert_null(ws);
+    assert_non_null(strstr(err->message, "chmod 700 it"));
+    sp_error_free(err);
+    assert_false(tu_exists(open_root, "sandboxes"));
+    assert_int_equal(chmod(open_root, 0755), 0);
+    err = NULL;
+    assert_int_equal(sp_workspace_create(&ws, "box", &err), 0);
+    assert_int_equal(mode_of(open_root), 0700);
+    free(ws);
+    unsetenv("SANDPOD_HOME");
+
+    umask(old_umask);
+    free(dangling);
+    free(below);
+    free(link);
+    free(file);
+    free(open_root);
+    free(a);
+    free(ab);
+    free(deep);
+    tu_rmtree(t);
+    free(t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_errors),    cmocka_unit_test(test_utf8), cmocka_unit_test(test_buf),
-        cmocka_unit_test(test_normalize), cmocka_unit_test(test_cap),  cmocka_unit_test(test_lazy),
+        cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_utf8),
+        cmocka_unit_test(test_buf),
+        cmocka_unit_test(test_normalize),
+        cmocka_unit_test(test_cap),
+        cmocka_unit_test(test_lazy),
+        cmocka_unit_test(test_state_root_check),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

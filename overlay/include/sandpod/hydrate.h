@@ -55,17 +55,46 @@ extern "C" {
  */
 int sp_state_root(char **out, sp_error **err);
 
+/**
+ * Make sure `root` is private to the caller before anything is kept in it:
+ * every sandbox's sandbox.json (with its `-e` values), snapshots and
+ * workspace live there.
+ *
+ * With `create`, a missing root is made mode 0700, and so is each missing
+ * parent. The folder is then opened without following a final symlink,
+ * unless that symlink is owned by the caller or by root (symlinked home and
+ * data folders are common; symlinks above the last component are followed
+ * as usual), and judged by what it is, not by its path: it must be owned by
+ * the caller's effective uid and writable by no one else. A folder the
+ * caller owns that others may only read (0755, as sandpod made it before)
+ * is tightened to 0700.
+ *
+ * @param root    the state root, as from sp_state_root()
+ * @param create  make the root (and its parents) when missing
+ * @return 0; SP_EDENIED for a root (or final symlink) owned by another uid
+ *         or writable by its group or others, with a message that says what
+ *         to do (`state root /x is writable by others (mode 0777); chmod 700
+ *         it`); SP_ENOTFOUND when it is missing and `create` is false;
+ *         SP_EINVAL when it is not a folder; errno-mapped codes from mkdir,
+ *         open and chmod (SP_EREADONLY when a 0755 root on read-only media
+ *         cannot be tightened)
+ */
+int sp_state_root_check(const char *root, bool create, sp_error **err);
+
 /** True when `name` is a valid sandbox name: `[A-Za-z0-9][A-Za-z0-9_.-]{0,62}`. */
 bool sp_sandbox_name_valid(const char *name);
 
 /**
  * Create (if missing) the workspace of sandbox `name`:
  * `<state root>/sandboxes/<name>/workspace`, mode 0755. The state root is
- * created 0700 and the folders below it 0755 when missing. An existing
- * workspace folder is fine.
+ * checked (and made when missing) by sp_state_root_check(); the folders
+ * below it are created 0755 when missing. An existing workspace folder is
+ * fine.
  *
  * @param out_path  receives the workspace path; free()
- * @return 0; SP_EINVAL for a bad name; errno-mapped codes from mkdir
+ * @return 0; SP_EINVAL for a bad name; SP_EDENIED for a state root that is
+ *         not private (see sp_state_root_check()); errno-mapped codes from
+ *         mkdir
  */
 int sp_workspace_create(char **out_path, const char *name, sp_error **err);
 
