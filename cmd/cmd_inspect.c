@@ -10,8 +10,11 @@
 #include "fs_json.h"
 #include "sandbox_json.h"
 
+enum { OPT_SHOW_SECRETS = 256 };
+
 static const struct option options[] = {
     {"json", no_argument, NULL, 'j'},
+    {"show-secrets", no_argument, NULL, OPT_SHOW_SECRETS},
     CLI_CONN_OPTIONS,
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
@@ -19,12 +22,13 @@ static const struct option options[] = {
 
 static void help(FILE *f)
 {
-    fprintf(f, "Usage: sandpod inspect [--json] NAME\n"
+    fprintf(f, "Usage: sandpod inspect [--json] [--show-secrets] NAME\n"
                "\n"
                "Show a sandbox: its state (from Podman; unknown when Podman cannot be\n"
                "reached), container, image, creation time, workspace and state folders, and\n"
                "the configuration it was created with (workdir, user, env, network, limits,\n"
-               "root filesystem, added capabilities).\n"
+               "root filesystem, added capabilities). Environment values given with -e are\n"
+               "shown as KEY=*** (they are often tokens) unless --show-secrets is given.\n"
                "\n"
                "Options:\n"
                "  --json               print {ok, name, state, running, exit_code, oom_killed,\n"
@@ -32,6 +36,7 @@ static void help(FILE *f)
                "                       config: {workdir, user, env, network, memory_bytes,\n"
                "                       nano_cpus, pids_limit, tmpfs_bytes, writable_root,\n"
                "                       cap_add}}\n"
+               "  --show-secrets       show env values as they were given\n"
                "  --state-root DIR     where sandboxes live (default $SANDPOD_HOME, ...)\n"
                "  --url URL            Podman service (default $SANDPOD_URL, else found)\n"
                "  -h, --help           show this help\n"
@@ -159,6 +164,7 @@ int cmd_inspect(int argc, char **argv)
 {
     struct cli_conn conn = {0};
     bool json = false;
+    unsigned flags = SP_JSON_SANDBOX_CONFIG;
     sp_sandbox *sb = NULL;
     int rc = 0;
 
@@ -176,7 +182,10 @@ int cmd_inspect(int argc, char **argv)
             help(stdout);
             goto done;
         }
-        json = true; /* 'j' */
+        if (opt == OPT_SHOW_SECRETS)
+            flags |= SP_JSON_SANDBOX_SECRETS;
+        else
+            json = true; /* 'j' */
     }
     if (optind >= argc) {
         rc = cli_usage("inspect", "missing sandbox NAME");
@@ -198,7 +207,7 @@ int cmd_inspect(int argc, char **argv)
         sp_error_free(err);
         st = NULL;
     }
-    cJSON *o = sp_json_sandbox(sb, st, true);
+    cJSON *o = sp_json_sandbox_ext(sb, st, flags);
     sp_sandbox_status_free(st);
     if (podman_error) {
         if (o)

@@ -174,8 +174,46 @@ static bool copy_strings(cJSON *dst, const char *key, const cJSON *src)
     return add_item(dst, key, a);
 }
 
+/* The `env` array of sandbox.json, each value replaced by *** unless
+ * `secrets`: the names say what a sandbox was given, the values are often
+ * credentials. */
+static bool copy_env(cJSON *dst, const cJSON *src, bool secrets)
+{
+    cJSON *a = cJSON_CreateArray();
+    if (!a)
+        return false;
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(src, "env");
+    const cJSON *it;
+    cJSON_ArrayForEach(it, v)
+    {
+        if (!cJSON_IsString(it))
+            continue;
+        const char *kv = it->valuestring;
+        const char *eq = strchr(kv, '=');
+        cJSON *s = NULL;
+        if (secrets || !eq) {
+            s = sp_json_string(kv);
+        } else {
+            size_t klen = (size_t)(eq - kv);
+            char *masked = malloc(klen + sizeof("=***"));
+            if (masked) {
+                memcpy(masked, kv, klen);
+                memcpy(masked + klen, "=***", sizeof("=***"));
+                s = sp_json_string(masked);
+                free(masked);
+            }
+        }
+        if (!s || !cJSON_AddItemToArray(a, s)) {
+            cJSON_Delete(s);
+            cJSON_Delete(a);
+            return false;
+        }
+    }
+    return add_item(dst, "env", a);
+}
+
 /* `state` may be NULL: every field is then null or empty. */
-static cJSON *config_json(const cJSON *state)
+static cJSON *config_json(const cJSON *state, bool secrets)
 {
     cJSON *c = cJSON_CreateObject();
     if (!c)
@@ -185,7 +223,7 @@ static cJSON *config_json(const cJSON *state)
         cJSON_IsNumber(net) ? sp_json_network_name((sp_podman_network)net->valueint) : NULL;
     const cJSON *wr = cJSON_GetObjectItemCaseSensitive(state, "writable_root");
     bool ok = copy_string(c, "workdir", state) && copy_string(c, "user", state) &&
-              copy_strings(c, "env", state) &&
+              copy_env(c, state, secrets) &&
               (net_name ? sp_json_add_string(c, "network", net_name) : add_null(c, "network")) &&
               copy_u64(c, "memory_bytes", state) && copy_u64(c, "nano_cpus", state) &&
               copy_i64(c, "pids_limit", state) && copy_u64(c, "tmpfs_bytes", state) &&
@@ -194,6 +232,11 @@ static cJSON *config_json(const cJSON *state)
 }
 
 cJSON *sp_json_sandbox(const sp_sandbox *sb, const sp_sandbox_status *st, bool config)
+{
+    return sp_json_sandbox_ext(sb, st, config ? SP_JSON_SANDBOX_CONFIG : 0);
+}
+
+cJSON *sp_json_sandbox_ext(const sp_sandbox *sb, const sp_sandbox_status *st, unsigned flags)
 {
     cJSON *o = cJSON_CreateObject();
     if (!o)
@@ -213,8 +256,8 @@ cJSON *sp_json_sandbox(const sp_sandbox *sb, const sp_sandbox_status *st, bool c
         copy_string(o, "created_at", state) &&
         sp_json_add_string(o, "workspace", sp_sandbox_workspace(sb)) &&
         sp_json_add_string(o, "state_dir", sp_sandbox_state_dir(sb));
-    if (ok && config)
-        ok = add_item(o, "config", config_json(state));
+    if (ok && (flags & SP_JSON_SANDBOX_CONFIG))
+        ok = add_item(o, "config", config_json(state, (flags & SP_JSON_SANDBOX_SECRETS) != 0));
     cJSON_Delete(state);
     return finish(o, ok);
 }

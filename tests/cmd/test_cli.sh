@@ -394,6 +394,45 @@ fs ls
 if grep -q $'\033' "$T/out"; then bad "ls prints raw escape characters"; else ok; fi
 out_has 'esc\x1b[31mred' "ls shows control bytes as \\xNN"
 
+# ------------------------------------------- inspect masks env values --
+# A sandbox's state as `create -e` leaves it; Podman is not needed (the
+# state is unknown without it), so this runs anywhere.
+H=$T/state
+mkdir -p "$H/sandboxes/sec/workspace"
+chmod 700 "$H"
+cat >"$H/sandboxes/sec/sandbox.json" <<EOF
+{"version": 1, "name": "sec", "image": "localhost/sandpod:latest",
+ "container_id": "0123456789ab", "created_at": "2026-01-01T00:00:00Z",
+ "workspace": "$H/sandboxes/sec/workspace",
+ "env": ["API_TOKEN=s3cr3t-t0ken", "DB_URL=postgres://u:pw-x9@db/x", "EMPTY=", "BARE"],
+ "workdir": "/workspace", "user": "1000:1000", "network": 0, "memory_bytes": 1073741824,
+ "nano_cpus": 1000000000, "pids_limit": 256, "tmpfs_bytes": 67108864,
+ "writable_root": false, "cap_add": []}
+EOF
+NOPODMAN=unix://$T/no-podman.sock
+run inspect --state-root "$H" --url "$NOPODMAN" sec
+expect_rc 0 "inspect without Podman"
+out_has "API_TOKEN=***" "inspect shows env names"
+out_has "EMPTY=***" "inspect masks an empty value too"
+out_has "BARE" "inspect shows a bare name"
+out_lacks "s3cr3t" "inspect does not print an env value"
+out_lacks "pw-x9" "inspect does not print a value holding '='"
+run inspect --json --state-root "$H" --url "$NOPODMAN" sec
+json "inspect --json masks env values" \
+    'j["config"]["env"] == ["API_TOKEN=***", "DB_URL=***", "EMPTY=***", "BARE"]'
+out_lacks "s3cr3t" "inspect --json does not print an env value"
+run inspect --show-secrets --state-root "$H" --url "$NOPODMAN" sec
+out_has "API_TOKEN=s3cr3t-t0ken" "inspect --show-secrets shows values"
+out_has "DB_URL=postgres://u:pw-x9@db/x" "inspect --show-secrets keeps the whole value"
+run inspect --json --show-secrets --state-root "$H" --url "$NOPODMAN" sec
+json "inspect --json --show-secrets" \
+    'j["config"]["env"] == ["API_TOKEN=s3cr3t-t0ken", "DB_URL=postgres://u:pw-x9@db/x", "EMPTY=", "BARE"]'
+run ls --json --state-root "$H" --url "$NOPODMAN"
+json "ls --json lists the sandbox" '[s["name"] for s in j["sandboxes"]] == ["sec"]'
+out_lacks "s3cr3t" "ls --json does not print an env value"
+run ls --state-root "$H" --url "$NOPODMAN"
+out_lacks "s3cr3t" "ls does not print an env value"
+
 # ------------------------------------------------------- start-up cost --
 # libcurl and libarchive (about thirty libraries) load on first use, not
 # at start: fs tools and snapshots never pay for them (sandbox/base/lazy.h).

@@ -89,10 +89,15 @@ json "ls --json" "j['ok'] and any(s['name'] == '$N' and s['state'] == 'running' 
 run inspect --json "$N"
 expect 0 "inspect --json"
 json "inspect --json fields" "j['ok'] and j['name'] == '$N' and j['running'] is True and j['workspace'].endswith('/workspace') and j['created_at']"
-json "inspect --json config" "j['config']['network'] == 'none' and j['config']['memory_bytes'] == 256 << 20 and j['config']['nano_cpus'] == 500000000 and j['config']['pids_limit'] == 128 and 'GREETING=hi' in j['config']['env']"
+json "inspect --json config" "j['config']['network'] == 'none' and j['config']['memory_bytes'] == 256 << 20 and j['config']['nano_cpus'] == 500000000 and j['config']['pids_limit'] == 128 and j['config']['env'] == ['GREETING=***']"
+out_lacks "GREETING=hi" "inspect --json masks env values"
+run inspect --json --show-secrets "$N"
+json "inspect --json --show-secrets" "j['config']['env'] == ['GREETING=hi']"
 run inspect "$N"
 expect 0 "inspect"
 out_has "running" "inspect shows the state"
+out_has "GREETING=***" "inspect names the env variable"
+out_lacks "GREETING=hi" "inspect masks env values"
 run inspect no-such-box
 expect 1 "inspect of a missing sandbox"
 run ls --url unix://"$T"/no-podman.sock
