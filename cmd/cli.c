@@ -212,6 +212,75 @@ void cli_put_name(FILE *f, const char *s)
     }
 }
 
+/* The length of the well-formed UTF-8 sequence at p[0..n) (2-4 bytes; no
+ * overlongs, surrogates or code points past U+10FFFF), or 0. */
+static size_t utf8_seq(const unsigned char *p, size_t n)
+{
+    size_t len;
+    unsigned char lo = 0x80, hi = 0xbf; /* the range of the second byte */
+    if (p[0] >= 0xc2 && p[0] <= 0xdf) {
+        len = 2;
+    } else if (p[0] >= 0xe0 && p[0] <= 0xef) {
+        len = 3;
+        if (p[0] == 0xe0)
+            lo = 0xa0;
+        else if (p[0] == 0xed)
+            hi = 0x9f;
+    } else if (p[0] >= 0xf0 && p[0] <= 0xf4) {
+        len = 4;
+        if (p[0] == 0xf0)
+            lo = 0x90;
+        else if (p[0] == 0xf4)
+            hi = 0x8f;
+    } else {
+        return 0;
+    }
+    if (n < len || p[1] < lo || p[1] > hi)
+        return 0;
+    for (size_t i = 2; i < len; i++)
+        if (p[i] < 0x80 || p[i] > 0xbf)
+            return 0;
+    return len;
+}
+
+void cli_put_text(FILE *f, const char *data, size_t len, bool raw)
+{
+    if (!len)
+        return;
+    if (raw || !isatty(fileno(f))) {
+        fwrite(data, 1, len, f);
+        return;
+    }
+    const unsigned char *p = (const unsigned char *)data;
+    size_t run = 0; /* start of the bytes not yet written that are safe */
+    size_t i = 0;
+    while (i < len) {
+        unsigned char c = p[i];
+        size_t n = 1;
+        bool safe;
+        if (c < 0x80) {
+            safe = (c >= 0x20 && c != 0x7f) || c == '\n' || c == '\t' ||
+                   (c == '\r' && i + 1 < len && p[i + 1] == '\n');
+        } else {
+            n = utf8_seq(p + i, len - i);
+            /* U+0080-U+009F: C1 controls, CSI (U+009B) and OSC (U+009D) among them. */
+            safe = n > 0 && !(c == 0xc2 && p[i + 1] < 0xa0);
+        }
+        if (safe) {
+            i += n;
+            continue;
+        }
+        fwrite(p + run, 1, i - run, f);
+        if (n == 2)
+            fprintf(f, "\\u%04x", p[i + 1]);
+        else
+            fprintf(f, "\\x%02x", c);
+        i += n ? n : 1;
+        run = i;
+    }
+    fwrite(p + run, 1, len - run, f);
+}
+
 int cli_finish(int rc)
 {
     if (fflush(stdout) != 0 || ferror(stdout)) {

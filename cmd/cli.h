@@ -98,6 +98,18 @@ int cli_json_error(int code, const sp_error *err);
  * terminal. */
 void cli_put_name(FILE *f, const char *s);
 
+/* Write text that came out of the sandbox (file content, command output)
+ * to `f`. When `f` is a terminal and `raw` is false, every byte that would
+ * act on the terminal instead of showing is written visibly, so that a
+ * workload cannot set the clipboard (OSC 52), the window title, or move the
+ * cursor to hide or forge what the user sees: C0 controls other than \n,
+ * \t and a \r right before \n (CRLF line ends), DEL, and bytes that are not
+ * UTF-8 become \xNN (ESC is \x1b, so a whole escape sequence shows as
+ * text); the C1 controls U+0080-U+009F become \u0080-\u009f. Everything
+ * else, UTF-8 text included, is written as it is. To a pipe or a file, or
+ * with `raw`, the bytes are written exactly. */
+void cli_put_text(FILE *f, const char *data, size_t len, bool raw);
+
 /* Flush stdout and report a failed write (a full disk, a closed pipe).
  * Returns `rc`, or CLI_EXIT_ERROR when stdout could not be written. */
 int cli_finish(int rc);

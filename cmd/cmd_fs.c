@@ -54,6 +54,7 @@ enum {
     OPT_DRY_RUN,
     OPT_FORMAT,
     OPT_ALLOW_OVERWRITE,
+    OPT_RAW,
 };
 
 static const struct option global_options[] = {
@@ -97,6 +98,7 @@ static const struct option op_options[] = {
     {"dry-run", no_argument, NULL, OPT_DRY_RUN},
     {"format", required_argument, NULL, OPT_FORMAT},
     {"allow-overwrite", no_argument, NULL, OPT_ALLOW_OVERWRITE},
+    {"raw", no_argument, NULL, OPT_RAW},
     {NULL, 0, NULL, 0},
 };
 
@@ -129,6 +131,7 @@ struct fs_cli {
     long line;
     bool dry_run, allow_overwrite;
     const char *format;
+    bool raw;
 
     sp_fs *fs;
 };
@@ -158,10 +161,11 @@ static int op_insert(struct fs_cli *c);
 static int op_patch(struct fs_cli *c);
 
 static const struct fs_op ops[] = {
-    {"read", op_read, 1, 1, " offset limit view ",
-     "read PATH [--offset N] [--limit N] [--view START:END]",
+    {"read", op_read, 1, 1, " offset limit view raw ",
+     "read PATH [--offset N] [--limit N] [--view START:END] [--raw]",
      "print lines of a UTF-8 text file; --offset is 0-based, --view 1-based\n"
-     "and inclusive (END -1 = to the end); a note on stderr tells how to go on"},
+     "and inclusive (END -1 = to the end); a note on stderr tells how to go on;\n"
+     "on a terminal, control characters show as \\xNN unless --raw"},
     {"cat", op_cat, 1, 1, " offset limit ", "cat PATH [--offset N] [--limit N]",
      "print the raw bytes of any file (--offset and --limit in bytes)"},
     {"write", op_write, 1, 1, " mode no-parents ",
@@ -231,6 +235,8 @@ static void help(FILE *f)
                "  --offset N       read: first line (0-based); cat: first byte\n"
                "  --limit N        read: number of lines; cat: number of bytes\n"
                "  --view S:E       read: lines S to E, 1-based, inclusive; E -1 = to the end\n"
+               "  --raw            read: write control characters (escape sequences) to a\n"
+               "                   terminal as they are; by default they show as \\xNN\n"
                "  --mode M         write: create (fail if it exists), overwrite or append\n"
                "  --no-parents     write: fail when the parent folder is missing\n"
                "  --depth N        ls: levels to descend (default 1)\n"
@@ -418,6 +424,9 @@ static int op_option(struct fs_cli *c, int opt, const char *arg)
     case OPT_ALLOW_OVERWRITE:
         c->allow_overwrite = true;
         return 0;
+    case OPT_RAW:
+        c->raw = true;
+        return 0;
     default:
         return cli_usage("fs", "unknown option");
     }
@@ -521,7 +530,9 @@ static int op_read(struct fs_cli *c)
         sp_fs_text_free(t);
         return rc;
     }
-    put_bytes(t->content, t->content_len);
+    /* The file is the workload's: on a terminal its escape sequences must
+     * not reach the terminal. */
+    cli_put_text(stdout, t->content, t->content_len, c->raw);
     if (t->lines_cut)
         cli_error("%zu long line%s cut short; 'sandpod fs cat' shows whole lines", t->lines_cut,
                   t->lines_cut == 1 ? " was" : "s were");

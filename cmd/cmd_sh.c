@@ -17,6 +17,7 @@ enum {
     OPT_MAX_BYTES,
     OPT_MAX_LINES,
     OPT_JSON,
+    OPT_RAW,
 };
 
 static const struct option options[] = {
@@ -26,6 +27,7 @@ static const struct option options[] = {
     {"workdir", required_argument, NULL, 'w'},
     {"env", required_argument, NULL, 'e'},
     {"json", no_argument, NULL, OPT_JSON},
+    {"raw", no_argument, NULL, OPT_RAW},
     CLI_CONN_OPTIONS,
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
@@ -37,7 +39,10 @@ static void help(FILE *f)
                "\n"
                "Run COMMAND with 'sh -c' in sandbox NAME and wait for it. Its stdout and stderr\n"
                "are captured separately and capped: the head and the tail are kept, with a\n"
-               "marker saying how much was left out. stdin is empty.\n"
+               "marker saying how much was left out. stdin is empty. Written to a terminal,\n"
+               "control characters (escape sequences that would set the clipboard or the\n"
+               "title, or move the cursor) show as \\xNN; to a pipe or a file the output is\n"
+               "exact.\n"
                "\n"
                "Options:\n"
                "  --timeout MS         kill the command and its process group after MS\n"
@@ -49,6 +54,8 @@ static void help(FILE *f)
                "  --json               print {ok, exit_code, timed_out, duration_ms, stdout,\n"
                "                       stderr, stdout_truncated, stderr_truncated, stdout_bytes,\n"
                "                       stderr_bytes} and exit 0 whenever the command ran\n"
+               "  --raw                write the output to a terminal as it is, escape\n"
+               "                       sequences included\n"
                "  --state-root DIR     where sandboxes live (default $SANDPOD_HOME, ...)\n"
                "  --url URL            Podman service (default $SANDPOD_URL, else found)\n"
                "  -h, --help           show this help\n"
@@ -57,17 +64,11 @@ static void help(FILE *f)
                "fails, for example when the sandbox is stopped; 2 on bad usage.\n");
 }
 
-static void put_bytes(FILE *f, const char *data, size_t len)
-{
-    if (len)
-        fwrite(data, 1, len, f);
-}
-
 int cmd_sh(int argc, char **argv)
 {
     struct cli_conn conn = {0};
     sp_run_opts ro = SP_RUN_OPTS_INIT;
-    bool json = false;
+    bool json = false, raw = false;
     const char **env = calloc((size_t)argc + 1, sizeof(*env));
     size_t n_env = 0;
     sp_sandbox *sb = NULL;
@@ -124,6 +125,9 @@ int cmd_sh(int argc, char **argv)
         case OPT_JSON:
             json = true;
             break;
+        case OPT_RAW:
+            raw = true;
+            break;
         default:
             rc = CLI_EXIT_USAGE;
             goto done;
@@ -155,9 +159,11 @@ int cmd_sh(int argc, char **argv)
         rc = cli_print_result(sp_json_run_result(res));
         goto done;
     }
-    put_bytes(stdout, res->out, res->out_len);
+    /* The output is the workload's: on a terminal its escape sequences
+     * must not reach the terminal. */
+    cli_put_text(stdout, res->out, res->out_len, raw);
     fflush(stdout);
-    put_bytes(stderr, res->err, res->err_len);
+    cli_put_text(stderr, res->err, res->err_len, raw);
     if (res->timed_out) {
         cli_error("command timed out after %" PRId64 " ms; its process group was killed",
                   res->duration_ms);

@@ -111,3 +111,34 @@ finish() {
     echo "$pass passed, $fail failed"
     [ "$fail" -eq 0 ]
 }
+
+# run_tty ARGS...: sandpod with stdin, stdout and stderr on a terminal (a
+# pty in raw mode, so bytes arrive exactly as written); what it wrote to
+# either goes to $T/out, its exit status to rc. Skipped (rc 77) where
+# Python has no pty module.
+run_tty() {
+    python3 - "$SP" "$@" >"$T/out" 2>"$T/err" <<'PY'
+import os, sys
+try:
+    import pty, tty
+except ImportError:
+    sys.exit(77)
+pid, fd = pty.fork()
+if pid == 0:
+    tty.setraw(0)  # no \n -> \r\n: compare bytes as the program wrote them
+    os.execv(sys.argv[1], sys.argv[1:])
+out = b""
+while True:
+    try:
+        d = os.read(fd, 65536)
+    except OSError:  # EIO once the program has exited
+        break
+    if not d:
+        break
+    out += d
+_, st = os.waitpid(pid, 0)
+sys.stdout.buffer.write(out)
+sys.exit(os.waitstatus_to_exitcode(st))
+PY
+    rc=$?
+}

@@ -143,6 +143,29 @@ fs read nope.txt --json
 expect 1 "read --json on a missing file"
 json "error object" 'j["ok"] is False and j["error"]["code"] == "not_found" and j["error"]["message"]'
 
+# ------------------------------------------ terminal escapes from files --
+# A file may carry escape sequences that set the clipboard (OSC 52) or the
+# title, clear the screen, move the cursor, or a lone \r that hides text.
+# On a terminal, read shows them as text; to a pipe, it stays byte-exact.
+printf 'h\303\251llo \342\202\254\n\033]52;c;SGVsbG8=\007\033]0;pwned\007\033[2J\033[1;1Hgone\rfake\r\nwin\tok\n\302\23331mred\177\010\n' >"$W/esc.txt"
+run_tty fs --root "$W" read esc.txt
+expect_rc 0 "read on a terminal"
+out_is 'h\303\251llo \342\202\254\n\\x1b]52;c;SGVsbG8=\\x07\\x1b]0;pwned\\x07\\x1b[2J\\x1b[1;1Hgone\\x0dfake\r\nwin\tok\n\\u009b31mred\\x7f\\x08\n' \
+    "read on a terminal shows control characters as text, keeps UTF-8, tabs and CRLF"
+if grep -q $'\033' "$T/out"; then bad "read wrote a raw ESC to the terminal"; else ok; fi
+fs read esc.txt
+check "read to a pipe is byte-exact" cmp -s "$W/esc.txt" "$T/out"
+run_tty fs --root "$W" read esc.txt --raw
+expect_rc 0 "read --raw on a terminal"
+check "read --raw on a terminal is byte-exact" cmp -s "$W/esc.txt" "$T/out"
+run_tty fs --root "$W" read esc.txt --view 3:-1
+out_is 'win\tok\n\\u009b31mred\\x7f\\x08\n' "read --view on a terminal"
+run_tty fs --root "$W" --json read esc.txt
+json "read --json on a terminal keeps the content" 'j["content"].startswith("h\u00e9llo \u20ac\n\u001b]52;")'
+run_tty fs --root "$W" cat esc.txt
+check "cat (the raw view) is byte-exact on a terminal" cmp -s "$W/esc.txt" "$T/out"
+rm -f "$W/esc.txt"
+
 fsin "again" write f.txt --mode create
 expect 1 "write --mode create on an existing file"
 file_is "$W/f.txt" 'one\ntwo\nthree\n' "failed create left the file alone"

@@ -129,6 +129,18 @@ run sh --json --max-bytes 100 "$N" 'seq 1 5000'
 json "sh --max-bytes caps stdout" 'j["stdout_truncated"] is True and j["stdout_bytes"] > 100 and j["stdout"].startswith("1\n")'
 run sh -w /tmp -e X=y "$N" 'pwd; echo $X'
 out_is '/tmp\ny\n' "sh -w and -e"
+# A command's output may carry escape sequences aimed at the user's
+# terminal (clipboard, title, cursor): shown as text there, exact elsewhere.
+ESC_CMD='printf "a\033]52;c;SGVsbG8=\007b\033[2Jc\rd\n"; printf "e\033]0;t\007\n" >&2'
+run_tty sh "$N" "$ESC_CMD"
+expect_rc 0 "sh on a terminal"
+out_is 'a\\x1b]52;c;SGVsbG8=\\x07b\\x1b[2Jc\\x0dd\ne\\x1b]0;t\\x07\n' \
+    "sh on a terminal shows control characters of stdout and stderr as text"
+run sh "$N" "$ESC_CMD"
+out_is 'a\033]52;c;SGVsbG8=\007b\033[2Jc\rd\n' "sh to a pipe is byte-exact"
+if [ "$(cat "$T/err")" = "$(printf 'e\033]0;t\007')" ]; then ok; else bad "sh stderr to a file is byte-exact"; fi
+run_tty sh --raw "$N" "$ESC_CMD"
+out_is 'a\033]52;c;SGVsbG8=\007b\033[2Jc\rd\ne\033]0;t\007\n' "sh --raw on a terminal is byte-exact"
 
 # ------------------------------------------------------------------ exec --
 runin $'line one\nline two\n' exec -i "$N" -- cat
