@@ -1,13 +1,12 @@
 /* The MCP server: newline-delimited JSON-RPC 2.0 on a pair of fds.
  *
  * The main thread reads and answers everything but tools/call, which goes
- * to a queue served by one worker thread (an sp_tools context is used by
- * one thread at a time); a quick read-only call (read_file, stat) that
- * finds the worker idle and the queue empty runs on the main thread. The main thread wakes at least
- * every TICK_MS to send progress notifications and to poll should_stop; it handles
- * notifications/cancelled by flagging the job and calling sp_tools_cancel(), and delivers the
- * client's answers to the worker's elicitation requests. Every write to the output is one whole
- * line under out_mu. */
+ * to a bounded queue (SP_MCP_MAX_QUEUED) served by one worker thread (an sp_tools context is used
+ * by one thread at a time); a quick read-only call (read_file, stat) that finds the worker idle and
+ * the queue empty runs on the main thread. The main thread wakes at least every TICK_MS to send
+ * progress notifications and to poll should_stop; it handles notifications/cancelled by flagging
+ * the job and calling sp_tools_cancel(), and delivers the client's answers to the worker's
+ * elicitation requests. Every write to the output is one whole line under out_mu. */
 #include <errno.h>
 #include <inttypes.h>
 #include <poll.h>
@@ -37,6 +36,8 @@ enum {
     RPC_METHOD_NOT_FOUND = -32601,
     RPC_INVALID_PARAMS = -32602,
     RPC_INTERNAL_ERROR = -32603,
+    /* Implementation-defined server errors are -32000 to -32099. */
+    RPC_SERVER_BUSY = SP_MCP_BUSY,
 };
 
 static const char *const versions[] = {"2025-06-18", "2025-03-26", "2024-11-05", NULL};
@@ -47,6 +48,7 @@ typedef struct job {
     char *args;
     cJSON *progress_token;
     bool cancelled;
+    size_t bytes; /* what it holds, counted against MAX_QUEUED_BYTES */
     int64_t started_ms;
     int64_t last_progress_ms;
     double last_progress;
@@ -63,6 +65,7 @@ typedef struct server {
     pthread_mutex_t mu;
     pthread_cond_t cond;
     job *head, *tail;
+    size_t n_queued, queued_bytes; /* of the jobs from head to tail */
     job *running;
     bool quit;
 
@@ -297,6 +300,8 @@ static void *worker_main(void *arg)
         if (!s->head)
             s->tail = NULL;
         j->next = NULL;
+        s->n_queued--;
+        s->queued_bytes -= j->bytes;
         j->started_ms = j->last_progress_ms = now_ms();
         s->running = j;
         pthread_mutex_unlock(&s->mu);
@@ -507,6 +512,7 @@ static void handle_tools_call(server *s, const cJSON *id, const cJSON *params, c
         send_error(s, id, RPC_INTERNAL_ERROR, "out of memory");
         return;
     }
+    j->bytes = sizeof(*j) + strlen(j->name) + strlen(j->args);
     pthread_mutex_lock(&s->mu);
     if (!s->head && !s->running && quick_tool(j->name)) {
         /* Nothing queued: run it here, in order, without the two thread
@@ -517,11 +523,28 @@ static void handle_tools_call(server *s, const cJSON *id, const cJSON *params, c
         run_job(s, j);
         return;
     }
+    /* A client that sends calls faster than they run must not grow the
+     * queue without end: past the bound it is told at once, and every
+     * request still gets exactly one answer. One call of any size may wait
+     * when nothing else does. */
+    size_t waiting = s->n_queued;
+    if (waiting >= SP_MCP_MAX_QUEUED ||
+        (waiting && s->queued_bytes + j->bytes > SP_MCP_MAX_QUEUED_BYTES)) {
+        pthread_mutex_unlock(&s->mu);
+        job_free(j);
+        send_error(s, id, RPC_SERVER_BUSY,
+                   "server busy: %zu tool calls are already waiting (at most %d, %zu MiB); "
+                   "send this one again once earlier calls are answered",
+                   waiting, SP_MCP_MAX_QUEUED, (size_t)SP_MCP_MAX_QUEUED_BYTES >> 20);
+        return;
+    }
     if (s->tail)
         s->tail->next = j;
     else
         s->head = j;
     s->tail = j;
+    s->n_queued++;
+    s->queued_bytes += j->bytes;
     pthread_cond_broadcast(&s->cond);
     pthread_mutex_unlock(&s->mu);
 }
@@ -542,6 +565,8 @@ static void handle_cancelled(server *s, const cJSON *params)
             if (cJSON_Compare((*pp)->id, rid, true)) {
                 job *j = *pp;
                 *pp = j->next;
+                s->n_queued--;
+                s->queued_bytes -= j->bytes;
                 if (s->tail == j) {
                     s->tail = NULL;
                     for (job *k = s->head; k; k = k->next)
@@ -801,6 +826,7 @@ int sp_mcp_serve(sp_tools *tools, int in_fd, int out_fd, const sp_mcp_opts *opts
         job_free(j);
     }
     s.tail = NULL;
+    s.n_queued = s.queued_bytes = 0;
     bool running = s.running != NULL;
     if (running)
         s.running->cancelled = true;

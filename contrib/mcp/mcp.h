@@ -19,8 +19,14 @@
  * revision), -32601 (unknown method) and -32602 (invalid params, unknown
  * tool), and the server keeps serving. Tool calls run on a worker thread,
  * one at a time, so that the server keeps reading (cancellations, pings)
- * while one runs. Nothing but protocol messages is written to the output
- * fd; logs go to stderr.
+ * while one runs. At most SP_MCP_MAX_QUEUED calls (and SP_MCP_MAX_QUEUED_BYTES
+ * of their arguments) wait for it; a call past that is answered at once
+ * with the error SP_MCP_BUSY ("server busy: ..."), so a client that floods
+ * requests costs bounded memory and still gets exactly one answer per
+ * request. A client that stops reading its answers stops the server from
+ * reading too (its writes block), so nothing piles up there either.
+ * Nothing but protocol messages is written to the output fd; logs go to
+ * stderr.
  */
 #ifndef SANDPOD_MCP_H
 #define SANDPOD_MCP_H
@@ -36,6 +42,14 @@ extern "C" {
 
 /** The protocol revision the server prefers (and answers an unknown one with). */
 #define SP_MCP_PROTOCOL_VERSION "2025-06-18"
+
+/** Tool calls that may wait for the worker; more are refused as busy. */
+#define SP_MCP_MAX_QUEUED 256
+/** Bytes of waiting calls (their arguments, as JSON) past which more are
+ *  refused as busy; one call of any size may wait when none other does. */
+#define SP_MCP_MAX_QUEUED_BYTES ((size_t)64 << 20)
+/** The JSON-RPC error code of a call refused because too many wait. */
+#define SP_MCP_BUSY (-32000)
 
 #define SP_MCP_OPTS_VERSION 1
 

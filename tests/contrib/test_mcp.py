@@ -2,7 +2,8 @@
 """`sandpod mcp --root DIR` driven over pipes through whole conversations:
 initialize (version negotiation), tools/list, tool calls good and bad, the
 JSON-RPC error codes, garbage and huge messages, ping, elicitation for
-approvals, and a clean exit at the end of input.
+approvals, a flood of calls against the bounded queue, and a clean exit at
+the end of input.
 
 Usage: test_mcp.py PATH/TO/sandpod
 Prints 'N passed, M failed' last; exits 1 on any failure."""
@@ -10,6 +11,7 @@ Prints 'N passed, M failed' last; exits 1 on any failure."""
 import json
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -255,6 +257,113 @@ try:
     r = s.call("edit_file", {"path": "approved.txt", "old_string": "ok", "new_string": "OK"})
     c.check("on-request: cautious tools run", is_error(r) is False, r)
     s.close()
+
+    # ------------------------------------------------------ a flood of calls
+    # A client floods tool calls without reading a single answer while the
+    # worker is held (by an approval question the client leaves open). The
+    # answers go to a file, so the server is never slowed by its output and
+    # reads the flood as fast as it comes. At most 256 calls wait; the rest
+    # are told at once that the server is busy; every request gets exactly
+    # one answer, memory stays bounded, and the server keeps serving.
+    FLOOD = 5000
+    PAD = "p" * (16 << 10)  # 16 KiB of arguments per call: 80 MiB in all
+    out_path = os.path.join(tmp, "flood.out")
+    os.makedirs(os.path.join(root, "flood"), exist_ok=True)
+    with open(out_path, "wb") as out_f:
+        # ASan's quarantine would keep every freed message; judge the server's
+        # own holdings (the variable is ignored by a build without ASan).
+        fenv = dict(env, ASAN_OPTIONS=(os.environ.get("ASAN_OPTIONS", "") +
+                                       ":quarantine_size_mb=1").lstrip(":"))
+        p = subprocess.Popen([SP, "mcp", "--root", root, "--approval", "on-request"],
+                             stdin=subprocess.PIPE, stdout=out_f, stderr=subprocess.DEVNULL,
+                             env=fenv)
+
+    def answers():
+        with open(out_path, "rb") as f:
+            return [json.loads(line) for line in f.read().split(b"\n") if line.strip()]
+
+    def wait_until(pred, timeout=120.0):
+        end = time.time() + timeout
+        while time.time() < end:
+            got = answers()
+            if pred(got):
+                return got
+            time.sleep(0.05)
+        return answers()
+
+    def send(msg):
+        p.stdin.write((json.dumps(msg) + "\n").encode())
+        p.stdin.flush()
+
+    def kib(field):
+        with open(f"/proc/{p.pid}/status") as f:
+            for line in f:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1])
+        return -1
+
+    send({"jsonrpc": "2.0", "id": "init", "method": "initialize",
+          "params": {"protocolVersion": "2025-06-18", "capabilities": {"elicitation": {}},
+                     "clientInfo": {"name": "flood", "version": "1"}}})
+    send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    send({"jsonrpc": "2.0", "id": "hold", "method": "tools/call",
+          "params": {"name": "write_file", "arguments": {"path": "flood/hold.txt",
+                                                         "content": "held\n"}}})
+    got = wait_until(lambda a: any(m.get("method") == "elicitation/create" for m in a), 30)
+    question = next((m for m in got if m.get("method") == "elicitation/create"), None)
+    c.check("flood: the worker is held by a question", question is not None, got)
+    rss_before = kib("VmRSS")
+    t0 = time.time()
+    batch = b"".join((json.dumps({"jsonrpc": "2.0", "id": i, "method": "tools/call",
+                                  "params": {"name": "write_file",
+                                             "arguments": {"path": f"flood/{i}.txt",
+                                                           "content": PAD}}}) + "\n").encode()
+                     for i in range(FLOOD))
+    p.stdin.write(batch)
+    p.stdin.flush()
+    del batch
+    send({"jsonrpc": "2.0", "id": "ping-after", "method": "ping"})
+    got = wait_until(lambda a: any(m.get("id") == "ping-after" for m in a))
+    flood_s = time.time() - t0
+    peak = kib("VmHWM")
+    rss_after = kib("VmRSS")
+    busy = [m for m in got if isinstance(m.get("id"), int) and error_code(m) == -32000]
+    c.check("flood: the server answers a ping at once after the flood",
+            any(m.get("id") == "ping-after" and m.get("result") == {} for m in got))
+    c.check("flood: calls past the bound are refused at once as busy",
+            len(busy) == FLOOD - 256, f"{len(busy)} busy answers")
+    c.check("flood: the busy error says what to do",
+            busy and "server busy" in busy[0]["error"]["message"] and
+            "again" in busy[0]["error"]["message"], busy[:1])
+    print(f"flood: {FLOOD} calls of {len(PAD) >> 10} KiB in {flood_s:.1f} s; RSS "
+          f"{rss_before} KiB before, {rss_after} KiB after, peak {peak} KiB", flush=True)
+    c.check("flood: memory stays bounded (under 32 MiB more than before)",
+            peak - rss_before < 32 << 10, f"RSS {rss_before} KiB -> peak {peak} KiB")
+
+    # Let the held call and the 256 that wait run (allowed for the session).
+    if question:
+        send({"jsonrpc": "2.0", "id": question["id"],
+              "result": {"action": "accept", "content": {"approve": True, "always": True}}})
+    want = set(range(FLOOD)) | {"hold"}
+    got = wait_until(lambda a: want <= {m.get("id") for m in a if "method" not in m}, 240)
+    ids = [m.get("id") for m in got if "method" not in m and m.get("id") in want]
+    c.check("flood: every request gets exactly one answer",
+            sorted(map(str, ids)) == sorted(map(str, want)),
+            f"{len(ids)} answers for {len(want)} requests, {len(set(map(str, ids)))} distinct")
+    ran = [m for m in got if m.get("id") in want and "result" in m]
+    c.check("flood: the calls that waited all ran",
+            len(ran) == 257 and all(m["result"]["isError"] is False for m in ran),
+            [m for m in ran if m["result"]["isError"]][:1])
+    c.check("flood: what they wrote is there",
+            len(os.listdir(os.path.join(root, "flood"))) == 257)
+    send({"jsonrpc": "2.0", "id": "after", "method": "tools/call",
+          "params": {"name": "read_file", "arguments": {"path": "flood/hold.txt"}}})
+    got = wait_until(lambda a: any(m.get("id") == "after" for m in a), 30)
+    r = next((m for m in got if m.get("id") == "after"), None)
+    c.check("flood: still serving calls afterwards", text_of(r) == "L1: held\n", r)
+    p.stdin.close()
+    c.check("flood: exits 0 at the end of input", p.wait(60) == 0)
+    shutil.rmtree(os.path.join(root, "flood"), ignore_errors=True)
 
     # ------------------------------------------------------ signals, EOF
     s = server()
