@@ -51,7 +51,7 @@ static int count_fds(void)
 /* A /proc file, NULs turned to spaces. */
 static char *proc_text(const char *pid, const char *what)
 {
-    char path[64];
+    char path[sizeof("/proc//cmdline") + NAME_MAX];
     snprintf(path, sizeof(path), "/proc/%s/%s", pid, what);
     FILE *f = fopen(path, "re");
     if (!f)
