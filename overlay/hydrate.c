@@ -186,14 +186,6 @@ typedef struct names {
     size_t n, cap;
 } names;
 
-struct linux_dirent64 {
-    uint64_t d_ino;
-    int64_t d_off;
-    unsigned short d_reclen;
-    unsigned char d_type;
-    char d_name[];
-};
-
 static void names_dispose(names *nm)
 {
     sp_buf_dispose(&nm->buf);
@@ -227,7 +219,7 @@ __attribute__((noinline)) static int read_names(int dfd, names *nm)
         if (n == 0)
             return 0;
         for (long off = 0; off < n;) {
-            struct linux_dirent64 *d = (struct linux_dirent64 *)(chunk + off);
+            struct sp_dirent64 *d = (struct sp_dirent64 *)(chunk + off);
             off += d->d_reclen;
             const char *name = d->d_name;
             if (name[0] == '.' && (name[1] == '\0' || (name[1] == '.' && name[2] == '\0')))
