@@ -64,6 +64,40 @@ void tu_rmtree(const char *path)
     nftw(path, rm_one, 64, FTW_DEPTH | FTW_PHYS);
 }
 
+void tu_mkdeep(const char *dir, const char *top, const char *seg, unsigned depth)
+{
+    tu_mkdir(dir, top);
+    char *p = tu_join(dir, top);
+    int fd = open(p, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        fail_msg("open %s: %s", p, strerror(errno));
+    free(p);
+    for (unsigned i = 0; i < depth; i++) {
+        int f = openat(fd, "f", O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+        if (f < 0 || mkdirat(fd, seg, 0755) < 0)
+            fail_msg("mkdeep level %u: %s", i, strerror(errno));
+        close(f);
+        int next = openat(fd, seg, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (next < 0)
+            fail_msg("mkdeep level %u: %s", i, strerror(errno));
+        close(fd);
+        fd = next;
+    }
+    close(fd);
+}
+
+int tu_count_fds(void)
+{
+    DIR *d = opendir("/proc/self/fd");
+    assert_non_null(d);
+    int n = 0;
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL)
+        n += de->d_name[0] != '.';
+    closedir(d);
+    return n - 1; /* the one opendir holds */
+}
+
 void tu_write_n(const char *dir, const char *rel, const void *data, size_t len, unsigned mode)
 {
     char *p = tu_join(dir, rel);

@@ -15,6 +15,12 @@
 char *tu_mkdtemp(void);
 /* rm -rf without following symlinks. */
 void tu_rmtree(const char *path);
+/* dir/top, then `depth` folders named seg each inside the last; top and
+ * every folder but the deepest hold an empty file "f". Built with *at()
+ * calls, so the paths may be far longer than PATH_MAX. */
+void tu_mkdeep(const char *dir, const char *top, const char *seg, unsigned depth);
+/* How many fds this process has open. */
+int tu_count_fds(void);
 /* Write a file (parents must exist) with a mode. */
 void tu_write(const char *dir, const char *rel, const char *content, unsigned mode);
 void tu_write_n(const char *dir, const char *rel, const void *data, size_t len, unsigned mode);
