@@ -86,6 +86,23 @@ void tu_mkdeep(const char *dir, const char *top, const char *seg, unsigned depth
     close(fd);
 }
 
+int tu_grow_left;
+
+void tu_grow_hook(int parent_fd, const char *name)
+{
+    if (strcmp(name, "grow") != 0 || tu_grow_left == 0)
+        return;
+    tu_grow_left--;
+    int d = openat(parent_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    assert_true(d >= 0);
+    char late[32];
+    snprintf(late, sizeof(late), "late%d", tu_grow_left);
+    int fd = openat(d, late, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+    assert_true(fd >= 0);
+    close(fd);
+    close(d);
+}
+
 int tu_count_fds(void)
 {
     DIR *d = opendir("/proc/self/fd");
