@@ -6,7 +6,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +17,7 @@
 
 #include "sandpod/fs.h"
 #include "sandpod/podman.h"
+#include "tree.h"
 
 char *tu_join(const char *a, const char *b)
 {
@@ -36,32 +36,26 @@ char *tu_mkdtemp(void)
     return tmpl;
 }
 
-static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-    (void)st;
-    (void)ftw;
-    if (flag == FTW_DP || flag == FTW_D)
-        chmod(path, 0700), rmdir(path);
-    else
-        unlink(path);
-    return 0;
-}
-
-static int chmod_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-    (void)st;
-    (void)ftw;
-    if (flag == FTW_D || flag == FTW_DNR)
-        chmod(path, 0700);
-    return 0;
-}
-
 void tu_rmtree(const char *path)
 {
-    if (!path)
+    if (!path || !*path)
         return;
-    nftw(path, chmod_one, 64, FTW_PHYS);
-    nftw(path, rm_one, 64, FTW_DEPTH | FTW_PHYS);
+    char *dir = strdup(path);
+    assert_non_null(dir);
+    size_t n = strlen(dir);
+    while (n > 1 && dir[n - 1] == '/')
+        dir[--n] = '\0';
+    char *slash = strrchr(dir, '/');
+    const char *name = slash ? slash + 1 : dir;
+    const char *parent = !slash ? "." : slash == dir ? "/" : dir;
+    if (slash && slash != dir)
+        *slash = '\0';
+    int dfd = open(parent, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (dfd >= 0) {
+        (void)sp_tree_remove(dfd, name, 0, NULL);
+        close(dfd);
+    }
+    free(dir);
 }
 
 void tu_mkdeep(const char *dir, const char *top, const char *seg, unsigned depth)

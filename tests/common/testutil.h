@@ -13,7 +13,7 @@
 
 /* A fresh folder under $TMPDIR (or /tmp); removed by tu_rmtree(). */
 char *tu_mkdtemp(void);
-/* rm -rf without following symlinks. */
+/* rm -rf without following symlinks (sp_tree_remove below path's folder). */
 void tu_rmtree(const char *path);
 /* dir/top, then `depth` folders named seg each inside the last; top and
  * every folder but the deepest hold an empty file "f". Built with *at()
