@@ -6,9 +6,9 @@
 #include <string.h>
 #include <sys/random.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 
 #include "fs_internal.h"
+#include "tree.h"
 
 int sp_fs_open(sp_fs **out, const char *root, const sp_fs_opts *opts, sp_error **err)
 {
@@ -696,48 +696,23 @@ int sp_fs_write(size_t *bytes_written, sp_fs *fs, const char *path, const char *
 
 /* -------------------------------------------------- delete and mkdir -- */
 
-/* Remove everything inside folder fd `dfd`. Only names relative to fds we
- * hold; a folder swapped for a symlink is unlinked as a link. */
-static int empty_dir(int dfd, const char *display, unsigned depth, sp_error **err)
+/* sp_tree_remove names paths from the folder it was given ("delete: x/y:
+ * why"); say them from the workspace root, as every other message here
+ * does, by putting rel's folder part before the path. */
+static int path_from_root(sp_error **err, int code, const char *rel, const char *name)
 {
-    if (depth > 4096)
-        return sp_err_set(err, SP_ETOOBIG, 0, "folder too deep to delete: %s", display);
-    sp_strv names = {0};
-    char chunk[16384] __attribute__((aligned(8)));
-    for (;;) {
-        long n = syscall(SYS_getdents64, dfd, chunk, sizeof(chunk));
-        if (n <= 0)
-            break;
-        for (long off = 0; off < n;) {
-            const char *name = chunk + off + 19; /* d_name in linux_dirent64 */
-            unsigned short reclen;
-            memcpy(&reclen, chunk + off + 16, sizeof(reclen));
-            off += reclen;
-            if (strcmp(name, ".") && strcmp(name, ".."))
-                sp_strv_push(&names, sp_xstrdup(name));
-        }
-    }
-    int ret = 0;
-    for (size_t i = 0; i < names.n && ret == 0; i++) {
-        const char *name = names.v[i];
-        if (unlinkat(dfd, name, 0) == 0 || errno == ENOENT)
-            continue;
-        if (errno != EISDIR && errno != EPERM) {
-            ret = sp_err_errno(err, errno, "delete", display);
-            break;
-        }
-        int cfd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        if (cfd < 0) {
-            ret = sp_err_errno(err, errno, "delete", display);
-            break;
-        }
-        ret = empty_dir(cfd, display, depth + 1, err);
-        close(cfd);
-        if (ret == 0 && unlinkat(dfd, name, AT_REMOVEDIR) < 0 && errno != ENOENT)
-            ret = sp_err_errno(err, errno, "delete", display);
-    }
-    sp_strv_dispose(&names);
-    return ret;
+    size_t dir_len = strlen(rel) - strlen(name);
+    if (!err || !*err || dir_len == 0)
+        return code;
+    const char *msg = (*err)->message;
+    const char *at = strstr(msg, ": ");
+    if (!at)
+        return code;
+    at += 2;
+    char *full = sp_xasprintf("%.*s%.*s%s", (int)(at - msg), msg, (int)dir_len, rel, at);
+    free((*err)->message);
+    (*err)->message = full;
+    return code;
 }
 
 int sp_fs_delete(sp_fs *fs, const char *path, bool recursive, sp_error **err)
@@ -769,13 +744,9 @@ int sp_fs_delete(sp_fs *fs, const char *path, bool recursive, sp_error **err)
     if (!recursive)
         return sp_err_set(err, SP_EINVAL, ENOTEMPTY,
                           "folder is not empty: %s (delete it recursively)", rel);
-    cleanup_close int cfd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (cfd < 0)
-        return sp_err_errno(err, errno, "delete", rel);
-    if ((r = empty_dir(cfd, rel, 0, err)) < 0)
-        return r;
-    if (unlinkat(dirfd, name, AT_REMOVEDIR) < 0)
-        return sp_err_errno(err, errno, "delete", rel);
+    /* Whatever the workload swaps in meanwhile is removed, never followed. */
+    if ((r = sp_tree_remove(dirfd, name, 0, err)) < 0)
+        return path_from_root(err, r, rel, name);
     return 0;
 }
 

@@ -41,6 +41,7 @@
 #include "fs_internal.h"
 #include "glob.h"
 #include "sandpod/hydrate.h"
+#include "tree.h"
 
 /* Deeper folders are skipped with a note: each level holds an fd. */
 #define MAX_DEPTH 256
@@ -186,14 +187,6 @@ typedef struct names {
     size_t n, cap;
 } names;
 
-struct linux_dirent64 {
-    uint64_t d_ino;
-    int64_t d_off;
-    unsigned short d_reclen;
-    unsigned char d_type;
-    char d_name[];
-};
-
 static void names_dispose(names *nm)
 {
     sp_buf_dispose(&nm->buf);
@@ -204,11 +197,6 @@ static void names_dispose(names *nm)
 static const char *names_at(const names *nm, size_t i)
 {
     return nm->buf.data + nm->offs[i];
-}
-
-static unsigned char names_type(const names *nm, size_t i)
-{
-    return (unsigned char)nm->buf.data[nm->offs[i] - 1];
 }
 
 /* Read every name of an open folder (getdents64, 32 KiB at a time). Returns
@@ -227,7 +215,7 @@ __attribute__((noinline)) static int read_names(int dfd, names *nm)
         if (n == 0)
             return 0;
         for (long off = 0; off < n;) {
-            struct linux_dirent64 *d = (struct linux_dirent64 *)(chunk + off);
+            struct sp_dirent64 *d = (struct sp_dirent64 *)(chunk + off);
             off += d->d_reclen;
             const char *name = d->d_name;
             if (name[0] == '.' && (name[1] == '\0' || (name[1] == '.' && name[2] == '\0')))
@@ -242,38 +230,6 @@ __attribute__((noinline)) static int read_names(int dfd, names *nm)
             sp_buf_add(&nm->buf, name, strlen(name) + 1);
         }
     }
-}
-
-/* Remove name (a file or a whole tree) below dfd without following
- * symlinks; folders we cannot enter are made 0700 first. Best effort. */
-static void rm_tree_at(int dfd, const char *name, unsigned char dtype, unsigned depth)
-{
-    if (dtype != DT_DIR && dtype != DT_UNKNOWN) {
-        if (unlinkat(dfd, name, 0) == 0 || errno == ENOENT)
-            return;
-    } else if (dtype == DT_UNKNOWN) {
-        if (unlinkat(dfd, name, 0) == 0 || errno == ENOENT)
-            return;
-        if (errno != EISDIR && errno != EPERM)
-            return;
-    }
-    if (depth > 4 * MAX_DEPTH)
-        return;
-    int fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0 && errno == EACCES && fchmodat(dfd, name, 0700, 0) == 0)
-        fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd >= 0) {
-        struct stat st;
-        if (fstat(fd, &st) == 0 && (st.st_mode & 0700) != 0700)
-            (void)fchmod(fd, (st.st_mode & 07777) | 0700);
-        names nm = {SP_BUF_INIT, NULL, 0, 0};
-        if (read_names(fd, &nm) == 0)
-            for (size_t i = 0; i < nm.n; i++)
-                rm_tree_at(fd, names_at(&nm, i), names_type(&nm, i), depth + 1);
-        names_dispose(&nm);
-        close(fd);
-    }
-    (void)unlinkat(dfd, name, AT_REMOVEDIR);
 }
 
 /* A stack of open folders along one path, so that walking a plan in
@@ -1548,7 +1504,7 @@ static int stage_create(hyd *h, const char *workspace, sp_error **err)
 static void stage_remove(hyd *h)
 {
     if (h->stage_parent >= 0 && h->stage_name)
-        rm_tree_at(h->stage_parent, h->stage_name, DT_DIR, 0);
+        (void)sp_tree_remove(h->stage_parent, h->stage_name, 0, NULL);
 }
 
 /* ------------------------------------------------------------- result -- */

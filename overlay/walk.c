@@ -13,14 +13,6 @@
  * can build trees far deeper than any real project. */
 #define SP_WALK_MAX_DEPTH 256
 
-struct linux_dirent64 {
-    uint64_t d_ino;
-    int64_t d_off;
-    unsigned short d_reclen;
-    unsigned char d_type;
-    char d_name[];
-};
-
 struct names {
     sp_buf buf;   /* NUL-separated names */
     size_t *offs; /* offsets into buf */
@@ -67,7 +59,7 @@ static int read_names(int dfd, struct names *nm)
         if (n == 0)
             break;
         for (long off = 0; off < n;) {
-            struct linux_dirent64 *d = (struct linux_dirent64 *)(chunk + off);
+            struct sp_dirent64 *d = (struct sp_dirent64 *)(chunk + off);
             off += d->d_reclen;
             const char *name = d->d_name;
             if (name[0] == '.' && (name[1] == '\0' || (name[1] == '.' && name[2] == '\0')))

@@ -140,6 +140,15 @@ void sp_capbuf_dispose(sp_capbuf *c);
  * ~/.local/share/sandpod (also declared in the public sandpod/hydrate.h). */
 int sp_state_root(char **out, sp_error **err);
 
+/* One record of getdents64(2), which glibc neither wraps nor declares. */
+struct sp_dirent64 {
+    uint64_t d_ino;
+    int64_t d_off;
+    unsigned short d_reclen;
+    unsigned char d_type;
+    char d_name[];
+};
+
 /* Monotonic milliseconds. */
 int64_t sp_now_ms(void);
 

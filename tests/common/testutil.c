@@ -6,7 +6,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +17,7 @@
 
 #include "sandpod/fs.h"
 #include "sandpod/podman.h"
+#include "tree.h"
 
 char *tu_join(const char *a, const char *b)
 {
@@ -36,32 +36,77 @@ char *tu_mkdtemp(void)
     return tmpl;
 }
 
-static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-    (void)st;
-    (void)ftw;
-    if (flag == FTW_DP || flag == FTW_D)
-        chmod(path, 0700), rmdir(path);
-    else
-        unlink(path);
-    return 0;
-}
-
-static int chmod_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-    (void)st;
-    (void)ftw;
-    if (flag == FTW_D || flag == FTW_DNR)
-        chmod(path, 0700);
-    return 0;
-}
-
 void tu_rmtree(const char *path)
 {
-    if (!path)
+    if (!path || !*path)
         return;
-    nftw(path, chmod_one, 64, FTW_PHYS);
-    nftw(path, rm_one, 64, FTW_DEPTH | FTW_PHYS);
+    char *dir = strdup(path);
+    assert_non_null(dir);
+    size_t n = strlen(dir);
+    while (n > 1 && dir[n - 1] == '/')
+        dir[--n] = '\0';
+    char *slash = strrchr(dir, '/');
+    const char *name = slash ? slash + 1 : dir;
+    const char *parent = !slash ? "." : slash == dir ? "/" : dir;
+    if (slash && slash != dir)
+        *slash = '\0';
+    int dfd = open(parent, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (dfd >= 0) {
+        (void)sp_tree_remove(dfd, name, 0, NULL);
+        close(dfd);
+    }
+    free(dir);
+}
+
+void tu_mkdeep(const char *dir, const char *top, const char *seg, unsigned depth)
+{
+    tu_mkdir(dir, top);
+    char *p = tu_join(dir, top);
+    int fd = open(p, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        fail_msg("open %s: %s", p, strerror(errno));
+    free(p);
+    for (unsigned i = 0; i < depth; i++) {
+        int f = openat(fd, "f", O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+        if (f < 0 || mkdirat(fd, seg, 0755) < 0)
+            fail_msg("mkdeep level %u: %s", i, strerror(errno));
+        close(f);
+        int next = openat(fd, seg, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (next < 0)
+            fail_msg("mkdeep level %u: %s", i, strerror(errno));
+        close(fd);
+        fd = next;
+    }
+    close(fd);
+}
+
+int tu_grow_left;
+
+void tu_grow_hook(int parent_fd, const char *name)
+{
+    if (strcmp(name, "grow") != 0 || tu_grow_left == 0)
+        return;
+    tu_grow_left--;
+    int d = openat(parent_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    assert_true(d >= 0);
+    char late[32];
+    snprintf(late, sizeof(late), "late%d", tu_grow_left);
+    int fd = openat(d, late, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+    assert_true(fd >= 0);
+    close(fd);
+    close(d);
+}
+
+int tu_count_fds(void)
+{
+    DIR *d = opendir("/proc/self/fd");
+    assert_non_null(d);
+    int n = 0;
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL)
+        n += de->d_name[0] != '.';
+    closedir(d);
+    return n - 1; /* the one opendir holds */
 }
 
 void tu_write_n(const char *dir, const char *rel, const void *data, size_t len, unsigned mode)

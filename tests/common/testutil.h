@@ -13,8 +13,18 @@
 
 /* A fresh folder under $TMPDIR (or /tmp); removed by tu_rmtree(). */
 char *tu_mkdtemp(void);
-/* rm -rf without following symlinks. */
+/* rm -rf without following symlinks (sp_tree_remove below path's folder). */
 void tu_rmtree(const char *path);
+/* dir/top, then `depth` folders named seg each inside the last; top and
+ * every folder but the deepest hold an empty file "f". Built with *at()
+ * calls, so the paths may be far longer than PATH_MAX. */
+void tu_mkdeep(const char *dir, const char *top, const char *seg, unsigned depth);
+/* How many fds this process has open. */
+int tu_count_fds(void);
+/* For sp_tree_test_before_rmdir: adds a file to a folder named "grow"
+ * before each rmdir of it, while tu_grow_left (counted down) is not 0. */
+extern int tu_grow_left;
+void tu_grow_hook(int parent_fd, const char *name);
 /* Write a file (parents must exist) with a mode. */
 void tu_write(const char *dir, const char *rel, const char *content, unsigned mode);
 void tu_write_n(const char *dir, const char *rel, const void *data, size_t len, unsigned mode);

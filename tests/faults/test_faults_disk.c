@@ -85,7 +85,7 @@ static void mount_tmpfs(struct fx *f, const char *path, const char *opts)
 static void remount(const char *path, unsigned long flags, const char *opts)
 {
     if (mount("tmpfs", path, "tmpfs", MS_REMOUNT | flags, opts) < 0)
-        fail_msg("remount %s (%s): %s", path, opts, strerror(errno));
+        fail_msg("remount %s (%s): %s", path, opts ? opts : "", strerror(errno));
 }
 
 /* A read-only view of `src` at `dst`. */

@@ -37,21 +37,10 @@ static int64_t now_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-static int count_fds(void)
-{
-    DIR *d = opendir("/proc/self/fd");
-    int n = 0;
-    struct dirent *de;
-    while ((de = readdir(d)) != NULL)
-        n += de->d_name[0] != '.';
-    closedir(d);
-    return n - 1; /* the one opendir holds */
-}
-
 /* A /proc file, NULs turned to spaces. */
 static char *proc_text(const char *pid, const char *what)
 {
-    char path[64];
+    char path[sizeof("/proc//cmdline") + NAME_MAX];
     snprintf(path, sizeof(path), "/proc/%s/%s", pid, what);
     FILE *f = fopen(path, "re");
     if (!f)
@@ -175,13 +164,13 @@ static void test_sandbox_loop(void **state)
     (void)state;
     const char *longv = getenv("SANDPOD_LONG");
     int rounds = longv && strcmp(longv, "1") == 0 ? 500 : 50;
-    int fds0 = count_fds();
+    int fds0 = tu_count_fds();
     int kids0 = tu_children_of(getpid(), NULL);
     int64_t t0 = now_ms();
     for (int i = 0; i < rounds; i++)
         one_round(i);
     int64_t took = now_ms() - t0;
-    int fds1 = count_fds();
+    int fds1 = tu_count_fds();
     int kids1 = tu_children_of(getpid(), NULL);
 
     sp_podman_opts po = SP_PODMAN_OPTS_INIT;

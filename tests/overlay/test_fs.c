@@ -14,6 +14,7 @@
 #include "base.h"
 #include "sandpod/fs.h"
 #include "testutil.h"
+#include "tree.h"
 
 /* A call that must succeed; prints the error otherwise. */
 #define OK(call)                                                                                   \
@@ -413,6 +414,46 @@ static void test_delete_and_mkdir(void **state)
     assert_false(tu_exists(f->root, "holder"));
 }
 
+/* A deep tree took one recursion level with a 16 KiB buffer per folder:
+ * some 600 levels crashed the process. Paths past PATH_MAX broke it too. */
+static void test_delete_deep_and_long(void **state)
+{
+    struct fx *f = *state;
+    sp_error *err = NULL;
+    tu_mkdeep(f->root, "deep", "d", 5000);
+    OK(sp_fs_delete(f->fs, "deep", true, &err));
+    assert_false(tu_exists(f->root, "deep"));
+
+    char seg[201];
+    memset(seg, 's', 200);
+    seg[200] = '\0';
+    tu_mkdir(f->root, "x");
+    tu_mkdeep(f->root, "x/long", seg, 2 * PATH_MAX / 201);
+    OK(sp_fs_delete(f->fs, "x/long", true, &err));
+    assert_false(tu_exists(f->root, "x/long"));
+    assert_true(tu_exists(f->root, "x"));
+}
+
+/* A folder that keeps filling while it is deleted: the rest goes, and the
+ * error names it from the workspace root. */
+static void test_delete_error_path(void **state)
+{
+    struct fx *f = *state;
+    sp_error *err = NULL;
+    tu_mkdir(f->root, "x");
+    tu_mkdir(f->root, "x/y");
+    tu_mkdir(f->root, "x/y/grow");
+    tu_write(f->root, "x/y/other", "o", 0644);
+    tu_grow_left = 1000;
+    sp_tree_test_before_rmdir = tu_grow_hook;
+    EXPECT(sp_fs_delete(f->fs, "x/y", true, &err), SP_ERROR,
+           "delete: x/y/grow: Directory not empty");
+    sp_tree_test_before_rmdir = NULL;
+    assert_false(tu_exists(f->root, "x/y/other"));
+    OK(sp_fs_delete(f->fs, "x/y", true, &err));
+    assert_false(tu_exists(f->root, "x/y"));
+}
+
 static void test_stat_exists(void **state)
 {
     struct fx *f = *state;
@@ -743,6 +784,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_write_limits, setup, teardown),
         cmocka_unit_test_setup_teardown(test_read_only, setup, teardown),
         cmocka_unit_test_setup_teardown(test_delete_and_mkdir, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_delete_deep_and_long, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_delete_error_path, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stat_exists, setup, teardown),
         cmocka_unit_test_setup_teardown(test_list, setup, teardown),
         cmocka_unit_test_setup_teardown(test_escapes, setup, teardown),
