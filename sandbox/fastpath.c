@@ -3,7 +3,8 @@
  * sandbox/agent/protocol.h for the frames.
  *
  * The socket lives in <state_dir>/agent/run/, bind-mounted at
- * /.sandpod/run; the host connects to the same inode. A connect that fails
+ * /.sandpod/run; the host connects to the same inode (sp_fast_connect()
+ * says how it makes sure it is the agent's). A connect that fails
  * (no agent in this container, a stopped container's stale socket) is
  * SP_ENOTFOUND, which sends the caller to the REST path. */
 #include <fcntl.h>
@@ -12,6 +13,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 
@@ -224,38 +226,54 @@ static bool frame_too_long(const sp_fast *f)
 
 /* ------------------------------------------------------------------ start -- */
 
-static int connect_agent(int *out, const sp_sandbox *sb)
+/* Contract: connects to the socket *inode* in <state_dir>/agent/run and
+ * only when the peer is the sandbox's own pid 1. The run folder is the
+ * workload's (bind-mounted at /.sandpod/run), so the name agent.sock may be
+ * anything at any moment: a symlink to another sandbox's socket or to the
+ * Podman socket, a socket the workload bound itself. The folder is reached
+ * from our own state folder with O_NOFOLLOW; the name is opened O_PATH |
+ * O_NOFOLLOW and must be a socket; connect() goes through that fd
+ * (/proc/self/fd/N), so nothing is followed between the check and the use;
+ * then SO_PEERCRED must name the process that is pid 1 of the container
+ * (the pid saved at start, asked from Podman again once per handle when it
+ * differs: the container was restarted behind our back). */
+int sp_fast_connect(int *out, sp_sandbox *sb)
 {
-    cleanup_free char *dir = sp_fast_run_dir(sb);
+    *out = -1;
+    cleanup_free char *agent_dir = sp_xasprintf("%s/agent", sb->state_dir);
+    cleanup_close int ad = open(agent_dir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (ad < 0)
+        return -errno;
+    cleanup_close int rd = openat(ad, "run", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (rd < 0)
+        return -errno;
+    cleanup_close int sk = openat(rd, SPA_SOCKET_NAME, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+    if (sk < 0)
+        return -errno;
+    struct stat st;
+    if (fstat(sk, &st) < 0)
+        return -errno;
+    if (!S_ISSOCK(st.st_mode))
+        return -ENOTSOCK;
     struct sockaddr_un sa = {.sun_family = AF_UNIX};
-    int n = snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/" SPA_SOCKET_NAME, dir);
-    int dfd = -1;
-    if (n < 0 || (size_t)n >= sizeof(sa.sun_path)) {
-        /* Too long for sun_path: go through an fd on the folder. */
-        dfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
-        if (dfd < 0)
-            return -errno;
-        snprintf(sa.sun_path, sizeof(sa.sun_path), "/proc/self/fd/%d/" SPA_SOCKET_NAME, dfd);
-    }
-    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0) {
-        int e = errno;
-        if (dfd >= 0)
-            close(dfd);
-        return -e;
-    }
+    snprintf(sa.sun_path, sizeof(sa.sun_path), "/proc/self/fd/%d", sk);
+    cleanup_close int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return -errno;
     int one = 1;
     setsockopt(fd, SOL_SOCKET, SO_PASSCRED, &one, sizeof(one));
-    int r = connect(fd, (struct sockaddr *)&sa, sizeof(sa));
-    int e = errno;
-    if (dfd >= 0)
-        close(dfd);
-    if (r < 0) {
-        close(fd);
-        return -e;
-    }
+    if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
+        return -errno;
+    struct ucred cred;
+    socklen_t len = sizeof(cred);
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0)
+        return -errno;
+    if (cred.pid != sb->init_pid && sp_sandbox_refresh_init_pid(sb) < 0)
+        return -ESRCH;
+    if (cred.pid <= 0 || cred.pid != sb->init_pid)
+        return -EPERM; /* not the sandbox's agent: never talk to it */
     fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
-    *out = fd;
+    *out = steal_fd(&fd);
     return 0;
 }
 
@@ -263,7 +281,7 @@ int sp_fast_start(sp_fast **out, sp_sandbox *sb, const sp_fast_spec *spec, sp_er
 {
     *out = NULL;
     int fd = -1;
-    int c = connect_agent(&fd, sb);
+    int c = sp_fast_connect(&fd, sb);
     if (c < 0)
         return sp_err_set(err, SP_ENOTFOUND, -c,
                           "the exec agent of sandbox %s does not answer (%s)", sb->name,

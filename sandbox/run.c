@@ -75,23 +75,6 @@ static void kill_group(sp_sandbox *sb, const char *token)
     sp_exec_free(e);
 }
 
-static char **merged_env(const sp_sandbox *sb, const char *const *extra)
-{
-    sp_strv sv = {0};
-    for (size_t i = 0; sb->cfg.env && sb->cfg.env[i]; i++)
-        sp_strv_push(&sv, sp_xstrdup(sb->cfg.env[i]));
-    for (size_t i = 0; extra && extra[i]; i++)
-        sp_strv_push(&sv, sp_xstrdup(extra[i]));
-    return sp_strv_steal(&sv);
-}
-
-static void free_strv(char **v)
-{
-    for (size_t i = 0; v && v[i]; i++)
-        free(v[i]);
-    free(v);
-}
-
 /* A command ended early (killed, or its stream lost): when the container
  * itself is down, say so, and how to bring it back, instead of handing
  * back the exit code of a kill nobody asked for. 0 while it still runs. */
@@ -126,7 +109,7 @@ static int replace_err(sp_error **err, sp_error **e)
 static int fast_exec(sp_run_result **out, sp_sandbox *sb, const char *const *argv,
                      const sp_run_opts *o, int timeout, sp_error **err)
 {
-    char **env = merged_env(sb, o->env);
+    char **env = sp_sandbox_command_env(sb, o->env);
     sp_fast_spec spec = {.argv = argv,
                          .env = (const char *const *)env,
                          .workdir = o->workdir ? o->workdir : sb->cfg.workdir,
@@ -134,7 +117,7 @@ static int fast_exec(sp_run_result **out, sp_sandbox *sb, const char *const *arg
     int64_t start = sp_now_ms();
     sp_fast *f = NULL;
     int r = sp_fast_start(&f, sb, &spec, err);
-    free_strv(env);
+    sp_strv_free(env);
     if (r == SP_ETIMEOUT) {
         /* Accepted but not started: a paused container says why. */
         sp_error *why = NULL;
@@ -270,7 +253,7 @@ int sp_sandbox_exec(sp_run_result **out, sp_sandbox *sb, const char *const *argv
     sp_strv_push(&wargv, sp_xstrdup(token));
     for (size_t i = 0; argv[i]; i++)
         sp_strv_push(&wargv, sp_xstrdup(argv[i]));
-    char **env = merged_env(sb, o.env);
+    char **env = sp_sandbox_command_env(sb, o.env);
 
     sp_podman_exec_spec spec = SP_PODMAN_EXEC_SPEC_INIT;
     spec.argv = (const char *const *)wargv.v;
@@ -372,7 +355,7 @@ done:
     sp_capbuf_dispose(&cout);
     sp_capbuf_dispose(&cerr);
     sp_strv_dispose(&wargv);
-    free_strv(env);
+    sp_strv_free(env);
     return r;
 }
 

@@ -2,7 +2,6 @@
 #include <cjson/cJSON.h>
 #include <dirent.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/file.h>
@@ -14,6 +13,7 @@
 
 #include "agent/protocol.h"
 #include "sandbox_internal.h"
+#include "tree.h"
 
 #define SANDBOX_JSON_VERSION 1
 #define DEFAULT_MEMORY       (1ull << 30)
@@ -40,7 +40,7 @@ int sp_sandbox_resolve_root(char **out, const char *state_root, sp_error **err)
     return sp_state_root(out, err);
 }
 
-/* mkdir -p for a host path we own (the state root). */
+/* mkdir -p for a host path we own (the state root): private. */
 static int mkdirs(const char *path, sp_error **err)
 {
     cleanup_free char *p = sp_xstrdup(path);
@@ -48,7 +48,7 @@ static int mkdirs(const char *path, sp_error **err)
         if (*s == '/' || *s == '\0') {
             char c = *s;
             *s = '\0';
-            if (mkdir(p, 0755) < 0 && errno != EEXIST)
+            if (mkdir(p, 0700) < 0 && errno != EEXIST)
                 return sp_err_errno(err, errno, "mkdir", p);
             *s = c;
             if (!c)
@@ -143,11 +143,20 @@ static char **strv_dup(const char *const *v)
     return sp_strv_steal(&sv);
 }
 
-static void strv_free(char **v)
+static cJSON *idmap_or_null(const sp_idmap *m)
 {
-    for (size_t i = 0; v && v[i]; i++)
-        free(v[i]);
-    free(v);
+    return m->n ? sp_idmap_json(m) : cJSON_CreateNull();
+}
+
+static const char *const userns_names[] = {"private", "host"};
+static const char *const seccomp_names[] = {"sandpod", "podman", "unconfined"};
+
+static int name_index(const char *const *names, size_t n, const char *s)
+{
+    for (size_t i = 0; s && i < n; i++)
+        if (strcmp(names[i], s) == 0)
+            return (int)i;
+    return 0;
 }
 
 /* Write sandbox.json atomically: temp file, fsync, rename. */
@@ -175,34 +184,32 @@ int sp_sandbox_save(sp_sandbox *sb, sp_error **err)
     static const char *const paths[] = {"auto", "rest", "fast"};
     cJSON_AddStringToObject(o, "exec_path", paths[c->exec_path <= SP_EXEC_FAST ? c->exec_path : 0]);
     cJSON_AddBoolToObject(o, "agent", c->agent);
-    char *text = cJSON_Print(o);
+    cJSON_AddStringToObject(o, "userns",
+                            userns_names[c->userns <= SP_PODMAN_USERNS_HOST ? c->userns : 0]);
+    cJSON_AddStringToObject(
+        o, "seccomp", seccomp_names[c->seccomp <= SP_PODMAN_SECCOMP_UNCONFINED ? c->seccomp : 0]);
+    cJSON_AddItemToObject(o, "env_pass", strv_json(c->env_pass));
+    cJSON_AddItemToObject(o, "uid_map", idmap_or_null(&c->uid_map));
+    cJSON_AddItemToObject(o, "gid_map", idmap_or_null(&c->gid_map));
+    cJSON_AddNumberToObject(o, "host_uid", (double)c->host_uid);
+    cJSON_AddNumberToObject(o, "host_gid", (double)c->host_gid);
+    cJSON_AddBoolToObject(o, "rootless", c->rootless);
+    cJSON_AddBoolToObject(o, "limits_apply", c->limits_apply);
+    cJSON_AddItemToObject(o, "warnings", strv_json(c->warnings));
+    cJSON_AddNumberToObject(o, "init_pid", sb->init_pid);
+    sp_buf text = SP_BUF_INIT;
+    char *js = cJSON_Print(o);
     cJSON_Delete(o);
-    if (!text)
+    if (!js)
         abort();
-
+    sp_buf_adds(&text, js);
+    sp_buf_addc(&text, '\n');
+    free(js);
+    /* It may hold -e values: only its owner reads it. */
     cleanup_free char *path = sp_xasprintf("%s/sandbox.json", sb->state_dir);
-    cleanup_free char *tmp = sp_xasprintf("%s/.sandbox.json.%d", sb->state_dir, (int)getpid());
-    int ret = 0;
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0) {
-        ret = sp_err_errno(err, errno, "write", path);
-        goto done;
-    }
-    if (sp_write_all(fd, text, strlen(text)) < 0 || sp_write_all(fd, "\n", 1) < 0 ||
-        fsync(fd) < 0) {
-        ret = sp_err_errno(err, errno, "write", path);
-        close(fd);
-        unlink(tmp);
-        goto done;
-    }
-    close(fd);
-    if (rename(tmp, path) < 0) {
-        ret = sp_err_errno(err, errno, "write", path);
-        unlink(tmp);
-    }
-done:
-    free(text);
-    return ret;
+    int r = sp_write_file_atomic(path, text.data, text.len, 0600, err);
+    sp_buf_dispose(&text);
+    return r;
 }
 
 static const char *jstr(const cJSON *o, const char *k, const char *def)
@@ -282,6 +289,24 @@ static int load(sp_sandbox *sb, sp_error **err)
                    : strcmp(ep, "fast") == 0 ? SP_EXEC_FAST
                                              : SP_EXEC_AUTO;
     c->agent = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "agent"));
+    /* Sandboxes made before user namespaces have no "userns": they run in
+     * the host's until they are recreated with --userns. */
+    c->userns = (sp_podman_userns)name_index(userns_names, 2, jstr(o, "userns", "host"));
+    c->seccomp = (sp_podman_seccomp)name_index(seccomp_names, 3, jstr(o, "seccomp", "podman"));
+    c->env_pass = json_strv(cJSON_GetObjectItemCaseSensitive(o, "env_pass"));
+    if (sp_idmap_from_json(&c->uid_map, cJSON_GetObjectItemCaseSensitive(o, "uid_map")) < 0 ||
+        sp_idmap_from_json(&c->gid_map, cJSON_GetObjectItemCaseSensitive(o, "gid_map")) < 0) {
+        cJSON_Delete(o);
+        return sp_err_set(err, SP_EINVAL, 0, "%s holds a bad id map; the sandbox state is damaged",
+                          path);
+    }
+    c->host_uid = jnum_i64(o, "host_uid", -1);
+    c->host_gid = jnum_i64(o, "host_gid", -1);
+    c->rootless = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "rootless"));
+    const cJSON *la = cJSON_GetObjectItemCaseSensitive(o, "limits_apply");
+    c->limits_apply = la ? cJSON_IsTrue(la) : true;
+    c->warnings = json_strv(cJSON_GetObjectItemCaseSensitive(o, "warnings"));
+    sb->init_pid = (int)jnum_i64(o, "init_pid", 0);
     const char *ws = jstr(o, "workspace", NULL);
     free(sb->workspace);
     sb->workspace = ws ? sp_xstrdup(ws) : sp_xasprintf("%s/workspace", sb->state_dir);
@@ -322,8 +347,10 @@ void sp_sandbox_free(sp_sandbox *sb)
     free(sb->cfg.image);
     free(sb->cfg.workdir);
     free(sb->cfg.user);
-    strv_free(sb->cfg.env);
-    strv_free(sb->cfg.cap_add);
+    sp_strv_free(sb->cfg.env);
+    sp_strv_free(sb->cfg.cap_add);
+    sp_strv_free(sb->cfg.env_pass);
+    sp_strv_free(sb->cfg.warnings);
     free(sb);
 }
 
@@ -357,6 +384,12 @@ const char *sp_sandbox_created_at(const sp_sandbox *sb)
     return sb->created_at;
 }
 
+const char *const *sp_sandbox_warnings(const sp_sandbox *sb)
+{
+    static const char *const none[] = {NULL};
+    return sb->cfg.warnings ? (const char *const *)sb->cfg.warnings : none;
+}
+
 sp_fs *sp_sandbox_fs(sp_sandbox *sb, sp_error **err)
 {
     if (!sb->fs && sp_fs_open(&sb->fs, sb->workspace, NULL, err) < 0)
@@ -385,6 +418,17 @@ int sp_sandbox_open(sp_sandbox **out, const char *name, const sp_sandbox_opts *o
     int r = sp_sandbox_resolve_root(&root, opts ? opts->state_root : NULL, err);
     if (r < 0)
         return r;
+    /* Whoever may write the state root decides what sandbox.json says
+     * (which folder is the workspace): only ours is read. */
+    sp_error *e = NULL;
+    if ((r = sp_state_root_check(root, false, &e)) < 0 && r != SP_ENOTFOUND) {
+        if (err)
+            *err = e;
+        else
+            sp_error_free(e);
+        return r;
+    }
+    sp_error_free(e);
     sp_sandbox *sb = sandbox_new(root, name, opts ? opts->podman_url : NULL);
     if ((r = load(sb, err)) < 0) {
         sp_sandbox_free(sb);
@@ -417,34 +461,61 @@ static int parse_user(const char *user, uid_t *uid, gid_t *gid)
     return 0;
 }
 
-static uid_t chown_uid;
-static gid_t chown_gid;
-
-static int chown_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+/* After the container's pid 1 started, and before anything of the
+ * workload runs: learn which host ids the container's user has (from pid
+ * 1's uid_map and gid_map, the same whichever mode Podman runs in) and hand
+ * the workspace and the agent's socket folder over when they changed. A
+ * private user namespace (rootful userns=auto) gets a new range each time
+ * the container is made anew, so a recreated sandbox moves its files from
+ * the old range to the new one. */
+static int hand_over_ids(sp_sandbox *sb, sp_podman *p, sp_error **err)
 {
-    (void)flag;
-    (void)ftw;
-    if (st->st_uid != chown_uid || st->st_gid != chown_gid) {
-        mode_t mode = st->st_mode;
-        if (lchown(path, chown_uid, chown_gid) == 0 && !S_ISLNK(mode) && (mode & 06000))
-            chmod(path, mode & 07777);
+    sp_sandbox_config *c = &sb->cfg;
+    uid_t cuid;
+    gid_t cgid;
+    if (parse_user(c->user, &cuid, &cgid) < 0)
+        return 0; /* a user name: the image knows it, we cannot */
+    sp_podman_container_info *info = NULL;
+    int r = sp_podman_container_inspect(&info, p, sb->container_id, err);
+    if (r < 0)
+        return r;
+    int pid = info->pid;
+    sp_podman_container_info_free(info);
+    if (pid <= 0)
+        return sp_err_set(err, SP_EPODMAN, 0, "the container of sandbox %s did not stay up",
+                          sb->name);
+    sb->init_pid = pid;
+    sp_idmap um, gm;
+    if ((r = sp_idmap_read(&um, &gm, pid, err)) < 0)
+        return r;
+    uint32_t hu, hg;
+    if (!sp_idmap_to_host(&um, cuid, &hu) || !sp_idmap_to_host(&gm, cgid, &hg))
+        return sp_err_set(err, SP_EINVAL, 0,
+                          "user %s is outside the ids the container of sandbox %s maps", c->user,
+                          sb->name);
+    bool same = c->uid_map.n && sp_idmap_equal(&um, &c->uid_map) &&
+                sp_idmap_equal(&gm, &c->gid_map) && c->host_uid == hu && c->host_gid == hg;
+    if (!same && (geteuid() == 0 || hu != geteuid() || hg != getegid())) {
+        cleanup_close int ws = open(sb->workspace, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (ws < 0)
+            return sp_err_errno(err, errno, "open", sb->workspace);
+        bool had = c->uid_map.n && c->gid_map.n;
+        r = sp_ids_hand_over(NULL, ws, ".", had ? &c->uid_map : NULL, had ? &c->gid_map : NULL, &um,
+                             &gm, hu, hg, err);
+        if (r < 0)
+            return sp_err_wrap(err, r, "give the workspace of sandbox %s to its user", sb->name);
     }
-    return 0;
-}
-
-/* As root, hand the workspace to the container's user so that it can write
- * there; the host tools, running as root, can still read and write all of
- * it, and they give new files the owner of their folder. */
-static int give_workspace(sp_sandbox *sb, sp_error **err)
-{
-    uid_t uid;
-    gid_t gid;
-    if (geteuid() != 0 || parse_user(sb->cfg.user, &uid, &gid) < 0)
-        return 0;
-    chown_uid = uid;
-    chown_gid = gid;
-    if (nftw(sb->workspace, chown_one, 32, FTW_PHYS) < 0)
-        return sp_err_errno(err, errno, "chown", sb->workspace);
+    if (c->agent) {
+        cleanup_free char *agent_dir = sp_xasprintf("%s/agent", sb->state_dir);
+        cleanup_close int ad = open(agent_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (ad < 0 || fchownat(ad, "run", hu, hg, AT_SYMLINK_NOFOLLOW) < 0)
+            return sp_err_errno(err, errno, "give the agent's folder to the container's user",
+                                agent_dir);
+    }
+    c->uid_map = um;
+    c->gid_map = gm;
+    c->host_uid = hu;
+    c->host_gid = hg;
     return 0;
 }
 
@@ -461,22 +532,41 @@ static int ensure_image(sp_sandbox *sb, sp_podman *p, sp_error **err)
                       sb->cfg.image);
 }
 
+/* A program beside our own executable, when root or we own it and nobody
+ * else may change it (a build tree run in place). */
+static char *beside_self(const char *name)
+{
+    char exe[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+    if (n <= 0)
+        return NULL;
+    exe[n] = '\0';
+    char *slash = strrchr(exe, '/');
+    if (!slash)
+        return NULL;
+    *slash = '\0';
+    char *path = sp_xasprintf("%s/%s", exe, name);
+    struct stat st;
+    if (stat(path, &st) == 0 && S_ISREG(st.st_mode) && (st.st_mode & 0111) &&
+        (st.st_uid == 0 || st.st_uid == geteuid()) && !(st.st_mode & 022))
+        return path;
+    free(path);
+    return NULL;
+}
+
 /* The agent binary to give new containers: $SANDPOD_AGENT ("none" turns
- * the fast path off), the build tree, then the install path. */
-static const char *find_agent(void)
+ * the fast path off), the install path, then one beside the running
+ * program. An installed library never looks in a build folder. */
+static char *find_agent(void)
 {
     const char *e = getenv("SANDPOD_AGENT");
     if (e && *e)
-        return strcmp(e, "none") != 0 && access(e, X_OK) == 0 ? e : NULL;
-#ifdef SANDPOD_AGENT_BUILD_PATH
-    if (access(SANDPOD_AGENT_BUILD_PATH, X_OK) == 0)
-        return SANDPOD_AGENT_BUILD_PATH;
-#endif
+        return strcmp(e, "none") != 0 && access(e, X_OK) == 0 ? sp_xstrdup(e) : NULL;
 #ifdef SANDPOD_AGENT_INSTALL_PATH
     if (access(SANDPOD_AGENT_INSTALL_PATH, X_OK) == 0)
-        return SANDPOD_AGENT_INSTALL_PATH;
+        return sp_xstrdup(SANDPOD_AGENT_INSTALL_PATH);
 #endif
-    return NULL;
+    return beside_self("sandpod-agent");
 }
 
 /* Copy the agent into the state folder, so that the bind mount's source
@@ -511,18 +601,14 @@ static int copy_agent(const char *src, const char *dst, sp_error **err)
     return 0;
 }
 
-/* Set up <state_dir>/agent/: the binary (root's, read-only in the
- * container) and run/, the socket folder, which only the container's user
- * may enter. agent/ itself is 0700, so no other host user reaches the
- * socket. Only as root: without a user mapping we know, the container's
- * user could not bind there, and a folder others may enter would hand the
- * sandbox to every local user. */
+/* Set up <state_dir>/agent/: the binary (ours, read-only in the
+ * container) and run/, the socket folder, which hand_over_ids() gives to
+ * the container's user. agent/ itself is 0700, so no other host user
+ * reaches the socket. */
 static bool prepare_agent(sp_sandbox *sb, char **bin, char **run)
 {
-    const char *src = find_agent();
-    uid_t uid;
-    gid_t gid;
-    if (!src || geteuid() != 0 || parse_user(sb->cfg.user, &uid, &gid) < 0)
+    cleanup_free char *src = find_agent();
+    if (!src)
         return false;
     cleanup_free char *dir = sp_xasprintf("%s/agent", sb->state_dir);
     cleanup_free char *b = sp_xasprintf("%s/sandpod-agent", dir);
@@ -531,7 +617,7 @@ static bool prepare_agent(sp_sandbox *sb, char **bin, char **run)
         return false;
     if (copy_agent(src, b, NULL) < 0)
         return false;
-    if ((mkdir(r, 0700) < 0 && errno != EEXIST) || chown(r, uid, gid) < 0 || chmod(r, 0700) < 0)
+    if ((mkdir(r, 0700) < 0 && errno != EEXIST))
         return false;
     *bin = steal_pointer(&b);
     *run = steal_pointer(&r);
@@ -545,24 +631,29 @@ static void wait_agent(sp_sandbox *sb)
 {
     if (!sb->cfg.agent)
         return;
-    cleanup_free char *dir = sp_fast_run_dir(sb);
-    cleanup_close int dfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
-    if (dfd < 0)
-        return;
-    struct sockaddr_un sa = {.sun_family = AF_UNIX};
-    snprintf(sa.sun_path, sizeof(sa.sun_path), "/proc/self/fd/%d/" SPA_SOCKET_NAME, dfd);
     int64_t end = sp_now_ms() + 2000;
     while (sp_now_ms() < end) {
-        int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        if (fd < 0)
+        int fd = -1;
+        if (sp_fast_connect(&fd, sb) == 0) {
+            close(fd);
             return;
-        int r = connect(fd, (struct sockaddr *)&sa, sizeof(sa));
-        close(fd);
-        if (r == 0)
-            return;
+        }
         struct timespec ts = {0, 1000000L};
         nanosleep(&ts, NULL);
     }
+}
+
+/* Start the container, give the workspace to its user, then wait for the
+ * agent (which binds its socket once its folder is its own). */
+static int start_and_hand_over(sp_sandbox *sb, sp_podman *p, sp_error **err)
+{
+    int r = sp_podman_container_start(p, sb->container_id, err);
+    if (r < 0)
+        return sp_err_wrap(err, r, "start container for sandbox %s", sb->name);
+    if ((r = hand_over_ids(sb, p, err)) < 0)
+        return r;
+    wait_agent(sb);
+    return 0;
 }
 
 static int create_container(sp_sandbox *sb, sp_error **err)
@@ -574,7 +665,13 @@ static int create_container(sp_sandbox *sb, sp_error **err)
     int r = ensure_image(sb, p, err);
     if (r < 0)
         return r;
-    const sp_sandbox_config *c = &sb->cfg;
+    sp_sandbox_config *c = &sb->cfg;
+    const sp_podman_host *host = NULL;
+    if ((r = sp_podman_host_info(&host, p, err)) < 0)
+        return r;
+    c->rootless = host->rootless;
+    c->limits_apply = host->limits_apply;
+    cleanup_free char *seccomp_file = sp_xasprintf("%s/seccomp.json", sb->state_dir);
     cleanup_free char *agent_bin = NULL;
     cleanup_free char *agent_run = NULL;
     sb->cfg.agent = prepare_agent(sb, &agent_bin, &agent_run);
@@ -619,20 +716,22 @@ static int create_container(sp_sandbox *sb, sp_error **err)
     spec.labels = labels;
     spec.init = !sb->cfg.agent;
     spec.stop_timeout_s = 2;
+    spec.userns = c->userns;
+    spec.seccomp = c->seccomp;
+    spec.seccomp_file = seccomp_file;
 
     /* A container left by an earlier, interrupted attempt holds the name. */
     sp_podman_container_delete(p, cname, true, true, NULL);
     char *id = NULL;
-    r = sp_podman_container_create(&id, p, &spec, err);
+    char **warnings = NULL;
+    r = sp_podman_container_create(&id, &warnings, p, &spec, err);
     if (r < 0)
         return sp_err_wrap(err, r, "create container for sandbox %s", sb->name);
+    sp_strv_free(c->warnings);
+    c->warnings = warnings;
     free(sb->container_id);
     sb->container_id = id;
-    r = sp_podman_container_start(p, id, err);
-    if (r < 0)
-        return sp_err_wrap(err, r, "start container for sandbox %s", sb->name);
-    wait_agent(sb);
-    return 0;
+    return start_and_hand_over(sb, p, err);
 }
 
 static char *now_rfc3339(void)
@@ -645,7 +744,7 @@ static char *now_rfc3339(void)
     return sp_xstrdup(buf);
 }
 
-static void rm_tree(const char *path);
+static int rm_tree(const char *path, sp_error **err);
 
 int sp_sandbox_create(sp_sandbox **out, const sp_sandbox_opts *opts, sp_error **err)
 {
@@ -666,17 +765,27 @@ int sp_sandbox_create(sp_sandbox **out, const sp_sandbox_opts *opts, sp_error **
         return sp_err_set(err, SP_EINVAL, 0, "user must be uid or uid:gid, not %s", user);
     if ((unsigned)o.exec_path > SP_EXEC_FAST)
         return sp_err_set(err, SP_EINVAL, 0, "unknown exec path %d", (int)o.exec_path);
+    if ((unsigned)o.userns > SP_PODMAN_USERNS_HOST)
+        return sp_err_set(err, SP_EINVAL, 0, "unknown user namespace mode %d", (int)o.userns);
+    if ((unsigned)o.seccomp > SP_PODMAN_SECCOMP_UNCONFINED)
+        return sp_err_set(err, SP_EINVAL, 0, "unknown seccomp mode %d", (int)o.seccomp);
+    for (size_t i = 0; o.env_pass && o.env_pass[i]; i++)
+        if (!*o.env_pass[i] || strchr(o.env_pass[i], '='))
+            return sp_err_set(err, SP_EINVAL, 0, "a passed-through variable is a name: %s",
+                              o.env_pass[i]);
 
     cleanup_free char *root = NULL;
     int r = sp_sandbox_resolve_root(&root, o.state_root, err);
     if (r < 0)
+        return r;
+    if ((r = sp_state_root_check(root, true, err)) < 0)
         return r;
     cleanup_free char *boxes = sp_xasprintf("%s/sandboxes", root);
     if ((r = mkdirs(boxes, err)) < 0)
         return r;
 
     sp_sandbox *sb = sandbox_new(root, name, o.podman_url);
-    if (mkdir(sb->state_dir, 0755) < 0) {
+    if (mkdir(sb->state_dir, 0700) < 0) {
         r = errno == EEXIST
                 ? sp_err_set(err, SP_EEXISTS, EEXIST, "a sandbox named %s already exists", name)
                 : sp_err_errno(err, errno, "mkdir", sb->state_dir);
@@ -696,6 +805,10 @@ int sp_sandbox_create(sp_sandbox **out, const sp_sandbox_opts *opts, sp_error **
     c->writable_root = o.writable_root;
     c->cap_add = strv_dup(o.cap_add);
     c->exec_path = o.exec_path;
+    c->userns = o.userns;
+    c->seccomp = o.seccomp;
+    c->env_pass = strv_dup(o.env_pass);
+    c->host_uid = c->host_gid = -1;
     sb->created_at = now_rfc3339();
 
     if ((r = sp_sandbox_lock(sb, err)) < 0)
@@ -715,8 +828,6 @@ int sp_sandbox_create(sp_sandbox **out, const sp_sandbox_opts *opts, sp_error **
         if (r < 0)
             goto fail;
     }
-    if ((r = give_workspace(sb, err)) < 0)
-        goto fail;
     if ((r = sp_sandbox_save(sb, err)) < 0)
         goto fail;
     if ((r = create_container(sb, err)) < 0)
@@ -731,7 +842,7 @@ fail:
     if (sb->container_id && sb->podman)
         sp_podman_container_delete(sb->podman, sb->container_id, true, true, NULL);
     sp_sandbox_unlock(sb);
-    rm_tree(sb->state_dir);
+    rm_tree(sb->state_dir, NULL);
     sp_sandbox_free(sb);
     return r;
 }
@@ -788,6 +899,10 @@ int sp_sandbox_status_get(sp_sandbox_status **out, sp_sandbox *sb, sp_error **er
     if (!p)
         return SP_EPODMAN;
     sp_sandbox_status *st = sp_xcalloc(1, sizeof(*st));
+    st->rootless = sb->cfg.rootless;
+    st->limits_apply = sb->cfg.limits_apply;
+    st->host_uid = sb->cfg.host_uid;
+    st->host_gid = sb->cfg.host_gid;
     sp_podman_container_info *info = NULL;
     int r = sb->container_id ? sp_podman_container_inspect(&info, p, sb->container_id, err)
                              : SP_ENOTFOUND;
@@ -807,6 +922,7 @@ int sp_sandbox_status_get(sp_sandbox_status **out, sp_sandbox *sb, sp_error **er
         st->oom_killed = info->oom_killed;
         st->exit_code = info->exit_code;
         st->container = sp_xstrdup(info->id ? info->id : sb->container_id);
+        st->pid = info->pid;
         sp_podman_container_info_free(info);
     }
     *out = st;
@@ -844,9 +960,9 @@ int sp_sandbox_start(sp_sandbox *sb, sp_error **err)
     } else if (r == 0 && info->paused) {
         r = sp_podman_container_unpause(p, sb->container_id, err);
     } else if (r == 0 && !info->running) {
-        r = sp_podman_container_start(p, sb->container_id, err);
+        r = start_and_hand_over(sb, p, err);
         if (r == 0)
-            wait_agent(sb);
+            r = sp_sandbox_save(sb, err);
         if (r < 0) {
             /* A container that cannot start again (its runtime state is
              * stale after a reboot) is replaced. */
@@ -896,7 +1012,19 @@ int sp_sandbox_pause(sp_sandbox *sb, sp_error **err)
     sp_podman *p = sp_sandbox_podman(sb, err);
     if (!p)
         return SP_EPODMAN;
+    /* Rootless Podman on cgroup v1 has no freezer to pause with: the
+     * snapshot is taken while the workload runs, and callers say so
+     * (sp_sandbox_pauses()). */
+    if (!sp_sandbox_pauses(sb))
+        return 0;
     return sp_podman_container_pause(p, sb->container_id, err);
+}
+
+bool sp_sandbox_pauses(sp_sandbox *sb)
+{
+    sp_podman *p = sp_sandbox_podman(sb, NULL);
+    const sp_podman_host *h = NULL;
+    return !p || sp_podman_host_info(&h, p, NULL) < 0 || h->can_pause;
 }
 
 int sp_sandbox_unpause(sp_sandbox *sb, sp_error **err)
@@ -904,33 +1032,25 @@ int sp_sandbox_unpause(sp_sandbox *sb, sp_error **err)
     sp_podman *p = sp_sandbox_podman(sb, err);
     if (!p)
         return SP_EPODMAN;
+    if (!sp_sandbox_pauses(sb))
+        return 0;
     return sp_podman_container_unpause(p, sb->container_id, err);
 }
 
-static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+/* rm -rf of a folder in our state root; the workload may have written
+ * anything below it, so sp_tree_remove() never follows a symlink. */
+static int rm_tree(const char *path, sp_error **err)
 {
-    (void)st;
-    (void)ftw;
-    if (flag == FTW_DP)
-        rmdir(path);
-    else
-        unlink(path);
-    return 0;
-}
-
-static int chmod_dir(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-    (void)ftw;
-    if ((flag == FTW_D || flag == FTW_DNR) && (st->st_mode & 0700) != 0700)
-        chmod(path, 0700);
-    return 0;
-}
-
-/* rm -rf of a host folder we own; never follows symlinks. */
-static void rm_tree(const char *path)
-{
-    nftw(path, chmod_dir, 32, FTW_PHYS);
-    nftw(path, rm_one, 32, FTW_DEPTH | FTW_PHYS);
+    cleanup_free char *parent = sp_xstrdup(path);
+    char *slash = strrchr(parent, '/');
+    if (!slash || !slash[1])
+        return sp_err_set(err, SP_EINVAL, 0, "not a folder to remove: %s", path);
+    *slash = '\0';
+    cleanup_close int pfd =
+        open(*parent ? parent : "/", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (pfd < 0)
+        return errno == ENOENT ? 0 : sp_err_errno(err, errno, "remove", path);
+    return sp_tree_remove(pfd, slash + 1, 0, err);
 }
 
 int sp_sandbox_remove(sp_sandbox *sb, bool keep_workspace, sp_error **err)
@@ -966,7 +1086,10 @@ int sp_sandbox_remove(sp_sandbox *sb, bool keep_workspace, sp_error **err)
             sp_sandbox_unlock(sb);
             return r;
         }
-        rm_tree(kept);
+        if ((r = rm_tree(kept, err)) < 0) {
+            sp_sandbox_unlock(sb);
+            return r;
+        }
         if (rename(sb->workspace, kept) < 0) {
             r = sp_err_errno(err, errno, "keep workspace", sb->workspace);
             sp_sandbox_unlock(sb);
@@ -976,8 +1099,53 @@ int sp_sandbox_remove(sp_sandbox *sb, bool keep_workspace, sp_error **err)
         sb->workspace = steal_pointer(&kept);
     }
     sp_sandbox_unlock(sb);
-    rm_tree(sb->state_dir);
+    /* sandbox.json goes first: whatever of the rest cannot be removed, the
+     * name is free again and `sandpod ls` no longer lists it. */
+    cleanup_free char *js = sp_xasprintf("%s/sandbox.json", sb->state_dir);
+    if (unlink(js) < 0 && errno != ENOENT)
+        return sp_err_errno(err, errno, "remove", js);
+    if ((r = rm_tree(sb->state_dir, err)) < 0) {
+        /* The name is taken until its folder is gone: move what is left
+         * aside, so that it can be made anew and cleaned up later. */
+        cleanup_free char *aside =
+            sp_xasprintf("%s/removed-%s-%lld", sb->state_root, sb->name, (long long)sp_now_ms());
+        if (rename(sb->state_dir, aside) == 0)
+            return sp_err_wrap(err, r,
+                               "sandbox %s is removed, but some of its files could not be; "
+                               "they are in %s",
+                               sb->name, aside);
+        return sp_err_wrap(err, r, "remove sandbox %s", sb->name);
+    }
     return 0;
+}
+
+int sp_sandbox_refresh_init_pid(sp_sandbox *sb)
+{
+    if (sb->init_pid_asked || !sb->container_id)
+        return -1;
+    sb->init_pid_asked = true;
+    sp_podman *p = sp_sandbox_podman(sb, NULL);
+    sp_podman_container_info *info = NULL;
+    if (!p || sp_podman_container_inspect(&info, p, sb->container_id, NULL) < 0)
+        return -1;
+    sb->init_pid = info->running ? info->pid : 0;
+    sp_podman_container_info_free(info);
+    return 0;
+}
+
+char **sp_sandbox_command_env(const sp_sandbox *sb, const char *const *extra)
+{
+    sp_strv sv = {0};
+    for (size_t i = 0; sb->cfg.env && sb->cfg.env[i]; i++)
+        sp_strv_push(&sv, sp_xstrdup(sb->cfg.env[i]));
+    for (size_t i = 0; sb->cfg.env_pass && sb->cfg.env_pass[i]; i++) {
+        const char *v = getenv(sb->cfg.env_pass[i]);
+        if (v)
+            sp_strv_push(&sv, sp_xasprintf("%s=%s", sb->cfg.env_pass[i], v));
+    }
+    for (size_t i = 0; extra && extra[i]; i++)
+        sp_strv_push(&sv, sp_xstrdup(extra[i]));
+    return sp_strv_steal(&sv);
 }
 
 static int cmp_str(const void *a, const void *b)

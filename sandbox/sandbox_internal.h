@@ -5,6 +5,36 @@
 #include "base.h"
 #include "sandpod/sandbox.h"
 
+/* An id map as /proc/PID/uid_map writes it: container id, host id, count. */
+#define SP_IDMAP_MAX 8
+typedef struct sp_idmap_line {
+    uint32_t inside, outside, count;
+} sp_idmap_line;
+typedef struct sp_idmap {
+    sp_idmap_line l[SP_IDMAP_MAX];
+    size_t n;
+} sp_idmap;
+
+/* ids.c: parse /proc's format (-1 when it is not that); map one id. */
+int sp_idmap_parse(sp_idmap *m, const char *text);
+bool sp_idmap_to_host(const sp_idmap *m, uint32_t inside, uint32_t *out);
+bool sp_idmap_to_inside(const sp_idmap *m, uint32_t host, uint32_t *out);
+bool sp_idmap_equal(const sp_idmap *a, const sp_idmap *b);
+bool sp_idmap_is_identity(const sp_idmap *m);
+/* The maps of process pid (its user namespace's), as this process sees
+ * them. */
+int sp_idmap_read(sp_idmap *uid, sp_idmap *gid, int pid, sp_error **err);
+struct cJSON;
+struct cJSON *sp_idmap_json(const sp_idmap *m);
+int sp_idmap_from_json(sp_idmap *m, const struct cJSON *a);
+/* Give every entry of the tree (dirfd, name) the owner it has in the
+ * container under the new maps: a host id the old maps know keeps its
+ * container id; any other (every one when old_u/old_g are NULL) becomes
+ * uid/gid. Set-id bits survive the chown. *changed counts entries changed. */
+int sp_ids_hand_over(uint64_t *changed, int dirfd, const char *name, const sp_idmap *old_u,
+                     const sp_idmap *old_g, const sp_idmap *new_u, const sp_idmap *new_g,
+                     uint32_t uid, uint32_t gid, sp_error **err);
+
 /* What sandbox.json records: enough to recreate the container. */
 typedef struct sp_sandbox_config {
     char *image;
@@ -21,6 +51,17 @@ typedef struct sp_sandbox_config {
     sp_exec_path exec_path;
     /* The container runs sandpod-agent as pid 1 (else catatonit + sleep). */
     bool agent;
+    sp_podman_userns userns;
+    sp_podman_seccomp seccomp;
+    char **env_pass; /* names only; values come from the caller at each command */
+    /* The container's id maps when the workspace was last handed over
+     * (n == 0: never), and the host ids its user has under them. */
+    sp_idmap uid_map, gid_map;
+    int64_t host_uid, host_gid; /* -1: not known yet */
+    /* Facts from the service at the last container create. */
+    bool rootless;
+    bool limits_apply;
+    char **warnings; /* what Podman and sandpod warned about then */
 } sp_sandbox_config;
 
 /* Interactive sessions of a handle (sessions.c). */
@@ -41,6 +82,8 @@ struct sp_sandbox {
     int lock_fd;
     unsigned lock_depth;
     sp_session_table *sessions; /* NULL until the first session starts */
+    int init_pid;               /* host pid of the container's pid 1; 0 = unknown */
+    bool init_pid_asked;        /* refreshed from Podman once for this handle */
 };
 
 int sp_sandbox_resolve_root(char **out, const char *state_root, sp_error **err);
@@ -50,6 +93,10 @@ void sp_sandbox_unlock(sp_sandbox *sb);
 int sp_sandbox_save(sp_sandbox *sb, sp_error **err);
 /* 0 when the container runs; otherwise SP_EPODMAN saying why and what to do. */
 int sp_sandbox_require_running(sp_sandbox *sb, sp_error **err);
+/* The environment of one command: the sandbox's, the passed-through
+ * variables the caller has set, then extra ("KEY=VALUE"). Free with
+ * sp_strv_free(). */
+char **sp_sandbox_command_env(const sp_sandbox *sb, const char *const *extra);
 /* End every interactive session of this handle. */
 void sp_sandbox_sessions_close(sp_sandbox *sb);
 
@@ -85,6 +132,11 @@ typedef struct sp_fast_spec {
 
 /* Host folder bind-mounted at /.sandpod/run (holds agent.sock). */
 char *sp_fast_run_dir(const sp_sandbox *sb);
+/* Connect to the sandbox's own agent (see its contract); 0, or -errno
+ * (-EPERM: something else listens there). */
+int sp_fast_connect(int *out, sp_sandbox *sb);
+/* Ask Podman for the container's pid 1 again (sb->init_pid). */
+int sp_sandbox_refresh_init_pid(sp_sandbox *sb);
 /* The exec path in force: the sandbox's setting, or under SP_EXEC_AUTO
  * $SANDPOD_EXEC_PATH (rest|fast). */
 sp_exec_path sp_fast_mode(const sp_sandbox *sb);

@@ -1081,20 +1081,15 @@ static char *prune(sp_sandbox *sb, sp_session_table *t)
 
 static char **session_env(const sp_sandbox *sb, const char *const *extra, const char *token)
 {
+    cleanup_free char *tok = sp_xasprintf(ENV_TOKEN "=%s", token);
     sp_strv sv = {0};
-    for (size_t i = 0; sb->cfg.env && sb->cfg.env[i]; i++)
-        sp_strv_push(&sv, sp_xstrdup(sb->cfg.env[i]));
     for (size_t i = 0; extra && extra[i]; i++)
         sp_strv_push(&sv, sp_xstrdup(extra[i]));
-    sp_strv_push(&sv, sp_xasprintf(ENV_TOKEN "=%s", token));
-    return sp_strv_steal(&sv);
-}
-
-static void strv_free(char **v)
-{
-    for (size_t i = 0; v && v[i]; i++)
-        free(v[i]);
-    free(v);
+    sp_strv_push(&sv, steal_pointer(&tok));
+    char **more = sp_strv_steal(&sv);
+    char **env = sp_sandbox_command_env(sb, (const char *const *)more);
+    sp_strv_free(more);
+    return env;
 }
 
 int sp_session_start(sp_session_output **out, sp_sandbox *sb, const char *command,
@@ -1138,7 +1133,7 @@ int sp_session_start(sp_session_output **out, sp_sandbox *sb, const char *comman
                            .kill_marker = marker};
         sp_error *ferr = NULL;
         r = sp_fast_start(&f, sb, &fs, &ferr);
-        strv_free(env);
+        sp_strv_free(env);
         if (r == SP_ENOTFOUND && sp_fast_mode(sb) != SP_EXEC_FAST) {
             sp_error_free(ferr); /* no agent answers: the REST path */
             fast = false;
@@ -1205,7 +1200,7 @@ int sp_session_start(sp_session_output **out, sp_sandbox *sb, const char *comman
     r = sp_podman_exec_create(&exec_id, sb->podman, sb->container_id, &spec, err);
     if (r == 0)
         r = sp_podman_exec_start(&e, sb->podman, exec_id, tty, err);
-    strv_free(env);
+    sp_strv_free(env);
     if (r < 0) {
         sp_err_wrap(err, r, "start session in sandbox %s", sb->name);
         free(exec_id);

@@ -811,12 +811,18 @@ int main(int argc, char **argv)
     /* Outside a container (tests), still reap what commands leave behind. */
     if (getpid() != 1)
         prctl(PR_SET_CHILD_SUBREAPER, 1);
-    /* Without its socket (a folder it may not write), it is still init. */
+    /* Without its socket (a folder it may not write), it is still init.
+     * The host hands the folder over right after the start: keep trying,
+     * often at first, then now and then. */
     int lfd = listen_on(dir);
+    int64_t started = now_ms();
     for (;;) {
         struct pollfd pfd[2] = {{sfd, POLLIN, 0}, {lfd, POLLIN, 0}};
-        int pr = poll(pfd, lfd >= 0 ? 2 : 1, -1);
-        if (pr < 0)
+        int wait = lfd >= 0 ? -1 : now_ms() - started < 10000 ? 5 : 1000;
+        int pr = poll(pfd, lfd >= 0 ? 2 : 1, wait);
+        if (lfd < 0)
+            lfd = listen_on(dir);
+        if (pr <= 0)
             continue;
         if (pfd[0].revents) {
             struct signalfd_siginfo si;

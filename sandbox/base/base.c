@@ -3,7 +3,9 @@
 #endif
 #include "base.h"
 
+#include <fcntl.h>
 #include <pwd.h>
+#include <sys/stat.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -282,6 +284,13 @@ char **sp_strv_steal(sp_strv *sv)
     return v;
 }
 
+void sp_strv_free(char **v)
+{
+    for (size_t i = 0; v && v[i]; i++)
+        free(v[i]);
+    free(v);
+}
+
 void sp_strv_dispose(sp_strv *sv)
 {
     for (size_t i = 0; i < sv->n; i++)
@@ -392,6 +401,28 @@ int sp_read_all(int fd, sp_buf *b, size_t limit)
         }
         sp_buf_add(b, chunk, (size_t)n);
     }
+}
+
+int sp_write_file_atomic(const char *path, const void *data, size_t len, unsigned mode,
+                         sp_error **err)
+{
+    cleanup_free char *tmp = sp_xasprintf("%s.%d.tmp", path, (int)getpid());
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, mode);
+    if (fd < 0)
+        return sp_err_errno(err, errno, "write", path);
+    if (fchmod(fd, mode) < 0 || sp_write_all(fd, data, len) < 0 || fsync(fd) < 0) {
+        int r = sp_err_errno(err, errno, "write", path);
+        close(fd);
+        unlink(tmp);
+        return r;
+    }
+    close(fd);
+    if (rename(tmp, path) < 0) {
+        int r = sp_err_errno(err, errno, "write", path);
+        unlink(tmp);
+        return r;
+    }
+    return 0;
 }
 
 int64_t sp_now_ms(void)

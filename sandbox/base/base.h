@@ -100,6 +100,8 @@ void sp_strv_dispose(sp_strv *sv);
 /* The NULL-terminated array (never NULL, empty when nothing was pushed);
  * the caller frees each string and the array. */
 char **sp_strv_steal(sp_strv *sv);
+/* Free a NULL-terminated array of strings and the array; accepts NULL. */
+void sp_strv_free(char **v);
 
 /* UTF-8 validity (strict: no overlongs, no surrogates). */
 bool sp_utf8_valid(const char *s, size_t len);
@@ -112,6 +114,10 @@ int sp_write_all(int fd, const void *data, size_t len);
 /* Append all of fd to b; -1 with errno set on a read error, or EFBIG when
  * b would grow past limit bytes. */
 int sp_read_all(int fd, sp_buf *b, size_t limit);
+/* Replace the file at path (in a folder only we may write) with data:
+ * a temp file beside it with `mode`, fsync, rename. */
+int sp_write_file_atomic(const char *path, const void *data, size_t len, unsigned mode,
+                         sp_error **err);
 
 /* An output cap that keeps the head and the tail of a stream: at most
  * max_bytes and max_lines in all, half for each end, with a marker in the

@@ -168,6 +168,11 @@ void sp_podman_free(sp_podman *p)
     free(p->socket_path);
     free(p->host);
     free(p->base);
+    if (p->host_info) {
+        free(p->host_info->seccomp_profile);
+        free(p->host_info->graph_root);
+        free(p->host_info);
+    }
     free(p);
 }
 
@@ -593,18 +598,61 @@ int sp_podman_get_version(sp_podman_version **out, sp_podman *p, sp_error **err)
     return r;
 }
 
-int sp_podman_graph_root(char **out, sp_podman *p, sp_error **err)
+static bool has_string(const cJSON *a, const char *s)
+{
+    const cJSON *it;
+    cJSON_ArrayForEach(it, a)
+    {
+        if (cJSON_IsString(it) && strcmp(it->valuestring, s) == 0)
+            return true;
+    }
+    return false;
+}
+
+int sp_podman_host_info(const sp_podman_host **out, sp_podman *p, sp_error **err)
 {
     *out = NULL;
+    if (p->host_info) {
+        *out = p->host_info;
+        return 0;
+    }
     sp_http_req req = SP_HTTP_REQ_INIT;
     req.path = SP_PODMAN_API "/info";
     cJSON *j = NULL;
     int r = sp_podman_call_json(p, &req, &j, "info", err);
-    if (r == 0) {
-        *out = sp_json_strdup(cJSON_GetObjectItemCaseSensitive(j, "store"), "graphRoot");
-        if (!*out)
-            r = sp_err_set(err, SP_EPODMAN, 0, "info: the answer names no store.graphRoot");
+    if (r < 0)
+        return r;
+    const cJSON *host = cJSON_GetObjectItemCaseSensitive(j, "host");
+    const cJSON *sec = cJSON_GetObjectItemCaseSensitive(host, "security");
+    sp_podman_host *h = sp_xcalloc(1, sizeof(*h));
+    h->rootless = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(sec, "rootless"));
+    const char *cg = sp_json_str(host, "cgroupVersion");
+    h->cgroup_version = cg && strcmp(cg, "v2") == 0 ? 2 : 1;
+    const cJSON *ctl = cJSON_GetObjectItemCaseSensitive(host, "cgroupControllers");
+    h->limits_apply = !h->rootless || (has_string(ctl, "memory") && has_string(ctl, "pids") &&
+                                       has_string(ctl, "cpu"));
+    h->can_pause = !(h->rootless && h->cgroup_version == 1);
+    h->seccomp_profile = sp_json_strdup(sec, "seccompProfilePath");
+    if (h->seccomp_profile && !*h->seccomp_profile) {
+        free(h->seccomp_profile);
+        h->seccomp_profile = NULL;
     }
+    h->graph_root = sp_json_strdup(cJSON_GetObjectItemCaseSensitive(j, "store"), "graphRoot");
     cJSON_Delete(j);
-    return r;
+    p->host_info = h;
+    *out = h;
+    return 0;
+}
+
+int sp_podman_graph_root(char **out, sp_podman *p, sp_error **err)
+{
+    *out = NULL;
+    const sp_podman_host *h = NULL;
+    int r = sp_podman_host_info(&h, p, err);
+    if (r < 0)
+        return r;
+    if (!h->graph_root)
+        return sp_err_set(err, SP_EPODMAN, 0, "info: the answer names no store.graphRoot");
+    *out = sp_xstrdup(h->graph_root);
+    return 0;
 }

@@ -1,10 +1,12 @@
 /* Container lifecycle: create (from a hardened-by-default spec), start,
  * stop, kill, pause, wait, inspect, list, delete, resize, and the archive
  * endpoints that copy tar streams in and out. */
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/resource.h>
+#include <time.h>
 
 #include "podman_internal.h"
 
@@ -57,7 +59,43 @@ static void add_rlimit(cJSON *a, const char *type, uint64_t soft, uint64_t hard)
     cJSON_AddItemToArray(a, o);
 }
 
-static int spec_json(char **out, const sp_podman_container_spec *s, sp_error **err)
+/* The user namespace: rootful services allocate a range of their own
+ * (containers/storage's "auto", from the `containers` entries of
+ * /etc/subuid and /etc/subgid), rootless ones keep the caller's id as the
+ * container user's. */
+static void add_userns(cJSON *j, const sp_podman_container_spec *s, bool rootless)
+{
+    if (s->userns == SP_PODMAN_USERNS_HOST) {
+        cJSON_AddStringToObject(cJSON_AddObjectToObject(j, "userns"), "nsmode", "host");
+        return;
+    }
+    cJSON *ns = cJSON_AddObjectToObject(j, "userns");
+    if (rootless) {
+        cJSON_AddStringToObject(ns, "nsmode", "keep-id");
+        unsigned long uid = 0, gid = 0;
+        char *end = NULL;
+        if (s->user) {
+            uid = gid = strtoul(s->user, &end, 10);
+            if (end != s->user && *end == ':')
+                gid = strtoul(end + 1, &end, 10);
+        }
+        if (s->user && end && end != s->user && *end == '\0') {
+            char v[64];
+            snprintf(v, sizeof(v), "uid=%lu,gid=%lu", uid, gid);
+            cJSON_AddStringToObject(ns, "value", v);
+        }
+        return;
+    }
+    cJSON_AddStringToObject(ns, "nsmode", "auto");
+    /* Podman 4.3 takes "auto" from the id mappings, not from userns. */
+    cJSON *m = cJSON_AddObjectToObject(j, "idmappings");
+    cJSON_AddBoolToObject(m, "AutoUserNs", true);
+    cJSON_AddNumberToObject(cJSON_AddObjectToObject(m, "AutoUserNsOpts"), "Size",
+                            s->userns_size ? s->userns_size : 65536);
+}
+
+static int spec_json(char **out, const sp_podman_container_spec *s, bool rootless,
+                     const char *seccomp_path, sp_error **err)
 {
     *out = NULL;
     if (!s->image || !*s->image)
@@ -91,7 +129,7 @@ static int spec_json(char **out, const sp_podman_container_spec *s, sp_error **e
         cJSON_AddStringToObject(o, "destination", m->destination);
         cJSON_AddStringToObject(o, "type", "bind");
         cJSON_AddStringToObject(o, "source", m->source);
-        const char *opts[] = {"rbind", m->read_only ? "ro" : "rw", NULL};
+        const char *opts[] = {"rbind", m->read_only ? "ro" : "rw", "nosuid", "nodev", NULL};
         cJSON_AddItemToObject(o, "options", str_array(opts));
         cJSON_AddItemToArray(mounts, o);
     }
@@ -163,6 +201,11 @@ static int spec_json(char **out, const sp_podman_container_spec *s, sp_error **e
     if (s->cap_add && s->cap_add[0])
         cJSON_AddItemToObject(j, "cap_add", str_array(s->cap_add));
     cJSON_AddBoolToObject(j, "no_new_privileges", !s->allow_new_privileges);
+    add_userns(j, s, rootless);
+    if (s->seccomp == SP_PODMAN_SECCOMP_UNCONFINED)
+        cJSON_AddStringToObject(j, "seccomp_profile_path", "unconfined");
+    else if (seccomp_path)
+        cJSON_AddStringToObject(j, "seccomp_profile_path", seccomp_path);
     if (s->init)
         cJSON_AddBoolToObject(j, "init", true);
     if (s->stop_timeout_s)
@@ -204,16 +247,167 @@ done:
     return r;
 }
 
-int sp_podman_container_create(char **out_id, sp_podman *p, const sp_podman_container_spec *spec,
-                               sp_error **err)
+/* ---------------------------------------------------------------- seccomp -- */
+
+#define CLONE_NEWUSER_FLAG 0x10000000
+
+static bool is_denied_call(const char *name)
 {
-    *out_id = NULL;
-    if (!spec)
-        return sp_err_set(err, SP_EINVAL, 0, "create container: spec is missing");
-    cleanup_free char *body = NULL;
-    int r = spec_json(&body, spec, err);
+    static const char *const denied[] = {"keyctl", "add_key", "request_key",
+                                         "clone",  "clone3",  "unshare"};
+    for (size_t i = 0; i < sizeof(denied) / sizeof(*denied); i++)
+        if (strcmp(name, denied[i]) == 0)
+            return true;
+    return false;
+}
+
+static cJSON *rule(const char *const *names, const char *action, int errno_ret)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddItemToObject(o, "names", str_array(names));
+    cJSON_AddStringToObject(o, "action", action);
+    if (errno_ret)
+        cJSON_AddNumberToObject(o, "errnoRet", errno_ret);
+    return o;
+}
+
+/* (flags & CLONE_NEWUSER) == want on argument `index`. */
+static void add_newuser_arg(cJSON *o, int index, unsigned want)
+{
+    cJSON *a = cJSON_CreateObject();
+    cJSON_AddNumberToObject(a, "index", index);
+    cJSON_AddNumberToObject(a, "value", CLONE_NEWUSER_FLAG);
+    cJSON_AddNumberToObject(a, "valueTwo", want);
+    cJSON_AddStringToObject(a, "op", "SCMP_CMP_MASKED_EQ");
+    cJSON_AddItemToArray(cJSON_AddArrayToObject(o, "args"), a);
+}
+
+static void add_arches(cJSON *o, const char *key, bool s390)
+{
+    const char *const s390_arches[] = {"s390", "s390x", NULL};
+    (void)s390;
+    cJSON_AddItemToObject(cJSON_AddObjectToObject(o, key), "arches", str_array(s390_arches));
+}
+
+/* sandpod's profile: Podman's default (`base`, its JSON text) without
+ * keyctl, add_key and request_key (the kernel keyrings are not namespaced
+ * by uid ranges alone), without clone3 (its flags cannot be inspected; libc
+ * falls back to clone on ENOSYS), and with clone and unshare allowed only
+ * without CLONE_NEWUSER (a new user namespace hands the workload a full
+ * capability set over the kernel's namespaced surface, nf_tables first). */
+int sp_podman_seccomp_profile(char **out, const char *base, size_t len, sp_error **err)
+{
+    *out = NULL;
+    cJSON *j = cJSON_ParseWithLength(base, len);
+    cJSON *calls = cJSON_GetObjectItemCaseSensitive(j, "syscalls");
+    if (!cJSON_IsObject(j) || !cJSON_IsArray(calls)) {
+        cJSON_Delete(j);
+        return sp_err_set(err, SP_EINVAL, 0, "Podman's seccomp profile is not the JSON expected");
+    }
+    cJSON *r;
+    cJSON_ArrayForEach(r, calls)
+    {
+        cJSON *names = cJSON_GetObjectItemCaseSensitive(r, "names");
+        const char *action = sp_json_str(r, "action");
+        if (!cJSON_IsArray(names) || !action || strcmp(action, "SCMP_ACT_ALLOW") != 0)
+            continue;
+        for (int i = cJSON_GetArraySize(names) - 1; i >= 0; i--) {
+            cJSON *n = cJSON_GetArrayItem(names, i);
+            if (cJSON_IsString(n) && is_denied_call(n->valuestring))
+                cJSON_DeleteItemFromArray(names, i);
+        }
+    }
+    const char *const keys[] = {"keyctl", "add_key", "request_key", NULL};
+    cJSON_AddItemToArray(calls, rule(keys, "SCMP_ACT_ERRNO", EPERM));
+    const char *const clone3[] = {"clone3", NULL};
+    cJSON_AddItemToArray(calls, rule(clone3, "SCMP_ACT_ERRNO", ENOSYS));
+    const char *const unshare[] = {"unshare", NULL};
+    const char *const clone[] = {"clone", NULL};
+    for (unsigned want = 0; want <= CLONE_NEWUSER_FLAG; want += CLONE_NEWUSER_FLAG) {
+        const char *act = want ? "SCMP_ACT_ERRNO" : "SCMP_ACT_ALLOW";
+        int eret = want ? EPERM : 0;
+        cJSON *u = rule(unshare, act, eret);
+        add_newuser_arg(u, 0, want);
+        cJSON_AddItemToArray(calls, u);
+        /* clone's flags are its first argument, but its second on s390. */
+        cJSON *c = rule(clone, act, eret);
+        add_newuser_arg(c, 0, want);
+        add_arches(c, "excludes", true);
+        cJSON_AddItemToArray(calls, c);
+        cJSON *c390 = rule(clone, act, eret);
+        add_newuser_arg(c390, 1, want);
+        add_arches(c390, "includes", true);
+        cJSON_AddItemToArray(calls, c390);
+    }
+    *out = cJSON_PrintUnformatted(j);
+    cJSON_Delete(j);
+    return 0;
+}
+
+/* Write sandpod's profile to `path` (atomically), from the service's own
+ * default. */
+static int write_seccomp(sp_podman *p, const char *path, sp_error **err)
+{
+    const sp_podman_host *h = NULL;
+    int r = sp_podman_host_info(&h, p, err);
     if (r < 0)
         return r;
+    if (!h->seccomp_profile)
+        return sp_err_set(err, SP_ENOTFOUND, 0, "the Podman service names no seccomp profile");
+    sp_buf base = SP_BUF_INIT;
+    cleanup_close int in = open(h->seccomp_profile, O_RDONLY | O_CLOEXEC);
+    if (in < 0 || sp_read_all(in, &base, 4u << 20) < 0) {
+        r = sp_err_errno(err, errno, "read Podman's seccomp profile", h->seccomp_profile);
+        sp_buf_dispose(&base);
+        return r;
+    }
+    cleanup_free char *text = NULL;
+    r = sp_podman_seccomp_profile(&text, base.data ? base.data : "", base.len, err);
+    sp_buf_dispose(&base);
+    if (r < 0)
+        return r;
+    return sp_write_file_atomic(path, text, strlen(text), 0600, err);
+}
+
+int sp_podman_container_create(char **out_id, char ***out_warnings, sp_podman *p,
+                               const sp_podman_container_spec *spec, sp_error **err)
+{
+    *out_id = NULL;
+    if (out_warnings)
+        *out_warnings = NULL;
+    if (!spec)
+        return sp_err_set(err, SP_EINVAL, 0, "create container: spec is missing");
+    bool rootless = false;
+    sp_strv warnings = {0};
+    if (spec->userns == SP_PODMAN_USERNS_PRIVATE) {
+        const sp_podman_host *h = NULL;
+        int r = sp_podman_host_info(&h, p, err);
+        if (r < 0)
+            return r;
+        rootless = h->rootless;
+    }
+    const char *seccomp_path = NULL;
+    if (spec->seccomp == SP_PODMAN_SECCOMP_SANDPOD) {
+        sp_error *e = NULL;
+        if (!spec->seccomp_file) {
+            sp_strv_push(&warnings, sp_xstrdup("no file for sandpod's seccomp profile was "
+                                               "given: Podman's default profile applies"));
+        } else if (write_seccomp(p, spec->seccomp_file, &e) < 0) {
+            sp_strv_push(&warnings,
+                         sp_xasprintf("sandpod's seccomp profile could not be made (%s): "
+                                      "Podman's default profile applies",
+                                      e ? e->message : "unknown error"));
+        } else {
+            seccomp_path = spec->seccomp_file;
+        }
+        sp_error_free(e);
+    }
+    cleanup_free char *body = NULL;
+    int r = spec_json(&body, spec, rootless, seccomp_path, err);
+    if (r < 0) {
+        sp_strv_dispose(&warnings);
+        return r;
+    }
     cleanup_free char *what =
         sp_xasprintf("create container %s", spec->name ? spec->name : spec->image);
     sp_http_req req = SP_HTTP_REQ_INIT;
@@ -238,9 +432,18 @@ int sp_podman_container_create(char **out_id, sp_podman *p, const sp_podman_cont
             *out_id = sp_xstrdup(id);
         else
             r = sp_err_set(err, SP_EPODMAN, 0, "%s: the answer has no container id", what);
+        const cJSON *w;
+        cJSON_ArrayForEach(w, cJSON_GetObjectItemCaseSensitive(j, "Warnings"))
+        {
+            if (cJSON_IsString(w) && *w->valuestring)
+                sp_strv_push(&warnings, sp_xstrdup(w->valuestring));
+        }
     }
     cJSON_Delete(j);
     sp_http_resp_dispose(&resp);
+    if (r == 0 && out_warnings)
+        *out_warnings = sp_strv_steal(&warnings);
+    sp_strv_dispose(&warnings);
     return r;
 }
 
@@ -359,10 +562,28 @@ int sp_podman_container_delete(sp_podman *p, const char *name_or_id, bool force,
     req.path = path;
     /* A forced delete stops the container first (up to its stop timeout). */
     req.timeout_ms = (long)p->timeout_ms + (force ? 60000 : 0);
-    sp_http_resp resp = {0};
-    int r = sp_podman_http(p, &req, &resp, what, err);
-    sp_http_resp_dispose(&resp);
-    return r;
+    /* Podman 4.3 sometimes fails to unmount the shm of a container in a
+     * user namespace of its own right after stopping it ("device or
+     * resource busy"); the container is then half-removed and a second
+     * delete a moment later finishes it. */
+    int r = 0;
+    for (int attempt = 0;; attempt++) {
+        sp_http_resp resp = {0};
+        sp_error *e = NULL;
+        r = sp_podman_http(p, &req, &resp, what, &e);
+        sp_http_resp_dispose(&resp);
+        bool busy = r < 0 && e && strstr(e->message, "device or resource busy");
+        if (!busy || attempt == 5) {
+            if (err)
+                *err = e;
+            else
+                sp_error_free(e);
+            return r;
+        }
+        sp_error_free(e);
+        struct timespec ts = {0, (long)(attempt + 1) * 100 * 1000000L};
+        nanosleep(&ts, NULL);
+    }
 }
 
 /* --------------------------------------------------------------- inspect -- */

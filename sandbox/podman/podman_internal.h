@@ -26,6 +26,7 @@ struct sp_podman {
     unsigned timeout_ms;
     unsigned transfer_timeout_ms;
     bool started;
+    sp_podman_host *host_info; /* /info, asked once */
 };
 
 /* A parsed service URL. */
@@ -92,6 +93,9 @@ char *sp_podman_escape(sp_podman *p, const char *s);
 
 /* JSON getters that tolerate missing or mistyped fields. */
 const char *sp_json_str(const cJSON *o, const char *key);
+/* sandpod's seccomp profile made from Podman's default (its JSON text).
+ * @param out  the profile's JSON text (free()) */
+int sp_podman_seccomp_profile(char **out, const char *base, size_t len, sp_error **err);
 char *sp_json_strdup(const cJSON *o, const char *key);
 int64_t sp_json_int(const cJSON *o, const char *key, int64_t dflt);
 bool sp_json_bool(const cJSON *o, const char *key);

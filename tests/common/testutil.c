@@ -354,3 +354,21 @@ int tu_children_of(pid_t parent, pid_t *first)
     closedir(d);
     return n;
 }
+
+unsigned tu_host_id(int pid, const char *which, unsigned inside)
+{
+    char path[64];
+    snprintf(path, sizeof(path), "/proc/%d/%s", pid, which);
+    FILE *f = fopen(path, "re");
+    if (!f)
+        fail_msg("open %s: %s", path, strerror(errno));
+    unsigned long in, out, count;
+    while (fscanf(f, "%lu %lu %lu", &in, &out, &count) == 3)
+        if (inside >= in && inside - in < count) {
+            fclose(f);
+            return (unsigned)(out + (inside - in));
+        }
+    fclose(f);
+    fail_msg("%s maps no id %u", path, inside);
+    return 0;
+}

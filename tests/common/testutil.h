@@ -73,4 +73,8 @@ void tu_crash_reports(const char *context);
  * found goes to *first (when not NULL and there is one). */
 int tu_children_of(pid_t parent, pid_t *first);
 
+/* The host id that id `inside` of process pid's user namespace has
+ * (which: "uid_map" or "gid_map"); fails the test when it has none. */
+unsigned tu_host_id(int pid, const char *which, unsigned inside);
+
 #endif

@@ -655,7 +655,7 @@ static void test_sandbox_create_full(void **state)
     char *src = tu_join(f->dir, "src");
     tu_mkdir(f->dir, "src");
     make_source(src);
-    mount_tmpfs(f, f->mnt, "size=256k");
+    mount_tmpfs(f, f->mnt, "size=256k,mode=0700"); /* a private state root */
     tu_mkdir(f->mnt, "sandboxes");
     tu_mkdir(f->mnt, "sandboxes/other");
     write_text(f->mnt, "sandboxes/other/sandbox.json", "{}\n");

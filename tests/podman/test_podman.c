@@ -14,10 +14,11 @@
 #include "testutil.h"
 
 static sp_podman *P;
-static char *LABEL;      /* "sandpod.test=<unique>" */
-static char *LABEL_ONLY; /* for list filters */
-static char *WS;         /* host folder bind-mounted at /workspace */
-static char *CID;        /* the hardened container */
+static char *LABEL;             /* "sandpod.test=<unique>" */
+static char *LABEL_ONLY;        /* for list filters */
+static char *WS;                /* host folder bind-mounted at /workspace */
+static unsigned WS_UID, WS_GID; /* the container user's host ids */
+static char *CID;               /* the hardened container */
 static int RC_SKIP = 77;
 
 static void fail_err(const char *what, sp_error *err)
@@ -190,7 +191,7 @@ static void test_create_hardened(void **state)
     spec.stop_timeout_s = 2;
 
     int64_t t0 = sp_now_ms();
-    OK(sp_podman_container_create(&CID, P, &spec, err_));
+    OK(sp_podman_container_create(&CID, NULL, P, &spec, err_));
     int64_t t1 = sp_now_ms();
     OK(sp_podman_container_start(P, CID, err_));
     int64_t t2 = sp_now_ms();
@@ -198,11 +199,21 @@ static void test_create_hardened(void **state)
                   (long long)(t2 - t1));
     /* Starting a running container is fine. */
     OK(sp_podman_container_start(P, CID, err_));
+    /* The container runs in a user namespace of its own: its uid 1000 is
+     * another host uid, which must own the workspace to write it. */
+    sp_podman_container_info *pi = NULL;
+    OK(sp_podman_container_inspect(&pi, P, CID, err_));
+    WS_UID = tu_host_id(pi->pid, "uid_map", 1000);
+    WS_GID = tu_host_id(pi->pid, "gid_map", 1000);
+    sp_podman_container_info_free(pi);
+    assert_true(WS_UID != 1000 || getuid() != 0); /* not the host's uid 1000 */
+    if (getuid() == 0)
+        assert_int_equal(chown(WS, WS_UID, WS_GID), 0);
 
     /* A second container with the same name is refused as existing. */
     sp_error *err = NULL;
     char *dup = NULL;
-    assert_int_equal(sp_podman_container_create(&dup, P, &spec, &err), SP_EEXISTS);
+    assert_int_equal(sp_podman_container_create(&dup, NULL, P, &spec, &err), SP_EEXISTS);
     assert_null(dup);
     sp_error_free(err);
 
@@ -249,10 +260,18 @@ static void test_hardening(void **state)
     struct stat st;
     char *p = tu_join(WS, "from-container");
     assert_int_equal(stat(p, &st), 0);
-    assert_int_equal(st.st_uid, 1000);
+    assert_int_equal(st.st_uid, WS_UID);
     free(p);
 
-    /* The limits reached the cgroup (v2 or v1 layout). */
+    /* The limits reached the cgroup (v2 or v1 layout), where the service
+     * can set them at all (not rootless on cgroup v1: Podman drops them and
+     * says so, which sp_podman_host_info() reports). */
+    const sp_podman_host *h = NULL;
+    OK(sp_podman_host_info(&h, P, err_));
+    if (!h->limits_apply) {
+        print_message("limits do not apply on this service (rootless, cgroup v1)\n");
+        return;
+    }
     s = sh("cat /sys/fs/cgroup/pids.max 2>/dev/null || cat /sys/fs/cgroup/pids/pids.max");
     assert_string_equal(s, "64\n");
     free(s);
@@ -396,20 +415,24 @@ static void test_exec_tty(void **state)
     sp_buf_dispose(&got);
 }
 
+/* The archive endpoint on the container's own files: with a private user
+ * namespace, Podman 4.3 answers an empty tar for a bind-mounted folder such
+ * as /workspace, and a put fails to map owner 0 (sandpod uses neither; it
+ * reads and writes the workspace from the host). */
 static void test_archive(void **state)
 {
     (void)state;
-    tu_write(WS, "hostfile.txt", "from the host\n", 0644);
+    free(sh("echo from the container > /tmp/inside.txt"));
     char *tarpath = tu_join(WS, "../out.tar");
     int fd = open(tarpath, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
     assert_true(fd >= 0);
-    OK(sp_podman_archive_get(P, CID, "/workspace", fd, err_));
+    OK(sp_podman_archive_get(P, CID, "/tmp/inside.txt", fd, err_));
     off_t size = lseek(fd, 0, SEEK_END);
     assert_true(size >= 1024);
     char *tar = malloc((size_t)size);
     assert_int_equal(pread(fd, tar, (size_t)size, 0), size);
-    assert_non_null(memmem(tar, (size_t)size, "workspace/hostfile.txt", 22));
-    assert_non_null(memmem(tar, (size_t)size, "from the host", 13));
+    assert_non_null(memmem(tar, (size_t)size, "inside.txt", 10));
+    assert_non_null(memmem(tar, (size_t)size, "from the container", 18));
     free(tar);
     close(fd);
 
@@ -421,16 +444,6 @@ static void test_archive(void **state)
     sp_error_free(err);
     assert_int_equal(lseek(fd, 0, SEEK_END), 0); /* the error body never reached the fd */
     close(fd);
-
-    /* Put: a tar made from the one we got, extracted into /tmp (tmpfs). */
-    fd = open(tarpath, O_RDWR | O_TRUNC | O_CLOEXEC);
-    OK(sp_podman_archive_get(P, CID, "/workspace/hostfile.txt", fd, err_));
-    lseek(fd, 0, SEEK_SET);
-    OK(sp_podman_archive_put(P, CID, "/tmp", fd, err_));
-    close(fd);
-    char *s = sh("cat /tmp/hostfile.txt");
-    assert_string_equal(s, "from the host\n");
-    free(s);
     unlink(tarpath);
     free(tarpath);
 }
@@ -446,9 +459,10 @@ static void test_attach(void **state)
     spec.labels = labels;
     const char *caps[] = {"CAP_CHOWN", NULL};
     spec.cap_add = caps;
+    spec.user = "0:0"; /* root of its user namespace, in either mode */
     spec.writable_rootfs = true;
     cleanup_free char *id = NULL;
-    OK(sp_podman_container_create(&id, P, &spec, err_));
+    OK(sp_podman_container_create(&id, NULL, P, &spec, err_));
     OK(sp_podman_container_start(P, id, err_));
     /* Relaxations on purpose: one capability back, a writable root. */
     const char *probe[] = {"sh", "-c",
@@ -481,8 +495,18 @@ static void test_attach(void **state)
 static void test_pause_kill(void **state)
 {
     (void)state;
-    OK(sp_podman_container_pause(P, CID, err_));
+    const sp_podman_host *h = NULL;
+    OK(sp_podman_host_info(&h, P, err_));
     sp_podman_container_info *info = NULL;
+    if (!h->can_pause) {
+        /* Rootless on cgroup v1: no freezer, and a clear error. */
+        sp_error *perr = NULL;
+        assert_int_equal(sp_podman_container_pause(P, CID, &perr), SP_EPODMAN);
+        assert_non_null(strstr(perr->message, "pause"));
+        sp_error_free(perr);
+        goto kill;
+    }
+    OK(sp_podman_container_pause(P, CID, err_));
     OK(sp_podman_container_inspect(&info, P, CID, err_));
     assert_true(info->paused);
     assert_string_equal(info->state, "paused");
@@ -499,6 +523,7 @@ static void test_pause_kill(void **state)
     sp_error_free(err);
 
     OK(sp_podman_container_unpause(P, CID, err_));
+kill:;
     char *s = sh("echo alive");
     assert_string_equal(s, "alive\n");
     free(s);
@@ -573,13 +598,13 @@ static void test_errors(void **state)
     spec.image = "localhost/sandpod-no-such-image:none";
     char *id = NULL;
     err = NULL;
-    assert_int_equal(sp_podman_container_create(&id, P, &spec, &err), SP_ENOTFOUND);
+    assert_int_equal(sp_podman_container_create(&id, NULL, P, &spec, &err), SP_ENOTFOUND);
     print_message("missing image: %s\n", err->message);
     sp_error_free(err);
 
     spec.image = NULL;
     err = NULL;
-    assert_int_equal(sp_podman_container_create(&id, P, &spec, &err), SP_EINVAL);
+    assert_int_equal(sp_podman_container_create(&id, NULL, P, &spec, &err), SP_EINVAL);
     sp_error_free(err);
 
     sp_podman_exec_info xi;
@@ -695,8 +720,6 @@ int main(void)
     WS = tu_mkdtemp();
     char *wsdir = tu_join(WS, "ws");
     tu_mkdir(WS, "ws");
-    /* uid 1000 in the container must be able to write it. */
-    chown(wsdir, 1000, 1000);
     char *top = WS;
     WS = wsdir;
 

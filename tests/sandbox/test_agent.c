@@ -66,6 +66,14 @@ static int group_setup(void **state)
         }
         nap(1);
     }
+    /* The host talks only to the process it knows as the container's pid 1. */
+    int fd = raw_connect();
+    struct ucred cred = {0};
+    socklen_t len = sizeof(cred);
+    assert_true(fd >= 0);
+    assert_int_equal(getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len), 0);
+    close(fd);
+    box.init_pid = cred.pid;
     box.name = "agent-test";
     box.state_dir = dir;
     box.cfg.exec_path = SP_EXEC_FAST;

@@ -143,6 +143,17 @@ static void test_hardening(void **state)
     assert_non_null(strstr(r->out, "ws-ok"));
     sp_run_result_free(r);
 
+    /* Rootless Podman on cgroup v1 sets no limits; the sandbox says so. */
+    sp_sandbox_status *st = NULL;
+    sp_error *err = NULL;
+    assert_int_equal(sp_sandbox_status_get(&st, sb, &err), 0);
+    bool limits = st->limits_apply;
+    assert_true(limits || st->rootless);
+    sp_sandbox_status_free(st);
+    if (!limits) {
+        print_message("limits do not apply here (rootless, cgroup v1)\n");
+        return;
+    }
     /* The pids limit holds against a fork bomb, and what the bomb left
      * behind is gone once the command returns. */
     r = sh("n=0; while [ $n -lt 200 ]; do sleep 30 & n=$((n+1)); echo $n > /tmp/count; done",
@@ -245,7 +256,8 @@ static void test_killed_container_recovers(void **state)
     /* Removed behind our back: start recreates it around the workspace. */
     assert_int_equal(sp_podman_container_delete(p, sp_sandbox_container_id(sb), true, true, &err),
                      0);
-    assert_int_equal(sp_sandbox_start(sb, &err), 0);
+    if (sp_sandbox_start(sb, &err) < 0)
+        fail_msg("start after the container was removed: %s", err->message);
     r = sh("cat hello.txt", 0);
     assert_string_equal(r->out, "hello from the host\n");
     sp_run_result_free(r);
@@ -448,7 +460,8 @@ static void test_service_killed_mid_command(void **state)
         fail_msg("after restart: %s", err->message);
     assert_string_equal(r->out, "back\n");
     sp_run_result_free(r);
-    assert_int_equal(sp_sandbox_remove(x, false, &err), 0);
+    if (sp_sandbox_remove(x, false, &err) < 0)
+        fail_msg("remove: %s", err->message);
     sp_sandbox_free(x);
     svc = read_pid(pidfile);
     if (svc > 0)

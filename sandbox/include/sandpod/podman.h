@@ -127,6 +127,33 @@ void sp_podman_version_free(sp_podman_version *v);
  *  /var/lib/containers/storage). @param out  free() it */
 int sp_podman_graph_root(char **out, sp_podman *p, sp_error **err);
 
+/** What /info says about the service's host, as far as sandpod needs it. */
+typedef struct sp_podman_host {
+    /** The service runs rootless (host.security.rootless). */
+    bool rootless;
+    /** 1 or 2 (host.cgroupVersion). */
+    int cgroup_version;
+    /** Memory, CPU and pids limits take effect: the service may use the
+     *  memory, cpu and pids cgroup controllers (a rootless service on
+     *  cgroup v1 may not, and Podman then drops the limits). */
+    bool limits_apply;
+    /** Containers can be paused (not rootless on cgroup v1). */
+    bool can_pause;
+    /** The seccomp profile Podman applies by default, or NULL. */
+    char *seccomp_profile;
+    /** store.graphRoot */
+    char *graph_root;
+} sp_podman_host;
+
+/**
+ * The service's host facts, asked once per handle and kept.
+ *
+ * @param out  receives a pointer owned by the handle (valid until
+ *             sp_podman_free())
+ * @return 0 or SP_EPODMAN
+ */
+int sp_podman_host_info(const sp_podman_host **out, sp_podman *p, sp_error **err);
+
 /* ------------------------------------------------------------- images -- */
 
 /** Whether an image exists locally. @return 0 with *out set, or an error. */
@@ -187,12 +214,34 @@ int sp_podman_image_remove(sp_podman *p, const char *name, bool force, sp_error 
 
 /* --------------------------------------------------------- containers -- */
 
-/** A bind mount of a host folder or file. */
+/** A bind mount of a host folder or file. Bind mounts are always nosuid
+ *  and nodev: nothing the workload writes there gains privileges. */
 typedef struct sp_podman_mount {
     const char *source;      /**< host path */
     const char *destination; /**< path in the container */
     bool read_only;
 } sp_podman_mount;
+
+/** The user namespace of a container. The zero value is the safe one. */
+typedef enum sp_podman_userns {
+    /** A user namespace of the container's own: a rootful service maps the
+     *  container's ids to a range no host account uses (userns=auto); a
+     *  rootless one maps the container's user to the caller (keep-id). */
+    SP_PODMAN_USERNS_PRIVATE = 0,
+    /** The host's user namespace: the container's uid N is host uid N. */
+    SP_PODMAN_USERNS_HOST = 1,
+} sp_podman_userns;
+
+/** Where a container's seccomp filter comes from. */
+typedef enum sp_podman_seccomp {
+    /** sandpod's profile: Podman's default less keyctl, add_key,
+     *  request_key, clone3 and new user namespaces. */
+    SP_PODMAN_SECCOMP_SANDPOD = 0,
+    /** Podman's default profile as it is. */
+    SP_PODMAN_SECCOMP_PODMAN = 1,
+    /** No seccomp filter at all. */
+    SP_PODMAN_SECCOMP_UNCONFINED = 2,
+} sp_podman_seccomp;
 
 /** A tmpfs mount. */
 typedef struct sp_podman_tmpfs {
@@ -266,6 +315,18 @@ typedef struct sp_podman_container_spec {
     bool init;
     /** Seconds `stop` waits before SIGKILL; 0 = Podman's default (10). */
     unsigned stop_timeout_s;
+    /** User namespace (default: private). */
+    sp_podman_userns userns;
+    /** Rootful private namespaces: how many ids the range holds (0 =
+     *  65536). Rootless keep-id: the caller appears as `user`'s uid and gid
+     *  when `user` is numeric "uid[:gid]". */
+    uint32_t userns_size;
+    /** Seccomp (default: sandpod's profile). */
+    sp_podman_seccomp seccomp;
+    /** SP_PODMAN_SECCOMP_SANDPOD: a host file the profile is written to
+     *  (the service reads it from there; NULL = Podman's default profile,
+     *  with a warning in `warnings`). */
+    const char *seccomp_file;
 } sp_podman_container_spec;
 
 #define SP_PODMAN_CONTAINER_SPEC_INIT                                                              \
@@ -277,11 +338,13 @@ typedef struct sp_podman_container_spec {
  * Create a container (not started).
  *
  * @param out_id  receives the container id (free())
+ * @param out_warnings  NULL, or receives a NULL-terminated list of what
+ *        Podman warned about (limits it dropped, ...); free each and the list
  * @return 0; SP_EEXISTS (name in use); SP_ENOTFOUND (no such image);
  *         SP_EINVAL (bad spec); SP_EPODMAN
  */
-int sp_podman_container_create(char **out_id, sp_podman *p, const sp_podman_container_spec *spec,
-                               sp_error **err);
+int sp_podman_container_create(char **out_id, char ***out_warnings, sp_podman *p,
+                               const sp_podman_container_spec *spec, sp_error **err);
 
 /** Start a container; starting a running one is not an error. */
 int sp_podman_container_start(sp_podman *p, const char *name_or_id, sp_error **err);
@@ -375,6 +438,9 @@ int sp_podman_container_attach(sp_exec **out, sp_podman *p, const char *name_or_
 
 /**
  * Copy a path out of a container as a tar stream written to `out_fd`.
+ * Podman 4.3 answers an empty tar for a bind mount of a container in a
+ * private user namespace, and refuses sp_podman_archive_put() into one
+ * (owner 0 "cannot be mapped"): read and write such mounts on the host.
  * @return 0, SP_ENOTFOUND (container or path), SP_EPODMAN, SP_ETIMEOUT
  */
 int sp_podman_archive_get(sp_podman *p, const char *name_or_id, const char *path, int out_fd,

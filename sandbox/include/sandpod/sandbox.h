@@ -93,8 +93,19 @@ typedef struct sp_sandbox_opts {
      *  agent (an older sandpod, or no agent binary found) always uses REST
      *  under SP_EXEC_AUTO. Under SP_EXEC_AUTO, $SANDPOD_EXEC_PATH=rest|fast
      *  forces a path (for the CLI and tests). The agent binary is found through $SANDPOD_AGENT,
-     *  the build tree, then the install path (libexec/sandpod/sandpod-agent). */
+     *  the install path (libexec/sandpod/sandpod-agent), then a
+     *  sandpod-agent beside the running program when root or the caller
+     *  owns it and nobody else may write it. */
     sp_exec_path exec_path;
+    /** User namespace (default: private; SP_PODMAN_USERNS_HOST shares the
+     *  host's ids with the workload, on purpose only). */
+    sp_podman_userns userns;
+    /** Seccomp filter (default: sandpod's profile). */
+    sp_podman_seccomp seccomp;
+    /** NULL-terminated names of variables whose values every command gets
+     *  from the caller's environment at the time it runs; the values are
+     *  stored nowhere (sandbox.json keeps the names). */
+    const char *const *env_pass;
 } sp_sandbox_opts;
 
 #define SP_SANDBOX_OPTS_INIT                                                                       \
@@ -134,6 +145,10 @@ const char *sp_sandbox_container_id(const sp_sandbox *sb);
 const char *sp_sandbox_image(const sp_sandbox *sb);
 /** Creation time, RFC 3339 UTC. */
 const char *sp_sandbox_created_at(const sp_sandbox *sb);
+/** What Podman and sandpod warned about when the container was last made
+ *  (limits a rootless service dropped, a seccomp profile that could not be
+ *  written): NULL-terminated, owned by the handle. */
+const char *const *sp_sandbox_warnings(const sp_sandbox *sb);
 
 /**
  * Serialise a change to the workspace made from the host side: an
@@ -165,6 +180,14 @@ typedef struct sp_sandbox_status {
     bool oom_killed;
     int exit_code;   /**< of the container's main process, once exited */
     char *container; /**< container id, or NULL when missing */
+    int pid;         /**< host pid of the container's pid 1; 0 when not running */
+    /** The Podman service runs rootless (keep-id: the workload is the caller). */
+    bool rootless;
+    /** Memory, CPU and pids limits are in force (a rootless service on
+     *  cgroup v1 cannot set them; Podman drops them with a warning). */
+    bool limits_apply;
+    /** Host uid and gid of the container's user (-1 until first started). */
+    int64_t host_uid, host_gid;
 } sp_sandbox_status;
 
 /** Ask Podman about the container. @param out free with sp_sandbox_status_free() */
@@ -180,6 +203,11 @@ int sp_sandbox_start(sp_sandbox *sb, sp_error **err);
 int sp_sandbox_stop(sp_sandbox *sb, int timeout_s, sp_error **err);
 int sp_sandbox_restart(sp_sandbox *sb, sp_error **err);
 /** Freeze / thaw the container (snapshots use this for consistency). */
+/** Whether sp_sandbox_pause() really freezes the container: false for a
+ *  rootless Podman service on cgroup v1 (no freezer), where it does
+ *  nothing and snapshots are taken while the workload runs. */
+bool sp_sandbox_pauses(sp_sandbox *sb);
+
 int sp_sandbox_pause(sp_sandbox *sb, sp_error **err);
 int sp_sandbox_unpause(sp_sandbox *sb, sp_error **err);
 

@@ -1,0 +1,318 @@
+/* The sandbox around the tools, tried the way the attacks of issue 11 went,
+ * on a real Podman service and real containers (rootful as root, rootless
+ * keep-id as anyone else):
+ *
+ * - the workload's uid maps to no host account (rootful) or to the caller
+ *   (rootless), and still writes /workspace;
+ * - keyctl/add_key/request_key and new user namespaces are refused, while
+ *   Podman's own profile (the opt-out) allows them: the probe can tell;
+ * - a host account with the uid the workload used to share cannot read its
+ *   /proc/PID/environ (and can under --userns host: the opt-out);
+ * - /workspace is nosuid,nodev;
+ * - replacing /.sandpod/run/agent.sock with a symlink to another sandbox's
+ *   socket, or with a socket the workload listens on, never sends a command
+ *   anywhere but the sandbox's own container.
+ * The probe (tests/sandbox/probe.c) is static; it is copied into the
+ * workspace and run there. */
+#include <fcntl.h>
+#include <pwd.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "base.h"
+#include "sandpod/fs.h"
+#include "sandpod/sandbox.h"
+#include "testutil.h"
+
+static char *podman_url;
+static char *state_root;
+
+static sp_sandbox *make(const char *name, sp_podman_userns userns, sp_podman_seccomp seccomp)
+{
+    sp_sandbox_opts o = SP_SANDBOX_OPTS_INIT;
+    o.name = name;
+    o.state_root = state_root;
+    o.podman_url = podman_url;
+    o.userns = userns;
+    o.seccomp = seccomp;
+    const char *env[] = {"SANDPOD_SECRET=hunter2", NULL};
+    o.env = env;
+    sp_sandbox *sb = NULL;
+    sp_error *err = NULL;
+    if (sp_sandbox_create(&sb, &o, &err) < 0)
+        fail_msg("create %s: %s", name, err->message);
+    /* The probe, copied in as the host would copy any file. */
+    sp_fs *fs = sp_sandbox_fs(sb, &err);
+    assert_non_null(fs);
+    int fd = open(SANDPOD_PROBE_PATH, O_RDONLY | O_CLOEXEC);
+    assert_true(fd >= 0);
+    sp_buf b = SP_BUF_INIT;
+    assert_int_equal(sp_read_all(fd, &b, 64u << 20), 0);
+    close(fd);
+    sp_fs_write_opts wo = SP_FS_WRITE_OPTS_INIT;
+    if (sp_fs_write_bytes(NULL, fs, ".probe", b.data, b.len, &wo, &err) < 0)
+        fail_msg("copy the probe: %s", err->message);
+    sp_buf_dispose(&b);
+    char *p = tu_join(sp_sandbox_workspace(sb), ".probe");
+    assert_int_equal(chmod(p, 0755), 0);
+    free(p);
+    return sb;
+}
+
+static void drop(sp_sandbox *sb)
+{
+    sp_error *err = NULL;
+    if (sp_sandbox_remove(sb, false, &err) < 0)
+        fail_msg("remove: %s", err->message);
+    sp_sandbox_free(sb);
+}
+
+static char *sh(sp_sandbox *sb, const char *cmd)
+{
+    sp_run_result *r = NULL;
+    sp_error *err = NULL;
+    if (sp_sandbox_shell(&r, sb, cmd, NULL, &err) < 0)
+        fail_msg("sh %s: %s", cmd, err->message);
+    char *out = strdup(r->out);
+    sp_run_result_free(r);
+    return out;
+}
+
+/* The host pid of the container's pid 1. */
+static int init_pid(sp_sandbox *sb)
+{
+    sp_sandbox_status *st = NULL;
+    sp_error *err = NULL;
+    sp_podman *p = sp_sandbox_podman(sb, &err);
+    assert_non_null(p);
+    sp_podman_container_info *info = NULL;
+    if (sp_podman_container_inspect(&info, p, sp_sandbox_container_id(sb), &err) < 0)
+        fail_msg("inspect: %s", err->message);
+    int pid = info->pid;
+    sp_podman_container_info_free(info);
+    sp_sandbox_status_free(st);
+    assert_true(pid > 0);
+    return pid;
+}
+
+static void test_ids(void **state)
+{
+    (void)state;
+    sp_sandbox *sb = make("iso-ids", SP_PODMAN_USERNS_PRIVATE, SP_PODMAN_SECCOMP_SANDPOD);
+    int pid = init_pid(sb);
+    unsigned hu = tu_host_id(pid, "uid_map", 1000), hg = tu_host_id(pid, "gid_map", 1000);
+    print_message("container uid 1000 is host uid %u, gid %u\n", hu, hg);
+    if (geteuid() == 0) {
+        /* No host account has it, and it is not the container's own id. */
+        assert_null(getpwuid(hu));
+        assert_true(hu != 1000);
+        assert_true(tu_host_id(pid, "uid_map", 0) != 0); /* container root is not host root */
+    } else {
+        assert_int_equal(hu, geteuid()); /* keep-id: the caller */
+        assert_int_equal(hg, getegid());
+    }
+    /* The workload writes its workspace; the host sees the mapped owner. */
+    free(sh(sb, "echo from inside > /workspace/inside.txt"));
+    struct stat st;
+    char *p = tu_join(sp_sandbox_workspace(sb), "inside.txt");
+    assert_int_equal(lstat(p, &st), 0);
+    assert_int_equal(st.st_uid, hu);
+    assert_int_equal(st.st_gid, hg);
+    free(p);
+    /* A file the host tools write is the workload's too. */
+    sp_error *err = NULL;
+    sp_fs *fs = sp_sandbox_fs(sb, &err);
+    sp_fs_write_opts wo = SP_FS_WRITE_OPTS_INIT;
+    assert_int_equal(sp_fs_write(NULL, fs, "host.txt", "x\n", 2, &wo, &err), 0);
+    char *out = sh(sb, "echo more >> /workspace/host.txt && echo ok");
+    assert_string_equal(out, "ok\n");
+    free(out);
+    /* /workspace is nosuid,nodev. */
+    out = sh(sb, "grep ' /workspace ' /proc/self/mountinfo");
+    assert_non_null(strstr(out, "nosuid"));
+    assert_non_null(strstr(out, "nodev"));
+    free(out);
+    drop(sb);
+}
+
+static void test_seccomp(void **state)
+{
+    (void)state;
+    sp_sandbox *sb = make("iso-sec", SP_PODMAN_USERNS_PRIVATE, SP_PODMAN_SECCOMP_SANDPOD);
+    char *out = sh(sb, "/workspace/.probe keys; /workspace/.probe userns");
+    print_message("sandpod's profile:\n%s", out);
+    assert_non_null(strstr(out, "keyctl=EPERM\n"));
+    assert_non_null(strstr(out, "add_key=EPERM\n"));
+    assert_non_null(strstr(out, "request_key=EPERM\n"));
+    assert_non_null(strstr(out, "unshare=EPERM\n"));
+    assert_non_null(strstr(out, "clone=EPERM\n"));
+    assert_non_null(strstr(out, "clone3=ENOSYS\n"));
+    free(out);
+    /* Ordinary processes still start (fork/clone without CLONE_NEWUSER). */
+    out = sh(sb, "sh -c 'echo child' && (echo sub)");
+    assert_string_equal(out, "child\nsub\n");
+    free(out);
+    drop(sb);
+
+    /* Podman's own profile lets the same probe through: it tells them apart. */
+    sb = make("iso-pod", SP_PODMAN_USERNS_PRIVATE, SP_PODMAN_SECCOMP_PODMAN);
+    out = sh(sb, "/workspace/.probe keys; /workspace/.probe userns");
+    print_message("Podman's profile:\n%s", out);
+    assert_null(strstr(out, "keyctl=EPERM\n"));
+    assert_null(strstr(out, "unshare=EPERM\n"));
+    free(out);
+    drop(sb);
+}
+
+/* Whether a process with host uid 1000 (the first account on most hosts,
+ * and the workload's uid before user namespaces) can read the environment
+ * of the container's pid 1. */
+static bool uid1000_reads_environ(int pid)
+{
+    pid_t c = fork();
+    if (c == 0) {
+        if (setgid(1000) < 0 || setuid(1000) < 0)
+            _exit(3);
+        char path[64];
+        snprintf(path, sizeof(path), "/proc/%d/environ", pid);
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        char buf[4096];
+        _exit(fd >= 0 && read(fd, buf, sizeof(buf)) > 0 ? 0 : 1);
+    }
+    int st = 0;
+    waitpid(c, &st, 0);
+    assert_true(WIFEXITED(st) && WEXITSTATUS(st) != 3);
+    return WEXITSTATUS(st) == 0;
+}
+
+static void test_host_account(void **state)
+{
+    (void)state;
+    if (geteuid() != 0)
+        skip(); /* rootless: the workload is the caller, by design */
+    sp_sandbox *sb = make("iso-acct", SP_PODMAN_USERNS_PRIVATE, SP_PODMAN_SECCOMP_SANDPOD);
+    assert_false(uid1000_reads_environ(init_pid(sb)));
+    drop(sb);
+    /* The loud opt-out shares the host's ids: the same read works. */
+    sb = make("iso-hostns", SP_PODMAN_USERNS_HOST, SP_PODMAN_SECCOMP_SANDPOD);
+    assert_true(uid1000_reads_environ(init_pid(sb)));
+    drop(sb);
+}
+
+static bool fast_path_in_use(sp_sandbox *sb)
+{
+    char *sock = tu_join(sp_sandbox_state_dir(sb), "agent/run/agent.sock");
+    struct stat st;
+    bool yes = lstat(sock, &st) == 0 && S_ISSOCK(st.st_mode);
+    free(sock);
+    return yes;
+}
+
+static void test_agent_socket_redirect(void **state)
+{
+    (void)state;
+    sp_sandbox *a = make("iso-a", SP_PODMAN_USERNS_PRIVATE, SP_PODMAN_SECCOMP_SANDPOD);
+    sp_sandbox *b = make("iso-b", SP_PODMAN_USERNS_PRIVATE, SP_PODMAN_SECCOMP_SANDPOD);
+    if (!fast_path_in_use(a)) {
+        drop(a);
+        drop(b);
+        skip();
+    }
+    free(sh(a, "echo A > /workspace/who"));
+    free(sh(b, "echo B > /workspace/who"));
+    /* The host path of B's socket is no secret (mountinfo shows such
+     * paths); A points its own socket name there. */
+    char *b_sock = tu_join(sp_sandbox_state_dir(b), "agent/run/agent.sock");
+    char *cmd = NULL;
+    assert_true(asprintf(&cmd,
+                         "rm -f /.sandpod/run/agent.sock && ln -s %s /.sandpod/run/agent.sock",
+                         b_sock) > 0);
+    free(sh(a, cmd));
+    free(cmd);
+    free(b_sock);
+    /* Every later command of A runs in A (through Podman), never in B. */
+    for (int i = 0; i < 3; i++) {
+        char *out = sh(a, "cat /workspace/who");
+        assert_string_equal(out, "A\n");
+        free(out);
+    }
+    /* The same with a link to the rootful Podman socket. */
+    free(sh(a, "rm -f /.sandpod/run/agent.sock && ln -s /run/podman/podman.sock "
+               "/.sandpod/run/agent.sock"));
+    char *out = sh(a, "cat /workspace/who");
+    assert_string_equal(out, "A\n");
+    free(out);
+    drop(a);
+    drop(b);
+}
+
+static void test_fake_agent(void **state)
+{
+    (void)state;
+    sp_sandbox *sb = make("iso-fake", SP_PODMAN_USERNS_PRIVATE, SP_PODMAN_SECCOMP_SANDPOD);
+    if (!fast_path_in_use(sb)) {
+        drop(sb);
+        skip();
+    }
+    /* The workload replaces the agent's socket with one it listens on (a
+     * command of its own, run from a second process while we go on). */
+    char *logp = tu_join(sp_sandbox_workspace(sb), "fake.log");
+    pid_t child = fork();
+    if (child == 0) {
+        sp_sandbox *x = NULL;
+        sp_error *e = NULL;
+        sp_sandbox_opts o = SP_SANDBOX_OPTS_INIT;
+        o.state_root = state_root;
+        o.podman_url = podman_url;
+        sp_run_result *r = NULL;
+        int rc = sp_sandbox_open(&x, "iso-fake", &o, &e) == 0
+                     ? sp_sandbox_shell(&r, x,
+                                        "/workspace/.probe listen /.sandpod/run/agent.sock 4 "
+                                        "> /workspace/fake.log 2>&1",
+                                        NULL, &e)
+                     : -1;
+        _exit(rc == 0 ? 0 : 1);
+    }
+    for (int i = 0; i < 300; i++) {
+        char *log = tu_read(sp_sandbox_workspace(sb), "fake.log", NULL);
+        bool up = log && strstr(log, "listening");
+        free(log);
+        if (up)
+            break;
+        usleep(20 * 1000);
+    }
+    char *out = sh(sb, "echo SECRET-COMMAND-$((6*7))");
+    assert_string_equal(out, "SECRET-COMMAND-42\n"); /* ran, through Podman */
+    free(out);
+    int st = 0;
+    waitpid(child, &st, 0);
+    assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    /* The fake saw at most a connection, never a byte of the request. */
+    char *log = tu_read(sp_sandbox_workspace(sb), "fake.log", NULL);
+    free(logp);
+    print_message("fake agent: %s", log);
+    assert_non_null(strstr(log, "bytes=0\n"));
+    free(log);
+    drop(sb);
+}
+
+int main(void)
+{
+    podman_url = tu_need_podman_or_skip();
+    state_root = tu_mkdtemp();
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_ids),          cmocka_unit_test(test_seccomp),
+        cmocka_unit_test(test_host_account), cmocka_unit_test(test_agent_socket_redirect),
+        cmocka_unit_test(test_fake_agent),
+    };
+    int r = cmocka_run_group_tests(tests, NULL, NULL);
+    tu_rmtree(state_root);
+    free(state_root);
+    free(podman_url);
+    return r;
+}
