@@ -134,6 +134,8 @@ enum {
     CLI_OPT_TMPFS_SIZE,
     CLI_OPT_RW_ROOT,
     CLI_OPT_CAP_ADD,
+    CLI_OPT_USERNS,
+    CLI_OPT_SECCOMP,
 };
 
 /* --state-root DIR and --url URL, which every sandbox command takes. */
@@ -157,7 +159,9 @@ enum {
     {"pids", required_argument, NULL, CLI_OPT_PIDS},                 \
     {"tmpfs-size", required_argument, NULL, CLI_OPT_TMPFS_SIZE},     \
     {"read-write-root", no_argument, NULL, CLI_OPT_RW_ROOT},         \
-    {"cap-add", required_argument, NULL, CLI_OPT_CAP_ADD}
+    {"cap-add", required_argument, NULL, CLI_OPT_CAP_ADD},           \
+    {"userns", required_argument, NULL, CLI_OPT_USERNS},             \
+    {"seccomp", required_argument, NULL, CLI_OPT_SECCOMP}
 /* clang-format on */
 
 /* Short options of CLI_CREATE_OPTIONS (-e, -w, -u), for getopt. */
@@ -214,8 +218,8 @@ struct cli_create {
     sp_mount **parsed; /* each from sp_mount_spec_parse() */
     sp_mount *mounts;  /* shallow copies, contiguous, for opts.mounts */
     size_t n_mounts;
-    const char **roots, **env, **caps; /* NULL-terminated */
-    size_t n_roots, n_env, n_caps;
+    const char **roots, **env, **caps, **pass; /* NULL-terminated */
+    size_t n_roots, n_env, n_caps, n_pass;
     int64_t progress_ms; /* when progress was last drawn; -1 = never */
 };
 

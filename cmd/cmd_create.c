@@ -284,11 +284,11 @@ range:
     return -1;
 }
 
-/* KEY=VALUE with a non-empty key. */
+/* KEY=VALUE with a non-empty key, or a bare KEY (passed through). */
 static bool env_ok(const char *s)
 {
     const char *eq = strchr(s, '=');
-    return eq && eq != s;
+    return *s && eq != s;
 }
 
 int cli_create_init(struct cli_create *c, int argc)
@@ -302,7 +302,8 @@ int cli_create_init(struct cli_create *c, int argc)
     c->roots = calloc(n, sizeof(*c->roots));
     c->env = calloc(n, sizeof(*c->env));
     c->caps = calloc(n, sizeof(*c->caps));
-    if (!c->parsed || !c->mounts || !c->roots || !c->env || !c->caps) {
+    c->pass = calloc(n, sizeof(*c->pass));
+    if (!c->parsed || !c->mounts || !c->roots || !c->env || !c->caps || !c->pass) {
         cli_create_dispose(c);
         return cli_error("out of memory");
     }
@@ -318,6 +319,7 @@ void cli_create_dispose(struct cli_create *c)
     free(c->roots);
     free(c->env);
     free(c->caps);
+    free(c->pass);
     cli_conn_dispose(&c->conn);
     memset(c, 0, sizeof(*c));
 }
@@ -363,10 +365,15 @@ int cli_create_option(struct cli_create *c, const char *cmd, int opt, const char
         return 1;
     case 'e':
         if (!env_ok(arg)) {
-            cli_usage(cmd, "--env takes KEY=VALUE: '%s'", arg);
+            cli_usage(cmd, "--env takes KEY=VALUE or KEY: '%s'", arg);
             return -1;
         }
-        c->env[c->n_env++] = arg;
+        /* A bare KEY: every command gets the caller's value at the time it
+         * runs; sandpod stores only the name. */
+        if (strchr(arg, '='))
+            c->env[c->n_env++] = arg;
+        else
+            c->pass[c->n_pass++] = arg;
         return 1;
     case 'w':
         if (arg[0] != '/') {
@@ -413,6 +420,28 @@ int cli_create_option(struct cli_create *c, const char *cmd, int opt, const char
     case CLI_OPT_CAP_ADD:
         c->caps[c->n_caps++] = arg;
         return 1;
+    case CLI_OPT_USERNS:
+        if (strcmp(arg, "private") == 0)
+            o->userns = SP_PODMAN_USERNS_PRIVATE;
+        else if (strcmp(arg, "host") == 0)
+            o->userns = SP_PODMAN_USERNS_HOST;
+        else {
+            cli_usage(cmd, "--userns must be private or host: '%s'", arg);
+            return -1;
+        }
+        return 1;
+    case CLI_OPT_SECCOMP:
+        if (strcmp(arg, "sandpod") == 0)
+            o->seccomp = SP_PODMAN_SECCOMP_SANDPOD;
+        else if (strcmp(arg, "podman") == 0)
+            o->seccomp = SP_PODMAN_SECCOMP_PODMAN;
+        else if (strcmp(arg, "unconfined") == 0)
+            o->seccomp = SP_PODMAN_SECCOMP_UNCONFINED;
+        else {
+            cli_usage(cmd, "--seccomp must be sandpod, podman or unconfined: '%s'", arg);
+            return -1;
+        }
+        return 1;
     default:
         return 0;
     }
@@ -428,7 +457,9 @@ void cli_create_options_help(FILE *f)
                "                       [,exclude=GLOB]...[,max-bytes=SIZE][,follow-symlinks]\n"
                "  --allowed-root DIR   host folder every mount must stay inside (repeatable;\n"
                "                       default: each mount's own folder)\n"
-               "  -e, --env K=V        environment of every command (repeatable)\n"
+               "  -e, --env K=V        environment of every command (repeatable); a bare K\n"
+               "                       passes the caller's value at each command, stored\n"
+               "                       nowhere\n"
                "  -w, --workdir DIR    working folder of commands (default /workspace)\n"
                "  -u, --user UID:GID   user commands run as (default " SP_SANDBOX_DEFAULT_USER ")\n"
                "  --network MODE       none (default), default (Podman's bridge) or host\n"
@@ -439,6 +470,11 @@ void cli_create_options_help(FILE *f)
                "  --read-write-root    keep the root filesystem writable (default read-only)\n"
                "  --cap-add CAP        add a capability back, e.g. CHOWN (repeatable;\n"
                "                       default: all dropped)\n"
+               "  --userns MODE        private (default: ids no host account has, or the\n"
+               "                       caller under rootless Podman) or host (the workload\n"
+               "                       shares host uids: on purpose only)\n"
+               "  --seccomp PROFILE    sandpod (default: Podman's less keyctl and new user\n"
+               "                       namespaces), podman or unconfined\n"
                "  --state-root DIR     where sandboxes live (default $SANDPOD_HOME,\n"
                "                       $XDG_DATA_HOME/sandpod, ~/.local/share/sandpod)\n"
                "  --url URL            Podman service (default $SANDPOD_URL, else found or\n"
@@ -480,6 +516,15 @@ int cli_create_sandbox(sp_sandbox **out, struct cli_create *c, sp_error **err)
     o.allowed_roots = c->n_roots ? c->roots : NULL;
     o.env = c->n_env ? c->env : NULL;
     o.cap_add = c->n_caps ? c->caps : NULL;
+    o.env_pass = c->n_pass ? c->pass : NULL;
+    if (o.userns == SP_PODMAN_USERNS_HOST)
+        fputs("sandpod: warning: --userns host: the workload's uids are host uids (its uid 1000 "
+              "is the host account with uid 1000)\n",
+              stderr);
+    if (o.seccomp != SP_PODMAN_SECCOMP_SANDPOD)
+        fputs("sandpod: warning: --seccomp: the workload may use keyctl and make user "
+              "namespaces\n",
+              stderr);
     if (c->n_mounts && isatty(STDERR_FILENO)) {
         o.progress = progress;
         o.progress_userdata = c;
@@ -489,6 +534,10 @@ int cli_create_sandbox(sp_sandbox **out, struct cli_create *c, sp_error **err)
         fputs("\r\033[K", stderr);
         fflush(stderr);
     }
+    /* What Podman (or sandpod) warned about: limits it dropped, a profile
+     * that could not be made. */
+    for (const char *const *w = rc == 0 ? sp_sandbox_warnings(*out) : NULL; w && *w; w++)
+        fprintf(stderr, "sandpod: warning: %s\n", *w);
     return rc;
 }
 

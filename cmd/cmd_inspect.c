@@ -158,6 +158,19 @@ static void print_human(const cJSON *o)
     field("root fs:", cJSON_IsTrue(get(cfg, "writable_root")) ? "writable" : "read-only");
     list_field("env:", get(cfg, "env"));
     list_field("cap add:", get(cfg, "cap_add"));
+    list_field("env passed:", get(cfg, "env_pass"));
+    const char *userns = str(cfg, "userns");
+    const cJSON *hu = get(cfg, "host_uid");
+    if (userns && cJSON_IsNumber(hu) && hu->valuedouble >= 0)
+        snprintf(buf, sizeof(buf), "%s (%s; the container user is host uid %.0f)", userns,
+                 cJSON_IsTrue(get(cfg, "rootless")) ? "rootless" : "rootful", hu->valuedouble);
+    else
+        snprintf(buf, sizeof(buf), "%s", userns ? userns : "host");
+    field("user ns:", buf);
+    field("seccomp:", str(cfg, "seccomp"));
+    if (cJSON_IsFalse(get(cfg, "limits_apply")))
+        field("limits:", "not in force (rootless Podman on cgroup v1 cannot set them)");
+    list_field("warnings:", get(cfg, "warnings"));
 }
 
 int cmd_inspect(int argc, char **argv)

@@ -227,7 +227,15 @@ static cJSON *config_json(const cJSON *state, bool secrets)
               (net_name ? sp_json_add_string(c, "network", net_name) : add_null(c, "network")) &&
               copy_u64(c, "memory_bytes", state) && copy_u64(c, "nano_cpus", state) &&
               copy_i64(c, "pids_limit", state) && copy_u64(c, "tmpfs_bytes", state) &&
-              add_bool(c, "writable_root", cJSON_IsTrue(wr)) && copy_strings(c, "cap_add", state);
+              add_bool(c, "writable_root", cJSON_IsTrue(wr)) && copy_strings(c, "cap_add", state) &&
+              copy_strings(c, "env_pass", state) && copy_string(c, "userns", state) &&
+              copy_string(c, "seccomp", state) && copy_i64(c, "host_uid", state) &&
+              copy_i64(c, "host_gid", state) &&
+              add_bool(c, "rootless",
+                       cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(state, "rootless"))) &&
+              add_bool(c, "limits_apply",
+                       !cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(state, "limits_apply"))) &&
+              copy_strings(c, "warnings", state);
     return finish(c, ok);
 }
 
