@@ -9,10 +9,28 @@ pkgs=(
   gcc make cmake pkg-config git python3 clang-format
   libcurl4-openssl-dev libcjson-dev libgit2-dev libarchive-dev libpcre2-dev
   libcmocka-dev zlib1g-dev
-  podman runc catatonit busybox-static uidmap iptables curl
+  podman runc catatonit busybox-static uidmap slirp4netns iptables curl
   clang libclang-rt-14-dev
   gdb
 )
+
+# Rootful sandboxes run in user namespaces of their own (userns=auto): Podman
+# takes their id ranges from the `containers` entries of /etc/subuid and
+# /etc/subgid, which Debian does not ship. The range starts past any account.
+subids() {
+  local f
+  for f in /etc/subuid /etc/subgid; do
+    if ! grep -q '^containers:' "$f" 2>/dev/null; then
+      echo "setup: adding containers:2147483647:2147483647 to $f"
+      echo 'containers:2147483647:2147483647' | "${sudo[@]}" tee -a "$f" >/dev/null
+    fi
+  done
+}
+
+sudo=()
+if [ "$(id -u)" != 0 ]; then
+  sudo=(sudo)
+fi
 
 missing=()
 for p in "${pkgs[@]}"; do
@@ -23,15 +41,13 @@ done
 
 if ((${#missing[@]} == 0)); then
   echo "setup: all ${#pkgs[@]} packages present"
+  subids
   exit 0
 fi
 
-sudo=()
-if [ "$(id -u)" != 0 ]; then
-  sudo=(sudo)
-fi
 echo "setup: installing ${missing[*]}"
 "${sudo[@]}" apt-get update -qq
 DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends \
   "${missing[@]}" >/dev/null
+subids
 echo "setup: done"

@@ -49,6 +49,47 @@ if [ $quick = 0 ]; then
     run_suite build/asan -DSANDPOD_SANITIZE=ON
 fi
 
+# Rootless: the integration suites again as a non-root user with subuids,
+# against that user's own rootless Podman service (user namespaces with
+# keep-id), from a copy of the tree the user owns. Root only (it makes the
+# user); SANDPOD_ROOTLESS=0 skips it.
+rootless_suite() {
+  local user=${SANDPOD_ROOTLESS_USER:-sandpod-ci}
+  echo "== rootless: integration suites as $user"
+  id "$user" >/dev/null 2>&1 || useradd -m -s /bin/bash "$user"
+  grep -q "^$user:" /etc/subuid || usermod --add-subuids 300000-365535 "$user"
+  grep -q "^$user:" /etc/subgid || usermod --add-subgids 300000-365535 "$user"
+  local uid home rt src
+  uid=$(id -u "$user")
+  home=$(getent passwd "$user" | cut -d: -f6)
+  rt=/run/user/$uid
+  mkdir -p "$rt"
+  chown "$user:" "$rt"
+  chmod 700 "$rt"
+  src=$home/sandpod-ci
+  rm -rf "$src"
+  mkdir -p "$src"
+  git ls-files -z | tar --null -T - -cf - | tar -xf - -C "$src"
+  chown -R "$user:" "$src"
+  runuser -u "$user" -- env -i HOME="$home" USER="$user" PATH="$PATH" XDG_RUNTIME_DIR="$rt" \
+    CI="${CI:-}" JOBS="$jobs" bash -c '
+      set -euo pipefail
+      cd ~/sandpod-ci
+      contrib/podman-service.sh start >/dev/null
+      cmake -S . -B build/rootless -DCMAKE_BUILD_TYPE=Debug -DSANDPOD_WERROR=ON >/dev/null
+      cmake --build build/rootless -j"$JOBS" >/dev/null
+      build/rootless/sandpod gc >/dev/null 2>&1 || true
+      rc=0
+      ctest --test-dir build/rootless -L integration -j"$JOBS" --output-on-failure --timeout 900 || rc=$?
+      build/rootless/sandpod gc >/dev/null 2>&1 || true
+      contrib/podman-service.sh stop >/dev/null || true
+      exit $rc'
+}
+
+if [ $quick = 0 ] && [ "$(id -u)" = 0 ] && [ "${SANDPOD_ROOTLESS:-1}" != 0 ]; then
+  rootless_suite
+fi
+
 # Fuzzing, bounded: the libFuzzer targets of tests/fuzz built with clang, each
 # run for SANDPOD_FUZZ_SECONDS (default 20) from its seed corpus, $jobs at a
 # time (the whole stage stays under 5 minutes). New inputs go to a scratch
