@@ -291,9 +291,20 @@ static int store_pause(void *ud, sp_error **err)
         r = sp_sandbox_pause(t->sb, err);
         if (r == 0)
             t->paused = true;
+        t->ran_unpaused = r == 0 && !sp_sandbox_pauses(t->sb);
     }
     sp_sandbox_status_free(st);
     return r;
+}
+
+/* Said after a snapshot or restore the container could not be paused for. */
+static void unpaused_note(sp_tools *t, tool_call *c)
+{
+    if (t->ran_unpaused)
+        tb_adds(&c->message, "note: the container kept running meanwhile (rootless Podman on "
+                             "cgroup v1 cannot pause it); a file it wrote at that moment may be "
+                             "caught part-way\n");
+    t->ran_unpaused = false;
 }
 
 static int store_unpause(void *ud, sp_error **err)
@@ -357,6 +368,7 @@ int tool_snapshot(sp_tools *t, const cJSON *a, tool_call *c)
     tb_adds(&c->message, "\nrestore it with restore {\"snapshot\": \"");
     tb_adds(&c->message, s->id);
     tb_adds(&c->message, "\"}\n");
+    unpaused_note(t, c);
     c->value = sp_json_snapshot(s);
     sp_snapshot_free(s);
     return 0;
@@ -432,6 +444,7 @@ int tool_restore(sp_tools *t, const cJSON *a, tool_call *c)
     }
     if (d && d->n > RESTORE_LINES_MAX)
         tb_printf(&c->message, "  ... and %zu more\n", d->n - RESTORE_LINES_MAX);
+    unpaused_note(t, c);
     c->truncated = d && d->n > RESTORE_CHANGES_MAX;
     cJSON *v = sp_json_snapshot(done);
     if (v)

@@ -145,7 +145,9 @@ struct sp_tools {
     sp_fs *fs_any;    /* unrestricted mode: on "/" */
     char *store_path; /* snapshot store, or NULL */
     sp_snapstore *store;
-    bool paused; /* we paused the container for a snapshot */
+    bool paused;       /* we paused the container for a snapshot */
+    bool ran_unpaused; /* the last store operation found the container running and could not pause
+                          it */
     strvec disabled;
     strvec deny;
     char *events_path;

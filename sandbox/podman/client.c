@@ -149,6 +149,11 @@ int sp_podman_open(sp_podman **out, const sp_podman_opts *opts, sp_error **err)
         p->base = sp_xasprintf("http://[%s]:%d", p->host, p->port);
     else
         p->base = sp_xasprintf("http://%s:%d", p->host, p->port);
+    if (o.state_root && *o.state_root) {
+        struct stat st;
+        if (stat(o.state_root, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == geteuid())
+            p->cache_dir = sp_xstrdup(o.state_root);
+    }
     p->connect_timeout_ms = o.connect_timeout_ms;
     p->timeout_ms = o.timeout_ms;
     p->transfer_timeout_ms = o.transfer_timeout_ms;
@@ -168,6 +173,7 @@ void sp_podman_free(sp_podman *p)
     free(p->socket_path);
     free(p->host);
     free(p->base);
+    free(p->cache_dir);
     if (p->host_info) {
         free(p->host_info->seccomp_profile);
         free(p->host_info->graph_root);
@@ -609,10 +615,75 @@ static bool has_string(const cJSON *a, const char *s)
     return false;
 }
 
+/* /info costs Podman 150-300 ms (it asks runc, conmon and more for their
+ * versions), more than everything else a create does. What sandpod needs
+ * from it does not change while the service runs, so it is kept in the
+ * state root, keyed by the URL and the socket's inode and change time (a
+ * restarted service makes its socket anew). */
+static char *host_cache_path(const sp_podman *p, char **key)
+{
+    struct stat st;
+    if (!p->cache_dir || !p->socket_path || stat(p->socket_path, &st) < 0)
+        return NULL;
+    uint32_t h = 2166136261u;
+    for (const unsigned char *q = (const unsigned char *)p->url; *q; q++)
+        h = (h ^ *q) * 16777619u;
+    *key = sp_xasprintf("%s %llu %lld.%09ld", p->url, (unsigned long long)st.st_ino,
+                        (long long)st.st_ctim.tv_sec, st.st_ctim.tv_nsec);
+    return sp_xasprintf("%s/podman-host-%08x.json", p->cache_dir, h);
+}
+
+static cJSON *host_json(const sp_podman_host *h, const char *key)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "key", key);
+    cJSON_AddBoolToObject(o, "rootless", h->rootless);
+    cJSON_AddNumberToObject(o, "cgroup_version", h->cgroup_version);
+    cJSON_AddBoolToObject(o, "limits_apply", h->limits_apply);
+    cJSON_AddBoolToObject(o, "can_pause", h->can_pause);
+    if (h->seccomp_profile)
+        cJSON_AddStringToObject(o, "seccomp_profile", h->seccomp_profile);
+    if (h->graph_root)
+        cJSON_AddStringToObject(o, "graph_root", h->graph_root);
+    return o;
+}
+
+static sp_podman_host *cached_host(const char *path, const char *key)
+{
+    cleanup_close int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    sp_buf b = SP_BUF_INIT;
+    if (fd < 0 || sp_read_all(fd, &b, 1u << 16) < 0) {
+        sp_buf_dispose(&b);
+        return NULL;
+    }
+    cJSON *o = cJSON_ParseWithLength(b.data ? b.data : "", b.len);
+    sp_buf_dispose(&b);
+    const char *k = sp_json_str(o, "key");
+    sp_podman_host *h = NULL;
+    if (k && strcmp(k, key) == 0) {
+        h = sp_xcalloc(1, sizeof(*h));
+        h->rootless = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "rootless"));
+        const cJSON *cg = cJSON_GetObjectItemCaseSensitive(o, "cgroup_version");
+        h->cgroup_version = cJSON_IsNumber(cg) && cg->valueint == 2 ? 2 : 1;
+        h->limits_apply = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "limits_apply"));
+        h->can_pause = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "can_pause"));
+        h->seccomp_profile = sp_json_strdup(o, "seccomp_profile");
+        h->graph_root = sp_json_strdup(o, "graph_root");
+    }
+    cJSON_Delete(o);
+    return h;
+}
+
 int sp_podman_host_info(const sp_podman_host **out, sp_podman *p, sp_error **err)
 {
     *out = NULL;
     if (p->host_info) {
+        *out = p->host_info;
+        return 0;
+    }
+    cleanup_free char *key = NULL;
+    cleanup_free char *cache = host_cache_path(p, &key);
+    if (cache && (p->host_info = cached_host(cache, key)) != NULL) {
         *out = p->host_info;
         return 0;
     }
@@ -641,6 +712,14 @@ int sp_podman_host_info(const sp_podman_host **out, sp_podman *p, sp_error **err
     cJSON_Delete(j);
     p->host_info = h;
     *out = h;
+    if (cache) {
+        cJSON *c = host_json(h, key);
+        char *text = cJSON_PrintUnformatted(c);
+        cJSON_Delete(c);
+        if (text)
+            (void)sp_write_file_atomic(cache, text, strlen(text), 0600, NULL);
+        free(text);
+    }
     return 0;
 }
 

@@ -27,6 +27,7 @@ struct sp_podman {
     unsigned transfer_timeout_ms;
     bool started;
     sp_podman_host *host_info; /* /info, asked once */
+    char *cache_dir;           /* where /info is kept between processes, or NULL */
 };
 
 /* A parsed service URL. */

@@ -1,6 +1,7 @@
 /* Unit tests of the Podman client against a fake service: a forked child
  * serving canned (and broken) answers on a unix socket. Every case must end
  * in a clear error, never a crash, hang or leak. */
+#include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
@@ -877,6 +878,65 @@ static void test_bad_args(void **state)
     sp_podman_containers_free(NULL);
 }
 
+/* /info is slow on a real service: it is kept in the state root, keyed by
+ * the URL and the socket's inode and change time. */
+static void test_host_info_cache(void **state)
+{
+    (void)state;
+    char *root = tu_mkdtemp();
+    sp_podman_opts o = SP_PODMAN_OPTS_INIT;
+    o.url = URL;
+    o.state_root = root;
+    sp_podman *a = NULL;
+    sp_error *err = NULL;
+    const sp_podman_host *h = NULL;
+    assert_int_equal(sp_podman_open(&a, &o, &err), 0);
+    assert_int_equal(sp_podman_host_info(&h, a, &err), 0);
+    assert_false(h->rootless);
+    assert_string_equal(h->graph_root, "/var/lib/containers/storage");
+    sp_podman_free(a);
+    /* The file is there, private; a second handle reads it, not /info: an
+     * edit of a fact shows. */
+    DIR *d = opendir(root);
+    char *cache = NULL;
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL)
+        if (strncmp(de->d_name, "podman-host-", 12) == 0)
+            cache = tu_join(root, de->d_name);
+    closedir(d);
+    assert_non_null(cache);
+    struct stat st;
+    assert_int_equal(stat(cache, &st), 0);
+    assert_int_equal(st.st_mode & 0777, 0600);
+    size_t len = 0;
+    char *text = tu_read(root, strrchr(cache, '/') + 1, &len);
+    char *at = strstr(text, "\"rootless\":false");
+    assert_non_null(at);
+    memcpy(at, "\"rootless\":true ", 16);
+    int fd = open(cache, O_WRONLY | O_TRUNC | O_CLOEXEC);
+    assert_int_equal(write(fd, text, len), (ssize_t)len);
+    close(fd);
+    assert_int_equal(sp_podman_open(&a, &o, &err), 0);
+    assert_int_equal(sp_podman_host_info(&h, a, &err), 0);
+    assert_true(h->rootless);
+    sp_podman_free(a);
+    /* Another key (a service restarted on a new socket): /info again. */
+    at = strstr(text, URL);
+    assert_non_null(at);
+    at[strlen(URL) - 1] ^= 1;
+    fd = open(cache, O_WRONLY | O_TRUNC | O_CLOEXEC);
+    assert_int_equal(write(fd, text, len), (ssize_t)len);
+    close(fd);
+    assert_int_equal(sp_podman_open(&a, &o, &err), 0);
+    assert_int_equal(sp_podman_host_info(&h, a, &err), 0);
+    assert_false(h->rootless);
+    sp_podman_free(a);
+    free(text);
+    free(cache);
+    tu_rmtree(root);
+    free(root);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -889,6 +949,7 @@ int main(void)
         cmocka_unit_test(test_pull),
         cmocka_unit_test(test_bad_args),
         cmocka_unit_test(test_discovery_errors),
+        cmocka_unit_test(test_host_info_cache),
     };
     signal(SIGPIPE, SIG_DFL); /* the client must never raise it */
     return cmocka_run_group_tests(tests, setup, teardown);

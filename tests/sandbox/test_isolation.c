@@ -15,7 +15,10 @@
  * The probe (tests/sandbox/probe.c) is static; it is copied into the
  * workspace and run there. */
 #include <fcntl.h>
+#include <linux/fs.h>
 #include <pwd.h>
+#include <stdatomic.h>
+#include <sys/syscall.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -132,6 +135,15 @@ static void test_ids(void **state)
     char *out = sh(sb, "echo more >> /workspace/host.txt && echo ok");
     assert_string_equal(out, "ok\n");
     free(out);
+    /* The state is private. */
+    char *js = tu_join(sp_sandbox_state_dir(sb), "sandbox.json");
+    assert_int_equal(lstat(js, &st), 0);
+    assert_int_equal(st.st_mode & 07777, 0600);
+    assert_int_equal(lstat(sp_sandbox_state_dir(sb), &st), 0);
+    assert_int_equal(st.st_mode & 07777, 0700);
+    assert_int_equal(lstat(state_root, &st), 0);
+    assert_int_equal(st.st_mode & 077, 0);
+    free(js);
     /* /workspace is nosuid,nodev. */
     out = sh(sb, "grep ' /workspace ' /proc/self/mountinfo");
     assert_non_null(strstr(out, "nosuid"));
@@ -301,14 +313,176 @@ static void test_fake_agent(void **state)
     drop(sb);
 }
 
+/* A folder outside every workspace holding `n` root-owned files, which a
+ * racer tries to get chowned or deleted through the workspace. */
+static char *outside_with_files(int n)
+{
+    char *dir = tu_mkdtemp();
+    for (int i = 0; i < n; i++) {
+        char name[32];
+        snprintf(name, sizeof(name), "precious-%d", i);
+        tu_write(dir, name, "keep me\n", 0644);
+    }
+    return dir;
+}
+
+static int count_intact(const char *dir, int n)
+{
+    int ok = 0;
+    for (int i = 0; i < n; i++) {
+        char name[32];
+        snprintf(name, sizeof(name), "precious-%d", i);
+        char *p = tu_join(dir, name);
+        struct stat st;
+        if (lstat(p, &st) == 0 && st.st_uid == 0 && st.st_gid == 0)
+            ok++;
+        free(p);
+    }
+    return ok;
+}
+
+/* Fork a racer that keeps exchanging workspace folders d0..d(n-1) with
+ * symlinks l0.. to `outside` (renameat2 RENAME_EXCHANGE), as the attack
+ * did from a host account with the workload's uid. */
+static pid_t start_racer(const char *ws, const char *outside, int n)
+{
+    int wfd = open(ws, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    assert_true(wfd >= 0);
+    for (int i = 0; i < n; i++) {
+        char d[32], l[32];
+        snprintf(d, sizeof(d), "d%d", i);
+        snprintf(l, sizeof(l), "l%d", i);
+        /* After an earlier round either name may be the folder or the link. */
+        char *dp = tu_join(ws, d), *lp = tu_join(ws, l);
+        tu_rmtree(dp);
+        tu_rmtree(lp);
+        free(dp);
+        free(lp);
+        mkdirat(wfd, d, 0755);
+        for (int k = 0; k < 5; k++) {
+            char f[64];
+            snprintf(f, sizeof(f), "d%d/f%d", i, k);
+            int fd = openat(wfd, f, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+            if (fd >= 0)
+                close(fd);
+        }
+        assert_int_equal(symlinkat(outside, wfd, l), 0);
+    }
+    pid_t pid = fork();
+    if (pid == 0) {
+        for (unsigned long k = 0;; k++) {
+            char d[32], l[32];
+            snprintf(d, sizeof(d), "d%lu", k % (unsigned long)n);
+            snprintf(l, sizeof(l), "l%lu", k % (unsigned long)n);
+            syscall(SYS_renameat2, wfd, d, wfd, l, RENAME_EXCHANGE);
+        }
+    }
+    close(wfd);
+    return pid;
+}
+
+static void stop_racer(pid_t pid)
+{
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+}
+
+/* rm --force while the workspace's folders keep turning into symlinks to
+ * a folder of root's files: none of them is deleted. */
+static void test_rm_race(void **state)
+{
+    (void)state;
+    if (geteuid() != 0)
+        skip(); /* the racer needs to reach the workspace as the attack did */
+    char *outside = outside_with_files(50);
+    for (int round = 0; round < 5; round++) {
+        sp_sandbox *sb = make("iso-rmrace", SP_PODMAN_USERNS_PRIVATE, SP_PODMAN_SECCOMP_SANDPOD);
+        pid_t racer = start_racer(sp_sandbox_workspace(sb), outside, 8);
+        usleep(20 * 1000);
+        sp_error *err = NULL;
+        int r = sp_sandbox_remove(sb, false, &err);
+        stop_racer(racer);
+        if (r < 0)
+            print_message("remove under the race: %s\n", err->message);
+        sp_error_free(err);
+        sp_sandbox_free(sb);
+        assert_int_equal(count_intact(outside, 50), 50);
+    }
+    tu_rmtree(outside);
+    free(outside);
+}
+
+/* The hand-over of a recreated container's workspace (every owner moves to
+ * the new id range) under the same race: no file outside changes owner. */
+static void test_handover_race(void **state)
+{
+    (void)state;
+    if (geteuid() != 0)
+        skip();
+    char *outside = outside_with_files(50);
+    sp_sandbox *sb = make("iso-hrace", SP_PODMAN_USERNS_PRIVATE, SP_PODMAN_SECCOMP_SANDPOD);
+    sp_error *err = NULL;
+    sp_podman *p = sp_sandbox_podman(sb, &err);
+    assert_non_null(p);
+    for (int round = 0; round < 5; round++) {
+        /* Removed behind sandpod's back: start makes it anew, in a new range. */
+        if (sp_podman_container_delete(p, sp_sandbox_container_id(sb), true, true, &err) < 0)
+            fail_msg("delete the container: %s", err->message);
+        pid_t racer = start_racer(sp_sandbox_workspace(sb), outside, 8);
+        usleep(20 * 1000);
+        int r = sp_sandbox_start(sb, &err);
+        stop_racer(racer);
+        if (r < 0)
+            print_message("start under the race: %s\n", err->message);
+        sp_error_free(err);
+        err = NULL;
+        assert_int_equal(count_intact(outside, 50), 50);
+        if (r == 0) {
+            char *out = sh(sb, "echo alive");
+            assert_string_equal(out, "alive\n");
+            free(out);
+        }
+    }
+    drop(sb);
+    tu_rmtree(outside);
+    free(outside);
+}
+
+/* A workload's folder tree deeper than any fd budget and longer than
+ * PATH_MAX does not stop `rm`: the state folder goes whole. */
+static void test_rm_deep_tree(void **state)
+{
+    (void)state;
+    sp_sandbox *sb = make("iso-deep", SP_PODMAN_USERNS_PRIVATE, SP_PODMAN_SECCOMP_SANDPOD);
+    char *out = sh(sb, "cd /workspace && i=0; while [ $i -lt 700 ]; do mkdir d && cd d || exit 1; "
+                       "i=$((i+1)); done; touch leaf; "
+                       /* Two chains of 15 names of 200 bytes, one moved to
+                        * the bottom of the other: paths of over 6,000 bytes. */
+                       "cd /workspace && n=$(printf '%0200d' 0); p=$n; i=1; while [ $i -lt 15 ]; "
+                       "do p=$p/$n; i=$((i+1)); done; mkdir -p x/$p y/$p && touch y/$p/leaf2 && "
+                       "mv y x/$p/ && echo built");
+    assert_string_equal(out, "built\n");
+    free(out);
+    char *dir = strdup(sp_sandbox_state_dir(sb));
+    sp_error *err = NULL;
+    if (sp_sandbox_remove(sb, false, &err) < 0)
+        fail_msg("remove a deep workspace: %s", err->message);
+    sp_sandbox_free(sb);
+    struct stat st;
+    assert_int_equal(lstat(dir, &st), -1);
+    assert_int_equal(errno, ENOENT);
+    free(dir);
+}
+
 int main(void)
 {
     podman_url = tu_need_podman_or_skip();
     state_root = tu_mkdtemp();
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_ids),          cmocka_unit_test(test_seccomp),
-        cmocka_unit_test(test_host_account), cmocka_unit_test(test_agent_socket_redirect),
-        cmocka_unit_test(test_fake_agent),
+        cmocka_unit_test(test_ids),           cmocka_unit_test(test_seccomp),
+        cmocka_unit_test(test_host_account),  cmocka_unit_test(test_agent_socket_redirect),
+        cmocka_unit_test(test_fake_agent),    cmocka_unit_test(test_rm_race),
+        cmocka_unit_test(test_handover_race), cmocka_unit_test(test_rm_deep_tree),
     };
     int r = cmocka_run_group_tests(tests, NULL, NULL);
     tu_rmtree(state_root);
