@@ -472,9 +472,14 @@ int sp_podman_find_or_start(sp_podman_addr *out, bool *started, const sp_podman_
         const char *ch = getenv("CONTAINER_HOST");
         if (ch && *ch)
             sp_strv_push(&cands, sp_xstrdup(ch));
-        sp_strv_push(&cands, sp_xstrdup("unix:///run/podman/podman.sock"));
+        /* A non-root caller's own (rootless) service first: the rootful
+         * socket is root's, and a caller who may reach it (group access)
+         * would otherwise get rootful containers by accident. */
         const char *xrd = getenv("XDG_RUNTIME_DIR");
-        if (xrd && *xrd == '/')
+        if (geteuid() != 0 && xrd && *xrd == '/')
+            sp_strv_push(&cands, sp_xasprintf("unix://%s/podman/podman.sock", xrd));
+        sp_strv_push(&cands, sp_xstrdup("unix:///run/podman/podman.sock"));
+        if (geteuid() == 0 && xrd && *xrd == '/')
             sp_strv_push(&cands, sp_xasprintf("unix://%s/podman/podman.sock", xrd));
     }
     sp_strv_push(&cands, sp_xasprintf("unix://%s/podman.sock", root));
