@@ -331,6 +331,67 @@ done:
     return r;
 }
 
+/* The decompressors import may use. libarchive runs an external program
+ * (`gzip -d`, `lzop -d`, ...) for a filter it was built without and says
+ * so with ARCHIVE_WARN; an archive from the workspace must not choose what
+ * runs on the host, so such a filter is left out. */
+enum { N_FILTERS = 4 };
+static const char *const filter_names[N_FILTERS] = {"gzip", "bzip2", "xz", "zstd"};
+
+static int add_filter(struct archive *a, int i)
+{
+    switch (i) {
+    case 0:
+        return archive_read_support_filter_gzip(a);
+    case 1:
+        return archive_read_support_filter_bzip2(a);
+    case 2:
+        return archive_read_support_filter_xz(a);
+    default:
+        return archive_read_support_filter_zstd(a);
+    }
+}
+
+/* A reader of tar with in-process decompressors only; `refused` lists the
+ * ones that would need a program. A filter that warns is registered all
+ * the same, so the reader is made again without it. */
+static struct archive *new_reader(sp_buf *refused)
+{
+    bool skip[N_FILTERS] = {false};
+    for (;;) {
+        struct archive *a = archive_read_new();
+        bool again = false;
+        archive_read_support_filter_none(a);
+        for (int i = 0; i < N_FILTERS; i++) {
+            if (skip[i])
+                continue;
+            int r = add_filter(a, i);
+            if (r == ARCHIVE_WARN) {
+                skip[i] = again = true;
+                sp_buf_printf(refused, "%s%s", refused->len ? ", " : "", filter_names[i]);
+            } else if (r != ARCHIVE_OK) {
+                skip[i] = true; /* not built in at all: nothing registered */
+            }
+        }
+        archive_read_support_format_tar(a);
+        if (!again)
+            return a;
+        archive_read_free(a);
+    }
+}
+
+/* An archive libarchive cannot open may be compressed with what we do not
+ * run: say which compression is read. */
+static int read_error(sp_error **err, struct archive *a, const sp_buf *refused)
+{
+    const char *m = archive_error_string(a);
+    return sp_err_set(err, SP_ERROR, archive_errno(a) > 0 ? archive_errno(a) : 0,
+                      "import: %s (archives are read plain or compressed with gzip, bzip2, xz or "
+                      "zstd, in-process only%s%s)",
+                      m ? m : "libarchive", refused->len ? "; here not: " : "",
+                      refused->len ? refused->data : "");
+}
+
 int sp_snapshot_import(sp_snapshot **out, sp_snapstore *s, const char *path, int fd,
                        const char *tag, sp_error **err)
 {
@@ -343,12 +404,12 @@ int sp_snapshot_import(sp_snapshot **out, sp_snapstore *s, const char *path, int
         return r;
     if ((r = sp_archive_load(err)) < 0)
         return r;
-    struct archive *a = archive_read_new();
-    archive_read_support_filter_all(a);
-    archive_read_support_format_tar(a);
+    sp_buf refused = SP_BUF_INIT;
+    struct archive *a = new_reader(&refused);
     if ((path ? archive_read_open_filename(a, path, 1 << 16)
               : archive_read_open_fd(a, fd, 1 << 16)) != ARCHIVE_OK) {
-        r = ar_error(err, a, "import");
+        r = read_error(err, a, &refused);
+        sp_buf_dispose(&refused);
         archive_read_free(a);
         return r;
     }
@@ -378,6 +439,7 @@ int sp_snapshot_import(sp_snapshot **out, sp_snapstore *s, const char *path, int
         r = sp_snap_record(out, s, &root->oid, root, tag, err);
     sp_snap_unlock(s);
     sp_snode_free(root, NULL, NULL);
+    sp_buf_dispose(&refused);
     archive_read_free(a);
     return r;
 }

@@ -24,7 +24,11 @@
     X(archive_read_new)                                                                            \
     X(archive_read_free)                                                                           \
     X(archive_read_support_format_tar)                                                             \
-    X(archive_read_support_filter_all)                                                             \
+    X(archive_read_support_filter_none)                                                            \
+    X(archive_read_support_filter_gzip)                                                            \
+    X(archive_read_support_filter_bzip2)                                                           \
+    X(archive_read_support_filter_xz)                                                              \
+    X(archive_read_support_filter_zstd)                                                            \
     X(archive_read_open_filename)                                                                  \
     X(archive_read_open_fd)                                                                        \
     X(archive_read_next_header)                                                                    \
@@ -71,7 +75,11 @@ extern sp_archive_api sp_archive;
 #define archive_read_new                        (sp_archive.archive_read_new)
 #define archive_read_free                       (sp_archive.archive_read_free)
 #define archive_read_support_format_tar         (sp_archive.archive_read_support_format_tar)
-#define archive_read_support_filter_all         (sp_archive.archive_read_support_filter_all)
+#define archive_read_support_filter_none        (sp_archive.archive_read_support_filter_none)
+#define archive_read_support_filter_gzip        (sp_archive.archive_read_support_filter_gzip)
+#define archive_read_support_filter_bzip2       (sp_archive.archive_read_support_filter_bzip2)
+#define archive_read_support_filter_xz          (sp_archive.archive_read_support_filter_xz)
+#define archive_read_support_filter_zstd        (sp_archive.archive_read_support_filter_zstd)
 #define archive_read_open_filename              (sp_archive.archive_read_open_filename)
 #define archive_read_open_fd                    (sp_archive.archive_read_open_fd)
 #define archive_read_next_header                (sp_archive.archive_read_next_header)

@@ -1245,6 +1245,52 @@ static void test_import_refuses_escapes(void **state)
     sp_snapshots_free(l);
 }
 
+/* An archive whose compression libarchive would hand to an external
+ * program (lzop here: Debian's libarchive has no liblzo2) is refused, and
+ * no program runs. A stand-in `lzop` first on PATH would leave a marker
+ * and feed libarchive a valid tar if it were run. */
+static void test_import_runs_no_external_program(void **state)
+{
+    struct fx *f = *state;
+    tu_write(f->ws, "a.txt", "a\n", 0644);
+    sp_snapshot *s = snap(f, NULL);
+    char *tar = pj(f->dir, "real.tar");
+    OK(sp_snapshot_export(f->s, s->id, tar, -1, SP_SNAPSHOT_TAR, E));
+    char *bin = pj(f->dir, "bin");
+    mkdir(bin, 0755);
+    char *marker = pj(f->dir, "lzop-ran");
+    char script[4096];
+    snprintf(script, sizeof(script), "#!/bin/sh\n: > '%s'\ncat '%s'\ncat > /dev/null\n", marker,
+             tar);
+    tu_write(bin, "lzop", script, 0755);
+    /* The lzop magic, then anything. */
+    tu_write_n(f->dir, "x.tar.lzo", "\x89LZO\x00\r\n\x1a\n\x10\x30\x20\x60\x09\x40\x01\x05", 17,
+               0644);
+    char *lzo = pj(f->dir, "x.tar.lzo");
+    const char *old = getenv("PATH");
+    char *saved = strdup(old ? old : "/usr/bin:/bin");
+    char path[8192];
+    snprintf(path, sizeof(path), "%s:%s", bin, saved);
+    setenv("PATH", path, 1);
+    sp_error *err = NULL;
+    int r = sp_snapshot_import(NULL, f->s, lzo, -1, NULL, &err);
+    setenv("PATH", saved, 1);
+    assert_false(tu_exists(f->dir, "lzop-ran"));
+    assert_int_equal(r, SP_ERROR);
+    assert_non_null(strstr(err->message, "gzip, bzip2, xz"));
+    sp_error_free(err);
+    /* A plain tar still imports (gzip: test_export_import). */
+    sp_snapshot *imp = NULL;
+    OK(sp_snapshot_import(&imp, f->s, tar, -1, NULL, E));
+    sp_snapshot_free(imp);
+    free(saved);
+    free(lzo);
+    free(marker);
+    free(bin);
+    free(tar);
+    sp_snapshot_free(s);
+}
+
 static void test_gc(void **state)
 {
     struct fx *f = *state;
@@ -1571,6 +1617,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_refs_and_ambiguity, setup, teardown),
         cmocka_unit_test_setup_teardown(test_export_import, setup, teardown),
         cmocka_unit_test_setup_teardown(test_import_refuses_escapes, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_import_runs_no_external_program, setup, teardown),
         cmocka_unit_test_setup_teardown(test_gc, setup, teardown),
         cmocka_unit_test_setup_teardown(test_pause_callbacks, setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_checks, setup, teardown),

@@ -300,9 +300,11 @@ int sp_snapshot_export(sp_snapstore *s, const char *ref, const char *path, int f
                        sp_snapshot_format format, sp_error **err);
 
 /**
- * Read a tar archive (plain or compressed; the format is detected) into a
- * new snapshot without touching the workspace; `path`, or the open fd `fd`
- * when `path` is NULL. Entries with absolute
+ * Read a tar archive (plain, or compressed with gzip, bzip2, xz or zstd;
+ * detected) into a new snapshot without touching the workspace; `path`, or
+ * the open fd `fd` when `path` is NULL. Decompression runs in this process
+ * only: a compression libarchive would hand to an external program is
+ * refused (SP_ERROR), never run. Entries with absolute
  * paths or `..` are refused with SP_EESCAPE; device nodes are skipped; a
  * hard link becomes a copy of its target.
  *
