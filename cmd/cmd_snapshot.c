@@ -18,6 +18,17 @@
 
 /* ------------------------------------------------------------- shared -- */
 
+/* What the commands' own flags add to the store options cli_snap_open()
+ * uses (one command runs per process). The setter is declared in the
+ * commands that call it, as struct cli_snap has no room for these. */
+static bool snap_keep_setid;
+
+void cli_snap_keep_setid(bool keep);
+void cli_snap_keep_setid(bool keep)
+{
+    snap_keep_setid = keep;
+}
+
 int cli_snap_option(struct cli_snap *c, const char *cmd, int opt, const char *arg)
 {
     switch (opt) {
@@ -110,6 +121,7 @@ int cli_snap_open(struct cli_snap *c, const char *name, bool create)
 {
     sp_snapstore_opts o = SP_SNAPSTORE_OPTS_INIT;
     o.no_create = !create;
+    o.keep_setid = snap_keep_setid;
     if (isatty(STDERR_FILENO)) {
         o.progress = snap_progress;
         o.progress_userdata = c;
@@ -176,12 +188,22 @@ static void print_record(const sp_snapshot *s)
 
 /* ---------------------------------------------------------- snapshot -- */
 
-enum { OPT_TAG = 't', OPT_JSON = 'j', OPT_HELP = 'h', OPT_STATS = 0x2100 };
+enum {
+    OPT_TAG = 't',
+    OPT_JSON = 'j',
+    OPT_HELP = 'h',
+    OPT_STATS = 0x2100,
+    OPT_KEEP_SETID,
+};
 
 static const struct option options[] = {
-    {"tag", required_argument, NULL, OPT_TAG}, {"json", no_argument, NULL, OPT_JSON},
-    {"stats", no_argument, NULL, OPT_STATS},   CLI_SNAP_OPTIONS,
-    {"help", no_argument, NULL, OPT_HELP},     {NULL, 0, NULL, 0},
+    {"tag", required_argument, NULL, OPT_TAG},
+    {"json", no_argument, NULL, OPT_JSON},
+    {"stats", no_argument, NULL, OPT_STATS},
+    {"keep-setid", no_argument, NULL, OPT_KEEP_SETID},
+    CLI_SNAP_OPTIONS,
+    {"help", no_argument, NULL, OPT_HELP},
+    {NULL, 0, NULL, 0},
 };
 
 static void help(FILE *f)
@@ -190,7 +212,7 @@ static void help(FILE *f)
                "       sandpod snapshot [--tag T] [--json] --root DIR --store DIR\n"
                "       sandpod snapshot rm NAME SNAP          delete a snapshot\n"
                "       sandpod snapshot gc NAME               free the space of deleted snapshots\n"
-               "       sandpod snapshot import NAME FILE [--tag T]\n"
+               "       sandpod snapshot import NAME FILE [--tag T] [--keep-setid]\n"
                "                                              a tar archive as a new snapshot\n"
                "\n"
                "Take an exact snapshot of a sandbox's workspace: every file (ignored by git\n"
@@ -205,7 +227,9 @@ static void help(FILE *f)
                "  --json               print the record {ok, id, tag, commit, created_at,\n"
                "                       created_at_ns, root, store, files, dirs, symlinks,\n"
                "                       bytes, stats}\n"
-               "  --stats              print what the snapshot cost on stderr\n");
+               "  --stats              print what the snapshot cost on stderr\n"
+               "  --keep-setid         import: keep the set-user-ID and set-group-ID bits of\n"
+               "                       files (dropped by default; a folder keeps its own)\n");
     cli_snap_options_help(f);
     fprintf(f, "  -h, --help           show this help\n"
                "\n"
@@ -251,7 +275,7 @@ int cmd_snapshot(int argc, char **argv)
 {
     struct cli_snap c = {0};
     const char *tag = NULL;
-    bool stats = false;
+    bool stats = false, keep_setid = false;
     int rc = 0;
     enum sub sub = SUB_NONE;
     const char *cmd = "snapshot";
@@ -286,6 +310,9 @@ int cmd_snapshot(int argc, char **argv)
         case OPT_STATS:
             stats = true;
             break;
+        case OPT_KEEP_SETID:
+            keep_setid = true;
+            break;
         default:
             help(stdout);
             goto done;
@@ -295,6 +322,11 @@ int cmd_snapshot(int argc, char **argv)
         rc = cli_usage(cmd, "--tag is for taking or importing a snapshot");
         goto done;
     }
+    if (keep_setid && sub != SUB_IMPORT) {
+        rc = cli_usage(cmd, "--keep-setid is for importing a snapshot (and restore, export)");
+        goto done;
+    }
+    cli_snap_keep_setid(keep_setid);
     const char *name = NULL;
     if ((rc = cli_snap_target(&c, cmd, argc, argv, &name)) != 0)
         goto done;

@@ -2,11 +2,15 @@
  * (libarchive, pax format).
  *
  * Export writes "./" for the root (so its permission bits travel too),
- * then every entry in tree order with its real name, exact permission
- * bits, symlink target verbatim, owner 0:0 and the snapshot's time as
- * mtime. Import builds a tree in the store from an archive without ever
- * touching the workspace; it refuses absolute names and `..`, skips device
- * nodes and sockets, and turns a hard link into a copy of its target. */
+ * then every entry in tree order with its real name, permission bits,
+ * symlink target verbatim, the snapshot's time as mtime and owner
+ * nobody:nogroup (65534:65534): GNU tar run as root keeps an archive's
+ * owners, and what the workload wrote must not come out owned by root.
+ * The set-id bits of files and fifos are left out unless the store keeps
+ * them (sp_mode_out), for the same reason. Import builds a tree in the
+ * store from an archive without ever touching the workspace; it refuses
+ * absolute names and `..`, skips device nodes and sockets, turns a hard
+ * link into a copy of its target, and drops set-id bits as export does. */
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
@@ -14,6 +18,13 @@
 
 #include "lazy_archive.h"
 #include "snap_internal.h"
+
+/* The owner of every exported entry: the overflow ids, which own nothing
+ * on a usual system and are never root. */
+#define EXPORT_UID   65534
+#define EXPORT_GID   65534
+#define EXPORT_UNAME "nobody"
+#define EXPORT_GNAME "nogroup"
 
 static int ar_error(sp_error **err, struct archive *a, const char *what)
 {
@@ -32,6 +43,20 @@ struct exp {
     struct archive_entry *e;
 };
 
+/* What every header shares: name, type, bits, time, owner. */
+static void set_common(struct exp *x, const char *path, unsigned type, uint32_t mode)
+{
+    archive_entry_clear(x->e);
+    archive_entry_set_pathname(x->e, path);
+    archive_entry_set_filetype(x->e, type);
+    archive_entry_set_perm(x->e, mode);
+    archive_entry_set_mtime(x->e, x->mtime, x->mtime_ns);
+    archive_entry_set_uid(x->e, EXPORT_UID);
+    archive_entry_set_gid(x->e, EXPORT_GID);
+    archive_entry_set_uname(x->e, EXPORT_UNAME);
+    archive_entry_set_gname(x->e, EXPORT_GNAME);
+}
+
 struct blob_sink {
     struct exp *x;
     const char *path;
@@ -43,14 +68,8 @@ static int write_file_entry(void *ud, uint64_t size, const void *p, size_t n, sp
     struct blob_sink *b = ud;
     struct exp *x = b->x;
     if (!p) {
-        archive_entry_clear(x->e);
-        archive_entry_set_pathname(x->e, b->path);
-        archive_entry_set_filetype(x->e, AE_IFREG);
-        archive_entry_set_perm(x->e, b->mode);
+        set_common(x, b->path, AE_IFREG, b->mode);
         archive_entry_set_size(x->e, (la_int64_t)size);
-        archive_entry_set_mtime(x->e, x->mtime, x->mtime_ns);
-        archive_entry_set_uid(x->e, 0);
-        archive_entry_set_gid(x->e, 0);
         if (archive_write_header(x->a, x->e) < ARCHIVE_WARN)
             return ar_error(err, x->a, "export");
         return 0;
@@ -63,14 +82,8 @@ static int write_file_entry(void *ud, uint64_t size, const void *p, size_t n, sp
 static int put_header(struct exp *x, const char *path, unsigned type, uint32_t mode,
                       const char *link, sp_error **err)
 {
-    archive_entry_clear(x->e);
-    archive_entry_set_pathname(x->e, path);
-    archive_entry_set_filetype(x->e, type);
-    archive_entry_set_perm(x->e, mode);
+    set_common(x, path, type, mode);
     archive_entry_set_size(x->e, 0);
-    archive_entry_set_mtime(x->e, x->mtime, x->mtime_ns);
-    archive_entry_set_uid(x->e, 0);
-    archive_entry_set_gid(x->e, 0);
     if (link)
         archive_entry_set_symlink(x->e, link);
     if (archive_write_header(x->a, x->e) < ARCHIVE_WARN)
@@ -92,8 +105,9 @@ static int export_dir(struct exp *x, const sp_oid *tree, const char *prefix, uns
     for (size_t i = 0; i < td.n && r == 0; i++) {
         const sp_tentry *e = &td.v[i];
         cleanup_free char *path = sp_xasprintf("%s%s", prefix, e->name);
+        uint32_t mode = sp_mode_out(e->type, e->mode, x->s->opts.keep_setid);
         if (e->type == SN_FILE) {
-            struct blob_sink b = {x, path, e->mode};
+            struct blob_sink b = {x, path, mode};
             r = sp_odb_blob_stream(&x->s->odb, &e->oid, write_file_entry, &b, err);
         } else if (e->type == SN_LINK) {
             sp_buf t = SP_BUF_INIT;
@@ -103,12 +117,12 @@ static int export_dir(struct exp *x, const sp_oid *tree, const char *prefix, uns
                 r = put_header(x, path, AE_IFLNK, 0777, t.data, err);
             sp_buf_dispose(&t);
         } else if (e->type == SN_FIFO) {
-            r = put_header(x, path, AE_IFIFO, e->mode, NULL, err);
+            r = put_header(x, path, AE_IFIFO, mode, NULL, err);
         } else {
             sp_tdir sub;
             if ((r = sp_tree_read(&sub, &x->s->odb, &e->oid, err)) < 0)
                 break;
-            uint32_t mode = sub.mode;
+            mode = sub.mode;
             sp_tdir_dispose(&sub);
             cleanup_free char *dpath = sp_xasprintf("%s/", path);
             r = put_header(x, dpath, AE_IFDIR, mode, NULL, err);
@@ -295,7 +309,7 @@ static int import_entry(sp_snapstore *s, struct archive *a, struct archive_entry
         goto done;
     }
     snode *n = sp_snode_new(last, l, type);
-    n->mode = type == SN_LINK ? 0777 : mode;
+    n->mode = type == SN_LINK ? 0777 : sp_mode_out(type, mode, s->opts.keep_setid);
     if (hard) {
         sp_strv hc = {0};
         r = split_path(hard, &hc, err);

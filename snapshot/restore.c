@@ -8,9 +8,11 @@
  * are written to a temp name in their folder and renamed over the old
  * name; symlinks likewise. Permission bits are set exactly with fchmod (a
  * folder is made writable for the time we change it when we are not
- * root). Deletion never follows symlinks either. As root, new entries get
- * the owner of the folder they are made in, so the container's user can
- * still change them.
+ * root), except that files and fifos get no set-id bits unless the caller
+ * keeps them (sp_mode_out): a restore as root must not hand the workload
+ * a set-id binary owned by someone else. Deletion never follows symlinks either. As root, new
+ * entries get the owner of the folder they are made in, so the container's user can still change
+ * them.
  *
  * A restore killed halfway leaves some entries old and some new, plus
  * perhaps a temp file; running it again looks at the workspace afresh,
@@ -379,8 +381,17 @@ int sp_restore_dir(sp_scan *sc, int dfd, snode *dir, const sp_oid *tree, sp_erro
         }
     }
 
+    /* Set when an entry ends up with other bits than the snapshot's (its
+     * set-id bits left out): then this folder is not the snapshot's tree,
+     * and its id is computed again from the nodes. */
+    bool differs = false;
     for (size_t j = 0; j < td.n && r == 0; j++) {
-        const sp_tentry *te = &td.v[j];
+        const sp_tentry *stored = &td.v[j];
+        /* What is written: the stored entry with the bits it gets outside.
+         * An entry that already equals the stored one is left as it is. */
+        sp_tentry out = *stored;
+        out.mode = sp_mode_out(stored->type, stored->mode, sc->keep_setid);
+        const sp_tentry *te = &out;
         size_t nlen = strlen(te->name);
         uint32_t pos;
         snode *k = sp_snode_find(dir, te->name, nlen, &pos);
@@ -413,9 +424,11 @@ int sp_restore_dir(sp_scan *sc, int dfd, snode *dir, const sp_oid *tree, sp_erro
             }
         } else if (!sp_oid_equal(&k->oid, &te->oid)) {
             r = create(sc, &p, te, k, err);
-        } else if (k->mode != te->mode) {
+        } else if (k->mode != stored->mode && k->mode != te->mode) {
             r = chmod_entry(sc, &p, te, k, err);
         }
+        if (r == 0 && te->type != SN_DIR && k->mode != stored->mode)
+            differs = true;
         sp_scan_pop(sc, pl);
         progress(sc);
     }
@@ -435,8 +448,15 @@ int sp_restore_dir(sp_scan *sc, int dfd, snode *dir, const sp_oid *tree, sp_erro
         goto done;
     }
     dir->mode = td.mode;
-    dir->oid = *tree;
-    dir->flags &= (uint8_t)~SN_DIRTY;
+    for (uint32_t i = 0; i < dir->nkids && !differs; i++)
+        if (dir->kids[i]->type == SN_DIR && (dir->kids[i]->flags & SN_DIRTY))
+            differs = true;
+    if (differs) {
+        dir->flags |= SN_DIRTY; /* sp_tree_finalize() gives it its id */
+    } else {
+        dir->oid = *tree;
+        dir->flags &= (uint8_t)~SN_DIRTY;
+    }
 done:
     if (r < 0 && !p.root && p.st.st_mode)
         (void)fchmod(dfd, p.st.st_mode & 07777);

@@ -234,7 +234,8 @@ typedef struct sp_scan {
     unsigned depth;
     uid_t euid; /* who we are, for restore's ownership rules */
     gid_t egid;
-    bool durable; /* restore: fsync what it writes */
+    bool durable;    /* restore: fsync what it writes */
+    bool keep_setid; /* restore: write the set-id bits of files too */
 } sp_scan;
 
 void sp_scan_init(sp_scan *sc, sp_odb *odb, sp_snapstore_stats *stats);
@@ -294,6 +295,16 @@ void sp_track_begin_full(sp_track *t);
 int sp_track_apply(sp_track *t, sp_scan *sc, int rootfd, snode *root, sp_error **err);
 
 /* ------------------------------------------------------------ restore -- */
+
+/* The set-id bits a file or fifo loses on its way out of the store (a
+ * restore, an import, an export) unless the caller keeps them. */
+#define SNAP_SETID_BITS 06000u
+
+/* The bits an entry of type `type` with stored bits `mode` gets outside. */
+static inline uint32_t sp_mode_out(int type, uint32_t mode, bool keep_setid)
+{
+    return type == SN_DIR || keep_setid ? mode : mode & ~SNAP_SETID_BITS;
+}
 
 /* Make the folder open on dfd, described by node dir, equal to tree. */
 int sp_restore_dir(sp_scan *sc, int dfd, snode *dir, const sp_oid *tree, sp_error **err);

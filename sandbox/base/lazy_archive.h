@@ -38,6 +38,8 @@
     X(archive_entry_clear)                                                                         \
     X(archive_entry_set_uid)                                                                       \
     X(archive_entry_set_gid)                                                                       \
+    X(archive_entry_set_uname)                                                                     \
+    X(archive_entry_set_gname)                                                                     \
     X(archive_entry_set_size)                                                                      \
     X(archive_entry_set_perm)                                                                      \
     X(archive_entry_set_pathname)                                                                  \
@@ -89,6 +91,8 @@ extern sp_archive_api sp_archive;
 #define archive_entry_clear                     (sp_archive.archive_entry_clear)
 #define archive_entry_set_uid                   (sp_archive.archive_entry_set_uid)
 #define archive_entry_set_gid                   (sp_archive.archive_entry_set_gid)
+#define archive_entry_set_uname                 (sp_archive.archive_entry_set_uname)
+#define archive_entry_set_gname                 (sp_archive.archive_entry_set_gname)
 #define archive_entry_set_size                  (sp_archive.archive_entry_set_size)
 #define archive_entry_set_perm                  (sp_archive.archive_entry_set_perm)
 #define archive_entry_set_pathname              (sp_archive.archive_entry_set_pathname)

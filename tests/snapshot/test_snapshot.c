@@ -41,6 +41,7 @@ struct fx {
     char *store;   /* the store */
     char *outside; /* must never change */
     sp_snapstore *s;
+    bool keep_setid; /* open_store(): restores and exports keep set-id bits */
 };
 
 #define SENTINEL "OUTSIDE-SENTINEL\n"
@@ -218,7 +219,16 @@ static void open_store(struct fx *f, bool track)
     f->s = NULL;
     sp_snapstore_opts o = SP_SNAPSTORE_OPTS_INIT;
     o.track_changes = track;
+    o.keep_setid = f->keep_setid;
     OK(sp_snapstore_open(&f->s, f->ws, f->store, &o, E));
+}
+
+/* The tests that check every permission bit round-trip opt in to set-id
+ * bits (test_setid covers the default). */
+static void keep_setid(struct fx *f)
+{
+    f->keep_setid = true;
+    open_store(f, false);
 }
 
 static sp_snapshot *snap(struct fx *f, const char *tag)
@@ -381,6 +391,7 @@ static void mutate_everything(struct fx *f)
 static void test_exact_matrix(void **state)
 {
     struct fx *f = *state;
+    keep_setid(f);
     build_tricky(f);
     char *m0 = manifest(f->ws);
     sp_snapshot *s0 = snap(f, "before");
@@ -552,6 +563,7 @@ static void test_racy_same_size_rewrite(void **state)
 static void test_tracked(void **state)
 {
     struct fx *f = *state;
+    keep_setid(f);
     build_tricky(f);
     for (int i = 0; i < 50; i++) {
         char p[32];
@@ -791,6 +803,7 @@ static void random_mutation(const char *w)
 static void randomized(struct fx *f, bool track, uint64_t seed)
 {
     rng_state = seed;
+    f->keep_setid = true; /* modes include 04755 */
     open_store(f, track);
     enum { ROUNDS = 40 };
     char *ids[ROUNDS];
@@ -1164,6 +1177,7 @@ static void test_refs_and_ambiguity(void **state)
 static void test_export_import(void **state)
 {
     struct fx *f = *state;
+    keep_setid(f);
     build_tricky(f);
     char *m0 = manifest(f->ws);
     sp_snapshot *s = snap(f, "orig");
@@ -1243,6 +1257,202 @@ static void test_import_refuses_escapes(void **state)
     OK(sp_snapshot_list(&l, f->s, E));
     assert_int_equal(l->n, 0);
     sp_snapshots_free(l);
+}
+
+static unsigned mode_of(const char *dir, const char *rel)
+{
+    char *p = pj(dir, rel);
+    struct stat st;
+    if (lstat(p, &st) < 0)
+        fail_msg("lstat %s: %s", p, strerror(errno));
+    free(p);
+    return st.st_mode & 07777;
+}
+
+/* Run argv (a program on PATH); its exit status, 127 when it is missing. */
+static int run_prog(char *const argv[])
+{
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
+        if (null >= 0) {
+            dup2(null, 1);
+            dup2(null, 2);
+        }
+        execvp(argv[0], argv);
+        _exit(127);
+    }
+    int st = 0;
+    while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+        ;
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+}
+
+/* Every entry of a tar: owner nobody:nogroup, and the bits in want (a
+ * NULL-terminated list of name, mode pairs; names not listed are not
+ * checked). */
+struct want_mode {
+    const char *name;
+    unsigned mode;
+};
+
+static void check_tar(const char *path, const struct want_mode *want)
+{
+    struct archive *a = archive_read_new();
+    archive_read_support_format_tar(a);
+    assert_int_equal(archive_read_open_filename(a, path, 1 << 16), ARCHIVE_OK);
+    struct archive_entry *e;
+    size_t seen = 0, listed = 0;
+    for (const struct want_mode *w = want; w->name; w++)
+        listed++;
+    while (archive_read_next_header(a, &e) == ARCHIVE_OK) {
+        const char *name = archive_entry_pathname(e);
+        assert_int_equal(archive_entry_uid(e), 65534);
+        assert_int_equal(archive_entry_gid(e), 65534);
+        assert_string_equal(archive_entry_uname(e), "nobody");
+        assert_string_equal(archive_entry_gname(e), "nogroup");
+        for (const struct want_mode *w = want; w->name; w++) {
+            if (strcmp(w->name, name) == 0) {
+                if ((unsigned)(archive_entry_perm(e) & 07777) != w->mode)
+                    fail_msg("%s: mode %04o in the archive, want %04o", name,
+                             (unsigned)archive_entry_perm(e) & 07777, w->mode);
+                seen++;
+            }
+        }
+    }
+    assert_int_equal(seen, listed);
+    archive_read_free(a);
+}
+
+/* Set-id bits never leave the store unless asked for: an export has owner
+ * nobody:nogroup and no set-id file (so `tar xf` as root makes no set-id
+ * binary, let alone a root one), a restore and an import write none,
+ * folders and the sticky bit keep theirs; the snapshot still records the
+ * true bits, which a handle with keep_setid restores exactly. */
+static void test_setid(void **state)
+{
+    struct fx *f = *state;
+    const char *w = f->ws;
+    tu_write(w, "suid", "#!/bin/sh\necho root\n", 04755);
+    tu_write(w, "sgid", "g\n", 02755);
+    tu_write(w, "both", "b\n", 06711);
+    tu_write(w, "sticky", "t\n", 01755);
+    mkdir_p(w, "gdir", 02775);
+    tu_write(w, "gdir/inner", "i\n", 04700);
+    char *fifo = pj(w, "pipe");
+    assert_int_equal(mkfifo(fifo, 0640), 0);
+    assert_int_equal(chmod(fifo, 02640), 0);
+    free(fifo);
+    char *m_exact = manifest(w);
+    sp_snapshot *s = snap(f, "s");
+
+    /* Export, default: nothing set-id, folders and sticky as they are. */
+    static const struct want_mode stripped[] = {
+        {"suid", 0755},   {"sgid", 0755},       {"both", 0711}, {"sticky", 01755},
+        {"gdir/", 02775}, {"gdir/inner", 0700}, {"pipe", 0640}, {NULL, 0},
+    };
+    char *tar = pj(f->dir, "x.tar");
+    OK(sp_snapshot_export(f->s, s->id, tar, -1, SP_SNAPSHOT_TAR, E));
+    check_tar(tar, stripped);
+    if (geteuid() == 0) {
+        /* GNU tar as root keeps owners and bits (-p): still nothing set-id
+         * and nothing root's. */
+        char *x = pj(f->dir, "extracted");
+        mkdir(x, 0755);
+        char *argv[] = {"tar", "-xpf", tar, "-C", x, NULL};
+        int rc = run_prog(argv);
+        if (rc != 127) {
+            assert_int_equal(rc, 0);
+            char *p = pj(x, "suid");
+            struct stat st;
+            assert_int_equal(lstat(p, &st), 0);
+            assert_int_equal(st.st_mode & 07777, 0755);
+            assert_int_not_equal(st.st_uid, 0);
+            free(p);
+            assert_int_equal(mode_of(x, "both"), 0711);
+        }
+        tu_rmtree(x);
+        free(x);
+    }
+
+    /* Restore, default: the files written (and those whose bits are
+     * set) get no set-id bit. */
+    tu_write(w, "suid", "replaced\n", 0644);
+    chmod_at(w, "sgid", 0600);
+    chmod_at(w, "both", 0600);
+    rm_rf(w, "gdir");
+    rm_rf(w, "pipe");
+    restore(f, "s");
+    assert_int_equal(mode_of(w, "suid"), 0755);
+    assert_int_equal(mode_of(w, "sgid"), 0755);
+    assert_int_equal(mode_of(w, "both"), 0711);
+    assert_int_equal(mode_of(w, "sticky"), 01755);
+    assert_int_equal(mode_of(w, "gdir"), 02775);
+    assert_int_equal(mode_of(w, "gdir/inner"), 0700);
+    assert_int_equal(mode_of(w, "pipe"), 0640);
+    size_t n = 0;
+    char *c = tu_read(w, "suid", &n);
+    assert_string_equal(c, "#!/bin/sh\necho root\n");
+    free(c);
+    /* Again: nothing to do (the stripped bits are not a difference). */
+    OK(sp_snapshot_restore(NULL, f->s, "s", E));
+    sp_snapstore_stats st;
+    sp_snapstore_last_stats(f->s, &st);
+    assert_int_equal(st.paths_changed, 0);
+    /* The next snapshot records what is there, tracked tree or walked. */
+    sp_snapshot *s2 = snap(f, NULL);
+    sp_snapdiff *d = NULL;
+    OK(sp_snapshot_diff(&d, f->s, s->id, s2->id, NULL, E));
+    assert_int_equal(d->n, 5); /* suid, sgid, both, gdir/inner, pipe: bits only */
+    for (size_t i = 0; i < d->n; i++) {
+        assert_int_equal(d->v[i].kind, SP_CHANGE_MODIFIED);
+        assert_false(d->v[i].content_changed);
+        assert_int_equal(d->v[i].new_mode & 06000, 0);
+    }
+    sp_snapdiff_free(d);
+    open_store(f, false);
+    sp_snapshot *s3 = snap(f, NULL);
+    OK(sp_snapshot_diff(&d, f->s, s2->id, s3->id, NULL, E));
+    assert_int_equal(d->n, 0);
+    sp_snapdiff_free(d);
+
+    /* Import, default: the set-id bits of an archive are dropped. */
+    keep_setid(f);
+    char *tar_kept = pj(f->dir, "kept.tar");
+    OK(sp_snapshot_export(f->s, s->id, tar_kept, -1, SP_SNAPSHOT_TAR, E));
+    static const struct want_mode exact[] = {
+        {"suid", 04755},  {"sgid", 02755},       {"both", 06711}, {"sticky", 01755},
+        {"gdir/", 02775}, {"gdir/inner", 04700}, {"pipe", 02640}, {NULL, 0},
+    };
+    check_tar(tar_kept, exact);
+    sp_snapshot *imp = NULL;
+    OK(sp_snapshot_import(&imp, f->s, tar_kept, -1, NULL, E));
+    OK(sp_snapshot_diff(&d, f->s, s->id, imp->id, NULL, E));
+    assert_int_equal(d->n, 0); /* kept */
+    sp_snapdiff_free(d);
+    sp_snapshot_free(imp);
+    f->keep_setid = false;
+    open_store(f, false);
+    OK(sp_snapshot_import(&imp, f->s, tar_kept, -1, NULL, E));
+    OK(sp_snapshot_diff(&d, f->s, s2->id, imp->id, NULL, E));
+    assert_int_equal(d->n, 0); /* the same bits a default restore wrote */
+    sp_snapdiff_free(d);
+    sp_snapshot_free(imp);
+
+    /* A handle that keeps them restores the exact bits. */
+    keep_setid(f);
+    restore(f, "s");
+    char *got = manifest(w);
+    assert_same(m_exact, got);
+    free(got);
+    tu_assert_fsck(f->store);
+    free(tar_kept);
+    free(tar);
+    free(m_exact);
+    sp_snapshot_free(s);
+    sp_snapshot_free(s2);
+    sp_snapshot_free(s3);
 }
 
 /* An archive whose compression libarchive would hand to an external
@@ -1618,6 +1828,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_export_import, setup, teardown),
         cmocka_unit_test_setup_teardown(test_import_refuses_escapes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_import_runs_no_external_program, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_setid, setup, teardown),
         cmocka_unit_test_setup_teardown(test_gc, setup, teardown),
         cmocka_unit_test_setup_teardown(test_pause_callbacks, setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_checks, setup, teardown),

@@ -225,6 +225,37 @@ printf 'x' >"$T/evil/a/f"
 snap snapshot import "$T/evil.tar"
 expect_rc 1 "import refuses an absolute path"
 
+# --------------------------------------------------------------- set-id --
+printf '#!/bin/sh\n' >"$W/suid"
+chmod 4755 "$W/suid"
+snap snapshot --tag setid
+expect_rc 0 "snapshot with a setuid file"
+snap export setid -o "$T/s.tar"
+tar -tvf "$T/s.tar" | grep -q '^-rwxr-xr-x nobody/nogroup .* suid$' && ok ||
+    bad "export drops the setuid bit and names owner nobody: $(tar -tvf "$T/s.tar" | grep suid)"
+tar -tvf "$T/s.tar" | grep -q '^drwxr-s--- nobody/nogroup .* src/$' && ok ||
+    bad "export keeps a folder's setgid bit"
+snap export setid -o "$T/s-kept.tar" --keep-setid
+tar -tvf "$T/s-kept.tar" | grep -q '^-rwsr-xr-x nobody/nogroup .* suid$' && ok ||
+    bad "export --keep-setid keeps it"
+chmod 644 "$W/suid"
+snap restore setid
+expect_rc 0 "restore of a setuid file"
+[ "$(stat -c %a "$W/suid")" = 755 ] && ok || bad "restore drops setuid: $(stat -c %a "$W/suid")"
+snap restore setid --keep-setid
+[ "$(stat -c %a "$W/suid")" = 4755 ] && ok || bad "restore --keep-setid: $(stat -c %a "$W/suid")"
+snap snapshot import "$T/s-kept.tar" --tag imp-dropped --json
+IMPD=$(json "j['id']")
+snap diff --json setid "$IMPD"
+expect_json "[c['path'] for c in j['changes']]" "['suid']" "import drops setuid"
+snap snapshot import "$T/s-kept.tar" --keep-setid --tag imp-kept --json
+IMPK=$(json "j['id']")
+snap diff setid "$IMPK"
+[ ! -s "$T/out" ] && ok || bad "import --keep-setid differs: $(head -3 "$T/out")"
+snap snapshot --keep-setid
+expect_rc 2 "--keep-setid is not for taking a snapshot"
+rm -f "$W/suid"
+
 # ----------------------------------------------------------------- rm, gc --
 snap snapshot rm "$IMP"
 expect_rc 0 "snapshot rm"

@@ -61,7 +61,7 @@ typedef struct sp_snapshot_progress {
     uint64_t paths_changed; /**< restore: entries written or removed so far */
 } sp_snapshot_progress;
 
-#define SP_SNAPSTORE_OPTS_VERSION 1
+#define SP_SNAPSTORE_OPTS_VERSION 2
 
 /** Options for sp_snapstore_open(). Zero values select the defaults. */
 typedef struct sp_snapstore_opts {
@@ -98,6 +98,19 @@ typedef struct sp_snapstore_opts {
     /** Progress callback, called about every 1000 entries (may be NULL). */
     void (*progress)(void *userdata, const sp_snapshot_progress *p);
     void *progress_userdata;
+    /* ----- version 2 ----- */
+    /**
+     * Keep the set-user-ID and set-group-ID bits (04000, 02000) of files
+     * and fifos in what leaves the store. By default a restore and an
+     * import drop them from the modes they write and an export from its
+     * entries, so a binary the workload marked set-id never becomes one
+     * that runs with the rights of whoever owns it on the host (a restore
+     * as root, a `tar xf` as root). Snapshots always record the true bits:
+     * a handle with this set restores them exactly. Folders keep theirs
+     * either way; on a folder they only choose the group of new entries.
+     * The sticky bit (01000) is always kept.
+     */
+    bool keep_setid;
 } sp_snapstore_opts;
 
 #define SP_SNAPSTORE_OPTS_INIT                                                                     \
@@ -219,6 +232,9 @@ int sp_snapshot_get(sp_snapshot **out, sp_snapstore *s, const char *ref, sp_erro
  * symlinks, empty folders; entries that are not in the snapshot are
  * removed. Only what differs is written. Safe to run again after a crash.
  *
+ * The set-id bits of files are left out unless the handle has
+ * `keep_setid` (see sp_snapstore_opts).
+ *
  * @param out  receives the restored snapshot's record (may be NULL)
  * @return 0; the errors of sp_snapshot_get(); errno-style errors
  */
@@ -291,10 +307,12 @@ typedef enum sp_snapshot_format {
 } sp_snapshot_format;
 
 /**
- * Write a snapshot's tree as a tar archive: exact modes, symlinks, empty
- * folders and fifos, mtime = the snapshot's time, owner 0:0. Written to
- * `path` (atomically: a temp file renamed into place) or, when `path` is
- * NULL, to the open fd `fd` (not closed).
+ * Write a snapshot's tree as a tar archive: permission bits (without the
+ * set-id bits of files unless the handle has `keep_setid`), symlinks, empty
+ * folders and fifos, mtime = the snapshot's time, owner nobody:nogroup
+ * (65534:65534), so that a root extracting it with owners kept makes
+ * nothing owned by root. Written to `path` (atomically: a temp file renamed
+ * into place) or, when `path` is NULL, to the open fd `fd` (not closed).
  */
 int sp_snapshot_export(sp_snapstore *s, const char *ref, const char *path, int fd,
                        sp_snapshot_format format, sp_error **err);
@@ -306,7 +324,8 @@ int sp_snapshot_export(sp_snapstore *s, const char *ref, const char *path, int f
  * only: a compression libarchive would hand to an external program is
  * refused (SP_ERROR), never run. Entries with absolute
  * paths or `..` are refused with SP_EESCAPE; device nodes are skipped; a
- * hard link becomes a copy of its target.
+ * hard link becomes a copy of its target; the set-id bits of files are
+ * dropped unless the handle has `keep_setid`.
  *
  * @param out  receives the new record (may be NULL)
  */
