@@ -147,8 +147,9 @@ void sp_refents_free(sp_refent *v, size_t n);
  * processes, in the stat cache. Children are sorted by name (bytewise). */
 enum { SN_FILE = 1, SN_DIR = 2, SN_LINK = 3, SN_FIFO = 4, SN_OTHER = 5 /* socket, device */ };
 enum {
-    SN_RACY = 1,  /* stat data too recent to vouch for the content */
-    SN_DIRTY = 2, /* folder: its tree id must be computed again */
+    SN_RACY = 1,   /* stat data too recent to vouch for the content */
+    SN_DIRTY = 2,  /* folder: its tree id must be computed again */
+    SN_LINKED = 4, /* file with more than one name (st_nlink > 1) when last looked at */
 };
 
 typedef struct snode {
@@ -179,7 +180,7 @@ snode *sp_snode_take(snode *dir, uint32_t pos);
 void sp_snode_dirty_up(snode *n);
 /* Path of n relative to the root (caller frees); "." for the root. */
 char *sp_snode_path(const snode *n);
-/* Fill stat fields from st. */
+/* Fill stat fields from st (and SN_LINKED from its link count). */
 void sp_snode_set_stat(snode *n, const struct stat *st);
 int sp_snode_type_of(mode_t m);
 sp_fs_type sp_snode_fs_type(int type);
@@ -232,6 +233,9 @@ typedef struct sp_scan {
     struct sp_track *track; /* add watches on the folders walked (may be NULL) */
     sp_buf path;            /* the path being looked at, for messages */
     unsigned depth;
+    /* A file turned out to have another name we had not counted (new, or
+     * its link count grew): the other names may have changed unseen. */
+    bool new_links;
     uid_t euid; /* who we are, for restore's ownership rules */
     gid_t egid;
     bool durable;    /* restore: fsync what it writes */

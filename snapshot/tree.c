@@ -141,6 +141,10 @@ char *sp_snode_path(const snode *n)
 
 void sp_snode_set_stat(snode *n, const struct stat *st)
 {
+    if (S_ISREG(st->st_mode) && st->st_nlink > 1)
+        n->flags |= SN_LINKED;
+    else
+        n->flags &= (uint8_t)~SN_LINKED;
     n->mode = st->st_mode & 07777;
     n->dev = (uint64_t)st->st_dev;
     n->ino = (uint64_t)st->st_ino;

@@ -650,6 +650,102 @@ static void test_tracked(void **state)
     tu_assert_fsck(f->store);
 }
 
+static void write_via(const char *dir, const char *rel, const char *content)
+{
+    char *p = pj(dir, rel);
+    int fd = open(p, O_WRONLY | O_TRUNC | O_NOFOLLOW | O_CLOEXEC);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, content, strlen(content)), (ssize_t)strlen(content));
+    close(fd);
+    free(p);
+}
+
+static void link_at(const char *dir, const char *from, const char *dir2, const char *to)
+{
+    char *a = pj(dir, from), *b = pj(dir2, to);
+    if (link(a, b) < 0)
+        fail_msg("link %s %s: %s", a, b, strerror(errno));
+    free(a);
+    free(b);
+}
+
+/* A write through another name of a file (a hard link in another folder,
+ * or outside the workspace) changes the file without an inotify event in
+ * its own folder: change tracking must still see it, in the snapshot and
+ * in the restore. */
+static void test_tracked_hard_links(void **state)
+{
+    struct fx *f = *state;
+    mkdir_p(f->ws, "a", 0755);
+    mkdir_p(f->ws, "b", 0755);
+    mkdir_p(f->ws, "c", 0755);
+    tu_write(f->ws, "a/f", "one\n", 0644);
+    tu_write(f->ws, "c/h", "three\n", 0644);
+    link_at(f->ws, "c/h", f->dir, "h-outside"); /* a name outside, before tracking */
+    usleep(60000);
+    open_store(f, true);
+    sp_snapshot *s0 = snap(f, NULL);
+
+    /* A second name made while tracked, then a write through it. */
+    link_at(f->ws, "a/f", f->ws, "b/g");
+    sp_snapshot *s1 = snap(f, NULL);
+    usleep(20000);
+    write_via(f->ws, "b/g", "two\n");
+    sp_snapshot *s2 = snap(f, NULL);
+    sp_snapdiff *d = NULL;
+    OK(sp_snapshot_diff(&d, f->s, s1->id, s2->id, NULL, E));
+    assert_int_equal(d->n, 2);
+    assert_string_equal(d->v[0].path, "a/f");
+    assert_string_equal(d->v[1].path, "b/g");
+    sp_snapdiff_free(d);
+
+    /* A write through the name outside the workspace. */
+    usleep(20000);
+    write_via(f->dir, "h-outside", "four\n");
+    sp_snapshot *s3 = snap(f, NULL);
+    OK(sp_snapshot_diff(&d, f->s, s2->id, s3->id, NULL, E));
+    assert_int_equal(d->n, 1);
+    assert_string_equal(d->v[0].path, "c/h");
+    sp_snapdiff_free(d);
+
+    /* Tracked snapshots equal a full walk's. */
+    sp_snapstore *fresh = NULL;
+    OK(sp_snapstore_open(&fresh, f->ws, f->store, NULL, E));
+    sp_snapshot *walked = NULL;
+    OK(sp_snapshot_create(&walked, fresh, NULL, E));
+    OK(sp_snapshot_diff(&d, fresh, s3->id, walked->id, NULL, E));
+    assert_int_equal(d->n, 0);
+    sp_snapdiff_free(d);
+    sp_snapshot_free(walked);
+    sp_snapstore_free(fresh);
+
+    /* Restore through the tracker: both names, whichever was written. */
+    usleep(20000);
+    write_via(f->ws, "a/f", "five\n");
+    write_via(f->dir, "h-outside", "six\n");
+    restore(f, s1->id);
+    size_t n = 0;
+    char *c = tu_read(f->ws, "a/f", &n);
+    assert_string_equal(c, "one\n");
+    free(c);
+    c = tu_read(f->ws, "b/g", &n);
+    assert_string_equal(c, "one\n");
+    free(c);
+    c = tu_read(f->ws, "c/h", &n);
+    assert_string_equal(c, "three\n");
+    free(c);
+    restore(f, s0->id);
+    assert_false(tu_exists(f->ws, "b/g"));
+    c = tu_read(f->ws, "a/f", &n);
+    assert_string_equal(c, "one\n");
+    free(c);
+    tu_assert_fsck(f->store);
+    sp_snapshot_free(s0);
+    sp_snapshot_free(s1);
+    sp_snapshot_free(s2);
+    sp_snapshot_free(s3);
+}
+
 /* More events than the kernel queue holds: the tracker falls back to a
  * full walk, and nothing is missed. */
 static void test_tracked_overflow(void **state)
@@ -1817,6 +1913,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_racy_same_size_rewrite, setup, teardown),
         cmocka_unit_test_setup_teardown(test_tracked, setup, teardown),
         cmocka_unit_test_setup_teardown(test_tracked_overflow, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_tracked_hard_links, setup, teardown),
         cmocka_unit_test_setup_teardown(test_randomized, setup, teardown),
         cmocka_unit_test_setup_teardown(test_randomized_tracked, setup, teardown),
         cmocka_unit_test_setup_teardown(test_large_and_binary, setup, teardown),
