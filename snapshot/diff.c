@@ -5,7 +5,10 @@
  * skipped unread, so the cost follows what differs. The unified patch text
  * comes from libgit2's diff of the two blobs, under headers we write
  * ourselves: git's own would show the escaped names and metadata blobs of
- * the store rather than the workspace. */
+ * the store rather than the workspace. A file over SNAP_SMALL_FILE is not
+ * read for the patch (a "Large files ... differ" line, as git writes
+ * "Binary files ... differ"), so a patch's memory stays bounded by what it
+ * shows. */
 #include <string.h>
 
 #include <git2.h>
@@ -291,6 +294,19 @@ static char *header_name(const char *prefix, const char *path)
     return sp_buf_steal(&b);
 }
 
+/* A file a patch does not show: over SNAP_SMALL_FILE bytes. Only the
+ * object's header is read: a patch never loads a large blob. */
+static int is_large(struct dctx *c, const struct side *s, bool *large, sp_error **err)
+{
+    if (s->type != SN_FILE)
+        return 0;
+    uint64_t size = 0;
+    int r = sp_odb_object_size(c->odb, &s->oid, &size, err);
+    if (r == 0 && size > SNAP_SMALL_FILE)
+        *large = true;
+    return r;
+}
+
 static int patch_sides(struct dctx *c, const char *path, struct side a, struct side b,
                        unsigned context, sp_buf *out, sp_error **err)
 {
@@ -316,6 +332,15 @@ static int patch_sides(struct dctx *c, const char *path, struct side a, struct s
     int type, r = 0;
     if (a.type && b.type && sp_oid_equal(&a.oid, &b.oid))
         goto done;
+    bool large = false;
+    if ((r = is_large(c, &a, &large, err)) < 0 ||
+        (!large && (r = is_large(c, &b, &large, err)) < 0))
+        goto done;
+    if (large) {
+        sp_buf_printf(out, "Large files %s and %s differ\n", a.type ? an : "/dev/null",
+                      b.type ? bn : "/dev/null");
+        goto done;
+    }
     if (a.type && (r = sp_odb_read(c->odb, &a.oid, &type, &da, err)) < 0)
         goto done;
     if (b.type && (r = sp_odb_read(c->odb, &b.oid, &type, &db, err)) < 0)

@@ -29,7 +29,8 @@
  * an fd while it is walked). */
 #define SNAP_MAX_DEPTH 256
 
-/* Files up to this size are read whole; bigger ones are streamed. */
+/* Files up to this size are read whole; bigger ones are streamed. Also
+ * the largest file a patch shows. */
 #define SNAP_SMALL_FILE ((uint64_t)8 << 20)
 
 /* The per-folder metadata blob's name in a tree. No real name is stored
@@ -101,6 +102,9 @@ int sp_odb_write_stream(sp_odb *o, uint64_t size, sp_odb_src src, void *ud, cons
 /* The same from a file's fd, `size` bytes as fstat said. */
 int sp_odb_write_fd(sp_odb *o, int fd, uint64_t size, const char *display, sp_oid *out,
                     sp_error **err);
+
+/* The size of an object, reading no more than its header. */
+int sp_odb_object_size(sp_odb *o, const sp_oid *id, uint64_t *size, sp_error **err);
 
 /* Read a whole object. *type receives its type. */
 int sp_odb_read(sp_odb *o, const sp_oid *id, int *type, sp_buf *out, sp_error **err);

@@ -975,6 +975,31 @@ static void test_large_and_binary(void **state)
     tu_assert_fsck(f->store);
 }
 
+/* A file over 8 MiB: the patch names it, never loads it. */
+static void test_large_file_patch(void **state)
+{
+    struct fx *f = *state;
+    size_t big = (9u << 20) + 1;
+    char *data = malloc(big);
+    memset(data, 'a', big);
+    tu_write_n(f->ws, "big.txt", data, big, 0644);
+    tu_write(f->ws, "small.txt", "one\n", 0644);
+    sp_snapshot *s = snap(f, NULL);
+    data[5] = 'b';
+    tu_write_n(f->ws, "big.txt", data, big, 0644);
+    tu_write(f->ws, "small.txt", "two\n", 0644);
+    sp_snapdiff *d = NULL;
+    sp_snapshot_diff_opts o = SP_SNAPSHOT_DIFF_OPTS_INIT;
+    o.patch = true;
+    OK(sp_snapshot_diff(&d, f->s, s->id, NULL, &o, E));
+    assert_non_null(strstr(d->patch, "diff --git a/big.txt b/big.txt\n"
+                                     "Large files a/big.txt and b/big.txt differ\n"));
+    assert_non_null(strstr(d->patch, "-one\n+two\n"));
+    sp_snapdiff_free(d);
+    free(data);
+    sp_snapshot_free(s);
+}
+
 static void test_durable_and_progress_count(void **state)
 {
     struct fx *f = *state;
@@ -1917,6 +1942,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_randomized, setup, teardown),
         cmocka_unit_test_setup_teardown(test_randomized_tracked, setup, teardown),
         cmocka_unit_test_setup_teardown(test_large_and_binary, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_large_file_patch, setup, teardown),
         cmocka_unit_test_setup_teardown(test_durable_and_progress_count, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cache_damage, setup, teardown),
         cmocka_unit_test_setup_teardown(test_failed_walk_of_a_shrunk_folder, setup, teardown),

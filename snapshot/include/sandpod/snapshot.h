@@ -278,7 +278,9 @@ typedef struct sp_snapdiff {
 
 typedef struct sp_snapshot_diff_opts {
     unsigned version;
-    /** Also produce a unified diff (binary files are named, not shown). */
+    /** Also produce a unified diff (binary files, and files over 8 MiB,
+     *  are named, not shown: "Binary files ... differ", "Large files ...
+     *  differ"). */
     bool patch;
     /** Lines of context in the patch (0 = 3). */
     unsigned context_lines;
