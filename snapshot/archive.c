@@ -79,6 +79,50 @@ static int write_file_entry(void *ud, uint64_t size, const void *p, size_t n, sp
     return 0;
 }
 
+/* A file in sparse form goes out as a sparse entry (GNU sparse 1.0 in
+ * pax): only its data is stored. libarchive's writer wants the file's
+ * bytes in order, holes included, and skips the holes' bytes itself, so
+ * they are passed from a buffer of zeros; nothing of them is stored. */
+static char zeros[1 << 18];
+
+struct sparse_out {
+    struct exp *x;
+    const char *path;
+    uint32_t mode;
+    uint64_t pos; /* bytes of the file passed to libarchive */
+};
+
+static int sparse_out_map(void *ud, uint64_t size, const sp_extent *v, size_t n, sp_error **err)
+{
+    struct sparse_out *so = ud;
+    struct exp *x = so->x;
+    set_common(x, so->path, AE_IFREG, so->mode);
+    archive_entry_set_size(x->e, (la_int64_t)size); /* before the map, which must fit in it */
+    for (size_t i = 0; i < n; i++)
+        archive_entry_sparse_add_entry(x->e, (la_int64_t)v[i].off, (la_int64_t)v[i].len);
+    if (n == 0) /* all hole: an empty extent at the end, as GNU tar writes it */
+        archive_entry_sparse_add_entry(x->e, (la_int64_t)size, 0);
+    if (archive_write_header(x->a, x->e) < ARCHIVE_WARN)
+        return ar_error(err, x->a, "export");
+    return 0;
+}
+
+static int sparse_out_data(void *ud, uint64_t off, const void *p, size_t n, sp_error **err)
+{
+    struct sparse_out *so = ud;
+    while (so->pos < off) {
+        uint64_t gap = off - so->pos;
+        size_t k = gap < sizeof(zeros) ? (size_t)gap : sizeof(zeros);
+        if (archive_write_data(so->x->a, zeros, k) < 0)
+            return ar_error(err, so->x->a, "export");
+        so->pos += k;
+    }
+    if (archive_write_data(so->x->a, p, n) < 0)
+        return ar_error(err, so->x->a, "export");
+    so->pos += n;
+    return 0;
+}
+
 static int put_header(struct exp *x, const char *path, unsigned type, uint32_t mode,
                       const char *link, sp_error **err)
 {
@@ -106,7 +150,11 @@ static int export_dir(struct exp *x, const sp_oid *tree, const char *prefix, uns
         const sp_tentry *e = &td.v[i];
         cleanup_free char *path = sp_xasprintf("%s%s", prefix, e->name);
         uint32_t mode = sp_mode_out(e->type, e->mode, x->s->opts.keep_setid);
-        if (e->type == SN_FILE) {
+        if (e->type == SN_FILE && e->sparse) {
+            struct sparse_out so = {x, path, mode, 0};
+            sp_sparse_sink sink = {sparse_out_map, sparse_out_data, &so};
+            r = sp_sparse_stream(&x->s->odb, &e->oid, &sink, path, err);
+        } else if (e->type == SN_FILE) {
             struct blob_sink b = {x, path, mode};
             r = sp_odb_blob_stream(&x->s->odb, &e->oid, write_file_entry, &b, err);
         } else if (e->type == SN_LINK) {
@@ -263,6 +311,115 @@ static ssize_t ar_src(void *ud, void *buf, size_t n)
     return (ssize_t)r;
 }
 
+/* An archive's sparse entry over SNAP_SMALL_FILE goes into the store in
+ * sparse form, as a snapshot stores such a file: libarchive gives the
+ * data in blocks at their offsets; whatever of an extent no block covers
+ * is zeros. */
+struct ar_sparse {
+    struct archive *a;
+    const sp_buf *head;
+    size_t head_off;
+    const sp_extent *v;
+    size_t n, at;
+    uint64_t pos; /* bytes of v[at] passed on */
+    const char *blk;
+    size_t blk_len;
+    uint64_t blk_off;
+    bool eof;
+};
+
+static ssize_t ar_sparse_read(void *ud, void *buf, size_t n)
+{
+    struct ar_sparse *s = ud;
+    if (s->head_off < s->head->len) {
+        size_t take = s->head->len - s->head_off;
+        if (take > n)
+            take = n;
+        memcpy(buf, s->head->data + s->head_off, take);
+        s->head_off += take;
+        return (ssize_t)take;
+    }
+    while (s->at < s->n && s->pos == s->v[s->at].len) {
+        s->at++;
+        s->pos = 0;
+    }
+    if (s->at == s->n)
+        return 0;
+    uint64_t want = s->v[s->at].off + s->pos, left = s->v[s->at].len - s->pos;
+    size_t k = left < n ? (size_t)left : n;
+    for (;;) {
+        if (s->blk_len && s->blk_off + s->blk_len <= want)
+            s->blk_len = 0; /* all of it before what is wanted */
+        if (s->blk_len || s->eof)
+            break;
+        const void *b = NULL;
+        size_t l = 0;
+        la_int64_t o = 0;
+        int r = archive_read_data_block(s->a, &b, &l, &o);
+        if (r == ARCHIVE_EOF) {
+            s->eof = true;
+        } else if (r < ARCHIVE_WARN || o < 0) {
+            errno = EIO;
+            return -1;
+        } else {
+            s->blk = b;
+            s->blk_len = l;
+            s->blk_off = (uint64_t)o;
+        }
+    }
+    if (s->blk_len && s->blk_off <= want) {
+        size_t in = (size_t)(want - s->blk_off);
+        if (k > s->blk_len - in)
+            k = s->blk_len - in;
+        memcpy(buf, s->blk + in, k);
+    } else {
+        if (s->blk_len && k > s->blk_off - want)
+            k = (size_t)(s->blk_off - want);
+        memset(buf, 0, k);
+    }
+    s->pos += k;
+    return (ssize_t)k;
+}
+
+/* The data extents an archive entry of `size` bytes declares, in order
+ * and apart (touching ones joined; none at all for a file that is one
+ * hole). NULL when it is small, declares no map, a whole file, more than
+ * SNAP_MAX_EXTENTS, or nonsense: then the entry is read whole. */
+static sp_extent *entry_extents(struct archive_entry *e, uint64_t size, size_t *n_out)
+{
+    *n_out = 0;
+    if (size <= SNAP_SMALL_FILE || archive_entry_sparse_count(e) <= 0)
+        return NULL;
+    size_t cnt = (size_t)archive_entry_sparse_reset(e), n = 0;
+    if (cnt > SNAP_MAX_EXTENTS)
+        return NULL;
+    sp_extent *v = sp_xmalloc((cnt ? cnt : 1) * sizeof(*v));
+    la_int64_t off, len;
+    while (archive_entry_sparse_next(e, &off, &len) == ARCHIVE_OK) {
+        uint64_t end = n ? v[n - 1].off + v[n - 1].len : 0;
+        if (len == 0)
+            continue;
+        if (off < 0 || len < 0 || (uint64_t)off < end || (uint64_t)off > size ||
+            (uint64_t)len > size - (uint64_t)off || n == cnt) {
+            free(v);
+            return NULL;
+        }
+        if (n && (uint64_t)off == end) {
+            v[n - 1].len += (uint64_t)len;
+            continue;
+        }
+        v[n].off = (uint64_t)off;
+        v[n].len = (uint64_t)len;
+        n++;
+    }
+    if (n == 1 && v[0].off == 0 && v[0].len == size) {
+        free(v);
+        return NULL;
+    }
+    *n_out = n;
+    return v;
+}
+
 static void mark_dirty(snode *n)
 {
     if (n->type != SN_DIR)
@@ -272,8 +429,12 @@ static void mark_dirty(snode *n)
         mark_dirty(n->kids[i]);
 }
 
+struct import {
+    uint64_t budget, read; /* bytes of file data */
+};
+
 static int import_entry(sp_snapstore *s, struct archive *a, struct archive_entry *e, snode *root,
-                        sp_error **err)
+                        struct import *im, sp_error **err)
 {
     const char *name = archive_entry_pathname(e);
     if (!name)
@@ -321,11 +482,34 @@ static int import_entry(sp_snapstore *s, struct archive *a, struct archive_entry
         if (r == 0) {
             n->oid = t->oid;
             n->size = t->size;
+            n->flags |= t->flags & SN_SPARSE;
         }
     } else if (type == SN_FILE) {
-        la_int64_t size = archive_entry_size_is_set(e) ? archive_entry_size(e) : 0;
-        r = sp_odb_write_stream(&s->odb, (uint64_t)size, ar_src, a, name, &n->oid, err);
-        n->size = (uint64_t)size;
+        la_int64_t ssize = archive_entry_size_is_set(e) ? archive_entry_size(e) : 0;
+        uint64_t size = ssize > 0 ? (uint64_t)ssize : 0, data = size;
+        size_t nx = 0;
+        sp_extent *v = entry_extents(e, size, &nx);
+        if (v) {
+            data = 0;
+            for (size_t i = 0; i < nx; i++)
+                data += v[i].len;
+        }
+        if (im->budget && (data > im->budget || im->read > im->budget - data))
+            r = sp_scan_over_budget(err, name, data, im->budget);
+        else if (v) {
+            sp_buf head = SP_BUF_INIT;
+            sp_sparse_header(&head, size, v, nx);
+            struct ar_sparse src = {a, &head, 0, v, nx, 0, 0, NULL, 0, 0, false};
+            r = sp_odb_write_stream(&s->odb, head.len + data, ar_sparse_read, &src, name, &n->oid,
+                                    err);
+            sp_buf_dispose(&head);
+            n->flags |= SN_SPARSE;
+        } else {
+            r = sp_odb_write_stream(&s->odb, size, ar_src, a, name, &n->oid, err);
+        }
+        free(v);
+        im->read += data;
+        n->size = size;
     } else if (type == SN_LINK) {
         const char *t = archive_entry_symlink(e);
         if (!t || !*t)
@@ -433,6 +617,7 @@ int sp_snapshot_import(sp_snapshot **out, sp_snapstore *s, const char *path, int
     }
     snode *root = sp_snode_new("", 0, SN_DIR);
     root->mode = 0755;
+    struct import im = {s->opts.max_data_bytes ? s->opts.max_data_bytes : SNAP_DEFAULT_BUDGET, 0};
     struct archive_entry *e;
     for (;;) {
         int ar = archive_read_next_header(a, &e);
@@ -442,7 +627,7 @@ int sp_snapshot_import(sp_snapshot **out, sp_snapstore *s, const char *path, int
             r = ar_error(err, a, "import");
             break;
         }
-        if ((r = import_entry(s, a, e, root, err)) < 0)
+        if ((r = import_entry(s, a, e, root, &im, err)) < 0)
             break;
     }
     if (r == 0) {

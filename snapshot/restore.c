@@ -149,10 +149,42 @@ static void set_node(sp_scan *sc, snode *n, const struct stat *st, const sp_tent
 {
     sp_snode_set_stat(n, st);
     n->oid = te->oid;
+    if (te->sparse)
+        n->flags |= SN_SPARSE;
+    else
+        n->flags &= (uint8_t)~SN_SPARSE;
     if (n->mtime_ns >= sc->start_ns || n->ctime_ns >= sc->start_ns)
         n->flags |= SN_RACY;
     else
         n->flags &= (uint8_t)~SN_RACY;
+}
+
+/* A file in sparse form goes to a new (empty) file: its size first, so
+ * everything not written is a hole, then each extent at its offset. */
+static int sparse_map(void *ud, uint64_t size, const sp_extent *v, size_t n, sp_error **err)
+{
+    (void)v;
+    (void)n;
+    if (ftruncate(*(int *)ud, (off_t)size) < 0)
+        return sp_err_errno(err, errno, "write", NULL); /* the caller names the file */
+    return 0;
+}
+
+static int sparse_data(void *ud, uint64_t off, const void *p, size_t n, sp_error **err)
+{
+    int fd = *(int *)ud;
+    const char *b = p;
+    while (n > 0) {
+        ssize_t w = pwrite(fd, b, n, (off_t)off);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return sp_err_errno(err, w < 0 ? errno : EIO, "write", NULL);
+        b += w;
+        n -= (size_t)w;
+        off += (uint64_t)w;
+    }
+    return 0;
 }
 
 static int write_file(sp_scan *sc, const struct parent *p, const sp_tentry *te, snode *n,
@@ -163,7 +195,13 @@ static int write_file(sp_scan *sc, const struct parent *p, const sp_tentry *te, 
     int fd = openat(p->fd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd < 0)
         return fail_at(sc, errno, "write", err);
-    int r = sp_odb_blob_to_fd(sc->odb, &te->oid, fd, err);
+    int r;
+    if (te->sparse) {
+        sp_sparse_sink sink = {sparse_map, sparse_data, &fd};
+        r = sp_sparse_stream(sc->odb, &te->oid, &sink, sc->path.len ? sc->path.data : ".", err);
+    } else {
+        r = sp_odb_blob_to_fd(sc->odb, &te->oid, fd, err);
+    }
     if (r < 0)
         r = sp_err_wrap(err, r, "restore %s", sc->path.len ? sc->path.data : ".");
     if (r == 0 && p->chown)
@@ -337,6 +375,43 @@ static void progress(sp_scan *sc)
                                    sc->stats->bytes_hashed, sc->stats->paths_changed};
         sc->progress(sc->progress_ud, &pr);
     }
+}
+
+int sp_restore_plan(sp_scan *sc, const snode *dir, const sp_oid *tree, uint64_t *bytes,
+                    sp_error **err)
+{
+    if (dir && !(dir->flags & SN_DIRTY) && sp_oid_equal(&dir->oid, tree))
+        return 0;
+    if (sc->depth >= SNAP_MAX_DEPTH)
+        return 0; /* the restore itself says so */
+    sp_tdir td;
+    int r = sp_tree_read(&td, sc->odb, tree, err);
+    for (size_t j = 0; j < td.n && r == 0; j++) {
+        const sp_tentry *te = &td.v[j];
+        const snode *k = dir ? sp_snode_find(dir, te->name, strlen(te->name), NULL) : NULL;
+        if (k && k->type != te->type)
+            k = NULL;
+        if (te->type == SN_FILE && k && sp_oid_equal(&k->oid, &te->oid))
+            continue;
+        if (te->type != SN_DIR && te->type != SN_FILE)
+            continue;
+        size_t pl = sp_scan_push(sc, te->name);
+        if (te->type == SN_DIR) {
+            sc->depth++;
+            r = sp_restore_plan(sc, k, &te->oid, bytes, err);
+            sc->depth--;
+        } else {
+            /* A sparse blob's size is its data and a few header lines. */
+            uint64_t size = 0;
+            r = sp_odb_object_size(sc->odb, &te->oid, &size, err);
+            if (r == 0 && sc->budget && (size > sc->budget || *bytes > sc->budget - size))
+                r = sp_scan_over_budget(err, sc->path.data, size, sc->budget);
+            *bytes += size;
+        }
+        sp_scan_pop(sc, pl);
+    }
+    sp_tdir_dispose(&td);
+    return r;
 }
 
 int sp_restore_dir(sp_scan *sc, int dfd, snode *dir, const sp_oid *tree, sp_error **err)

@@ -29,9 +29,22 @@
  * an fd while it is walked). */
 #define SNAP_MAX_DEPTH 256
 
-/* Files up to this size are read whole; bigger ones are streamed. Also
- * the largest file a patch shows. */
+/* Files up to this size are read whole; bigger ones are streamed, and
+ * stored in sparse form when they have holes (see tree.c). Also the
+ * largest file a patch shows. */
 #define SNAP_SMALL_FILE ((uint64_t)8 << 20)
+
+/* A hole shorter than this inside a big file is read as zeros: it saves
+ * little, and each one costs an extent. */
+#define SNAP_HOLE_MIN ((uint64_t)64 << 10)
+
+/* A file with more extents than this (after the short holes are merged)
+ * is stored whole, as the budget allows. */
+#define SNAP_MAX_EXTENTS ((size_t)1 << 20)
+
+/* Bytes of file data one operation may read or write when the caller
+ * does not say (sp_snapstore_opts.max_data_bytes = 0). */
+#define SNAP_DEFAULT_BUDGET ((uint64_t)16 << 30)
 
 /* The per-folder metadata blob's name in a tree. No real name is stored
  * under it: escaping maps every name starting with '~' to "~~...". */
@@ -154,6 +167,7 @@ enum {
     SN_RACY = 1,   /* stat data too recent to vouch for the content */
     SN_DIRTY = 2,  /* folder: its tree id must be computed again */
     SN_LINKED = 4, /* file with more than one name (st_nlink > 1) when last looked at */
+    SN_SPARSE = 8, /* file stored in sparse form (its oid is that blob) */
 };
 
 typedef struct snode {
@@ -204,7 +218,8 @@ typedef struct sp_tentry {
     char *name;
     uint8_t type; /* SN_* */
     uint32_t mode;
-    sp_oid oid; /* zero for fifos */
+    sp_oid oid;  /* zero for fifos */
+    bool sparse; /* a file whose blob is in sparse form */
 } sp_tentry;
 
 typedef struct sp_tdir {
@@ -220,6 +235,26 @@ void sp_tdir_dispose(sp_tdir *t);
 
 /* The id of the empty tree. */
 extern const sp_oid sp_empty_tree;
+
+/* The sparse form of a file (tree.c describes it): its size and the data
+ * extents, in order, then their bytes. */
+typedef struct sp_extent {
+    uint64_t off, len;
+} sp_extent;
+
+/* The text before the data of a file of `size` bytes with extents v. */
+void sp_sparse_header(sp_buf *out, uint64_t size, const sp_extent *v, size_t n);
+
+/* Read a blob in sparse form: `map` gets the size and every extent before
+ * any data, `data` the bytes with their offsets in the file, in order. A
+ * blob that is not well-formed gives SP_EINVAL naming `display`. */
+typedef struct sp_sparse_sink {
+    int (*map)(void *ud, uint64_t size, const sp_extent *v, size_t n, sp_error **err);
+    int (*data)(void *ud, uint64_t off, const void *p, size_t n, sp_error **err);
+    void *ud;
+} sp_sparse_sink;
+int sp_sparse_stream(sp_odb *o, const sp_oid *id, const sp_sparse_sink *sink, const char *display,
+                     sp_error **err);
 
 /* --------------------------------------------------------------- scan -- */
 
@@ -244,7 +279,12 @@ typedef struct sp_scan {
     gid_t egid;
     bool durable;    /* restore: fsync what it writes */
     bool keep_setid; /* restore: write the set-id bits of files too */
+    uint64_t budget; /* bytes of file data the operation may read, and write */
 } sp_scan;
+
+/* SP_ETOOBIG for `path`, whose `need` bytes of file data would take an
+ * operation past its budget. */
+int sp_scan_over_budget(sp_error **err, const char *path, uint64_t need, uint64_t budget);
 
 void sp_scan_init(sp_scan *sc, sp_odb *odb, sp_snapstore_stats *stats);
 void sp_scan_dispose(sp_scan *sc);
@@ -316,6 +356,13 @@ static inline uint32_t sp_mode_out(int type, uint32_t mode, bool keep_setid)
 
 /* Make the folder open on dfd, described by node dir, equal to tree. */
 int sp_restore_dir(sp_scan *sc, int dfd, snode *dir, const sp_oid *tree, sp_error **err);
+
+/* Before a restore changes anything: add to *bytes the file data it will
+ * write to make dir (NULL: a folder not there yet) equal to tree, and fail
+ * with SP_ETOOBIG at the file that takes it past sc->budget. Reads only
+ * the trees that differ, and the headers of the blobs to write. */
+int sp_restore_plan(sp_scan *sc, const snode *dir, const sp_oid *tree, uint64_t *bytes,
+                    sp_error **err);
 
 /* -------------------------------------------------------------- store -- */
 

@@ -180,6 +180,7 @@ static void begin_op(sp_snapstore *s, sp_scan *sc)
     s->stats.elapsed_ms = sp_now_ms();
     s->odb.written = 0;
     sp_scan_init(sc, &s->odb, &s->stats);
+    sc->budget = s->opts.max_data_bytes ? s->opts.max_data_bytes : SNAP_DEFAULT_BUDGET;
     sc->progress = s->opts.progress;
     sc->progress_ud = s->opts.progress_userdata;
 }
@@ -906,8 +907,13 @@ int sp_snapshot_restore(sp_snapshot **out, sp_snapstore *s, const char *ref, sp_
             sc.keep_setid = s->opts.keep_setid;
             sc.next_progress = 1000;
             sc.path.len = 0;
+            /* The budget is checked before anything changes. */
+            uint64_t to_write = 0;
+            r = sp_restore_plan(&sc, s->tree, &tree, &to_write, err);
+            sc.path.len = 0;
             lseek(s->rootfd, 0, SEEK_SET);
-            r = sp_restore_dir(&sc, s->rootfd, s->tree, &tree, err);
+            if (r == 0)
+                r = sp_restore_dir(&sc, s->rootfd, s->tree, &tree, err);
             /* Folders whose files lost set-id bits are not the snapshot's
              * trees: their ids, for the stat cache and the next snapshot. */
             if (r == 0)

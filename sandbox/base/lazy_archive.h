@@ -33,6 +33,7 @@
     X(archive_read_open_fd)                                                                        \
     X(archive_read_next_header)                                                                    \
     X(archive_read_data)                                                                           \
+    X(archive_read_data_block)                                                                     \
     X(archive_entry_new)                                                                           \
     X(archive_entry_free)                                                                          \
     X(archive_entry_clear)                                                                         \
@@ -52,7 +53,11 @@
     X(archive_entry_perm)                                                                          \
     X(archive_entry_pathname)                                                                      \
     X(archive_entry_hardlink)                                                                      \
-    X(archive_entry_filetype)
+    X(archive_entry_filetype)                                                                      \
+    X(archive_entry_sparse_add_entry)                                                              \
+    X(archive_entry_sparse_count)                                                                  \
+    X(archive_entry_sparse_reset)                                                                  \
+    X(archive_entry_sparse_next)
 
 typedef struct sp_archive_api {
 #define SP_X(f) __typeof__(f) *f;
@@ -86,6 +91,7 @@ extern sp_archive_api sp_archive;
 #define archive_read_open_fd                    (sp_archive.archive_read_open_fd)
 #define archive_read_next_header                (sp_archive.archive_read_next_header)
 #define archive_read_data                       (sp_archive.archive_read_data)
+#define archive_read_data_block                 (sp_archive.archive_read_data_block)
 #define archive_entry_new                       (sp_archive.archive_entry_new)
 #define archive_entry_free                      (sp_archive.archive_entry_free)
 #define archive_entry_clear                     (sp_archive.archive_entry_clear)
@@ -106,6 +112,10 @@ extern sp_archive_api sp_archive;
 #define archive_entry_pathname                  (sp_archive.archive_entry_pathname)
 #define archive_entry_hardlink                  (sp_archive.archive_entry_hardlink)
 #define archive_entry_filetype                  (sp_archive.archive_entry_filetype)
+#define archive_entry_sparse_add_entry          (sp_archive.archive_entry_sparse_add_entry)
+#define archive_entry_sparse_count              (sp_archive.archive_entry_sparse_count)
+#define archive_entry_sparse_reset              (sp_archive.archive_entry_sparse_reset)
+#define archive_entry_sparse_next               (sp_archive.archive_entry_sparse_next)
 #endif
 
 #endif

@@ -256,6 +256,28 @@ snap snapshot --keep-setid
 expect_rc 2 "--keep-setid is not for taking a snapshot"
 rm -f "$W/suid"
 
+# ------------------------------------------------- budget, large files --
+head -c 3000 /dev/zero | tr '\0' x >"$W/budget.bin"
+snap snapshot --max-data 2K
+expect_rc 1 "snapshot over --max-data"
+expect_err "budget.bin: 2.9 KiB of file data would exceed the budget of 2.0 KiB" "budget message"
+snap snapshot --max-data lots
+expect_rc 2 "--max-data needs a size"
+snap snapshot --max-data none --tag budget
+expect_rc 0 "--max-data none"
+printf 'y' >>"$W/budget.bin"
+snap restore budget --max-data 2K
+expect_rc 1 "restore over --max-data"
+[ "$(wc -c <"$W/budget.bin")" = 3001 ] && ok || bad "a refused restore changed a file"
+snap diff budget --max-data 1K
+expect_rc 1 "live diff over --max-data"
+snap restore budget
+expect_rc 0 "restore within the default budget"
+head -c 9437185 /dev/zero >"$W/budget.bin"
+snap diff budget --patch
+expect_out "^Large files a/budget.bin and b/budget.bin differ" "a patch names a large file"
+rm -f "$W/budget.bin"
+
 # ----------------------------------------------------------------- rm, gc --
 snap snapshot rm "$IMP"
 expect_rc 0 "snapshot rm"

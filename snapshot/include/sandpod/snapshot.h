@@ -111,6 +111,15 @@ typedef struct sp_snapstore_opts {
      * The sticky bit (01000) is always kept.
      */
     bool keep_setid;
+    /**
+     * The most bytes of file data one operation may read (a snapshot, a
+     * diff with the live workspace, the walk before a restore, an import)
+     * or write (a restore, counted before anything is written). Holes in
+     * sparse files do not count. Past it the operation stops with
+     * SP_ETOOBIG naming the file and the budget, and changes nothing in
+     * the workspace. 0 selects the default, 16 GiB; UINT64_MAX is no limit.
+     */
+    uint64_t max_data_bytes;
 } sp_snapstore_opts;
 
 #define SP_SNAPSTORE_OPTS_INIT                                                                     \
@@ -208,9 +217,13 @@ void sp_snapshots_free(sp_snapshots *l);
  * @param out  receives the record (may be NULL); free with sp_snapshot_free()
  * @param tag  an optional label: UTF-8 without control characters, at most
  *             200 bytes, not empty
+ * Files over 8 MiB with holes are read and stored without their holes
+ * (SEEK_DATA / SEEK_HOLE), and restored with them.
+ *
  * @return 0; SP_EINVAL (bad tag); SP_ETOOBIG (folders nested deeper than
- *         256 levels); errno-style errors for unreadable files; the pause
- *         callbacks' errors
+ *         256 levels, or more file data to read than `max_data_bytes`);
+ *         errno-style errors for unreadable files; the pause callbacks'
+ *         errors
  */
 int sp_snapshot_create(sp_snapshot **out, sp_snapstore *s, const char *tag, sp_error **err);
 
@@ -236,7 +249,9 @@ int sp_snapshot_get(sp_snapshot **out, sp_snapstore *s, const char *ref, sp_erro
  * `keep_setid` (see sp_snapstore_opts).
  *
  * @param out  receives the restored snapshot's record (may be NULL)
- * @return 0; the errors of sp_snapshot_get(); errno-style errors
+ * @return 0; the errors of sp_snapshot_get(); SP_ETOOBIG (more file data
+ *         to read or write than `max_data_bytes`: nothing is changed);
+ *         errno-style errors
  */
 int sp_snapshot_restore(sp_snapshot **out, sp_snapstore *s, const char *ref, sp_error **err);
 
