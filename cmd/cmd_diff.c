@@ -6,12 +6,16 @@
 #include "cli.h"
 #include "snapshot_json.h"
 
-enum { OPT_PATCH = 'p', OPT_CONTEXT = 'U' };
+enum { OPT_PATCH = 'p', OPT_CONTEXT = 'U', OPT_MAX_DATA = 0x2100 };
+
+/* In cmd_snapshot.c: a store option cli_snap_open() then uses. */
+int cli_snap_max_data(const char *cmd, const char *arg);
 
 static const struct option options[] = {
     {"json", no_argument, NULL, 'j'},
     {"patch", no_argument, NULL, OPT_PATCH},
     {"unified", required_argument, NULL, OPT_CONTEXT},
+    {"max-data", required_argument, NULL, OPT_MAX_DATA},
     CLI_SNAP_OPTIONS,
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
@@ -28,8 +32,12 @@ static void help(FILE *f)
                "Folders are listed too, and everything inside an added or deleted folder.\n"
                "\n"
                "Options:\n"
-               "  -p, --patch          print a unified diff instead (binary files are named)\n"
+               "  -p, --patch          print a unified diff instead (binary files, and files\n"
+               "                       over 8 MiB, are named: 'Binary/Large files ... differ')\n"
                "  -U, --unified N      lines of context in the patch (default 3)\n"
+               "  --max-data SIZE      against the workspace: stop with an error before reading\n"
+               "                       more than SIZE of file data (K, M, G, T, or 'none';\n"
+               "                       default 16G; holes do not count)\n"
                "  --json               print {ok, from, to, changes: [{path, change,\n"
                "                       old_type, new_type, old_mode, new_mode,\n"
                "                       content_changed}], count, added, modified, deleted,\n"
@@ -83,6 +91,12 @@ int cmd_diff(int argc, char **argv)
                 goto done;
             }
             o.context_lines = v ? (unsigned)v : 0;
+            break;
+        case OPT_MAX_DATA:
+            if (cli_snap_max_data("diff", optarg) < 0) {
+                rc = CLI_EXIT_USAGE;
+                goto done;
+            }
             break;
         default:
             c.json = true;

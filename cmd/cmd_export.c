@@ -7,11 +7,15 @@
 #include "fs_json.h"
 #include "snapshot_json.h"
 
-enum { OPT_OUTPUT = 'o', OPT_FORMAT = 0x2100 };
+enum { OPT_OUTPUT = 'o', OPT_FORMAT = 0x2100, OPT_KEEP_SETID };
+
+/* In cmd_snapshot.c: the store option cli_snap_open() then uses. */
+void cli_snap_keep_setid(bool keep);
 
 static const struct option options[] = {
     {"output", required_argument, NULL, OPT_OUTPUT},
     {"format", required_argument, NULL, OPT_FORMAT},
+    {"keep-setid", no_argument, NULL, OPT_KEEP_SETID},
     {"json", no_argument, NULL, 'j'},
     CLI_SNAP_OPTIONS,
     {"help", no_argument, NULL, 'h'},
@@ -23,14 +27,17 @@ static void help(FILE *f)
     fprintf(f, "Usage: sandpod export NAME SNAP -o FILE.tar[.gz]\n"
                "       sandpod export --root DIR --store DIR SNAP -o FILE.tar[.gz]\n"
                "\n"
-               "Write snapshot SNAP as a pax tar archive: exact permission bits, symlinks,\n"
-               "empty folders, the snapshot's time as mtime, owner 0:0. FILE is written\n"
+               "Write snapshot SNAP as a pax tar archive: permission bits, symlinks, empty\n"
+               "folders, the snapshot's time as mtime, owner nobody:nogroup (65534:65534).\n"
+               "Files lose their set-user-ID and set-group-ID bits unless --keep-setid is\n"
+               "given, so that extracting as root makes no set-id binary. FILE is written\n"
                "whole or not at all; '-' writes to stdout (not a terminal).\n"
                "\n"
                "Options:\n"
                "  -o, --output FILE    where to write (required)\n"
                "  --format F           tar or tar.gz (default: from FILE's name, .tar.gz or\n"
                "                       .tgz for tar.gz, else tar)\n"
+               "  --keep-setid         keep the set-id bits of files\n"
                "  --json               print {ok, id, commit, output, format}\n");
     cli_snap_options_help(f);
     fprintf(f, "  -h, --help           show this help\n"
@@ -68,6 +75,9 @@ int cmd_export(int argc, char **argv)
             break;
         case OPT_FORMAT:
             format = optarg;
+            break;
+        case OPT_KEEP_SETID:
+            cli_snap_keep_setid(true);
             break;
         default:
             c.json = true;

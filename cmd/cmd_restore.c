@@ -7,11 +7,17 @@
 #include "cli.h"
 #include "snapshot_json.h"
 
-enum { OPT_STATS = 0x2100 };
+enum { OPT_STATS = 0x2100, OPT_KEEP_SETID, OPT_MAX_DATA };
+
+/* In cmd_snapshot.c: store options cli_snap_open() then uses. */
+void cli_snap_keep_setid(bool keep);
+int cli_snap_max_data(const char *cmd, const char *arg);
 
 static const struct option options[] = {
     {"json", no_argument, NULL, 'j'},
     {"stats", no_argument, NULL, OPT_STATS},
+    {"keep-setid", no_argument, NULL, OPT_KEEP_SETID},
+    {"max-data", required_argument, NULL, OPT_MAX_DATA},
     CLI_SNAP_OPTIONS,
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
@@ -19,19 +25,26 @@ static const struct option options[] = {
 
 static void help(FILE *f)
 {
-    fprintf(f, "Usage: sandpod restore [--json] NAME SNAP\n"
-               "       sandpod restore [--json] --root DIR --store DIR SNAP\n"
+    fprintf(f, "Usage: sandpod restore [--json] [--keep-setid] [--max-data SIZE] NAME SNAP\n"
+               "       sandpod restore [--json] [--keep-setid] [--max-data SIZE]\n"
+               "                       --root DIR --store DIR SNAP\n"
                "\n"
                "Make the workspace exactly what it was at snapshot SNAP (an id, a tag, or a\n"
                "prefix of an id or commit): contents, permission bits, symlinks, empty\n"
                "folders, .git folders; everything made since is removed. Only what differs\n"
                "is written, and only beneath the workspace (a symlink planted where a folder\n"
-               "was is replaced, never followed). A running container is paused meanwhile.\n"
-               "Run it again if it was interrupted.\n"
+               "was is replaced, never followed). Files written get no set-user-ID or\n"
+               "set-group-ID bit unless --keep-setid is given; a file with holes gets them\n"
+               "back. A running container is paused meanwhile. Run it again if it was\n"
+               "interrupted.\n"
                "\n"
                "Options:\n"
                "  --json               print {ok, restored: {snapshot record}, stats}\n"
-               "  --stats              print what the restore cost on stderr\n");
+               "  --stats              print what the restore cost on stderr\n"
+               "  --keep-setid         write the set-id bits of files as the snapshot has them\n"
+               "  --max-data SIZE      refuse, changing nothing, a restore that would write\n"
+               "                       (or first read) more than SIZE of file data (K, M, G,\n"
+               "                       T, or 'none'; default 16G; holes do not count)\n");
     cli_snap_options_help(f);
     fprintf(f, "  -h, --help           show this help\n"
                "\n"
@@ -59,7 +72,14 @@ int cmd_restore(int argc, char **argv)
         }
         if (opt == OPT_STATS)
             stats = true;
-        else
+        else if (opt == OPT_KEEP_SETID)
+            cli_snap_keep_setid(true);
+        else if (opt == OPT_MAX_DATA) {
+            if (cli_snap_max_data("restore", optarg) < 0) {
+                rc = CLI_EXIT_USAGE;
+                goto done;
+            }
+        } else
             c.json = true;
     }
     const char *name = NULL;

@@ -18,6 +18,31 @@
 
 /* ------------------------------------------------------------- shared -- */
 
+/* What the commands' own flags add to the store options cli_snap_open()
+ * uses (one command runs per process): --keep-setid, --max-data. The
+ * setters are declared in the commands that call them, as struct
+ * cli_snap has no room for these. */
+static bool snap_keep_setid;
+static uint64_t snap_max_data; /* 0: the library's default */
+
+void cli_snap_keep_setid(bool keep);
+void cli_snap_keep_setid(bool keep)
+{
+    snap_keep_setid = keep;
+}
+
+/* --max-data SIZE: a size (K, M, G, T) or "none". Returns 0, or -1 after a
+ * usage error. */
+int cli_snap_max_data(const char *cmd, const char *arg);
+int cli_snap_max_data(const char *cmd, const char *arg)
+{
+    if (strcmp(arg, "none") == 0) {
+        snap_max_data = UINT64_MAX;
+        return 0;
+    }
+    return cli_parse_bytes(cmd, "--max-data", arg, &snap_max_data);
+}
+
 int cli_snap_option(struct cli_snap *c, const char *cmd, int opt, const char *arg)
 {
     switch (opt) {
@@ -110,6 +135,8 @@ int cli_snap_open(struct cli_snap *c, const char *name, bool create)
 {
     sp_snapstore_opts o = SP_SNAPSTORE_OPTS_INIT;
     o.no_create = !create;
+    o.keep_setid = snap_keep_setid;
+    o.max_data_bytes = snap_max_data;
     if (isatty(STDERR_FILENO)) {
         o.progress = snap_progress;
         o.progress_userdata = c;
@@ -176,36 +203,53 @@ static void print_record(const sp_snapshot *s)
 
 /* ---------------------------------------------------------- snapshot -- */
 
-enum { OPT_TAG = 't', OPT_JSON = 'j', OPT_HELP = 'h', OPT_STATS = 0x2100 };
+enum {
+    OPT_TAG = 't',
+    OPT_JSON = 'j',
+    OPT_HELP = 'h',
+    OPT_STATS = 0x2100,
+    OPT_KEEP_SETID,
+    OPT_MAX_DATA,
+};
 
 static const struct option options[] = {
-    {"tag", required_argument, NULL, OPT_TAG}, {"json", no_argument, NULL, OPT_JSON},
-    {"stats", no_argument, NULL, OPT_STATS},   CLI_SNAP_OPTIONS,
-    {"help", no_argument, NULL, OPT_HELP},     {NULL, 0, NULL, 0},
+    {"tag", required_argument, NULL, OPT_TAG},
+    {"json", no_argument, NULL, OPT_JSON},
+    {"stats", no_argument, NULL, OPT_STATS},
+    {"keep-setid", no_argument, NULL, OPT_KEEP_SETID},
+    {"max-data", required_argument, NULL, OPT_MAX_DATA},
+    CLI_SNAP_OPTIONS,
+    {"help", no_argument, NULL, OPT_HELP},
+    {NULL, 0, NULL, 0},
 };
 
 static void help(FILE *f)
 {
-    fprintf(f, "Usage: sandpod snapshot [--tag T] [--json] NAME\n"
-               "       sandpod snapshot [--tag T] [--json] --root DIR --store DIR\n"
+    fprintf(f, "Usage: sandpod snapshot [--tag T] [--json] [--max-data SIZE] NAME\n"
+               "       sandpod snapshot [OPTIONS] --root DIR --store DIR\n"
                "       sandpod snapshot rm NAME SNAP          delete a snapshot\n"
                "       sandpod snapshot gc NAME               free the space of deleted snapshots\n"
-               "       sandpod snapshot import NAME FILE [--tag T]\n"
+               "       sandpod snapshot import NAME FILE [--tag T] [--keep-setid]\n"
                "                                              a tar archive as a new snapshot\n"
                "\n"
                "Take an exact snapshot of a sandbox's workspace: every file (ignored by git\n"
                "or not), permission bits, symlinks as they are, empty folders, .git folders.\n"
-               "Only what changed since the last snapshot is read. A running container is\n"
-               "paused while the workspace is read. The rm, gc and import forms take --root\n"
-               "DIR --store DIR in place of NAME too. SNAP is a snapshot id, a tag, or a\n"
-               "prefix of an id or commit.\n"
+               "Only what changed since the last snapshot is read, and of a file over 8 MiB\n"
+               "with holes only its data. A running container is paused while the workspace\n"
+               "is read. The rm, gc and import forms take --root DIR --store DIR in place of\n"
+               "NAME too. SNAP is a snapshot id, a tag, or a prefix of an id or commit.\n"
                "\n"
                "Options:\n"
                "  -t, --tag T          a label for the snapshot\n"
                "  --json               print the record {ok, id, tag, commit, created_at,\n"
                "                       created_at_ns, root, store, files, dirs, symlinks,\n"
                "                       bytes, stats}\n"
-               "  --stats              print what the snapshot cost on stderr\n");
+               "  --stats              print what the snapshot cost on stderr\n"
+               "  --max-data SIZE      (also import) stop with an error, before reading it, at\n"
+               "                       the file that takes the file data read past SIZE (K,\n"
+               "                       M, G, T, or 'none'; default 16G; holes do not count)\n"
+               "  --keep-setid         import: keep the set-user-ID and set-group-ID bits of\n"
+               "                       files (dropped by default; a folder keeps its own)\n");
     cli_snap_options_help(f);
     fprintf(f, "  -h, --help           show this help\n"
                "\n"
@@ -251,7 +295,7 @@ int cmd_snapshot(int argc, char **argv)
 {
     struct cli_snap c = {0};
     const char *tag = NULL;
-    bool stats = false;
+    bool stats = false, keep_setid = false, max_data = false;
     int rc = 0;
     enum sub sub = SUB_NONE;
     const char *cmd = "snapshot";
@@ -286,6 +330,16 @@ int cmd_snapshot(int argc, char **argv)
         case OPT_STATS:
             stats = true;
             break;
+        case OPT_KEEP_SETID:
+            keep_setid = true;
+            break;
+        case OPT_MAX_DATA:
+            if (cli_snap_max_data(cmd, optarg) < 0) {
+                rc = CLI_EXIT_USAGE;
+                goto done;
+            }
+            max_data = true;
+            break;
         default:
             help(stdout);
             goto done;
@@ -295,6 +349,15 @@ int cmd_snapshot(int argc, char **argv)
         rc = cli_usage(cmd, "--tag is for taking or importing a snapshot");
         goto done;
     }
+    if (keep_setid && sub != SUB_IMPORT) {
+        rc = cli_usage(cmd, "--keep-setid is for importing a snapshot (and restore, export)");
+        goto done;
+    }
+    if (max_data && (sub == SUB_RM || sub == SUB_GC)) {
+        rc = cli_usage(cmd, "--max-data is for taking or importing a snapshot");
+        goto done;
+    }
+    cli_snap_keep_setid(keep_setid);
     const char *name = NULL;
     if ((rc = cli_snap_target(&c, cmd, argc, argv, &name)) != 0)
         goto done;

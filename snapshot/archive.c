@@ -2,11 +2,15 @@
  * (libarchive, pax format).
  *
  * Export writes "./" for the root (so its permission bits travel too),
- * then every entry in tree order with its real name, exact permission
- * bits, symlink target verbatim, owner 0:0 and the snapshot's time as
- * mtime. Import builds a tree in the store from an archive without ever
- * touching the workspace; it refuses absolute names and `..`, skips device
- * nodes and sockets, and turns a hard link into a copy of its target. */
+ * then every entry in tree order with its real name, permission bits,
+ * symlink target verbatim, the snapshot's time as mtime and owner
+ * nobody:nogroup (65534:65534): GNU tar run as root keeps an archive's
+ * owners, and what the workload wrote must not come out owned by root.
+ * The set-id bits of files and fifos are left out unless the store keeps
+ * them (sp_mode_out), for the same reason. Import builds a tree in the
+ * store from an archive without ever touching the workspace; it refuses
+ * absolute names and `..`, skips device nodes and sockets, turns a hard
+ * link into a copy of its target, and drops set-id bits as export does. */
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
@@ -14,6 +18,13 @@
 
 #include "lazy_archive.h"
 #include "snap_internal.h"
+
+/* The owner of every exported entry: the overflow ids, which own nothing
+ * on a usual system and are never root. */
+#define EXPORT_UID   65534
+#define EXPORT_GID   65534
+#define EXPORT_UNAME "nobody"
+#define EXPORT_GNAME "nogroup"
 
 static int ar_error(sp_error **err, struct archive *a, const char *what)
 {
@@ -32,6 +43,20 @@ struct exp {
     struct archive_entry *e;
 };
 
+/* What every header shares: name, type, bits, time, owner. */
+static void set_common(struct exp *x, const char *path, unsigned type, uint32_t mode)
+{
+    archive_entry_clear(x->e);
+    archive_entry_set_pathname(x->e, path);
+    archive_entry_set_filetype(x->e, type);
+    archive_entry_set_perm(x->e, mode);
+    archive_entry_set_mtime(x->e, x->mtime, x->mtime_ns);
+    archive_entry_set_uid(x->e, EXPORT_UID);
+    archive_entry_set_gid(x->e, EXPORT_GID);
+    archive_entry_set_uname(x->e, EXPORT_UNAME);
+    archive_entry_set_gname(x->e, EXPORT_GNAME);
+}
+
 struct blob_sink {
     struct exp *x;
     const char *path;
@@ -43,14 +68,8 @@ static int write_file_entry(void *ud, uint64_t size, const void *p, size_t n, sp
     struct blob_sink *b = ud;
     struct exp *x = b->x;
     if (!p) {
-        archive_entry_clear(x->e);
-        archive_entry_set_pathname(x->e, b->path);
-        archive_entry_set_filetype(x->e, AE_IFREG);
-        archive_entry_set_perm(x->e, b->mode);
+        set_common(x, b->path, AE_IFREG, b->mode);
         archive_entry_set_size(x->e, (la_int64_t)size);
-        archive_entry_set_mtime(x->e, x->mtime, x->mtime_ns);
-        archive_entry_set_uid(x->e, 0);
-        archive_entry_set_gid(x->e, 0);
         if (archive_write_header(x->a, x->e) < ARCHIVE_WARN)
             return ar_error(err, x->a, "export");
         return 0;
@@ -60,17 +79,55 @@ static int write_file_entry(void *ud, uint64_t size, const void *p, size_t n, sp
     return 0;
 }
 
+/* A file in sparse form goes out as a sparse entry (GNU sparse 1.0 in
+ * pax): only its data is stored. libarchive's writer wants the file's
+ * bytes in order, holes included, and skips the holes' bytes itself, so
+ * they are passed from a buffer of zeros; nothing of them is stored. */
+static char zeros[1 << 18];
+
+struct sparse_out {
+    struct exp *x;
+    const char *path;
+    uint32_t mode;
+    uint64_t pos; /* bytes of the file passed to libarchive */
+};
+
+static int sparse_out_map(void *ud, uint64_t size, const sp_extent *v, size_t n, sp_error **err)
+{
+    struct sparse_out *so = ud;
+    struct exp *x = so->x;
+    set_common(x, so->path, AE_IFREG, so->mode);
+    archive_entry_set_size(x->e, (la_int64_t)size); /* before the map, which must fit in it */
+    for (size_t i = 0; i < n; i++)
+        archive_entry_sparse_add_entry(x->e, (la_int64_t)v[i].off, (la_int64_t)v[i].len);
+    if (n == 0) /* all hole: an empty extent at the end, as GNU tar writes it */
+        archive_entry_sparse_add_entry(x->e, (la_int64_t)size, 0);
+    if (archive_write_header(x->a, x->e) < ARCHIVE_WARN)
+        return ar_error(err, x->a, "export");
+    return 0;
+}
+
+static int sparse_out_data(void *ud, uint64_t off, const void *p, size_t n, sp_error **err)
+{
+    struct sparse_out *so = ud;
+    while (so->pos < off) {
+        uint64_t gap = off - so->pos;
+        size_t k = gap < sizeof(zeros) ? (size_t)gap : sizeof(zeros);
+        if (archive_write_data(so->x->a, zeros, k) < 0)
+            return ar_error(err, so->x->a, "export");
+        so->pos += k;
+    }
+    if (archive_write_data(so->x->a, p, n) < 0)
+        return ar_error(err, so->x->a, "export");
+    so->pos += n;
+    return 0;
+}
+
 static int put_header(struct exp *x, const char *path, unsigned type, uint32_t mode,
                       const char *link, sp_error **err)
 {
-    archive_entry_clear(x->e);
-    archive_entry_set_pathname(x->e, path);
-    archive_entry_set_filetype(x->e, type);
-    archive_entry_set_perm(x->e, mode);
+    set_common(x, path, type, mode);
     archive_entry_set_size(x->e, 0);
-    archive_entry_set_mtime(x->e, x->mtime, x->mtime_ns);
-    archive_entry_set_uid(x->e, 0);
-    archive_entry_set_gid(x->e, 0);
     if (link)
         archive_entry_set_symlink(x->e, link);
     if (archive_write_header(x->a, x->e) < ARCHIVE_WARN)
@@ -92,8 +149,13 @@ static int export_dir(struct exp *x, const sp_oid *tree, const char *prefix, uns
     for (size_t i = 0; i < td.n && r == 0; i++) {
         const sp_tentry *e = &td.v[i];
         cleanup_free char *path = sp_xasprintf("%s%s", prefix, e->name);
-        if (e->type == SN_FILE) {
-            struct blob_sink b = {x, path, e->mode};
+        uint32_t mode = sp_mode_out(e->type, e->mode, x->s->opts.keep_setid);
+        if (e->type == SN_FILE && e->sparse) {
+            struct sparse_out so = {x, path, mode, 0};
+            sp_sparse_sink sink = {sparse_out_map, sparse_out_data, &so};
+            r = sp_sparse_stream(&x->s->odb, &e->oid, &sink, path, err);
+        } else if (e->type == SN_FILE) {
+            struct blob_sink b = {x, path, mode};
             r = sp_odb_blob_stream(&x->s->odb, &e->oid, write_file_entry, &b, err);
         } else if (e->type == SN_LINK) {
             sp_buf t = SP_BUF_INIT;
@@ -103,12 +165,12 @@ static int export_dir(struct exp *x, const sp_oid *tree, const char *prefix, uns
                 r = put_header(x, path, AE_IFLNK, 0777, t.data, err);
             sp_buf_dispose(&t);
         } else if (e->type == SN_FIFO) {
-            r = put_header(x, path, AE_IFIFO, e->mode, NULL, err);
+            r = put_header(x, path, AE_IFIFO, mode, NULL, err);
         } else {
             sp_tdir sub;
             if ((r = sp_tree_read(&sub, &x->s->odb, &e->oid, err)) < 0)
                 break;
-            uint32_t mode = sub.mode;
+            mode = sub.mode;
             sp_tdir_dispose(&sub);
             cleanup_free char *dpath = sp_xasprintf("%s/", path);
             r = put_header(x, dpath, AE_IFDIR, mode, NULL, err);
@@ -249,6 +311,115 @@ static ssize_t ar_src(void *ud, void *buf, size_t n)
     return (ssize_t)r;
 }
 
+/* An archive's sparse entry over SNAP_SMALL_FILE goes into the store in
+ * sparse form, as a snapshot stores such a file: libarchive gives the
+ * data in blocks at their offsets; whatever of an extent no block covers
+ * is zeros. */
+struct ar_sparse {
+    struct archive *a;
+    const sp_buf *head;
+    size_t head_off;
+    const sp_extent *v;
+    size_t n, at;
+    uint64_t pos; /* bytes of v[at] passed on */
+    const char *blk;
+    size_t blk_len;
+    uint64_t blk_off;
+    bool eof;
+};
+
+static ssize_t ar_sparse_read(void *ud, void *buf, size_t n)
+{
+    struct ar_sparse *s = ud;
+    if (s->head_off < s->head->len) {
+        size_t take = s->head->len - s->head_off;
+        if (take > n)
+            take = n;
+        memcpy(buf, s->head->data + s->head_off, take);
+        s->head_off += take;
+        return (ssize_t)take;
+    }
+    while (s->at < s->n && s->pos == s->v[s->at].len) {
+        s->at++;
+        s->pos = 0;
+    }
+    if (s->at == s->n)
+        return 0;
+    uint64_t want = s->v[s->at].off + s->pos, left = s->v[s->at].len - s->pos;
+    size_t k = left < n ? (size_t)left : n;
+    for (;;) {
+        if (s->blk_len && s->blk_off + s->blk_len <= want)
+            s->blk_len = 0; /* all of it before what is wanted */
+        if (s->blk_len || s->eof)
+            break;
+        const void *b = NULL;
+        size_t l = 0;
+        la_int64_t o = 0;
+        int r = archive_read_data_block(s->a, &b, &l, &o);
+        if (r == ARCHIVE_EOF) {
+            s->eof = true;
+        } else if (r < ARCHIVE_WARN || o < 0) {
+            errno = EIO;
+            return -1;
+        } else {
+            s->blk = b;
+            s->blk_len = l;
+            s->blk_off = (uint64_t)o;
+        }
+    }
+    if (s->blk_len && s->blk_off <= want) {
+        size_t in = (size_t)(want - s->blk_off);
+        if (k > s->blk_len - in)
+            k = s->blk_len - in;
+        memcpy(buf, s->blk + in, k);
+    } else {
+        if (s->blk_len && k > s->blk_off - want)
+            k = (size_t)(s->blk_off - want);
+        memset(buf, 0, k);
+    }
+    s->pos += k;
+    return (ssize_t)k;
+}
+
+/* The data extents an archive entry of `size` bytes declares, in order
+ * and apart (touching ones joined; none at all for a file that is one
+ * hole). NULL when it is small, declares no map, a whole file, more than
+ * SNAP_MAX_EXTENTS, or nonsense: then the entry is read whole. */
+static sp_extent *entry_extents(struct archive_entry *e, uint64_t size, size_t *n_out)
+{
+    *n_out = 0;
+    if (size <= SNAP_SMALL_FILE || archive_entry_sparse_count(e) <= 0)
+        return NULL;
+    size_t cnt = (size_t)archive_entry_sparse_reset(e), n = 0;
+    if (cnt > SNAP_MAX_EXTENTS)
+        return NULL;
+    sp_extent *v = sp_xmalloc((cnt ? cnt : 1) * sizeof(*v));
+    la_int64_t off, len;
+    while (archive_entry_sparse_next(e, &off, &len) == ARCHIVE_OK) {
+        uint64_t end = n ? v[n - 1].off + v[n - 1].len : 0;
+        if (len == 0)
+            continue;
+        if (off < 0 || len < 0 || (uint64_t)off < end || (uint64_t)off > size ||
+            (uint64_t)len > size - (uint64_t)off || n == cnt) {
+            free(v);
+            return NULL;
+        }
+        if (n && (uint64_t)off == end) {
+            v[n - 1].len += (uint64_t)len;
+            continue;
+        }
+        v[n].off = (uint64_t)off;
+        v[n].len = (uint64_t)len;
+        n++;
+    }
+    if (n == 1 && v[0].off == 0 && v[0].len == size) {
+        free(v);
+        return NULL;
+    }
+    *n_out = n;
+    return v;
+}
+
 static void mark_dirty(snode *n)
 {
     if (n->type != SN_DIR)
@@ -258,8 +429,12 @@ static void mark_dirty(snode *n)
         mark_dirty(n->kids[i]);
 }
 
+struct import {
+    uint64_t budget, read; /* bytes of file data */
+};
+
 static int import_entry(sp_snapstore *s, struct archive *a, struct archive_entry *e, snode *root,
-                        sp_error **err)
+                        struct import *im, sp_error **err)
 {
     const char *name = archive_entry_pathname(e);
     if (!name)
@@ -295,7 +470,7 @@ static int import_entry(sp_snapstore *s, struct archive *a, struct archive_entry
         goto done;
     }
     snode *n = sp_snode_new(last, l, type);
-    n->mode = type == SN_LINK ? 0777 : mode;
+    n->mode = type == SN_LINK ? 0777 : sp_mode_out(type, mode, s->opts.keep_setid);
     if (hard) {
         sp_strv hc = {0};
         r = split_path(hard, &hc, err);
@@ -307,11 +482,34 @@ static int import_entry(sp_snapstore *s, struct archive *a, struct archive_entry
         if (r == 0) {
             n->oid = t->oid;
             n->size = t->size;
+            n->flags |= t->flags & SN_SPARSE;
         }
     } else if (type == SN_FILE) {
-        la_int64_t size = archive_entry_size_is_set(e) ? archive_entry_size(e) : 0;
-        r = sp_odb_write_stream(&s->odb, (uint64_t)size, ar_src, a, name, &n->oid, err);
-        n->size = (uint64_t)size;
+        la_int64_t ssize = archive_entry_size_is_set(e) ? archive_entry_size(e) : 0;
+        uint64_t size = ssize > 0 ? (uint64_t)ssize : 0, data = size;
+        size_t nx = 0;
+        sp_extent *v = entry_extents(e, size, &nx);
+        if (v) {
+            data = 0;
+            for (size_t i = 0; i < nx; i++)
+                data += v[i].len;
+        }
+        if (im->budget && (data > im->budget || im->read > im->budget - data))
+            r = sp_scan_over_budget(err, name, data, im->budget);
+        else if (v) {
+            sp_buf head = SP_BUF_INIT;
+            sp_sparse_header(&head, size, v, nx);
+            struct ar_sparse src = {a, &head, 0, v, nx, 0, 0, NULL, 0, 0, false};
+            r = sp_odb_write_stream(&s->odb, head.len + data, ar_sparse_read, &src, name, &n->oid,
+                                    err);
+            sp_buf_dispose(&head);
+            n->flags |= SN_SPARSE;
+        } else {
+            r = sp_odb_write_stream(&s->odb, size, ar_src, a, name, &n->oid, err);
+        }
+        free(v);
+        im->read += data;
+        n->size = size;
     } else if (type == SN_LINK) {
         const char *t = archive_entry_symlink(e);
         if (!t || !*t)
@@ -331,6 +529,67 @@ done:
     return r;
 }
 
+/* The decompressors import may use. libarchive runs an external program
+ * (`gzip -d`, `lzop -d`, ...) for a filter it was built without and says
+ * so with ARCHIVE_WARN; an archive from the workspace must not choose what
+ * runs on the host, so such a filter is left out. */
+enum { N_FILTERS = 4 };
+static const char *const filter_names[N_FILTERS] = {"gzip", "bzip2", "xz", "zstd"};
+
+static int add_filter(struct archive *a, int i)
+{
+    switch (i) {
+    case 0:
+        return archive_read_support_filter_gzip(a);
+    case 1:
+        return archive_read_support_filter_bzip2(a);
+    case 2:
+        return archive_read_support_filter_xz(a);
+    default:
+        return archive_read_support_filter_zstd(a);
+    }
+}
+
+/* A reader of tar with in-process decompressors only; `refused` lists the
+ * ones that would need a program. A filter that warns is registered all
+ * the same, so the reader is made again without it. */
+static struct archive *new_reader(sp_buf *refused)
+{
+    bool skip[N_FILTERS] = {false};
+    for (;;) {
+        struct archive *a = archive_read_new();
+        bool again = false;
+        archive_read_support_filter_none(a);
+        for (int i = 0; i < N_FILTERS; i++) {
+            if (skip[i])
+                continue;
+            int r = add_filter(a, i);
+            if (r == ARCHIVE_WARN) {
+                skip[i] = again = true;
+                sp_buf_printf(refused, "%s%s", refused->len ? ", " : "", filter_names[i]);
+            } else if (r != ARCHIVE_OK) {
+                skip[i] = true; /* not built in at all: nothing registered */
+            }
+        }
+        archive_read_support_format_tar(a);
+        if (!again)
+            return a;
+        archive_read_free(a);
+    }
+}
+
+/* An archive libarchive cannot open may be compressed with what we do not
+ * run: say which compression is read. */
+static int read_error(sp_error **err, struct archive *a, const sp_buf *refused)
+{
+    const char *m = archive_error_string(a);
+    return sp_err_set(err, SP_ERROR, archive_errno(a) > 0 ? archive_errno(a) : 0,
+                      "import: %s (archives are read plain or compressed with gzip, bzip2, xz or "
+                      "zstd, in-process only%s%s)",
+                      m ? m : "libarchive", refused->len ? "; here not: " : "",
+                      refused->len ? refused->data : "");
+}
+
 int sp_snapshot_import(sp_snapshot **out, sp_snapstore *s, const char *path, int fd,
                        const char *tag, sp_error **err)
 {
@@ -343,12 +602,12 @@ int sp_snapshot_import(sp_snapshot **out, sp_snapstore *s, const char *path, int
         return r;
     if ((r = sp_archive_load(err)) < 0)
         return r;
-    struct archive *a = archive_read_new();
-    archive_read_support_filter_all(a);
-    archive_read_support_format_tar(a);
+    sp_buf refused = SP_BUF_INIT;
+    struct archive *a = new_reader(&refused);
     if ((path ? archive_read_open_filename(a, path, 1 << 16)
               : archive_read_open_fd(a, fd, 1 << 16)) != ARCHIVE_OK) {
-        r = ar_error(err, a, "import");
+        r = read_error(err, a, &refused);
+        sp_buf_dispose(&refused);
         archive_read_free(a);
         return r;
     }
@@ -358,6 +617,7 @@ int sp_snapshot_import(sp_snapshot **out, sp_snapstore *s, const char *path, int
     }
     snode *root = sp_snode_new("", 0, SN_DIR);
     root->mode = 0755;
+    struct import im = {s->opts.max_data_bytes ? s->opts.max_data_bytes : SNAP_DEFAULT_BUDGET, 0};
     struct archive_entry *e;
     for (;;) {
         int ar = archive_read_next_header(a, &e);
@@ -367,7 +627,7 @@ int sp_snapshot_import(sp_snapshot **out, sp_snapstore *s, const char *path, int
             r = ar_error(err, a, "import");
             break;
         }
-        if ((r = import_entry(s, a, e, root, err)) < 0)
+        if ((r = import_entry(s, a, e, root, &im, err)) < 0)
             break;
     }
     if (r == 0) {
@@ -378,6 +638,7 @@ int sp_snapshot_import(sp_snapshot **out, sp_snapstore *s, const char *path, int
         r = sp_snap_record(out, s, &root->oid, root, tag, err);
     sp_snap_unlock(s);
     sp_snode_free(root, NULL, NULL);
+    sp_buf_dispose(&refused);
     archive_read_free(a);
     return r;
 }

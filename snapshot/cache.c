@@ -3,7 +3,7 @@
  * those files.
  *
  * Format (little-endian, native sizes fixed below):
- *   "SPSTAT02"  u64 seq  u64 root_dev  u64 root_ino  u64 generation  u64 count
+ *   "SPSTAT03"  u64 seq  u64 root_dev  u64 root_ino  u64 generation  u64 count
  *   count records in pre-order:
  *     u8 type, u8 flags, u16 name_len, u32 mode, u64 dev, u64 ino,
  *     u64 size, i64 mtime_ns, i64 ctime_ns, u8 oid[20], u32 nkids,
@@ -26,7 +26,9 @@
 
 #include "snap_internal.h"
 
-#define CACHE_MAGIC "SPSTAT02"
+/* 03: flags may hold SN_SPARSE. A reader of 02 would take a sparse
+ * file's blob for its bytes, so it must not read this one. */
+#define CACHE_MAGIC "SPSTAT03"
 #define HEADER_LEN  48
 
 static const char *const slot_names[2] = {"sandpod/statcache-a", "sandpod/statcache-b"};
@@ -54,7 +56,7 @@ static void put(sp_buf *b, const void *p, size_t n)
 
 static void put_node(sp_buf *b, const snode *n)
 {
-    uint8_t type = n->type, flags = (uint8_t)(n->flags & SN_RACY);
+    uint8_t type = n->type, flags = (uint8_t)(n->flags & (SN_RACY | SN_SPARSE));
     uint16_t nl = n->name_len;
     uint32_t mode = n->mode;
     uint32_t nk = n->type == SN_DIR ? n->nkids : 0;
@@ -184,7 +186,7 @@ static snode *get_node(struct rd *r, unsigned depth)
     }
     snode *n = sp_snode_new((const char *)r->p, nl, type);
     r->p += nl;
-    n->flags = flags & SN_RACY;
+    n->flags = flags & (type == SN_FILE ? SN_RACY | SN_SPARSE : SN_RACY);
     n->mode = mode & 07777;
     n->dev = dev;
     n->ino = ino;

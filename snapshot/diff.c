@@ -5,7 +5,10 @@
  * skipped unread, so the cost follows what differs. The unified patch text
  * comes from libgit2's diff of the two blobs, under headers we write
  * ourselves: git's own would show the escaped names and metadata blobs of
- * the store rather than the workspace. */
+ * the store rather than the workspace. A file over SNAP_SMALL_FILE is not
+ * read for the patch (a "Large files ... differ" line, as git writes
+ * "Binary files ... differ"), so a patch's memory stays bounded by what it
+ * shows. */
 #include <string.h>
 
 #include <git2.h>
@@ -33,6 +36,7 @@ struct side {
     int type; /* SN_*, 0 = absent */
     uint32_t mode;
     sp_oid oid;
+    bool sparse; /* a file in sparse form */
 };
 
 struct dctx {
@@ -53,7 +57,7 @@ static void emit(struct dctx *c, const char *path, sp_snapshot_change_kind kind,
         c->olds = sp_xrealloc(c->olds, c->cap * sizeof(*c->olds));
         c->news = sp_xrealloc(c->news, c->cap * sizeof(*c->news));
     }
-    static const struct side none = {0, 0, {{0}}};
+    static const struct side none = {0, 0, {{0}}, false};
     if (!a)
         a = &none;
     if (!b)
@@ -104,7 +108,7 @@ static int emit_all(struct dctx *c, const sp_oid *tree, const char *path, bool a
     for (size_t i = 0; r == 0 && i < td.n; i++) {
         const sp_tentry *e = &td.v[i];
         cleanup_free char *p = join(path, e->name);
-        struct side s = {e->type, e->mode, e->oid};
+        struct side s = {e->type, e->mode, e->oid, e->sparse};
         sp_tdir sub = {0};
         if (e->type == SN_DIR) {
             if ((r = sp_tree_read(&sub, c->odb, &e->oid, err)) < 0)
@@ -137,7 +141,7 @@ static int diff_dirs(struct dctx *c, const sp_oid *a, const sp_oid *b, const cha
         return r;
     }
     if (ta.mode != tb.mode) {
-        struct side sa = {SN_DIR, ta.mode, *a}, sb = {SN_DIR, tb.mode, *b};
+        struct side sa = {SN_DIR, ta.mode, *a, false}, sb = {SN_DIR, tb.mode, *b, false};
         emit(c, *path ? path : ".", SP_CHANGE_MODIFIED, &sa, &sb);
     }
     size_t i = 0, j = 0;
@@ -145,11 +149,11 @@ static int diff_dirs(struct dctx *c, const sp_oid *a, const sp_oid *b, const cha
         int cmp = i >= ta.n ? 1 : j >= tb.n ? -1 : strcmp(ta.v[i].name, tb.v[j].name);
         const sp_tentry *ea = cmp <= 0 ? &ta.v[i] : NULL, *eb = cmp >= 0 ? &tb.v[j] : NULL;
         cleanup_free char *p = join(path, ea ? ea->name : eb->name);
-        struct side sa = {0, 0, {{0}}}, sb = {0, 0, {{0}}};
+        struct side sa = {0, 0, {{0}}, false}, sb = {0, 0, {{0}}, false};
         if (ea)
-            sa = (struct side){ea->type, ea->mode, ea->oid};
+            sa = (struct side){ea->type, ea->mode, ea->oid, ea->sparse};
         if (eb)
-            sb = (struct side){eb->type, eb->mode, eb->oid};
+            sb = (struct side){eb->type, eb->mode, eb->oid, eb->sparse};
         /* A folder's bits live in its own tree. */
         sp_tdir sub;
         if (ea && ea->type == SN_DIR && (!eb || eb->type != SN_DIR)) {
@@ -291,6 +295,24 @@ static char *header_name(const char *prefix, const char *path)
     return sp_buf_steal(&b);
 }
 
+/* A file a patch does not show: over SNAP_SMALL_FILE bytes, or in sparse
+ * form (which only files over that size take). Only the object's header
+ * is read: a patch never loads a large blob. */
+static int is_large(struct dctx *c, const struct side *s, bool *large, sp_error **err)
+{
+    if (s->type != SN_FILE)
+        return 0;
+    if (s->sparse) {
+        *large = true;
+        return 0;
+    }
+    uint64_t size = 0;
+    int r = sp_odb_object_size(c->odb, &s->oid, &size, err);
+    if (r == 0 && size > SNAP_SMALL_FILE)
+        *large = true;
+    return r;
+}
+
 static int patch_sides(struct dctx *c, const char *path, struct side a, struct side b,
                        unsigned context, sp_buf *out, sp_error **err)
 {
@@ -316,6 +338,15 @@ static int patch_sides(struct dctx *c, const char *path, struct side a, struct s
     int type, r = 0;
     if (a.type && b.type && sp_oid_equal(&a.oid, &b.oid))
         goto done;
+    bool large = false;
+    if ((r = is_large(c, &a, &large, err)) < 0 ||
+        (!large && (r = is_large(c, &b, &large, err)) < 0))
+        goto done;
+    if (large) {
+        sp_buf_printf(out, "Large files %s and %s differ\n", a.type ? an : "/dev/null",
+                      b.type ? bn : "/dev/null");
+        goto done;
+    }
     if (a.type && (r = sp_odb_read(c->odb, &a.oid, &type, &da, err)) < 0)
         goto done;
     if (b.type && (r = sp_odb_read(c->odb, &b.oid, &type, &db, err)) < 0)
@@ -354,7 +385,7 @@ done:
 static int patch_one(struct dctx *c, size_t i, unsigned context, sp_buf *out, sp_error **err)
 {
     const sp_snapshot_change *ch = &c->d->v[i];
-    struct side a = c->olds[i], b = c->news[i], none = {0, 0, {{0}}};
+    struct side a = c->olds[i], b = c->news[i], none = {0, 0, {{0}}, false};
     if (ch->kind != SP_CHANGE_TYPE_CHANGED)
         return patch_sides(c, ch->path, a, b, context, out, err);
     /* As git shows it: the old entry deleted, the new one added. */

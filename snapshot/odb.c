@@ -720,6 +720,43 @@ static ssize_t reader_read(reader *r, void *buf, size_t n, sp_error **err)
     return got;
 }
 
+int sp_odb_object_size(sp_odb *o, const sp_oid *id, uint64_t *size, sp_error **err)
+{
+    char p[42];
+    loose_path(id, p);
+    struct stat st;
+    if (fstatat(o->objfd, p, &st, AT_SYMLINK_NOFOLLOW) == 0 || !sp_odb_has_packs(o)) {
+        /* Loose (or missing, which reader_open says): only the header is
+         * inflated. */
+        reader r;
+        int ret = reader_open(o, id, &r, err);
+        if (ret == 0)
+            *size = r.size;
+        reader_close(&r);
+        return ret;
+    }
+    void *repo = NULL;
+    int ret = sp_odb_lg2(o, &repo, err);
+    if (ret < 0)
+        return ret;
+    git_odb *db = NULL;
+    if (git_repository_odb(&db, repo) < 0)
+        return lg2_error(err, "object database");
+    git_oid gid;
+    memcpy(gid.id, id->id, 20);
+    size_t len = 0;
+    git_object_t type;
+    if (git_odb_read_header(&len, &type, db, &gid) < 0) {
+        char hex[41];
+        sp_oid_hex(id, hex);
+        ret = sp_err_set(err, SP_ENOTFOUND, ENOENT, "object missing from the store: %s", hex);
+    } else {
+        *size = len;
+    }
+    git_odb_free(db);
+    return ret;
+}
+
 int sp_odb_read(sp_odb *o, const sp_oid *id, int *type, sp_buf *out, sp_error **err)
 {
     reader r;

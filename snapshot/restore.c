@@ -8,9 +8,11 @@
  * are written to a temp name in their folder and renamed over the old
  * name; symlinks likewise. Permission bits are set exactly with fchmod (a
  * folder is made writable for the time we change it when we are not
- * root). Deletion never follows symlinks either. As root, new entries get
- * the owner of the folder they are made in, so the container's user can
- * still change them.
+ * root), except that files and fifos get no set-id bits unless the caller
+ * keeps them (sp_mode_out): a restore as root must not hand the workload
+ * a set-id binary owned by someone else. Deletion never follows symlinks either. As root, new
+ * entries get the owner of the folder they are made in, so the container's user can still change
+ * them.
  *
  * A restore killed halfway leaves some entries old and some new, plus
  * perhaps a temp file; running it again looks at the workspace afresh,
@@ -147,10 +149,42 @@ static void set_node(sp_scan *sc, snode *n, const struct stat *st, const sp_tent
 {
     sp_snode_set_stat(n, st);
     n->oid = te->oid;
+    if (te->sparse)
+        n->flags |= SN_SPARSE;
+    else
+        n->flags &= (uint8_t)~SN_SPARSE;
     if (n->mtime_ns >= sc->start_ns || n->ctime_ns >= sc->start_ns)
         n->flags |= SN_RACY;
     else
         n->flags &= (uint8_t)~SN_RACY;
+}
+
+/* A file in sparse form goes to a new (empty) file: its size first, so
+ * everything not written is a hole, then each extent at its offset. */
+static int sparse_map(void *ud, uint64_t size, const sp_extent *v, size_t n, sp_error **err)
+{
+    (void)v;
+    (void)n;
+    if (ftruncate(*(int *)ud, (off_t)size) < 0)
+        return sp_err_errno(err, errno, "write", NULL); /* the caller names the file */
+    return 0;
+}
+
+static int sparse_data(void *ud, uint64_t off, const void *p, size_t n, sp_error **err)
+{
+    int fd = *(int *)ud;
+    const char *b = p;
+    while (n > 0) {
+        ssize_t w = pwrite(fd, b, n, (off_t)off);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return sp_err_errno(err, w < 0 ? errno : EIO, "write", NULL);
+        b += w;
+        n -= (size_t)w;
+        off += (uint64_t)w;
+    }
+    return 0;
 }
 
 static int write_file(sp_scan *sc, const struct parent *p, const sp_tentry *te, snode *n,
@@ -161,7 +195,13 @@ static int write_file(sp_scan *sc, const struct parent *p, const sp_tentry *te, 
     int fd = openat(p->fd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd < 0)
         return fail_at(sc, errno, "write", err);
-    int r = sp_odb_blob_to_fd(sc->odb, &te->oid, fd, err);
+    int r;
+    if (te->sparse) {
+        sp_sparse_sink sink = {sparse_map, sparse_data, &fd};
+        r = sp_sparse_stream(sc->odb, &te->oid, &sink, sc->path.len ? sc->path.data : ".", err);
+    } else {
+        r = sp_odb_blob_to_fd(sc->odb, &te->oid, fd, err);
+    }
     if (r < 0)
         r = sp_err_wrap(err, r, "restore %s", sc->path.len ? sc->path.data : ".");
     if (r == 0 && p->chown)
@@ -337,6 +377,43 @@ static void progress(sp_scan *sc)
     }
 }
 
+int sp_restore_plan(sp_scan *sc, const snode *dir, const sp_oid *tree, uint64_t *bytes,
+                    sp_error **err)
+{
+    if (dir && !(dir->flags & SN_DIRTY) && sp_oid_equal(&dir->oid, tree))
+        return 0;
+    if (sc->depth >= SNAP_MAX_DEPTH)
+        return 0; /* the restore itself says so */
+    sp_tdir td;
+    int r = sp_tree_read(&td, sc->odb, tree, err);
+    for (size_t j = 0; j < td.n && r == 0; j++) {
+        const sp_tentry *te = &td.v[j];
+        const snode *k = dir ? sp_snode_find(dir, te->name, strlen(te->name), NULL) : NULL;
+        if (k && k->type != te->type)
+            k = NULL;
+        if (te->type == SN_FILE && k && sp_oid_equal(&k->oid, &te->oid))
+            continue;
+        if (te->type != SN_DIR && te->type != SN_FILE)
+            continue;
+        size_t pl = sp_scan_push(sc, te->name);
+        if (te->type == SN_DIR) {
+            sc->depth++;
+            r = sp_restore_plan(sc, k, &te->oid, bytes, err);
+            sc->depth--;
+        } else {
+            /* A sparse blob's size is its data and a few header lines. */
+            uint64_t size = 0;
+            r = sp_odb_object_size(sc->odb, &te->oid, &size, err);
+            if (r == 0 && sc->budget && (size > sc->budget || *bytes > sc->budget - size))
+                r = sp_scan_over_budget(err, sc->path.data, size, sc->budget);
+            *bytes += size;
+        }
+        sp_scan_pop(sc, pl);
+    }
+    sp_tdir_dispose(&td);
+    return r;
+}
+
 int sp_restore_dir(sp_scan *sc, int dfd, snode *dir, const sp_oid *tree, sp_error **err)
 {
     if (!(dir->flags & SN_DIRTY) && sp_oid_equal(&dir->oid, tree))
@@ -379,8 +456,17 @@ int sp_restore_dir(sp_scan *sc, int dfd, snode *dir, const sp_oid *tree, sp_erro
         }
     }
 
+    /* Set when an entry ends up with other bits than the snapshot's (its
+     * set-id bits left out): then this folder is not the snapshot's tree,
+     * and its id is computed again from the nodes. */
+    bool differs = false;
     for (size_t j = 0; j < td.n && r == 0; j++) {
-        const sp_tentry *te = &td.v[j];
+        const sp_tentry *stored = &td.v[j];
+        /* What is written: the stored entry with the bits it gets outside.
+         * An entry that already equals the stored one is left as it is. */
+        sp_tentry out = *stored;
+        out.mode = sp_mode_out(stored->type, stored->mode, sc->keep_setid);
+        const sp_tentry *te = &out;
         size_t nlen = strlen(te->name);
         uint32_t pos;
         snode *k = sp_snode_find(dir, te->name, nlen, &pos);
@@ -413,9 +499,11 @@ int sp_restore_dir(sp_scan *sc, int dfd, snode *dir, const sp_oid *tree, sp_erro
             }
         } else if (!sp_oid_equal(&k->oid, &te->oid)) {
             r = create(sc, &p, te, k, err);
-        } else if (k->mode != te->mode) {
+        } else if (k->mode != stored->mode && k->mode != te->mode) {
             r = chmod_entry(sc, &p, te, k, err);
         }
+        if (r == 0 && te->type != SN_DIR && k->mode != stored->mode)
+            differs = true;
         sp_scan_pop(sc, pl);
         progress(sc);
     }
@@ -435,8 +523,15 @@ int sp_restore_dir(sp_scan *sc, int dfd, snode *dir, const sp_oid *tree, sp_erro
         goto done;
     }
     dir->mode = td.mode;
-    dir->oid = *tree;
-    dir->flags &= (uint8_t)~SN_DIRTY;
+    for (uint32_t i = 0; i < dir->nkids && !differs; i++)
+        if (dir->kids[i]->type == SN_DIR && (dir->kids[i]->flags & SN_DIRTY))
+            differs = true;
+    if (differs) {
+        dir->flags |= SN_DIRTY; /* sp_tree_finalize() gives it its id */
+    } else {
+        dir->oid = *tree;
+        dir->flags &= (uint8_t)~SN_DIRTY;
+    }
 done:
     if (r < 0 && !p.root && p.st.st_mode)
         (void)fchmod(dfd, p.st.st_mode & 07777);

@@ -23,6 +23,7 @@
  * must fail on an unreadable folder rather than skip it (a restore would
  * otherwise delete what the snapshot missed). */
 #include <fcntl.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -141,15 +142,150 @@ static int read_upto(int fd, size_t max, sp_buf *b)
     return 0;
 }
 
+/* A human size for messages: "1.5 GiB". */
+static void fmt_size(char *buf, size_t len, uint64_t v)
+{
+    static const char *const units[] = {"bytes", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+    double d = (double)v;
+    size_t u = 0;
+    while (d >= 1024 && u + 1 < sizeof(units) / sizeof(units[0])) {
+        d /= 1024;
+        u++;
+    }
+    if (u == 0)
+        snprintf(buf, len, "%llu bytes", (unsigned long long)v);
+    else
+        snprintf(buf, len, "%.1f %s", d, units[u]);
+}
+
+int sp_scan_over_budget(sp_error **err, const char *path, uint64_t need, uint64_t budget)
+{
+    char a[32], b[32];
+    fmt_size(a, sizeof(a), need);
+    fmt_size(b, sizeof(b), budget);
+    return sp_err_set(err, SP_ETOOBIG, EFBIG,
+                      "%s: %s of file data would exceed the budget of %s per operation "
+                      "(max_data_bytes, --max-data)",
+                      path, a, b);
+}
+
+/* Would `need` more bytes of file data take the operation past its
+ * budget? */
+static int check_budget(sp_scan *sc, uint64_t need, sp_error **err)
+{
+    uint64_t done = sc->stats->bytes_hashed;
+    if (sc->budget && (need > sc->budget || done > sc->budget - need))
+        return sp_scan_over_budget(err, cur_path(sc), need, sc->budget);
+    return 0;
+}
+
+/* The data extents of a file of `size` bytes open on fd, holes shorter
+ * than SNAP_HOLE_MIN merged into the data around them (read as zeros).
+ * *out is NULL when there are more than SNAP_MAX_EXTENTS. -1 with errno
+ * on failure. A filesystem that knows no holes reports one extent. */
+static int file_extents(int fd, uint64_t size, sp_extent **out, size_t *n_out)
+{
+    sp_extent *v = NULL;
+    size_t n = 0, cap = 0;
+    uint64_t off = 0;
+    *out = NULL;
+    *n_out = 0;
+    while (off < size) {
+        off_t d = lseek(fd, (off_t)off, SEEK_DATA);
+        if (d < 0 && errno == ENXIO)
+            break; /* only a hole from here on */
+        if (d < 0)
+            goto fail;
+        if ((uint64_t)d >= size)
+            break;
+        off_t h = lseek(fd, d, SEEK_HOLE);
+        if (h < 0)
+            goto fail;
+        uint64_t end = (uint64_t)h < size ? (uint64_t)h : size;
+        while (end < size) {
+            off_t d2 = lseek(fd, (off_t)end, SEEK_DATA);
+            if (d2 < 0 && errno != ENXIO)
+                goto fail;
+            if (d2 < 0 || (uint64_t)d2 >= size || (uint64_t)d2 - end >= SNAP_HOLE_MIN)
+                break;
+            off_t h2 = lseek(fd, d2, SEEK_HOLE);
+            if (h2 < 0)
+                goto fail;
+            end = (uint64_t)h2 < size ? (uint64_t)h2 : size;
+        }
+        if (n == SNAP_MAX_EXTENTS) {
+            free(v);
+            *n_out = SNAP_MAX_EXTENTS + 1;
+            return 0;
+        }
+        if (n == cap) {
+            cap = cap ? cap * 2 : 16;
+            v = sp_xrealloc(v, cap * sizeof(*v));
+        }
+        v[n].off = (uint64_t)d;
+        v[n].len = end - (uint64_t)d;
+        n++;
+        off = end;
+    }
+    *out = v;
+    *n_out = n;
+    return 0;
+fail:
+    free(v);
+    return -1;
+}
+
+/* The bytes of a file's sparse form: the header, then its extents read
+ * from the file. A file that shrinks ends the stream early, which the
+ * store reports as a change (EAGAIN). */
+struct sparse_src {
+    int fd;
+    const sp_buf *head;
+    size_t head_off;
+    const sp_extent *v;
+    size_t n, at;
+    uint64_t pos; /* bytes of v[at] read */
+};
+
+static ssize_t sparse_read(void *ud, void *buf, size_t n)
+{
+    struct sparse_src *s = ud;
+    if (s->head_off < s->head->len) {
+        size_t take = s->head->len - s->head_off;
+        if (take > n)
+            take = n;
+        memcpy(buf, s->head->data + s->head_off, take);
+        s->head_off += take;
+        return (ssize_t)take;
+    }
+    while (s->at < s->n && s->pos == s->v[s->at].len) {
+        s->at++;
+        s->pos = 0;
+    }
+    if (s->at == s->n)
+        return 0;
+    uint64_t left = s->v[s->at].len - s->pos;
+    size_t want = left < n ? (size_t)left : n;
+    ssize_t r = pread(s->fd, buf, want, (off_t)(s->v[s->at].off + s->pos));
+    if (r > 0)
+        s->pos += (uint64_t)r;
+    return r;
+}
+
 /* Read a regular file (open on fd, st its fstat) into the store. Returns
  * 0, a negative error, or 1 when it changed while being read (the caller
- * looks at it again). */
-static int hash_file(sp_scan *sc, int fd, const struct stat *st, sp_oid *out, sp_error **err)
+ * looks at it again). *sparse tells whether it went in sparse form. */
+static int hash_file(sp_scan *sc, int fd, const struct stat *st, sp_oid *out, bool *sparse,
+                     sp_error **err)
 {
     uint64_t size = (uint64_t)st->st_size;
+    uint64_t data = size;
     sp_error *e = NULL;
     int r;
+    *sparse = false;
     if (size <= SNAP_SMALL_FILE) {
+        if ((r = check_budget(sc, size, err)) < 0)
+            return r;
         sp_buf b = SP_BUF_INIT;
         sp_buf_grow(&b, (size_t)size + 1);
         /* Read one byte more than stat said: a file that grew is read
@@ -163,7 +299,33 @@ static int hash_file(sp_scan *sc, int fd, const struct stat *st, sp_oid *out, sp
             r = sp_err_wrap(err, r, "%s", cur_path(sc)); /* as a streamed file's error does */
         sp_buf_dispose(&b);
     } else {
-        r = sp_odb_write_fd(sc->odb, fd, size, cur_path(sc), out, &e);
+        sp_extent *v = NULL;
+        size_t n = 0;
+        if (file_extents(fd, size, &v, &n) < 0)
+            return open_error(sc, errno, "read", err);
+        /* Holes, and not too many pieces: only the data is read. */
+        *sparse = n <= SNAP_MAX_EXTENTS && !(n == 1 && v[0].off == 0 && v[0].len == size);
+        if (*sparse) {
+            data = 0;
+            for (size_t i = 0; i < n; i++)
+                data += v[i].len;
+        }
+        if ((r = check_budget(sc, data, err)) < 0) {
+            free(v);
+            return r;
+        }
+        if (*sparse) {
+            sp_buf head = SP_BUF_INIT;
+            sp_sparse_header(&head, size, v, n);
+            struct sparse_src src = {fd, &head, 0, v, n, 0, 0};
+            r = sp_odb_write_stream(sc->odb, head.len + data, sparse_read, &src, cur_path(sc), out,
+                                    &e);
+            sp_buf_dispose(&head);
+        } else {
+            lseek(fd, 0, SEEK_SET); /* SEEK_DATA moved it */
+            r = sp_odb_write_fd(sc->odb, fd, size, cur_path(sc), out, &e);
+        }
+        free(v);
         if (r < 0 && e && e->sys_errno == EAGAIN) {
             sp_error_free(e);
             return 1;
@@ -178,7 +340,7 @@ static int hash_file(sp_scan *sc, int fd, const struct stat *st, sp_oid *out, sp
     }
     if (r == 0) {
         sc->stats->files_hashed++;
-        sc->stats->bytes_hashed += size;
+        sc->stats->bytes_hashed += data;
     }
     return r;
 }
@@ -208,11 +370,20 @@ static int look_at(sp_scan *sc, int dfd, const char *name, struct stat *st, snod
         bool fresh = n != old;
 
         if (type == SN_FILE || type == SN_LINK) {
+            /* Another name of this file, somewhere, can change it with no
+             * event here: the tracker must learn of every such file (see
+             * sp_track_apply). A link count change moves ctime, so an
+             * unchanged entry has the count it had. */
+            if (type == SN_FILE && st->st_nlink > 1 && (fresh || !(n->flags & SN_LINKED)))
+                sc->new_links = true;
             if (!fresh && same_stat(n, st) && !(n->flags & SN_RACY)) {
+                if (st->st_nlink > 1 && type == SN_FILE)
+                    n->flags |= SN_LINKED; /* a node from the stat cache lacks it */
                 *out = n;
                 return 0;
             }
             sp_oid id;
+            bool sparse = false;
             struct stat st2 = *st;
             if (type == SN_LINK) {
                 char target[PATH_MAX + 1];
@@ -246,7 +417,7 @@ static int look_at(sp_scan *sc, int dfd, const char *name, struct stat *st, snod
                 if (r == 0 && (!S_ISREG(st2.st_mode) || st2.st_ino != st->st_ino))
                     r = 1;
                 if (r == 0)
-                    r = hash_file(sc, fd, &st2, &id, err);
+                    r = hash_file(sc, fd, &st2, &id, &sparse, err);
                 struct stat st3;
                 if (r == 0 && (fstat(fd, &st3) < 0 || st3.st_size != st2.st_size ||
                                st3.st_mtim.tv_nsec != st2.st_mtim.tv_nsec ||
@@ -266,6 +437,10 @@ static int look_at(sp_scan *sc, int dfd, const char *name, struct stat *st, snod
             bool changed = fresh || !sp_oid_equal(&n->oid, &id) || n->mode != (st2.st_mode & 07777);
             n->oid = id;
             sp_snode_set_stat(n, &st2);
+            if (sparse)
+                n->flags |= SN_SPARSE;
+            else
+                n->flags &= (uint8_t)~SN_SPARSE;
             set_racy(sc, n);
             if (changed)
                 n->flags |= SN_DIRTY; /* parent's tree; cleared below */

@@ -29,8 +29,22 @@
  * an fd while it is walked). */
 #define SNAP_MAX_DEPTH 256
 
-/* Files up to this size are read whole; bigger ones are streamed. */
+/* Files up to this size are read whole; bigger ones are streamed, and
+ * stored in sparse form when they have holes (see tree.c). Also the
+ * largest file a patch shows. */
 #define SNAP_SMALL_FILE ((uint64_t)8 << 20)
+
+/* A hole shorter than this inside a big file is read as zeros: it saves
+ * little, and each one costs an extent. */
+#define SNAP_HOLE_MIN ((uint64_t)64 << 10)
+
+/* A file with more extents than this (after the short holes are merged)
+ * is stored whole, as the budget allows. */
+#define SNAP_MAX_EXTENTS ((size_t)1 << 20)
+
+/* Bytes of file data one operation may read or write when the caller
+ * does not say (sp_snapstore_opts.max_data_bytes = 0). */
+#define SNAP_DEFAULT_BUDGET ((uint64_t)16 << 30)
 
 /* The per-folder metadata blob's name in a tree. No real name is stored
  * under it: escaping maps every name starting with '~' to "~~...". */
@@ -102,6 +116,9 @@ int sp_odb_write_stream(sp_odb *o, uint64_t size, sp_odb_src src, void *ud, cons
 int sp_odb_write_fd(sp_odb *o, int fd, uint64_t size, const char *display, sp_oid *out,
                     sp_error **err);
 
+/* The size of an object, reading no more than its header. */
+int sp_odb_object_size(sp_odb *o, const sp_oid *id, uint64_t *size, sp_error **err);
+
 /* Read a whole object. *type receives its type. */
 int sp_odb_read(sp_odb *o, const sp_oid *id, int *type, sp_buf *out, sp_error **err);
 
@@ -147,8 +164,10 @@ void sp_refents_free(sp_refent *v, size_t n);
  * processes, in the stat cache. Children are sorted by name (bytewise). */
 enum { SN_FILE = 1, SN_DIR = 2, SN_LINK = 3, SN_FIFO = 4, SN_OTHER = 5 /* socket, device */ };
 enum {
-    SN_RACY = 1,  /* stat data too recent to vouch for the content */
-    SN_DIRTY = 2, /* folder: its tree id must be computed again */
+    SN_RACY = 1,   /* stat data too recent to vouch for the content */
+    SN_DIRTY = 2,  /* folder: its tree id must be computed again */
+    SN_LINKED = 4, /* file with more than one name (st_nlink > 1) when last looked at */
+    SN_SPARSE = 8, /* file stored in sparse form (its oid is that blob) */
 };
 
 typedef struct snode {
@@ -179,7 +198,7 @@ snode *sp_snode_take(snode *dir, uint32_t pos);
 void sp_snode_dirty_up(snode *n);
 /* Path of n relative to the root (caller frees); "." for the root. */
 char *sp_snode_path(const snode *n);
-/* Fill stat fields from st. */
+/* Fill stat fields from st (and SN_LINKED from its link count). */
 void sp_snode_set_stat(snode *n, const struct stat *st);
 int sp_snode_type_of(mode_t m);
 sp_fs_type sp_snode_fs_type(int type);
@@ -199,7 +218,8 @@ typedef struct sp_tentry {
     char *name;
     uint8_t type; /* SN_* */
     uint32_t mode;
-    sp_oid oid; /* zero for fifos */
+    sp_oid oid;  /* zero for fifos */
+    bool sparse; /* a file whose blob is in sparse form */
 } sp_tentry;
 
 typedef struct sp_tdir {
@@ -215,6 +235,26 @@ void sp_tdir_dispose(sp_tdir *t);
 
 /* The id of the empty tree. */
 extern const sp_oid sp_empty_tree;
+
+/* The sparse form of a file (tree.c describes it): its size and the data
+ * extents, in order, then their bytes. */
+typedef struct sp_extent {
+    uint64_t off, len;
+} sp_extent;
+
+/* The text before the data of a file of `size` bytes with extents v. */
+void sp_sparse_header(sp_buf *out, uint64_t size, const sp_extent *v, size_t n);
+
+/* Read a blob in sparse form: `map` gets the size and every extent before
+ * any data, `data` the bytes with their offsets in the file, in order. A
+ * blob that is not well-formed gives SP_EINVAL naming `display`. */
+typedef struct sp_sparse_sink {
+    int (*map)(void *ud, uint64_t size, const sp_extent *v, size_t n, sp_error **err);
+    int (*data)(void *ud, uint64_t off, const void *p, size_t n, sp_error **err);
+    void *ud;
+} sp_sparse_sink;
+int sp_sparse_stream(sp_odb *o, const sp_oid *id, const sp_sparse_sink *sink, const char *display,
+                     sp_error **err);
 
 /* --------------------------------------------------------------- scan -- */
 
@@ -232,10 +272,19 @@ typedef struct sp_scan {
     struct sp_track *track; /* add watches on the folders walked (may be NULL) */
     sp_buf path;            /* the path being looked at, for messages */
     unsigned depth;
+    /* A file turned out to have another name we had not counted (new, or
+     * its link count grew): the other names may have changed unseen. */
+    bool new_links;
     uid_t euid; /* who we are, for restore's ownership rules */
     gid_t egid;
-    bool durable; /* restore: fsync what it writes */
+    bool durable;    /* restore: fsync what it writes */
+    bool keep_setid; /* restore: write the set-id bits of files too */
+    uint64_t budget; /* bytes of file data the operation may read, and write */
 } sp_scan;
+
+/* SP_ETOOBIG for `path`, whose `need` bytes of file data would take an
+ * operation past its budget. */
+int sp_scan_over_budget(sp_error **err, const char *path, uint64_t need, uint64_t budget);
 
 void sp_scan_init(sp_scan *sc, sp_odb *odb, sp_snapstore_stats *stats);
 void sp_scan_dispose(sp_scan *sc);
@@ -295,8 +344,25 @@ int sp_track_apply(sp_track *t, sp_scan *sc, int rootfd, snode *root, sp_error *
 
 /* ------------------------------------------------------------ restore -- */
 
+/* The set-id bits a file or fifo loses on its way out of the store (a
+ * restore, an import, an export) unless the caller keeps them. */
+#define SNAP_SETID_BITS 06000u
+
+/* The bits an entry of type `type` with stored bits `mode` gets outside. */
+static inline uint32_t sp_mode_out(int type, uint32_t mode, bool keep_setid)
+{
+    return type == SN_DIR || keep_setid ? mode : mode & ~SNAP_SETID_BITS;
+}
+
 /* Make the folder open on dfd, described by node dir, equal to tree. */
 int sp_restore_dir(sp_scan *sc, int dfd, snode *dir, const sp_oid *tree, sp_error **err);
+
+/* Before a restore changes anything: add to *bytes the file data it will
+ * write to make dir (NULL: a folder not there yet) equal to tree, and fail
+ * with SP_ETOOBIG at the file that takes it past sc->budget. Reads only
+ * the trees that differ, and the headers of the blobs to write. */
+int sp_restore_plan(sp_scan *sc, const snode *dir, const sp_oid *tree, uint64_t *bytes,
+                    sp_error **err);
 
 /* -------------------------------------------------------------- store -- */
 

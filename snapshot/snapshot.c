@@ -12,6 +12,7 @@
  * tree drop it. */
 #include <dirent.h>
 #include <fcntl.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/file.h>
@@ -179,6 +180,7 @@ static void begin_op(sp_snapstore *s, sp_scan *sc)
     s->stats.elapsed_ms = sp_now_ms();
     s->odb.written = 0;
     sp_scan_init(sc, &s->odb, &s->stats);
+    sc->budget = s->opts.max_data_bytes ? s->opts.max_data_bytes : SNAP_DEFAULT_BUDGET;
     sc->progress = s->opts.progress;
     sc->progress_ud = s->opts.progress_userdata;
 }
@@ -304,12 +306,19 @@ int sp_snapstore_open(sp_snapstore **out, const char *workspace, const char *sto
         return sp_err_set(err, SP_EINVAL, 0, "workspace folder is missing");
     if (!store_dir || !*store_dir)
         return sp_err_set(err, SP_EINVAL, 0, "snapshot store folder is missing");
+    sp_snapstore_opts o = SP_SNAPSTORE_OPTS_INIT;
+    if (opts && opts->version == 1) {
+        /* A caller built against the first layout: its struct ends there. */
+        memcpy(&o, opts, offsetof(sp_snapstore_opts, keep_setid));
+        o.version = SP_SNAPSTORE_OPTS_VERSION;
+    } else if (opts && opts->version == SP_SNAPSTORE_OPTS_VERSION) {
+        o = *opts;
+    } else if (opts) {
+        return sp_err_set(err, SP_EINVAL, 0, "unknown sp_snapstore_opts version %u", opts->version);
+    }
     sp_snapstore *s = sp_xcalloc(1, sizeof(*s));
     s->rootfd = s->lockfd = -1;
     s->odb.dirfd = s->odb.objfd = -1;
-    sp_snapstore_opts o = SP_SNAPSTORE_OPTS_INIT;
-    if (opts)
-        o = *opts;
     s->opts = o;
     s->root = abs_path(workspace);
     s->store = abs_path(store_dir);
@@ -895,10 +904,20 @@ int sp_snapshot_restore(sp_snapshot **out, sp_snapstore *s, const char *ref, sp_
         if (r == 0) {
             sc.phase = "restore";
             sc.durable = s->opts.durable;
+            sc.keep_setid = s->opts.keep_setid;
             sc.next_progress = 1000;
             sc.path.len = 0;
+            /* The budget is checked before anything changes. */
+            uint64_t to_write = 0;
+            r = sp_restore_plan(&sc, s->tree, &tree, &to_write, err);
+            sc.path.len = 0;
             lseek(s->rootfd, 0, SEEK_SET);
-            r = sp_restore_dir(&sc, s->rootfd, s->tree, &tree, err);
+            if (r == 0)
+                r = sp_restore_dir(&sc, s->rootfd, s->tree, &tree, err);
+            /* Folders whose files lost set-id bits are not the snapshot's
+             * trees: their ids, for the stat cache and the next snapshot. */
+            if (r == 0)
+                r = sp_tree_finalize(&s->odb, s->tree, err);
             s->cache_dirty = true;
             if (r < 0)
                 drop_tree(s); /* what is on disk now is for the next walk to find */

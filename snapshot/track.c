@@ -15,7 +15,14 @@
  * dirty path no longer resolves), the caller does a full walk instead,
  * which reinstalls every watch.
  *
- * Not seen by inotify: writes through a shared writable mmap. A full walk
+ * Not seen by inotify in a file's own folder: a write through another of
+ * its names (a hard link in another folder, or outside the workspace;
+ * link() itself tells no folder but the new name's). So every file known
+ * to have several names is stat'ed again by every operation, and a file
+ * found with a name we did not know of (new, or its link count grew) costs
+ * a full walk, which finds its other names.
+ *
+ * Not seen at all: writes through a shared writable mmap. A full walk
  * (sp_snapstore_invalidate()) catches those by their mtime. */
 #include <fcntl.h>
 #include <poll.h>
@@ -232,6 +239,20 @@ static bool ancestor_dirty(const sp_track *t, const char *path, bool deep_only)
     return false;
 }
 
+/* Every file known to have other names: a write through one of those
+ * (in a folder elsewhere, or outside the workspace) reaches the file with
+ * no event in its own folder, so each operation looks at it again. */
+static void add_linked(sp_track *t, const snode *dir)
+{
+    for (uint32_t i = 0; i < dir->nkids; i++) {
+        const snode *k = dir->kids[i];
+        if (k->type == SN_DIR)
+            add_linked(t, k);
+        else if (k->type == SN_FILE && (k->flags & SN_LINKED))
+            add_dirty(t, sp_snode_path(k), false);
+    }
+}
+
 /* Open the folder at `dir` (a relative path, "" = the root) beneath
  * rootfd without following any symlink, and find its node. -1 when either
  * is not a folder any more. openat2(RESOLVE_NO_SYMLINKS | RESOLVE_BENEATH)
@@ -300,6 +321,8 @@ int sp_track_apply(sp_track *t, sp_scan *sc, int rootfd, snode *root, sp_error *
         return r;
     if (!sp_track_ok(t))
         return 1;
+    add_linked(t, root);
+    sc->new_links = false;
     if (t->dn > 1) {
         qsort(t->dv, t->dn, sizeof(*t->dv), cmp_dirty);
         size_t w = 0;
@@ -355,5 +378,10 @@ int sp_track_apply(sp_track *t, sp_scan *sc, int rootfd, snode *root, sp_error *
         close(pfd);
     free(open_path);
     clear_dirty(t);
+    /* A name we did not know of appeared for some file: its other names
+     * were never told (link() sends no event to their folders), so only
+     * a full walk finds them all. */
+    if (ret == 0 && sc->new_links)
+        ret = 1;
     return ret;
 }

@@ -24,16 +24,23 @@
     X(archive_read_new)                                                                            \
     X(archive_read_free)                                                                           \
     X(archive_read_support_format_tar)                                                             \
-    X(archive_read_support_filter_all)                                                             \
+    X(archive_read_support_filter_none)                                                            \
+    X(archive_read_support_filter_gzip)                                                            \
+    X(archive_read_support_filter_bzip2)                                                           \
+    X(archive_read_support_filter_xz)                                                              \
+    X(archive_read_support_filter_zstd)                                                            \
     X(archive_read_open_filename)                                                                  \
     X(archive_read_open_fd)                                                                        \
     X(archive_read_next_header)                                                                    \
     X(archive_read_data)                                                                           \
+    X(archive_read_data_block)                                                                     \
     X(archive_entry_new)                                                                           \
     X(archive_entry_free)                                                                          \
     X(archive_entry_clear)                                                                         \
     X(archive_entry_set_uid)                                                                       \
     X(archive_entry_set_gid)                                                                       \
+    X(archive_entry_set_uname)                                                                     \
+    X(archive_entry_set_gname)                                                                     \
     X(archive_entry_set_size)                                                                      \
     X(archive_entry_set_perm)                                                                      \
     X(archive_entry_set_pathname)                                                                  \
@@ -46,7 +53,11 @@
     X(archive_entry_perm)                                                                          \
     X(archive_entry_pathname)                                                                      \
     X(archive_entry_hardlink)                                                                      \
-    X(archive_entry_filetype)
+    X(archive_entry_filetype)                                                                      \
+    X(archive_entry_sparse_add_entry)                                                              \
+    X(archive_entry_sparse_count)                                                                  \
+    X(archive_entry_sparse_reset)                                                                  \
+    X(archive_entry_sparse_next)
 
 typedef struct sp_archive_api {
 #define SP_X(f) __typeof__(f) *f;
@@ -71,16 +82,23 @@ extern sp_archive_api sp_archive;
 #define archive_read_new                        (sp_archive.archive_read_new)
 #define archive_read_free                       (sp_archive.archive_read_free)
 #define archive_read_support_format_tar         (sp_archive.archive_read_support_format_tar)
-#define archive_read_support_filter_all         (sp_archive.archive_read_support_filter_all)
+#define archive_read_support_filter_none        (sp_archive.archive_read_support_filter_none)
+#define archive_read_support_filter_gzip        (sp_archive.archive_read_support_filter_gzip)
+#define archive_read_support_filter_bzip2       (sp_archive.archive_read_support_filter_bzip2)
+#define archive_read_support_filter_xz          (sp_archive.archive_read_support_filter_xz)
+#define archive_read_support_filter_zstd        (sp_archive.archive_read_support_filter_zstd)
 #define archive_read_open_filename              (sp_archive.archive_read_open_filename)
 #define archive_read_open_fd                    (sp_archive.archive_read_open_fd)
 #define archive_read_next_header                (sp_archive.archive_read_next_header)
 #define archive_read_data                       (sp_archive.archive_read_data)
+#define archive_read_data_block                 (sp_archive.archive_read_data_block)
 #define archive_entry_new                       (sp_archive.archive_entry_new)
 #define archive_entry_free                      (sp_archive.archive_entry_free)
 #define archive_entry_clear                     (sp_archive.archive_entry_clear)
 #define archive_entry_set_uid                   (sp_archive.archive_entry_set_uid)
 #define archive_entry_set_gid                   (sp_archive.archive_entry_set_gid)
+#define archive_entry_set_uname                 (sp_archive.archive_entry_set_uname)
+#define archive_entry_set_gname                 (sp_archive.archive_entry_set_gname)
 #define archive_entry_set_size                  (sp_archive.archive_entry_set_size)
 #define archive_entry_set_perm                  (sp_archive.archive_entry_set_perm)
 #define archive_entry_set_pathname              (sp_archive.archive_entry_set_pathname)
@@ -94,6 +112,10 @@ extern sp_archive_api sp_archive;
 #define archive_entry_pathname                  (sp_archive.archive_entry_pathname)
 #define archive_entry_hardlink                  (sp_archive.archive_entry_hardlink)
 #define archive_entry_filetype                  (sp_archive.archive_entry_filetype)
+#define archive_entry_sparse_add_entry          (sp_archive.archive_entry_sparse_add_entry)
+#define archive_entry_sparse_count              (sp_archive.archive_entry_sparse_count)
+#define archive_entry_sparse_reset              (sp_archive.archive_entry_sparse_reset)
+#define archive_entry_sparse_next               (sp_archive.archive_entry_sparse_next)
 #endif
 
 #endif

@@ -225,6 +225,59 @@ printf 'x' >"$T/evil/a/f"
 snap snapshot import "$T/evil.tar"
 expect_rc 1 "import refuses an absolute path"
 
+# --------------------------------------------------------------- set-id --
+printf '#!/bin/sh\n' >"$W/suid"
+chmod 4755 "$W/suid"
+snap snapshot --tag setid
+expect_rc 0 "snapshot with a setuid file"
+snap export setid -o "$T/s.tar"
+tar -tvf "$T/s.tar" | grep -q '^-rwxr-xr-x nobody/nogroup .* suid$' && ok ||
+    bad "export drops the setuid bit and names owner nobody: $(tar -tvf "$T/s.tar" | grep suid)"
+tar -tvf "$T/s.tar" | grep -q '^drwxr-s--- nobody/nogroup .* src/$' && ok ||
+    bad "export keeps a folder's setgid bit"
+snap export setid -o "$T/s-kept.tar" --keep-setid
+tar -tvf "$T/s-kept.tar" | grep -q '^-rwsr-xr-x nobody/nogroup .* suid$' && ok ||
+    bad "export --keep-setid keeps it"
+chmod 644 "$W/suid"
+snap restore setid
+expect_rc 0 "restore of a setuid file"
+[ "$(stat -c %a "$W/suid")" = 755 ] && ok || bad "restore drops setuid: $(stat -c %a "$W/suid")"
+snap restore setid --keep-setid
+[ "$(stat -c %a "$W/suid")" = 4755 ] && ok || bad "restore --keep-setid: $(stat -c %a "$W/suid")"
+snap snapshot import "$T/s-kept.tar" --tag imp-dropped --json
+IMPD=$(json "j['id']")
+snap diff --json setid "$IMPD"
+expect_json "[c['path'] for c in j['changes']]" "['suid']" "import drops setuid"
+snap snapshot import "$T/s-kept.tar" --keep-setid --tag imp-kept --json
+IMPK=$(json "j['id']")
+snap diff setid "$IMPK"
+[ ! -s "$T/out" ] && ok || bad "import --keep-setid differs: $(head -3 "$T/out")"
+snap snapshot --keep-setid
+expect_rc 2 "--keep-setid is not for taking a snapshot"
+rm -f "$W/suid"
+
+# ------------------------------------------------- budget, large files --
+head -c 3000 /dev/zero | tr '\0' x >"$W/budget.bin"
+snap snapshot --max-data 2K
+expect_rc 1 "snapshot over --max-data"
+expect_err "budget.bin: 2.9 KiB of file data would exceed the budget of 2.0 KiB" "budget message"
+snap snapshot --max-data lots
+expect_rc 2 "--max-data needs a size"
+snap snapshot --max-data none --tag budget
+expect_rc 0 "--max-data none"
+printf 'y' >>"$W/budget.bin"
+snap restore budget --max-data 2K
+expect_rc 1 "restore over --max-data"
+[ "$(wc -c <"$W/budget.bin")" = 3001 ] && ok || bad "a refused restore changed a file"
+snap diff budget --max-data 1K
+expect_rc 1 "live diff over --max-data"
+snap restore budget
+expect_rc 0 "restore within the default budget"
+head -c 9437185 /dev/zero >"$W/budget.bin"
+snap diff budget --patch
+expect_out "^Large files a/budget.bin and b/budget.bin differ" "a patch names a large file"
+rm -f "$W/budget.bin"
+
 # ----------------------------------------------------------------- rm, gc --
 snap snapshot rm "$IMP"
 expect_rc 0 "snapshot rm"

@@ -61,7 +61,7 @@ typedef struct sp_snapshot_progress {
     uint64_t paths_changed; /**< restore: entries written or removed so far */
 } sp_snapshot_progress;
 
-#define SP_SNAPSTORE_OPTS_VERSION 1
+#define SP_SNAPSTORE_OPTS_VERSION 2
 
 /** Options for sp_snapstore_open(). Zero values select the defaults. */
 typedef struct sp_snapstore_opts {
@@ -98,6 +98,28 @@ typedef struct sp_snapstore_opts {
     /** Progress callback, called about every 1000 entries (may be NULL). */
     void (*progress)(void *userdata, const sp_snapshot_progress *p);
     void *progress_userdata;
+    /* ----- version 2 ----- */
+    /**
+     * Keep the set-user-ID and set-group-ID bits (04000, 02000) of files
+     * and fifos in what leaves the store. By default a restore and an
+     * import drop them from the modes they write and an export from its
+     * entries, so a binary the workload marked set-id never becomes one
+     * that runs with the rights of whoever owns it on the host (a restore
+     * as root, a `tar xf` as root). Snapshots always record the true bits:
+     * a handle with this set restores them exactly. Folders keep theirs
+     * either way; on a folder they only choose the group of new entries.
+     * The sticky bit (01000) is always kept.
+     */
+    bool keep_setid;
+    /**
+     * The most bytes of file data one operation may read (a snapshot, a
+     * diff with the live workspace, the walk before a restore, an import)
+     * or write (a restore, counted before anything is written). Holes in
+     * sparse files do not count. Past it the operation stops with
+     * SP_ETOOBIG naming the file and the budget, and changes nothing in
+     * the workspace. 0 selects the default, 16 GiB; UINT64_MAX is no limit.
+     */
+    uint64_t max_data_bytes;
 } sp_snapstore_opts;
 
 #define SP_SNAPSTORE_OPTS_INIT                                                                     \
@@ -195,9 +217,13 @@ void sp_snapshots_free(sp_snapshots *l);
  * @param out  receives the record (may be NULL); free with sp_snapshot_free()
  * @param tag  an optional label: UTF-8 without control characters, at most
  *             200 bytes, not empty
+ * Files over 8 MiB with holes are read and stored without their holes
+ * (SEEK_DATA / SEEK_HOLE), and restored with them.
+ *
  * @return 0; SP_EINVAL (bad tag); SP_ETOOBIG (folders nested deeper than
- *         256 levels); errno-style errors for unreadable files; the pause
- *         callbacks' errors
+ *         256 levels, or more file data to read than `max_data_bytes`);
+ *         errno-style errors for unreadable files; the pause callbacks'
+ *         errors
  */
 int sp_snapshot_create(sp_snapshot **out, sp_snapstore *s, const char *tag, sp_error **err);
 
@@ -219,8 +245,13 @@ int sp_snapshot_get(sp_snapshot **out, sp_snapstore *s, const char *ref, sp_erro
  * symlinks, empty folders; entries that are not in the snapshot are
  * removed. Only what differs is written. Safe to run again after a crash.
  *
+ * The set-id bits of files are left out unless the handle has
+ * `keep_setid` (see sp_snapstore_opts).
+ *
  * @param out  receives the restored snapshot's record (may be NULL)
- * @return 0; the errors of sp_snapshot_get(); errno-style errors
+ * @return 0; the errors of sp_snapshot_get(); SP_ETOOBIG (more file data
+ *         to read or write than `max_data_bytes`: nothing is changed);
+ *         errno-style errors
  */
 int sp_snapshot_restore(sp_snapshot **out, sp_snapstore *s, const char *ref, sp_error **err);
 
@@ -262,7 +293,9 @@ typedef struct sp_snapdiff {
 
 typedef struct sp_snapshot_diff_opts {
     unsigned version;
-    /** Also produce a unified diff (binary files are named, not shown). */
+    /** Also produce a unified diff (binary files, and files over 8 MiB,
+     *  are named, not shown: "Binary files ... differ", "Large files ...
+     *  differ"). */
     bool patch;
     /** Lines of context in the patch (0 = 3). */
     unsigned context_lines;
@@ -291,20 +324,25 @@ typedef enum sp_snapshot_format {
 } sp_snapshot_format;
 
 /**
- * Write a snapshot's tree as a tar archive: exact modes, symlinks, empty
- * folders and fifos, mtime = the snapshot's time, owner 0:0. Written to
- * `path` (atomically: a temp file renamed into place) or, when `path` is
- * NULL, to the open fd `fd` (not closed).
+ * Write a snapshot's tree as a tar archive: permission bits (without the
+ * set-id bits of files unless the handle has `keep_setid`), symlinks, empty
+ * folders and fifos, mtime = the snapshot's time, owner nobody:nogroup
+ * (65534:65534), so that a root extracting it with owners kept makes
+ * nothing owned by root. Written to `path` (atomically: a temp file renamed
+ * into place) or, when `path` is NULL, to the open fd `fd` (not closed).
  */
 int sp_snapshot_export(sp_snapstore *s, const char *ref, const char *path, int fd,
                        sp_snapshot_format format, sp_error **err);
 
 /**
- * Read a tar archive (plain or compressed; the format is detected) into a
- * new snapshot without touching the workspace; `path`, or the open fd `fd`
- * when `path` is NULL. Entries with absolute
+ * Read a tar archive (plain, or compressed with gzip, bzip2, xz or zstd;
+ * detected) into a new snapshot without touching the workspace; `path`, or
+ * the open fd `fd` when `path` is NULL. Decompression runs in this process
+ * only: a compression libarchive would hand to an external program is
+ * refused (SP_ERROR), never run. Entries with absolute
  * paths or `..` are refused with SP_EESCAPE; device nodes are skipped; a
- * hard link becomes a copy of its target.
+ * hard link becomes a copy of its target; the set-id bits of files are
+ * dropped unless the handle has `keep_setid`.
  *
  * @param out  receives the new record (may be NULL)
  */
