@@ -93,6 +93,14 @@ static int snap_pause(void *ud, sp_error **err)
         r = sp_sandbox_pause(c->sb, err);
         if (r == 0)
             c->paused = true;
+        /* Said once per command, on stderr: stdout may be JSON. */
+        static bool said;
+        if (r == 0 && !said && !sp_sandbox_pauses(c->sb)) {
+            said = true;
+            fputs("sandpod: note: the container kept running meanwhile (rootless Podman on cgroup "
+                  "v1 cannot pause it); a file it wrote at that moment may be caught part-way\n",
+                  stderr);
+        }
     }
     sp_sandbox_status_free(st);
     return r;

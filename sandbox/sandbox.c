@@ -1104,7 +1104,17 @@ int sp_sandbox_remove(sp_sandbox *sb, bool keep_workspace, sp_error **err)
     cleanup_free char *js = sp_xasprintf("%s/sandbox.json", sb->state_dir);
     if (unlink(js) < 0 && errno != ENOENT)
         return sp_err_errno(err, errno, "remove", js);
-    if ((r = rm_tree(sb->state_dir, err)) < 0) {
+    /* Rootless: what the workload made as another container id (a subuid)
+     * only goes from inside the caller's user namespace. */
+    sp_error *first = NULL;
+    if ((r = rm_tree(sb->state_dir, &first)) < 0 && sb->cfg.rootless && geteuid() != 0 &&
+        sp_podman_unshare_remove(sb->state_dir, NULL) == 0)
+        r = 0;
+    if (r < 0 && err)
+        *err = first;
+    else
+        sp_error_free(first);
+    if (r < 0) {
         /* The name is taken until its folder is gone: move what is left
          * aside, so that it can be made anew and cleaned up later. */
         cleanup_free char *aside =

@@ -25,6 +25,7 @@
 #include <sys/random.h>
 #include <sys/syscall.h>
 
+#include "tree.h"
 #include "snap_internal.h"
 
 static int fail_at(sp_scan *sc, int e, const char *what, sp_error **err)
@@ -43,77 +44,20 @@ static void temp_name(char out[48])
              (unsigned long long)(seed ^ counter * 0x9e3779b97f4a7c15ull));
 }
 
-static int list_names(int dfd, sp_strv *out)
+/* Remove (dfd, name) whatever it is, folders wholly, never following a
+ * symlink (sp_tree_remove: iterative, no depth limit); errors name the
+ * path in the workspace. */
+static int rm_name(sp_scan *sc, int dfd, const char *name, sp_error **err)
 {
-    enum { CHUNK = 32768 };
-    char *chunk = sp_xmalloc(CHUNK);
-    int ret = 0;
-    for (;;) {
-        long n = syscall(SYS_getdents64, dfd, chunk, CHUNK);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0) {
-            ret = -1;
-            break;
-        }
-        if (n == 0)
-            break;
-        for (long off = 0; off < n;) {
-            unsigned short reclen;
-            memcpy(&reclen, chunk + off + 16, sizeof(reclen));
-            const char *name = chunk + off + 19;
-            off += reclen;
-            if (strcmp(name, ".") && strcmp(name, ".."))
-                sp_strv_push(out, sp_xstrdup(name));
-        }
-    }
-    free(chunk);
-    return ret;
-}
-
-/* Remove (dfd, name) whatever it is, folders recursively, never following
- * a symlink. */
-static int rm_name(sp_scan *sc, int dfd, const char *name, unsigned depth, sp_error **err)
-{
-    for (int attempt = 0; attempt < 4; attempt++) {
-        if (unlinkat(dfd, name, 0) == 0 || errno == ENOENT)
-            return 0;
-        if (errno != EISDIR && errno != EPERM)
-            return fail_at(sc, errno, "delete", err);
-        if (depth > SNAP_MAX_DEPTH + 16)
-            return sp_err_set(err, SP_ETOOBIG, 0, "folders nested too deep to delete: %s",
-                              sc->path.data);
-        int cfd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        if (cfd < 0 && errno == EACCES) {
-            /* A folder without read or search permission for us. */
-            fchmodat(dfd, name, 0700, AT_SYMLINK_NOFOLLOW);
-            cfd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        }
-        if (cfd < 0) {
-            if (errno == ENOENT)
-                return 0;
-            if (errno == ELOOP || errno == ENOTDIR)
-                continue; /* not a folder after all: unlink it */
-            return fail_at(sc, errno, "delete", err);
-        }
-        struct stat st;
-        if (fstat(cfd, &st) == 0 && (st.st_mode & 0700) != 0700)
-            (void)fchmod(cfd, (st.st_mode & 07777) | 0700);
-        sp_strv names = {0};
-        int ret = list_names(cfd, &names) < 0 ? fail_at(sc, errno, "list folder", err) : 0;
-        for (size_t i = 0; i < names.n && ret == 0; i++)
-            ret = rm_name(sc, cfd, names.v[i], depth + 1, err);
-        sp_strv_dispose(&names);
-        close(cfd);
-        if (ret < 0)
-            return ret;
-        if (unlinkat(dfd, name, AT_REMOVEDIR) == 0 || errno == ENOENT)
-            return 0;
-        if (errno != ENOTEMPTY && errno != EEXIST)
-            return fail_at(sc, errno, "delete", err);
-        /* Something appeared meanwhile: go again. */
-    }
-    return fail_at(sc, EBUSY, "delete", err);
+    sp_error *e = NULL;
+    int r = sp_tree_remove(dfd, name, 0, &e);
+    if (r < 0 && e && e->sys_errno)
+        r = fail_at(sc, e->sys_errno, "delete", err);
+    else if (r < 0)
+        r = sp_err_set(err, r, 0, "%s: %s", sc->path.len ? sc->path.data : ".",
+                       e ? e->message : "cannot delete");
+    sp_error_free(e);
+    return r;
 }
 
 /* Rename tmp over name, clearing whatever is in the way (a folder cannot be
@@ -128,7 +72,7 @@ static int place(sp_scan *sc, int dfd, const char *tmp, const char *name, sp_err
             unlinkat(dfd, tmp, 0);
             return fail_at(sc, e, "write", err);
         }
-        int r = rm_name(sc, dfd, name, 0, err);
+        int r = rm_name(sc, dfd, name, err);
         if (r < 0) {
             unlinkat(dfd, tmp, 0);
             return r;
@@ -269,7 +213,7 @@ static int make_fifo(sp_scan *sc, const struct parent *p, const sp_tentry *te, s
             break;
         if (errno != EEXIST || attempt > 2)
             return fail_at(sc, errno, "mkfifo", err);
-        int r = rm_name(sc, p->fd, te->name, 0, err);
+        int r = rm_name(sc, p->fd, te->name, err);
         if (r < 0)
             return r;
     }
@@ -292,7 +236,7 @@ static int make_dir(sp_scan *sc, const struct parent *p, const sp_tentry *te, sn
             break;
         if (errno != EEXIST || attempt > 2)
             return fail_at(sc, errno, "mkdir", err);
-        int r = rm_name(sc, p->fd, te->name, 0, err);
+        int r = rm_name(sc, p->fd, te->name, err);
         if (r < 0)
             return r;
     }
@@ -447,7 +391,7 @@ int sp_restore_dir(sp_scan *sc, int dfd, snode *dir, const sp_oid *tree, sp_erro
             continue;
         }
         size_t pl = sp_scan_push(sc, k->name);
-        r = rm_name(sc, dfd, k->name, 0, err);
+        r = rm_name(sc, dfd, k->name, err);
         sp_scan_pop(sc, pl);
         if (r == 0) {
             sp_scan_drop(sc, sp_snode_take(dir, i));

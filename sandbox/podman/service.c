@@ -59,6 +59,37 @@ static char *find_in_path(const char *name)
     return NULL;
 }
 
+int sp_podman_unshare_remove(const char *path, sp_error **err)
+{
+    cleanup_free char *podman = find_in_path("podman");
+    if (!podman)
+        return sp_err_set(err, SP_ENOTFOUND, 0, "podman is not installed; remove %s by hand", path);
+    pid_t pid = fork();
+    if (pid < 0)
+        return sp_err_errno(err, errno, "fork", "podman unshare");
+    if (pid == 0) {
+        int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+        if (null >= 0) {
+            dup2(null, 0);
+            dup2(null, 1);
+            dup2(null, 2);
+        }
+        /* rm -rf never follows a symlink (coreutils walks with fts,
+         * FTS_PHYSICAL, and openat). */
+        execl(podman, "podman", "unshare", "rm", "-rf", "--", path, (char *)NULL);
+        _exit(127);
+    }
+    int st = 0;
+    while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+        ;
+    struct stat sb;
+    if (lstat(path, &sb) == 0 || errno != ENOENT)
+        return sp_err_set(err, SP_ERROR, 0,
+                          "podman unshare rm -rf %s left it in place (exit %d); remove it by hand",
+                          path, WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+    return 0;
+}
+
 static void sleep_ms(long ms)
 {
     struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};

@@ -93,6 +93,16 @@ json "inspect --json config" "j['config']['network'] == 'none' and j['config']['
 out_lacks "GREETING=hi" "inspect --json masks env values"
 run inspect --json --show-secrets "$N"
 json "inspect --json --show-secrets" "j['config']['env'] == ['GREETING=hi']"
+# Isolation facts: a user namespace of its own, sandpod's seccomp profile.
+json "inspect --json isolation" "j['config']['userns'] == 'private' and j['config']['seccomp'] == 'sandpod' and j['config']['host_uid'] >= 0 and (j['config']['rootless'] or j['config']['host_uid'] > 65535)"
+unpausable=$(python3 -c 'import json,sys; c=json.load(sys.stdin)["config"]; print(int(c["rootless"] and not c["limits_apply"]))' <"$T/out")
+run snapshot "$N" --tag cli-note
+expect 0 "snapshot of a running sandbox"
+if [ "$unpausable" = 1 ]; then
+    check "snapshot says the container kept running (no freezer)" grep -q "kept running" "$T/err"
+else
+    check "snapshot paused the container (no note)" sh -c '! grep -q "kept running" "$1"' _ "$T/err"
+fi
 run inspect "$N"
 expect 0 "inspect"
 out_has "running" "inspect shows the state"

@@ -474,15 +474,55 @@ static void test_rm_deep_tree(void **state)
     free(dir);
 }
 
+/* Files the workload made as container root: under rootless Podman they
+ * belong to a subuid the caller cannot remove directly; `rm` still removes
+ * the whole sandbox (from inside the caller's user namespace). */
+static void test_rm_files_of_container_root(void **state)
+{
+    (void)state;
+    sp_sandbox *sb = make("iso-rootfiles", SP_PODMAN_USERNS_PRIVATE, SP_PODMAN_SECCOMP_SANDPOD);
+    /* Container root holds no capabilities: the workload's user opens a
+     * folder for it first. */
+    free(sh(sb, "mkdir /workspace/open && chmod 777 /workspace/open"));
+    sp_run_opts ro = SP_RUN_OPTS_INIT;
+    ro.user = "0:0";
+    sp_run_result *r = NULL;
+    sp_error *err = NULL;
+    if (sp_sandbox_shell(&r, sb,
+                         "mkdir /workspace/open/rootdir && touch /workspace/open/rootdir/f && "
+                         "chmod 700 /workspace/open/rootdir && echo made",
+                         &ro, &err) < 0)
+        fail_msg("as container root: %s", err->message);
+    assert_string_equal(r->out, "made\n");
+    sp_run_result_free(r);
+    char *p = tu_join(sp_sandbox_workspace(sb), "open/rootdir");
+    struct stat st;
+    assert_int_equal(lstat(p, &st), 0);
+    print_message("container root's folder is host uid %u\n", (unsigned)st.st_uid);
+    assert_true(st.st_uid != geteuid() || geteuid() == 0);
+    free(p);
+    char *dir = strdup(sp_sandbox_state_dir(sb));
+    if (sp_sandbox_remove(sb, false, &err) < 0)
+        fail_msg("remove: %s", err->message);
+    sp_sandbox_free(sb);
+    assert_int_equal(lstat(dir, &st), -1);
+    free(dir);
+}
+
 int main(void)
 {
     podman_url = tu_need_podman_or_skip();
     state_root = tu_mkdtemp();
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_ids),           cmocka_unit_test(test_seccomp),
-        cmocka_unit_test(test_host_account),  cmocka_unit_test(test_agent_socket_redirect),
-        cmocka_unit_test(test_fake_agent),    cmocka_unit_test(test_rm_race),
-        cmocka_unit_test(test_handover_race), cmocka_unit_test(test_rm_deep_tree),
+        cmocka_unit_test(test_ids),
+        cmocka_unit_test(test_seccomp),
+        cmocka_unit_test(test_host_account),
+        cmocka_unit_test(test_agent_socket_redirect),
+        cmocka_unit_test(test_fake_agent),
+        cmocka_unit_test(test_rm_race),
+        cmocka_unit_test(test_handover_race),
+        cmocka_unit_test(test_rm_deep_tree),
+        cmocka_unit_test(test_rm_files_of_container_root),
     };
     int r = cmocka_run_group_tests(tests, NULL, NULL);
     tu_rmtree(state_root);

@@ -127,6 +127,14 @@ void sp_podman_version_free(sp_podman_version *v);
  *  /var/lib/containers/storage). @param out  free() it */
 int sp_podman_graph_root(char **out, sp_podman *p, sp_error **err);
 
+/**
+ * Remove a folder from inside the caller's rootless user namespace
+ * (`podman unshare rm -rf PATH`): files a rootless container made as
+ * another of its ids belong to subuids the caller cannot remove directly.
+ * @return 0 when PATH is gone; SP_ENOTFOUND (no podman); SP_ERROR
+ */
+int sp_podman_unshare_remove(const char *path, sp_error **err);
+
 /** What /info says about the service's host, as far as sandpod needs it. */
 typedef struct sp_podman_host {
     /** The service runs rootless (host.security.rootless). */
