@@ -71,6 +71,12 @@ static void add_userns(cJSON *j, const sp_podman_container_spec *s, bool rootles
     }
     cJSON *ns = cJSON_AddObjectToObject(j, "userns");
     if (rootless) {
+        /* Container root is the caller already in a rootless service's own
+         * namespace; keep-id with uid=0 makes runc fail. */
+        if (s->user && (strcmp(s->user, "0") == 0 || strncmp(s->user, "0:", 2) == 0)) {
+            cJSON_DeleteItemFromObjectCaseSensitive(j, "userns");
+            return;
+        }
         cJSON_AddStringToObject(ns, "nsmode", "keep-id");
         unsigned long uid = 0, gid = 0;
         char *end = NULL;

@@ -498,6 +498,11 @@ static void test_pause_kill(void **state)
     const sp_podman_host *h = NULL;
     OK(sp_podman_host_info(&h, P, err_));
     sp_podman_container_info *info = NULL;
+    const char *argv[] = {"true", NULL};
+    sp_podman_exec_spec spec = SP_PODMAN_EXEC_SPEC_INIT;
+    spec.argv = argv;
+    char *id = NULL;
+    sp_error *err = NULL;
     if (!h->can_pause) {
         /* Rootless on cgroup v1: no freezer, and a clear error. */
         sp_error *perr = NULL;
@@ -513,11 +518,6 @@ static void test_pause_kill(void **state)
     sp_podman_container_info_free(info);
 
     /* No exec in a paused container: a clear error. */
-    const char *argv[] = {"true", NULL};
-    sp_podman_exec_spec spec = SP_PODMAN_EXEC_SPEC_INIT;
-    spec.argv = argv;
-    char *id = NULL;
-    sp_error *err = NULL;
     assert_true(sp_podman_exec_create(&id, P, CID, &spec, &err) < 0);
     assert_non_null(strstr(err->message, "paused"));
     sp_error_free(err);
