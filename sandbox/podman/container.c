@@ -570,8 +570,8 @@ int sp_podman_container_delete(sp_podman *p, const char *name_or_id, bool force,
     req.timeout_ms = (long)p->timeout_ms + (force ? 60000 : 0);
     /* Podman 4.3 sometimes fails to unmount the shm of a container in a
      * user namespace of its own right after stopping it ("device or
-     * resource busy"); the container is then half-removed and a second
-     * delete a moment later finishes it. */
+     * resource busy"), having removed the container or not: a second delete
+     * a moment later finishes it, or finds it gone. */
     int r = 0;
     for (int attempt = 0;; attempt++) {
         sp_http_resp resp = {0};
@@ -579,6 +579,11 @@ int sp_podman_container_delete(sp_podman *p, const char *name_or_id, bool force,
         r = sp_podman_http(p, &req, &resp, what, &e);
         sp_http_resp_dispose(&resp);
         bool busy = r < 0 && e && strstr(e->message, "device or resource busy");
+        /* The busy attempt removed the container after all. */
+        if (attempt > 0 && r == SP_ENOTFOUND) {
+            sp_error_free(e);
+            return 0;
+        }
         if (!busy || attempt == 5) {
             if (err)
                 *err = e;

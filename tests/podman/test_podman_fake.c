@@ -89,6 +89,19 @@ static void route(int c, const char *method, const char *path)
         answer(c, 200, "text/plain", "OK");
     } else if (strcmp(p, "/version") == 0) {
         json(c, 200, "{\"Version\": \"4.3.1\", \"Components\": [");
+    } else if (strncmp(p, "/containers/busygone?", 21) == 0) {
+        /* Busy, yet removed: the retry finds no such container. */
+        char *mark = tu_join(DIR_, "busy.gone");
+        int fd = open(mark, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0600);
+        free(mark);
+        if (fd >= 0) {
+            close(fd);
+            json(c, 500, "{\"message\":\"unlinkat /x/userdata/shm: device or resource busy\"}");
+        } else {
+            json(c, 404,
+                 "{\"message\":\"no container with name or ID \\\"busygone\\\" found: "
+                 "no such container\"}");
+        }
     } else if (strncmp(p, "/containers/busyonce?", 21) == 0 ||
                strncmp(p, "/containers/busyever?", 21) == 0) {
         /* A delete that fails once (or always) on a busy shm mount. */
@@ -367,6 +380,7 @@ static void test_bodies(void **state)
     /* A delete that hits a busy shm mount once is retried; one that keeps
      * hitting it says so. */
     assert_int_equal(sp_podman_container_delete(P, "busyonce", true, true, &err), 0);
+    assert_int_equal(sp_podman_container_delete(P, "busygone", true, true, &err), 0);
     expect(sp_podman_container_delete(P, "busyever", true, true, &err), &err, SP_EPODMAN,
            "device or resource busy");
     err = NULL;

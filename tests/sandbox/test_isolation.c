@@ -35,9 +35,12 @@
 static char *podman_url;
 static char *state_root;
 
+static sp_podman_network make_network = SP_PODMAN_NET_NONE;
+
 static sp_sandbox *make(const char *name, sp_podman_userns userns, sp_podman_seccomp seccomp)
 {
     sp_sandbox_opts o = SP_SANDBOX_OPTS_INIT;
+    o.network = make_network;
     o.name = name;
     o.state_root = state_root;
     o.podman_url = podman_url;
@@ -509,6 +512,21 @@ static void test_rm_files_of_container_root(void **state)
     free(dir);
 }
 
+/* --network default works in both modes (rootless needs slirp4netns,
+ * which contrib/setup.sh installs): an interface besides lo. */
+static void test_network_default(void **state)
+{
+    (void)state;
+    make_network = SP_PODMAN_NET_DEFAULT;
+    sp_sandbox *sb = make("iso-net", SP_PODMAN_USERNS_PRIVATE, SP_PODMAN_SECCOMP_SANDPOD);
+    make_network = SP_PODMAN_NET_NONE;
+    char *out = sh(sb, "ls /sys/class/net | grep -vx lo | head -n 1");
+    print_message("network default: %s", out);
+    assert_true(strlen(out) > 1);
+    free(out);
+    drop(sb);
+}
+
 int main(void)
 {
     podman_url = tu_need_podman_or_skip();
@@ -523,6 +541,7 @@ int main(void)
         cmocka_unit_test(test_handover_race),
         cmocka_unit_test(test_rm_deep_tree),
         cmocka_unit_test(test_rm_files_of_container_root),
+        cmocka_unit_test(test_network_default),
     };
     int r = cmocka_run_group_tests(tests, NULL, NULL);
     tu_rmtree(state_root);
