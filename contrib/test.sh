@@ -66,6 +66,9 @@ rootless_suite() {
   mkdir -p "$rt"
   chown "$user:" "$rt"
   chmod 700 "$rt"
+  # Rootless --network default runs slirp4netns, which opens /dev/net/tun:
+  # Debian's udev makes it 0666; a machine without udev leaves it 0600.
+  [ -c /dev/net/tun ] && chmod 0666 /dev/net/tun
   src=$home/sandpod-ci
   rm -rf "$src"
   mkdir -p "$src"

@@ -648,6 +648,11 @@ static void wait_agent(sp_sandbox *sb)
 static int start_and_hand_over(sp_sandbox *sb, sp_podman *p, sp_error **err)
 {
     int r = sp_podman_container_start(p, sb->container_id, err);
+    if (r < 0 && err && *err && strstr((*err)->message, "/dev/net/tun"))
+        return sp_err_wrap(err, r,
+                           "start container for sandbox %s (a rootless network needs "
+                           "/dev/net/tun open to you: mode 0666, as Debian's udev makes it)",
+                           sb->name);
     if (r < 0)
         return sp_err_wrap(err, r, "start container for sandbox %s", sb->name);
     if ((r = hand_over_ids(sb, p, err)) < 0)
