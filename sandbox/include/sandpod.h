@@ -9,6 +9,8 @@
 #include "sandpod/fs.h"
 #include "sandpod/hydrate.h"
 #include "sandpod/patch.h"
+#include "sandpod/podman.h"
+#include "sandpod/sandbox.h"
 #include "sandpod/session.h"
 #include "sandpod/snapshot.h"
 

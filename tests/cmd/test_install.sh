@@ -1,0 +1,111 @@
+#!/usr/bin/env bash
+# The installed library is the product: install the build to a prefix, move
+# that prefix (the .pc must not name where it was made), then as a user of
+# the library would:
+#   - every public header compiles alone;
+#   - libsandpod.so exports exactly the functions the public headers declare;
+#   - the README's C examples build with pkg-config and run (the sandbox one
+#     against Podman when a service answers; required under CI=true).
+# usage: test_install.sh BUILD_DIR SOURCE_DIR
+set -uo pipefail
+build=${1:?build dir}
+src=${2:?source dir}
+T=$(mktemp -d "${TMPDIR:-/tmp}/sandpod-test-XXXXXX")
+trap 'rm -rf "$T"' EXIT
+fails=0
+ok() { echo "ok - $1"; }
+bad() {
+    echo "not ok - $1"
+    fails=$((fails + 1))
+}
+
+cmake --install "$build" --prefix "$T/made" >"$T/install.log" 2>&1 || {
+    cat "$T/install.log"
+    echo "cmake --install failed"
+    exit 1
+}
+mv "$T/made" "$T/moved"
+P=$T/moved
+pc=$(find "$P" -name sandpod.pc | head -n 1)
+[ -n "$pc" ] || {
+    echo "no sandpod.pc installed"
+    exit 1
+}
+export PKG_CONFIG_PATH=$(dirname "$pc")
+cflags=$(pkg-config --cflags sandpod)
+libs=$(pkg-config --libs sandpod)
+libdir=$(pkg-config --variable=libdir sandpod)
+if [ -f "$libdir/libsandpod.so" ]; then ok "the .pc points into the moved prefix"; else bad "libdir $libdir from the .pc has no libsandpod.so"; fi
+
+# Every public header alone, and sandpod.h with everything.
+for h in "$P"/include/sandpod.h "$P"/include/sandpod/*.h; do
+    rel=${h#"$P"/include/}
+    if printf '#include <%s>\nint main(void) { return 0; }\n' "$rel" |
+        cc -std=c11 -Wall -Wextra -Werror $cflags -x c - -o "$T/h.out" 2>"$T/h.err"; then
+        ok "#include <$rel> compiles alone"
+    else
+        bad "#include <$rel> compiles alone: $(head -n 3 "$T/h.err")"
+    fi
+done
+for h in sandbox.h podman.h session.h; do
+    [ -f "$P/include/sandpod/$h" ] && ok "sandpod/$h is installed" || bad "sandpod/$h is not installed"
+done
+
+# Exported symbols == functions the installed public headers declare.
+cat "$P"/include/sandpod.h "$P"/include/sandpod/*.h |
+    grep -E '^[a-z].*[ *]sp_[a-z0-9_]+\(' | grep -oE 'sp_[a-z0-9_]+\(' | tr -d '(' |
+    sort -u >"$T/declared"
+nm -D --defined-only "$libdir/libsandpod.so" | awk '{sub(/@.*/, "", $NF); print $NF}' |
+    grep -vE '^(_init|_fini|_edata|_end|__bss_start|SANDPOD_0)$' | sort -u >"$T/exported"
+if diff "$T/declared" "$T/exported" >"$T/sym.diff"; then
+    ok "libsandpod.so exports exactly the $(wc -l <"$T/declared") public functions"
+else
+    bad "exported symbols differ from the public headers (< declared only, > exported only):
+$(head -n 20 "$T/sym.diff")"
+fi
+
+# The README's C examples, as written there.
+awk '/^```c$/ {on = 1; n++; next} /^```$/ {on = 0} on {print > (dir "/example" n ".c")}' \
+    dir="$T" "$src/README.md"
+n=0
+for ex in "$T"/example*.c; do
+    n=$((n + 1))
+    if cc -std=c11 -Wall -Wextra -Werror "$ex" $cflags $libs -Wl,-rpath,"$libdir" -o "${ex%.c}" \
+        2>"$T/cc.err"; then
+        ok "README example $(basename "$ex") builds with pkg-config"
+    else
+        bad "README example $(basename "$ex") builds: $(head -n 5 "$T/cc.err")"
+    fi
+done
+[ "$n" -ge 2 ] && ok "the README has $n C examples" || bad "the README's C examples were not found"
+
+# Example 1 reads src/main.c of the workspace it is given.
+mkdir -p "$T/ws/src"
+printf 'int main(void) { return 0; }\n' >"$T/ws/src/main.c"
+if [ -x "$T/example1" ] && [ "$("$T/example1" "$T/ws")" = "int main(void) { return 0; }" ]; then
+    ok "README example 1 runs"
+else
+    bad "README example 1 runs: $("$T/example1" "$T/ws" 2>&1 | head -n 3)"
+fi
+
+# Example 2 makes a sandbox: it needs a Podman service.
+if [ -x "$T/example2" ]; then
+    mkdir -p "$T/project" "$T/home"
+    echo hello >"$T/project/hello.txt"
+    out=$(SANDPOD_HOME=$T/home SANDPOD_AGENT=$P/libexec/sandpod/sandpod-agent \
+        "$T/example2" "$T/project" 2>&1)
+    rc=$?
+    if [ $rc = 0 ] && printf '%s' "$out" | grep -q 'hello.txt'; then
+        ok "README example 2 runs a sandbox"
+    elif printf '%s' "$out" | grep -qi 'podman service' && [ "${CI:-}" != true ]; then
+        echo "ok - README example 2 # SKIP no Podman service: $out"
+    else
+        bad "README example 2 runs a sandbox (exit $rc): $(printf '%s' "$out" | head -n 5)"
+    fi
+fi
+
+if [ $fails -ne 0 ]; then
+    echo "$fails check(s) failed"
+    exit 1
+fi
+echo "all install checks passed"
