@@ -104,6 +104,143 @@ static int replace_err(sp_error **err, sp_error **e)
     return code;
 }
 
+/* One command's stream, over the agent or over Podman's exec: the same
+ * loop drives both (pump()). */
+typedef struct cmd_stream {
+    int (*fd)(void *s);
+    bool (*buffered)(void *s);
+    int (*write_stdin)(void *s, const void *data, size_t len);
+    void (*close_stdin)(void *s);
+    int (*read)(void *s, size_t *n, int *stream, void *buf, size_t cap, int wait_ms,
+                sp_error **err);
+    /* The deadline passed: kill the command (and what it started). */
+    void (*kill)(void *s, void *ctx);
+} cmd_stream;
+
+/* Feed stdin in slices between reads, so that a command that prints before
+ * it has read all its input cannot deadlock us, and collect the output
+ * until the stream ends; at the deadline kill and drain for DRAIN_MS.
+ * Returns 0 (the stream ended, or drained after a kill) or a read error. */
+static int pump(const cmd_stream *cs, void *s, void *kill_ctx, const sp_run_opts *o, int64_t start,
+                int timeout, sp_capbuf *cout, sp_capbuf *cerr, bool *timed_out, sp_error **err)
+{
+    const char *in = o->stdin_data;
+    size_t in_left = o->stdin_data ? o->stdin_len : 0;
+    bool in_closed = !o->stdin_data;
+    char buf[65536];
+    int64_t deadline = timeout > 0 ? start + timeout : INT64_MAX;
+    for (;;) {
+        /* A command that exits before it read its input ends the stream
+         * after its exit: what is left unsent is moot. */
+        if (!in_closed && in_left == 0) {
+            cs->close_stdin(s);
+            in_closed = true;
+        }
+        int64_t now = sp_now_ms();
+        if (now >= deadline && !*timed_out) {
+            *timed_out = true;
+            cs->kill(s, kill_ctx);
+            deadline = sp_now_ms() + DRAIN_MS;
+            continue;
+        }
+        if (now >= deadline)
+            return 0; /* killed, and the stream still did not end */
+        int wait = deadline == INT64_MAX ? 1000 : (int)(deadline - now);
+        if (in_left) {
+            struct pollfd pfd = {.fd = cs->fd(s), .events = POLLIN | POLLOUT};
+            if (!cs->buffered(s) && poll(&pfd, 1, wait) > 0 && (pfd.revents & POLLOUT) &&
+                !(pfd.revents & POLLIN)) {
+                size_t k = in_left < 16384 ? in_left : 16384;
+                if (cs->write_stdin(s, in, k) < 0)
+                    k = in_left;
+                in += k;
+                in_left -= k;
+                continue;
+            }
+            wait = 0;
+        }
+        size_t n = 0;
+        int stream = 0;
+        int r = cs->read(s, &n, &stream, buf, sizeof(buf), wait, err);
+        if (r == SP_ETIMEOUT) {
+            if (err && *err) {
+                sp_error_free(*err);
+                *err = NULL;
+            }
+            continue;
+        }
+        if (r < 0)
+            return r;
+        if (n == 0)
+            return 0;
+        sp_capbuf_feed(stream == SP_EXEC_STDERR ? cerr : cout, buf, n);
+    }
+}
+
+static int fast_fd(void *s)
+{
+    return sp_fast_fd(s);
+}
+static bool fast_buffered(void *s)
+{
+    return sp_fast_buffered(s);
+}
+static int fast_write(void *s, const void *data, size_t len)
+{
+    return sp_fast_write_stdin(s, data, len, NULL);
+}
+static void fast_close_stdin(void *s)
+{
+    sp_fast_close_stdin(s, NULL);
+}
+static int fast_read(void *s, size_t *n, int *stream, void *buf, size_t cap, int wait_ms,
+                     sp_error **err)
+{
+    return sp_fast_read(n, stream, s, buf, cap, wait_ms, err);
+}
+static void fast_kill(void *s, void *ctx)
+{
+    (void)ctx;
+    sp_fast_kill(s, 0);
+}
+static const cmd_stream fast_stream = {fast_fd,          fast_buffered, fast_write,
+                                       fast_close_stdin, fast_read,     fast_kill};
+
+static int rest_fd(void *s)
+{
+    return sp_exec_fd(s);
+}
+static bool rest_buffered(void *s)
+{
+    return sp_exec_buffered(s);
+}
+static int rest_write(void *s, const void *data, size_t len)
+{
+    return sp_exec_write_stdin(s, data, len, NULL);
+}
+static void rest_close_stdin(void *s)
+{
+    sp_exec_close_stdin(s, NULL);
+}
+static int rest_read(void *s, size_t *n, int *stream, void *buf, size_t cap, int wait_ms,
+                     sp_error **err)
+{
+    return sp_exec_read(n, stream, s, buf, cap, wait_ms, err);
+}
+
+struct rest_kill {
+    sp_sandbox *sb;
+    const char *token;
+};
+static void rest_kill_group(void *s, void *ctx)
+{
+    (void)s;
+    struct rest_kill *k = ctx;
+    kill_group(k->sb, k->token);
+}
+static const cmd_stream rest_stream = {rest_fd,          rest_buffered, rest_write,
+                                       rest_close_stdin, rest_read,     rest_kill_group};
+
 /* Run a command through the agent. SP_ENOTFOUND: no agent answered and
  * nothing ran, so REST may be tried. */
 static int fast_exec(sp_run_result **out, sp_sandbox *sb, const char *const *argv,
@@ -139,59 +276,14 @@ static int fast_exec(sp_run_result **out, sp_sandbox *sb, const char *const *arg
     sp_capbuf_init(&cout, o->max_bytes, o->max_lines);
     sp_capbuf_init(&cerr, o->max_bytes, o->max_lines);
     bool timed_out = false;
-    const char *in = o->stdin_data;
-    size_t in_left = o->stdin_data ? o->stdin_len : 0;
-    bool in_closed = false;
-    char buf[65536];
-    int64_t deadline = timeout > 0 ? start + timeout : INT64_MAX;
-    for (;;) {
-        /* stdin goes in slices between reads, so a command that prints
-         * before it has read all its input cannot deadlock us. */
-        /* A command that exits before it read its input closes the
-         * connection after its exit frame: what is left unsent is moot. */
-        if (!in_closed && in_left == 0) {
-            sp_fast_close_stdin(f, NULL);
-            in_closed = true;
-        }
-        int64_t now = sp_now_ms();
-        if (now >= deadline && !timed_out) {
-            timed_out = true;
-            sp_fast_kill(f, 0);
-            deadline = sp_now_ms() + DRAIN_MS;
-            continue;
-        }
-        if (now >= deadline)
-            break; /* killed, and the stream still did not end */
-        int wait = deadline == INT64_MAX ? 1000 : (int)(deadline - now);
-        if (in_left) {
-            struct pollfd pfd = {.fd = sp_fast_fd(f), .events = POLLIN | POLLOUT};
-            if (!sp_fast_buffered(f) && poll(&pfd, 1, wait) > 0 && (pfd.revents & POLLOUT) &&
-                !(pfd.revents & POLLIN)) {
-                size_t k = in_left < 16384 ? in_left : 16384;
-                if (sp_fast_write_stdin(f, in, k, NULL) < 0)
-                    k = in_left;
-                in += k;
-                in_left -= k;
-                continue;
-            }
-            wait = 0;
-        }
-        size_t n = 0;
-        int stream = 0;
-        r = sp_fast_read(&n, &stream, f, buf, sizeof(buf), wait, err);
-        if (r == SP_ETIMEOUT)
-            continue;
-        if (r < 0) {
-            /* The agent is pid 1: it goes when the container goes. */
-            sp_error *down = NULL;
-            if (cut_short(sb, &down) < 0)
-                r = replace_err(err, &down);
-            sp_error_free(down);
-            goto done;
-        }
-        if (n == 0)
-            break;
-        sp_capbuf_feed(stream == SP_EXEC_STDERR ? &cerr : &cout, buf, n);
+    r = pump(&fast_stream, f, NULL, o, start, timeout, &cout, &cerr, &timed_out, err);
+    if (r < 0) {
+        /* The agent is pid 1: it goes when the container goes. */
+        sp_error *down = NULL;
+        if (cut_short(sb, &down) < 0)
+            r = replace_err(err, &down);
+        sp_error_free(down);
+        goto done;
     }
     int code = -1;
     if (!sp_fast_exited(f, &code))
@@ -276,48 +368,21 @@ int sp_sandbox_exec(sp_run_result **out, sp_sandbox *sb, const char *const *argv
     r = sp_podman_exec_start(&e, sb->podman, exec_id, false, err);
     if (r < 0)
         goto done;
-    if (o.stdin_data) {
-        if (o.stdin_len && (r = sp_exec_write_stdin(e, o.stdin_data, o.stdin_len, err)) < 0)
-            goto done;
-        if ((r = sp_exec_close_stdin(e, err)) < 0)
-            goto done;
-    }
-
-    char buf[65536];
-    int64_t deadline = timeout > 0 ? start + timeout : INT64_MAX;
-    for (;;) {
-        int64_t now = sp_now_ms();
-        if (now >= deadline && !timed_out) {
-            timed_out = true;
-            kill_group(sb, token);
-            deadline = sp_now_ms() + DRAIN_MS;
-            continue;
-        }
-        if (now >= deadline)
-            break; /* killed, and the stream still did not end */
-        int wait = deadline == INT64_MAX ? 1000 : (int)(deadline - now);
-        size_t n = 0;
-        int stream = 0;
-        r = sp_exec_read(&n, &stream, e, buf, sizeof(buf), wait, NULL);
-        if (r == SP_ETIMEOUT)
-            continue;
-        if (r < 0) {
-            sp_error *down = NULL;
-            if (cut_short(sb, &down) < 0 && !strstr(down->message, "podman service")) {
-                r = replace_err(err, &down);
-                sp_error_free(down);
-                goto done;
-            }
+    struct rest_kill kc = {sb, token};
+    r = pump(&rest_stream, e, &kc, &o, start, timeout, &cout, &cerr, &timed_out, NULL);
+    if (r < 0) {
+        sp_error *down = NULL;
+        if (cut_short(sb, &down) < 0 && !strstr(down->message, "podman service")) {
+            r = replace_err(err, &down);
             sp_error_free(down);
-            r = sp_err_set(err, SP_EPODMAN, 0,
-                           "lost the podman service while running a command in sandbox %s; "
-                           "the command may still be running",
-                           sb->name);
             goto done;
         }
-        if (n == 0)
-            break;
-        sp_capbuf_feed(stream == SP_EXEC_STDERR ? &cerr : &cout, buf, n);
+        sp_error_free(down);
+        r = sp_err_set(err, SP_EPODMAN, 0,
+                       "lost the podman service while running a command in sandbox %s; "
+                       "the command may still be running",
+                       sb->name);
+        goto done;
     }
 
     /* The stream also ends when the service dies; only the exit code

@@ -115,6 +115,36 @@ static void test_shell_basics(void **state)
     sp_run_result_free(r);
 }
 
+/* Large stdin streams with the output on both paths: `cat` writes while
+ * it reads, so a client that sends all of stdin before reading anything
+ * deadlocks once the pipes fill (the REST path did, past 30 s, for 1-4 MiB). */
+static void test_large_stdin(void **state)
+{
+    (void)state;
+    size_t len = 4u << 20;
+    char *data = malloc(len);
+    for (size_t i = 0; i < len; i++)
+        data[i] = (char)('a' + i % 26);
+    sp_run_opts o = SP_RUN_OPTS_INIT;
+    o.stdin_data = data;
+    o.stdin_len = len;
+    o.timeout_ms = 60000;
+    sp_run_result *r = NULL;
+    sp_error *err = NULL;
+    if (sp_sandbox_shell(&r, sb, "cat", &o, &err) < 0)
+        fail_msg("cat of 4 MiB: %s", err->message);
+    assert_false(r->timed_out);
+    assert_int_equal(r->exit_code, 0);
+    assert_int_equal(r->out_total, len);
+    print_message("4 MiB through cat: %lld ms\n", (long long)r->duration_ms);
+    sp_run_result_free(r);
+    if (sp_sandbox_shell(&r, sb, "wc -c", &o, &err) < 0)
+        fail_msg("wc -c of 4 MiB: %s", err->message);
+    assert_string_equal(r->out, "4194304\n");
+    sp_run_result_free(r);
+    free(data);
+}
+
 static void test_hardening(void **state)
 {
     (void)state;
@@ -477,6 +507,7 @@ int main(void)
     podman_url = tu_need_podman_or_skip();
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_shell_basics),
+        cmocka_unit_test(test_large_stdin),
         cmocka_unit_test(test_hardening),
         cmocka_unit_test(test_ownership),
         cmocka_unit_test(test_timeout_kills_group),
