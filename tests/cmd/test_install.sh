@@ -64,13 +64,16 @@ else
 $(head -n 20 "$T/sym.diff")"
 fi
 
-# The README's C examples, as written there.
+# The README's C examples, as written there. A sanitized build's library
+# needs its programs built the same way (the runtime must come first).
+san=
+readelf -d "$libdir/libsandpod.so" | grep -q 'libasan' && san="-fsanitize=address,undefined"
 awk '/^```c$/ {on = 1; n++; next} /^```$/ {on = 0} on {print > (dir "/example" n ".c")}' \
     dir="$T" "$src/README.md"
 n=0
 for ex in "$T"/example*.c; do
     n=$((n + 1))
-    if cc -std=c11 -Wall -Wextra -Werror "$ex" $cflags $libs -Wl,-rpath,"$libdir" -o "${ex%.c}" \
+    if cc -std=c11 -Wall -Wextra -Werror $san "$ex" $cflags $libs -Wl,-rpath,"$libdir" -o "${ex%.c}" \
         2>"$T/cc.err"; then
         ok "README example $(basename "$ex") builds with pkg-config"
     else
