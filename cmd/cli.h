@@ -27,6 +27,8 @@ enum {
     CLI_EXIT_OK = 0,
     CLI_EXIT_ERROR = 1,
     CLI_EXIT_USAGE = 2,
+    /* `exec`: sandpod itself failed, not the command (docker's 125). */
+    CLI_EXIT_OWN_FAILURE = 125,
 };
 
 /* The largest input read from stdin or from a --*-file option. The library

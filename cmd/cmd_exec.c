@@ -490,21 +490,29 @@ int cmd_exec(int argc, char **argv)
     a.env = n_env ? env : NULL;
 
     if ((rc = cli_sandbox_open(&sb, name, &conn, false)) != 0)
-        goto done;
+        goto own;
     if ((rc = cli_require_running(sb, false)) != 0)
-        goto done;
+        goto own;
     int code = -1;
     sp_error *err = NULL;
     int r = cli_attach_run(&code, sb, &a, &err);
     if (r < 0) {
         rc = cli_fail(false, r, err);
-        goto done;
+        goto own;
     }
-    if (code < 0)
+    if (code < 0) {
         rc = cli_error("podman did not report the exit code of the command");
-    else
-        rc = code > 255 ? 255 : code;
+        goto own;
+    }
+    rc = code > 255 ? 255 : code;
+    goto done;
 
+own:
+    /* sandpod's own failure, told apart from any code of the command as
+     * docker does: 125 (126 and 127 stay the command's: cannot run, not
+     * found). Usage errors stay 2. */
+    if (rc == CLI_EXIT_ERROR)
+        rc = CLI_EXIT_OWN_FAILURE;
 done:
     sp_sandbox_free(sb);
     cli_conn_dispose(&conn);

@@ -168,6 +168,14 @@ if grep -qx to-err "$T/err"; then ok; else bad "exec keeps stderr apart"; fi
 runin 'not forwarded' exec "$N" -- cat
 expect_rc 0 "exec without -i"
 out_is '' "exec without -i gives the command no stdin"
+run exec "$N" -- sh -c 'exit 1'
+expect_rc 1 "exec: the command's own 1 stays 1"
+run exec "$N" -- no-such-command
+expect_rc 127 "exec of a missing command exits 127"
+run exec "$N" -- /etc/passwd
+expect_rc 126 "exec of something not executable exits 126"
+run exec no-such-box -- true
+expect_rc 125 "exec on a missing sandbox exits 125"
 run exec -w /tmp -e FOO=bar -u 0 "$N" sh -c 'pwd; echo $FOO; id -u'
 out_is '/tmp\nbar\n0\n' "exec -w -e -u (and no '--')"
 if python3 -c 'import pty' 2>/dev/null; then
@@ -241,7 +249,8 @@ run sh --json "$N" 'echo hi'
 expect 1 "sh --json on a stopped sandbox"
 json "sh --json error object" 'j["ok"] is False and "sandpod start" in j["error"]["message"]'
 run exec "$N" -- true
-expect 1 "exec on a stopped sandbox"
+expect_rc 125 "exec on a stopped sandbox exits 125 (sandpod's own failure)"
+check "exec's own failure is one 'sandpod:' line" sh -c '[ "$(wc -l <"$1")" = 1 ] && grep -q "^sandpod: " "$1"' _ "$T/err"
 err_has "sandpod start $N" "exec on a stopped sandbox names 'sandpod start'"
 run start "$N"
 expect 0 "start"
