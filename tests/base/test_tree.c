@@ -616,12 +616,12 @@ static void test_race_exchange(void **state)
         sp_error *err = NULL;
         for (int i = 0; i < 3; i++) {
             if (sp_tree_walk(dfd, "t", never_outside, &o, &err) != 0 && walk_errors++ < 3)
-                print_message("[   INFO   ] round %d: %s\n", rounds, err->message);
+                print_message("[   INFO   ] round %d, walk: %s\n", rounds, err->message);
             sp_error_free(err);
             err = NULL;
         }
         if (sp_tree_remove(dfd, "t", 0, &err) != 0 && remove_errors++ < 3)
-            print_message("[   INFO   ] round %d: %s\n", rounds, err->message);
+            print_message("[   INFO   ] round %d, remove: %s\n", rounds, err->message);
         sp_error_free(err);
         err = NULL;
         kill(pid, SIGKILL);
