@@ -38,9 +38,12 @@
  * one we open from, the one we open). */
 #define TREE_MAX_FDS 64
 #define TREE_MIN_FDS 3
-/* Looks at one entry that keeps changing type, or reads of a folder that
- * keeps gaining entries, before giving up on it. */
+/* Reads of a folder that keeps gaining entries, and looks at one entry
+ * that keeps changing type (a cheap loop, and a workload flipping a name
+ * between a folder and a symlink wins four looks now and then), before
+ * giving up on it. */
 #define TREE_ATTEMPTS 4
+#define TREE_LOOKS    16
 #define TREE_CHUNK    32768
 #define NONE          SIZE_MAX
 #define DIR_FLAGS     (O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
@@ -76,7 +79,8 @@ typedef struct walker {
     char *chunk;     /* getdents64 buffer */
     sp_error **err;  /* walker: where the error goes */
     sp_error *first; /* remover: the first error, kept while it goes on */
-    int first_code;
+    sp_error *soft;  /* remover: an entry that kept changing in level soft_in */
+    size_t soft_in;
 } walker;
 
 static void path_cut(walker *w, size_t len)
@@ -85,37 +89,50 @@ static void path_cut(walker *w, size_t len)
     w->path.data[len] = '\0';
 }
 
-/* An error about the first len bytes of the path. The walker stops on it
- * (a negative code); the remover keeps the first one, marks level `in` as
- * failed (its folder stays) and goes on (0). what == NULL: the folder
+/* An error about the first len bytes of the path; what == NULL: the folder
  * there is not the one we walked. */
-static int fail_at(walker *w, size_t in, size_t len, int e, const char *what)
+static sp_error *error_at(walker *w, size_t len, int e, const char *what)
 {
     char saved = w->path.data[len];
     w->path.data[len] = '\0';
     const char *p = w->path.data[0] ? w->path.data : ".";
     sp_error *tmp = NULL;
-    int code = what ? sp_err_errno(&tmp, e, what, p)
-                    : sp_err_set(&tmp, SP_ERROR, 0, "folder changed during the walk: %s", p);
+    if (what)
+        sp_err_errno(&tmp, e, what, p);
+    else
+        sp_err_set(&tmp, SP_ERROR, 0, "folder changed during the walk: %s", p);
     w->path.data[len] = saved;
+    return tmp;
+}
+
+/* The walker stops on an error (a negative code); the remover keeps the
+ * first one, marks level `in` as failed (its folder stays) and goes on
+ * (0). */
+static int report(walker *w, size_t in, sp_error *e)
+{
+    int code = e->code;
     if (!w->remove) {
         if (w->err) {
             sp_error_free(*w->err);
-            *w->err = tmp;
+            *w->err = e;
         } else {
-            sp_error_free(tmp);
+            sp_error_free(e);
         }
         return code;
     }
-    if (!w->first_code) {
-        w->first_code = code;
-        w->first = tmp;
+    if (!w->first) {
+        w->first = e;
     } else {
-        sp_error_free(tmp);
+        sp_error_free(e);
     }
     if (in != NONE)
         w->lv[in].failed = true;
     return 0;
+}
+
+static int fail_at(walker *w, size_t in, size_t len, int e, const char *what)
+{
+    return report(w, in, error_at(w, len, e, what));
 }
 
 static int fail(walker *w, size_t in, int e, const char *what)
@@ -314,6 +331,10 @@ static level *push(walker *w, int fd, const struct stat *st, const char *name)
 static void pop(walker *w)
 {
     level *l = &w->lv[w->n - 1];
+    if (w->soft && w->soft_in == w->n - 1) {
+        sp_error_free(w->soft);
+        w->soft = NULL;
+    }
     if (l->fd >= 0)
         open_drop(w, w->n - 1);
     free(l->name);
@@ -347,12 +368,21 @@ static int visit(walker *w, size_t from, const char *name, unsigned char type)
     if (from != NONE || strcmp(name, ".") != 0)
         sp_buf_adds(&w->path, name);
     int r = 0;
-    for (int attempt = 0;; attempt++) {
-        if (attempt == TREE_ATTEMPTS) {
-            r = fail(w, from, 0, NULL);
+    for (int look = 0;; look++) {
+        if (look == TREE_LOOKS) {
+            /* The remover tries again when the parent's rmdir finds the
+             * entry still there (and reports this if that fails too). */
+            if (w->remove && from != NONE) {
+                sp_error_free(w->soft);
+                w->soft = error_at(w, w->path.len, 0, NULL);
+                w->soft_in = from;
+            } else {
+                r = fail(w, from, 0, NULL);
+            }
             break;
         }
-        /* d_type says not a folder: one unlink, no stat (it may lie). */
+        /* d_type (or an open that just failed) says not a folder: one
+         * unlink, no stat; it may be wrong, then we look. */
         if (w->remove && from != NONE && type != DT_DIR && type != DT_UNKNOWN) {
             if (unlinkat(pfd, name, 0) == 0 || errno == ENOENT)
                 break;
@@ -388,8 +418,12 @@ static int visit(walker *w, size_t from, const char *name, unsigned char type)
         bool chmodded = false;
         int fd = open_dir(w, from, name, &chmodded);
         if (fd < 0) {
-            if (errno == ELOOP || errno == ENOTDIR)
-                continue; /* swapped for something else: look again */
+            /* Swapped for something else: look again (the remover first
+             * tries to unlink it as the non-folder it now is). */
+            if (errno == ELOOP || errno == ENOTDIR) {
+                type = DT_LNK;
+                continue;
+            }
             if (errno != ENOENT || (from == NONE && !w->remove))
                 r = fail(w, from, errno, "open folder");
             break;
@@ -425,6 +459,20 @@ static int visit(walker *w, size_t from, const char *name, unsigned char type)
     return r < 0 ? r : 0;
 }
 
+/* The remover gives up on level k, still not empty after TREE_ATTEMPTS
+ * reads: because of an entry that kept changing in it, or else because it
+ * kept gaining entries. */
+static void fail_not_empty(walker *w, size_t k, int e)
+{
+    size_t parent = k ? k - 1 : NONE;
+    if (w->soft && w->soft_in == k) {
+        report(w, parent, w->soft);
+        w->soft = NULL;
+        return;
+    }
+    fail(w, parent, e, "delete");
+}
+
 /* The remover, at the end of the start folder it keeps: done once a new
  * read finds it empty (0 and *again when it is not, for another round). */
 static void keep_root_done(walker *w, level *l, bool *again)
@@ -437,7 +485,7 @@ static void keep_root_done(walker *w, level *l, bool *again)
                 *again = true;
                 return;
             }
-            fail(w, 0, ENOTEMPTY, "delete");
+            fail_not_empty(w, 0, ENOTEMPTY);
         }
     }
     if (l->chmodded)
@@ -482,7 +530,10 @@ static void rmdir_level(walker *w, size_t k, int pfd, bool *again)
         fail(w, parent, errno, "list folder");
         return;
     }
-    fail(w, parent, errno, "delete");
+    if (errno == ENOTEMPTY || errno == EEXIST)
+        fail_not_empty(w, k, errno);
+    else
+        fail(w, parent, errno, "delete");
 }
 
 /* The top folder's entries are all handled: POST it (walker) or remove it
@@ -562,8 +613,9 @@ static int tree_run(int dirfd, const char *name, sp_tree_fn fn, void *ctx, bool 
     free(w.lv);
     free(w.chunk);
     sp_buf_dispose(&w.path);
-    if (w.first_code) {
-        r = w.first_code;
+    sp_error_free(w.soft);
+    if (w.first) {
+        r = w.first->code;
         if (err) {
             sp_error_free(*err);
             *err = w.first;

@@ -33,6 +33,45 @@ static double secs_since(int64_t t0)
     return (double)(sp_now_ms() - t0) / 1000.0;
 }
 
+/* Each test: a scratch root with an fd on it, a folder outside it holding
+ * a canary, and no fd left open at the end. */
+typedef struct fx {
+    char *root, *outside;
+    int dfd;
+    int fds0; /* open before the test, dfd included */
+} fx;
+
+static int setup(void **state)
+{
+    fx *f = calloc(1, sizeof(*f));
+    f->root = tu_mkdtemp();
+    f->outside = tu_mkdtemp();
+    tu_write(f->outside, "out-canary", "secret", 0644);
+    f->dfd = dir_fd(f->root);
+    f->fds0 = tu_count_fds();
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    fx *f = *state;
+    assert_int_equal(tu_count_fds(), f->fds0);
+    close(f->dfd);
+    tu_rmtree(f->root);
+    tu_rmtree(f->outside);
+    free(f->root);
+    free(f->outside);
+    free(f);
+    return 0;
+}
+
+#define FIXTURE                                                                                    \
+    fx *f = *state;                                                                                \
+    const char *root = f->root, *outside = f->outside;                                             \
+    int dfd = f->dfd;                                                                              \
+    (void)outside
+
 /* ------------------------------------------------ what a walk reports -- */
 
 typedef struct event {
@@ -147,12 +186,8 @@ static void make_small(const char *root, const char *outside)
 
 static void test_walk_order(void **state)
 {
-    (void)state;
-    char *root = tu_mkdtemp(), *outside = tu_mkdtemp();
-    tu_write(outside, "out-canary", "secret", 0644);
+    FIXTURE;
     make_small(root, outside);
-    int fds0 = tu_count_fds();
-    int dfd = dir_fd(root);
     sp_error *err = NULL;
 
     rec r = {0};
@@ -221,21 +256,12 @@ static void test_walk_order(void **state)
     rec_free(&r);
     close(tfd);
     free(t);
-
-    close(dfd);
-    assert_int_equal(tu_count_fds(), fds0);
-    tu_rmtree(root);
-    tu_rmtree(outside);
-    free(root);
-    free(outside);
 }
 
 static void test_bad_and_missing_names(void **state)
 {
-    (void)state;
-    char *root = tu_mkdtemp();
+    FIXTURE;
     tu_mkdir(root, "a");
-    int dfd = dir_fd(root);
     sp_error *err = NULL;
     rec r = {0};
     const char *bad[] = {"", "..", "a/", "a/b", "/a"};
@@ -259,21 +285,15 @@ static void test_bad_and_missing_names(void **state)
     assert_int_equal(sp_tree_remove(dfd, "nope", 0, &err), 0);
     assert_null(err);
     assert_int_equal(sp_tree_remove(dfd, "nope", SP_TREE_KEEP_ROOT, NULL), 0);
-    close(dfd);
-    tu_rmtree(root);
-    free(root);
 }
 
 /* ------------------------------------------------------------- depth -- */
 
 static void test_remove_deep_chain(void **state)
 {
-    (void)state;
-    char *root = tu_mkdtemp();
+    FIXTURE;
     enum { DEPTH = 10000 };
     tu_mkdeep(root, "deep", "d", DEPTH);
-    int fds0 = tu_count_fds();
-    int dfd = dir_fd(root);
     sp_error *err = NULL;
 
     rec r = {.count_only = true};
@@ -282,7 +302,7 @@ static void test_remove_deep_chain(void **state)
     double walk_s = secs_since(t0);
     assert_int_equal(r.entries, 1 + DEPTH + DEPTH);
     assert_int_equal(r.max_depth, DEPTH);
-    assert_true(r.max_fds <= fds0 + 1 + MAX_TREE_FDS);
+    assert_true(r.max_fds <= f->fds0 + MAX_TREE_FDS);
 
     t0 = sp_now_ms();
     assert_int_equal(sp_tree_remove(dfd, "deep", 0, &err), 0);
@@ -291,23 +311,17 @@ static void test_remove_deep_chain(void **state)
     assert_false(tu_exists(root, "deep"));
     print_message(
         "[   INFO   ] %d-deep chain: walk %.2f s, remove %.2f s, most fds %d (%d before)\n", DEPTH,
-        walk_s, rm_s, r.max_fds, fds0 + 1);
-    close(dfd);
-    assert_int_equal(tu_count_fds(), fds0);
-    tu_rmtree(root);
-    free(root);
+        walk_s, rm_s, r.max_fds, f->fds0);
 }
 
 static void test_remove_long_paths(void **state)
 {
-    (void)state;
-    char *root = tu_mkdtemp();
+    FIXTURE;
     char seg[251];
     memset(seg, 'n', 250);
     seg[250] = '\0';
     unsigned depth = 3 * PATH_MAX / 251 + 2;
     tu_mkdeep(root, "long", seg, depth);
-    int dfd = dir_fd(root);
     sp_error *err = NULL;
     rec r = {.count_only = true};
     assert_int_equal(sp_tree_walk(dfd, "long", record, &r, &err), 0);
@@ -315,20 +329,15 @@ static void test_remove_long_paths(void **state)
     assert_int_equal(r.max_path, 4 + 251 * depth); /* long/seg/.../seg */
     assert_int_equal(sp_tree_remove(dfd, "long", 0, &err), 0);
     assert_false(tu_exists(root, "long"));
-    close(dfd);
-    tu_rmtree(root);
-    free(root);
 }
 
 /* With RLIMIT_NOFILE at 32 the budget of 64 fds cannot be had: the walker
  * and the remover hold fewer. */
 static void test_low_fd_limit(void **state)
 {
-    (void)state;
-    char *root = tu_mkdtemp();
+    FIXTURE;
     enum { DEPTH = 2000 };
     tu_mkdeep(root, "deep", "d", DEPTH);
-    int dfd = dir_fd(root);
     fflush(NULL);
     pid_t pid = fork();
     assert_true(pid >= 0);
@@ -351,20 +360,14 @@ static void test_low_fd_limit(void **state)
     assert_true(WIFEXITED(status));
     assert_int_equal(WEXITSTATUS(status), 0);
     assert_false(tu_exists(root, "deep"));
-    close(dfd);
-    tu_rmtree(root);
-    free(root);
 }
 
 /* Every return path closes what it opened: a walk stopped deep down, one
  * that fails, removals. */
 static void test_no_fd_leak(void **state)
 {
-    (void)state;
-    char *root = tu_mkdtemp();
+    FIXTURE;
     tu_mkdeep(root, "deep", "d", 500);
-    int dfd = dir_fd(root);
-    int fds0 = tu_count_fds();
     sp_error *err = NULL;
     rec r = {.count_only = true};
     char stop[4 + 2 * 300 + 1] = "deep";
@@ -374,16 +377,12 @@ static void test_no_fd_leak(void **state)
     assert_int_equal(sp_tree_walk(dfd, "deep", record, &r, &err), -42);
     sp_error_free(err);
     err = NULL;
-    assert_int_equal(tu_count_fds(), fds0);
+    assert_int_equal(tu_count_fds(), f->fds0);
     assert_int_equal(sp_tree_walk(dfd, "gone", record, &r, &err), SP_ENOTFOUND);
     sp_error_free(err);
     err = NULL;
     assert_int_equal(sp_tree_remove(dfd, "deep", SP_TREE_KEEP_ROOT, &err), 0);
     assert_int_equal(sp_tree_remove(dfd, "deep", 0, &err), 0);
-    assert_int_equal(tu_count_fds(), fds0);
-    close(dfd);
-    tu_rmtree(root);
-    free(root);
 }
 
 /* ------------------------------------------------------ modes, flags -- */
@@ -427,9 +426,7 @@ static int locked_round(int dfd)
 
 static void test_remove_locked_modes(void **state)
 {
-    (void)state;
-    char *root = tu_mkdtemp();
-    int dfd = dir_fd(root);
+    FIXTURE;
     assert_int_equal(locked_round(dfd), 0);
     if (geteuid() == 0) {
         /* As root every mode is open to us; as nobody the chmods matter. */
@@ -463,18 +460,12 @@ static void test_remove_locked_modes(void **state)
         assert_true(WIFEXITED(status));
         assert_int_equal(WEXITSTATUS(status), 0);
     }
-    close(dfd);
-    tu_rmtree(root);
-    free(root);
 }
 
 static void test_keep_root_and_links(void **state)
 {
-    (void)state;
-    char *root = tu_mkdtemp(), *outside = tu_mkdtemp();
-    tu_write(outside, "out-canary", "secret", 0644);
+    FIXTURE;
     make_small(root, outside);
-    int dfd = dir_fd(root);
     sp_error *err = NULL;
     struct stat before, after;
     assert_int_equal(fstatat(dfd, "t", &before, 0), 0);
@@ -510,20 +501,13 @@ static void test_keep_root_and_links(void **state)
     assert_int_equal(sp_tree_remove(dfd, "t", 0, &err), 0);
     assert_int_equal(sp_tree_remove(dfd, "file", 0, &err), 0);
     assert_false(tu_exists(root, "t") || tu_exists(root, "file"));
-    close(dfd);
-    tu_rmtree(root);
-    tu_rmtree(outside);
-    free(root);
-    free(outside);
 }
 
 /* -------------------------------------------- a folder that keeps growing -- */
 
 static void test_remove_retries_growing_folder(void **state)
 {
-    (void)state;
-    char *root = tu_mkdtemp();
-    int dfd = dir_fd(root);
+    FIXTURE;
     sp_error *err = NULL;
     sp_tree_test_before_rmdir = tu_grow_hook;
 
@@ -553,9 +537,6 @@ static void test_remove_retries_growing_folder(void **state)
 
     sp_tree_test_before_rmdir = NULL;
     assert_int_equal(sp_tree_remove(dfd, "t", 0, &err), 0);
-    close(dfd);
-    tu_rmtree(root);
-    free(root);
 }
 
 /* ------------------------------------------------------------- races -- */
@@ -606,8 +587,7 @@ static int never_outside(const sp_tree_entry *e, int when, void *ctx, sp_error *
 
 static void test_race_exchange(void **state)
 {
-    (void)state;
-    char *root = tu_mkdtemp(), *outside = tu_mkdtemp();
+    FIXTURE;
     outside_ids o = {0};
     assert_int_equal(stat(outside, &o.st[OUT_FILES]), 0);
     for (int i = 0; i < OUT_FILES; i++) {
@@ -618,8 +598,6 @@ static void test_race_exchange(void **state)
         assert_int_equal(stat(p, &o.st[i]), 0);
         free(p);
     }
-    int dfd = dir_fd(root);
-    int fds0 = tu_count_fds();
     int64_t t0 = sp_now_ms();
     int rounds = 0, walk_errors = 0, remove_errors = 0;
     for (; rounds < 200 && sp_now_ms() - t0 < 30000; rounds++) {
@@ -638,12 +616,12 @@ static void test_race_exchange(void **state)
         sp_error *err = NULL;
         for (int i = 0; i < 3; i++) {
             if (sp_tree_walk(dfd, "t", never_outside, &o, &err) != 0 && walk_errors++ < 3)
-                print_message("[   INFO   ] round %d: %s\n", rounds, err->message);
+                print_message("[   INFO   ] round %d, walk: %s\n", rounds, err->message);
             sp_error_free(err);
             err = NULL;
         }
         if (sp_tree_remove(dfd, "t", 0, &err) != 0 && remove_errors++ < 3)
-            print_message("[   INFO   ] round %d: %s\n", rounds, err->message);
+            print_message("[   INFO   ] round %d, remove: %s\n", rounds, err->message);
         sp_error_free(err);
         err = NULL;
         kill(pid, SIGKILL);
@@ -668,12 +646,6 @@ static void test_race_exchange(void **state)
                   "that reported one: %d\n",
                   rounds, secs_since(t0), walk_errors, remove_errors);
     assert_true(rounds >= 20);
-    assert_int_equal(tu_count_fds(), fds0);
-    close(dfd);
-    tu_rmtree(root);
-    tu_rmtree(outside);
-    free(root);
-    free(outside);
 }
 
 /* The workload moves a folder high up the tree, and puts a decoy in its
@@ -706,11 +678,8 @@ static int move_when_deep(const sp_tree_entry *e, int when, void *ctx, sp_error 
 
 static void test_walk_detects_moved_folder(void **state)
 {
-    (void)state;
-    char *root = tu_mkdtemp();
+    FIXTURE;
     tu_mkdeep(root, "t", "d", 400);
-    int dfd = dir_fd(root);
-    int fds0 = tu_count_fds();
     sp_error *err = NULL;
     mover m = {.r = {.count_only = true}, .root = root};
     assert_int_equal(sp_tree_walk(dfd, "t", move_when_deep, &m, &err), SP_ERROR);
@@ -719,29 +688,26 @@ static void test_walk_detects_moved_folder(void **state)
     assert_string_equal(err->message, "folder changed during the walk: t/d/d/d/d/d");
     sp_error_free(err);
     err = NULL;
-    assert_int_equal(tu_count_fds(), fds0);
+    assert_int_equal(tu_count_fds(), f->fds0);
     /* The decoy and what was moved are untouched. */
     assert_true(tu_exists(root, "t/d/d/d/d/d/canary"));
     assert_true(tu_exists(root, "t/moved/d/d/f"));
-    close(dfd);
-    tu_rmtree(root);
-    free(root);
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_walk_order),
-        cmocka_unit_test(test_bad_and_missing_names),
-        cmocka_unit_test(test_remove_deep_chain),
-        cmocka_unit_test(test_remove_long_paths),
-        cmocka_unit_test(test_low_fd_limit),
-        cmocka_unit_test(test_no_fd_leak),
-        cmocka_unit_test(test_remove_locked_modes),
-        cmocka_unit_test(test_keep_root_and_links),
-        cmocka_unit_test(test_remove_retries_growing_folder),
-        cmocka_unit_test(test_race_exchange),
-        cmocka_unit_test(test_walk_detects_moved_folder),
+        cmocka_unit_test_setup_teardown(test_walk_order, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_bad_and_missing_names, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_remove_deep_chain, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_remove_long_paths, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_low_fd_limit, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_no_fd_leak, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_remove_locked_modes, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_keep_root_and_links, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_remove_retries_growing_folder, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_race_exchange, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_walk_detects_moved_folder, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
