@@ -317,11 +317,7 @@ static ssize_t ar_src(void *ud, void *buf, size_t n)
  * is zeros. */
 struct ar_sparse {
     struct archive *a;
-    const sp_buf *head;
-    size_t head_off;
-    const sp_extent *v;
-    size_t n, at;
-    uint64_t pos; /* bytes of v[at] passed on */
+    sp_sparse_cursor c;
     const char *blk;
     size_t blk_len;
     uint64_t blk_off;
@@ -331,22 +327,11 @@ struct ar_sparse {
 static ssize_t ar_sparse_read(void *ud, void *buf, size_t n)
 {
     struct ar_sparse *s = ud;
-    if (s->head_off < s->head->len) {
-        size_t take = s->head->len - s->head_off;
-        if (take > n)
-            take = n;
-        memcpy(buf, s->head->data + s->head_off, take);
-        s->head_off += take;
-        return (ssize_t)take;
-    }
-    while (s->at < s->n && s->pos == s->v[s->at].len) {
-        s->at++;
-        s->pos = 0;
-    }
-    if (s->at == s->n)
-        return 0;
-    uint64_t want = s->v[s->at].off + s->pos, left = s->v[s->at].len - s->pos;
-    size_t k = left < n ? (size_t)left : n;
+    uint64_t want = 0;
+    size_t k = 0;
+    size_t head = sp_sparse_next(&s->c, buf, n, &want, &k);
+    if (head || !k)
+        return (ssize_t)head;
     for (;;) {
         if (s->blk_len && s->blk_off + s->blk_len <= want)
             s->blk_len = 0; /* all of it before what is wanted */
@@ -377,7 +362,7 @@ static ssize_t ar_sparse_read(void *ud, void *buf, size_t n)
             k = (size_t)(s->blk_off - want);
         memset(buf, 0, k);
     }
-    s->pos += k;
+    s->c.pos += k;
     return (ssize_t)k;
 }
 
@@ -499,7 +484,7 @@ static int import_entry(sp_snapstore *s, struct archive *a, struct archive_entry
         else if (v) {
             sp_buf head = SP_BUF_INIT;
             sp_sparse_header(&head, size, v, nx);
-            struct ar_sparse src = {a, &head, 0, v, nx, 0, 0, NULL, 0, 0, false};
+            struct ar_sparse src = {a, {&head, 0, v, nx, 0, 0}, NULL, 0, 0, false};
             r = sp_odb_write_stream(&s->odb, head.len + data, ar_sparse_read, &src, name, &n->oid,
                                     err);
             sp_buf_dispose(&head);

@@ -240,35 +240,43 @@ fail:
  * store reports as a change (EAGAIN). */
 struct sparse_src {
     int fd;
-    const sp_buf *head;
-    size_t head_off;
-    const sp_extent *v;
-    size_t n, at;
-    uint64_t pos; /* bytes of v[at] read */
+    sp_sparse_cursor c;
 };
+
+size_t sp_sparse_next(sp_sparse_cursor *c, void *buf, size_t cap, uint64_t *off, size_t *len)
+{
+    *len = 0;
+    if (c->head_off < c->head->len) {
+        size_t take = c->head->len - c->head_off;
+        if (take > cap)
+            take = cap;
+        memcpy(buf, c->head->data + c->head_off, take);
+        c->head_off += take;
+        return take;
+    }
+    while (c->at < c->n && c->pos == c->v[c->at].len) {
+        c->at++;
+        c->pos = 0;
+    }
+    if (c->at == c->n)
+        return 0;
+    uint64_t left = c->v[c->at].len - c->pos;
+    *off = c->v[c->at].off + c->pos;
+    *len = left < cap ? (size_t)left : cap;
+    return 0;
+}
 
 static ssize_t sparse_read(void *ud, void *buf, size_t n)
 {
     struct sparse_src *s = ud;
-    if (s->head_off < s->head->len) {
-        size_t take = s->head->len - s->head_off;
-        if (take > n)
-            take = n;
-        memcpy(buf, s->head->data + s->head_off, take);
-        s->head_off += take;
-        return (ssize_t)take;
-    }
-    while (s->at < s->n && s->pos == s->v[s->at].len) {
-        s->at++;
-        s->pos = 0;
-    }
-    if (s->at == s->n)
-        return 0;
-    uint64_t left = s->v[s->at].len - s->pos;
-    size_t want = left < n ? (size_t)left : n;
-    ssize_t r = pread(s->fd, buf, want, (off_t)(s->v[s->at].off + s->pos));
+    uint64_t off = 0;
+    size_t len = 0;
+    size_t head = sp_sparse_next(&s->c, buf, n, &off, &len);
+    if (head || !len)
+        return (ssize_t)head;
+    ssize_t r = pread(s->fd, buf, len, (off_t)off);
     if (r > 0)
-        s->pos += (uint64_t)r;
+        s->c.pos += (uint64_t)r;
     return r;
 }
 
@@ -317,7 +325,7 @@ static int hash_file(sp_scan *sc, int fd, const struct stat *st, sp_oid *out, bo
         if (*sparse) {
             sp_buf head = SP_BUF_INIT;
             sp_sparse_header(&head, size, v, n);
-            struct sparse_src src = {fd, &head, 0, v, n, 0, 0};
+            struct sparse_src src = {fd, {&head, 0, v, n, 0, 0}};
             r = sp_odb_write_stream(sc->odb, head.len + data, sparse_read, &src, cur_path(sc), out,
                                     &e);
             sp_buf_dispose(&head);

@@ -245,6 +245,20 @@ typedef struct sp_extent {
 /* The text before the data of a file of `size` bytes with extents v. */
 void sp_sparse_header(sp_buf *out, uint64_t size, const sp_extent *v, size_t n);
 
+/* Where a reader of a file's sparse form is: in the header, then in its
+ * extents. sp_sparse_next() copies header bytes into buf (their count), or
+ * returns 0 with the next stretch of data to read: *off in the file, *len
+ * (at most cap; 0 at the end). The caller reads it and adds what it got to
+ * c->pos. */
+typedef struct sp_sparse_cursor {
+    const sp_buf *head;
+    size_t head_off;
+    const sp_extent *v;
+    size_t n, at;
+    uint64_t pos; /* bytes of v[at] read */
+} sp_sparse_cursor;
+size_t sp_sparse_next(sp_sparse_cursor *c, void *buf, size_t cap, uint64_t *off, size_t *len);
+
 /* Read a blob in sparse form: `map` gets the size and every extent before
  * any data, `data` the bytes with their offsets in the file, in order. A
  * blob that is not well-formed gives SP_EINVAL naming `display`. */
