@@ -11,15 +11,12 @@
 #include "cli.h"
 #include "fs_json.h"
 
-__attribute__((format(printf, 1, 0))) static void vmessage(const char *fmt, va_list ap,
-                                                           const char *suffix);
-static void vmessage(const char *fmt, va_list ap, const char *suffix)
+__attribute__((format(printf, 1, 0))) static void vmessage(const char *fmt, va_list ap);
+static void vmessage(const char *fmt, va_list ap)
 {
     fflush(stdout);
     fputs("sandpod: ", stderr);
     vfprintf(stderr, fmt, ap);
-    if (suffix)
-        fputs(suffix, stderr);
     fputc('\n', stderr);
 }
 
@@ -27,23 +24,63 @@ int cli_error(const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    vmessage(fmt, ap, NULL);
+    vmessage(fmt, ap);
     va_end(ap);
     return CLI_EXIT_ERROR;
 }
 
-int cli_usage(const char *cmd, const char *fmt, ...)
+static bool usage_json;
+
+void cli_usage_json(bool on)
 {
-    char hint[128];
-    if (cmd)
+    usage_json = on;
+}
+
+__attribute__((format(printf, 3, 0))) static int vusage(const char *cmd, const char *near,
+                                                        const char *fmt, va_list ap);
+static int vusage(const char *cmd, const char *near, const char *fmt, va_list ap)
+{
+    char msg[1024], hint[128];
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    if (usage_json) {
+        cJSON *o = cJSON_CreateObject();
+        cJSON *e = NULL;
+        if (o && (!cJSON_AddFalseToObject(o, "ok") || !(e = cJSON_AddObjectToObject(o, "error")) ||
+                  !cJSON_AddStringToObject(e, "code", "usage") ||
+                  !cJSON_AddStringToObject(e, "message", msg) ||
+                  (near && !cJSON_AddStringToObject(e, "suggestion", near)))) {
+            cJSON_Delete(o);
+            o = NULL;
+        }
+        cli_print_json(o);
+    }
+    if (near)
+        snprintf(hint, sizeof(hint), " (did you mean '%s'?)", near);
+    else if (cmd)
         snprintf(hint, sizeof(hint), " (see 'sandpod %s --help')", cmd);
     else
         snprintf(hint, sizeof(hint), " (see 'sandpod --help')");
+    fflush(stdout);
+    fprintf(stderr, "sandpod: %s%s\n", msg, hint);
+    return CLI_EXIT_USAGE;
+}
+
+int cli_usage(const char *cmd, const char *fmt, ...)
+{
     va_list ap;
     va_start(ap, fmt);
-    vmessage(fmt, ap, hint);
+    int rc = vusage(cmd, NULL, fmt, ap);
     va_end(ap);
-    return CLI_EXIT_USAGE;
+    return rc;
+}
+
+int cli_usage_near(const char *cmd, const char *near, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int rc = vusage(cmd, near, fmt, ap);
+    va_end(ap);
+    return rc;
 }
 
 int cli_exit_code(int code)

@@ -17,6 +17,7 @@
 
 #include "sandpod.h"
 #include "sandpod/sandbox.h"
+#include "cli_spec.h"
 #include "tools.h"
 
 #define CLI_PRINTF(a, b) __attribute__((format(printf, a, b)))
@@ -58,6 +59,14 @@ int cli_error(const char *fmt, ...) CLI_PRINTF(1, 2);
 /* Print `sandpod: <message> (see 'sandpod CMD --help')` on stderr; returns
  * CLI_EXIT_USAGE. `cmd` may be NULL for the top level. */
 int cli_usage(const char *cmd, const char *fmt, ...) CLI_PRINTF(2, 3);
+
+/* cli_usage() with a guess: `sandpod: <message> (did you mean 'NEAR'?)`
+ * when `near` is not NULL, else the usual hint. */
+int cli_usage_near(const char *cmd, const char *near, const char *fmt, ...) CLI_PRINTF(3, 4);
+
+/* Whether usage errors also print {"ok":false,"error":{"code":"usage",...}}
+ * on stdout: the command line asked for --json. */
+void cli_usage_json(bool on);
 
 /* Print a library error as `sandpod: <message>` (the code's name when err
  * carries no message) and return the exit code for `code`. */
@@ -140,34 +149,11 @@ enum {
     CLI_OPT_SECCOMP,
 };
 
-/* --state-root DIR and --url URL, which every sandbox command takes. */
-/* clang-format off */
-#define CLI_CONN_OPTIONS                                          \
-    {"state-root", required_argument, NULL, CLI_OPT_STATE_ROOT}, \
-    {"url", required_argument, NULL, CLI_OPT_URL}
-
-/* The options of `sandpod create`, which `sandpod run` takes too. */
-#define CLI_CREATE_OPTIONS                                            \
-    {"name", required_argument, NULL, CLI_OPT_NAME},                 \
-    {"image", required_argument, NULL, CLI_OPT_IMAGE},               \
-    {"mount", required_argument, NULL, CLI_OPT_MOUNT},               \
-    {"allowed-root", required_argument, NULL, CLI_OPT_ALLOWED_ROOT}, \
-    {"env", required_argument, NULL, 'e'},                           \
-    {"workdir", required_argument, NULL, 'w'},                       \
-    {"user", required_argument, NULL, 'u'},                          \
-    {"network", required_argument, NULL, CLI_OPT_NETWORK},           \
-    {"memory", required_argument, NULL, CLI_OPT_MEMORY},             \
-    {"cpus", required_argument, NULL, CLI_OPT_CPUS},                 \
-    {"pids", required_argument, NULL, CLI_OPT_PIDS},                 \
-    {"tmpfs-size", required_argument, NULL, CLI_OPT_TMPFS_SIZE},     \
-    {"read-write-root", no_argument, NULL, CLI_OPT_RW_ROOT},         \
-    {"cap-add", required_argument, NULL, CLI_OPT_CAP_ADD},           \
-    {"userns", required_argument, NULL, CLI_OPT_USERNS},             \
-    {"seccomp", required_argument, NULL, CLI_OPT_SECCOMP}
-/* clang-format on */
-
-/* Short options of CLI_CREATE_OPTIONS (-e, -w, -u), for getopt. */
-#define CLI_CREATE_SHORTOPTS "e:w:u:"
+/* The --state-root row of cli_group_conn, for a command that takes it alone. */
+#define CLI_STATE_ROOT_ROW                                                                         \
+    CLI_VALUE("state-root", 0, "DIR", CLI_OPT_STATE_ROOT, CLI_COMP_DIR,                            \
+              "where sandboxes live (default $SANDPOD_HOME, $XDG_DATA_HOME/sandpod, "              \
+              "~/.local/share/sandpod)")
 
 /* Where the sandboxes live and which Podman service to use. */
 struct cli_conn {
@@ -183,15 +169,6 @@ void cli_conn_dispose(struct cli_conn *c);
 /* Options for sp_sandbox_open() / sp_podman_open() from --state-root/--url. */
 sp_sandbox_opts cli_conn_sandbox_opts(const struct cli_conn *c);
 sp_podman_opts cli_conn_podman_opts(const struct cli_conn *c);
-
-/* getopt_long() with the CLI's conventions: no getopt messages, and a bad
- * or incomplete option printed as one usage line. Returns the option, -1
- * at the end of the options, or CLI_GETOPT_BAD after the usage line (the
- * caller exits 2). Pass short options without a leading ':' or '+'; `stop`
- * stops at the first operand (for commands that take a command line). */
-#define CLI_GETOPT_BAD (-2)
-int cli_getopt(const char *cmd, int argc, char **argv, const char *shortopts,
-               const struct option *longopts, bool stop);
 
 /* Open sandbox `name`, reporting a failure (as JSON too when `json`).
  * Returns 0, or the exit code after the report. */
@@ -229,12 +206,9 @@ struct cli_create {
 int cli_create_init(struct cli_create *c, int argc);
 void cli_create_dispose(struct cli_create *c);
 
-/* Take one option of CLI_CREATE_OPTIONS or CLI_CONN_OPTIONS. Returns 1 when
+/* Take one option of cli_group_create or cli_group_conn. Returns 1 when
  * taken, 0 when `opt` is none of them, -1 after a usage error. */
 int cli_create_option(struct cli_create *c, const char *cmd, int opt, const char *arg);
-
-/* The help text of CLI_CREATE_OPTIONS. */
-void cli_create_options_help(FILE *f);
 
 /* Create the sandbox, drawing hydration progress on stderr when it is a
  * terminal. */
@@ -283,13 +257,6 @@ enum {
     CLI_OPT_SNAP_STORE,
 };
 
-/* clang-format off */
-#define CLI_SNAP_OPTIONS                                           \
-    {"root", required_argument, NULL, CLI_OPT_SNAP_ROOT},         \
-    {"store", required_argument, NULL, CLI_OPT_SNAP_STORE},       \
-    CLI_CONN_OPTIONS
-/* clang-format on */
-
 struct cli_snap {
     struct cli_conn conn;
     const char *root;  /* --root */
@@ -317,9 +284,6 @@ int cli_snap_target(struct cli_snap *c, const char *cmd, int argc, char **argv, 
 int cli_snap_open(struct cli_snap *c, const char *name, bool create);
 void cli_snap_close(struct cli_snap *c);
 
-/* Help text of CLI_SNAP_OPTIONS. */
-void cli_snap_options_help(FILE *f);
-
 /* Clear a progress line left on stderr. */
 void cli_snap_progress_end(struct cli_snap *c);
 
@@ -346,17 +310,6 @@ enum {
     CLI_OPT_TOOLS_READ_ONLY,
 };
 
-/* clang-format off */
-#define CLI_TOOLS_OPTIONS                                               \
-    {"root", required_argument, NULL, CLI_OPT_TOOLS_ROOT},             \
-    {"store", required_argument, NULL, CLI_OPT_TOOLS_STORE},           \
-    {"approval", required_argument, NULL, CLI_OPT_TOOLS_APPROVAL},     \
-    {"fs-mode", required_argument, NULL, CLI_OPT_TOOLS_FS_MODE},       \
-    {"disable", required_argument, NULL, CLI_OPT_TOOLS_DISABLE},       \
-    {"deny", required_argument, NULL, CLI_OPT_TOOLS_DENY},             \
-    {"read-only", no_argument, NULL, CLI_OPT_TOOLS_READ_ONLY}
-/* clang-format on */
-
 struct cli_tools {
     const char *root;  /* --root: a bare folder instead of a sandbox */
     const char *store; /* --store: its snapshot store */
@@ -368,14 +321,12 @@ struct cli_tools {
 /* Prepare for up to argc repeated options. Returns 0 or an exit code. */
 int cli_tools_init(struct cli_tools *c, int argc);
 void cli_tools_dispose(struct cli_tools *c);
-/* Take one option of CLI_TOOLS_OPTIONS. Returns 1 when taken, 0 when `opt`
+/* Take one option of cli_group_tools. Returns 1 when taken, 0 when `opt`
  * is none of them, -1 after a usage error. */
 int cli_tools_option(struct cli_tools *c, const char *cmd, int opt, const char *arg);
 /* Check the combination once parsing is done (`sandbox`: a sandbox is the
  * target). Returns 0 or an exit code after a usage error. */
 int cli_tools_check(struct cli_tools *c, const char *cmd, bool sandbox);
-/* The help text of CLI_TOOLS_OPTIONS. */
-void cli_tools_options_help(FILE *f);
 /* An approval callback that asks on the controlling terminal (/dev/tty);
  * without one, nobody can be asked. */
 sp_tools_verdict cli_tools_prompt(void *userdata, const sp_tools_approval_request *req);

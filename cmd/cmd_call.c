@@ -1,7 +1,6 @@
 /* sandpod call: run one tool call of the model tool suite on a sandbox or
  * a folder and print its result object. */
 #include <errno.h>
-#include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -10,44 +9,33 @@
 
 enum { OPT_FREEFORM = 0x3100, OPT_TEXT, OPT_HELP = 'h' };
 
-static const struct option options[] = {
-    CLI_TOOLS_OPTIONS,
-    CLI_CONN_OPTIONS,
-    {"freeform", no_argument, NULL, OPT_FREEFORM},
-    {"text", no_argument, NULL, OPT_TEXT},
-    {"help", no_argument, NULL, OPT_HELP},
-    {NULL, 0, NULL, 0},
+const struct cli_spec cli_spec_call = {
+    .name = "call",
+    .fn = cmd_call,
+    .summary = "Run one tool call on a sandbox or folder and print its result",
+    .usage = CLI_USAGE("[OPTIONS] NAME TOOL [ARGS]", "[OPTIONS] --root DIR TOOL [ARGS]"),
+    .description = "Run one call of the model tool suite, as an agent would, and print its result\n"
+                   "object {ok, message, value, truncated, changes[, error]} as JSON. NAME is a\n"
+                   "sandbox (every tool); --root DIR a bare folder (filesystem tools only). ARGS\n"
+                   "is the JSON object of arguments (default {}), or - to read it from stdin.\n"
+                   "'sandpod tools --list' lists the tools; 'sandpod tools' gives their schemas.\n"
+                   "\n"
+                   "Examples:\n"
+                   "  sandpod call --root . list_dir '{\"depth\": 1}'\n"
+                   "  sandpod call box shell '{\"command\": \"make test\"}'\n"
+                   "  sandpod call --root . --freeform apply_patch - < change.patch",
+    .groups = CLI_GROUPS(
+        CLI_OWN(CLI_FLAG("freeform", 0, OPT_FREEFORM,
+                         "ARGS is the raw input of a freeform tool (apply_patch's patch text), "
+                         "not JSON"),
+                CLI_FLAG("text", 0, OPT_TEXT, "print only the message (errors on stderr)")),
+        &cli_group_tools, &cli_group_conn),
+    .operands = CLI_OPERANDS({"NAME", CLI_COMP_SANDBOX, NULL}, {"TOOL", CLI_COMP_NONE, NULL},
+                             {"ARGS", CLI_COMP_NONE, NULL}),
+    .notes = "A call the approval policy holds is asked about on the terminal (/dev/tty);\n"
+             "without one it is denied. Events are appended to the sandbox's events.jsonl.",
+    .exit_status = "0 the call succeeded, 1 it failed (ok false), 2 bad usage.",
 };
-
-static void help(FILE *f)
-{
-    fprintf(f, "Usage: sandpod call [OPTIONS] NAME TOOL [ARGS]\n"
-               "       sandpod call [OPTIONS] --root DIR TOOL [ARGS]\n"
-               "\n"
-               "Run one call of the model tool suite, as an agent would, and print its result\n"
-               "object {ok, message, value, truncated, changes[, error]} as JSON. NAME is a\n"
-               "sandbox (every tool); --root DIR a bare folder (filesystem tools only). ARGS\n"
-               "is the JSON object of arguments (default {}), or - to read it from stdin.\n"
-               "'sandpod tools --list' lists the tools; 'sandpod tools' gives their schemas.\n"
-               "\n"
-               "Examples:\n"
-               "  sandpod call --root . list_dir '{\"depth\": 1}'\n"
-               "  sandpod call box shell '{\"command\": \"make test\"}'\n"
-               "  sandpod call --root . --freeform apply_patch - < change.patch\n"
-               "\n"
-               "Options:\n"
-               "  --freeform           ARGS is the raw input of a freeform tool (apply_patch's\n"
-               "                       patch text), not JSON\n"
-               "  --text               print only the message (errors on stderr)\n");
-    cli_tools_options_help(f);
-    fprintf(f, "  --state-root DIR     where sandboxes live (default $SANDPOD_HOME, ...)\n"
-               "  --url URL            Podman service (default $SANDPOD_URL, else found)\n"
-               "  -h, --help           show this help\n"
-               "\n"
-               "A call the approval policy holds is asked about on the terminal (/dev/tty);\n"
-               "without one it is denied. Events are appended to the sandbox's events.jsonl.\n"
-               "Exit status: 0 the call succeeded, 1 it failed (ok false), 2 bad usage.\n");
-}
 
 int cmd_call(int argc, char **argv)
 {
@@ -63,7 +51,9 @@ int cmd_call(int argc, char **argv)
     size_t input_len = 0;
     optind = 0;
     int opt;
-    while ((opt = cli_getopt("call", argc, argv, "h", options, false)) != -1) {
+    while ((opt = cli_next(&cli_spec_call, argc, argv, 0)) != -1) {
+        if (opt == CLI_GETOPT_HELP)
+            goto done;
         if (opt == CLI_GETOPT_BAD) {
             rc = CLI_EXIT_USAGE;
             goto done;
@@ -84,8 +74,8 @@ int cmd_call(int argc, char **argv)
         case OPT_TEXT:
             text = true;
             break;
-        default:
-            help(stdout);
+        default: /* CLI_GETOPT_BAD */
+            rc = CLI_EXIT_USAGE;
             goto done;
         }
     }

@@ -95,37 +95,6 @@ sp_podman_opts cli_conn_podman_opts(const struct cli_conn *c)
     return o;
 }
 
-/* The option getopt just refused, as the user typed it. */
-static const char *bad_option(int argc, char **argv, char *buf, size_t size)
-{
-    if (optopt > 0 && optopt < 256) {
-        snprintf(buf, size, "-%c", optopt);
-        return buf;
-    }
-    if (optind > 0 && optind <= argc)
-        return argv[optind - 1];
-    return "?";
-}
-
-int cli_getopt(const char *cmd, int argc, char **argv, const char *shortopts,
-               const struct option *longopts, bool stop)
-{
-    char spec[64];
-    snprintf(spec, sizeof(spec), "%s:%s", stop ? "+" : "", shortopts);
-    opterr = 0;
-    int opt = getopt_long(argc, argv, spec, longopts, NULL);
-    char buf[8];
-    if (opt == '?') {
-        cli_usage(cmd, "bad option '%s'", bad_option(argc, argv, buf, sizeof(buf)));
-        return CLI_GETOPT_BAD;
-    }
-    if (opt == ':') {
-        cli_usage(cmd, "option '%s' needs a value", bad_option(argc, argv, buf, sizeof(buf)));
-        return CLI_GETOPT_BAD;
-    }
-    return opt;
-}
-
 int cli_fail(bool json, int code, sp_error *err)
 {
     int rc = json ? cli_json_error(code, err) : cli_sp_error(code, err);
@@ -447,41 +416,6 @@ int cli_create_option(struct cli_create *c, const char *cmd, int opt, const char
     }
 }
 
-void cli_create_options_help(FILE *f)
-{
-    fprintf(f, "  --name NAME          the sandbox's name (default: a generated sp-xxxxxxxx)\n"
-               "  --image IMG          image to run (default " SP_PODMAN_DEFAULT_IMAGE ",\n"
-               "                       built offline when missing; no registry is used)\n"
-               "  --mount SPEC         copy a host folder into the workspace (repeatable):\n"
-               "                       PATH, or src=PATH[,dst=DIR][,include=GLOB]...\n"
-               "                       [,exclude=GLOB]...[,max-bytes=SIZE][,follow-symlinks]\n"
-               "  --allowed-root DIR   host folder every mount must stay inside (repeatable;\n"
-               "                       default: each mount's own folder)\n"
-               "  -e, --env K=V        environment of every command (repeatable); a bare K\n"
-               "                       passes the caller's value at each command, stored\n"
-               "                       nowhere\n"
-               "  -w, --workdir DIR    working folder of commands (default /workspace)\n"
-               "  -u, --user UID:GID   user commands run as (default " SP_SANDBOX_DEFAULT_USER ")\n"
-               "  --network MODE       none (default), default (Podman's bridge) or host\n"
-               "  --memory SIZE        memory limit (default 1G)\n"
-               "  --cpus N             CPU limit, decimals allowed (default 1)\n"
-               "  --pids N             process limit (default 256)\n"
-               "  --tmpfs-size SIZE    size of the tmpfs on /tmp (default 64M)\n"
-               "  --read-write-root    keep the root filesystem writable (default read-only)\n"
-               "  --cap-add CAP        add a capability back, e.g. CHOWN (repeatable;\n"
-               "                       default: all dropped)\n"
-               "  --userns MODE        private (default: ids no host account has, or the\n"
-               "                       caller under rootless Podman) or host (the workload\n"
-               "                       shares host uids: on purpose only)\n"
-               "  --seccomp PROFILE    sandpod (default: Podman's less keyctl and new user\n"
-               "                       namespaces), podman or unconfined\n"
-               "  --state-root DIR     where sandboxes live (default $SANDPOD_HOME,\n"
-               "                       $XDG_DATA_HOME/sandpod, ~/.local/share/sandpod)\n"
-               "  --url URL            Podman service (default $SANDPOD_URL, else found or\n"
-               "                       started)\n"
-               "SIZE is a whole number with an optional K, M, G or T suffix (powers of 1024).\n");
-}
-
 static const char *const phase_names[] = {"scanning", "copying", "moving into place"};
 
 static void progress(void *userdata, const sp_hydrate_progress *p)
@@ -543,32 +477,23 @@ int cli_create_sandbox(sp_sandbox **out, struct cli_create *c, sp_error **err)
 
 /* ----------------------------------------------------------- the command -- */
 
-static const struct option options[] = {
-    CLI_CREATE_OPTIONS,
-    CLI_CONN_OPTIONS,
-    {"json", no_argument, NULL, 'j'},
-    {"help", no_argument, NULL, 'h'},
-    {NULL, 0, NULL, 0},
+const struct cli_spec cli_spec_create = {
+    .name = "create",
+    .fn = cmd_create,
+    .summary = "Create a sandbox around a workspace hydrated from host folders",
+    .usage = CLI_USAGE("[OPTIONS]"),
+    .description =
+        "Create a sandbox: a workspace folder, hydrated from the --mount folders, and a\n"
+        "hardened Podman container that sees it at /workspace (no network, all\n"
+        "capabilities dropped, read-only root, limits on memory, CPU and processes).\n"
+        "The container is started; the sandbox's name is printed.",
+    .groups = CLI_GROUPS(&cli_group_create, &cli_group_conn,
+                         CLI_OWN(CLI_FLAG("json", 0, 'j',
+                                          "print {ok, name, state, container, image, created_at, "
+                                          "workspace, state_dir}"))),
+    .notes = "Hydration progress is shown on stderr when it is a terminal.",
+    .exit_status = "0 ok, 1 error, 2 bad usage.",
 };
-
-static void help(FILE *f)
-{
-    fprintf(f, "Usage: sandpod create [OPTIONS]\n"
-               "\n"
-               "Create a sandbox: a workspace folder, hydrated from the --mount folders, and a\n"
-               "hardened Podman container that sees it at /workspace (no network, all\n"
-               "capabilities dropped, read-only root, limits on memory, CPU and processes).\n"
-               "The container is started; the sandbox's name is printed.\n"
-               "\n"
-               "Options:\n");
-    cli_create_options_help(f);
-    fprintf(f, "  --json               print {ok, name, state, container, image, created_at,\n"
-               "                       workspace, state_dir}\n"
-               "  -h, --help           show this help\n"
-               "\n"
-               "Hydration progress is shown on stderr when it is a terminal.\n"
-               "Exit status: 0 ok, 1 error, 2 bad usage.\n");
-}
 
 int cmd_create(int argc, char **argv)
 {
@@ -580,16 +505,13 @@ int cmd_create(int argc, char **argv)
     sp_sandbox *sb = NULL;
     optind = 0;
     int opt;
-    while ((opt = cli_getopt("create", argc, argv, "h" CLI_CREATE_SHORTOPTS, options, false)) !=
-           -1) {
+    while ((opt = cli_next(&cli_spec_create, argc, argv, 0)) != -1) {
         if (opt == CLI_GETOPT_BAD) {
             rc = CLI_EXIT_USAGE;
             goto done;
         }
-        if (opt == 'h') {
-            help(stdout);
+        if (opt == CLI_GETOPT_HELP)
             goto done;
-        }
         if (opt == 'j') {
             json = true;
             continue;

@@ -1,6 +1,5 @@
 /* sandpod diff: what changed between two snapshots, or between a snapshot
  * and the live workspace. */
-#include <getopt.h>
 #include <string.h>
 
 #include "cli.h"
@@ -11,42 +10,35 @@ enum { OPT_PATCH = 'p', OPT_CONTEXT = 'U', OPT_MAX_DATA = 0x2100 };
 /* In cmd_snapshot.c: a store option cli_snap_open() then uses. */
 int cli_snap_max_data(const char *cmd, const char *arg);
 
-static const struct option options[] = {
-    {"json", no_argument, NULL, 'j'},
-    {"patch", no_argument, NULL, OPT_PATCH},
-    {"unified", required_argument, NULL, OPT_CONTEXT},
-    {"max-data", required_argument, NULL, OPT_MAX_DATA},
-    CLI_SNAP_OPTIONS,
-    {"help", no_argument, NULL, 'h'},
-    {NULL, 0, NULL, 0},
+const struct cli_spec cli_spec_diff = {
+    .name = "diff",
+    .fn = cmd_diff,
+    .summary = "Show what changed between snapshots or since one",
+    .usage = CLI_USAGE("[--patch] [--json] NAME SNAP [SNAP2]",
+                       "[--patch] [--json] --root DIR --store DIR SNAP [SNAP2]"),
+    .description = "List what changed from snapshot SNAP to SNAP2, or to the live workspace\n"
+                   "when SNAP2 is left out: one line per path, 'A' added, 'M' modified (content\n"
+                   "or permission bits), 'D' deleted, 'T' type changed (file, folder, symlink).\n"
+                   "Folders are listed too, and everything inside an added or deleted folder.",
+    .groups = CLI_GROUPS(
+        CLI_OWN(CLI_FLAG("patch", 'p', OPT_PATCH,
+                         "print a unified diff instead (binary files, and files over 8 MiB, are "
+                         "named: 'Binary/Large files ... differ')"),
+                CLI_VALUE("unified", 'U', "N", OPT_CONTEXT, CLI_COMP_NONE,
+                          "lines of context in the patch (default 3)"),
+                CLI_VALUE("max-data", 0, "SIZE", OPT_MAX_DATA, CLI_COMP_NONE,
+                          "against the workspace: stop with an error before reading more than "
+                          "SIZE of file data (K, M, G, T, or 'none'; default 16G; holes do not "
+                          "count)"),
+                CLI_FLAG("json", 0, 'j',
+                         "print {ok, from, to, changes: [{path, change, old_type, new_type, "
+                         "old_mode, new_mode, content_changed}], count, added, modified, deleted, "
+                         "type_changed} (and patch with --patch)")),
+        &cli_group_snap, &cli_group_conn),
+    .operands = CLI_OPERANDS({"NAME", CLI_COMP_SANDBOX, NULL}, {"SNAP", CLI_COMP_NONE, NULL},
+                             {"SNAP2", CLI_COMP_NONE, NULL}),
+    .exit_status = "0 ok (whether or not anything changed), 1 error, 2 bad usage.",
 };
-
-static void help(FILE *f)
-{
-    fprintf(f, "Usage: sandpod diff [--patch] [--json] NAME SNAP [SNAP2]\n"
-               "       sandpod diff [--patch] [--json] --root DIR --store DIR SNAP [SNAP2]\n"
-               "\n"
-               "List what changed from snapshot SNAP to SNAP2, or to the live workspace\n"
-               "when SNAP2 is left out: one line per path, 'A' added, 'M' modified (content\n"
-               "or permission bits), 'D' deleted, 'T' type changed (file, folder, symlink).\n"
-               "Folders are listed too, and everything inside an added or deleted folder.\n"
-               "\n"
-               "Options:\n"
-               "  -p, --patch          print a unified diff instead (binary files, and files\n"
-               "                       over 8 MiB, are named: 'Binary/Large files ... differ')\n"
-               "  -U, --unified N      lines of context in the patch (default 3)\n"
-               "  --max-data SIZE      against the workspace: stop with an error before reading\n"
-               "                       more than SIZE of file data (K, M, G, T, or 'none';\n"
-               "                       default 16G; holes do not count)\n"
-               "  --json               print {ok, from, to, changes: [{path, change,\n"
-               "                       old_type, new_type, old_mode, new_mode,\n"
-               "                       content_changed}], count, added, modified, deleted,\n"
-               "                       type_changed} (and patch with --patch)\n");
-    cli_snap_options_help(f);
-    fprintf(f, "  -h, --help           show this help\n"
-               "\n"
-               "Exit status: 0 ok (whether or not anything changed), 1 error, 2 bad usage.\n");
-}
 
 static char letter(sp_snapshot_change_kind k)
 {
@@ -69,7 +61,9 @@ int cmd_diff(int argc, char **argv)
     int rc = 0;
     optind = 0;
     int opt;
-    while ((opt = cli_getopt("diff", argc, argv, "jpU:h", options, false)) != -1) {
+    while ((opt = cli_next(&cli_spec_diff, argc, argv, 0)) != -1) {
+        if (opt == CLI_GETOPT_HELP)
+            goto done;
         int took = opt == CLI_GETOPT_BAD ? -1 : cli_snap_option(&c, "diff", opt, optarg);
         if (took < 0) {
             rc = CLI_EXIT_USAGE;
@@ -79,9 +73,6 @@ int cmd_diff(int argc, char **argv)
             continue;
         long long v = 0;
         switch (opt) {
-        case 'h':
-            help(stdout);
-            goto done;
         case OPT_PATCH:
             o.patch = true;
             break;

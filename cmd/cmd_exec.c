@@ -7,7 +7,6 @@
  * stderr. */
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -396,35 +395,31 @@ int cli_require_running(sp_sandbox *sb, bool json)
 
 /* ----------------------------------------------------------- the command -- */
 
-static const struct option options[] = {
-    {"interactive", no_argument, NULL, 'i'},   {"tty", no_argument, NULL, 't'},
-    {"workdir", required_argument, NULL, 'w'}, {"env", required_argument, NULL, 'e'},
-    {"user", required_argument, NULL, 'u'},    CLI_CONN_OPTIONS,
-    {"help", no_argument, NULL, 'h'},          {NULL, 0, NULL, 0},
+const struct cli_spec cli_spec_exec = {
+    .name = "exec",
+    .fn = cmd_exec,
+    .summary = "Run a command in a sandbox with stdio attached (-i, -t)",
+    .usage = CLI_USAGE("[OPTIONS] NAME [--] COMMAND [ARG...]"),
+    .description =
+        "Run COMMAND in sandbox NAME with stdout and stderr attached, and exit with its\n"
+        "exit code. No shell is involved (use 'sandpod sh' for a shell command line).",
+    .groups = CLI_GROUPS(
+        CLI_TITLE("Options (before NAME):"),
+        CLI_OWN(CLI_FLAG("interactive", 'i', 'i',
+                         "forward stdin to the command (EOF closes its stdin)"),
+                CLI_FLAG("tty", 't', 't',
+                         "allocate a terminal; the local one is put in raw mode while the "
+                         "command runs when stdin is a terminal; from a pipe or file, the end of "
+                         "stdin is sent as ^D")),
+        &cli_group_command,
+        CLI_OWN(CLI_VALUE("user", 'u', "USER", 'u', CLI_COMP_NONE,
+                          "user to run as, UID[:GID] (default: the sandbox's)")),
+        &cli_group_conn),
+    .operands = CLI_OPERANDS({"NAME", CLI_COMP_SANDBOX, NULL}, {"COMMAND...", CLI_COMP_NONE, NULL}),
+    .stop = true,
+    .exit_status = "the command's (126: it cannot be run, 127: not found); 125 when sandpod "
+                   "itself fails, 2 on bad usage, 128+N when sandpod is stopped by signal N.",
 };
-
-static void help(FILE *f)
-{
-    fprintf(f, "Usage: sandpod exec [OPTIONS] NAME [--] COMMAND [ARG...]\n"
-               "\n"
-               "Run COMMAND in sandbox NAME with stdout and stderr attached, and exit with its\n"
-               "exit code. No shell is involved (use 'sandpod sh' for a shell command line).\n"
-               "\n"
-               "Options (before NAME):\n"
-               "  -i, --interactive    forward stdin to the command (EOF closes its stdin)\n"
-               "  -t, --tty            allocate a terminal; the local one is put in raw mode\n"
-               "                       while the command runs when stdin is a terminal; from\n"
-               "                       a pipe or file, the end of stdin is sent as ^D\n"
-               "  -w, --workdir DIR    working folder (default: the sandbox's, /workspace)\n"
-               "  -e, --env K=V        extra environment (repeatable)\n"
-               "  -u, --user USER      user to run as, UID[:GID] (default: the sandbox's)\n"
-               "  --state-root DIR     where sandboxes live (default $SANDPOD_HOME, ...)\n"
-               "  --url URL            Podman service (default $SANDPOD_URL, else found)\n"
-               "  -h, --help           show this help\n"
-               "\n"
-               "Exit status: the command's; 1 when sandpod itself fails, 2 on bad usage,\n"
-               "128+N when sandpod is stopped by signal N.\n");
-}
 
 int cmd_exec(int argc, char **argv)
 {
@@ -439,7 +434,9 @@ int cmd_exec(int argc, char **argv)
 
     optind = 0;
     int opt;
-    while ((opt = cli_getopt("exec", argc, argv, "hitw:e:u:", options, true)) != -1) {
+    while ((opt = cli_next(&cli_spec_exec, argc, argv, 0)) != -1) {
+        if (opt == CLI_GETOPT_HELP)
+            goto done;
         int took = cli_conn_option(&conn, "exec", opt, optarg);
         if (took < 0) {
             rc = CLI_EXIT_USAGE;
@@ -448,9 +445,6 @@ int cmd_exec(int argc, char **argv)
         if (took)
             continue;
         switch (opt) {
-        case 'h':
-            help(stdout);
-            goto done;
         case 'i':
             a.interactive = true;
             break;

@@ -1,5 +1,4 @@
 /* sandpod export: write a snapshot's tree as a tar archive. */
-#include <getopt.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -12,38 +11,29 @@ enum { OPT_OUTPUT = 'o', OPT_FORMAT = 0x2100, OPT_KEEP_SETID };
 /* In cmd_snapshot.c: the store option cli_snap_open() then uses. */
 void cli_snap_keep_setid(bool keep);
 
-static const struct option options[] = {
-    {"output", required_argument, NULL, OPT_OUTPUT},
-    {"format", required_argument, NULL, OPT_FORMAT},
-    {"keep-setid", no_argument, NULL, OPT_KEEP_SETID},
-    {"json", no_argument, NULL, 'j'},
-    CLI_SNAP_OPTIONS,
-    {"help", no_argument, NULL, 'h'},
-    {NULL, 0, NULL, 0},
+const struct cli_spec cli_spec_export = {
+    .name = "export",
+    .fn = cmd_export,
+    .summary = "Write a snapshot as a tar or tar.gz archive",
+    .usage =
+        CLI_USAGE("NAME SNAP -o FILE.tar[.gz]", "--root DIR --store DIR SNAP -o FILE.tar[.gz]"),
+    .description = "Write snapshot SNAP as a pax tar archive: permission bits, symlinks, empty\n"
+                   "folders, the snapshot's time as mtime, owner nobody:nogroup (65534:65534).\n"
+                   "Files lose their set-user-ID and set-group-ID bits unless --keep-setid is\n"
+                   "given, so that extracting as root makes no set-id binary. FILE is written\n"
+                   "whole or not at all; '-' writes to stdout (not a terminal).",
+    .groups = CLI_GROUPS(
+        CLI_OWN(CLI_VALUE("output", 'o', "FILE", OPT_OUTPUT, CLI_COMP_FILE,
+                          "where to write (required)"),
+                CLI_CHOICE("format", 0, "F", OPT_FORMAT, "tar|tar.gz",
+                           "tar or tar.gz (default: from FILE's name, .tar.gz or .tgz for tar.gz, "
+                           "else tar)"),
+                CLI_FLAG("keep-setid", 0, OPT_KEEP_SETID, "keep the set-id bits of files"),
+                CLI_FLAG("json", 0, 'j', "print {ok, id, commit, output, format}")),
+        &cli_group_snap, &cli_group_conn),
+    .operands = CLI_OPERANDS({"NAME", CLI_COMP_SANDBOX, NULL}, {"SNAP", CLI_COMP_NONE, NULL}),
+    .exit_status = "0 ok, 1 error, 2 bad usage.",
 };
-
-static void help(FILE *f)
-{
-    fprintf(f, "Usage: sandpod export NAME SNAP -o FILE.tar[.gz]\n"
-               "       sandpod export --root DIR --store DIR SNAP -o FILE.tar[.gz]\n"
-               "\n"
-               "Write snapshot SNAP as a pax tar archive: permission bits, symlinks, empty\n"
-               "folders, the snapshot's time as mtime, owner nobody:nogroup (65534:65534).\n"
-               "Files lose their set-user-ID and set-group-ID bits unless --keep-setid is\n"
-               "given, so that extracting as root makes no set-id binary. FILE is written\n"
-               "whole or not at all; '-' writes to stdout (not a terminal).\n"
-               "\n"
-               "Options:\n"
-               "  -o, --output FILE    where to write (required)\n"
-               "  --format F           tar or tar.gz (default: from FILE's name, .tar.gz or\n"
-               "                       .tgz for tar.gz, else tar)\n"
-               "  --keep-setid         keep the set-id bits of files\n"
-               "  --json               print {ok, id, commit, output, format}\n");
-    cli_snap_options_help(f);
-    fprintf(f, "  -h, --help           show this help\n"
-               "\n"
-               "Exit status: 0 ok, 1 error, 2 bad usage.\n");
-}
 
 static bool ends_with(const char *s, const char *suffix)
 {
@@ -58,7 +48,9 @@ int cmd_export(int argc, char **argv)
     int rc = 0;
     optind = 0;
     int opt;
-    while ((opt = cli_getopt("export", argc, argv, "o:jh", options, false)) != -1) {
+    while ((opt = cli_next(&cli_spec_export, argc, argv, 0)) != -1) {
+        if (opt == CLI_GETOPT_HELP)
+            goto done;
         int took = opt == CLI_GETOPT_BAD ? -1 : cli_snap_option(&c, "export", opt, optarg);
         if (took < 0) {
             rc = CLI_EXIT_USAGE;
@@ -67,9 +59,6 @@ int cmd_export(int argc, char **argv)
         if (took)
             continue;
         switch (opt) {
-        case 'h':
-            help(stdout);
-            goto done;
         case OPT_OUTPUT:
             output = optarg;
             break;

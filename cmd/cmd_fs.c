@@ -9,7 +9,6 @@
  * root: `sandpod fs NAME OP ARGS...`. */
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
@@ -25,13 +24,11 @@
 #define CAT_CHUNK ((size_t)4 << 20)
 
 enum {
-    OPT_HELP = 'h',
     OPT_ICASE = 'i',
     OPT_FIXED = 'F',
     OPT_RECURSIVE = 'r',
     OPT_PARENTS = 'p',
     OPT_ROOT = 256,
-    OPT_STATE_ROOT,
     OPT_JSON,
     OPT_READ_ONLY,
     OPT_DENY,
@@ -57,50 +54,48 @@ enum {
     OPT_RAW,
 };
 
-static const struct option global_options[] = {
-    {"root", required_argument, NULL, OPT_ROOT},
-    {"state-root", required_argument, NULL, OPT_STATE_ROOT},
-    {"json", no_argument, NULL, OPT_JSON},
-    {"read-only", no_argument, NULL, OPT_READ_ONLY},
-    {"deny", required_argument, NULL, OPT_DENY},
-    {"help", no_argument, NULL, OPT_HELP},
-    {NULL, 0, NULL, 0},
+static const struct cli_optdesc fs_op_opts[] = {
+    CLI_VALUE("offset", 0, "N", OPT_OFFSET, CLI_COMP_NONE,
+              "read: first line (0-based); cat: first byte"),
+    CLI_VALUE("limit", 0, "N", OPT_LIMIT, CLI_COMP_NONE,
+              "read: number of lines; cat: number of bytes"),
+    CLI_VALUE("view", 0, "S:E", OPT_VIEW, CLI_COMP_NONE,
+              "read: lines S to E, 1-based, inclusive; E -1 = to the end"),
+    CLI_FLAG("raw", 0, OPT_RAW,
+             "read: write control characters (escape sequences) to a terminal as they are; by "
+             "default they show as \\xNN"),
+    CLI_CHOICE("mode", 0, "M", OPT_MODE, "create|overwrite|append",
+               "write: create (fail if it exists), overwrite or append"),
+    CLI_FLAG("no-parents", 0, OPT_NO_PARENTS, "write: fail when the parent folder is missing"),
+    CLI_VALUE("depth", 0, "N", OPT_DEPTH, CLI_COMP_NONE, "ls: levels to descend (default 1)"),
+    CLI_VALUE("max", 0, "N", OPT_MAX, CLI_COMP_NONE,
+              "ls, glob, grep: stop after N results (0 = default)"),
+    CLI_VALUE("path", 0, "BASE", OPT_PATH, CLI_COMP_NONE, "glob: folder to match below"),
+    CLI_VALUE("glob", 0, "G", OPT_GLOB, CLI_COMP_NONE,
+              "grep: only matching files (no '/' in G: by name, at any depth)"),
+    CLI_FLAG("ignore-case", 'i', OPT_ICASE, "grep: as in grep(1)"),
+    {"fixed-strings", 'F', NULL, OPT_FIXED, NULL, CLI_COMP_NONE, NULL},
+    CLI_FLAG("recursive", 'r', OPT_RECURSIVE, "rm: delete a folder and its contents"),
+    CLI_FLAG("parents", 'p', OPT_PARENTS, "mkdir: create parents; an existing folder is fine"),
+    CLI_FLAG("exist-ok", 0, OPT_EXIST_OK, "mkdir: an existing folder is fine"),
+    CLI_VALUE("old", 0, "S", OPT_OLD, CLI_COMP_NONE, "edit: the text to replace"),
+    CLI_VALUE("new", 0, "S", OPT_NEW, CLI_COMP_NONE, "edit: the text to put in its place"),
+    CLI_VALUE("old-file", 0, "F", OPT_OLD_FILE, CLI_COMP_FILE,
+              "edit: the text to replace, from host file F (- = stdin)"),
+    CLI_VALUE("new-file", 0, "F", OPT_NEW_FILE, CLI_COMP_FILE,
+              "edit: the text to put in its place, from host file F (- = stdin)"),
+    CLI_FLAG("all", 0, OPT_ALL, "edit: replace every occurrence"),
+    CLI_ALIAS("replace-all", OPT_ALL),
+    CLI_VALUE("line", 0, "N", OPT_LINE, CLI_COMP_NONE, "insert: line to insert after"),
+    CLI_FLAG("dry-run", 0, OPT_DRY_RUN, "patch: check everything, write nothing"),
+    CLI_CHOICE("format", 0, "F", OPT_FORMAT, "auto|codex|unified",
+               "patch: auto (default), codex or unified"),
+    CLI_FLAG("allow-overwrite", 0, OPT_ALLOW_OVERWRITE,
+             "patch: Codex 'Add File'/'Move to' may replace a file"),
+    CLI_OPTS_END,
 };
 
-static const struct option op_options[] = {
-    {"root", required_argument, NULL, OPT_ROOT},
-    {"state-root", required_argument, NULL, OPT_STATE_ROOT},
-    {"json", no_argument, NULL, OPT_JSON},
-    {"read-only", no_argument, NULL, OPT_READ_ONLY},
-    {"deny", required_argument, NULL, OPT_DENY},
-    {"help", no_argument, NULL, OPT_HELP},
-    {"offset", required_argument, NULL, OPT_OFFSET},
-    {"limit", required_argument, NULL, OPT_LIMIT},
-    {"view", required_argument, NULL, OPT_VIEW},
-    {"mode", required_argument, NULL, OPT_MODE},
-    {"no-parents", no_argument, NULL, OPT_NO_PARENTS},
-    {"depth", required_argument, NULL, OPT_DEPTH},
-    {"max", required_argument, NULL, OPT_MAX},
-    {"path", required_argument, NULL, OPT_PATH},
-    {"glob", required_argument, NULL, OPT_GLOB},
-    {"ignore-case", no_argument, NULL, OPT_ICASE},
-    {"fixed-strings", no_argument, NULL, OPT_FIXED},
-    {"recursive", no_argument, NULL, OPT_RECURSIVE},
-    {"parents", no_argument, NULL, OPT_PARENTS},
-    {"exist-ok", no_argument, NULL, OPT_EXIST_OK},
-    {"old", required_argument, NULL, OPT_OLD},
-    {"new", required_argument, NULL, OPT_NEW},
-    {"old-file", required_argument, NULL, OPT_OLD_FILE},
-    {"new-file", required_argument, NULL, OPT_NEW_FILE},
-    {"all", no_argument, NULL, OPT_ALL},
-    {"replace-all", no_argument, NULL, OPT_ALL},
-    {"line", required_argument, NULL, OPT_LINE},
-    {"dry-run", no_argument, NULL, OPT_DRY_RUN},
-    {"format", required_argument, NULL, OPT_FORMAT},
-    {"allow-overwrite", no_argument, NULL, OPT_ALLOW_OVERWRITE},
-    {"raw", no_argument, NULL, OPT_RAW},
-    {NULL, 0, NULL, 0},
-};
+static const struct cli_optgroup fs_op_group = {"Operation options:", fs_op_opts, NULL, true};
 
 /* Everything the command line said, then the open handle. */
 struct fs_cli {
@@ -143,7 +138,6 @@ struct fs_op {
     /* Long names of the options OP takes, each between spaces. */
     const char *opts;
     const char *usage;
-    const char *summary;
 };
 
 static int op_read(struct fs_cli *c);
@@ -162,100 +156,90 @@ static int op_patch(struct fs_cli *c);
 
 static const struct fs_op ops[] = {
     {"read", op_read, 1, 1, " offset limit view raw ",
-     "read PATH [--offset N] [--limit N] [--view START:END] [--raw]",
-     "print lines of a UTF-8 text file; --offset is 0-based, --view 1-based\n"
-     "and inclusive (END -1 = to the end); a note on stderr tells how to go on;\n"
-     "on a terminal, control characters show as \\xNN unless --raw"},
-    {"cat", op_cat, 1, 1, " offset limit ", "cat PATH [--offset N] [--limit N]",
-     "print the raw bytes of any file (--offset and --limit in bytes)"},
+     "read PATH [--offset N] [--limit N] [--view START:END] [--raw]"},
+    {"cat", op_cat, 1, 1, " offset limit ", "cat PATH [--offset N] [--limit N]"},
     {"write", op_write, 1, 1, " mode no-parents ",
-     "write PATH [--mode create|overwrite|append] [--no-parents]",
-     "write stdin to PATH atomically (default: overwrite, creating parents)"},
-    {"ls", op_ls, 0, 1, " depth max ", "ls [PATH] [--depth N] [--max N]",
-     "list a folder: size, mtime and path marked dir/, exec*, link@ -> target"},
-    {"glob", op_glob, 1, 1, " path max ", "glob PATTERN [--path BASE] [--max N]",
-     "print the paths matching PATTERN (*, **, ?, [...], {a,b}) below BASE"},
+     "write PATH [--mode create|overwrite|append] [--no-parents]"},
+    {"ls", op_ls, 0, 1, " depth max ", "ls [PATH] [--depth N] [--max N]"},
+    {"glob", op_glob, 1, 1, " path max ", "glob PATTERN [--path BASE] [--max N]"},
     {"grep", op_grep, 1, 2, " glob ignore-case fixed-strings max ",
-     "grep PATTERN [PATH] [--glob G] [-i] [-F] [--max N]",
-     "search file contents with a PCRE2 regex and print path:line:text;\n"
-     "no match prints nothing and exits 0"},
-    {"stat", op_stat, 1, 1, " ", "stat PATH",
-     "show type, size, mode, mtime and link target (a final symlink is not followed)"},
-    {"exists", op_exists, 1, 1, " ", "exists PATH",
-     "print true or false; exit 0 when PATH exists, 1 when it does not"},
-    {"rm", op_rm, 1, 1, " recursive ", "rm PATH [-r]",
-     "delete a file, a symlink (never its target) or, with -r, a folder"},
-    {"mkdir", op_mkdir, 1, 1, " parents exist-ok ", "mkdir PATH [-p] [--exist-ok]",
-     "create a folder; -p creates parents and accepts an existing folder"},
+     "grep PATTERN [PATH] [--glob G] [-i] [-F] [--max N]"},
+    {"stat", op_stat, 1, 1, " ", "stat PATH"},
+    {"exists", op_exists, 1, 1, " ", "exists PATH"},
+    {"rm", op_rm, 1, 1, " recursive ", "rm PATH [-r]"},
+    {"mkdir", op_mkdir, 1, 1, " parents exist-ok ", "mkdir PATH [-p] [--exist-ok]"},
     {"edit", op_edit, 1, 1, " old new old-file new-file all ",
-     "edit PATH (--old S | --old-file F) (--new S | --new-file F) [--all | --replace-all]",
-     "replace S, which must occur exactly once unless --all is given;\n"
-     "F is a host file (- = stdin) for strings spanning lines"},
-    {"insert", op_insert, 1, 1, " line ", "insert PATH --line N",
-     "insert stdin after line N (0 = at the start, -1 = at the end)"},
+     "edit PATH (--old S | --old-file F) (--new S | --new-file F) [--all | --replace-all]"},
+    {"insert", op_insert, 1, 1, " line ", "insert PATH --line N"},
     {"patch", op_patch, 0, 0, " dry-run format allow-overwrite ",
-     "patch [--dry-run] [--format auto|codex|unified] [--allow-overwrite]",
-     "apply the patch on stdin (Codex '*** Begin Patch' or a unified diff) to\n"
-     "every file it names, all or nothing; prints the files changed"},
+     "patch [--dry-run] [--format auto|codex|unified] [--allow-overwrite]"},
 };
 
 #define N_OPS (sizeof(ops) / sizeof(ops[0]))
 
-static void help(FILE *f)
-{
-    fprintf(f, "Usage: sandpod fs --root DIR [--json] [--read-only] [--deny GLOB]... OP [ARGS...]\n"
-               "       sandpod fs [OPTIONS] NAME OP [ARGS...]\n"
-               "\n"
-               "Work on the files beneath DIR, or beneath the workspace of sandbox NAME, with\n"
-               "the contained filesystem tools. Paths are relative to DIR (/workspace/... is\n"
-               "accepted too); a path that would leave DIR through '..', an absolute path or a\n"
-               "symlink is refused.\n"
-               "\n"
-               "Operations:\n");
-    for (size_t i = 0; i < N_OPS; i++) {
-        fprintf(f, "  %s\n      ", ops[i].usage);
-        for (const char *p = ops[i].summary; *p; p++) {
-            fputc(*p, f);
-            if (*p == '\n')
-                fputs("      ", f);
-        }
-        fputc('\n', f);
-    }
-    fprintf(f, "\n"
-               "Options (before or after OP):\n"
-               "  --root DIR       the folder to work on (else the first operand is a sandbox)\n"
-               "  --state-root DIR where sandboxes live (default $SANDPOD_HOME, ...)\n"
-               "  --json           print one JSON object with \"ok\"; on failure the error\n"
-               "                   object {\"ok\":false,\"error\":{code,message}} too\n"
-               "  --read-only      refuse every change\n"
-               "  --deny GLOB      make matching paths invisible (repeatable)\n"
-               "  -h, --help       show this help\n"
-               "\n"
-               "Operation options:\n"
-               "  --offset N       read: first line (0-based); cat: first byte\n"
-               "  --limit N        read: number of lines; cat: number of bytes\n"
-               "  --view S:E       read: lines S to E, 1-based, inclusive; E -1 = to the end\n"
-               "  --raw            read: write control characters (escape sequences) to a\n"
-               "                   terminal as they are; by default they show as \\xNN\n"
-               "  --mode M         write: create (fail if it exists), overwrite or append\n"
-               "  --no-parents     write: fail when the parent folder is missing\n"
-               "  --depth N        ls: levels to descend (default 1)\n"
-               "  --max N          ls, glob, grep: stop after N results (0 = default)\n"
-               "  --path BASE      glob: folder to match below\n"
-               "  --glob G         grep: only matching files (no '/' in G: by name, at any depth)\n"
-               "  -i, --ignore-case, -F, --fixed-strings   grep: as in grep(1)\n"
-               "  -r, --recursive  rm: delete a folder and its contents\n"
-               "  -p, --parents    mkdir: create parents; an existing folder is fine\n"
-               "  --exist-ok       mkdir: an existing folder is fine\n"
-               "  --old S, --new S, --old-file F, --new-file F, --all   edit\n"
-               "  --line N         insert: line to insert after\n"
-               "  --dry-run        patch: check everything, write nothing\n"
-               "  --format F       patch: auto (default), codex or unified\n"
-               "  --allow-overwrite  patch: Codex 'Add File'/'Move to' may replace a file\n"
-               "\n"
-               "Exit status: 0 ok, 1 error (or 'exists' on a missing path), 2 bad usage.\n"
-               "Errors print one line 'sandpod: MESSAGE' on stderr.\n");
-}
+#define FS_OPS "read|cat|write|ls|glob|grep|stat|exists|rm|mkdir|edit|insert|patch"
+
+const struct cli_spec cli_spec_fs = {
+    .name = "fs",
+    .fn = cmd_fs,
+    .summary = "Read, write, list and search files in a folder, contained beneath it",
+    .usage = CLI_USAGE("--root DIR [--json] [--read-only] [--deny GLOB]... OP [ARGS...]",
+                       "[OPTIONS] NAME OP [ARGS...]"),
+    .description =
+        "Work on the files beneath DIR, or beneath the workspace of sandbox NAME, with\n"
+        "the contained filesystem tools. Paths are relative to DIR (/workspace/... is\n"
+        "accepted too); a path that would leave DIR through '..', an absolute path or a\n"
+        "symlink is refused.\n"
+        "\n"
+        "Operations:\n"
+        "  read PATH [--offset N] [--limit N] [--view START:END] [--raw]\n"
+        "      print lines of a UTF-8 text file; --offset is 0-based, --view 1-based\n"
+        "      and inclusive (END -1 = to the end); a note on stderr tells how to go on;\n"
+        "      on a terminal, control characters show as \\xNN unless --raw\n"
+        "  cat PATH [--offset N] [--limit N]\n"
+        "      print the raw bytes of any file (--offset and --limit in bytes)\n"
+        "  write PATH [--mode create|overwrite|append] [--no-parents]\n"
+        "      write stdin to PATH atomically (default: overwrite, creating parents)\n"
+        "  ls [PATH] [--depth N] [--max N]\n"
+        "      list a folder: size, mtime and path marked dir/, exec*, link@ -> target\n"
+        "  glob PATTERN [--path BASE] [--max N]\n"
+        "      print the paths matching PATTERN (*, **, ?, [...], {a,b}) below BASE\n"
+        "  grep PATTERN [PATH] [--glob G] [-i] [-F] [--max N]\n"
+        "      search file contents with a PCRE2 regex and print path:line:text;\n"
+        "      no match prints nothing and exits 0\n"
+        "  stat PATH\n"
+        "      show type, size, mode, mtime and link target (a final symlink is not followed)\n"
+        "  exists PATH\n"
+        "      print true or false; exit 0 when PATH exists, 1 when it does not\n"
+        "  rm PATH [-r]\n"
+        "      delete a file, a symlink (never its target) or, with -r, a folder\n"
+        "  mkdir PATH [-p] [--exist-ok]\n"
+        "      create a folder; -p creates parents and accepts an existing folder\n"
+        "  edit PATH (--old S | --old-file F) (--new S | --new-file F) [--all]\n"
+        "      replace S, which must occur exactly once unless --all is given;\n"
+        "      F is a host file (- = stdin) for strings spanning lines\n"
+        "  insert PATH --line N\n"
+        "      insert stdin after line N (0 = at the start, -1 = at the end)\n"
+        "  patch [--dry-run] [--format auto|codex|unified] [--allow-overwrite]\n"
+        "      apply the patch on stdin (Codex '*** Begin Patch' or a unified diff) to\n"
+        "      every file it names, all or nothing; prints the files changed",
+    .groups = CLI_GROUPS(
+        CLI_TITLE("Options (before or after OP):"),
+        CLI_OWN(CLI_VALUE("root", 0, "DIR", OPT_ROOT, CLI_COMP_DIR,
+                          "the folder to work on (else the first operand is a sandbox)"),
+                CLI_STATE_ROOT_ROW,
+                CLI_FLAG("json", 0, OPT_JSON,
+                         "print one JSON object with \"ok\"; on failure the error object "
+                         "{\"ok\":false,\"error\":{code,message}} too"),
+                CLI_FLAG("read-only", 0, OPT_READ_ONLY, "refuse every change"),
+                CLI_VALUE("deny", 0, "GLOB", OPT_DENY, CLI_COMP_NONE,
+                          "make matching paths invisible (repeatable)")),
+        &fs_op_group),
+    .operands = CLI_OPERANDS({"NAME", CLI_COMP_SANDBOX, NULL}, {"OP", CLI_COMP_CHOICES, FS_OPS},
+                             {"ARG...", CLI_COMP_FILE, NULL}),
+    .notes = "Errors print one line 'sandpod: MESSAGE' on stderr.",
+    .exit_status = "0 ok, 1 error (or 'exists' on a missing path), 2 bad usage.",
+};
 
 static const struct fs_op *find_op(const char *name)
 {
@@ -263,14 +247,6 @@ static const struct fs_op *find_op(const char *name)
         if (strcmp(ops[i].name, name) == 0)
             return &ops[i];
     return NULL;
-}
-
-static const char *long_name(int val)
-{
-    for (const struct option *o = op_options; o->name; o++)
-        if (o->val == val)
-            return o->name;
-    return "?";
 }
 
 static bool op_takes(const struct fs_op *op, const char *name)
@@ -282,18 +258,6 @@ static bool op_takes(const struct fs_op *op, const char *name)
     return false;
 }
 
-/* The option getopt just refused, as the user typed it. */
-static const char *bad_option(int argc, char **argv, char *buf, size_t size)
-{
-    if (optopt > 0 && optopt < 256) {
-        snprintf(buf, size, "-%c", optopt);
-        return buf;
-    }
-    if (optind > 0 && optind <= argc)
-        return argv[optind - 1];
-    return "?";
-}
-
 /* Options allowed both before and after OP. Returns -1 when `opt` is not
  * one of them, else an exit code (0 = go on). */
 static int global_option(struct fs_cli *c, int opt, const char *arg)
@@ -302,7 +266,7 @@ static int global_option(struct fs_cli *c, int opt, const char *arg)
     case OPT_ROOT:
         c->root = arg;
         return 0;
-    case OPT_STATE_ROOT:
+    case CLI_OPT_STATE_ROOT:
         c->state_root = arg;
         return 0;
     case OPT_JSON:
@@ -1033,28 +997,22 @@ static int op_patch(struct fs_cli *c)
 static int parse_op_args(struct fs_cli *c, const struct fs_op *op, int argc, char **argv,
                          bool *want_help)
 {
-    char buf[8];
-    opterr = 0;
     optind = 0; /* glibc: start over on a new argv */
     int opt;
-    while ((opt = getopt_long(argc, argv, ":hiFrp", op_options, NULL)) != -1) {
-        if (opt == OPT_HELP) {
+    while ((opt = cli_next(&cli_spec_fs, argc, argv, 0)) != -1) {
+        if (opt == CLI_GETOPT_HELP) {
             *want_help = true;
             return 0;
         }
-        if (opt == '?')
-            return cli_usage("fs", "bad option '%s' for '%s'",
-                             bad_option(argc, argv, buf, sizeof(buf)), op->name);
-        if (opt == ':')
-            return cli_usage("fs", "option '%s' needs a value",
-                             bad_option(argc, argv, buf, sizeof(buf)));
+        if (opt == CLI_GETOPT_BAD)
+            return CLI_EXIT_USAGE;
         int rc = global_option(c, opt, optarg);
         if (rc >= 0) {
             if (rc)
                 return rc;
             continue;
         }
-        const char *name = long_name(opt);
+        const char *name = cli_spec_long_name(&cli_spec_fs, opt);
         if (!op_takes(op, name))
             return cli_usage("fs", "option '--%s' does not apply to '%s'", name, op->name);
         rc = op_option(c, opt, optarg);
@@ -1080,23 +1038,15 @@ int cmd_fs(int argc, char **argv)
     if (!c.deny)
         return cli_error("out of memory");
 
-    char buf[8];
     int rc = 0;
     int opt;
-    opterr = 0;
     optind = 0;
-    while ((opt = getopt_long(argc, argv, "+:h", global_options, NULL)) != -1) {
-        if (opt == OPT_HELP) {
-            help(stdout);
+    while ((opt = cli_next(&cli_spec_fs, argc, argv, CLI_NEXT_STOP | CLI_NEXT_BEFORE_OPERAND)) !=
+           -1) {
+        if (opt == CLI_GETOPT_HELP)
             goto done;
-        }
-        if (opt == '?') {
-            rc = cli_usage("fs", "bad option '%s'", bad_option(argc, argv, buf, sizeof(buf)));
-            goto done;
-        }
-        if (opt == ':') {
-            rc = cli_usage("fs", "option '%s' needs a value",
-                           bad_option(argc, argv, buf, sizeof(buf)));
+        if (opt == CLI_GETOPT_BAD) {
+            rc = CLI_EXIT_USAGE;
             goto done;
         }
         rc = global_option(&c, opt, optarg);
@@ -1118,7 +1068,7 @@ int cmd_fs(int argc, char **argv)
     }
     c.op = argv[optind];
     if (strcmp(c.op, "--help") == 0 || strcmp(c.op, "-h") == 0) {
-        help(stdout);
+        cli_help(stdout, &cli_spec_fs);
         goto done;
     }
     const struct fs_op *op = find_op(c.op);
@@ -1128,11 +1078,8 @@ int cmd_fs(int argc, char **argv)
     }
     bool want_help = false;
     rc = parse_op_args(&c, op, argc - optind, argv + optind, &want_help);
-    if (rc || want_help) {
-        if (want_help)
-            help(stdout);
+    if (rc || want_help)
         goto done;
-    }
     if (c.sandbox && c.root) {
         rc = cli_usage("fs", "give --root DIR or a sandbox NAME, not both");
         goto done;

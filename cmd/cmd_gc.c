@@ -1,7 +1,6 @@
 /* sandpod gc: remove the containers sandpod made that no sandbox owns any
  * more (a state folder deleted by hand, a create killed half-way), the
  * processes a killed Podman service lost, and services nobody can reach. */
-#include <getopt.h>
 #include <stdio.h>
 
 #include "cli.h"
@@ -9,39 +8,31 @@
 
 enum { OPT_JSON = 256, OPT_DRY };
 
-static const struct option options[] = {
-    {"dry-run", no_argument, NULL, 'n'},
-    {"json", no_argument, NULL, OPT_JSON},
-    CLI_CONN_OPTIONS,
-    {"help", no_argument, NULL, 'h'},
-    {NULL, 0, NULL, 0},
+const struct cli_spec cli_spec_gc = {
+    .name = "gc",
+    .fn = cmd_gc,
+    .summary = "Remove containers no sandbox owns any more (killed creates, lost state)",
+    .usage = CLI_USAGE("[OPTIONS]"),
+    .description = "Remove what sandpod left that nothing owns, each printed with the reason:\n"
+                   "  - orphaned sandpod containers on the Podman service: their state folder\n"
+                   "    (the sandpod.state label) is gone, holds no sandbox.json, or names\n"
+                   "    another container. Sandboxes of every state root are judged; a sandbox\n"
+                   "    whose lock is held is busy and left alone. Workspaces are never touched.\n"
+                   "  - the conmon and 'runc init' of sandpod containers the service no longer\n"
+                   "    knows (it was killed while starting them), when it runs on this host;\n"
+                   "  - Podman services whose socket folder is gone (nobody can reach them).\n"
+                   "Processes are only this user's and at least a minute old. With --state-root,\n"
+                   "a container is judged against that state root only when its state folder\n"
+                   "lies beneath it, and the Podman service is the one of that state root.",
+    .groups = CLI_GROUPS(CLI_OWN(CLI_FLAG("dry-run", 'n', 'n', "only print what would be removed"),
+                                 CLI_FLAG("json", 0, OPT_JSON,
+                                          "print {ok, orphans: [{kind, container, state_dir, pid, "
+                                          "reason, removed, error}], unlabelled}; kind is "
+                                          "container, runtime or service")),
+                         &cli_group_conn),
+    .exit_status = "0 when every orphan is removed (or none found), 1 when any removal failed or "
+                   "Podman cannot be reached, 2 bad usage.",
 };
-
-static void help(FILE *f)
-{
-    fprintf(f, "Usage: sandpod gc [OPTIONS]\n"
-               "\n"
-               "Remove what sandpod left that nothing owns, each printed with the reason:\n"
-               "  - orphaned sandpod containers on the Podman service: their state folder\n"
-               "    (the sandpod.state label) is gone, holds no sandbox.json, or names\n"
-               "    another container. Sandboxes of every state root are judged; a sandbox\n"
-               "    whose lock is held is busy and left alone. Workspaces are never touched.\n"
-               "  - the conmon and 'runc init' of sandpod containers the service no longer\n"
-               "    knows (it was killed while starting them), when it runs on this host;\n"
-               "  - Podman services whose socket folder is gone (nobody can reach them).\n"
-               "Processes are only this user's and at least a minute old.\n"
-               "\n"
-               "Options:\n"
-               "  -n, --dry-run        only print what would be removed\n"
-               "  --json               print {ok, orphans: [{kind, container, state_dir, pid,\n"
-               "                       reason, removed, error}], unlabelled}; kind is\n"
-               "                       container, runtime or service\n"
-               "  --url URL            Podman service (default $SANDPOD_URL, else found)\n"
-               "  -h, --help           show this help\n"
-               "\n"
-               "Exit status: 0 when every orphan is removed (or none found), 1 when any\n"
-               "removal failed or Podman cannot be reached, 2 bad usage.\n");
-}
 
 static const char *const kind_names[] = {"container", "runtime", "service"};
 
@@ -81,7 +72,9 @@ int cmd_gc(int argc, char **argv)
 
     optind = 0;
     int opt;
-    while ((opt = cli_getopt("gc", argc, argv, "hn", options, false)) != -1) {
+    while ((opt = cli_next(&cli_spec_gc, argc, argv, 0)) != -1) {
+        if (opt == CLI_GETOPT_HELP)
+            goto done;
         int took = cli_conn_option(&conn, "gc", opt, optarg);
         if (took < 0 || opt == CLI_GETOPT_BAD) {
             rc = CLI_EXIT_USAGE;
@@ -90,9 +83,6 @@ int cmd_gc(int argc, char **argv)
         if (took)
             continue;
         switch (opt) {
-        case 'h':
-            help(stdout);
-            goto done;
         case 'n':
             dry = true;
             break;

@@ -1,7 +1,6 @@
 /* sandpod hydrate: copy host folders into a workspace folder, filtered,
  * capped and all or nothing (the library's sp_hydrate()). */
 #include <errno.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,7 +19,6 @@
 #define PROGRESS_AFTER_MS 300
 
 enum {
-    OPT_HELP = 'h',
     OPT_ROOT = 256,
     OPT_NAME,
     OPT_MOUNT,
@@ -29,64 +27,54 @@ enum {
     OPT_LIST,
 };
 
-static const struct option options[] = {
-    {"root", required_argument, NULL, OPT_ROOT},
-    {"name", required_argument, NULL, OPT_NAME},
-    {"mount", required_argument, NULL, OPT_MOUNT},
-    {"allowed-root", required_argument, NULL, OPT_ALLOWED_ROOT},
-    {"json", no_argument, NULL, OPT_JSON},
-    {"list", no_argument, NULL, OPT_LIST},
-    {"help", no_argument, NULL, OPT_HELP},
-    {NULL, 0, NULL, 0},
+const struct cli_spec cli_spec_hydrate = {
+    .name = "hydrate",
+    .fn = cmd_hydrate,
+    .summary = "Copy host folders into a workspace, filtered and capped",
+    .usage = CLI_USAGE("(--root DIR | --name NAME) --mount SPEC [--mount SPEC]... "
+                       "[--allowed-root DIR]... [--list] [--json]"),
+    .description =
+        "Copy host folders into a workspace folder: only what the globs select, never\n"
+        "more than a mount's max-bytes, never a byte from outside the allowed roots.\n"
+        "All or nothing: on any error the workspace is left as it was.\n"
+        "\n"
+        "SPEC is a folder PATH, or\n"
+        "  src=PATH[,dst=DIR][,include=GLOB]...[,exclude=GLOB]...[,max-bytes=SIZE]\n"
+        "          [,follow-symlinks]\n"
+        "  src=PATH          the host folder to copy\n"
+        "  dst=DIR           where it lands in the workspace (default: the root)\n"
+        "  include=GLOB      copy only matching files (repeatable); a GLOB without '/'\n"
+        "                    matches a name at any depth ('*.py'), one with '/' the path\n"
+        "                    relative to PATH ('src/**/*.c'); a matching folder brings\n"
+        "                    all it holds\n"
+        "  exclude=GLOB      leave matching files and folders out (repeatable); an\n"
+        "                    excluded folder is not even read ('node_modules')\n"
+        "  max-bytes=SIZE    fail when the selected files total more than SIZE\n"
+        "                    (K, M, G, T: powers of 1024)\n"
+        "  follow-symlinks   copy what a symlink points to when that is inside an\n"
+        "                    allowed root (other links are skipped and reported);\n"
+        "                    without it, symlinks are copied as symlinks, verbatim\n"
+        "Commas inside {...} do not split (include=*.{c,h}); write a literal comma in\n"
+        "a path as \\,.\n"
+        "\n"
+        "Later mounts win where paths overlap; folders merge. Entries already in the\n"
+        "workspace at a copied path are replaced; other entries stay.",
+    .groups = CLI_GROUPS(
+        CLI_OWN(CLI_VALUE("root", 0, "DIR", OPT_ROOT, CLI_COMP_DIR,
+                          "the workspace folder (made, parents too, if missing)"),
+                CLI_VALUE("name", 0, "NAME", OPT_NAME, CLI_COMP_SANDBOX,
+                          "the workspace of sandbox NAME under the state root ($SANDPOD_HOME, "
+                          "$XDG_DATA_HOME/sandpod or ~/.local/share/sandpod), created if missing"),
+                CLI_VALUE("mount", 0, "SPEC", OPT_MOUNT, CLI_COMP_DIR,
+                          "a host folder to copy (repeatable, at least one)"),
+                CLI_VALUE("allowed-root", 0, "DIR", OPT_ALLOWED_ROOT, CLI_COMP_DIR,
+                          "host folder that every mount and followed symlink must resolve inside "
+                          "(repeatable; default: each mount's own folder)"),
+                CLI_FLAG("list", 0, OPT_LIST, "also print every copied path"),
+                CLI_FLAG("json", 0, OPT_JSON, "print the result as one JSON object"))),
+    .notes = "Progress is shown on stderr when it is a terminal.",
+    .exit_status = "0 ok, 1 error, 2 bad usage.",
 };
-
-static void help(FILE *f)
-{
-    fprintf(f, "Usage: sandpod hydrate (--root DIR | --name NAME) --mount SPEC [--mount SPEC]...\n"
-               "                       [--allowed-root DIR]... [--list] [--json]\n"
-               "\n"
-               "Copy host folders into a workspace folder: only what the globs select, never\n"
-               "more than a mount's max-bytes, never a byte from outside the allowed roots.\n"
-               "All or nothing: on any error the workspace is left as it was.\n"
-               "\n"
-               "SPEC is a folder PATH, or\n"
-               "  src=PATH[,dst=DIR][,include=GLOB]...[,exclude=GLOB]...[,max-bytes=SIZE]\n"
-               "          [,follow-symlinks]\n"
-               "  src=PATH          the host folder to copy\n"
-               "  dst=DIR           where it lands in the workspace (default: the root)\n"
-               "  include=GLOB      copy only matching files (repeatable); a GLOB without '/'\n"
-               "                    matches a name at any depth ('*.py'), one with '/' the path\n"
-               "                    relative to PATH ('src/**/*.c'); a matching folder brings\n"
-               "                    all it holds\n"
-               "  exclude=GLOB      leave matching files and folders out (repeatable); an\n"
-               "                    excluded folder is not even read ('node_modules')\n"
-               "  max-bytes=SIZE    fail when the selected files total more than SIZE\n"
-               "                    (K, M, G, T: powers of 1024)\n"
-               "  follow-symlinks   copy what a symlink points to when that is inside an\n"
-               "                    allowed root (other links are skipped and reported);\n"
-               "                    without it, symlinks are copied as symlinks, verbatim\n"
-               "Commas inside {...} do not split (include=*.{c,h}); write a literal comma in\n"
-               "a path as \\,.\n"
-               "\n"
-               "Later mounts win where paths overlap; folders merge. Entries already in the\n"
-               "workspace at a copied path are replaced; other entries stay.\n"
-               "\n"
-               "Options:\n"
-               "  --root DIR          the workspace folder (made, parents too, if missing)\n"
-               "  --name NAME         the workspace of sandbox NAME under the state root\n"
-               "                      ($SANDPOD_HOME, $XDG_DATA_HOME/sandpod or\n"
-               "                      ~/.local/share/sandpod), created if missing\n"
-               "  --mount SPEC        a host folder to copy (repeatable, at least one)\n"
-               "  --allowed-root DIR  host folder that every mount and followed symlink must\n"
-               "                      resolve inside (repeatable; default: each mount's own\n"
-               "                      folder)\n"
-               "  --list              also print every copied path\n"
-               "  --json              print the result as one JSON object\n"
-               "  -h, --help          show this help\n"
-               "\n"
-               "Progress is shown on stderr when it is a terminal.\n"
-               "Exit status: 0 ok, 1 error, 2 bad usage.\n");
-}
 
 struct hydrate_cli {
     const char *root, *name;
@@ -302,12 +290,10 @@ int cmd_hydrate(int argc, char **argv)
     }
 
     int opt;
-    opterr = 0;
     optind = 0;
-    while ((opt = getopt_long(argc, argv, ":h", options, NULL)) != -1) {
+    while ((opt = cli_next(&cli_spec_hydrate, argc, argv, 0)) != -1) {
         switch (opt) {
-        case OPT_HELP:
-            help(stdout);
+        case CLI_GETOPT_HELP:
             goto done;
         case OPT_ROOT:
             c.root = optarg;
@@ -337,11 +323,8 @@ int cmd_hydrate(int argc, char **argv)
         case OPT_LIST:
             c.list = true;
             break;
-        case ':':
-            rc = cli_usage("hydrate", "option '%s' needs a value", argv[optind - 1]);
-            goto done;
-        default:
-            rc = cli_usage("hydrate", "bad option '%s'", argv[optind - 1]);
+        default: /* CLI_GETOPT_BAD */
+            rc = CLI_EXIT_USAGE;
             goto done;
         }
     }

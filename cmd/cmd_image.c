@@ -1,5 +1,4 @@
 /* sandpod image build | exists: the offline image sandboxes run by default. */
-#include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -8,38 +7,33 @@
 
 enum { OPT_FORCE = 'f', OPT_TAG = 't', OPT_BUSYBOX = 256, OPT_JSON };
 
-static const struct option options[] = {
-    {"force", no_argument, NULL, OPT_FORCE},
-    {"tag", required_argument, NULL, OPT_TAG},
-    {"busybox", required_argument, NULL, OPT_BUSYBOX},
-    {"json", no_argument, NULL, OPT_JSON},
-    CLI_CONN_OPTIONS,
-    {"help", no_argument, NULL, 'h'},
-    {NULL, 0, NULL, 0},
+const struct cli_spec cli_spec_image = {
+    .name = "image",
+    .fn = cmd_image,
+    .summary = "Build the offline image, or check that an image exists",
+    .usage = CLI_USAGE("build [--force] [--tag TAG] [--busybox PATH] [--json]",
+                       "exists [IMAGE] [--json]"),
+    .description =
+        "  build   build the offline image from a static busybox (Debian's\n"
+        "          busybox-static) and import it; nothing is fetched. Prints the image id.\n"
+        "          An existing image is kept unless --force is given.\n"
+        "  exists  print true and exit 0 when IMAGE (default " SP_PODMAN_DEFAULT_IMAGE ")\n"
+        "          is present, else print false and exit 1",
+    .groups = CLI_GROUPS(
+        CLI_OWN(CLI_FLAG("force", 'f', OPT_FORCE, "build: rebuild an existing image"),
+                CLI_VALUE("tag", 't', "TAG", OPT_TAG, CLI_COMP_NONE,
+                          "build: image name (default " SP_PODMAN_DEFAULT_IMAGE ")"),
+                CLI_VALUE("busybox", 0, "PATH", OPT_BUSYBOX, CLI_COMP_FILE,
+                          "build: the static busybox to use (default /bin/busybox)"),
+                CLI_FLAG("json", 0, OPT_JSON, "print {ok, id, tag} or {ok, image, exists}"),
+                CLI_VALUE("state-root", 0, "DIR", CLI_OPT_STATE_ROOT, CLI_COMP_DIR,
+                          "where a started Podman service keeps its socket"),
+                CLI_VALUE("url", 0, "URL", CLI_OPT_URL, CLI_COMP_NONE,
+                          "Podman service (default $SANDPOD_URL, else found or started)"))),
+    .operands =
+        CLI_OPERANDS({"OP", CLI_COMP_CHOICES, "build|exists"}, {"IMAGE", CLI_COMP_NONE, NULL}),
+    .exit_status = "0 ok, 1 error (or 'exists' on a missing image), 2 bad usage.",
 };
-
-static void help(FILE *f)
-{
-    fprintf(f, "Usage: sandpod image build [--force] [--tag TAG] [--busybox PATH] [--json]\n"
-               "       sandpod image exists [IMAGE] [--json]\n"
-               "\n"
-               "build   build the offline image from a static busybox (Debian's\n"
-               "        busybox-static) and import it; nothing is fetched. Prints the image id.\n"
-               "        An existing image is kept unless --force is given.\n"
-               "exists  print true and exit 0 when IMAGE (default " SP_PODMAN_DEFAULT_IMAGE ")\n"
-               "        is present, else print false and exit 1\n"
-               "\n"
-               "Options:\n"
-               "  -f, --force          build: rebuild an existing image\n"
-               "  -t, --tag TAG        build: image name (default " SP_PODMAN_DEFAULT_IMAGE ")\n"
-               "  --busybox PATH       build: the static busybox to use (default /bin/busybox)\n"
-               "  --json               print {ok, id, tag} or {ok, image, exists}\n"
-               "  --state-root DIR     where a started Podman service keeps its socket\n"
-               "  --url URL            Podman service (default $SANDPOD_URL, else found)\n"
-               "  -h, --help           show this help\n"
-               "\n"
-               "Exit status: 0 ok, 1 error (or 'exists' on a missing image), 2 bad usage.\n");
-}
 
 static int do_build(sp_podman *p, const char *tag, const char *busybox, bool force, bool json)
 {
@@ -95,7 +89,9 @@ int cmd_image(int argc, char **argv)
 
     optind = 0;
     int opt;
-    while ((opt = cli_getopt("image", argc, argv, "hft:", options, false)) != -1) {
+    while ((opt = cli_next(&cli_spec_image, argc, argv, 0)) != -1) {
+        if (opt == CLI_GETOPT_HELP)
+            goto done;
         int took = cli_conn_option(&conn, "image", opt, optarg);
         if (took < 0 || opt == CLI_GETOPT_BAD) {
             rc = CLI_EXIT_USAGE;
@@ -104,9 +100,6 @@ int cmd_image(int argc, char **argv)
         if (took)
             continue;
         switch (opt) {
-        case 'h':
-            help(stdout);
-            goto done;
         case OPT_FORCE:
             force = true;
             break;

@@ -1,7 +1,6 @@
 /* sandpod inspect: everything about one sandbox: what Podman says about
  * its container, where its folders are, and the configuration it was
  * created with. */
-#include <getopt.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,37 +11,28 @@
 
 enum { OPT_SHOW_SECRETS = 256 };
 
-static const struct option options[] = {
-    {"json", no_argument, NULL, 'j'},
-    {"show-secrets", no_argument, NULL, OPT_SHOW_SECRETS},
-    CLI_CONN_OPTIONS,
-    {"help", no_argument, NULL, 'h'},
-    {NULL, 0, NULL, 0},
+const struct cli_spec cli_spec_inspect = {
+    .name = "inspect",
+    .fn = cmd_inspect,
+    .summary = "Show a sandbox's state, folders and configuration",
+    .usage = CLI_USAGE("[--json] [--show-secrets] NAME"),
+    .description = "Show a sandbox: its state (from Podman; unknown when Podman cannot be\n"
+                   "reached), container, image, creation time, workspace and state folders, and\n"
+                   "the configuration it was created with (workdir, user, env, network, limits,\n"
+                   "root filesystem, added capabilities). Environment values given with -e are\n"
+                   "shown as KEY=*** (they are often tokens) unless --show-secrets is given.",
+    .groups = CLI_GROUPS(
+        CLI_OWN(
+            CLI_FLAG("json", 0, 'j',
+                     "print {ok, name, state, running, exit_code, oom_killed, container, "
+                     "image, created_at, workspace, state_dir, config: {workdir, user, env, "
+                     "network, memory_bytes, nano_cpus, pids_limit, tmpfs_bytes, "
+                     "writable_root, cap_add}}"),
+            CLI_FLAG("show-secrets", 0, OPT_SHOW_SECRETS, "show env values as they were given")),
+        &cli_group_conn),
+    .operands = CLI_OPERANDS({"NAME", CLI_COMP_SANDBOX, NULL}),
+    .exit_status = "0 ok, 1 error (no such sandbox), 2 bad usage.",
 };
-
-static void help(FILE *f)
-{
-    fprintf(f, "Usage: sandpod inspect [--json] [--show-secrets] NAME\n"
-               "\n"
-               "Show a sandbox: its state (from Podman; unknown when Podman cannot be\n"
-               "reached), container, image, creation time, workspace and state folders, and\n"
-               "the configuration it was created with (workdir, user, env, network, limits,\n"
-               "root filesystem, added capabilities). Environment values given with -e are\n"
-               "shown as KEY=*** (they are often tokens) unless --show-secrets is given.\n"
-               "\n"
-               "Options:\n"
-               "  --json               print {ok, name, state, running, exit_code, oom_killed,\n"
-               "                       container, image, created_at, workspace, state_dir,\n"
-               "                       config: {workdir, user, env, network, memory_bytes,\n"
-               "                       nano_cpus, pids_limit, tmpfs_bytes, writable_root,\n"
-               "                       cap_add}}\n"
-               "  --show-secrets       show env values as they were given\n"
-               "  --state-root DIR     where sandboxes live (default $SANDPOD_HOME, ...)\n"
-               "  --url URL            Podman service (default $SANDPOD_URL, else found)\n"
-               "  -h, --help           show this help\n"
-               "\n"
-               "Exit status: 0 ok, 1 error (no such sandbox), 2 bad usage.\n");
-}
 
 static void field(const char *label, const char *value)
 {
@@ -183,7 +173,9 @@ int cmd_inspect(int argc, char **argv)
 
     optind = 0;
     int opt;
-    while ((opt = cli_getopt("inspect", argc, argv, "h", options, false)) != -1) {
+    while ((opt = cli_next(&cli_spec_inspect, argc, argv, 0)) != -1) {
+        if (opt == CLI_GETOPT_HELP)
+            goto done;
         int took = cli_conn_option(&conn, "inspect", opt, optarg);
         if (took < 0 || opt == CLI_GETOPT_BAD) {
             rc = CLI_EXIT_USAGE;
@@ -191,10 +183,6 @@ int cmd_inspect(int argc, char **argv)
         }
         if (took)
             continue;
-        if (opt == 'h') {
-            help(stdout);
-            goto done;
-        }
         if (opt == OPT_SHOW_SECRETS)
             flags |= SP_JSON_SANDBOX_SECRETS;
         else

@@ -1,7 +1,6 @@
 /* sandpod start | stop | restart NAME...: the container's lifecycle. The
  * workspace is untouched; a container that is gone is recreated by start
  * from the sandbox's saved configuration. */
-#include <getopt.h>
 #include <limits.h>
 #include <string.h>
 
@@ -14,42 +13,53 @@ static const char *const action_names[] = {"start", "stop", "restart"};
 
 enum { OPT_TIME = 't', OPT_JSON = 256 };
 
-static const struct option options[] = {
-    {"time", required_argument, NULL, OPT_TIME},
-    {"json", no_argument, NULL, OPT_JSON},
-    CLI_CONN_OPTIONS,
-    {"help", no_argument, NULL, 'h'},
-    {NULL, 0, NULL, 0},
+#define LIFECYCLE_JSON CLI_FLAG("json", 0, OPT_JSON, "print {ok, sandboxes: [{name, ok, error}]}")
+#define LIFECYCLE_TIME                                                                             \
+    CLI_VALUE("time", 't', "S", OPT_TIME, CLI_COMP_NONE,                                           \
+              "seconds to wait before SIGKILL (default 10)")
+#define LIFECYCLE_EXIT                                                                             \
+    "0 when every sandbox is done, 1 when any failed (the others are still done), 2 bad usage."
+
+const struct cli_spec cli_spec_start = {
+    .name = "start",
+    .fn = cmd_start,
+    .summary = "Start sandboxes (a lost container is recreated)",
+    .usage = CLI_USAGE("[OPTIONS] NAME..."),
+    .description = "Start the containers of the sandboxes. A sandbox whose container is gone "
+                   "(removed by hand, lost in a reboot) gets a new one from its saved "
+                   "configuration; the workspace is kept. Each NAME is printed once done.",
+    .groups = CLI_GROUPS(CLI_OWN(LIFECYCLE_JSON), &cli_group_conn),
+    .operands = CLI_OPERANDS({"NAME...", CLI_COMP_SANDBOX, NULL}),
+    .exit_status = LIFECYCLE_EXIT,
 };
 
-static void help(FILE *f, enum action a)
-{
-    static const char *const what[] = {
-        ("Start the containers of the sandboxes. A sandbox whose container is gone (removed\n"
-         "by hand, lost in a reboot) gets a new one from its saved configuration; the\n"
-         "workspace is kept."),
-        ("Stop the containers of the sandboxes: SIGTERM, then SIGKILL after --time\n"
-         "seconds. The workspace and the configuration stay; 'sandpod start' resumes."),
-        "Stop, then start, the containers of the sandboxes.",
-    };
-    fprintf(f,
-            "Usage: sandpod %s [OPTIONS] NAME...\n"
-            "\n"
-            "%s\n"
-            "Each NAME is printed once done.\n"
-            "\n"
-            "Options:\n",
-            action_names[a], what[a]);
-    if (a != START)
-        fprintf(f, "  -t, --time S         seconds to wait before SIGKILL (default 10)\n");
-    fprintf(f, "  --json               print {ok, sandboxes: [{name, ok, error}]}\n"
-               "  --state-root DIR     where sandboxes live (default $SANDPOD_HOME, ...)\n"
-               "  --url URL            Podman service (default $SANDPOD_URL, else found)\n"
-               "  -h, --help           show this help\n"
-               "\n"
-               "Exit status: 0 when every sandbox is done, 1 when any failed (the others are\n"
-               "still done), 2 bad usage.\n");
-}
+const struct cli_spec cli_spec_stop = {
+    .name = "stop",
+    .fn = cmd_stop,
+    .summary = "Stop sandboxes, keeping their workspaces",
+    .usage = CLI_USAGE("[OPTIONS] NAME..."),
+    .description = "Stop the containers of the sandboxes: SIGTERM, then SIGKILL after --time "
+                   "seconds. The workspace and the configuration stay; 'sandpod start' resumes. "
+                   "Each NAME is printed once done.",
+    .groups = CLI_GROUPS(CLI_OWN(LIFECYCLE_TIME, LIFECYCLE_JSON), &cli_group_conn),
+    .operands = CLI_OPERANDS({"NAME...", CLI_COMP_SANDBOX, NULL}),
+    .exit_status = LIFECYCLE_EXIT,
+};
+
+const struct cli_spec cli_spec_restart = {
+    .name = "restart",
+    .fn = cmd_restart,
+    .summary = "Stop, then start, sandboxes",
+    .usage = CLI_USAGE("[OPTIONS] NAME..."),
+    .description = "Stop, then start, the containers of the sandboxes. Each NAME is printed once "
+                   "done.",
+    .groups = CLI_GROUPS(CLI_OWN(LIFECYCLE_TIME, LIFECYCLE_JSON), &cli_group_conn),
+    .operands = CLI_OPERANDS({"NAME...", CLI_COMP_SANDBOX, NULL}),
+    .exit_status = LIFECYCLE_EXIT,
+};
+
+static const struct cli_spec *const action_specs[] = {&cli_spec_start, &cli_spec_stop,
+                                                      &cli_spec_restart};
 
 static int act(enum action a, sp_sandbox *sb, int time_s, sp_error **err)
 {
@@ -80,7 +90,9 @@ static int lifecycle(enum action a, int argc, char **argv)
 
     optind = 0;
     int opt;
-    while ((opt = cli_getopt(cmd, argc, argv, "ht:", options, false)) != -1) {
+    while ((opt = cli_next(action_specs[a], argc, argv, 0)) != -1) {
+        if (opt == CLI_GETOPT_HELP)
+            goto done;
         int took = cli_conn_option(&conn, cmd, opt, optarg);
         if (took < 0 || opt == CLI_GETOPT_BAD) {
             rc = CLI_EXIT_USAGE;
@@ -89,9 +101,6 @@ static int lifecycle(enum action a, int argc, char **argv)
         if (took)
             continue;
         switch (opt) {
-        case 'h':
-            help(stdout, a);
-            goto done;
         case OPT_TIME:
             if (a == START) {
                 rc = cli_usage(cmd, "option '--time' does not apply to start");

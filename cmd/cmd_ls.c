@@ -1,7 +1,6 @@
 /* sandpod ls: the sandboxes under the state root, with what Podman says
  * about each. Podman being unreachable makes states "unknown", not an
  * error: the list itself lives on disk. */
-#include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -10,32 +9,27 @@
 #include "fs_json.h"
 #include "sandbox_json.h"
 
-static const struct option options[] = {
-    {"json", no_argument, NULL, 'j'},
-    CLI_CONN_OPTIONS,
-    {"help", no_argument, NULL, 'h'},
-    {NULL, 0, NULL, 0},
-};
+enum { OPT_JSON = 'j', OPT_QUIET = 'q' };
 
-static void help(FILE *f)
-{
-    fprintf(f, "Usage: sandpod ls [--json] [--state-root DIR] [--url URL]\n"
-               "\n"
-               "List the sandboxes: NAME, STATE (from Podman: running, exited, paused,\n"
-               "created, missing when the container is gone, unknown when Podman cannot be\n"
-               "reached), IMAGE, CREATED and WORKSPACE.\n"
-               "\n"
-               "Options:\n"
-               "  --json               print {ok, sandboxes: [{name, state, running, exit_code,\n"
-               "                       oom_killed, container, image, created_at, workspace,\n"
-               "                       state_dir}], count}, plus podman_error when Podman\n"
-               "                       could not be asked\n"
-               "  --state-root DIR     where sandboxes live (default $SANDPOD_HOME, ...)\n"
-               "  --url URL            Podman service (default $SANDPOD_URL, else found)\n"
-               "  -h, --help           show this help\n"
-               "\n"
-               "Exit status: 0 ok, 1 error, 2 bad usage.\n");
-}
+const struct cli_spec cli_spec_ls = {
+    .name = "ls",
+    .fn = cmd_ls,
+    .summary = "List the sandboxes and their states",
+    .usage = CLI_USAGE("[--json | --quiet] [--state-root DIR] [--url URL]"),
+    .description = "List the sandboxes: NAME, STATE (from Podman: running, exited, paused,\n"
+                   "created, missing when the container is gone, unknown when Podman cannot be\n"
+                   "reached), IMAGE, CREATED and WORKSPACE. No sandbox prints the header alone.",
+    .groups = CLI_GROUPS(
+        CLI_OWN(CLI_FLAG("json", 0, OPT_JSON,
+                         "print {ok, sandboxes: [{name, state, running, exit_code, oom_killed, "
+                         "container, image, created_at, workspace, state_dir}], count}, plus "
+                         "podman_error when Podman could not be asked"),
+                CLI_FLAG("quiet", 'q', OPT_QUIET,
+                         "print the names only, one a line, without asking Podman (for "
+                         "scripts and shell completion)")),
+        &cli_group_conn),
+    .exit_status = "0 ok (no sandbox too), 1 error, 2 bad usage.",
+};
 
 static const char *str_field(const cJSON *o, const char *key)
 {
@@ -85,7 +79,10 @@ int cmd_ls(int argc, char **argv)
 
     optind = 0;
     int opt;
-    while ((opt = cli_getopt("ls", argc, argv, "h", options, false)) != -1) {
+    bool quiet = false;
+    while ((opt = cli_next(&cli_spec_ls, argc, argv, 0)) != -1) {
+        if (opt == CLI_GETOPT_HELP)
+            goto done;
         int took = cli_conn_option(&conn, "ls", opt, optarg);
         if (took < 0 || opt == CLI_GETOPT_BAD) {
             rc = CLI_EXIT_USAGE;
@@ -93,11 +90,14 @@ int cmd_ls(int argc, char **argv)
         }
         if (took)
             continue;
-        if (opt == 'h') {
-            help(stdout);
-            goto done;
-        }
-        json = true; /* 'j' */
+        if (opt == OPT_QUIET)
+            quiet = true;
+        else
+            json = true;
+    }
+    if (json && quiet) {
+        rc = cli_usage("ls", "give --json or --quiet, not both");
+        goto done;
     }
     if (optind < argc) {
         rc = cli_usage("ls", "unexpected argument '%s'", argv[optind]);
@@ -108,6 +108,13 @@ int cmd_ls(int argc, char **argv)
     int r = sp_sandbox_list(&names, conn.state_root, &err);
     if (r < 0) {
         rc = cli_fail(json, r, err);
+        goto done;
+    }
+    if (quiet) {
+        for (char **n = names; n && *n; n++) {
+            cli_put_name(stdout, *n);
+            putchar('\n');
+        }
         goto done;
     }
 

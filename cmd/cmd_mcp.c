@@ -1,6 +1,5 @@
 /* sandpod mcp: serve the model tool suite over MCP on stdin/stdout, on an
  * existing sandbox, a bare folder, or a sandbox made for the session. */
-#include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -15,46 +14,34 @@ enum {
     OPT_HELP = 'h',
 };
 
-static const struct option options[] = {
-    CLI_TOOLS_OPTIONS,
-    CLI_CREATE_OPTIONS,
-    CLI_CONN_OPTIONS,
-    {"create", no_argument, NULL, OPT_CREATE},
-    {"keep", no_argument, NULL, OPT_KEEP},
-    {"verbose", no_argument, NULL, OPT_VERBOSE},
-    {"help", no_argument, NULL, OPT_HELP},
-    {NULL, 0, NULL, 0},
+const struct cli_spec cli_spec_mcp = {
+    .name = "mcp",
+    .fn = cmd_mcp,
+    .summary = "Serve the tool suite to an agent over MCP (stdio)",
+    .usage = CLI_USAGE("[OPTIONS] NAME", "[OPTIONS] --root DIR [--store DIR] [--fs-mode MODE]",
+                       "[OPTIONS] --create [CREATE OPTIONS] [--keep]"),
+    .description = "Serve the model tool suite to an agent over the Model Context Protocol\n"
+                   "(revision " SP_MCP_PROTOCOL_VERSION
+                   ", stdio transport: JSON-RPC messages, one per line, on\n"
+                   "stdin and stdout; logs on stderr). NAME is an existing sandbox (started when\n"
+                   "stopped): every tool. --root DIR serves a bare folder with the filesystem\n"
+                   "tools only, no container. --create makes a sandbox for the session, from the\n"
+                   "options of 'sandpod create', and removes it at exit unless --keep.\n"
+                   "\n"
+                   "Register it with an agent, e.g.:\n"
+                   "  claude mcp add sandpod -- sandpod mcp --create --mount .",
+    .groups = CLI_GROUPS(
+        &cli_group_tools,
+        CLI_OWN(CLI_FLAG("create", 0, OPT_CREATE,
+                         "a new sandbox for this session (see CREATE OPTIONS)"),
+                CLI_FLAG("keep", 0, OPT_KEEP, "with --create: keep the sandbox at exit"),
+                CLI_FLAG("verbose", 0, OPT_VERBOSE, "log requests to stderr")),
+        CLI_TITLE("CREATE OPTIONS (with --create; --state-root and --url apply to NAME too):"),
+        &cli_group_create, &cli_group_conn),
+    .operands = CLI_OPERANDS({"NAME", CLI_COMP_SANDBOX, NULL}),
+    .notes = "The server stops at the end of stdin or on SIGINT/SIGTERM/SIGHUP.",
+    .exit_status = "0 ok, 1 error, 2 bad usage.",
 };
-
-static void help(FILE *f)
-{
-    fprintf(f, "Usage: sandpod mcp [OPTIONS] NAME\n"
-               "       sandpod mcp [OPTIONS] --root DIR [--store DIR] [--fs-mode MODE]\n"
-               "       sandpod mcp [OPTIONS] --create [CREATE OPTIONS] [--keep]\n"
-               "\n"
-               "Serve the model tool suite to an agent over the Model Context Protocol\n"
-               "(revision 2025-06-18, stdio transport: JSON-RPC messages, one per line, on\n"
-               "stdin and stdout; logs on stderr). NAME is an existing sandbox (started when\n"
-               "stopped): every tool. --root DIR serves a bare folder with the filesystem\n"
-               "tools only, no container. --create makes a sandbox for the session, from the\n"
-               "options of 'sandpod create', and removes it at exit unless --keep.\n"
-               "\n"
-               "Register it with an agent, e.g.:\n"
-               "  claude mcp add sandpod -- sandpod mcp --create --mount .\n"
-               "\n"
-               "Options:\n");
-    cli_tools_options_help(f);
-    fprintf(f, "  --create             a new sandbox for this session (see CREATE OPTIONS)\n"
-               "  --keep               with --create: keep the sandbox at exit\n"
-               "  --verbose            log requests to stderr\n"
-               "  -h, --help           show this help\n"
-               "\n"
-               "CREATE OPTIONS (with --create; --state-root and --url apply to NAME too):\n");
-    cli_create_options_help(f);
-    fprintf(f, "\n"
-               "The server stops at the end of stdin or on SIGINT/SIGTERM/SIGHUP.\n"
-               "Exit status: 0 ok, 1 error, 2 bad usage.\n");
-}
 
 static bool should_stop(void *ud)
 {
@@ -84,7 +71,9 @@ int cmd_mcp(int argc, char **argv)
     bool made = false;
     optind = 0;
     int opt;
-    while ((opt = cli_getopt("mcp", argc, argv, "h" CLI_CREATE_SHORTOPTS, options, false)) != -1) {
+    while ((opt = cli_next(&cli_spec_mcp, argc, argv, 0)) != -1) {
+        if (opt == CLI_GETOPT_HELP)
+            goto done;
         if (opt == CLI_GETOPT_BAD) {
             rc = CLI_EXIT_USAGE;
             goto done;
@@ -111,8 +100,8 @@ int cmd_mcp(int argc, char **argv)
         case OPT_VERBOSE:
             verbose = true;
             break;
-        default:
-            help(stdout);
+        default: /* CLI_GETOPT_BAD */
+            rc = CLI_EXIT_USAGE;
             goto done;
         }
     }

@@ -1,6 +1,5 @@
 /* sandpod restore: make a sandbox's workspace (or --root) equal to a
  * snapshot again. */
-#include <getopt.h>
 #include <inttypes.h>
 #include <string.h>
 
@@ -13,43 +12,33 @@ enum { OPT_STATS = 0x2100, OPT_KEEP_SETID, OPT_MAX_DATA };
 void cli_snap_keep_setid(bool keep);
 int cli_snap_max_data(const char *cmd, const char *arg);
 
-static const struct option options[] = {
-    {"json", no_argument, NULL, 'j'},
-    {"stats", no_argument, NULL, OPT_STATS},
-    {"keep-setid", no_argument, NULL, OPT_KEEP_SETID},
-    {"max-data", required_argument, NULL, OPT_MAX_DATA},
-    CLI_SNAP_OPTIONS,
-    {"help", no_argument, NULL, 'h'},
-    {NULL, 0, NULL, 0},
+const struct cli_spec cli_spec_restore = {
+    .name = "restore",
+    .fn = cmd_restore,
+    .summary = "Make a workspace exactly what it was at a snapshot",
+    .usage = CLI_USAGE("[--json] [--keep-setid] [--max-data SIZE] NAME SNAP",
+                       "[--json] [--keep-setid] [--max-data SIZE] --root DIR --store DIR SNAP"),
+    .description = "Make the workspace exactly what it was at snapshot SNAP (an id, a tag, or a\n"
+                   "prefix of an id or commit): contents, permission bits, symlinks, empty\n"
+                   "folders, .git folders; everything made since is removed. Only what differs\n"
+                   "is written, and only beneath the workspace (a symlink planted where a folder\n"
+                   "was is replaced, never followed). Files written get no set-user-ID or\n"
+                   "set-group-ID bit unless --keep-setid is given; a file with holes gets them\n"
+                   "back. A running container is paused meanwhile. Run it again if it was\n"
+                   "interrupted.",
+    .groups = CLI_GROUPS(
+        CLI_OWN(CLI_FLAG("json", 0, 'j', "print {ok, restored: {snapshot record}, stats}"),
+                CLI_FLAG("stats", 0, OPT_STATS, "print what the restore cost on stderr"),
+                CLI_FLAG("keep-setid", 0, OPT_KEEP_SETID,
+                         "write the set-id bits of files as the snapshot has them"),
+                CLI_VALUE("max-data", 0, "SIZE", OPT_MAX_DATA, CLI_COMP_NONE,
+                          "refuse, changing nothing, a restore that would write (or first read) "
+                          "more than SIZE of file data (K, M, G, T, or 'none'; default 16G; holes "
+                          "do not count)")),
+        &cli_group_snap, &cli_group_conn),
+    .operands = CLI_OPERANDS({"NAME", CLI_COMP_SANDBOX, NULL}, {"SNAP", CLI_COMP_NONE, NULL}),
+    .exit_status = "0 ok, 1 error (no such snapshot, or ambiguous), 2 bad usage.",
 };
-
-static void help(FILE *f)
-{
-    fprintf(f, "Usage: sandpod restore [--json] [--keep-setid] [--max-data SIZE] NAME SNAP\n"
-               "       sandpod restore [--json] [--keep-setid] [--max-data SIZE]\n"
-               "                       --root DIR --store DIR SNAP\n"
-               "\n"
-               "Make the workspace exactly what it was at snapshot SNAP (an id, a tag, or a\n"
-               "prefix of an id or commit): contents, permission bits, symlinks, empty\n"
-               "folders, .git folders; everything made since is removed. Only what differs\n"
-               "is written, and only beneath the workspace (a symlink planted where a folder\n"
-               "was is replaced, never followed). Files written get no set-user-ID or\n"
-               "set-group-ID bit unless --keep-setid is given; a file with holes gets them\n"
-               "back. A running container is paused meanwhile. Run it again if it was\n"
-               "interrupted.\n"
-               "\n"
-               "Options:\n"
-               "  --json               print {ok, restored: {snapshot record}, stats}\n"
-               "  --stats              print what the restore cost on stderr\n"
-               "  --keep-setid         write the set-id bits of files as the snapshot has them\n"
-               "  --max-data SIZE      refuse, changing nothing, a restore that would write\n"
-               "                       (or first read) more than SIZE of file data (K, M, G,\n"
-               "                       T, or 'none'; default 16G; holes do not count)\n");
-    cli_snap_options_help(f);
-    fprintf(f, "  -h, --help           show this help\n"
-               "\n"
-               "Exit status: 0 ok, 1 error (no such snapshot, or ambiguous), 2 bad usage.\n");
-}
 
 int cmd_restore(int argc, char **argv)
 {
@@ -58,7 +47,9 @@ int cmd_restore(int argc, char **argv)
     int rc = 0;
     optind = 0;
     int opt;
-    while ((opt = cli_getopt("restore", argc, argv, "jh", options, false)) != -1) {
+    while ((opt = cli_next(&cli_spec_restore, argc, argv, 0)) != -1) {
+        if (opt == CLI_GETOPT_HELP)
+            goto done;
         int took = opt == CLI_GETOPT_BAD ? -1 : cli_snap_option(&c, "restore", opt, optarg);
         if (took < 0) {
             rc = CLI_EXIT_USAGE;
@@ -66,10 +57,6 @@ int cmd_restore(int argc, char **argv)
         }
         if (took)
             continue;
-        if (opt == 'h') {
-            help(stdout);
-            goto done;
-        }
         if (opt == OPT_STATS)
             stats = true;
         else if (opt == OPT_KEEP_SETID)

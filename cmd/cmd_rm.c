@@ -1,6 +1,5 @@
 /* sandpod rm NAME...: remove sandboxes: container, state folder, snapshots
  * and (unless --keep-workspace) the workspace. */
-#include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -9,36 +8,26 @@
 
 enum { OPT_KEEP = 256, OPT_JSON };
 
-static const struct option options[] = {
-    {"keep-workspace", no_argument, NULL, OPT_KEEP},
-    {"force", no_argument, NULL, 'f'},
-    {"json", no_argument, NULL, OPT_JSON},
-    CLI_CONN_OPTIONS,
-    {"help", no_argument, NULL, 'h'},
-    {NULL, 0, NULL, 0},
+const struct cli_spec cli_spec_rm = {
+    .name = "rm",
+    .fn = cmd_rm,
+    .summary = "Remove sandboxes (optionally keeping their workspaces)",
+    .usage = CLI_USAGE("[OPTIONS] NAME..."),
+    .description = "Remove sandboxes: the container, the state folder with its snapshots and\n"
+                   "events, and the workspace. A running sandbox is refused unless --force is\n"
+                   "given. Each NAME is printed once removed.",
+    .groups = CLI_GROUPS(
+        CLI_OWN(CLI_FLAG("keep-workspace", 0, OPT_KEEP,
+                         "keep the workspace folder: it is moved to "
+                         "STATE_ROOT/kept-workspaces/NAME, which is printed"),
+                CLI_FLAG("force", 'f', 'f', "remove running sandboxes too; a missing NAME is fine"),
+                CLI_FLAG("json", 0, OPT_JSON,
+                         "print {ok, sandboxes: [{name, ok, kept_workspace, error}]}")),
+        &cli_group_conn),
+    .operands = CLI_OPERANDS({"NAME...", CLI_COMP_SANDBOX, NULL}),
+    .exit_status = "0 when every sandbox is removed, 1 when any failed (the others are still "
+                   "removed), 2 bad usage.",
 };
-
-static void help(FILE *f)
-{
-    fprintf(f, "Usage: sandpod rm [OPTIONS] NAME...\n"
-               "\n"
-               "Remove sandboxes: the container, the state folder with its snapshots and\n"
-               "events, and the workspace. A running sandbox is refused unless --force is\n"
-               "given. Each NAME is printed once removed.\n"
-               "\n"
-               "Options:\n"
-               "  --keep-workspace     keep the workspace folder: it is moved to\n"
-               "                       STATE_ROOT/kept-workspaces/NAME, which is printed\n"
-               "  -f, --force          remove running sandboxes too; a missing NAME is fine\n"
-               "  --json               print {ok, sandboxes: [{name, ok, kept_workspace,\n"
-               "                       error}]}\n"
-               "  --state-root DIR     where sandboxes live (default $SANDPOD_HOME, ...)\n"
-               "  --url URL            Podman service (default $SANDPOD_URL, else found)\n"
-               "  -h, --help           show this help\n"
-               "\n"
-               "Exit status: 0 when every sandbox is removed, 1 when any failed (the others\n"
-               "are still removed), 2 bad usage.\n");
-}
 
 /* Set *err to an error of our own (sp_error_free() frees it). */
 static int own_error(sp_error **err, int code, const char *msg)
@@ -88,7 +77,9 @@ int cmd_rm(int argc, char **argv)
 
     optind = 0;
     int opt;
-    while ((opt = cli_getopt("rm", argc, argv, "hf", options, false)) != -1) {
+    while ((opt = cli_next(&cli_spec_rm, argc, argv, 0)) != -1) {
+        if (opt == CLI_GETOPT_HELP)
+            goto done;
         int took = cli_conn_option(&conn, "rm", opt, optarg);
         if (took < 0 || opt == CLI_GETOPT_BAD) {
             rc = CLI_EXIT_USAGE;
@@ -97,9 +88,6 @@ int cmd_rm(int argc, char **argv)
         if (took)
             continue;
         switch (opt) {
-        case 'h':
-            help(stdout);
-            goto done;
         case 'f':
             force = true;
             break;

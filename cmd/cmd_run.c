@@ -1,7 +1,6 @@
 /* sandpod run: a throwaway sandbox for one command. Create it, run the
  * command with stdio attached, remove it (on SIGINT, SIGTERM and SIGHUP
  * too), and exit with the command's code. */
-#include <getopt.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,31 +8,26 @@
 
 #include "cli.h"
 
-static const struct option options[] = {
-    CLI_CREATE_OPTIONS,
-    CLI_CONN_OPTIONS,
-    {"json", no_argument, NULL, 'j'},
-    {"help", no_argument, NULL, 'h'},
-    {NULL, 0, NULL, 0},
+const struct cli_spec cli_spec_run = {
+    .name = "run",
+    .fn = cmd_run,
+    .summary = "Run one command in a throwaway sandbox",
+    .usage = CLI_USAGE("[OPTIONS] [--] COMMAND [ARG...]"),
+    .description =
+        "Create a sandbox (with a generated name unless --name is given), run COMMAND in\n"
+        "it with stdin, stdout and stderr attached (and a terminal when stdin and\n"
+        "stdout are both terminals), then remove the sandbox and its workspace, also\n"
+        "when sandpod is interrupted (SIGINT, SIGTERM, SIGHUP). Exit with the command's\n"
+        "exit code.",
+    .groups = CLI_GROUPS(
+        CLI_TITLE("Options (those of 'sandpod create'):"), &cli_group_create, &cli_group_conn,
+        CLI_OWN(CLI_FLAG("json", 0, 'j',
+                         "refused: the output is the command's (a usage error in JSON)"))),
+    .operands = CLI_OPERANDS({"COMMAND...", CLI_COMP_NONE, NULL}),
+    .stop = true,
+    .exit_status = "the command's; 1 when sandpod itself fails, 2 on bad usage, 128+N when "
+                   "sandpod is stopped by signal N.",
 };
-
-static void help(FILE *f)
-{
-    fprintf(f, "Usage: sandpod run [OPTIONS] [--] COMMAND [ARG...]\n"
-               "\n"
-               "Create a sandbox (with a generated name unless --name is given), run COMMAND in\n"
-               "it with stdin, stdout and stderr attached (and a terminal when stdin and\n"
-               "stdout are both terminals), then remove the sandbox and its workspace, also\n"
-               "when sandpod is interrupted (SIGINT, SIGTERM, SIGHUP). Exit with the command's\n"
-               "exit code.\n"
-               "\n"
-               "Options (those of 'sandpod create'):\n");
-    cli_create_options_help(f);
-    fprintf(f, "  -h, --help           show this help\n"
-               "\n"
-               "Exit status: the command's; 1 when sandpod itself fails, 2 on bad usage,\n"
-               "128+N when sandpod is stopped by signal N.\n");
-}
 
 /* Remove the sandbox; a failure leaves it behind, so say how to clean up. */
 static void remove_sandbox(sp_sandbox *sb)
@@ -58,13 +52,11 @@ int cmd_run(int argc, char **argv)
 
     optind = 0;
     int opt;
-    while ((opt = cli_getopt("run", argc, argv, "h" CLI_CREATE_SHORTOPTS, options, true)) != -1) {
+    while ((opt = cli_next(&cli_spec_run, argc, argv, 0)) != -1) {
+        if (opt == CLI_GETOPT_HELP)
+            goto done;
         if (opt == CLI_GETOPT_BAD) {
             rc = CLI_EXIT_USAGE;
-            goto done;
-        }
-        if (opt == 'h') {
-            help(stdout);
             goto done;
         }
         if (opt == 'j') {

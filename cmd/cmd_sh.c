@@ -1,6 +1,5 @@
 /* sandpod sh: the shell tool. Runs `sh -c COMMAND` in a sandbox to
  * completion (or to its timeout) and shows its capped stdout and stderr. */
-#include <getopt.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <stdlib.h>
@@ -20,49 +19,38 @@ enum {
     OPT_RAW,
 };
 
-static const struct option options[] = {
-    {"timeout", required_argument, NULL, OPT_TIMEOUT},
-    {"max-bytes", required_argument, NULL, OPT_MAX_BYTES},
-    {"max-lines", required_argument, NULL, OPT_MAX_LINES},
-    {"workdir", required_argument, NULL, 'w'},
-    {"env", required_argument, NULL, 'e'},
-    {"json", no_argument, NULL, OPT_JSON},
-    {"raw", no_argument, NULL, OPT_RAW},
-    CLI_CONN_OPTIONS,
-    {"help", no_argument, NULL, 'h'},
-    {NULL, 0, NULL, 0},
+const struct cli_spec cli_spec_sh = {
+    .name = "sh",
+    .fn = cmd_sh,
+    .summary = "Run a shell command line in a sandbox, output captured and capped",
+    .usage = CLI_USAGE("[OPTIONS] NAME 'COMMAND'"),
+    .description =
+        "Run COMMAND with 'sh -c' in sandbox NAME and wait for it. Its stdout and stderr\n"
+        "are captured separately and capped: the head and the tail are kept, with a\n"
+        "marker saying how much was left out. stdin is empty. Written to a terminal,\n"
+        "control characters (escape sequences that would set the clipboard or the\n"
+        "title, or move the cursor) show as \\xNN; to a pipe or a file the output is\n"
+        "exact.",
+    .groups = CLI_GROUPS(
+        CLI_OWN(CLI_VALUE("timeout", 0, "MS", OPT_TIMEOUT, CLI_COMP_NONE,
+                          "kill the command and its process group after MS milliseconds (default "
+                          "60000; 0 = no limit)"),
+                CLI_VALUE("max-bytes", 0, "N", OPT_MAX_BYTES, CLI_COMP_NONE,
+                          "cap on each stream, in bytes (default 8192)"),
+                CLI_VALUE("max-lines", 0, "N", OPT_MAX_LINES, CLI_COMP_NONE,
+                          "cap on each stream, in lines (default 200)")),
+        &cli_group_command,
+        CLI_OWN(CLI_FLAG("json", 0, OPT_JSON,
+                         "print {ok, exit_code, timed_out, duration_ms, stdout, stderr, "
+                         "stdout_truncated, stderr_truncated, stdout_bytes, stderr_bytes} and "
+                         "exit 0 whenever the command ran"),
+                CLI_FLAG("raw", 0, OPT_RAW,
+                         "write the output to a terminal as it is, escape sequences included")),
+        &cli_group_conn),
+    .operands = CLI_OPERANDS({"NAME", CLI_COMP_SANDBOX, NULL}, {"COMMAND", CLI_COMP_NONE, NULL}),
+    .exit_status = "the command's (124 when it timed out); 1 when sandpod itself fails, for "
+                   "example when the sandbox is stopped; 2 on bad usage.",
 };
-
-static void help(FILE *f)
-{
-    fprintf(f, "Usage: sandpod sh [OPTIONS] NAME 'COMMAND'\n"
-               "\n"
-               "Run COMMAND with 'sh -c' in sandbox NAME and wait for it. Its stdout and stderr\n"
-               "are captured separately and capped: the head and the tail are kept, with a\n"
-               "marker saying how much was left out. stdin is empty. Written to a terminal,\n"
-               "control characters (escape sequences that would set the clipboard or the\n"
-               "title, or move the cursor) show as \\xNN; to a pipe or a file the output is\n"
-               "exact.\n"
-               "\n"
-               "Options:\n"
-               "  --timeout MS         kill the command and its process group after MS\n"
-               "                       milliseconds (default 60000; 0 = no limit)\n"
-               "  --max-bytes N        cap on each stream, in bytes (default 8192)\n"
-               "  --max-lines N        cap on each stream, in lines (default 200)\n"
-               "  -w, --workdir DIR    working folder (default: the sandbox's, /workspace)\n"
-               "  -e, --env K=V        extra environment (repeatable)\n"
-               "  --json               print {ok, exit_code, timed_out, duration_ms, stdout,\n"
-               "                       stderr, stdout_truncated, stderr_truncated, stdout_bytes,\n"
-               "                       stderr_bytes} and exit 0 whenever the command ran\n"
-               "  --raw                write the output to a terminal as it is, escape\n"
-               "                       sequences included\n"
-               "  --state-root DIR     where sandboxes live (default $SANDPOD_HOME, ...)\n"
-               "  --url URL            Podman service (default $SANDPOD_URL, else found)\n"
-               "  -h, --help           show this help\n"
-               "\n"
-               "Exit status: the command's (124 when it timed out); 1 when sandpod itself\n"
-               "fails, for example when the sandbox is stopped; 2 on bad usage.\n");
-}
 
 int cmd_sh(int argc, char **argv)
 {
@@ -80,7 +68,9 @@ int cmd_sh(int argc, char **argv)
 
     optind = 0;
     int opt;
-    while ((opt = cli_getopt("sh", argc, argv, "hw:e:", options, false)) != -1) {
+    while ((opt = cli_next(&cli_spec_sh, argc, argv, 0)) != -1) {
+        if (opt == CLI_GETOPT_HELP)
+            goto done;
         int took = cli_conn_option(&conn, "sh", opt, optarg);
         if (took < 0) {
             rc = CLI_EXIT_USAGE;
@@ -89,9 +79,6 @@ int cmd_sh(int argc, char **argv)
         if (took)
             continue;
         switch (opt) {
-        case 'h':
-            help(stdout);
-            goto done;
         case OPT_TIMEOUT:
             if (cli_parse_ll("sh", "--timeout", optarg, 0, INT_MAX, &v) < 0) {
                 rc = CLI_EXIT_USAGE;

@@ -6,7 +6,6 @@
  * restore, diff, export) share: the NAME | --root/--store target, opening
  * the store with the container paused around reads and writes, and the
  * progress line. */
-#include <getopt.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -69,15 +68,6 @@ int cli_snap_target(struct cli_snap *c, const char *cmd, int argc, char **argv, 
         return cli_usage(cmd, "missing sandbox NAME (or --root DIR --store DIR)");
     *name = argv[optind++];
     return 0;
-}
-
-void cli_snap_options_help(FILE *f)
-{
-    fprintf(f, "  --root DIR           work on the folder DIR instead of a sandbox\n"
-               "  --store DIR          the snapshot store of --root (created when missing;\n"
-               "                       must be outside DIR)\n"
-               "  --state-root DIR     where sandboxes live (default $SANDPOD_HOME, ...)\n"
-               "  --url URL            Podman service (default $SANDPOD_URL, else found)\n");
 }
 
 /* Pause a running container around the workspace reads and writes; leave
@@ -220,49 +210,42 @@ enum {
     OPT_MAX_DATA,
 };
 
-static const struct option options[] = {
-    {"tag", required_argument, NULL, OPT_TAG},
-    {"json", no_argument, NULL, OPT_JSON},
-    {"stats", no_argument, NULL, OPT_STATS},
-    {"keep-setid", no_argument, NULL, OPT_KEEP_SETID},
-    {"max-data", required_argument, NULL, OPT_MAX_DATA},
-    CLI_SNAP_OPTIONS,
-    {"help", no_argument, NULL, OPT_HELP},
-    {NULL, 0, NULL, 0},
+const struct cli_spec cli_spec_snapshot = {
+    .name = "snapshot",
+    .fn = cmd_snapshot,
+    .summary = "Take an exact snapshot of a workspace (rm, gc, import too)",
+    .usage =
+        CLI_USAGE("[--tag T] [--json] [--max-data SIZE] NAME", "[OPTIONS] --root DIR --store DIR",
+                  "rm NAME SNAP", "gc NAME", "import NAME FILE [--tag T] [--keep-setid]"),
+    .description = "Take an exact snapshot of a sandbox's workspace: every file (ignored by git\n"
+                   "or not), permission bits, symlinks as they are, empty folders, .git folders.\n"
+                   "Only what changed since the last snapshot is read, and of a file over 8 MiB\n"
+                   "with holes only its data. A running container is paused while the workspace\n"
+                   "is read.\n"
+                   "\n"
+                   "  rm NAME SNAP       delete a snapshot\n"
+                   "  gc NAME            free the space of deleted snapshots\n"
+                   "  import NAME FILE   a tar archive as a new snapshot\n"
+                   "\n"
+                   "The rm, gc and import forms take --root DIR --store DIR in place of\n"
+                   "NAME too. SNAP is a snapshot id, a tag, or a prefix of an id or commit.",
+    .groups = CLI_GROUPS(
+        CLI_OWN(CLI_VALUE("tag", 't', "T", OPT_TAG, CLI_COMP_NONE, "a label for the snapshot"),
+                CLI_FLAG("json", 0, OPT_JSON,
+                         "print the record {ok, id, tag, commit, created_at, created_at_ns, root, "
+                         "store, files, dirs, symlinks, bytes, stats}"),
+                CLI_FLAG("stats", 0, OPT_STATS, "print what the snapshot cost on stderr"),
+                CLI_VALUE("max-data", 0, "SIZE", OPT_MAX_DATA, CLI_COMP_NONE,
+                          "(also import) stop with an error, before reading it, at the file that "
+                          "takes the file data read past SIZE (K, M, G, T, or 'none'; default "
+                          "16G; holes do not count)"),
+                CLI_FLAG("keep-setid", 0, OPT_KEEP_SETID,
+                         "import: keep the set-user-ID and set-group-ID bits of files (dropped by "
+                         "default; a folder keeps its own)")),
+        &cli_group_snap, &cli_group_conn),
+    .operands = CLI_OPERANDS({"NAME", CLI_COMP_SANDBOX, NULL}, {"SNAP", CLI_COMP_FILE, NULL}),
+    .exit_status = "0 ok, 1 error, 2 bad usage.",
 };
-
-static void help(FILE *f)
-{
-    fprintf(f, "Usage: sandpod snapshot [--tag T] [--json] [--max-data SIZE] NAME\n"
-               "       sandpod snapshot [OPTIONS] --root DIR --store DIR\n"
-               "       sandpod snapshot rm NAME SNAP          delete a snapshot\n"
-               "       sandpod snapshot gc NAME               free the space of deleted snapshots\n"
-               "       sandpod snapshot import NAME FILE [--tag T] [--keep-setid]\n"
-               "                                              a tar archive as a new snapshot\n"
-               "\n"
-               "Take an exact snapshot of a sandbox's workspace: every file (ignored by git\n"
-               "or not), permission bits, symlinks as they are, empty folders, .git folders.\n"
-               "Only what changed since the last snapshot is read, and of a file over 8 MiB\n"
-               "with holes only its data. A running container is paused while the workspace\n"
-               "is read. The rm, gc and import forms take --root DIR --store DIR in place of\n"
-               "NAME too. SNAP is a snapshot id, a tag, or a prefix of an id or commit.\n"
-               "\n"
-               "Options:\n"
-               "  -t, --tag T          a label for the snapshot\n"
-               "  --json               print the record {ok, id, tag, commit, created_at,\n"
-               "                       created_at_ns, root, store, files, dirs, symlinks,\n"
-               "                       bytes, stats}\n"
-               "  --stats              print what the snapshot cost on stderr\n"
-               "  --max-data SIZE      (also import) stop with an error, before reading it, at\n"
-               "                       the file that takes the file data read past SIZE (K,\n"
-               "                       M, G, T, or 'none'; default 16G; holes do not count)\n"
-               "  --keep-setid         import: keep the set-user-ID and set-group-ID bits of\n"
-               "                       files (dropped by default; a folder keeps its own)\n");
-    cli_snap_options_help(f);
-    fprintf(f, "  -h, --help           show this help\n"
-               "\n"
-               "Exit status: 0 ok, 1 error, 2 bad usage.\n");
-}
 
 static void print_stats(const sp_snapstore_stats *st)
 {
@@ -320,7 +303,9 @@ int cmd_snapshot(int argc, char **argv)
 
     optind = 0;
     int opt;
-    while ((opt = cli_getopt(cmd, argc, argv, "t:jh", options, false)) != -1) {
+    while ((opt = cli_next(&cli_spec_snapshot, argc, argv, 0)) != -1) {
+        if (opt == CLI_GETOPT_HELP)
+            goto done;
         int took = opt == CLI_GETOPT_BAD ? -1 : cli_snap_option(&c, cmd, opt, optarg);
         if (took < 0) {
             rc = CLI_EXIT_USAGE;
@@ -348,8 +333,8 @@ int cmd_snapshot(int argc, char **argv)
             }
             max_data = true;
             break;
-        default:
-            help(stdout);
+        default: /* CLI_GETOPT_BAD */
+            rc = CLI_EXIT_USAGE;
             goto done;
         }
     }

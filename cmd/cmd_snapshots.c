@@ -1,6 +1,5 @@
 /* sandpod snapshots: list the snapshots of a sandbox (or of --root and
  * --store), oldest first. */
-#include <getopt.h>
 #include <inttypes.h>
 #include <string.h>
 #include <time.h>
@@ -8,30 +7,21 @@
 #include "cli.h"
 #include "snapshot_json.h"
 
-static const struct option options[] = {
-    {"json", no_argument, NULL, 'j'},
-    CLI_SNAP_OPTIONS,
-    {"help", no_argument, NULL, 'h'},
-    {NULL, 0, NULL, 0},
+const struct cli_spec cli_spec_snapshots = {
+    .name = "snapshots",
+    .fn = cmd_snapshots,
+    .summary = "List the snapshots of a workspace",
+    .usage = CLI_USAGE("[--json] NAME", "[--json] --root DIR --store DIR"),
+    .description = "List the snapshots of a sandbox, oldest first: id, time (local), tag,\n"
+                   "files, size and commit. No snapshot yet prints nothing ([] with --json).",
+    .groups = CLI_GROUPS(CLI_OWN(CLI_FLAG("json", 0, 'j',
+                                          "print {ok, snapshots: [{id, tag, commit, created_at, "
+                                          "created_at_ns, root, store, files, dirs, symlinks, "
+                                          "bytes}], count}")),
+                         &cli_group_snap, &cli_group_conn),
+    .operands = CLI_OPERANDS({"NAME", CLI_COMP_SANDBOX, NULL}),
+    .exit_status = "0 ok (no snapshot too), 1 error, 2 bad usage.",
 };
-
-static void help(FILE *f)
-{
-    fprintf(f, "Usage: sandpod snapshots [--json] NAME\n"
-               "       sandpod snapshots [--json] --root DIR --store DIR\n"
-               "\n"
-               "List the snapshots of a sandbox, oldest first: id, time (local), tag,\n"
-               "files, size and commit.\n"
-               "\n"
-               "Options:\n"
-               "  --json               print {ok, snapshots: [{id, tag, commit, created_at,\n"
-               "                       created_at_ns, root, store, files, dirs, symlinks,\n"
-               "                       bytes}], count}\n");
-    cli_snap_options_help(f);
-    fprintf(f, "  -h, --help           show this help\n"
-               "\n"
-               "Exit status: 0 ok, 1 error, 2 bad usage.\n");
-}
 
 /* Local time to the second: snapshots are often seconds apart. */
 static void local_time(char *buf, size_t size, int64_t ns)
@@ -68,7 +58,9 @@ int cmd_snapshots(int argc, char **argv)
     int rc = 0;
     optind = 0;
     int opt;
-    while ((opt = cli_getopt("snapshots", argc, argv, "jh", options, false)) != -1) {
+    while ((opt = cli_next(&cli_spec_snapshots, argc, argv, 0)) != -1) {
+        if (opt == CLI_GETOPT_HELP)
+            goto done;
         int took = opt == CLI_GETOPT_BAD ? -1 : cli_snap_option(&c, "snapshots", opt, optarg);
         if (took < 0) {
             rc = CLI_EXIT_USAGE;
@@ -76,10 +68,6 @@ int cmd_snapshots(int argc, char **argv)
         }
         if (took)
             continue;
-        if (opt == 'h') {
-            help(stdout);
-            goto done;
-        }
         c.json = true;
     }
     const char *name = NULL;

@@ -4,7 +4,6 @@
  * tools context and the terminal approval prompt. */
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -95,23 +94,6 @@ int cli_tools_check(struct cli_tools *c, const char *cmd, bool sandbox)
     return 0;
 }
 
-void cli_tools_options_help(FILE *f)
-{
-    fprintf(f, "  --root DIR           work on the folder DIR (filesystem tools only, no\n"
-               "                       container) instead of a sandbox\n"
-               "  --store DIR          with --root: a snapshot store (outside DIR) for the\n"
-               "                       snapshot, restore and list_snapshots tools\n"
-               "  --approval POLICY    never (default: every call runs), untrusted (only\n"
-               "                       read-only tools run without asking) or on-request\n"
-               "                       (tools that create, delete or run commands ask)\n"
-               "  --fs-mode MODE       restricted (default: paths stay in the workspace) or,\n"
-               "                       with --root only, unrestricted (any absolute host path;\n"
-               "                       for trusted use)\n"
-               "  --disable TOOL       leave a tool out (repeatable)\n"
-               "  --deny GLOB          make matching paths invisible to the tools (repeatable)\n"
-               "  --read-only          refuse every change to files (write tools left out)\n");
-}
-
 sp_tools_verdict cli_tools_prompt(void *userdata, const sp_tools_approval_request *req)
 {
     (void)userdata;
@@ -145,36 +127,29 @@ sp_tools_verdict cli_tools_prompt(void *userdata, const sp_tools_approval_reques
 
 /* ----------------------------------------------------------- the command -- */
 
-enum { OPT_FORMAT = 'f', OPT_LIST = 'l', OPT_HELP = 'h' };
+enum { OPT_FORMAT = 'f', OPT_LIST = 'l', OPT_JSON = 'j' };
 
-static const struct option options[] = {
-    {"format", required_argument, NULL, OPT_FORMAT},
-    {"list", no_argument, NULL, OPT_LIST},
-    CLI_TOOLS_OPTIONS,
-    {"help", no_argument, NULL, OPT_HELP},
-    {NULL, 0, NULL, 0},
+const struct cli_spec cli_spec_tools = {
+    .name = "tools",
+    .fn = cmd_tools,
+    .summary = "Print the tool specs (OpenAI, Anthropic or MCP format)",
+    .usage = CLI_USAGE("[--format FORMAT] [--list [--json]] [--root DIR [--store DIR]] "
+                       "[--disable TOOL]... [--read-only]"),
+    .description = "Print the specs of the model tool suite: name, description and JSON Schema of\n"
+                   "each tool, in the format an agent client takes. Without --root, every tool;\n"
+                   "with --root DIR, the tools `sandpod mcp --root DIR` offers.",
+    .groups = CLI_GROUPS(
+        CLI_OWN(CLI_CHOICE("format", 'f', "FORMAT", OPT_FORMAT,
+                           "openai|openai-freeform|anthropic|mcp",
+                           "openai (function tools, the default), openai-freeform (apply_patch as "
+                           "a custom tool with a Lark grammar), anthropic ({name, description, "
+                           "input_schema}) or mcp (the tools/list result)"),
+                CLI_FLAG("list", 'l', OPT_LIST, "a table for people: name, safety tier, title"),
+                CLI_FLAG("json", 0, OPT_JSON,
+                         "with --list: print {ok, tools: [{name, tier, title}], count}")),
+        &cli_group_tools),
+    .exit_status = "0 ok, 1 error, 2 bad usage.",
 };
-
-static void help(FILE *f)
-{
-    fprintf(f, "Usage: sandpod tools [--format FORMAT] [--list] [--root DIR [--store DIR]]\n"
-               "                     [--disable TOOL]... [--read-only]\n"
-               "\n"
-               "Print the specs of the model tool suite: name, description and JSON Schema of\n"
-               "each tool, in the format an agent client takes. Without --root, every tool;\n"
-               "with --root DIR, the tools `sandpod mcp --root DIR` offers.\n"
-               "\n"
-               "Options:\n"
-               "  -f, --format FORMAT  openai (function tools, the default), openai-freeform\n"
-               "                       (apply_patch as a custom tool with a Lark grammar),\n"
-               "                       anthropic ({name, description, input_schema}) or mcp\n"
-               "                       (the tools/list result)\n"
-               "  -l, --list           a table for people: name, safety tier, title\n");
-    cli_tools_options_help(f);
-    fprintf(f, "  -h, --help           show this help\n"
-               "\n"
-               "Exit status: 0 ok, 1 error, 2 bad usage.\n");
-}
 
 /* The specs as JSON, without the --disable'd tools (a context leaves
  * them out by itself; the list of every tool does not). */
@@ -197,12 +172,19 @@ static cJSON *specs_json(const sp_tools *t, sp_tools_format format, const struct
     return o;
 }
 
-static int list(const sp_tools *t, const struct cli_tools *tc)
+/* One row per tool: name, safety tier and title; as JSON with `json`. */
+static int list(const sp_tools *t, const struct cli_tools *tc, bool json)
 {
     cJSON *o = specs_json(t, SP_TOOLS_FORMAT_MCP, tc);
-    if (!o)
+    cJSON *out = json ? cJSON_CreateObject() : NULL;
+    cJSON *rows = out ? cJSON_AddArrayToObject(out, "tools") : NULL;
+    if (!o || (json && !rows)) {
+        cJSON_Delete(o);
+        cJSON_Delete(out);
         return cli_error("out of memory");
+    }
     const cJSON *tool;
+    int count = 0;
     cJSON_ArrayForEach(tool, cJSON_GetObjectItemCaseSensitive(o, "tools"))
     {
         const cJSON *name = cJSON_GetObjectItemCaseSensitive(tool, "name");
@@ -210,14 +192,31 @@ static int list(const sp_tools *t, const struct cli_tools *tc)
         const cJSON *ann = cJSON_GetObjectItemCaseSensitive(tool, "annotations");
         bool ro = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(ann, "readOnlyHint"));
         bool de = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(ann, "destructiveHint"));
-        printf("%-16s %-10s %s\n", name->valuestring,
-               ro   ? "safe"
-               : de ? "dangerous"
-                    : "cautious",
-               cJSON_IsString(title) ? title->valuestring : "");
+        const char *tier = ro ? "safe" : de ? "dangerous" : "cautious";
+        const char *ttl = cJSON_IsString(title) ? title->valuestring : "";
+        count++;
+        if (!json) {
+            printf("%-16s %-10s %s\n", name->valuestring, tier, ttl);
+            continue;
+        }
+        cJSON *r = cJSON_CreateObject();
+        if (!cJSON_AddItemToArray(rows, r) ||
+            !cJSON_AddStringToObject(r, "name", name->valuestring) ||
+            !cJSON_AddStringToObject(r, "tier", tier) ||
+            !cJSON_AddStringToObject(r, "title", ttl)) {
+            cJSON_Delete(o);
+            cJSON_Delete(out);
+            return cli_error("out of memory");
+        }
     }
     cJSON_Delete(o);
-    return CLI_EXIT_OK;
+    if (!json)
+        return CLI_EXIT_OK;
+    if (!cJSON_AddNumberToObject(out, "count", count)) {
+        cJSON_Delete(out);
+        out = NULL;
+    }
+    return cli_print_result(out);
 }
 
 int cmd_tools(int argc, char **argv)
@@ -227,11 +226,13 @@ int cmd_tools(int argc, char **argv)
     if (rc)
         return rc;
     sp_tools_format format = SP_TOOLS_FORMAT_OPENAI;
-    bool as_list = false;
+    bool as_list = false, json = false;
     sp_tools *t = NULL;
     optind = 0;
     int opt;
-    while ((opt = cli_getopt("tools", argc, argv, "f:lh", options, false)) != -1) {
+    while ((opt = cli_next(&cli_spec_tools, argc, argv, 0)) != -1) {
+        if (opt == CLI_GETOPT_HELP)
+            goto done;
         if (opt == CLI_GETOPT_BAD) {
             rc = CLI_EXIT_USAGE;
             goto done;
@@ -255,8 +256,11 @@ int cmd_tools(int argc, char **argv)
         case OPT_LIST:
             as_list = true;
             break;
-        default:
-            help(stdout);
+        case OPT_JSON:
+            json = true;
+            break;
+        default: /* CLI_GETOPT_BAD */
+            rc = CLI_EXIT_USAGE;
             goto done;
         }
     }
@@ -272,12 +276,12 @@ int cmd_tools(int argc, char **argv)
         sp_error *err = NULL;
         int r = sp_tools_open_root(&t, tc.root, &tc.opts, &err);
         if (r < 0) {
-            rc = cli_fail(false, r, err);
+            rc = cli_fail(json, r, err);
             goto done;
         }
     }
     if (as_list) {
-        rc = list(t, &tc);
+        rc = list(t, &tc, json);
         goto done;
     }
     rc = cli_print_json(specs_json(t, format, &tc));

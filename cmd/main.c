@@ -1,69 +1,100 @@
 /* sandpod: the command-line front end. This file only dispatches; each
- * subcommand lives in cmd_<name>.c. */
+ * subcommand lives in cmd_<name>.c with its table (struct cli_spec). */
 #include <stdio.h>
 #include <string.h>
 
 #include "cli.h"
 
-#ifndef SANDPOD_VERSION
-#error "SANDPOD_VERSION must be defined by the build"
-#endif
-
 static int cmd_help(int argc, char **argv);
-static int cmd_version(int argc, char **argv);
 
-struct command {
-    const char *name;
-    int (*fn)(int argc, char **argv);
-    const char *summary;
+static const struct cli_spec spec_help = {
+    .name = "help",
+    .fn = cmd_help,
+    .summary = "Show help for sandpod or for one command",
+    .usage = (const char *const[]){"[COMMAND]", NULL},
+    .description = "Show help for sandpod or for one command.",
+    .operands = (const struct cli_operand[]){{"COMMAND", CLI_COMP_COMMAND, NULL}, {NULL}},
+    .exit_status = "0 ok, 2 bad usage (an unknown COMMAND).",
 };
 
-static const struct command commands[] = {
-    {"create", cmd_create, "Create a sandbox around a workspace hydrated from host folders"},
-    {"ls", cmd_ls, "List the sandboxes and their states"},
-    {"inspect", cmd_inspect, "Show a sandbox's state, folders and configuration"},
-    {"start", cmd_start, "Start sandboxes (a lost container is recreated)"},
-    {"stop", cmd_stop, "Stop sandboxes, keeping their workspaces"},
-    {"restart", cmd_restart, "Stop, then start, sandboxes"},
-    {"rm", cmd_rm, "Remove sandboxes (optionally keeping their workspaces)"},
-    {"gc", cmd_gc, "Remove containers no sandbox owns any more (killed creates, lost state)"},
-    {"exec", cmd_exec, "Run a command in a sandbox with stdio attached (-i, -t)"},
-    {"sh", cmd_sh, "Run a shell command line in a sandbox, output captured and capped"},
-    {"run", cmd_run, "Run one command in a throwaway sandbox"},
-    {"image", cmd_image, "Build the offline image, or check that an image exists"},
-    {"snapshot", cmd_snapshot, "Take an exact snapshot of a workspace (rm, gc, import too)"},
-    {"snapshots", cmd_snapshots, "List the snapshots of a workspace"},
-    {"restore", cmd_restore, "Make a workspace exactly what it was at a snapshot"},
-    {"diff", cmd_diff, "Show what changed between snapshots or since one"},
-    {"export", cmd_export, "Write a snapshot as a tar or tar.gz archive"},
-    {"hydrate", cmd_hydrate, "Copy host folders into a workspace, filtered and capped"},
-    {"fs", cmd_fs, "Read, write, list and search files in a folder, contained beneath it"},
-    {"mcp", cmd_mcp, "Serve the tool suite to an agent over MCP (stdio)"},
-    {"tools", cmd_tools, "Print the tool specs (OpenAI, Anthropic or MCP format)"},
-    {"call", cmd_call, "Run one tool call on a sandbox or folder and print its result"},
-    {"help", cmd_help, "Show help for sandpod or for one command"},
-    {"version", cmd_version, "Print the version of sandpod"},
+static const struct cli_spec spec_spec = {
+    .name = "__spec",
+    .fn = cmd_spec_dump,
+    .summary = "Print every command's table as JSON, as the parser builds it (for tests)",
+    .usage = (const char *const[]){"", NULL},
+    .hidden = true,
 };
 
-#define N_COMMANDS (sizeof(commands) / sizeof(commands[0]))
+static const struct cli_spec spec_man = {
+    .name = "__man",
+    .fn = cmd_man,
+    .summary = "Write the man pages into a folder (for the build)",
+    .usage = (const char *const[]){"DIR", NULL},
+    .hidden = true,
+};
 
-static const struct command *find_command(const char *name)
+/* `sandpod --help` lists them in this order. */
+const struct cli_spec *const cli_commands[] = {
+    &cli_spec_create,
+    &cli_spec_ls,
+    &cli_spec_inspect,
+    &cli_spec_start,
+    &cli_spec_stop,
+    &cli_spec_restart,
+    &cli_spec_rm,
+    &cli_spec_gc,
+    &cli_spec_exec,
+    &cli_spec_sh,
+    &cli_spec_run,
+    &cli_spec_image,
+    &cli_spec_snapshot,
+    &cli_spec_snapshots,
+    &cli_spec_restore,
+    &cli_spec_diff,
+    &cli_spec_export,
+    &cli_spec_hydrate,
+    &cli_spec_fs,
+    &cli_spec_mcp,
+    &cli_spec_tools,
+    &cli_spec_call,
+    &cli_spec_completion,
+    &spec_help,
+    &cli_spec_version,
+    &spec_spec,
+    &spec_man,
+    NULL,
+};
+
+const struct cli_spec *cli_command_find(const char *name)
 {
-    for (size_t i = 0; i < N_COMMANDS; i++)
-        if (strcmp(commands[i].name, name) == 0)
-            return &commands[i];
+    for (const struct cli_spec *const *c = cli_commands; *c; c++)
+        if (strcmp((*c)->name, name) == 0)
+            return *c;
     return NULL;
 }
 
-static void usage(FILE *f)
+/* An unknown command, with the nearest one. */
+static int unknown_command(const char *name)
+{
+    const char *names[64];
+    size_t n = 0;
+    for (const struct cli_spec *const *c = cli_commands; *c && n < 63; c++)
+        if (!(*c)->hidden)
+            names[n++] = (*c)->name;
+    names[n] = NULL;
+    return cli_usage_near(NULL, cli_suggest(name, names), "unknown command '%s'", name);
+}
+
+static void main_usage(FILE *f)
 {
     fprintf(f, "Usage: sandpod [--help | --version] COMMAND [ARGS...]\n"
                "\n"
                "Run untrusted code in Podman sandboxes around a workspace folder.\n"
                "\n"
                "Commands:\n");
-    for (size_t i = 0; i < N_COMMANDS; i++)
-        fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
+    for (const struct cli_spec *const *c = cli_commands; *c; c++)
+        if (!(*c)->hidden)
+            fprintf(f, "  %-11s %s\n", (*c)->name, (*c)->summary);
     fprintf(f, "\n"
                "Options:\n"
                "  -h, --help     show this help\n"
@@ -73,37 +104,25 @@ static void usage(FILE *f)
                "Exit status: 0 ok, 1 error, 2 bad usage.\n");
 }
 
-static int cmd_version(int argc, char **argv)
-{
-    if (argc > 1) {
-        if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
-            printf("Usage: sandpod version\n\nPrint the version of sandpod.\n");
-            return CLI_EXIT_OK;
-        }
-        return cli_usage("version", "unexpected argument '%s'", argv[1]);
-    }
-    printf("sandpod %s\n", SANDPOD_VERSION);
-    return CLI_EXIT_OK;
-}
-
 static int cmd_help(int argc, char **argv)
 {
-    if (argc < 2) {
-        usage(stdout);
+    optind = 0;
+    int opt = cli_next(&spec_help, argc, argv, 0);
+    if (opt == CLI_GETOPT_HELP)
+        return CLI_EXIT_OK;
+    if (opt != -1)
+        return CLI_EXIT_USAGE;
+    if (optind >= argc) {
+        main_usage(stdout);
         return CLI_EXIT_OK;
     }
-    if (argc > 2)
-        return cli_usage("help", "unexpected argument '%s'", argv[2]);
-    if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
-        printf("Usage: sandpod help [COMMAND]\n\nShow help for sandpod or for one command.\n");
-        return CLI_EXIT_OK;
-    }
-    const struct command *c = find_command(argv[1]);
+    if (argc - optind > 1)
+        return cli_usage("help", "unexpected argument '%s'", argv[optind + 1]);
+    const struct cli_spec *c = cli_command_find(argv[optind]);
     if (!c)
-        return cli_usage(NULL, "unknown command '%s'", argv[1]);
-    char help_flag[] = "--help";
-    char *sub_argv[] = {argv[1], help_flag, NULL};
-    return c->fn(2, sub_argv);
+        return unknown_command(argv[optind]);
+    cli_help(stdout, c);
+    return CLI_EXIT_OK;
 }
 
 int main(int argc, char **argv)
@@ -112,16 +131,17 @@ int main(int argc, char **argv)
         return cli_usage(NULL, "missing command");
     const char *name = argv[1];
     if (strcmp(name, "--help") == 0 || strcmp(name, "-h") == 0) {
-        usage(stdout);
+        main_usage(stdout);
         return cli_finish(CLI_EXIT_OK);
     }
     if (strcmp(name, "--version") == 0)
-        return cli_finish(cmd_version(1, argv + 1));
+        return cli_finish(cli_spec_version.fn(1, argv + 1));
     if (name[0] == '-')
         return cli_usage(NULL, "unknown option '%s'", name);
 
-    const struct command *c = find_command(name);
+    const struct cli_spec *c = cli_command_find(name);
     if (!c)
-        return cli_usage(NULL, "unknown command '%s'", name);
+        return unknown_command(name);
+    cli_usage_json(cli_argv_wants_json(c, argc - 1, argv + 1));
     return cli_finish(c->fn(argc - 1, argv + 1));
 }

@@ -1,0 +1,100 @@
+/* The option groups several commands share: one row each, so that every
+ * command that takes --state-root says the same thing about it. */
+#include "cli.h"
+
+static const struct cli_optdesc conn_opts[] = {
+    CLI_STATE_ROOT_ROW,
+    CLI_VALUE("url", 0, "URL", CLI_OPT_URL, CLI_COMP_NONE,
+              "Podman service (default $SANDPOD_URL, else found or started)"),
+    CLI_OPTS_END,
+};
+
+const struct cli_optgroup cli_group_conn = {NULL, conn_opts, NULL, false};
+
+static const struct cli_optdesc create_opts[] = {
+    CLI_VALUE("name", 0, "NAME", CLI_OPT_NAME, CLI_COMP_NONE,
+              "the sandbox's name (default: a generated sp-xxxxxxxx)"),
+    CLI_VALUE("image", 0, "IMG", CLI_OPT_IMAGE, CLI_COMP_NONE,
+              "image to run (default " SP_PODMAN_DEFAULT_IMAGE
+              ", built offline when missing; no registry is used)"),
+    CLI_VALUE("mount", 0, "SPEC", CLI_OPT_MOUNT, CLI_COMP_DIR,
+              "copy a host folder into the workspace (repeatable): PATH, or "
+              "src=PATH[,dst=DIR][,include=GLOB]... [,exclude=GLOB]...[,max-bytes=SIZE] "
+              "[,follow-symlinks]"),
+    CLI_VALUE("allowed-root", 0, "DIR", CLI_OPT_ALLOWED_ROOT, CLI_COMP_DIR,
+              "host folder every mount must stay inside (repeatable; default: each mount's own "
+              "folder)"),
+    CLI_VALUE("env", 'e', "K=V", 'e', CLI_COMP_NONE,
+              "environment of every command (repeatable); a bare K passes the caller's value at "
+              "each command, stored nowhere"),
+    CLI_VALUE("workdir", 'w', "DIR", 'w', CLI_COMP_NONE,
+              "working folder of commands (default /workspace)"),
+    CLI_VALUE("user", 'u', "UID:GID", 'u', CLI_COMP_NONE,
+              "user commands run as (default " SP_SANDBOX_DEFAULT_USER ")"),
+    CLI_CHOICE("network", 0, "MODE", CLI_OPT_NETWORK, "none|default|host",
+               "none (default), default (Podman's bridge) or host"),
+    CLI_VALUE("memory", 0, "SIZE", CLI_OPT_MEMORY, CLI_COMP_NONE, "memory limit (default 1G)"),
+    CLI_VALUE("cpus", 0, "N", CLI_OPT_CPUS, CLI_COMP_NONE,
+              "CPU limit, decimals allowed (default 1)"),
+    CLI_VALUE("pids", 0, "N", CLI_OPT_PIDS, CLI_COMP_NONE, "process limit (default 256)"),
+    CLI_VALUE("tmpfs-size", 0, "SIZE", CLI_OPT_TMPFS_SIZE, CLI_COMP_NONE,
+              "size of the tmpfs on /tmp (default 64M)"),
+    CLI_FLAG("read-write-root", 0, CLI_OPT_RW_ROOT,
+             "keep the root filesystem writable (default read-only)"),
+    CLI_VALUE("cap-add", 0, "CAP", CLI_OPT_CAP_ADD, CLI_COMP_NONE,
+              "add a capability back, e.g. CHOWN (repeatable; default: all dropped)"),
+    CLI_CHOICE("userns", 0, "MODE", CLI_OPT_USERNS, "private|host",
+               "private (default: ids no host account has, or the caller under rootless Podman) "
+               "or host (the workload shares host uids: on purpose only)"),
+    CLI_CHOICE("seccomp", 0, "PROFILE", CLI_OPT_SECCOMP, "sandpod|podman|unconfined",
+               "sandpod (default: Podman's less keyctl and new user namespaces), podman or "
+               "unconfined"),
+    CLI_OPTS_END,
+};
+
+const struct cli_optgroup cli_group_create = {
+    NULL, create_opts,
+    "SIZE is a whole number with an optional K, M, G or T suffix (powers of 1024).", false};
+
+static const struct cli_optdesc snap_opts[] = {
+    CLI_VALUE("root", 0, "DIR", CLI_OPT_SNAP_ROOT, CLI_COMP_DIR,
+              "work on the folder DIR instead of a sandbox"),
+    CLI_VALUE("store", 0, "DIR", CLI_OPT_SNAP_STORE, CLI_COMP_DIR,
+              "the snapshot store of --root (created when missing; must be outside DIR)"),
+    CLI_OPTS_END,
+};
+
+const struct cli_optgroup cli_group_snap = {NULL, snap_opts, NULL, false};
+
+static const struct cli_optdesc tools_opts[] = {
+    CLI_VALUE("root", 0, "DIR", CLI_OPT_TOOLS_ROOT, CLI_COMP_DIR,
+              "work on the folder DIR (filesystem tools only, no container) instead of a "
+              "sandbox"),
+    CLI_VALUE("store", 0, "DIR", CLI_OPT_TOOLS_STORE, CLI_COMP_DIR,
+              "with --root: a snapshot store (outside DIR) for the snapshot, restore and "
+              "list_snapshots tools"),
+    CLI_CHOICE("approval", 0, "POLICY", CLI_OPT_TOOLS_APPROVAL, "never|untrusted|on-request",
+               "never (default: every call runs), untrusted (only read-only tools run without "
+               "asking) or on-request (tools that create, delete or run commands ask)"),
+    CLI_CHOICE("fs-mode", 0, "MODE", CLI_OPT_TOOLS_FS_MODE, "restricted|unrestricted",
+               "restricted (default: paths stay in the workspace) or, with --root only, "
+               "unrestricted (any absolute host path; for trusted use)"),
+    CLI_VALUE("disable", 0, "TOOL", CLI_OPT_TOOLS_DISABLE, CLI_COMP_NONE,
+              "leave a tool out (repeatable)"),
+    CLI_VALUE("deny", 0, "GLOB", CLI_OPT_TOOLS_DENY, CLI_COMP_NONE,
+              "make matching paths invisible to the tools (repeatable)"),
+    CLI_FLAG("read-only", 0, CLI_OPT_TOOLS_READ_ONLY,
+             "refuse every change to files (write tools left out)"),
+    CLI_OPTS_END,
+};
+
+const struct cli_optgroup cli_group_tools = {NULL, tools_opts, NULL, false};
+
+static const struct cli_optdesc command_opts[] = {
+    CLI_VALUE("workdir", 'w', "DIR", 'w', CLI_COMP_NONE,
+              "working folder (default: the sandbox's, /workspace)"),
+    CLI_VALUE("env", 'e', "K=V", 'e', CLI_COMP_NONE, "extra environment (repeatable)"),
+    CLI_OPTS_END,
+};
+
+const struct cli_optgroup cli_group_command = {NULL, command_opts, NULL, false};
