@@ -98,7 +98,7 @@ int cmd_gc(int argc, char **argv)
 
     sp_sandbox_orphans *o = NULL;
     sp_error *err = NULL;
-    int r = sp_sandbox_gc(&o, conn.url, dry, &err);
+    int r = sp_sandbox_gc(&o, conn.url, conn.state_root, dry, &err);
     if (r < 0) {
         rc = cli_fail(json, r, err);
         goto done;

@@ -363,16 +363,19 @@ void sp_sandbox_reap_lost(sp_sandbox_orphans *o, sp_podman *p, const char *name_
     procs_dispose(&ps);
 }
 
-int sp_sandbox_gc(sp_sandbox_orphans **out, const char *podman_url, bool dry_run, sp_error **err)
+int sp_sandbox_gc(sp_sandbox_orphans **out, const char *podman_url, const char *state_root,
+                  bool dry_run, sp_error **err)
 {
     *out = NULL;
     sp_podman_opts po = SP_PODMAN_OPTS_INIT;
     po.url = podman_url;
+    po.state_root = state_root;
     po.no_autostart = true; /* no service, no containers to collect */
     sp_podman *p = NULL;
+    cleanup_free char *only = state_root ? sp_xasprintf("%s/sandboxes/", state_root) : NULL;
     int r = sp_podman_open(&p, &po, err);
     if (r == 0)
-        r = collect(out, p, NULL, dry_run, err);
+        r = collect(out, p, only, dry_run, err);
     if (r == 0)
         sp_sandbox_reap_lost(*out, p, "sandpod-", 60, dry_run);
     sp_podman_free(p);

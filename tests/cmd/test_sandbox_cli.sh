@@ -327,6 +327,16 @@ run gc --dry-run --json
 expect 0 "gc --dry-run"
 json "gc --dry-run lists both orphans, removes nothing" \
     "sorted(o['state_dir'].rsplit('/',1)[1] for o in j['orphans'] if (o['state_dir'] or '').startswith('$SANDPOD_HOME/')) == ['gc-lost', 'gc-stale'] and not any(o['removed'] for o in j['orphans'])"
+# --state-root: only the containers of that state root are judged.
+# (The service of this test is the one of $SANDPOD_HOME: named by --url.)
+run gc --dry-run --json --state-root "$T/no-such-root" --url "unix://$SANDPOD_HOME/podman.sock"
+expect 0 "gc --dry-run --state-root elsewhere"
+json "gc --state-root elsewhere leaves this root's orphans alone" \
+    "not any((o['state_dir'] or '').startswith('$SANDPOD_HOME/') for o in j['orphans'])"
+run gc --dry-run --json --state-root "$SANDPOD_HOME"
+expect 0 "gc --dry-run --state-root this one"
+json "gc --state-root judges that root's containers and no other" \
+    "sorted(o['state_dir'].rsplit('/',1)[1] for o in j['orphans'] if o['kind'] == 'container') == ['gc-lost', 'gc-stale']"
 json "gc --json says what kind each one is" \
     "all(o['kind'] == 'container' and o['pid'] is None for o in j['orphans'] if (o['state_dir'] or '').startswith('$SANDPOD_HOME/')) and all(o['kind'] in ('container', 'runtime', 'service') for o in j['orphans'])"
 check "dry run kept the lost container" podman container exists "$lost_cid"

@@ -264,10 +264,15 @@ typedef struct sp_sandbox_orphans {
  * older than a minute); and Podman services of this user whose socket
  * folder is gone (older than a minute). Does not start a Podman service.
  *
- * @param out  free with sp_sandbox_orphans_free()
+ * @param out         free with sp_sandbox_orphans_free()
+ * @param podman_url  the service, or NULL: $SANDPOD_URL, then discovery
+ * @param state_root  NULL: judge the containers of every state root; else
+ *                    only those whose state folder lies beneath this one
+ *                    (absolute), and find the service as its sandboxes do
  * @return 0 (removal failures are reported per item); SP_EPODMAN
  */
-int sp_sandbox_gc(sp_sandbox_orphans **out, const char *podman_url, bool dry_run, sp_error **err);
+int sp_sandbox_gc(sp_sandbox_orphans **out, const char *podman_url, const char *state_root,
+                  bool dry_run, sp_error **err);
 void sp_sandbox_orphans_free(sp_sandbox_orphans *o);
 
 /* ------------------------------------------------------------ commands -- */
