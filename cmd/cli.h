@@ -266,6 +266,8 @@ struct cli_snap {
     sp_snapstore *s; /* the open store */
     bool paused;     /* we paused the container */
     bool progress;   /* a progress line is on stderr */
+    bool none_ok;    /* a store never made is no error: cli_snap_open() sets none */
+    bool none;       /* no store, so no snapshots (c->s is NULL) */
 };
 
 /* Take --root, --store, --state-root or --url. Returns 1 when taken, 0

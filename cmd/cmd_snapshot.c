@@ -159,6 +159,11 @@ int cli_snap_open(struct cli_snap *c, const char *name, bool create)
     if (r < 0) {
         if (r == SP_ENOTFOUND && !create && err && err->message &&
             strstr(err->message, "no snapshot store")) {
+            if (c->none_ok) {
+                sp_error_free(err);
+                c->none = true;
+                return 0;
+            }
             /* Nothing was ever snapshotted: say so plainly. */
             char msg[512];
             snprintf(msg, sizeof(msg), "no snapshots yet (no store at %s)",

@@ -13,7 +13,8 @@ const struct cli_spec cli_spec_snapshots = {
     .summary = "List the snapshots of a workspace",
     .usage = CLI_USAGE("[--json] NAME", "[--json] --root DIR --store DIR"),
     .description = "List the snapshots of a sandbox, oldest first: id, time (local), tag,\n"
-                   "files, size and commit. No snapshot yet prints nothing ([] with --json).",
+                   "files, size and commit. No snapshot yet (no store either) prints nothing\n"
+                   "(an empty list with --json).",
     .groups = CLI_GROUPS(CLI_OWN(CLI_FLAG("json", 0, 'j',
                                           "print {ok, snapshots: [{id, tag, commit, created_at, "
                                           "created_at_ns, root, store, files, dirs, symlinks, "
@@ -34,10 +35,8 @@ static void local_time(char *buf, size_t size, int64_t ns)
 
 static void print_table(const sp_snapshots *l)
 {
-    if (l->n == 0) {
-        printf("no snapshots\n");
-        return;
-    }
+    if (l->n == 0)
+        return; /* a listing of nothing is empty, as ls's */
     printf("%-36s  %-19s  %8s  %10s  %-12s  %s\n", "ID", "CREATED", "FILES", "SIZE", "COMMIT",
            "TAG");
     for (size_t i = 0; i < l->n; i++) {
@@ -77,21 +76,20 @@ int cmd_snapshots(int argc, char **argv)
         rc = cli_usage("snapshots", "unexpected argument '%s'", argv[optind]);
         goto done;
     }
-    sp_snapshots *l = NULL;
+    sp_snapshots *l = NULL, none = {NULL, 0};
     sp_error *err = NULL;
-    if ((rc = cli_snap_open(&c, name, false)) != 0) {
-        /* A store that was never made holds no snapshots. */
+    c.none_ok = true; /* a store that was never made holds no snapshots */
+    if ((rc = cli_snap_open(&c, name, false)) != 0)
         goto done;
-    }
-    int r = sp_snapshot_list(&l, c.s, &err);
+    int r = c.none ? 0 : sp_snapshot_list(&l, c.s, &err);
     if (r < 0) {
         rc = cli_fail(c.json, r, err);
         goto done;
     }
     if (c.json)
-        rc = cli_print_result(sp_json_snapshots(l));
+        rc = cli_print_result(sp_json_snapshots(l ? l : &none));
     else
-        print_table(l);
+        print_table(l ? l : &none);
     sp_snapshots_free(l);
 done:
     cli_snap_close(&c);

@@ -90,9 +90,17 @@ snap snapshots extra
 expect_rc 2 "snapshots with an extra argument"
 
 # Nothing yet.
+# A listing of nothing is empty and no error (the store is not made).
 snap snapshots
-expect_rc 1 "snapshots before any store"
-expect_err "no snapshots yet" "snapshots before any store"
+expect_rc 0 "snapshots before any store"
+[ ! -s "$T/out" ] && [ ! -s "$T/err" ] && ok || bad "snapshots before any store printed something"
+snap snapshots --json
+expect_rc 0 "snapshots --json before any store"
+expect_json "j['ok'] and j['snapshots'] == [] and j['count'] == 0" True "snapshots --json lists nothing"
+[ ! -e "$S" ] && ok || bad "listing made a store"
+snap restore x
+expect_rc 1 "restore before any store"
+expect_err "no snapshots yet" "restore before any store"
 run snapshot --root "$W" --store "$W/inside.git"
 expect_rc 1 "store inside the workspace"
 expect_err "outside the workspace" "store inside the workspace"
