@@ -306,15 +306,18 @@ static void completion_bash(FILE *f)
           f);
 }
 
-/* The first clause of an option's help, for the one-line descriptions of
- * zsh and fish: up to a ';' or ' (' and at most 60 bytes. */
+/* The start of an option's help, for the one-line descriptions of zsh and
+ * fish: up to a ';', and within 60 bytes, cut before a " (" or a space. */
 static size_t short_help(const char *help)
 {
     size_t n = strcspn(help, ";\n");
-    const char *paren = strstr(help, " (");
-    if (paren && (size_t)(paren - help) < n && paren != help)
-        n = (size_t)(paren - help);
-    return n > 60 ? 60 : n;
+    if (n <= 60)
+        return n;
+    size_t cut = 0;
+    for (size_t i = 1; i < 60; i++)
+        if (help[i] == ' ' && (help[i + 1] == '(' || !cut || help[cut + 1] != '('))
+            cut = i;
+    return cut ? cut : 60;
 }
 
 /* Text in a single-quoted shell word, and also inside zsh's [...]. */

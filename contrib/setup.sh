@@ -4,7 +4,8 @@
 set -euo pipefail
 
 # clang and libclang-rt: the fuzzers; gdb: tests print every thread's stack
-# when they crash (tu_crash_reports), the only trace a CI run keeps.
+# when they crash (tu_crash_reports), the only trace a CI run keeps; zsh,
+# fish and groff-base: the completion and man page tests.
 pkgs=(
   gcc make cmake pkg-config git python3 clang-format
   libcurl4-openssl-dev libcjson-dev libgit2-dev libarchive-dev libpcre2-dev
@@ -12,6 +13,7 @@ pkgs=(
   podman runc catatonit busybox-static uidmap slirp4netns iptables curl
   clang libclang-rt-14-dev
   gdb
+  zsh fish groff-base
 )
 
 # Rootful sandboxes run in user namespaces of their own (userns=auto): Podman
