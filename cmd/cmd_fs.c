@@ -1073,7 +1073,11 @@ int cmd_fs(int argc, char **argv)
     }
     const struct fs_op *op = find_op(c.op);
     if (!op) {
-        rc = cli_usage("fs", "unknown operation '%s'", c.op);
+        const char *names[N_OPS + 1];
+        for (size_t i = 0; i < N_OPS; i++)
+            names[i] = ops[i].name;
+        names[N_OPS] = NULL;
+        rc = cli_usage_near("fs", cli_suggest(c.op, names), "unknown operation '%s'", c.op);
         goto done;
     }
     bool want_help = false;

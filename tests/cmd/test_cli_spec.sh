@@ -107,6 +107,9 @@ err_has "(did you mean '--network'?)" "--netwrk=host"
 run ls --zzzzzz
 expect 2 "unknown long option, nothing near"
 err_has "(see 'sandpod ls --help')" "--zzzzzz gets the help hint"
+run fs --root "$T" reed x
+expect 2 "fs: unknown operation"
+err_has "unknown operation 'reed' (did you mean 'read'?)" "fs reed"
 run help crate
 expect 2 "help on a typo"
 err_has "(did you mean 'create'?)" "help crate"
