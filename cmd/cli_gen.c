@@ -126,33 +126,53 @@ static void put_command_names(FILE *f)
         }
 }
 
-/* A value of kind k for bash, completing "$cur". */
-static void bash_value(FILE *f, enum cli_complete k, const char *choices)
+/* How a shell completes each kind of value: a fixed text per kind, and a
+ * word list (choices, command names) between an opening and a closing. */
+struct shell_syntax {
+    const char *kind[CLI_COMP_COMMAND + 1];
+    const char *list_open, *list_close;
+};
+
+static const struct shell_syntax bash_syntax = {
+    {[CLI_COMP_NONE] = ":",
+     [CLI_COMP_FILE] = "_sandpod_files -f",
+     [CLI_COMP_DIR] = "_sandpod_files -d",
+     [CLI_COMP_SANDBOX] = "COMPREPLY=($(compgen -W \"$(_sandpod_names \"$sr\")\" -- \"$cur\"))"},
+    "COMPREPLY=($(compgen -W '",
+    "' -- \"$cur\"))",
+};
+
+static const struct shell_syntax zsh_syntax = {
+    {[CLI_COMP_NONE] = " ",
+     [CLI_COMP_FILE] = "_files",
+     [CLI_COMP_DIR] = "_files -/",
+     [CLI_COMP_SANDBOX] = "_sandpod_names"},
+    "(",
+    ")",
+};
+
+static const struct shell_syntax fish_syntax = {
+    {[CLI_COMP_NONE] = " -x",
+     [CLI_COMP_FILE] = " -r -F",
+     [CLI_COMP_DIR] = " -x -a '(__fish_complete_directories)'",
+     [CLI_COMP_SANDBOX] = " -x -a '(__sandpod_names)'"},
+    " -x -a '",
+    "'",
+};
+
+static void put_action(FILE *f, const struct shell_syntax *sh, enum cli_complete k,
+                       const char *choices)
 {
-    switch (k) {
-    case CLI_COMP_FILE:
-        fputs("_sandpod_files -f", f);
-        break;
-    case CLI_COMP_DIR:
-        fputs("_sandpod_files -d", f);
-        break;
-    case CLI_COMP_SANDBOX:
-        fputs("COMPREPLY=($(compgen -W \"$(_sandpod_names \"$sr\")\" -- \"$cur\"))", f);
-        break;
-    case CLI_COMP_CHOICES:
-        fputs("COMPREPLY=($(compgen -W '", f);
-        put_choices(f, choices ? choices : "");
-        fputs("' -- \"$cur\"))", f);
-        break;
-    case CLI_COMP_COMMAND:
-        fputs("COMPREPLY=($(compgen -W '", f);
-        put_command_names(f);
-        fputs("' -- \"$cur\"))", f);
-        break;
-    case CLI_COMP_NONE:
-        fputs(":", f);
-        break;
+    if (k != CLI_COMP_CHOICES && k != CLI_COMP_COMMAND) {
+        fputs(sh->kind[k], f);
+        return;
     }
+    fputs(sh->list_open, f);
+    if (k == CLI_COMP_CHOICES)
+        put_choices(f, choices ? choices : "");
+    else
+        put_command_names(f);
+    fputs(sh->list_close, f);
 }
 
 static void bash_command(FILE *f, const struct cli_spec *s)
@@ -188,7 +208,7 @@ static void bash_values(FILE *f, const struct cli_spec *s)
         if (o->short_name)
             fprintf(f, " | %s:-%c", s->name, o->short_name);
         fputs(")\n        ", f);
-        bash_value(f, o->complete, o->choices);
+        put_action(f, &bash_syntax, o->complete, o->choices);
         fputs("\n        ;;\n", f);
     }
 }
@@ -206,7 +226,7 @@ static void bash_operands(FILE *f, const struct cli_spec *s)
             fputs("        *) ", f);
         else
             fprintf(f, "        %zu) ", i);
-        bash_value(f, op->complete, op->choices);
+        put_action(f, &bash_syntax, op->complete, op->choices);
         fputs(" ;;\n", f);
         if (repeats)
             break;
@@ -333,34 +353,6 @@ static void put_quoted(FILE *f, const char *s, size_t n, bool zsh_brackets)
     }
 }
 
-static void zsh_action(FILE *f, enum cli_complete k, const char *choices)
-{
-    switch (k) {
-    case CLI_COMP_FILE:
-        fputs("_files", f);
-        break;
-    case CLI_COMP_DIR:
-        fputs("_files -/", f);
-        break;
-    case CLI_COMP_SANDBOX:
-        fputs("_sandpod_names", f);
-        break;
-    case CLI_COMP_CHOICES:
-        fputc('(', f);
-        put_choices(f, choices ? choices : "");
-        fputc(')', f);
-        break;
-    case CLI_COMP_COMMAND:
-        fputc('(', f);
-        put_command_names(f);
-        fputc(')', f);
-        break;
-    case CLI_COMP_NONE:
-        fputc(' ', f);
-        break;
-    }
-}
-
 static void zsh_option(FILE *f, const struct cli_optdesc *o, const struct cli_optdesc *row,
                        bool is_short)
 {
@@ -375,7 +367,7 @@ static void zsh_option(FILE *f, const struct cli_optdesc *o, const struct cli_op
         fputc(':', f);
         put_quoted(f, o->metavar, strlen(o->metavar), true);
         fputc(':', f);
-        zsh_action(f, o->complete, o->choices);
+        put_action(f, &zsh_syntax, o->complete, o->choices);
     }
     fputc('\'', f);
 }
@@ -438,7 +430,7 @@ static void completion_zsh(FILE *f)
             if (!(repeats && op->complete == CLI_COMP_NONE && s->stop)) {
                 put_quoted(f, op->name, strcspn(op->name, "."), true);
                 fputc(':', f);
-                zsh_action(f, op->complete, op->choices);
+                put_action(f, &zsh_syntax, op->complete, op->choices);
                 fputc('\'', f);
             }
             if (repeats)
@@ -451,34 +443,6 @@ static void completion_zsh(FILE *f)
           "\n"
           "_sandpod \"$@\"\n",
           f);
-}
-
-static void fish_kind(FILE *f, enum cli_complete k, const char *choices)
-{
-    switch (k) {
-    case CLI_COMP_FILE:
-        fputs(" -r -F", f);
-        break;
-    case CLI_COMP_DIR:
-        fputs(" -x -a '(__fish_complete_directories)'", f);
-        break;
-    case CLI_COMP_SANDBOX:
-        fputs(" -x -a '(__sandpod_names)'", f);
-        break;
-    case CLI_COMP_CHOICES:
-        fputs(" -x -a '", f);
-        put_choices(f, choices ? choices : "");
-        fputc('\'', f);
-        break;
-    case CLI_COMP_COMMAND:
-        fputs(" -x -a '", f);
-        put_command_names(f);
-        fputc('\'', f);
-        break;
-    case CLI_COMP_NONE:
-        fputs(" -x", f);
-        break;
-    }
 }
 
 static void completion_fish(FILE *f)
@@ -528,7 +492,7 @@ static void completion_fish(FILE *f)
                 fprintf(f, " -s %c", o->short_name);
             fprintf(f, " -l %s", o->name);
             if (o->metavar)
-                fish_kind(f, o->complete, o->choices);
+                put_action(f, &fish_syntax, o->complete, o->choices);
             fputs(" -d '", f);
             put_quoted(f, row->help, short_help(row->help), false);
             fputs("'\n", f);
@@ -540,7 +504,7 @@ static void completion_fish(FILE *f)
             if (op->complete == CLI_COMP_FILE)
                 fputs(" -F", f);
             else
-                fish_kind(f, op->complete, op->choices);
+                put_action(f, &fish_syntax, op->complete, op->choices);
             fputs("\n", f);
         }
     }
