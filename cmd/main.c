@@ -11,9 +11,9 @@ static const struct cli_spec spec_help = {
     .name = "help",
     .fn = cmd_help,
     .summary = "Show help for sandpod or for one command",
-    .usage = (const char *const[]){"[COMMAND]", NULL},
+    .usage = CLI_USAGE("[COMMAND]"),
     .description = "Show help for sandpod or for one command.",
-    .operands = (const struct cli_operand[]){{"COMMAND", CLI_COMP_COMMAND, NULL}, {NULL}},
+    .operands = CLI_OPERANDS({"COMMAND", CLI_COMP_COMMAND, NULL}),
     .exit_status = "0 ok, 2 bad usage (an unknown COMMAND).",
 };
 
@@ -21,7 +21,7 @@ static const struct cli_spec spec_spec = {
     .name = "__spec",
     .fn = cmd_spec_dump,
     .summary = "Print every command's table as JSON, as the parser builds it (for tests)",
-    .usage = (const char *const[]){"", NULL},
+    .usage = CLI_USAGE(""),
     .hidden = true,
 };
 
@@ -29,7 +29,7 @@ static const struct cli_spec spec_man = {
     .name = "__man",
     .fn = cmd_man,
     .summary = "Write the man pages into a folder (for the build)",
-    .usage = (const char *const[]){"DIR", NULL},
+    .usage = CLI_USAGE("DIR"),
     .hidden = true,
 };
 
