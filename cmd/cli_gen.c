@@ -126,6 +126,19 @@ static void put_command_names(FILE *f)
         }
 }
 
+/* Every name of every option of `spec`, -h and --help included, each
+ * after a space. */
+static void put_option_words(FILE *f, const struct cli_spec *spec)
+{
+    fputs(" --help -h", f);
+    EACH_OPTION(spec, g, o)
+    {
+        fprintf(f, " --%s", o->name);
+        if (o->short_name)
+            fprintf(f, " -%c", o->short_name);
+    }
+}
+
 /* How a shell completes each kind of value: a fixed text per kind, and a
  * word list (choices, command names) between an opening and a closing. */
 struct shell_syntax {
@@ -267,7 +280,8 @@ static void completion_bash(FILE *f)
           "        COMPREPLY=($(compgen -W '",
           f);
     put_command_names(f);
-    fputs(" --help --version' -- \"$cur\"))\n"
+    put_option_words(f, &cli_spec_main);
+    fputs("' -- \"$cur\"))\n"
           "        return 0\n"
           "    fi\n"
           "    local takes= flags= stop=0\n"
@@ -395,6 +409,13 @@ static void completion_zsh(FILE *f)
         fputc('\'', f);
     }
     fputs("\n  )\n"
+          "  if (( CURRENT == 2 )) && [[ $PREFIX == -* ]]; then\n"
+          "    compadd --",
+          f);
+    put_option_words(f, &cli_spec_main);
+    fputs("\n"
+          "    return\n"
+          "  fi\n"
           "  if (( CURRENT == 2 )); then\n"
           "    _describe -t commands 'sandpod command' commands\n"
           "    return\n"
@@ -459,10 +480,20 @@ static void completion_fish(FILE *f)
     fputs("\n"
           "complete -c sandpod -f\n"
           "complete -c sandpod -n \"not __fish_seen_subcommand_from $__sandpod_commands\" -s h "
-          "-l help -d 'show the help'\n"
-          "complete -c sandpod -n \"not __fish_seen_subcommand_from $__sandpod_commands\" "
-          "-l version -d 'print the version'\n",
+          "-l help -d 'show the help'\n",
           f);
+    EACH_OPTION(&cli_spec_main, g, o)
+    {
+        fputs("complete -c sandpod -n \"not __fish_seen_subcommand_from $__sandpod_commands\"", f);
+        if (o->short_name)
+            fprintf(f, " -s %c", o->short_name);
+        fprintf(f, " -l %s", o->name);
+        if (o->metavar)
+            put_action(f, &fish_syntax, o->complete, o->choices);
+        fputs(" -d '", f);
+        put_quoted(f, o->help, short_help(o->help), false);
+        fputs("'\n", f);
+    }
     for (const struct cli_spec *const *c = cli_commands; *c; c++) {
         if ((*c)->hidden)
             continue;
@@ -699,8 +730,7 @@ static void man_main(FILE *f)
 {
     man_head(f, "sandpod", "run untrusted code in Podman sandboxes around a workspace folder");
     fputs(".SH SYNOPSIS\n"
-          "\\fBsandpod\\fR [\\fB\\-\\-help\\fR | \\fB\\-\\-version\\fR] \\fICOMMAND\\fR "
-          "[\\fIARGS\\fR...]\n"
+          "\\fBsandpod\\fR [\\fIOPTIONS\\fR] \\fICOMMAND\\fR [\\fIARGS\\fR...]\n"
           ".SH DESCRIPTION\n"
           "Run untrusted code in Podman sandboxes around a workspace folder.\n"
           "Each command has its own page, \\fBsandpod\\-\\fICOMMAND\\fR(1), and its own\n"
@@ -716,10 +746,9 @@ static void man_main(FILE *f)
         roff_s(f, (*c)->summary);
         fputc('\n', f);
     }
-    fputs(".SH OPTIONS\n"
-          ".TP\n\\fB\\-h\\fR, \\fB\\-\\-help\\fR\nshow the help\n"
-          ".TP\n\\fB\\-\\-version\\fR\nprint the version\n"
-          ".SH \"EXIT STATUS\"\n"
+    fputs(".SH OPTIONS\n", f);
+    cli_spec_sections(&cli_spec_main, man_section, f);
+    fputs(".SH \"EXIT STATUS\"\n"
           "0 ok, 1 error, 2 bad usage; see each command's page.\n"
           ".SH \"SEE ALSO\"\n",
           f);

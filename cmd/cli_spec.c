@@ -109,15 +109,16 @@ int cli_next(const struct cli_spec *spec, int argc, char **argv, unsigned flags)
     opterr = 0;
     int opt = getopt_long(argc, argv, shortopts, longopts, NULL);
     char buf[8], near[72];
+    /* The usage hint names the command, or sandpod itself. */
+    const char *cmd = spec == &cli_spec_main ? NULL : spec->name;
     if (opt == '?') {
         const char *typed = bad_option(argc, argv, buf, sizeof(buf));
-        cli_usage_near(spec->name, suggest_option(typed, near, sizeof(near)), "bad option '%s'",
-                       typed);
+        cli_usage_near(cmd, suggest_option(typed, near, sizeof(near)), "%s option '%s'",
+                       cmd ? "bad" : "unknown", typed);
         return CLI_GETOPT_BAD;
     }
     if (opt == ':') {
-        cli_usage(spec->name, "option '%s' needs a value",
-                  bad_option(argc, argv, buf, sizeof(buf)));
+        cli_usage(cmd, "option '%s' needs a value", bad_option(argc, argv, buf, sizeof(buf)));
         return CLI_GETOPT_BAD;
     }
     if (opt == CLI_OPT_HELP) {
@@ -378,8 +379,17 @@ static void help_section(void *ud, const char *title, const struct cli_optgroup 
             cli_help_text(f, groups[i]->note);
 }
 
+void cli_help_options(FILE *f, const struct cli_spec *spec)
+{
+    cli_spec_sections(spec, help_section, f);
+}
+
 void cli_help(FILE *f, const struct cli_spec *spec)
 {
+    if (spec->print_help) {
+        spec->print_help(f);
+        return;
+    }
     int indent = (int)strlen("Usage: sandpod  ") + (int)strlen(spec->name);
     for (size_t i = 0; spec->usage && spec->usage[i]; i++) {
         int col = fprintf(f, "%ssandpod %s", i ? "       " : "Usage: ", spec->name);

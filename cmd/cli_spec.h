@@ -88,6 +88,7 @@ struct cli_spec {
     const char *notes;                        /* after the options, like description */
     const char *exit_status;                  /* after "Exit status: " */
     const struct cli_operand *operands;       /* for completion; may be NULL */
+    void (*print_help)(FILE *f);              /* instead of the generated help */
     bool stop;                                /* options end at the first operand */
     bool hidden;                              /* not listed, no page */
 };
@@ -102,6 +103,9 @@ struct cli_spec {
 #define CLI_TITLE(title)                                                                           \
     (&(const struct cli_optgroup){title, (const struct cli_optdesc[]){CLI_OPTS_END}, NULL, false})
 #define CLI_OPERANDS(...) ((const struct cli_operand[]){__VA_ARGS__, {NULL, CLI_COMP_NONE, NULL}})
+
+/* sandpod's own options, before COMMAND (main.c). */
+extern const struct cli_spec cli_spec_main;
 
 /* The commands, in the order `sandpod --help` lists them (main.c). */
 extern const struct cli_spec *const cli_commands[];
@@ -149,6 +153,8 @@ const char *cli_spec_long_name(const struct cli_spec *spec, int id);
 
 /* Print the help of a command. */
 void cli_help(FILE *f, const struct cli_spec *spec);
+/* Print the option sections of a command's help alone. */
+void cli_help_options(FILE *f, const struct cli_spec *spec);
 
 /* Pieces of the help, for the man pages and completions (cli_gen.c). */
 extern const struct cli_optgroup cli_group_help; /* -h, --help */

@@ -87,7 +87,7 @@ static int unknown_command(const char *name)
 
 static void main_usage(FILE *f)
 {
-    fprintf(f, "Usage: sandpod [--help | --version] COMMAND [ARGS...]\n"
+    fprintf(f, "Usage: sandpod [OPTIONS] COMMAND [ARGS...]\n"
                "\n"
                "Run untrusted code in Podman sandboxes around a workspace folder.\n"
                "\n"
@@ -95,14 +95,23 @@ static void main_usage(FILE *f)
     for (const struct cli_spec *const *c = cli_commands; *c; c++)
         if (!(*c)->hidden)
             fprintf(f, "  %-11s %s\n", (*c)->name, (*c)->summary);
+    cli_help_options(f, &cli_spec_main);
     fprintf(f, "\n"
-               "Options:\n"
-               "  -h, --help     show this help\n"
-               "  --version      print the version\n"
-               "\n"
                "Run 'sandpod help COMMAND' or 'sandpod COMMAND --help' for a command's help.\n"
                "Exit status: 0 ok, 1 error, 2 bad usage.\n");
 }
+
+enum { OPT_VERSION = 0x100 };
+
+/* The options before COMMAND. */
+const struct cli_spec cli_spec_main = {
+    .name = "sandpod",
+    .summary = "run untrusted code in Podman sandboxes around a workspace folder",
+    .print_help = main_usage,
+    .groups = CLI_GROUPS(CLI_OWN(CLI_FLAG("version", 0, OPT_VERSION, "print the version"))),
+    .stop = true,
+    .hidden = true,
+};
 
 static int cmd_help(int argc, char **argv)
 {
@@ -127,21 +136,26 @@ static int cmd_help(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
-    if (argc < 2)
-        return cli_usage(NULL, "missing command");
-    const char *name = argv[1];
-    if (strcmp(name, "--help") == 0 || strcmp(name, "-h") == 0) {
-        main_usage(stdout);
-        return cli_finish(CLI_EXIT_OK);
+    optind = 0;
+    int opt;
+    while ((opt = cli_next(&cli_spec_main, argc, argv, 0)) != -1) {
+        switch (opt) {
+        case CLI_GETOPT_HELP:
+            return cli_finish(CLI_EXIT_OK);
+        case OPT_VERSION:
+            return cli_finish(cli_spec_version.fn(1, argv + optind - 1));
+        default: /* CLI_GETOPT_BAD */
+            return CLI_EXIT_USAGE;
+        }
     }
-    if (strcmp(name, "--version") == 0)
-        return cli_finish(cli_spec_version.fn(1, argv + 1));
-    if (name[0] == '-')
-        return cli_usage(NULL, "unknown option '%s'", name);
-
+    if (optind >= argc)
+        return cli_usage(NULL, "missing command");
+    const char *name = argv[optind];
     const struct cli_spec *c = cli_command_find(name);
     if (!c)
         return unknown_command(name);
-    cli_usage_json(cli_argv_wants_json(c, argc - 1, argv + 1));
-    return cli_finish(c->fn(argc - 1, argv + 1));
+    argc -= optind;
+    argv += optind;
+    cli_usage_json(cli_argv_wants_json(c, argc, argv));
+    return cli_finish(c->fn(argc, argv));
 }

@@ -107,6 +107,11 @@ err_has "(did you mean '--network'?)" "--netwrk=host"
 run ls --zzzzzz
 expect 2 "unknown long option, nothing near"
 err_has "(see 'sandpod ls --help')" "--zzzzzz gets the help hint"
+run --verison
+expect 2 "unknown option of sandpod itself"
+if [ "$(cat "$T/err")" = "sandpod: unknown option '--verison' (did you mean '--version'?)" ]; then ok; else bad "--verison: $(cat "$T/err")"; fi
+run --version
+expect 0 "--version"
 run fs --root "$T" reed x
 expect 2 "fs: unknown operation"
 err_has "unknown operation 'reed' (did you mean 'read'?)" "fs reed"

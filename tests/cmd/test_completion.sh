@@ -62,6 +62,7 @@ bash)
         if [ "$got" = "$wantv" ]; then ok; else bad "$desc: [$*] gave '$got', wanted '$wantv'"; fi
     }
     want "a command name" "create" sandpod cr
+    want "sandpod's own options" "--version" sandpod --vers
     want "command names" "snapshot snapshots" sandpod snap
     want "a long option" "--network" sandpod create --netw
     want "an option's choices" "default host none" sandpod create --network ""
@@ -113,6 +114,7 @@ fish)
         if [ "$got" = "$2" ]; then ok; else bad "fish $1: '$3' gave '$got', wanted '$2'"; fi
     }
     fwant "a command name" "create" "sandpod cr"
+    fwant "sandpod's own options" "--version" "sandpod --vers"
     fwant "a long option" "--network" "sandpod create --netw"
     fwant "an option's choices" "default host none" "sandpod create --network "
     fwant "sandbox names" "alpha beta" "sandpod inspect "
