@@ -429,7 +429,9 @@ static void completion_zsh(FILE *f)
         const struct cli_spec *s = *c;
         if (s->hidden)
             continue;
-        fprintf(f, "  (%s)\n    _arguments -s -S '(- *)'{-h,--help}'[show this help]'", s->name);
+        /* -A: exec's and run's options end at the first operand. */
+        fprintf(f, "  (%s)\n    _arguments -s -S%s '(- *)'{-h,--help}'[show this help]'", s->name,
+                s->stop ? " -A '-*'" : "");
         const struct cli_optdesc *row = NULL;
         EACH_OPTION(s, g, o)
         {
