@@ -101,6 +101,19 @@ zsh)
     cp "$T/script" "$T/fpath/_sandpod"
     got=$(zsh -fc 'fpath=("$1" $fpath); autoload -U compinit; compinit -u -D; print -r -- ${_comps[sandpod]}' _ "$T/fpath" 2>&1)
     if [ "$got" = "_sandpod" ]; then ok; else bad "compinit does not register _sandpod: '$got'"; fi
+    # Real completions: zsh completes a line once (TAB) in a pseudo-terminal.
+    zc() { # DESC WANT LINE
+        local got
+        got=$(timeout 20 zsh -f "$(dirname "$0")/zsh_complete.zsh" "$T/fpath" "$3" 2>/dev/null)
+        if [ "$got" = "$2" ]; then ok; else bad "zsh $1: '$3' became '$got', wanted '$2'"; fi
+    }
+    zc "a command name" "sandpod create " "sandpod cr"
+    zc "sandpod's own options" "sandpod --version " "sandpod --vers"
+    zc "a long option" "sandpod create --network " "sandpod create --netw"
+    zc "an option's choice" "sandpod create --network host " "sandpod create --network ho"
+    zc "a sandbox name" "sandpod inspect alpha " "sandpod inspect al"
+    zc "a folder" "sandpod snapshots --root $T/dirs/sub" "sandpod snapshots --root $T/dirs/s"
+    zc "no sandpod option in exec's command" "sandpod exec box ls --ver" "sandpod exec box ls --ver"
     # Every command is offered with its summary.
     grep -q "'create:Create a sandbox" "$T/script" && ok || bad "zsh: create is not offered"
     grep -q -- "'\*--network\[.*\]:MODE:(none default host)'" "$T/script" && ok || bad "zsh: --network choices"
