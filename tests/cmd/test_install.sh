@@ -37,6 +37,13 @@ libs=$(pkg-config --libs sandpod)
 libdir=$(pkg-config --variable=libdir sandpod)
 if [ -f "$libdir/libsandpod.so" ]; then ok "the .pc points into the moved prefix"; else bad "libdir $libdir from the .pc has no libsandpod.so"; fi
 
+# The man pages and the shell completions, where man and the shells look.
+for f in share/man/man1/sandpod.1 share/man/man1/sandpod-create.1 \
+    share/bash-completion/completions/sandpod share/zsh/site-functions/_sandpod \
+    share/fish/vendor_completions.d/sandpod.fish; do
+    if [ -s "$P/$f" ]; then ok "$f installed"; else bad "$f is not installed"; fi
+done
+
 # Every public header alone, and sandpod.h with everything.
 for h in "$P"/include/sandpod.h "$P"/include/sandpod/*.h; do
     rel=${h#"$P"/include/}
