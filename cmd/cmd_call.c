@@ -7,7 +7,7 @@
 
 #include "cli.h"
 
-enum { OPT_FREEFORM = 0x3100, OPT_TEXT, OPT_HELP = 'h' };
+enum { OPT_FREEFORM = 0x3100, OPT_TEXT };
 
 const struct cli_spec cli_spec_call = {
     .name = "call",

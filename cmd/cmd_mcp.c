@@ -11,7 +11,6 @@ enum {
     OPT_CREATE = 0x3200,
     OPT_KEEP,
     OPT_VERBOSE,
-    OPT_HELP = 'h',
 };
 
 const struct cli_spec cli_spec_mcp = {

@@ -209,7 +209,6 @@ static void print_record(const sp_snapshot *s)
 enum {
     OPT_TAG = 't',
     OPT_JSON = 'j',
-    OPT_HELP = 'h',
     OPT_STATS = 0x2100,
     OPT_KEEP_SETID,
     OPT_MAX_DATA,
