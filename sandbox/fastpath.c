@@ -38,6 +38,7 @@ struct sp_fast {
     int status;
     int pid;      /* in the container */
     int host_pid; /* from SCM_CREDENTIALS */
+    int noexec;   /* errno of the agent's execvp, 0 = none */
 };
 
 static void put32(uint8_t *p, uint32_t v)
@@ -395,6 +396,8 @@ int sp_fast_read(size_t *out_len, int *stream, sp_fast *f, void *buf, size_t cap
                 f->in_off += SPA_HEADER_LEN + n;
                 return 0;
             }
+            if (type == SPA_NOEXEC && n == 4)
+                f->noexec = (int)get32(p);
             if ((type != SPA_STDOUT && type != SPA_STDERR) || n == 0) {
                 f->in_off += SPA_HEADER_LEN + n;
                 continue;
@@ -494,6 +497,11 @@ void sp_fast_kill(sp_fast *f, int wait_ms)
     while (!f->exited && sp_now_ms() < end &&
            sp_fast_read(&n, NULL, f, buf, sizeof(buf), (int)(end - sp_now_ms()), NULL) == 0)
         ;
+}
+
+int sp_fast_noexec(const sp_fast *f)
+{
+    return f->noexec;
 }
 
 int sp_fast_host_pid(const sp_fast *f)

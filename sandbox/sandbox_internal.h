@@ -164,6 +164,9 @@ int sp_fast_resize(sp_fast *f, unsigned rows, unsigned cols, sp_error **err);
 int sp_fast_signal(sp_fast *f, int signo, sp_error **err);
 /* SIGKILL the command's whole tree and wait up to wait_ms for its end. */
 void sp_fast_kill(sp_fast *f, int wait_ms);
+/* The errno of the agent's execvp when the command could not be
+ * executed (ENOENT: not found), else 0. */
+int sp_fast_noexec(const sp_fast *f);
 /* The command's pid on the host (from SCM_CREDENTIALS), 0 when unknown. */
 int sp_fast_host_pid(const sp_fast *f);
 /* Close the connection; the agent then kills whatever still runs. */

@@ -385,6 +385,14 @@ static void child_exec(const request *r, int conn, int in_fd, int out_fd, int er
     environ = env; /* execvp looks PATH up here */
     execvp(r->argv[0], r->argv);
     int e = errno;
+    /* The host tells "not found" and "cannot run" from the command's own
+     * 127 and 126 by this frame; the line is for hosts that do not. The
+     * parent sends nothing before this process execs or dies. */
+    uint8_t f[SPA_HEADER_LEN + 4];
+    put32(f, 4);
+    f[4] = SPA_NOEXEC;
+    put32(f + SPA_HEADER_LEN, (uint32_t)e);
+    send_all(conn, f, sizeof(f));
     dprintf(2, "sandpod-agent: %s: %s\n", r->argv[0], strerror(e));
     _exit(e == ENOENT ? 127 : 126);
 }

