@@ -1,6 +1,7 @@
 /* sandpod: the command-line front end. This file only dispatches; each
  * subcommand lives in cmd_<name>.c. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
@@ -57,7 +58,7 @@ static const struct command *find_command(const char *name)
 
 static void usage(FILE *f)
 {
-    fprintf(f, "Usage: sandpod [--help | --version] COMMAND [ARGS...]\n"
+    fprintf(f, "Usage: sandpod [--help | --version] [--debug] COMMAND [ARGS...]\n"
                "\n"
                "Run untrusted code in Podman sandboxes around a workspace folder.\n"
                "\n"
@@ -68,6 +69,8 @@ static void usage(FILE *f)
                "Options:\n"
                "  -h, --help     show this help\n"
                "  --version      print the version\n"
+               "  --debug        log each Podman request, agent frame and exec path choice\n"
+               "                 on stderr as 'sandpod: debug: ...' (also SANDPOD_DEBUG=1)\n"
                "\n"
                "Run 'sandpod help COMMAND' or 'sandpod COMMAND --help' for a command's help.\n"
                "Exit status: 0 ok, 1 error, 2 bad usage.\n");
@@ -106,8 +109,25 @@ static int cmd_help(int argc, char **argv)
     return c->fn(2, sub_argv);
 }
 
+/* The library's log, one line each on stderr. */
+static void log_line(sp_log_level level, const char *message, void *userdata)
+{
+    (void)userdata;
+    fprintf(stderr, "sandpod: %s: %s\n", sp_log_level_name(level), message);
+}
+
 int main(int argc, char **argv)
 {
+    const char *env_debug = getenv("SANDPOD_DEBUG");
+    bool debug = env_debug && *env_debug && strcmp(env_debug, "0") != 0;
+    while (argc > 1 && strcmp(argv[1], "--debug") == 0) {
+        debug = true;
+        argv[1] = argv[0];
+        argv++;
+        argc--;
+    }
+    if (debug)
+        sp_log_set_handler(log_line, SP_LOG_DEBUG, NULL);
     if (argc < 2)
         return cli_usage(NULL, "missing command");
     const char *name = argv[1];

@@ -114,14 +114,23 @@ int sp_cmd_start_fast(sp_fast **out, sp_sandbox *sb, const char *user, const sp_
                       sp_error **err)
 {
     *out = NULL;
-    if (!sp_fast_wanted(sb, user))
+    if (!sp_fast_wanted(sb, user)) {
+        sp_log(SP_LOG_DEBUG, "exec path: podman's REST exec (%s)",
+               sp_fast_mode(sb) == SP_EXEC_REST ? "the REST path is asked for"
+               : !sb->cfg.agent                 ? "the sandbox runs no agent"
+                                                : "another user than the agent's");
         return 0;
+    }
     sp_error *ferr = NULL;
     int r = sp_fast_start(out, sb, spec, &ferr);
-    if (r == 0)
+    if (r == 0) {
+        sp_log(SP_LOG_DEBUG, "exec path: the agent");
         return 0;
+    }
     if (r == SP_ENOTFOUND && sp_fast_mode(sb) != SP_EXEC_FAST) {
-        sp_error_free(ferr); /* no agent answers: the REST path */
+        sp_log(SP_LOG_DEBUG, "exec path: podman's REST exec (no agent answers: %s)",
+               ferr ? ferr->message : "?");
+        sp_error_free(ferr);
         return 0;
     }
     /* A container that is not running says so (and how to bring it back)

@@ -3,6 +3,7 @@
 #define SANDPOD_SANDBOX_INTERNAL_H
 
 #include "base.h"
+#include "log_internal.h"
 #include "sandpod/sandbox.h"
 
 /* An id map as /proc/PID/uid_map writes it: container id, host id, count. */

@@ -8,6 +8,7 @@
 #include "sandpod/error.h"
 #include "sandpod/fs.h"
 #include "sandpod/hydrate.h"
+#include "sandpod/log.h"
 #include "sandpod/patch.h"
 #include "sandpod/attach.h"
 #include "sandpod/podman.h"

@@ -6,6 +6,7 @@
 #include "lazy_curl.h"
 
 #include "base.h"
+#include "../log_internal.h"
 #include "sandpod/podman.h"
 
 /* Every libpod path starts with this; 4.0.0 is the oldest API the service
@@ -74,6 +75,10 @@ typedef struct sp_http_resp {
 int sp_podman_http(sp_podman *p, const sp_http_req *req, sp_http_resp *resp, const char *what,
                    sp_error **err);
 void sp_http_resp_dispose(sp_http_resp *r);
+/* Log one request at SP_LOG_DEBUG: method, path (query values left out),
+ * status (0: none came), bytes each way, duration. Never a body. */
+void sp_podman_log_request(const char *method, const char *path, long status, int64_t sent,
+                           int64_t received, int64_t ms);
 
 /* A one-line reason for a failed curl transfer (free()). */
 char *sp_podman_curl_detail(CURL *c, int rc, const char *ebuf);

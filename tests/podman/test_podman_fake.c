@@ -657,6 +657,49 @@ static void test_pull(void **state)
     free(id);
 }
 
+static char log_text[8192];
+static size_t log_len;
+static void collect_log(sp_log_level level, const char *message, void *ud)
+{
+    assert_ptr_equal(ud, &log_len);
+    int n = snprintf(log_text + log_len, sizeof(log_text) - log_len, "%s: %s\n",
+                     sp_log_level_name(level), message);
+    if (n > 0 && (size_t)n < sizeof(log_text) - log_len)
+        log_len += (size_t)n;
+}
+
+/* The debug log: one line per request with method, path, status, bytes
+ * and duration; query values and bodies never; nothing above the level
+ * asked for, nothing once the handler is gone. */
+static void test_debug_log(void **state)
+{
+    (void)state;
+    log_len = 0;
+    log_text[0] = '\0';
+    sp_log_set_handler(collect_log, SP_LOG_DEBUG, &log_len);
+    char *id = NULL;
+    assert_int_equal(sp_podman_image_pull(&id, P, "ok", on_progress, NULL, NULL), 0);
+    free(id);
+    sp_podman_container_info *info = NULL;
+    assert_int_equal(sp_podman_container_inspect(&info, P, "chunked", NULL), 0);
+    sp_podman_container_info_free(info);
+    assert_non_null(strstr(log_text, "debug: podman: POST /v4.0.0/libpod/images/pull?reference=... "
+                                     "-> 200, "));
+    assert_null(strstr(log_text, "reference=ok"));
+    assert_non_null(strstr(log_text, "debug: podman: GET /v4.0.0/libpod/containers/chunked/json "
+                                     "-> 200, 0 bytes sent, "));
+    assert_non_null(strstr(log_text, " ms\n"));
+
+    log_len = 0;
+    log_text[0] = '\0';
+    sp_log_set_handler(collect_log, SP_LOG_INFO, &log_len);
+    assert_int_equal(sp_podman_ping(P, NULL), 0);
+    assert_int_equal(log_len, 0);
+    sp_log_set_handler(NULL, SP_LOG_DEBUG, NULL);
+    assert_int_equal(sp_podman_ping(P, NULL), 0);
+    assert_int_equal(log_len, 0);
+}
+
 static void test_parser(void **state)
 {
     (void)state;
@@ -961,6 +1004,7 @@ int main(void)
         cmocka_unit_test(test_streams),
         cmocka_unit_test(test_broken_streams),
         cmocka_unit_test(test_pull),
+        cmocka_unit_test(test_debug_log),
         cmocka_unit_test(test_bad_args),
         cmocka_unit_test(test_discovery_errors),
         cmocka_unit_test(test_host_info_cache),

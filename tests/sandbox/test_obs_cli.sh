@@ -79,4 +79,29 @@ for path in rest fast; do
 done
 unset SANDPOD_EXEC_PATH
 
+# ---------------------------------------------------------------- --debug --
+for path in rest fast; do
+    export SANDPOD_EXEC_PATH=$path
+    run --debug exec -e KEY=hunter2-exec "$N" -- sh -c 'echo "[$KEY]"'
+    expect_rc 0 "$path: --debug exec"
+    out_is '[hunter2-exec]\n' "$path: --debug leaves stdout alone"
+    err_has 'sandpod: debug: podman: GET /v4.0.0/libpod/containers/' "$path: --debug logs REST calls"
+    err_has 'sandpod: debug: exec path: ' "$path: --debug says which exec path"
+    if grep -v '^sandpod: debug: ' "$T/err" | grep -q .; then bad "$path: --debug: other stderr lines"; else ok; fi
+    if grep -q 'hunter2' "$T/err"; then bad "$path: --debug logged an env value"; else ok; fi
+    run exec -e KEY=hunter2-exec "$N" -- true
+    if [ -s "$T/err" ]; then bad "$path: no --debug, yet stderr: $(head -n 2 "$T/err")"; else ok; fi
+done
+export SANDPOD_EXEC_PATH=fast
+run --debug exec "$N" -- true
+err_has 'sandpod: debug: agent: sent frame R, ' "--debug logs agent frames"
+err_has 'sandpod: debug: agent: received frame X, 4 bytes' "--debug logs the exit frame"
+unset SANDPOD_EXEC_PATH
+SANDPOD_DEBUG=1 run sh "$N" 'echo "$SECRETKEY" >/dev/null'
+expect_rc 0 "SANDPOD_DEBUG=1 sh"
+err_has 'sandpod: debug: exec path: the agent' "SANDPOD_DEBUG=1 logs"
+if grep -q 'hunter2' "$T/err"; then bad "SANDPOD_DEBUG logged the create-time env value"; else ok; fi
+SANDPOD_DEBUG=0 run sh "$N" true
+if grep -q 'debug' "$T/err"; then bad "SANDPOD_DEBUG=0 logged"; else ok; fi
+
 finish
