@@ -48,6 +48,7 @@ int cmd_restart(int argc, char **argv);
 int cmd_rm(int argc, char **argv);
 int cmd_gc(int argc, char **argv);
 int cmd_exec(int argc, char **argv);
+int cmd_logs(int argc, char **argv);
 int cmd_sh(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_image(int argc, char **argv);

@@ -30,6 +30,7 @@ static const struct command commands[] = {
     {"gc", cmd_gc, "Remove containers no sandbox owns any more (killed creates, lost state)"},
     {"exec", cmd_exec, "Run a command in a sandbox with stdio attached (-i, -t)"},
     {"sh", cmd_sh, "Run a shell command line in a sandbox, output captured and capped"},
+    {"logs", cmd_logs, "Show what a sandbox's container printed (-f to follow)"},
     {"run", cmd_run, "Run one command in a throwaway sandbox"},
     {"image", cmd_image, "Build the offline image, or check that an image exists"},
     {"snapshot", cmd_snapshot, "Take an exact snapshot of a workspace (rm, gc, import too)"},

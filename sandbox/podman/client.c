@@ -341,6 +341,14 @@ static size_t on_write(char *data, size_t size, size_t nmemb, void *ud)
         }
         return n;
     }
+    if (is_2xx(x) && x->req->on_data) {
+        int r = x->req->on_data(data, n, x->req->ud, &x->cb_err);
+        if (r < 0) {
+            x->cb_code = r;
+            return 0;
+        }
+        return n;
+    }
     if (is_2xx(x) && x->req->on_line) {
         sp_buf_add(&x->line, data, n);
         char *start = x->line.data;
@@ -472,7 +480,9 @@ int sp_podman_http(sp_podman *p, const sp_http_req *req, sp_http_resp *resp, con
     curl_easy_reset(c);
     char ebuf[CURL_ERROR_SIZE] = "";
     cleanup_free char *url = sp_xasprintf("%s%s", p->base, req->path);
-    long timeout = req->timeout_ms > 0 ? req->timeout_ms : (long)p->timeout_ms;
+    long timeout = req->timeout_ms > 0   ? req->timeout_ms
+                   : req->timeout_ms < 0 ? 0 /* curl: none */
+                                         : (long)p->timeout_ms;
     xfer x = {.curl = c, .req = req, .body = &resp->body};
     struct curl_slist *hdrs = NULL;
 

@@ -56,12 +56,15 @@ typedef struct sp_http_req {
      * negative return stops the transfer with that code. */
     int (*on_line)(const char *line, size_t len, void *ud, sp_error **err);
     void *ud;
-    long timeout_ms; /* 0 = the handle's request timeout */
+    long timeout_ms; /* 0 = the handle's request timeout; negative = none */
+    /* Called with each piece of a 2xx body as it comes (binary streams);
+     * a negative return stops the transfer with that code. */
+    int (*on_data)(const char *data, size_t len, void *ud, sp_error **err);
 } sp_http_req;
 
 #define SP_HTTP_REQ_INIT                                                                           \
     {                                                                                              \
-        NULL, NULL, NULL, 0, NULL, -1, -1, NULL, NULL, 0                                           \
+        NULL, NULL, NULL, 0, NULL, -1, -1, NULL, NULL, 0, NULL                                     \
     }
 
 typedef struct sp_http_resp {

@@ -104,4 +104,43 @@ if grep -q 'hunter2' "$T/err"; then bad "SANDPOD_DEBUG logged the create-time en
 SANDPOD_DEBUG=0 run sh "$N" true
 if grep -q 'debug' "$T/err"; then bad "SANDPOD_DEBUG=0 logged"; else ok; fi
 
+# ------------------------------------------------------------------- logs --
+run logs "$N"
+expect 0 "logs"
+out_has 'sandpod-agent: ready, listening on /.sandpod/run/agent.sock' "logs shows the agent's start"
+run logs --json --timestamps "$N"
+json "logs --json --timestamps" 'j["stream"] == "stdout" and j["text"].startswith("sandpod-agent: ready") and j["time"][:2] == "20"'
+# Follow until the container stops; then the stopped sandbox still has its logs.
+"$SP" logs -f "$N" >"$T/follow" 2>&1 &
+fpid=$!
+sleep 1
+run stop "$N"
+expect 0 "stop"
+for _ in $(seq 50); do kill -0 "$fpid" 2>/dev/null || break; sleep 0.1; done
+if kill -0 "$fpid" 2>/dev/null; then
+    kill "$fpid"
+    bad "logs -f did not end when the container stopped"
+else
+    wait "$fpid"
+    if [ $? -eq 0 ]; then ok; else bad "logs -f exit status"; fi
+fi
+if grep -q 'sandpod-agent: stopping on signal' "$T/follow"; then ok; else bad "logs -f missed the stop: $(cat "$T/follow")"; fi
+run logs --tail 1 "$N"
+expect 0 "logs of a stopped sandbox"
+out_is 'sandpod-agent: stopping on signal 15\n' "logs --tail 1 of a stopped sandbox"
+run logs --since 2099-01-01T00:00:00Z "$N"
+expect 0 "logs --since the future"
+out_is '' "logs --since the future shows nothing"
+run logs --since 10m "$N"
+out_has 'sandpod-agent: ready' "logs --since 10m"
+run logs --tail x "$N"
+expect 2 "logs --tail x"
+run logs "$N"-nosuch
+expect 1 "logs of no sandbox"
+run logs --json "$N"-nosuch
+expect_rc 1 "logs --json of no sandbox"
+json "logs --json error" 'j["ok"] is False'
+run start "$N"
+expect 0 "start again"
+
 finish

@@ -192,6 +192,17 @@ typedef struct sp_sandbox_status {
 
 /** Ask Podman about the container. @param out free with sp_sandbox_status_free() */
 int sp_sandbox_status_get(sp_sandbox_status **out, sp_sandbox *sb, sp_error **err);
+
+/**
+ * What the sandbox's container printed (its main process, the agent: when
+ * it was ready, when it stopped), running or stopped, handed to fn as it
+ * comes; with opts->follow until the container stops.
+ *
+ * @return 0; SP_ENOTFOUND when the sandbox has no container (start it
+ *         again), SP_EPODMAN, or what fn returned to stop
+ */
+int sp_sandbox_logs(sp_sandbox *sb, const sp_logs_opts *opts, sp_logs_fn fn, void *userdata,
+                    sp_error **err);
 void sp_sandbox_status_free(sp_sandbox_status *st);
 
 /**
