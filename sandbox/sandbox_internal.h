@@ -63,6 +63,9 @@ typedef struct sp_sandbox_config {
     bool rootless;
     bool limits_apply;
     char **warnings; /* what Podman and sandpod warned about then */
+    /* The host folders hydrated at create (strings owned here). */
+    sp_sandbox_mount *mounts;
+    size_t n_mounts;
 } sp_sandbox_config;
 
 /* Interactive sessions of a handle (sessions.c). */

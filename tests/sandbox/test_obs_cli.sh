@@ -143,4 +143,31 @@ json "logs --json error" 'j["ok"] is False'
 run start "$N"
 expect 0 "start again"
 
+# ---------------------------------------------------------------- inspect --
+run create --name "$N-m" --mount "src=$SRC,dst=code,include=*.txt,exclude=skip,max-bytes=1M" --mount "$SRC/sub"
+expect 0 "create with filtered mounts"
+run inspect --json "$N-m"
+json "inspect --json mounts" 'len(j["mounts"]) == 2 and j["mounts"][0]["host_path"] == "'"$SRC"'" and j["mounts"][0]["mount_path"] == "code" and j["mounts"][0]["include"] == ["*.txt"] and j["mounts"][0]["exclude"] == ["skip"] and j["mounts"][0]["max_bytes"] == 1048576 and j["mounts"][0]["files"] == 1 and j["mounts"][1]["mount_path"] == "." and j["mounts"][1]["include"] == []'
+run inspect "$N-m"
+out_has "mounts:     $SRC -> /workspace/code (1 file, 6 B)" "inspect shows a mount"
+out_has "  include: *.txt" "inspect shows includes"
+out_has "  exclude: skip" "inspect shows excludes"
+out_has "  max bytes: 1 MiB" "inspect shows the cap"
+out_has "$SRC/sub -> /workspace (0 files" "inspect shows the second mount"
+check "sandbox.json stays 0600" test "$(stat -c %a "$SANDPOD_HOME/sandboxes/$N-m/sandbox.json")" = 600
+# A sandbox.json from before mounts were recorded still works.
+python3 - "$SANDPOD_HOME/sandboxes/$N-m/sandbox.json" <<'PY'
+import json, sys
+p = sys.argv[1]
+j = json.load(open(p))
+del j["mounts"]
+json.dump(j, open(p, "w"))
+PY
+run inspect --json "$N-m"
+json "inspect of an old sandbox.json" 'j["mounts"] == [] and j["state"] == "running"'
+run inspect "$N-m"
+out_has "mounts:     (none recorded)" "inspect of an old sandbox.json, human"
+run sh "$N-m" 'cat code/hello.txt'
+out_is 'hello\n' "an old sandbox.json still runs commands"
+
 finish

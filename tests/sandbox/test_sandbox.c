@@ -209,6 +209,34 @@ static void test_attach_noexec(void **state)
     assert_string_equal(out, "through stdin\n");
 }
 
+/* The folders a sandbox was hydrated from are recorded and read back by
+ * a fresh handle. */
+static void test_mounts_recorded(void **state)
+{
+    (void)state;
+    sp_sandbox_opts o = SP_SANDBOX_OPTS_INIT;
+    o.state_root = state_root;
+    o.podman_url = podman_url;
+    sp_sandbox *again = NULL;
+    sp_error *err = NULL;
+    if (sp_sandbox_open(&again, sp_sandbox_name(sb), &o, &err) < 0)
+        fail_msg("open: %s", err->message);
+    size_t n = 0;
+    const sp_sandbox_mount *m = sp_sandbox_mounts(again, &n);
+    assert_int_equal(n, 1);
+    assert_string_equal(m[0].mount_path, ".");
+    assert_non_null(m[0].include);
+    assert_null(m[0].include[0]);
+    assert_null(m[0].exclude[0]);
+    assert_int_equal(m[0].max_bytes, 0);
+    assert_int_equal(m[0].files, 2); /* hello.txt, src/main.c */
+    assert_true(m[0].bytes > 0);
+    char *real = realpath(project, NULL); /* the recorded path is resolved */
+    assert_string_equal(m[0].host_path, real);
+    free(real);
+    sp_sandbox_free(again);
+}
+
 static void test_hardening(void **state)
 {
     (void)state;
@@ -573,6 +601,7 @@ int main(void)
         cmocka_unit_test(test_shell_basics),
         cmocka_unit_test(test_large_stdin),
         cmocka_unit_test(test_attach_noexec),
+        cmocka_unit_test(test_mounts_recorded),
         cmocka_unit_test(test_hardening),
         cmocka_unit_test(test_ownership),
         cmocka_unit_test(test_timeout_kills_group),
