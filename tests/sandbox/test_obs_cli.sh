@@ -170,4 +170,33 @@ out_has "mounts:     (none recorded)" "inspect of an old sandbox.json, human"
 run sh "$N-m" 'cat code/hello.txt'
 out_is 'hello\n' "an old sandbox.json still runs commands"
 
+# --------------------------------------------------------------- progress --
+# Not a terminal: one summary line at the end (none with --json).
+mkdir -p "$T/many"
+for i in $(seq 1500); do printf '%s\n' "$i" >"$T/many/f$i"; done
+run create --name "$N-p" --mount "$T/many"
+expect 0 "create with 1500 files"
+if [ "$(grep -c '^sandpod: hydrated ' "$T/err")" -eq 1 ] && grep -qE '^sandpod: hydrated [0-9.]+ (B|KiB) in [0-9]+\.[0-9]s( \([0-9.]+ [KMG]?i?B/s\))?: 1500 files$' "$T/err"; then ok; else
+    bad "create's summary line: $(cat "$T/err")"
+fi
+if grep -q $'\r' "$T/err"; then bad "a redrawn line off a terminal"; else ok; fi
+run create --json --name "$N-pj" --mount "$T/many"
+expect 0 "create --json"
+if [ -s "$T/err" ]; then bad "create --json printed on stderr: $(cat "$T/err")"; else ok; fi
+run snapshot "$N-p"
+expect 0 "snapshot of 1500 files"
+if grep -qE '^sandpod: scanned [0-9.]+ (B|KiB) in [0-9]+\.[0-9]s.*: 150[0-9] entries, [0-9]+ files read$' "$T/err"; then ok; else
+    bad "snapshot's summary line: $(cat "$T/err")"
+fi
+snap=$(head -n 1 "$T/out" | awk '{print $2}')
+run sh "$N-p" 'rm f1 f2 f3'
+run restore "$N-p" "$snap"
+expect 0 "restore"
+if grep -qE '^sandpod: restored .*: [0-9]+ entries looked at, 3 changed$' "$T/err"; then ok; else
+    bad "restore's summary line: $(cat "$T/err")"
+fi
+run restore "$N-p" no-such-snapshot
+expect 1 "a failed restore"
+if grep -q 'restored' "$T/err"; then bad "a failed restore printed a summary"; else ok; fi
+
 finish
