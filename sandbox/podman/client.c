@@ -425,11 +425,14 @@ static int transport_error(sp_podman *p, CURLcode rc, const char *ebuf, long tim
                           "%s: podman service at %s did not answer within %ldms: %s", what, p->url,
                           timeout_ms, detail);
     case CURLE_COULDNT_CONNECT:
-    case CURLE_COULDNT_RESOLVE_HOST:
-        return sp_err_set(err, SP_EPODMAN, 0,
-                          "%s: cannot connect to podman service at %s: %s; start it with "
-                          "contrib/podman-service.sh start",
-                          what, p->url, detail);
+    case CURLE_COULDNT_RESOLVE_HOST: {
+        cleanup_free char *hint =
+            p->socket_path
+                ? sp_podman_start_hint(p->socket_path)
+                : sp_xasprintf("start it there with 'podman system service --time=0 %s'", p->url);
+        return sp_err_set(err, SP_EPODMAN, 0, "%s: cannot connect to podman service at %s: %s; %s",
+                          what, p->url, detail, hint);
+    }
     case CURLE_GOT_NOTHING:
     case CURLE_PARTIAL_FILE:
     case CURLE_RECV_ERROR:

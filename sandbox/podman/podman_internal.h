@@ -137,6 +137,15 @@ int sp_podman_hijack(sp_exec **out, sp_podman *p, const char *path, const char *
                      const char *exec_id, const char *what, sp_error **err);
 
 /* Service discovery and start (service.c). */
+/* What to run to start the service on socket `sock` (NULL: this user's
+ * default one): systemctl for the default socket (--user when not root),
+ * `podman system service` for another, and the repository's script as
+ * well when the running program lives in the build tree. free() it. */
+char *sp_podman_start_hint(const char *sock);
+/* The same from its inputs (for tests): root, $XDG_RUNTIME_DIR, the
+ * running program, the build folder and the script. */
+char *sp_podman_start_hint_for(const char *sock, bool root, const char *runtime_dir,
+                               const char *exe, const char *build_dir, const char *script);
 int sp_podman_find_or_start(sp_podman_addr *out, bool *started, const sp_podman_opts *o,
                             sp_error **err);
 int sp_podman_curl_init(sp_error **err);

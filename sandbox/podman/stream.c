@@ -118,10 +118,11 @@ static int connect_unix(int *out_fd, const char *path, int64_t deadline, sp_erro
                 break;
             errno = soerr;
         }
-        return sp_err_set(err, SP_EPODMAN, errno,
-                          "cannot connect to podman service at unix://%s: %s; start it with "
-                          "contrib/podman-service.sh start",
-                          path, strerror(errno));
+        int e = errno;
+        cleanup_free char *hint = sp_podman_start_hint(path);
+        return sp_err_set(err, SP_EPODMAN, e,
+                          "cannot connect to podman service at unix://%s: %s; %s", path,
+                          strerror(e), hint);
     }
     *out_fd = steal_fd(&fd);
     return 0;

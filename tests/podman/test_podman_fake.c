@@ -760,6 +760,52 @@ static void test_logs(void **state)
            "logs of container nosuch");
 }
 
+/* The hint for a service that is not there: systemctl for the default
+ * socket (--user when not root), podman system service for another, and
+ * the repository's script only for a program in the build tree. */
+static void test_start_hint(void **state)
+{
+    (void)state;
+    const char *script = "/bin/sh"; /* any executable stands for the script */
+    struct {
+        const char *sock;
+        bool root;
+        const char *exe, *want;
+    } cases[] = {
+        {NULL, true, "/usr/bin/sandpod", "start it with 'systemctl start podman.socket'"},
+        {"/run/podman/podman.sock", true, "/usr/bin/sandpod",
+         "start it with 'systemctl start podman.socket'"},
+        {NULL, false, "/usr/bin/sandpod", "start it with 'systemctl --user start podman.socket'"},
+        {"/run/user/1000/podman/podman.sock", false, "/usr/bin/sandpod",
+         "start it with 'systemctl --user start podman.socket'"},
+        {"/tmp/x.sock", false, "/usr/bin/sandpod",
+         "start it with 'podman system service --time=0 unix:///tmp/x.sock &'"},
+        {NULL, true, "/src/build/sandpod",
+         "start it with 'systemctl start podman.socket' (in this build tree: '/bin/sh start')"},
+        {"/tmp/x.sock", true, "/src/build/tests/t",
+         "start it with 'podman system service --time=0 unix:///tmp/x.sock &' (in this build "
+         "tree: '/bin/sh start /tmp/x.sock')"},
+        /* A sibling folder whose name starts alike is not the build tree. */
+        {NULL, true, "/src/build2/sandpod", "start it with 'systemctl start podman.socket'"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char *h = sp_podman_start_hint_for(cases[i].sock, cases[i].root, "/run/user/1000",
+                                           cases[i].exe, "/src/build", script);
+        if (strcmp(h, cases[i].want) != 0)
+            fail_msg("case %zu: got '%s'", i, h);
+        free(h);
+    }
+    /* No script there: no mention of it, even in the build tree. */
+    char *h = sp_podman_start_hint_for(NULL, true, NULL, "/src/build/sandpod", "/src/build",
+                                       "/nonexistent/podman-service.sh");
+    assert_string_equal(h, "start it with 'systemctl start podman.socket'");
+    free(h);
+    /* This test runs from the build tree: the real hint names the script. */
+    h = sp_podman_start_hint(NULL);
+    assert_non_null(strstr(h, "contrib/podman-service.sh start')"));
+    free(h);
+}
+
 static void test_parser(void **state)
 {
     (void)state;
@@ -912,7 +958,7 @@ static void test_discovery_errors(void **state)
         o.no_autostart = true;
         err = NULL;
         expect(sp_podman_open(&p, &o, &err), &err, SP_EPODMAN,
-               "no podman service answered; start it with contrib/podman-service.sh start");
+               "no podman service answered; start it with 'systemctl");
         o.no_autostart = false;
 
         /* A podman that dies at once: its own words come back. */
@@ -1066,6 +1112,7 @@ int main(void)
         cmocka_unit_test(test_pull),
         cmocka_unit_test(test_debug_log),
         cmocka_unit_test(test_logs),
+        cmocka_unit_test(test_start_hint),
         cmocka_unit_test(test_bad_args),
         cmocka_unit_test(test_discovery_errors),
         cmocka_unit_test(test_host_info_cache),

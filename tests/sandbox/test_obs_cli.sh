@@ -199,4 +199,19 @@ run restore "$N-p" no-such-snapshot
 expect 1 "a failed restore"
 if grep -q 'restored' "$T/err"; then bad "a failed restore printed a summary"; else ok; fi
 
+# ------------------------------------------------- the service is not there --
+run image exists --url "unix://$T/nosuch.sock"
+expect 1 "no service"
+err_has "start it with 'podman system service --time=0 unix://$T/nosuch.sock &'" "the hint for another socket"
+err_has "(in this build tree: '" "a build-tree program names the repository's script"
+check "the hint is one line" test "$(wc -l <"$T/err")" -eq 1
+# Installed elsewhere, the same program does not mention the script.
+mkdir -p "$T/bin"
+cp "$SP" "$T/bin/sandpod"
+"$T/bin/sandpod" image exists --url "unix://$T/nosuch.sock" >"$T/out" 2>"$T/err"
+rc=$?
+expect 1 "no service, installed"
+err_has "start it with 'podman system service" "the installed hint"
+if grep -q 'podman-service.sh' "$T/err"; then bad "an installed sandpod named the repository's script"; else ok; fi
+
 finish
