@@ -6,10 +6,11 @@
  * exec, the runtime's own lines ("Error: runc: exec failed: ... OCI
  * runtime attempted to invoke a command that was not found") arrive on the
  * command's stream before it ends. So on the REST path the leading output
- * is held back while every line of it looks like the runtime's, until
- * either something else comes (then it is handed out in order, a few
- * microseconds late) or the stream ends (then Podman's fixed wording says
- * which failure it was, and those lines are dropped). */
+ * is held back while every line of it looks like the runtime's ("Error: "
+ * and one of its marks), until either something else comes (then it is
+ * handed out in order; a command whose first output is such a line waits
+ * for its next byte or its end) or the stream ends (then Podman's fixed
+ * wording says which failure it was, and those lines are dropped). */
 #include <errno.h>
 #include <string.h>
 

@@ -33,7 +33,8 @@ typedef enum sp_log_level {
  * @param userdata  what was passed to sp_log_set_handler()
  *
  * It may be called from any thread of the library (the session I/O thread
- * too), one call at a time; it must not call sp_log_set_handler().
+ * too), one call at a time; it must not call into libsandpod (a log
+ * line from there would wait for itself).
  */
 typedef void (*sp_log_fn)(sp_log_level level, const char *message, void *userdata);
 
