@@ -73,6 +73,12 @@ for path in rest fast; do
     runin 'abc' exec -i "$N" -- cat
     expect_rc 0 "$path: exec -i cat"
     out_is 'abc' "$path: stdin reaches the command"
+    # 4 MiB through `exec -i cat`: stdin streams with the output.
+    head -c 4194304 /dev/urandom >"$T/big"
+    "$SP" exec -i "$N" -- cat <"$T/big" >"$T/big.out" 2>"$T/err"
+    rc=$?
+    expect_rc 0 "$path: 4 MiB through exec -i cat"
+    check "$path: 4 MiB came back intact" cmp -s "$T/big" "$T/big.out"
     run exec "$N"-nosuch -- true
     expect_rc 125 "$path: sandpod's own failure"
     check "$path: own failure says why" err_lines_ok
