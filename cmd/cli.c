@@ -320,6 +320,7 @@ void cli_put_text(FILE *f, const char *data, size_t len, bool raw)
 
 int cli_finish(int rc)
 {
+    cli_progress_finish(rc);
     if (fflush(stdout) != 0 || ferror(stdout)) {
         int e = errno;
         /* A reader that went away is its own business, not ours to report. */

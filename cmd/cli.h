@@ -49,6 +49,7 @@ int cmd_restart(int argc, char **argv);
 int cmd_rm(int argc, char **argv);
 int cmd_gc(int argc, char **argv);
 int cmd_exec(int argc, char **argv);
+int cmd_logs(int argc, char **argv);
 int cmd_sh(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_image(int argc, char **argv);
@@ -184,7 +185,7 @@ int cli_fail(bool json, int code, sp_error *err);
 int cli_parse_bytes(const char *cmd, const char *what, const char *s, uint64_t *out);
 
 /* Write a byte count for a human: "512 B", "1.5 MiB". */
-void cli_format_bytes(char *buf, size_t size, uint64_t n);
+#include "progress.h" /* cli_format_bytes() */
 
 /* An RFC 3339 UTC time ("2024-05-01T12:00:00Z") as local time for a human,
  * "2024-05-01 14:00"; the text as it is when it does not parse. */
@@ -199,7 +200,7 @@ struct cli_create {
     size_t n_mounts;
     const char **roots, **env, **caps, **pass; /* NULL-terminated */
     size_t n_roots, n_env, n_caps, n_pass;
-    int64_t progress_ms; /* when progress was last drawn; -1 = never */
+    bool json; /* --json: no progress summary line (cmd/progress.h) */
 };
 
 /* Prepare for up to argc repeated options. Returns 0 or an exit code. */

@@ -17,17 +17,7 @@
 #include "fs_json.h"
 #include "sandbox_json.h"
 
-/* How often hydration progress is redrawn, in ms. */
-#define PROGRESS_EVERY_MS 100
-
 /* ------------------------------------------------------------ shared -- */
-
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 /* An absolute copy of `path`: a relative state root would otherwise end up
  * as a relative bind-mount source, which Podman refuses. */
@@ -170,25 +160,6 @@ range:
     return -1;
 }
 
-void cli_format_bytes(char *buf, size_t size, uint64_t n)
-{
-    static const char *const units[] = {"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
-    if (n < 1024) {
-        snprintf(buf, size, "%" PRIu64 " B", n);
-        return;
-    }
-    double v = (double)n / 1024;
-    size_t u = 0;
-    while (v >= 1024 && u + 1 < sizeof(units) / sizeof(units[0])) {
-        v /= 1024;
-        u++;
-    }
-    if (v == (double)(uint64_t)v)
-        snprintf(buf, size, "%.0f %s", v, units[u]);
-    else
-        snprintf(buf, size, "%.1f %s", v, units[u]);
-}
-
 /* An RFC 3339 UTC time ("2024-05-01T12:00:00Z") in local time for a human;
  * the text as it is when it does not parse. */
 void cli_local_time(char *buf, size_t size, const char *rfc3339)
@@ -264,7 +235,6 @@ int cli_create_init(struct cli_create *c, int argc)
 {
     memset(c, 0, sizeof(*c));
     c->opts = (sp_sandbox_opts)SP_SANDBOX_OPTS_INIT;
-    c->progress_ms = -1;
     size_t n = (size_t)argc + 1;
     c->parsed = calloc(n, sizeof(*c->parsed));
     c->mounts = calloc(n, sizeof(*c->mounts));
@@ -416,30 +386,6 @@ int cli_create_option(struct cli_create *c, const char *cmd, int opt, const char
     }
 }
 
-static const char *const phase_names[] = {"scanning", "copying", "moving into place"};
-
-static void progress(void *userdata, const sp_hydrate_progress *p)
-{
-    struct cli_create *c = userdata;
-    int64_t now = now_ms();
-    if (c->progress_ms >= 0 && now - c->progress_ms < PROGRESS_EVERY_MS)
-        return;
-    c->progress_ms = now;
-    char bytes[32], total[32];
-    cli_format_bytes(bytes, sizeof(bytes), p->bytes);
-    unsigned ph = (unsigned)p->phase < 3 ? (unsigned)p->phase : 0;
-    /* A terminal only (see cli_create_sandbox): redraw one line in place. */
-    if (p->phase == SP_HYDRATE_COPY && p->total_bytes) {
-        cli_format_bytes(total, sizeof(total), p->total_bytes);
-        fprintf(stderr, "\r\033[Khydrating: %s %" PRIu64 "/%" PRIu64 " files, %s of %s",
-                phase_names[ph], p->files, p->total_files, bytes, total);
-    } else {
-        fprintf(stderr, "\r\033[Khydrating: %s %" PRIu64 " files, %s", phase_names[ph], p->files,
-                bytes);
-    }
-    fflush(stderr);
-}
-
 int cli_create_sandbox(sp_sandbox **out, struct cli_create *c, sp_error **err)
 {
     sp_sandbox_opts o = c->opts;
@@ -459,15 +405,12 @@ int cli_create_sandbox(sp_sandbox **out, struct cli_create *c, sp_error **err)
         fputs("sandpod: warning: --seccomp: the workload may use keyctl and make user "
               "namespaces\n",
               stderr);
-    if (c->n_mounts && isatty(STDERR_FILENO)) {
-        o.progress = progress;
-        o.progress_userdata = c;
+    if (c->n_mounts) {
+        o.progress = cli_progress_hydrate;
+        cli_progress_begin("hydrated", c->json);
     }
     int rc = sp_sandbox_create(out, &o, err);
-    if (c->progress_ms >= 0) {
-        fputs("\r\033[K", stderr);
-        fflush(stderr);
-    }
+    cli_progress_end(rc == 0);
     /* What Podman (or sandpod) warned about: limits it dropped, a profile
      * that could not be made. */
     for (const char *const *w = rc == 0 ? sp_sandbox_warnings(*out) : NULL; w && *w; w++)
@@ -491,7 +434,8 @@ const struct cli_spec cli_spec_create = {
                          CLI_OWN(CLI_FLAG("json", 0, 'j',
                                           "print {ok, name, state, container, image, created_at, "
                                           "workspace, state_dir}"))),
-    .notes = "Hydration progress is shown on stderr when it is a terminal.",
+    .notes = "Hydration progress is one line on stderr, redrawn when it is a terminal\n"
+             "(percent, rate, ETA); otherwise one summary line at the end (none with --json).",
     .exit_status = "0 ok, 1 error, 2 bad usage.",
 };
 
@@ -528,6 +472,7 @@ int cmd_create(int argc, char **argv)
     }
 
     sp_error *err = NULL;
+    c.json = json;
     int r = cli_create_sandbox(&sb, &c, &err);
     if (r < 0) {
         rc = cli_fail(json, r, err);

@@ -147,8 +147,7 @@ static int write_all(int fd, const char *buf, size_t len)
 }
 
 struct session {
-    sp_exec *e;
-    sp_podman *p;
+    sp_attach *a;
     bool stdin_open;
     char in[STDIN_CHUNK];
     size_t in_len;
@@ -166,7 +165,7 @@ static void resize(struct session *s)
         s->resize_tries = 0;
         return;
     }
-    if (sp_podman_exec_resize(s->p, sp_exec_id(s->e), rows, cols, NULL) == 0)
+    if (sp_attach_resize(s->a, rows, cols, NULL) == 0)
         s->resize_tries = 0;
 }
 
@@ -179,7 +178,7 @@ static int pump_output(struct session *s, sp_error **err)
         size_t n = 0;
         int stream = SP_EXEC_STDOUT;
         sp_error *e = NULL;
-        int r = sp_exec_read(&n, &stream, s->e, buf, sizeof(buf), 0, &e);
+        int r = sp_attach_read(&n, &stream, s->a, buf, sizeof(buf), 0, &e);
         if (r == SP_ETIMEOUT) {
             sp_error_free(e);
             return 0;
@@ -195,8 +194,6 @@ static int pump_output(struct session *s, sp_error **err)
             s->ended = true;
             return 0;
         }
-        if (stream == SP_EXEC_STDIN)
-            continue;
         int fd = stream == SP_EXEC_STDOUT ? STDOUT_FILENO : STDERR_FILENO;
         if (write_all(fd, buf, n) < 0 && fd == STDOUT_FILENO && errno == EPIPE) {
             s->broken_pipe = 1;
@@ -209,7 +206,7 @@ static int pump_output(struct session *s, sp_error **err)
  * exited makes the write fail: stop forwarding and keep the output. */
 static void push_input(struct session *s)
 {
-    if (sp_exec_write_stdin(s->e, s->in, s->in_len, NULL) < 0)
+    if (sp_attach_write(s->a, s->in, s->in_len, NULL) < 0)
         s->stdin_open = false;
     s->in_last = s->in[s->in_len - 1];
     s->in_len = 0;
@@ -232,9 +229,9 @@ static void read_input(struct session *s)
     s->stdin_open = false;
     if (s->tty) {
         static const char eot[2] = {4, 4};
-        sp_exec_write_stdin(s->e, eot, s->in_last == '\n' ? 1 : 2, NULL);
+        sp_attach_write(s->a, eot, s->in_last == '\n' ? 1 : 2, NULL);
     }
-    sp_exec_close_stdin(s->e, NULL);
+    sp_attach_close_stdin(s->a, NULL);
 }
 
 /* An error of our own, in the library's form (sp_error_free() frees it). */
@@ -258,7 +255,7 @@ static int set_errno(sp_error **err, const char *what)
 static int session_loop(struct session *s, int *signo, sp_error **err)
 {
     for (;;) {
-        if (sp_exec_buffered(s->e)) {
+        if (sp_attach_buffered(s->a)) {
             int r = pump_output(s, err);
             if (r < 0)
                 return r;
@@ -268,7 +265,7 @@ static int session_loop(struct session *s, int *signo, sp_error **err)
 
         struct pollfd fds[3];
         nfds_t nfds = 0;
-        fds[nfds++] = (struct pollfd){sp_exec_fd(s->e), POLLIN | (s->in_len ? POLLOUT : 0), 0};
+        fds[nfds++] = (struct pollfd){sp_attach_fd(s->a), POLLIN | (s->in_len ? POLLOUT : 0), 0};
         int in_ix = -1, sig_ix = -1;
         if (s->stdin_open && !s->in_len) {
             in_ix = (int)nfds;
@@ -312,35 +309,24 @@ static int session_loop(struct session *s, int *signo, sp_error **err)
 int cli_attach_run(int *exit_code, sp_sandbox *sb, const struct cli_attach *a, sp_error **err)
 {
     *exit_code = -1;
-    sp_podman *p = sp_sandbox_podman(sb, err);
-    if (!p)
-        return SP_EPODMAN;
     cli_signals_catch();
 
-    sp_podman_exec_spec spec = SP_PODMAN_EXEC_SPEC_INIT;
-    spec.argv = a->argv;
-    spec.env = a->env;
-    spec.workdir = a->workdir;
-    spec.user = a->user;
-    spec.tty = a->tty;
-    spec.attach_stdin = a->interactive;
-    spec.attach_stdout = spec.attach_stderr = true;
-
-    char *id = NULL;
-    int r = sp_podman_exec_create(&id, p, sp_sandbox_container_id(sb), &spec, err);
-    if (r < 0)
-        return r;
+    sp_attach_opts o = SP_ATTACH_OPTS_INIT;
+    o.env = a->env;
+    o.workdir = a->workdir;
+    o.user = a->user;
+    o.tty = a->tty;
+    o.stdin_open = a->interactive;
+    if (a->tty)
+        tty_size(&o.rows, &o.cols);
     struct session s;
     memset(&s, 0, sizeof(s));
-    s.p = p;
     s.tty = a->tty;
     s.stdin_open = a->interactive;
     s.in_last = '\n';
-    r = sp_podman_exec_start(&s.e, p, id, a->tty, err);
-    if (r < 0) {
-        free(id);
+    int r = sp_sandbox_attach(&s.a, sb, a->argv, &o, err);
+    if (r < 0)
         return r;
-    }
     if (a->tty && a->interactive && isatty(STDIN_FILENO))
         tty_raw();
     if (a->tty) {
@@ -354,16 +340,22 @@ int cli_attach_run(int *exit_code, sp_sandbox *sb, const struct cli_attach *a, s
     int signo = 0;
     r = session_loop(&s, &signo, err);
     tty_restore();
-    sp_exec_free(s.e);
     if (r == 0) {
         if (signo)
             *exit_code = 128 + signo;
         else if (s.broken_pipe)
             *exit_code = 128 + SIGPIPE;
         else
-            r = sp_podman_exec_wait(exit_code, p, id, WAIT_EXIT_MS, err);
+            r = sp_attach_wait(exit_code, s.a, WAIT_EXIT_MS, err);
     }
-    free(id);
+    /* The runtime's own lines were held back: one line of ours instead,
+     * and a shell's codes (127 not found, 126 cannot run). */
+    int noexec = r == 0 && !signo ? sp_attach_noexec(s.a) : 0;
+    if (noexec == ENOENT)
+        cli_error("command not found in the sandbox: %s", a->argv[0]);
+    else if (noexec)
+        cli_error("command cannot be run in the sandbox: %s: %s", a->argv[0], strerror(noexec));
+    sp_attach_free(s.a);
     return r;
 }
 
@@ -417,8 +409,9 @@ const struct cli_spec cli_spec_exec = {
         &cli_group_conn),
     .operands = CLI_OPERANDS({"NAME", CLI_COMP_SANDBOX, NULL}, {"COMMAND...", CLI_COMP_NONE, NULL}),
     .stop = true,
-    .exit_status = "the command's (126: it cannot be run, 127: not found); 125 when sandpod "
-                   "itself fails, 2 on bad usage, 128+N when sandpod is stopped by signal N.",
+    .exit_status = "the command's; 127 when COMMAND is not found in the sandbox, 126 when it "
+                   "cannot be run, 125 when sandpod itself fails, 2 on bad usage, 128+N when "
+                   "sandpod is stopped by signal N.",
 };
 
 int cmd_exec(int argc, char **argv)

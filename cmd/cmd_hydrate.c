@@ -13,11 +13,6 @@
 #include "fs_json.h"
 #include "hydrate_json.h"
 
-/* Progress is drawn at most this often, and only once hydration has run
- * this long: small trees finish without a flicker. */
-#define PROGRESS_EVERY_MS 100
-#define PROGRESS_AFTER_MS 300
-
 enum {
     OPT_ROOT = 256,
     OPT_NAME,
@@ -84,42 +79,7 @@ struct hydrate_cli {
     size_t n_mounts;
     const char **roots; /* NULL-terminated */
     size_t n_roots;
-    int64_t start_ms, drawn_ms;
 };
-
-static int64_t mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static void progress(void *userdata, const sp_hydrate_progress *p)
-{
-    struct hydrate_cli *c = userdata;
-    int64_t now = mono_ms();
-    if (now - c->start_ms < PROGRESS_AFTER_MS ||
-        (c->drawn_ms >= 0 && now - c->drawn_ms < PROGRESS_EVERY_MS))
-        return;
-    c->drawn_ms = now;
-    char bytes[32], total[32];
-    cli_format_bytes(bytes, sizeof(bytes), p->bytes);
-    switch (p->phase) {
-    case SP_HYDRATE_SCAN:
-        fprintf(stderr, "\r\033[Khydrate: scanning, %" PRIu64 " entries, %s selected", p->files,
-                bytes);
-        break;
-    case SP_HYDRATE_COPY:
-        cli_format_bytes(total, sizeof(total), p->total_bytes);
-        fprintf(stderr, "\r\033[Khydrate: copying %" PRIu64 "/%" PRIu64 " files, %s of %s",
-                p->files, p->total_files, bytes, total);
-        break;
-    default:
-        fprintf(stderr, "\r\033[Khydrate: moving into place, %" PRIu64 " entries", p->files);
-        break;
-    }
-    fflush(stderr);
-}
 
 static void put_entry_line(const char *path, const char *what)
 {
@@ -277,7 +237,6 @@ int cmd_hydrate(int argc, char **argv)
 {
     struct hydrate_cli c;
     memset(&c, 0, sizeof(c));
-    c.drawn_ms = -1;
     c.parsed = calloc((size_t)argc + 1, sizeof(*c.parsed));
     c.mounts = calloc((size_t)argc + 1, sizeof(*c.mounts));
     c.roots = calloc((size_t)argc + 1, sizeof(*c.roots));
@@ -365,17 +324,12 @@ int cmd_hydrate(int argc, char **argv)
 
     sp_hydrate_opts o = SP_HYDRATE_OPTS_INIT;
     o.allowed_roots = c.n_roots ? c.roots : NULL;
-    if (isatty(STDERR_FILENO)) {
-        c.start_ms = mono_ms();
-        o.progress = progress;
-        o.progress_userdata = &c;
-    }
+    o.progress = cli_progress_hydrate;
+    /* No summary line on stderr: what hydrate prints on stdout is one. */
+    cli_progress_begin("hydrated", true);
     sp_hydrate_result *res = NULL;
     int r = sp_hydrate(&res, ws, c.mounts, c.n_mounts, &o, &err);
-    if (c.drawn_ms >= 0) {
-        fputs("\r\033[K", stderr);
-        fflush(stderr);
-    }
+    cli_progress_end(r == 0);
     if (r < 0) {
         if (created)
             remove_made(ws, created);

@@ -25,7 +25,9 @@ const struct cli_spec cli_spec_inspect = {
         CLI_OWN(
             CLI_FLAG("json", 0, 'j',
                      "print {ok, name, state, running, exit_code, oom_killed, container, "
-                     "image, created_at, workspace, state_dir, config: {workdir, user, env, "
+                     "image, created_at, workspace, state_dir, mounts: [{host_path, mount_path, "
+                     "include, exclude, max_bytes, follow_symlinks, files, bytes}], config: "
+                     "{workdir, user, env, "
                      "network, memory_bytes, nano_cpus, pids_limit, tmpfs_bytes, "
                      "writable_root, cap_add}}"),
             CLI_FLAG("show-secrets", 0, OPT_SHOW_SECRETS, "show env values as they were given")),
@@ -96,6 +98,77 @@ static void list_field(const char *label, const cJSON *a)
         field(label, "(none)");
 }
 
+/* The host folders the workspace was hydrated from (sp_sandbox_mounts()). */
+static cJSON *mounts_json(const sp_sandbox *sb)
+{
+    size_t n = 0;
+    const sp_sandbox_mount *m = sp_sandbox_mounts(sb, &n);
+    cJSON *a = cJSON_CreateArray();
+    for (size_t i = 0; a && i < n; i++) {
+        cJSON *e = cJSON_CreateObject();
+        cJSON *inc = cJSON_CreateArray(), *exc = cJSON_CreateArray();
+        for (size_t k = 0; m[i].include[k]; k++)
+            cJSON_AddItemToArray(inc, sp_json_string(m[i].include[k]));
+        for (size_t k = 0; m[i].exclude[k]; k++)
+            cJSON_AddItemToArray(exc, sp_json_string(m[i].exclude[k]));
+        sp_json_add_string(e, "host_path", m[i].host_path);
+        sp_json_add_string(e, "mount_path", m[i].mount_path);
+        cJSON_AddItemToObject(e, "include", inc);
+        cJSON_AddItemToObject(e, "exclude", exc);
+        sp_json_add_u64(e, "max_bytes", m[i].max_bytes);
+        cJSON_AddBoolToObject(e, "follow_symlinks", m[i].follow_symlinks);
+        sp_json_add_u64(e, "files", m[i].files);
+        sp_json_add_u64(e, "bytes", m[i].bytes);
+        cJSON_AddItemToArray(a, e);
+    }
+    return a;
+}
+
+static void print_mounts(const cJSON *mounts)
+{
+    const cJSON *m;
+    bool any = false;
+    cJSON_ArrayForEach(m, mounts)
+    {
+        char buf[4200], size[32];
+        uint64_t files = 0, bytes = 0, cap = 0;
+        u64(m, "files", &files);
+        u64(m, "bytes", &bytes);
+        cli_format_bytes(size, sizeof(size), bytes);
+        const char *dst = str(m, "mount_path");
+        snprintf(buf, sizeof(buf), "%s -> /workspace%s%s (%" PRIu64 " file%s, %s)",
+                 str(m, "host_path") ? str(m, "host_path") : "-",
+                 dst && strcmp(dst, ".") != 0 ? "/" : "", dst && strcmp(dst, ".") != 0 ? dst : "",
+                 files, files == 1 ? "" : "s", size);
+        field(any ? "" : "mounts:", buf);
+        any = true;
+        static const char *const lists[] = {"include", "exclude"};
+        for (int l = 0; l < 2; l++) {
+            const cJSON *g;
+            size_t len = (size_t)snprintf(buf, sizeof(buf), "  %s:", lists[l]);
+            bool some = false;
+            cJSON_ArrayForEach(g, get(m, lists[l]))
+            {
+                if (cJSON_IsString(g) && len < sizeof(buf))
+                    len += (size_t)snprintf(buf + len, sizeof(buf) - len, "%s %s", some ? "," : "",
+                                            g->valuestring);
+                some = true;
+            }
+            if (some)
+                field("", buf);
+        }
+        if (u64(m, "max_bytes", &cap) && cap) {
+            cli_format_bytes(size, sizeof(size), cap);
+            snprintf(buf, sizeof(buf), "  max bytes: %s", size);
+            field("", buf);
+        }
+        if (cJSON_IsTrue(get(m, "follow_symlinks")))
+            field("", "  follows symlinks into its allowed roots");
+    }
+    if (!any)
+        field("mounts:", "(none recorded)");
+}
+
 static void print_human(const cJSON *o)
 {
     char buf[64];
@@ -116,6 +189,7 @@ static void print_human(const cJSON *o)
     field("created:", created ? buf : NULL);
     field("workspace:", str(o, "workspace"));
     field("state dir:", str(o, "state_dir"));
+    print_mounts(get(o, "mounts"));
 
     const cJSON *cfg = get(o, "config");
     field("workdir:", str(cfg, "workdir"));
@@ -210,6 +284,8 @@ int cmd_inspect(int argc, char **argv)
     }
     cJSON *o = sp_json_sandbox_ext(sb, st, flags);
     sp_sandbox_status_free(st);
+    if (o)
+        cJSON_AddItemToObject(o, "mounts", mounts_json(sb));
     if (podman_error) {
         if (o)
             sp_json_add_string(o, "podman_error", podman_error);

@@ -25,8 +25,9 @@ const struct cli_spec cli_spec_run = {
                          "refused: the output is the command's (a usage error in JSON)"))),
     .operands = CLI_OPERANDS({"COMMAND...", CLI_COMP_NONE, NULL}),
     .stop = true,
-    .exit_status = "the command's; 1 when sandpod itself fails, 2 on bad usage, 128+N when "
-                   "sandpod is stopped by signal N.",
+    .exit_status = "the command's; 127 when COMMAND is not found in the sandbox, 126 when it "
+                   "cannot be run, 125 when sandpod itself fails (as exec), 2 on bad usage, "
+                   "128+N when sandpod is stopped by signal N.",
 };
 
 /* Remove the sandbox; a failure leaves it behind, so say how to clean up. */
@@ -45,6 +46,7 @@ static void remove_sandbox(sp_sandbox *sb)
 int cmd_run(int argc, char **argv)
 {
     struct cli_create c;
+    bool ran = false; /* rc is the command's own */
     int rc = cli_create_init(&c, argc);
     if (rc)
         return rc;
@@ -106,10 +108,15 @@ int cmd_run(int argc, char **argv)
         rc = cli_error("podman did not report the exit code of the command");
     } else {
         rc = code > 255 ? 255 : code;
+        ran = true;
     }
     remove_sandbox(sb);
 
 done:
+    /* sandpod's own failure, told apart from the command's codes as exec
+     * does (usage errors stay 2). */
+    if (rc == CLI_EXIT_ERROR && !ran)
+        rc = CLI_EXIT_OWN_FAILURE;
     sp_sandbox_free(sb);
     cli_create_dispose(&c);
     return rc;

@@ -105,28 +105,56 @@ static int snap_unpause(void *ud, sp_error **err)
     return sp_sandbox_unpause(c->sb, err);
 }
 
+/* Whether the operation at hand reached a restore phase. */
+static bool snap_restoring;
+
+/* The progress line of a snapshot, restore or diff. No totals come with
+ * a snapshot's progress: counts and rate, no percent or ETA. */
+static void snap_report(struct cli_snap *c, bool restore, uint64_t entries, uint64_t files,
+                        uint64_t bytes, uint64_t changed)
+{
+    if (!c->progress) {
+        cli_progress_begin("scanned", c->json);
+        c->progress = true;
+        snap_restoring = false;
+    }
+    /* A restore scans first. */
+    if (restore && !snap_restoring) {
+        cli_progress_rename("restored");
+        snap_restoring = true;
+    }
+    char extra[96];
+    if (restore) {
+        snprintf(extra, sizeof(extra), "%" PRIu64 " entries looked at, %" PRIu64 " changed",
+                 entries, changed);
+        cli_progress_update("restoring", bytes, 0, extra);
+    } else {
+        snprintf(extra, sizeof(extra), "%" PRIu64 " entries, %" PRIu64 " files read", entries,
+                 files);
+        cli_progress_update("scanning", bytes, 0, extra);
+    }
+}
+
 static void snap_progress(void *ud, const sp_snapshot_progress *p)
 {
-    struct cli_snap *c = ud;
-    char bytes[32];
-    cli_format_bytes(bytes, sizeof(bytes), p->bytes_hashed);
-    if (strcmp(p->phase, "restore") == 0)
-        fprintf(stderr, "\rrestoring: %" PRIu64 " entries looked at, %" PRIu64 " changed   ",
-                p->entries, p->paths_changed);
-    else
-        fprintf(stderr, "\rscanning: %" PRIu64 " entries, %" PRIu64 " files read (%s)   ",
-                p->entries, p->files_hashed, bytes);
-    fflush(stderr);
-    c->progress = true;
+    snap_report(ud, strcmp(p->phase, "restore") == 0, p->entries, p->files_hashed, p->bytes_hashed,
+                p->paths_changed);
 }
 
 void cli_snap_progress_end(struct cli_snap *c)
 {
-    if (c->progress) {
-        fputs("\r\033[K", stderr);
-        fflush(stderr);
-        c->progress = false;
-    }
+    if (!c->progress)
+        return;
+    /* Progress comes every thousand entries: the summary takes the final
+     * counts. Whether the operation worked is known at exit. */
+    sp_snapstore_stats st;
+    sp_snapstore_last_stats(c->s, &st);
+    /* Only a restore changes paths (one under a thousand sent no restore
+     * progress of its own). */
+    snap_report(c, snap_restoring || st.paths_changed > 0, st.entries, st.files_hashed,
+                st.bytes_hashed, st.paths_changed);
+    cli_progress_end_deferred();
+    c->progress = false;
 }
 
 int cli_snap_open(struct cli_snap *c, const char *name, bool create)
@@ -135,10 +163,8 @@ int cli_snap_open(struct cli_snap *c, const char *name, bool create)
     o.no_create = !create;
     o.keep_setid = snap_keep_setid;
     o.max_data_bytes = snap_max_data;
-    if (isatty(STDERR_FILENO)) {
-        o.progress = snap_progress;
-        o.progress_userdata = c;
-    }
+    o.progress = snap_progress;
+    o.progress_userdata = c;
     sp_error *err = NULL;
     int r;
     if (name) {

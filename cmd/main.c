@@ -1,6 +1,7 @@
 /* sandpod: the command-line front end. This file only dispatches; each
  * subcommand lives in cmd_<name>.c with its table (struct cli_spec). */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
@@ -45,6 +46,7 @@ const struct cli_spec *const cli_commands[] = {
     &cli_spec_gc,
     &cli_spec_exec,
     &cli_spec_sh,
+    &cli_spec_logs,
     &cli_spec_run,
     &cli_spec_image,
     &cli_spec_snapshot,
@@ -101,14 +103,18 @@ static void main_usage(FILE *f)
                "Exit status: 0 ok, 1 error, 2 bad usage.\n");
 }
 
-enum { OPT_VERSION = 0x100 };
+enum { OPT_VERSION = 0x100, OPT_DEBUG };
 
 /* The options before COMMAND. */
 const struct cli_spec cli_spec_main = {
     .name = "sandpod",
     .summary = "run untrusted code in Podman sandboxes around a workspace folder",
     .print_help = main_usage,
-    .groups = CLI_GROUPS(CLI_OWN(CLI_FLAG("version", 0, OPT_VERSION, "print the version"))),
+    .groups = CLI_GROUPS(
+        CLI_OWN(CLI_FLAG("version", 0, OPT_VERSION, "print the version"),
+                CLI_FLAG("debug", 0, OPT_DEBUG,
+                         "log each Podman request, agent frame and exec path choice on stderr as "
+                         "'sandpod: debug: ...' (also SANDPOD_DEBUG=1)"))),
     .stop = true,
     .hidden = true,
 };
@@ -134,14 +140,27 @@ static int cmd_help(int argc, char **argv)
     return CLI_EXIT_OK;
 }
 
+/* The library's log, one line each on stderr. */
+static void log_line(sp_log_level level, const char *message, void *userdata)
+{
+    (void)userdata;
+    fprintf(stderr, "sandpod: %s: %s\n", sp_log_level_name(level), message);
+}
+
 int main(int argc, char **argv)
 {
+    const char *env_debug = getenv("SANDPOD_DEBUG");
+    if (env_debug && *env_debug && strcmp(env_debug, "0") != 0)
+        sp_log_set_handler(log_line, SP_LOG_DEBUG, NULL);
     optind = 0;
     int opt;
     while ((opt = cli_next(&cli_spec_main, argc, argv, 0)) != -1) {
         switch (opt) {
         case CLI_GETOPT_HELP:
             return cli_finish(CLI_EXIT_OK);
+        case OPT_DEBUG:
+            sp_log_set_handler(log_line, SP_LOG_DEBUG, NULL);
+            break;
         case OPT_VERSION:
             return cli_finish(cli_spec_version.fn(1, argv + optind - 1));
         default: /* CLI_GETOPT_BAD */

@@ -38,6 +38,8 @@ struct sp_fast {
     int status;
     int pid;      /* in the container */
     int host_pid; /* from SCM_CREDENTIALS */
+    int noexec;   /* errno of the agent's execvp, 0 = none */
+    bool split;   /* the frame at in_off is the rest of one handed out in part */
 };
 
 static void put32(uint8_t *p, uint32_t v)
@@ -115,6 +117,7 @@ static int send_all(sp_fast *f, const void *data, size_t len, sp_error **err)
 
 static int send_frame(sp_fast *f, int type, const void *payload, size_t len, sp_error **err)
 {
+    sp_log(SP_LOG_DEBUG, "agent: sent frame %c, %zu bytes", type, len);
     uint8_t h[SPA_HEADER_LEN];
     put32(h, (uint32_t)len);
     h[4] = (uint8_t)type;
@@ -320,6 +323,7 @@ int sp_fast_start(sp_fast **out, sp_sandbox *sb, const sp_fast_spec *spec, sp_er
         uint8_t *p;
         size_t n;
         if (whole_frame(f, &type, &p, &n)) {
+            sp_log(SP_LOG_DEBUG, "agent: received frame %c, %zu bytes", type, n);
             if (type == SPA_STARTED && n == 4) {
                 f->pid = (int)get32(p);
                 f->host_pid = cred;
@@ -389,12 +393,17 @@ int sp_fast_read(size_t *out_len, int *stream, sp_fast *f, void *buf, size_t cap
         uint8_t *p;
         size_t n;
         while (whole_frame(f, &type, &p, &n)) {
+            if (!f->split)
+                sp_log(SP_LOG_DEBUG, "agent: received frame %c, %zu bytes", type, n);
+            f->split = false;
             if (type == SPA_EXIT) {
                 f->status = n == 4 ? (int)get32(p) : 0;
                 f->exited = true;
                 f->in_off += SPA_HEADER_LEN + n;
                 return 0;
             }
+            if (type == SPA_NOEXEC && n == 4)
+                f->noexec = (int)get32(p);
             if ((type != SPA_STDOUT && type != SPA_STDERR) || n == 0) {
                 f->in_off += SPA_HEADER_LEN + n;
                 continue;
@@ -412,6 +421,7 @@ int sp_fast_read(size_t *out_len, int *stream, sp_fast *f, void *buf, size_t cap
                 f->in_off += k;
                 put32(f->in + f->in_off, (uint32_t)(n - k));
                 f->in[f->in_off + 4] = (uint8_t)type;
+                f->split = true; /* its rest is not a frame of its own */
             }
             return 0;
         }
@@ -494,6 +504,11 @@ void sp_fast_kill(sp_fast *f, int wait_ms)
     while (!f->exited && sp_now_ms() < end &&
            sp_fast_read(&n, NULL, f, buf, sizeof(buf), (int)(end - sp_now_ms()), NULL) == 0)
         ;
+}
+
+int sp_fast_noexec(const sp_fast *f)
+{
+    return f->noexec;
 }
 
 int sp_fast_host_pid(const sp_fast *f)

@@ -16,7 +16,6 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/random.h>
 
 #include "sandbox_internal.h"
 
@@ -32,14 +31,6 @@ static const char WRAPPER[] =
     "echo $p > /tmp/.sandpod-$t.pgid 2>/dev/null; "
     "trap 'kill -TERM -$p 2>/dev/null' TERM INT HUP; "
     "wait $p; r=$?; kill -KILL -$p 2>/dev/null; rm -f /tmp/.sandpod-$t.pgid; exit $r";
-
-static char *make_token(void)
-{
-    uint64_t r = 0;
-    if (getrandom(&r, sizeof(r), 0) != sizeof(r))
-        r = (uint64_t)sp_now_ms() ^ ((uint64_t)getpid() << 20);
-    return sp_xasprintf("%016llx", (unsigned long long)r);
-}
 
 void sp_run_result_free(sp_run_result *r)
 {
@@ -104,145 +95,69 @@ static int replace_err(sp_error **err, sp_error **e)
     return code;
 }
 
-/* One command's stream, over the agent or over Podman's exec: the same
- * loop drives both (pump()). */
-typedef struct cmd_stream {
-    int (*fd)(void *s);
-    bool (*buffered)(void *s);
-    int (*write_stdin)(void *s, const void *data, size_t len);
-    void (*close_stdin)(void *s);
-    int (*read)(void *s, size_t *n, int *stream, void *buf, size_t cap, int wait_ms,
-                sp_error **err);
-    /* The deadline passed: kill the command (and what it started). */
-    void (*kill)(void *s, void *ctx);
-} cmd_stream;
-
-/* Feed stdin in slices between reads, so that a command that prints before
- * it has read all its input cannot deadlock us, and collect the output
- * until the stream ends; at the deadline kill and drain for DRAIN_MS.
- * Returns 0 (the stream ended, or drained after a kill) or a read error. */
-static int pump(const cmd_stream *cs, void *s, void *kill_ctx, const sp_run_opts *o, int64_t start,
-                int timeout, sp_capbuf *cout, sp_capbuf *cerr, bool *timed_out, sp_error **err)
+/* Drive the command's stream (sp_cmd_step(): stdin in slices between
+ * reads, so input of any size streams with the output) and collect the
+ * output until the stream ends; at the deadline kill(kill_ctx) and drain
+ * for DRAIN_MS. Returns 0 (the stream ended, or drained after a kill) or a
+ * read error. */
+static int pump(sp_cmd *c, void (*kill)(void *ctx), void *kill_ctx, const sp_run_opts *o,
+                int64_t start, int timeout, sp_capbuf *cout, sp_capbuf *cerr, bool *timed_out,
+                sp_error **err)
 {
-    const char *in = o->stdin_data;
-    size_t in_left = o->stdin_data ? o->stdin_len : 0;
-    bool in_closed = !o->stdin_data;
-    char buf[65536];
+    /* A command that exits before it read its input ends the stream after
+     * its exit: what is left unsent is moot. */
+    sp_cmd_input in = {.data = o->stdin_data,
+                       .len = o->stdin_data ? o->stdin_len : 0,
+                       .close_after = true,
+                       .closed = !o->stdin_data};
     int64_t deadline = timeout > 0 ? start + timeout : INT64_MAX;
+    int r;
     for (;;) {
-        /* A command that exits before it read its input ends the stream
-         * after its exit: what is left unsent is moot. */
-        if (!in_closed && in_left == 0) {
-            cs->close_stdin(s);
-            in_closed = true;
-        }
         int64_t now = sp_now_ms();
         if (now >= deadline && !*timed_out) {
             *timed_out = true;
-            cs->kill(s, kill_ctx);
+            kill(kill_ctx);
             deadline = sp_now_ms() + DRAIN_MS;
             continue;
         }
-        if (now >= deadline)
-            return 0; /* killed, and the stream still did not end */
-        int wait = deadline == INT64_MAX ? 1000 : (int)(deadline - now);
-        if (in_left) {
-            struct pollfd pfd = {.fd = cs->fd(s), .events = POLLIN | POLLOUT};
-            if (!cs->buffered(s) && poll(&pfd, 1, wait) > 0 && (pfd.revents & POLLOUT) &&
-                !(pfd.revents & POLLIN)) {
-                size_t k = in_left < 16384 ? in_left : 16384;
-                if (cs->write_stdin(s, in, k) < 0)
-                    k = in_left;
-                in += k;
-                in_left -= k;
-                continue;
-            }
-            wait = 0;
+        if (now >= deadline) {
+            r = 0; /* killed, and the stream still did not end */
+            break;
         }
-        size_t n = 0;
-        int stream = 0;
-        int r = cs->read(s, &n, &stream, buf, sizeof(buf), wait, err);
-        if (r == SP_ETIMEOUT) {
-            if (err && *err) {
-                sp_error_free(*err);
-                *err = NULL;
-            }
-            continue;
-        }
+        struct pollfd pfd = {.fd = sp_cmd_fd(c), .events = sp_cmd_events(&in)};
+        if (sp_cmd_buffered(c))
+            pfd.revents = POLLIN;
+        else if (poll(&pfd, 1, deadline == INT64_MAX ? 1000 : (int)(deadline - now)) < 0)
+            pfd.revents = 0; /* EINTR */
+        r = sp_cmd_step(c, pfd.revents, &in, cout, cerr, 16, err);
         if (r < 0)
-            return r;
-        if (n == 0)
-            return 0;
-        sp_capbuf_feed(stream == SP_EXEC_STDERR ? cerr : cout, buf, n);
+            break;
+        if (r == SP_CMD_END) {
+            r = 0;
+            break;
+        }
     }
+    sp_error_free(in.error);
+    return r;
 }
 
-static int fast_fd(void *s)
+static void fast_kill(void *f)
 {
-    return sp_fast_fd(s);
-}
-static bool fast_buffered(void *s)
-{
-    return sp_fast_buffered(s);
-}
-static int fast_write(void *s, const void *data, size_t len)
-{
-    return sp_fast_write_stdin(s, data, len, NULL);
-}
-static void fast_close_stdin(void *s)
-{
-    sp_fast_close_stdin(s, NULL);
-}
-static int fast_read(void *s, size_t *n, int *stream, void *buf, size_t cap, int wait_ms,
-                     sp_error **err)
-{
-    return sp_fast_read(n, stream, s, buf, cap, wait_ms, err);
-}
-static void fast_kill(void *s, void *ctx)
-{
-    (void)ctx;
-    sp_fast_kill(s, 0);
-}
-static const cmd_stream fast_stream = {fast_fd,          fast_buffered, fast_write,
-                                       fast_close_stdin, fast_read,     fast_kill};
-
-static int rest_fd(void *s)
-{
-    return sp_exec_fd(s);
-}
-static bool rest_buffered(void *s)
-{
-    return sp_exec_buffered(s);
-}
-static int rest_write(void *s, const void *data, size_t len)
-{
-    return sp_exec_write_stdin(s, data, len, NULL);
-}
-static void rest_close_stdin(void *s)
-{
-    sp_exec_close_stdin(s, NULL);
-}
-static int rest_read(void *s, size_t *n, int *stream, void *buf, size_t cap, int wait_ms,
-                     sp_error **err)
-{
-    return sp_exec_read(n, stream, s, buf, cap, wait_ms, err);
+    sp_fast_kill(f, 0);
 }
 
 struct rest_kill {
     sp_sandbox *sb;
     const char *token;
 };
-static void rest_kill_group(void *s, void *ctx)
+static void rest_kill_group(void *ctx)
 {
-    (void)s;
     struct rest_kill *k = ctx;
     kill_group(k->sb, k->token);
 }
-static const cmd_stream rest_stream = {rest_fd,          rest_buffered, rest_write,
-                                       rest_close_stdin, rest_read,     rest_kill_group};
 
-/* Run a command through the agent. SP_ENOTFOUND: no agent answered and
- * nothing ran, so REST may be tried. */
+/* Run a command through the agent. 0 with *out NULL: nothing ran, the
+ * REST path is to be taken (sp_cmd_start_fast()). */
 static int fast_exec(sp_run_result **out, sp_sandbox *sb, const char *const *argv,
                      const sp_run_opts *o, int timeout, sp_error **err)
 {
@@ -253,30 +168,17 @@ static int fast_exec(sp_run_result **out, sp_sandbox *sb, const char *const *arg
                          .kill_on_exit = true};
     int64_t start = sp_now_ms();
     sp_fast *f = NULL;
-    int r = sp_fast_start(&f, sb, &spec, err);
+    int r = sp_cmd_start_fast(&f, sb, o->user, &spec, err);
     sp_strv_free(env);
-    if (r == SP_ETIMEOUT) {
-        /* Accepted but not started: a paused container says why. */
-        sp_error *why = NULL;
-        if (sp_sandbox_require_running(sb, &why) < 0) {
-            if (err) {
-                sp_error_free(*err);
-                *err = why;
-            } else {
-                sp_error_free(why);
-            }
-            return SP_EPODMAN;
-        }
-        sp_error_free(why);
-    }
-    if (r < 0)
+    if (r < 0 || !f)
         return r;
 
     sp_capbuf cout, cerr;
     sp_capbuf_init(&cout, o->max_bytes, o->max_lines);
     sp_capbuf_init(&cerr, o->max_bytes, o->max_lines);
     bool timed_out = false;
-    r = pump(&fast_stream, f, NULL, o, start, timeout, &cout, &cerr, &timed_out, err);
+    sp_cmd c = {.fast = f};
+    r = pump(&c, fast_kill, f, o, start, timeout, &cout, &cerr, &timed_out, err);
     if (r < 0) {
         /* The agent is pid 1: it goes when the container goes. */
         sp_error *down = NULL;
@@ -315,28 +217,14 @@ int sp_sandbox_exec(sp_run_result **out, sp_sandbox *sb, const char *const *argv
     if (!argv || !argv[0])
         return sp_err_set(err, SP_EINVAL, 0, "exec: no command given");
     int timeout = o.timeout_ms == 0 ? DEFAULT_TIMEOUT_MS : o.timeout_ms;
-    int r;
-    if (sp_fast_wanted(sb, o.user)) {
-        sp_error *ferr = NULL;
-        r = fast_exec(out, sb, argv, &o, timeout, &ferr);
-        if (r != SP_ENOTFOUND || sp_fast_mode(sb) == SP_EXEC_FAST) {
-            if (r == SP_ENOTFOUND && sp_sandbox_require_running(sb, NULL) < 0) {
-                sp_error_free(ferr);
-                return sp_sandbox_require_running(sb, err);
-            }
-            if (err)
-                *err = ferr;
-            else
-                sp_error_free(ferr);
-            return r;
-        }
-        sp_error_free(ferr); /* no agent answers: the REST path */
-    }
+    int r = fast_exec(out, sb, argv, &o, timeout, err);
+    if (r < 0 || *out)
+        return r;
     r = sp_sandbox_require_running(sb, err);
     if (r < 0)
         return r;
 
-    cleanup_free char *token = make_token();
+    cleanup_free char *token = sp_cmd_token();
     sp_strv wargv = {0};
     sp_strv_push(&wargv, sp_xstrdup("/bin/sh"));
     sp_strv_push(&wargv, sp_xstrdup("-c"));
@@ -369,7 +257,8 @@ int sp_sandbox_exec(sp_run_result **out, sp_sandbox *sb, const char *const *argv
     if (r < 0)
         goto done;
     struct rest_kill kc = {sb, token};
-    r = pump(&rest_stream, e, &kc, &o, start, timeout, &cout, &cerr, &timed_out, NULL);
+    sp_cmd c = {.rest = e};
+    r = pump(&c, rest_kill_group, &kc, &o, start, timeout, &cout, &cerr, &timed_out, NULL);
     if (r < 0) {
         sp_error *down = NULL;
         if (cut_short(sb, &down) < 0 && !strstr(down->message, "podman service")) {

@@ -143,6 +143,39 @@ static char **strv_dup(const char *const *v)
     return sp_strv_steal(&sv);
 }
 
+static cJSON *mounts_json(const sp_sandbox_config *c)
+{
+    cJSON *a = cJSON_CreateArray();
+    for (size_t i = 0; i < c->n_mounts; i++) {
+        const sp_sandbox_mount *m = &c->mounts[i];
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "host_path", m->host_path);
+        cJSON_AddStringToObject(o, "mount_path", m->mount_path);
+        cJSON_AddItemToObject(o, "include", strv_json((char **)m->include));
+        cJSON_AddItemToObject(o, "exclude", strv_json((char **)m->exclude));
+        cJSON_AddNumberToObject(o, "max_bytes", (double)m->max_bytes);
+        cJSON_AddBoolToObject(o, "follow_symlinks", m->follow_symlinks);
+        cJSON_AddNumberToObject(o, "files", (double)m->files);
+        cJSON_AddNumberToObject(o, "bytes", (double)m->bytes);
+        cJSON_AddItemToArray(a, o);
+    }
+    return a;
+}
+
+static void mounts_free(sp_sandbox_config *c)
+{
+    for (size_t i = 0; i < c->n_mounts; i++) {
+        sp_sandbox_mount *m = &c->mounts[i];
+        free((char *)m->host_path);
+        free((char *)m->mount_path);
+        sp_strv_free((char **)m->include);
+        sp_strv_free((char **)m->exclude);
+    }
+    free(c->mounts);
+    c->mounts = NULL;
+    c->n_mounts = 0;
+}
+
 static cJSON *idmap_or_null(const sp_idmap *m)
 {
     return m->n ? sp_idmap_json(m) : cJSON_CreateNull();
@@ -196,6 +229,7 @@ int sp_sandbox_save(sp_sandbox *sb, sp_error **err)
     cJSON_AddBoolToObject(o, "rootless", c->rootless);
     cJSON_AddBoolToObject(o, "limits_apply", c->limits_apply);
     cJSON_AddItemToObject(o, "warnings", strv_json(c->warnings));
+    cJSON_AddItemToObject(o, "mounts", mounts_json(c));
     cJSON_AddNumberToObject(o, "init_pid", sb->init_pid);
     sp_buf text = SP_BUF_INIT;
     char *js = cJSON_Print(o);
@@ -306,6 +340,27 @@ static int load(sp_sandbox *sb, sp_error **err)
     const cJSON *la = cJSON_GetObjectItemCaseSensitive(o, "limits_apply");
     c->limits_apply = la ? cJSON_IsTrue(la) : true;
     c->warnings = json_strv(cJSON_GetObjectItemCaseSensitive(o, "warnings"));
+    /* Sandboxes made before mounts were recorded have none: nothing to show. */
+    const cJSON *ms = cJSON_GetObjectItemCaseSensitive(o, "mounts");
+    const cJSON *it;
+    size_t nm = (size_t)cJSON_GetArraySize(ms);
+    c->mounts = nm ? sp_xcalloc(nm, sizeof(*c->mounts)) : NULL;
+    cJSON_ArrayForEach(it, ms)
+    {
+        if (!cJSON_IsObject(it) || !jstr(it, "host_path", NULL))
+            continue;
+        sp_sandbox_mount *m = &c->mounts[c->n_mounts++];
+        m->host_path = sp_xstrdup(jstr(it, "host_path", ""));
+        m->mount_path = sp_xstrdup(jstr(it, "mount_path", "."));
+        m->include =
+            (const char *const *)json_strv(cJSON_GetObjectItemCaseSensitive(it, "include"));
+        m->exclude =
+            (const char *const *)json_strv(cJSON_GetObjectItemCaseSensitive(it, "exclude"));
+        m->max_bytes = jnum_u64(it, "max_bytes", 0);
+        m->follow_symlinks = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(it, "follow_symlinks"));
+        m->files = jnum_u64(it, "files", 0);
+        m->bytes = jnum_u64(it, "bytes", 0);
+    }
     sb->init_pid = (int)jnum_i64(o, "init_pid", 0);
     const char *ws = jstr(o, "workspace", NULL);
     free(sb->workspace);
@@ -351,7 +406,14 @@ void sp_sandbox_free(sp_sandbox *sb)
     sp_strv_free(sb->cfg.cap_add);
     sp_strv_free(sb->cfg.env_pass);
     sp_strv_free(sb->cfg.warnings);
+    mounts_free(&sb->cfg);
     free(sb);
+}
+
+const sp_sandbox_mount *sp_sandbox_mounts(const sp_sandbox *sb, size_t *n)
+{
+    *n = sb->cfg.n_mounts;
+    return sb->cfg.mounts;
 }
 
 const char *sp_sandbox_name(const sp_sandbox *sb)
@@ -751,6 +813,30 @@ static char *now_rfc3339(void)
 
 static int rm_tree(const char *path, sp_error **err);
 
+/* Remember what the workspace was hydrated from: the folders as resolved
+ * and where they landed (from the result), their filters and caps (from
+ * the request). */
+static void record_mounts(sp_sandbox_config *c, const sp_mount *req, size_t n,
+                          const sp_hydrate_result *hr)
+{
+    c->mounts = n ? sp_xcalloc(n, sizeof(*c->mounts)) : NULL;
+    c->n_mounts = n;
+    for (size_t i = 0; i < n; i++) {
+        sp_sandbox_mount *m = &c->mounts[i];
+        const sp_hydrate_mount_stats *st = hr && i < hr->n_mounts ? &hr->mounts[i] : NULL;
+        m->host_path = sp_xstrdup(st ? st->host_path : req[i].host_path);
+        m->mount_path = sp_xstrdup(st                  ? st->mount_path
+                                   : req[i].mount_path ? req[i].mount_path
+                                                       : ".");
+        m->include = (const char *const *)strv_dup(req[i].include);
+        m->exclude = (const char *const *)strv_dup(req[i].exclude);
+        m->max_bytes = req[i].max_bytes;
+        m->follow_symlinks = req[i].follow_symlinks;
+        m->files = st ? st->files : 0;
+        m->bytes = st ? st->bytes : 0;
+    }
+}
+
 int sp_sandbox_create(sp_sandbox **out, const sp_sandbox_opts *opts, sp_error **err)
 {
     *out = NULL;
@@ -829,6 +915,8 @@ int sp_sandbox_create(sp_sandbox **out, const sp_sandbox_opts *opts, sp_error **
         ho.progress_userdata = o.progress_userdata;
         sp_hydrate_result *hr = NULL;
         r = sp_hydrate(&hr, sb->workspace, o.mounts, o.n_mounts, &ho, err);
+        if (r == 0)
+            record_mounts(c, o.mounts, o.n_mounts, hr);
         sp_hydrate_result_free(hr);
         if (r < 0)
             goto fail;

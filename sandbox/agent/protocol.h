@@ -8,7 +8,8 @@
  * The host sends one REQUEST first, then any of STDIN, STDIN_EOF, RESIZE,
  * SIGNAL, KILL. The agent answers STARTED (sent by the command's own
  * process with SCM_CREDENTIALS, so the host learns its host pid), then
- * STDOUT / STDERR as output arrives, and EXIT last. Closing the connection
+ * STDOUT / STDERR as output arrives, and EXIT last; a command that could
+ * not be executed sends NOEXEC (the errno of execvp) before its EXIT. Closing the connection
  * from the host kills the command's whole process tree.
  *
  * REQUEST payload: u32 flags | u16 rows | u16 cols | str workdir |
@@ -44,6 +45,7 @@ enum {
     SPA_STDERR = 'D',
     SPA_EXIT = 'X',   /* u32 wait status */
     SPA_FAILED = 'F', /* a message: the command could not be started */
+    SPA_NOEXEC = 'N', /* u32 errno: execvp failed (sent by the child, before EXIT) */
 };
 
 enum {

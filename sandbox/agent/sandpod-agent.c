@@ -385,6 +385,14 @@ static void child_exec(const request *r, int conn, int in_fd, int out_fd, int er
     environ = env; /* execvp looks PATH up here */
     execvp(r->argv[0], r->argv);
     int e = errno;
+    /* The host tells "not found" and "cannot run" from the command's own
+     * 127 and 126 by this frame; the line is for hosts that do not. The
+     * parent sends nothing before this process execs or dies. */
+    uint8_t f[SPA_HEADER_LEN + 4];
+    put32(f, 4);
+    f[4] = SPA_NOEXEC;
+    put32(f + SPA_HEADER_LEN, (uint32_t)e);
+    send_all(conn, f, sizeof(f));
     dprintf(2, "sandpod-agent: %s: %s\n", r->argv[0], strerror(e));
     _exit(e == ENOENT ? 127 : 126);
 }
@@ -777,8 +785,15 @@ static pid_t fork_retry(bool is_init)
 
 /* Pass a stop signal on to every process we may signal, give them a
  * moment, then leave (the kernel kills what is left with pid 1). */
+/* The container's log (sandpod logs NAME) says when commands could start. */
+static void said_listening(const char *dir)
+{
+    dprintf(1, "sandpod-agent: ready, listening on %s/%s\n", dir, SPA_SOCKET_NAME);
+}
+
 static void shut_down(int sig)
 {
+    dprintf(1, "sandpod-agent: stopping on signal %d\n", sig);
     /* kill(-1) reaches every process we may signal: right for the init of
      * a pid namespace, a disaster anywhere else (a test run on the host). */
     if (getpid() == 1)
@@ -815,13 +830,15 @@ int main(int argc, char **argv)
      * The host hands the folder over right after the start: keep trying,
      * often at first, then now and then. */
     int lfd = listen_on(dir);
+    if (lfd >= 0)
+        said_listening(dir);
     int64_t started = now_ms();
     for (;;) {
         struct pollfd pfd[2] = {{sfd, POLLIN, 0}, {lfd, POLLIN, 0}};
         int wait = lfd >= 0 ? -1 : now_ms() - started < 10000 ? 5 : 1000;
         int pr = poll(pfd, lfd >= 0 ? 2 : 1, wait);
-        if (lfd < 0)
-            lfd = listen_on(dir);
+        if (lfd < 0 && (lfd = listen_on(dir)) >= 0)
+            said_listening(dir);
         if (pr <= 0)
             continue;
         if (pfd[0].revents) {

@@ -341,6 +341,14 @@ static size_t on_write(char *data, size_t size, size_t nmemb, void *ud)
         }
         return n;
     }
+    if (is_2xx(x) && x->req->on_data) {
+        int r = x->req->on_data(data, n, x->req->ud, &x->cb_err);
+        if (r < 0) {
+            x->cb_code = r;
+            return 0;
+        }
+        return n;
+    }
     if (is_2xx(x) && x->req->on_line) {
         sp_buf_add(&x->line, data, n);
         char *start = x->line.data;
@@ -417,11 +425,14 @@ static int transport_error(sp_podman *p, CURLcode rc, const char *ebuf, long tim
                           "%s: podman service at %s did not answer within %ldms: %s", what, p->url,
                           timeout_ms, detail);
     case CURLE_COULDNT_CONNECT:
-    case CURLE_COULDNT_RESOLVE_HOST:
-        return sp_err_set(err, SP_EPODMAN, 0,
-                          "%s: cannot connect to podman service at %s: %s; start it with "
-                          "contrib/podman-service.sh start",
-                          what, p->url, detail);
+    case CURLE_COULDNT_RESOLVE_HOST: {
+        cleanup_free char *hint =
+            p->socket_path
+                ? sp_podman_start_hint(p->socket_path)
+                : sp_xasprintf("start it there with 'podman system service --time=0 %s'", p->url);
+        return sp_err_set(err, SP_EPODMAN, 0, "%s: cannot connect to podman service at %s: %s; %s",
+                          what, p->url, detail, hint);
+    }
     case CURLE_GOT_NOTHING:
     case CURLE_PARTIAL_FILE:
     case CURLE_RECV_ERROR:
@@ -434,15 +445,47 @@ static int transport_error(sp_podman *p, CURLcode rc, const char *ebuf, long tim
     }
 }
 
+void sp_podman_log_request(const char *method, const char *path, long status, int64_t sent,
+                           int64_t received, int64_t ms)
+{
+    if (!sp_log_on(SP_LOG_DEBUG))
+        return;
+    /* Query values may name things a log should not hold (a filter, a
+     * reference with credentials): their keys say enough. */
+    sp_buf b = SP_BUF_INIT;
+    const char *q = strchr(path, '?');
+    sp_buf_add(&b, path, q ? (size_t)(q - path) : strlen(path));
+    while (q && *q) {
+        size_t k = strcspn(q + 1, "=&");
+        sp_buf_addc(&b, *q);
+        sp_buf_add(&b, q + 1, k);
+        q += 1 + k;
+        if (*q == '=')
+            sp_buf_add(&b, "=...", 4);
+        q = strchr(q, '&');
+    }
+    sp_buf_addc(&b, '\0');
+    if (status > 0)
+        sp_log(SP_LOG_DEBUG, "podman: %s %s -> %ld, %lld bytes sent, %lld received, %lld ms",
+               method, b.data, status, (long long)sent, (long long)received, (long long)ms);
+    else
+        sp_log(SP_LOG_DEBUG, "podman: %s %s -> no answer after %lld ms", method, b.data,
+               (long long)ms);
+    sp_buf_dispose(&b);
+}
+
 int sp_podman_http(sp_podman *p, const sp_http_req *req, sp_http_resp *resp, const char *what,
                    sp_error **err)
 {
+    int64_t t0 = sp_now_ms();
     CURL *c = p->curl;
     resp->status = 0;
     curl_easy_reset(c);
     char ebuf[CURL_ERROR_SIZE] = "";
     cleanup_free char *url = sp_xasprintf("%s%s", p->base, req->path);
-    long timeout = req->timeout_ms > 0 ? req->timeout_ms : (long)p->timeout_ms;
+    long timeout = req->timeout_ms > 0   ? req->timeout_ms
+                   : req->timeout_ms < 0 ? 0 /* curl: none */
+                                         : (long)p->timeout_ms;
     xfer x = {.curl = c, .req = req, .body = &resp->body};
     struct curl_slist *hdrs = NULL;
 
@@ -505,6 +548,13 @@ int sp_podman_http(sp_podman *p, const sp_http_req *req, sp_http_resp *resp, con
     CURLcode rc = curl_easy_perform(c);
     curl_slist_free_all(hdrs);
     curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &resp->status);
+    if (sp_log_on(SP_LOG_DEBUG)) {
+        curl_off_t up = 0, down = 0;
+        curl_easy_getinfo(c, CURLINFO_SIZE_UPLOAD_T, &up);
+        curl_easy_getinfo(c, CURLINFO_SIZE_DOWNLOAD_T, &down);
+        sp_podman_log_request(m, req->path, resp->status, (int64_t)up, (int64_t)down,
+                              sp_now_ms() - t0);
+    }
     int r = 0;
     if (x.cb_code < 0) {
         if (err && x.cb_err) {

@@ -493,6 +493,94 @@ int sp_podman_container_stop(sp_podman *p, const char *name_or_id, int timeout_s
     return simple_post(p, name_or_id, "stop", timeout_s >= 0 ? q : NULL, "stop", t, err);
 }
 
+/* Splits Podman's log stream into its frames (8-byte header: stream,
+ * three zero bytes, big-endian length) across the pieces curl hands over.
+ * A container with a terminal sends raw bytes instead: all stdout. */
+typedef struct logs_demux {
+    sp_logs_fn fn;
+    void *ud;
+    uint8_t head[8];
+    size_t head_len;
+    uint32_t left; /* payload bytes of the current frame still to come */
+    int stream;
+    bool raw;
+    bool started;
+} logs_demux;
+
+static int logs_data(const char *data, size_t len, void *ud, sp_error **err)
+{
+    (void)err;
+    logs_demux *d = ud;
+    if (!d->started && len) {
+        d->started = true;
+        d->raw = (uint8_t)data[0] > 2;
+    }
+    if (d->raw)
+        return d->fn(SP_EXEC_STDOUT, data, len, d->ud);
+    while (len) {
+        if (d->left == 0) {
+            size_t k = 8 - d->head_len < len ? 8 - d->head_len : len;
+            memcpy(d->head + d->head_len, data, k);
+            d->head_len += k;
+            data += k;
+            len -= k;
+            if (d->head_len < 8)
+                return 0;
+            d->head_len = 0;
+            d->stream = d->head[0] == 2 ? SP_EXEC_STDERR : SP_EXEC_STDOUT;
+            d->left = (uint32_t)d->head[4] << 24 | (uint32_t)d->head[5] << 16 |
+                      (uint32_t)d->head[6] << 8 | d->head[7];
+            continue;
+        }
+        size_t k = d->left < len ? d->left : len;
+        int r = d->fn(d->stream, data, k, d->ud);
+        if (r < 0)
+            return r;
+        d->left -= (uint32_t)k;
+        data += k;
+        len -= k;
+    }
+    return 0;
+}
+
+int sp_podman_container_logs(sp_podman *p, const char *name_or_id, const sp_logs_opts *opts,
+                             sp_logs_fn fn, void *userdata, sp_error **err)
+{
+    sp_logs_opts o = SP_LOGS_OPTS_INIT;
+    if (opts)
+        o = *opts;
+    if (o.version != SP_LOGS_OPTS_VERSION)
+        return sp_err_set(err, SP_EINVAL, 0, "logs: options version %u, expected %u", o.version,
+                          SP_LOGS_OPTS_VERSION);
+    if (!name_or_id || !*name_or_id || !fn)
+        return sp_err_set(err, SP_EINVAL, 0, "logs: container name or callback is missing");
+    cleanup_free char *c = sp_podman_escape(p, name_or_id);
+    sp_buf path = SP_BUF_INIT;
+    sp_buf_printf(&path, SP_PODMAN_API "/containers/%s/logs?stdout=true&stderr=true", c);
+    if (o.follow)
+        sp_buf_printf(&path, "&follow=true");
+    if (o.tail >= 0)
+        sp_buf_printf(&path, "&tail=%lld", (long long)o.tail);
+    if (o.timestamps)
+        sp_buf_printf(&path, "&timestamps=true");
+    if (o.since) {
+        cleanup_free char *since = sp_podman_escape(p, o.since);
+        sp_buf_printf(&path, "&since=%s", since);
+    }
+    cleanup_free char *what = sp_xasprintf("logs of container %s", name_or_id);
+    logs_demux d = {.fn = fn, .ud = userdata};
+    sp_http_req req = SP_HTTP_REQ_INIT;
+    req.path = path.data;
+    req.on_data = logs_data;
+    req.ud = &d;
+    req.timeout_ms = o.follow ? -1 : 0;
+    sp_http_resp resp = {0};
+    int r = sp_podman_http(p, &req, &resp, what, err);
+    sp_http_resp_dispose(&resp);
+    sp_buf_dispose(&path);
+    return r;
+}
+
 int sp_podman_container_kill(sp_podman *p, const char *name_or_id, int signo, sp_error **err)
 {
     if (signo <= 0 || signo >= 65)

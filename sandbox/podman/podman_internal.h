@@ -6,6 +6,7 @@
 #include "lazy_curl.h"
 
 #include "base.h"
+#include "../log_internal.h"
 #include "sandpod/podman.h"
 
 /* Every libpod path starts with this; 4.0.0 is the oldest API the service
@@ -55,12 +56,15 @@ typedef struct sp_http_req {
      * negative return stops the transfer with that code. */
     int (*on_line)(const char *line, size_t len, void *ud, sp_error **err);
     void *ud;
-    long timeout_ms; /* 0 = the handle's request timeout */
+    long timeout_ms; /* 0 = the handle's request timeout; negative = none */
+    /* Called with each piece of a 2xx body as it comes (binary streams);
+     * a negative return stops the transfer with that code. */
+    int (*on_data)(const char *data, size_t len, void *ud, sp_error **err);
 } sp_http_req;
 
 #define SP_HTTP_REQ_INIT                                                                           \
     {                                                                                              \
-        NULL, NULL, NULL, 0, NULL, -1, -1, NULL, NULL, 0                                           \
+        NULL, NULL, NULL, 0, NULL, -1, -1, NULL, NULL, 0, NULL                                     \
     }
 
 typedef struct sp_http_resp {
@@ -74,6 +78,10 @@ typedef struct sp_http_resp {
 int sp_podman_http(sp_podman *p, const sp_http_req *req, sp_http_resp *resp, const char *what,
                    sp_error **err);
 void sp_http_resp_dispose(sp_http_resp *r);
+/* Log one request at SP_LOG_DEBUG: method, path (query values left out),
+ * status (0: none came), bytes each way, duration. Never a body. */
+void sp_podman_log_request(const char *method, const char *path, long status, int64_t sent,
+                           int64_t received, int64_t ms);
 
 /* A one-line reason for a failed curl transfer (free()). */
 char *sp_podman_curl_detail(CURL *c, int rc, const char *ebuf);
@@ -129,6 +137,15 @@ int sp_podman_hijack(sp_exec **out, sp_podman *p, const char *path, const char *
                      const char *exec_id, const char *what, sp_error **err);
 
 /* Service discovery and start (service.c). */
+/* What to run to start the service on socket `sock` (NULL: this user's
+ * default one): systemctl for the default socket (--user when not root),
+ * `podman system service` for another, and the repository's script as
+ * well when the running program lives in the build tree. free() it. */
+char *sp_podman_start_hint(const char *sock);
+/* The same from its inputs (for tests): root, $XDG_RUNTIME_DIR, the
+ * running program, the build folder and the script. */
+char *sp_podman_start_hint_for(const char *sock, bool root, const char *runtime_dir,
+                               const char *exe, const char *build_dir, const char *script);
 int sp_podman_find_or_start(sp_podman_addr *out, bool *started, const sp_podman_opts *o,
                             sp_error **err);
 int sp_podman_curl_init(sp_error **err);

@@ -16,7 +16,41 @@
 extern char **environ;
 
 #define INSTALL_HINT "apt-get install podman runc catatonit"
-#define START_HINT   "start it with contrib/podman-service.sh start"
+
+char *sp_podman_start_hint_for(const char *sock, bool root, const char *runtime_dir,
+                               const char *exe, const char *build_dir, const char *script)
+{
+    cleanup_free char *def = root          ? sp_xstrdup("/run/podman/podman.sock")
+                             : runtime_dir ? sp_xasprintf("%s/podman/podman.sock", runtime_dir)
+                                           : NULL;
+    sp_buf b = SP_BUF_INIT;
+    if (!sock || (def && strcmp(sock, def) == 0))
+        sp_buf_printf(&b, "start it with 'systemctl %sstart podman.socket'", root ? "" : "--user ");
+    else
+        sp_buf_printf(&b, "start it with 'podman system service --time=0 unix://%s &'", sock);
+    /* The repository's script exists only next to a build: say it there. */
+    size_t bl = build_dir ? strlen(build_dir) : 0;
+    if (exe && bl && strncmp(exe, build_dir, bl) == 0 && exe[bl] == '/' && script &&
+        access(script, X_OK) == 0)
+        sp_buf_printf(&b, " (in this build tree: '%s start%s%s')", script, sock ? " " : "",
+                      sock ? sock : "");
+    return sp_buf_steal(&b);
+}
+
+char *sp_podman_start_hint(const char *sock)
+{
+    char exe[4096];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+    exe[n > 0 ? n : 0] = '\0';
+#if defined(SANDPOD_BUILD_DIR) && defined(SANDPOD_SOURCE_DIR)
+    const char *build = SANDPOD_BUILD_DIR,
+               *script = SANDPOD_SOURCE_DIR "/contrib/podman-service.sh";
+#else
+    const char *build = NULL, *script = NULL;
+#endif
+    return sp_podman_start_hint_for(sock, geteuid() == 0, getenv("XDG_RUNTIME_DIR"), exe, build,
+                                    script);
+}
 
 static int mkdir_p(const char *path, sp_error **err)
 {
@@ -476,10 +510,11 @@ int sp_podman_find_or_start(sp_podman_addr *out, bool *started, const sp_podman_
         cleanup_free char *how =
             pr == -2 ? sp_xasprintf("did not answer within %ums", o.connect_timeout_ms)
                      : sp_xstrdup("is not answering");
-        if (a.socket_path)
-            r = sp_err_set(err, SP_EPODMAN, 0, "podman service at %s %s: %s; " START_HINT " %s",
-                           a.url, how, detail, a.socket_path);
-        else
+        if (a.socket_path) {
+            cleanup_free char *hint = sp_podman_start_hint(a.socket_path);
+            r = sp_err_set(err, SP_EPODMAN, 0, "podman service at %s %s: %s; %s", a.url, how,
+                           detail, hint);
+        } else
             r = sp_err_set(err, SP_EPODMAN, 0,
                            "podman service at %s %s: %s; start it there "
                            "with podman system service --time=0 %s",
@@ -545,7 +580,9 @@ int sp_podman_find_or_start(sp_podman_addr *out, bool *started, const sp_podman_
     cleanup_free char *tried_s =
         tried.len ? sp_xasprintf(" (tried %s)", tried.data) : sp_xstrdup("");
     sp_buf_dispose(&tried);
-    if (o.no_autostart)
-        return sp_err_set(err, SP_EPODMAN, 0, "no podman service answered%s; " START_HINT, tried_s);
+    if (o.no_autostart) {
+        cleanup_free char *hint = sp_podman_start_hint(NULL);
+        return sp_err_set(err, SP_EPODMAN, 0, "no podman service answered%s; %s", tried_s, hint);
+    }
     return start_service(out, started, &o, root, tried_s, err);
 }

@@ -39,6 +39,10 @@ struct sp_exec {
     size_t len;
     size_t frame_left; /* payload bytes of the current frame still unread */
     int frame_stream;
+    /* For the debug log when the stream ends. */
+    char *path;
+    int status;
+    int64_t t0, sent, received;
 };
 
 /* ------------------------------------------------------------- deadlines -- */
@@ -114,10 +118,11 @@ static int connect_unix(int *out_fd, const char *path, int64_t deadline, sp_erro
                 break;
             errno = soerr;
         }
-        return sp_err_set(err, SP_EPODMAN, errno,
-                          "cannot connect to podman service at unix://%s: %s; start it with "
-                          "contrib/podman-service.sh start",
-                          path, strerror(errno));
+        int e = errno;
+        cleanup_free char *hint = sp_podman_start_hint(path);
+        return sp_err_set(err, SP_EPODMAN, e,
+                          "cannot connect to podman service at unix://%s: %s; %s", path,
+                          strerror(e), hint);
     }
     *out_fd = steal_fd(&fd);
     return 0;
@@ -425,6 +430,7 @@ int sp_podman_hijack(sp_exec **out, sp_podman *p, const char *path, const char *
                      const char *exec_id, const char *what, sp_error **err)
 {
     *out = NULL;
+    int64_t t0 = sp_now_ms();
     int64_t deadline = deadline_after((int)p->timeout_ms);
     cleanup_close int fd = -1;
     int r = sp_podman_raw_connect(&fd, p, (int)p->connect_timeout_ms, err);
@@ -484,6 +490,8 @@ int sp_podman_hijack(sp_exec **out, sp_podman *p, const char *path, const char *
 
     bool stream = h.status == 101 || (h.status == 200 && !h.chunked && h.content_length < 0);
     if (!stream) {
+        sp_podman_log_request("POST", path, h.status, (int64_t)strlen(req), (int64_t)b.len,
+                              sp_now_ms() - t0);
         if (h.status >= 400)
             r = read_error_body(fd, &h, &b, head_len, deadline, what, err);
         else
@@ -500,6 +508,11 @@ int sp_podman_hijack(sp_exec **out, sp_podman *p, const char *path, const char *
     e->id = exec_id ? sp_xstrdup(exec_id) : NULL;
     e->url = sp_xstrdup(p->url);
     e->io_timeout_ms = p->timeout_ms;
+    e->path = sp_xstrdup(path);
+    e->status = h.status;
+    e->t0 = t0;
+    e->sent = (int64_t)strlen(req);
+    e->received = (int64_t)b.len;
     e->buf = sp_xmalloc(STREAM_BUF_CAP);
     size_t extra = b.len - head_len;
     /* Bytes that came with the head belong to the stream. */
@@ -545,6 +558,9 @@ void sp_exec_free(sp_exec *e)
         return;
     if (e->fd >= 0)
         close(e->fd);
+    /* A stream is one request: logged once its bytes are known. */
+    sp_podman_log_request("POST", e->path, e->status, e->sent, e->received, sp_now_ms() - e->t0);
+    free(e->path);
     free(e->id);
     free(e->url);
     free(e->buf);
@@ -588,6 +604,7 @@ static int fill(sp_exec *e, int64_t deadline, sp_error **err)
     if (got == 0)
         e->eof = true;
     e->len += got;
+    e->received += (int64_t)got;
     return 0;
 }
 
@@ -623,6 +640,7 @@ int sp_exec_read(size_t *out_len, int *out_stream, sp_exec *e, void *buf, size_t
         }
         if (got == 0)
             e->eof = true;
+        e->received += (int64_t)got;
         *out_len = got;
         return 0;
     }
@@ -689,6 +707,7 @@ int sp_exec_write_stdin(sp_exec *e, const void *data, size_t len, sp_error **err
 {
     if (e->stdin_closed)
         return sp_err_set(err, SP_EINVAL, 0, "exec stdin is already closed");
+    e->sent += (int64_t)len;
     return send_all(e->fd, data, len, deadline_after((int)e->io_timeout_ms), "exec stdin", err);
 }
 

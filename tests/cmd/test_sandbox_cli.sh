@@ -9,47 +9,12 @@ set -u
 
 SP=${1:?usage: test_sandbox_cli.sh PATH/TO/sandpod}
 
-skip() {
-    if [ "${CI:-}" = true ]; then
-        echo "FAIL: $* (Podman is required under CI=true)"
-        exit 1
-    fi
-    echo "skipping: $*"
-    exit 77
-}
-
-command -v python3 >/dev/null 2>&1 || skip "python3 is missing"
-command -v podman >/dev/null 2>&1 || skip "podman is not installed (apt-get install podman runc catatonit)"
-
-T=$(mktemp -d "${TMPDIR:-/tmp}/sandpod-sbcli.XXXXXX")
-export SANDPOD_HOME=$T/home
-mkdir -p "$SANDPOD_HOME"
+PREFIX=sandpod-sbcli
+. "$(dirname "$0")/podman_lib.sh"
 SRC=$T/src # the host folder mounted into the sandbox
 mkdir -p "$SRC/sub"
 printf 'hello from the host\n' >"$SRC/hello.txt"
 printf 'nested\n' >"$SRC/sub/nested.txt"
-: >"$T/empty"
-
-cleanup() {
-    # Remove what this run made, then the Podman service the library started
-    # on the private socket of our state root, if it had to start one.
-    local d
-    for d in "$SANDPOD_HOME"/sandboxes/*/; do
-        [ -d "$d" ] && "$SP" rm --force "$(basename "$d")" >/dev/null 2>&1
-    done
-    if [ -f "$SANDPOD_HOME/podman.pid" ]; then
-        local pid
-        pid=$(cat "$SANDPOD_HOME/podman.pid")
-        case "$pid" in
-        '' | *[!0-9]*) ;;
-        *) kill "$pid" 2>/dev/null ;;
-        esac
-    fi
-    rm -rf "$T"
-}
-trap cleanup EXIT
-
-. "$(dirname "$0")/lib.sh"
 
 # ------------------------------------------------------ Podman, image --
 run image exists
@@ -288,6 +253,13 @@ out_is 'ok\n' "run prints the command's output"
 runin $'piped\n' run --mount "$SRC" -- sh -c 'cat; cat hello.txt; exit 4'
 expect_rc 4 "run exits with the command's code"
 out_is 'piped\nhello from the host\n' "run forwards stdin and hydrates the mount"
+run run -- sh -c 'exit 1'
+expect_rc 1 "run: the command's own 1 stays 1"
+run run --mount "$T/no-such-folder" -- true
+expect_rc 125 "run: sandpod's own failure (a mount that does not exist) is 125"
+check "run: its failure is one 'sandpod: ' line" [ "$(grep -c '^sandpod: ' "$T/err")" -eq 1 ]
+run run -- no-such-command-here
+expect_rc 127 "run: a command not found in the sandbox is 127"
 "$SP" run -- sleep 60 <"$T/empty" >"$T/out" 2>"$T/err" &
 bg=$!
 for _ in $(seq 1 100); do
@@ -328,8 +300,21 @@ expect 0 "gc --dry-run"
 json "gc --dry-run lists both orphans, removes nothing" \
     "sorted(o['state_dir'].rsplit('/',1)[1] for o in j['orphans'] if (o['state_dir'] or '').startswith('$SANDPOD_HOME/')) == ['gc-lost', 'gc-stale'] and not any(o['removed'] for o in j['orphans'])"
 # --state-root: only the containers of that state root are judged.
-# (The service of this test is the one of $SANDPOD_HOME: named by --url.)
-run gc --dry-run --json --state-root "$T/no-such-root" --url "unix://$SANDPOD_HOME/podman.sock"
+# (--url names the service this test's sandboxes use, found as the library
+# finds it: $SANDPOD_URL, the caller's shared service, else the private one
+# in $SANDPOD_HOME.)
+svc_url=${SANDPOD_URL:-}
+if [ -z "$svc_url" ]; then
+    for sock in ${XDG_RUNTIME_DIR:+"$XDG_RUNTIME_DIR/podman/podman.sock"} \
+        $([ "$(id -u)" = 0 ] && echo /run/podman/podman.sock) "$SANDPOD_HOME/podman.sock"; do
+        if python3 -c 'import socket,sys; s=socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])' \
+            "$sock" 2>/dev/null; then
+            svc_url=unix://$sock
+            break
+        fi
+    done
+fi
+run gc --dry-run --json --state-root "$T/no-such-root" --url "$svc_url"
 expect 0 "gc --dry-run --state-root elsewhere"
 json "gc --state-root elsewhere leaves this root's orphans alone" \
     "not any((o['state_dir'] or '').startswith('$SANDPOD_HOME/') for o in j['orphans'])"

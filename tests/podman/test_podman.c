@@ -659,7 +659,8 @@ static void test_autostart(void **state)
     sp_error *err = NULL;
     assert_int_equal(sp_podman_open(&p, &o, &err), SP_EPODMAN);
     print_message("no service: %s\n", err->message);
-    assert_non_null(strstr(err->message, "podman-service.sh start"));
+    assert_non_null(strstr(err->message, "start it with 'systemctl"));
+    assert_non_null(strstr(err->message, "contrib/podman-service.sh start"));
     sp_error_free(err);
     tu_rmtree(root);
     free(root);

@@ -240,6 +240,23 @@ static void route(int c, const char *method, const char *path)
         while ((n = recv(c, buf, sizeof(buf), 0)) > 0)
             frame(c, 1, buf, (size_t)n);
         frame(c, 2, "eof", 3); /* stdin was closed: half-close worked */
+    } else if (strncmp(p, "/containers/lg/logs?", 20) == 0) {
+        /* Frames cut anywhere, a header included, as a slow stream
+         * delivers them; the query comes back on stderr. */
+        puts_(c, "HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\n"
+                 "Connection: close\r\n\r\n");
+        frame(c, 1, "hello\n", 6);
+        unsigned char h[8] = {2, 0, 0, 0, 0, 0, 0, 0};
+        size_t ql = strlen(p + 20);
+        h[7] = (unsigned char)ql;
+        put(c, h, 3);
+        pause_ms(30);
+        put(c, h + 3, 5);
+        pause_ms(30);
+        put(c, p + 20, ql);
+        static char big[100000];
+        memset(big, 'x', sizeof(big));
+        frame(c, 1, big, sizeof(big));
     } else if (strcmp(p, "/exec/done/json") == 0) {
         json(c, 200, "{\"Running\":false,\"ExitCode\":42,\"Pid\":0}");
     } else if (strcmp(p, "/exec/run/json") == 0) {
@@ -657,6 +674,138 @@ static void test_pull(void **state)
     free(id);
 }
 
+static char log_text[8192];
+static size_t log_len;
+static void collect_log(sp_log_level level, const char *message, void *ud)
+{
+    assert_ptr_equal(ud, &log_len);
+    int n = snprintf(log_text + log_len, sizeof(log_text) - log_len, "%s: %s\n",
+                     sp_log_level_name(level), message);
+    if (n > 0 && (size_t)n < sizeof(log_text) - log_len)
+        log_len += (size_t)n;
+}
+
+/* The debug log: one line per request with method, path, status, bytes
+ * and duration; query values and bodies never; nothing above the level
+ * asked for, nothing once the handler is gone. */
+static void test_debug_log(void **state)
+{
+    (void)state;
+    log_len = 0;
+    log_text[0] = '\0';
+    sp_log_set_handler(collect_log, SP_LOG_DEBUG, &log_len);
+    char *id = NULL;
+    assert_int_equal(sp_podman_image_pull(&id, P, "ok", on_progress, NULL, NULL), 0);
+    free(id);
+    sp_podman_container_info *info = NULL;
+    assert_int_equal(sp_podman_container_inspect(&info, P, "chunked", NULL), 0);
+    sp_podman_container_info_free(info);
+    assert_non_null(strstr(log_text, "debug: podman: POST /v4.0.0/libpod/images/pull?reference=... "
+                                     "-> 200, "));
+    assert_null(strstr(log_text, "reference=ok"));
+    assert_non_null(strstr(log_text, "debug: podman: GET /v4.0.0/libpod/containers/chunked/json "
+                                     "-> 200, 0 bytes sent, "));
+    assert_non_null(strstr(log_text, " ms\n"));
+
+    log_len = 0;
+    log_text[0] = '\0';
+    sp_log_set_handler(collect_log, SP_LOG_INFO, &log_len);
+    assert_int_equal(sp_podman_ping(P, NULL), 0);
+    assert_int_equal(log_len, 0);
+    sp_log_set_handler(NULL, SP_LOG_DEBUG, NULL);
+    assert_int_equal(sp_podman_ping(P, NULL), 0);
+    assert_int_equal(log_len, 0);
+}
+
+struct logs_seen {
+    char out[8], err[256];
+    size_t out_len, err_len, x_count;
+};
+static int on_logs(int stream, const char *data, size_t len, void *ud)
+{
+    struct logs_seen *l = ud;
+    for (size_t i = 0; i < len; i++) {
+        if (stream == SP_EXEC_STDERR && l->err_len < sizeof(l->err) - 1)
+            l->err[l->err_len++] = data[i];
+        else if (stream == SP_EXEC_STDOUT && data[i] == 'x')
+            l->x_count++;
+        else if (stream == SP_EXEC_STDOUT && l->out_len < sizeof(l->out) - 1)
+            l->out[l->out_len++] = data[i];
+    }
+    return 0;
+}
+
+/* Container logs: the options as the query, frames split across reads
+ * (a header too) handed out by stream. */
+static void test_logs(void **state)
+{
+    (void)state;
+    struct logs_seen l = {0};
+    sp_logs_opts o = SP_LOGS_OPTS_INIT;
+    o.follow = true;
+    o.tail = 3;
+    o.timestamps = true;
+    o.since = "1700000000";
+    sp_error *err = NULL;
+    if (sp_podman_container_logs(P, "lg", &o, on_logs, &l, &err) < 0)
+        fail_msg("logs: %s", err->message);
+    assert_string_equal(l.out, "hello\n");
+    assert_string_equal(
+        l.err, "stdout=true&stderr=true&follow=true&tail=3&timestamps=true&since=1700000000");
+    assert_int_equal(l.x_count, 100000);
+    memset(&l, 0, sizeof(l));
+    assert_int_equal(sp_podman_container_logs(P, "lg", NULL, on_logs, &l, NULL), 0);
+    assert_string_equal(l.err, "stdout=true&stderr=true");
+    expect(sp_podman_container_logs(P, "nosuch", NULL, on_logs, &l, &err), &err, SP_ENOTFOUND,
+           "logs of container nosuch");
+}
+
+/* The hint for a service that is not there: systemctl for the default
+ * socket (--user when not root), podman system service for another, and
+ * the repository's script only for a program in the build tree. */
+static void test_start_hint(void **state)
+{
+    (void)state;
+    const char *script = "/bin/sh"; /* any executable stands for the script */
+    struct {
+        const char *sock;
+        bool root;
+        const char *exe, *want;
+    } cases[] = {
+        {NULL, true, "/usr/bin/sandpod", "start it with 'systemctl start podman.socket'"},
+        {"/run/podman/podman.sock", true, "/usr/bin/sandpod",
+         "start it with 'systemctl start podman.socket'"},
+        {NULL, false, "/usr/bin/sandpod", "start it with 'systemctl --user start podman.socket'"},
+        {"/run/user/1000/podman/podman.sock", false, "/usr/bin/sandpod",
+         "start it with 'systemctl --user start podman.socket'"},
+        {"/tmp/x.sock", false, "/usr/bin/sandpod",
+         "start it with 'podman system service --time=0 unix:///tmp/x.sock &'"},
+        {NULL, true, "/src/build/sandpod",
+         "start it with 'systemctl start podman.socket' (in this build tree: '/bin/sh start')"},
+        {"/tmp/x.sock", true, "/src/build/tests/t",
+         "start it with 'podman system service --time=0 unix:///tmp/x.sock &' (in this build "
+         "tree: '/bin/sh start /tmp/x.sock')"},
+        /* A sibling folder whose name starts alike is not the build tree. */
+        {NULL, true, "/src/build2/sandpod", "start it with 'systemctl start podman.socket'"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char *h = sp_podman_start_hint_for(cases[i].sock, cases[i].root, "/run/user/1000",
+                                           cases[i].exe, "/src/build", script);
+        if (strcmp(h, cases[i].want) != 0)
+            fail_msg("case %zu: got '%s'", i, h);
+        free(h);
+    }
+    /* No script there: no mention of it, even in the build tree. */
+    char *h = sp_podman_start_hint_for(NULL, true, NULL, "/src/build/sandpod", "/src/build",
+                                       "/nonexistent/podman-service.sh");
+    assert_string_equal(h, "start it with 'systemctl start podman.socket'");
+    free(h);
+    /* This test runs from the build tree: the real hint names the script. */
+    h = sp_podman_start_hint(NULL);
+    assert_non_null(strstr(h, "contrib/podman-service.sh start')"));
+    free(h);
+}
+
 static void test_parser(void **state)
 {
     (void)state;
@@ -809,7 +958,7 @@ static void test_discovery_errors(void **state)
         o.no_autostart = true;
         err = NULL;
         expect(sp_podman_open(&p, &o, &err), &err, SP_EPODMAN,
-               "no podman service answered; start it with contrib/podman-service.sh start");
+               "no podman service answered; start it with 'systemctl");
         o.no_autostart = false;
 
         /* A podman that dies at once: its own words come back. */
@@ -961,6 +1110,9 @@ int main(void)
         cmocka_unit_test(test_streams),
         cmocka_unit_test(test_broken_streams),
         cmocka_unit_test(test_pull),
+        cmocka_unit_test(test_debug_log),
+        cmocka_unit_test(test_logs),
+        cmocka_unit_test(test_start_hint),
         cmocka_unit_test(test_bad_args),
         cmocka_unit_test(test_discovery_errors),
         cmocka_unit_test(test_host_info_cache),

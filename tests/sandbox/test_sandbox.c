@@ -1,6 +1,7 @@
 /* Sandboxes on a real Podman service and a real container: hardening seen
  * from inside, ownership both ways, timeouts that kill, output caps, and
  * recovery from a killed or removed container. */
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "sandpod/attach.h"
 #include "sandpod/sandbox.h"
 #include "testutil.h"
 
@@ -143,6 +145,96 @@ static void test_large_stdin(void **state)
     assert_string_equal(r->out, "4194304\n");
     sp_run_result_free(r);
     free(data);
+}
+
+/* Run argv attached: all output (both streams) into out (NUL-terminated),
+ * the exit code and sp_attach_noexec() back. stdin_data (NULL: none) is
+ * written first. */
+static int attach_run(char out[static 4096], int *noexec, const char *const *argv,
+                      const char *stdin_data)
+{
+    sp_attach_opts o = SP_ATTACH_OPTS_INIT;
+    o.stdin_open = stdin_data != NULL;
+    sp_attach *a = NULL;
+    sp_error *err = NULL;
+    if (sp_sandbox_attach(&a, sb, argv, &o, &err) < 0)
+        fail_msg("attach %s: %s", argv[0], err->message);
+    if (stdin_data) {
+        assert_int_equal(sp_attach_write(a, stdin_data, strlen(stdin_data), NULL), 0);
+        assert_int_equal(sp_attach_close_stdin(a, NULL), 0);
+    }
+    size_t len = 0;
+    for (;;) {
+        size_t n = 0;
+        int r = sp_attach_read(&n, NULL, a, out + len, 4095 - len, 1000, NULL);
+        if (r == SP_ETIMEOUT)
+            continue;
+        assert_int_equal(r, 0);
+        if (n == 0)
+            break;
+        len += n;
+        assert_true(len < 4095);
+    }
+    out[len] = '\0';
+    int code = -1;
+    if (sp_attach_wait(&code, a, 10000, &err) < 0)
+        fail_msg("attach wait: %s", err->message);
+    *noexec = sp_attach_noexec(a);
+    sp_attach_free(a);
+    return code;
+}
+
+/* An attached command on the path in force: a missing or unrunnable
+ * command is told apart from a command's own 127/126, and the runtime's
+ * lines about it never reach the caller. */
+static void test_attach_noexec(void **state)
+{
+    (void)state;
+    char out[4096];
+    int noexec = -1;
+    const char *missing[] = {"nosuchcmd", NULL};
+    assert_int_equal(attach_run(out, &noexec, missing, NULL), 127);
+    assert_int_equal(noexec, ENOENT);
+    assert_string_equal(out, "");
+    const char *denied[] = {"/etc/passwd", NULL};
+    assert_int_equal(attach_run(out, &noexec, denied, NULL), 126);
+    assert_true(noexec != 0 && noexec != ENOENT);
+    assert_string_equal(out, "");
+    const char *own[] = {"sh", "-c", "echo 'Error: mine' >&2; exit 127", NULL};
+    assert_int_equal(attach_run(out, &noexec, own, NULL), 127);
+    assert_int_equal(noexec, 0);
+    assert_string_equal(out, "Error: mine\n");
+    const char *cat[] = {"cat", NULL};
+    assert_int_equal(attach_run(out, &noexec, cat, "through stdin\n"), 0);
+    assert_string_equal(out, "through stdin\n");
+}
+
+/* The folders a sandbox was hydrated from are recorded and read back by
+ * a fresh handle. */
+static void test_mounts_recorded(void **state)
+{
+    (void)state;
+    sp_sandbox_opts o = SP_SANDBOX_OPTS_INIT;
+    o.state_root = state_root;
+    o.podman_url = podman_url;
+    sp_sandbox *again = NULL;
+    sp_error *err = NULL;
+    if (sp_sandbox_open(&again, sp_sandbox_name(sb), &o, &err) < 0)
+        fail_msg("open: %s", err->message);
+    size_t n = 0;
+    const sp_sandbox_mount *m = sp_sandbox_mounts(again, &n);
+    assert_int_equal(n, 1);
+    assert_string_equal(m[0].mount_path, ".");
+    assert_non_null(m[0].include);
+    assert_null(m[0].include[0]);
+    assert_null(m[0].exclude[0]);
+    assert_int_equal(m[0].max_bytes, 0);
+    assert_int_equal(m[0].files, 2); /* hello.txt, src/main.c */
+    assert_true(m[0].bytes > 0);
+    char *real = realpath(project, NULL); /* the recorded path is resolved */
+    assert_string_equal(m[0].host_path, real);
+    free(real);
+    sp_sandbox_free(again);
 }
 
 static void test_hardening(void **state)
@@ -508,6 +600,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_shell_basics),
         cmocka_unit_test(test_large_stdin),
+        cmocka_unit_test(test_attach_noexec),
+        cmocka_unit_test(test_mounts_recorded),
         cmocka_unit_test(test_hardening),
         cmocka_unit_test(test_ownership),
         cmocka_unit_test(test_timeout_kills_group),

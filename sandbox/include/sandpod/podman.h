@@ -362,6 +362,46 @@ int sp_podman_container_start(sp_podman *p, const char *name_or_id, sp_error **e
  *  container is not an error. */
 int sp_podman_container_stop(sp_podman *p, const char *name_or_id, int timeout_s, sp_error **err);
 
+#define SP_LOGS_OPTS_VERSION 1
+
+/** Options of sp_podman_container_logs() and sp_sandbox_logs(); NULL means
+ *  all defaults (everything logged so far, then return). */
+typedef struct sp_logs_opts {
+    unsigned version;
+    /** Keep going as the container prints, until it stops (or fn says stop). */
+    bool follow;
+    /** Only the last tail lines; negative: all (SP_LOGS_OPTS_INIT). */
+    int64_t tail;
+    /** Only what came after this time: RFC 3339 ("2024-05-01T10:00:00Z") or
+     *  Unix seconds ("1714557600"); NULL: from the start. */
+    const char *since;
+    /** Prefix every line with the time it was logged (RFC 3339, then a space). */
+    bool timestamps;
+} sp_logs_opts;
+
+#define SP_LOGS_OPTS_INIT                                                                          \
+    {                                                                                              \
+        .version = SP_LOGS_OPTS_VERSION, .tail = -1                                                \
+    }
+
+/**
+ * Receives the log as it comes, in pieces that need not end at a line.
+ *
+ * @param stream  SP_EXEC_STDOUT or SP_EXEC_STDERR
+ * @return 0 to go on; a negative SP_E* code stops, and the caller returns it
+ */
+typedef int (*sp_logs_fn)(int stream, const char *data, size_t len, void *userdata);
+
+/**
+ * The output of a container's main process, running or stopped
+ * (GET /containers/{name}/logs), handed to fn.
+ *
+ * @return 0; SP_ENOTFOUND (no such container), SP_EINVAL (bad options or a
+ *         since Podman does not take), SP_EPODMAN, or fn's code
+ */
+int sp_podman_container_logs(sp_podman *p, const char *name_or_id, const sp_logs_opts *opts,
+                             sp_logs_fn fn, void *userdata, sp_error **err);
+
 /** Send a signal (e.g. SIGKILL) to the container's main process. */
 int sp_podman_container_kill(sp_podman *p, const char *name_or_id, int signo, sp_error **err);
 

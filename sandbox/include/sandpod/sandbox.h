@@ -150,6 +150,27 @@ const char *sp_sandbox_created_at(const sp_sandbox *sb);
  *  written): NULL-terminated, owned by the handle. */
 const char *const *sp_sandbox_warnings(const sp_sandbox *sb);
 
+/** A host folder the workspace was hydrated from, as sp_sandbox_create()
+ *  recorded it (sandbox.json keeps it). Strings are owned by the handle. */
+typedef struct sp_sandbox_mount {
+    const char *host_path;      /**< resolved, absolute */
+    const char *mount_path;     /**< where it landed in the workspace, "." = its root */
+    const char *const *include; /**< NULL-terminated globs (empty: everything); never NULL */
+    const char *const *exclude; /**< NULL-terminated globs; never NULL */
+    uint64_t max_bytes;         /**< the cap on what it selects; 0 = none */
+    bool follow_symlinks;
+    uint64_t files, bytes; /**< what it brought in at create */
+} sp_sandbox_mount;
+
+/**
+ * The host folders the sandbox was hydrated from at create, in order.
+ *
+ * @param n  receives their count: 0 for a sandbox made without mounts, or
+ *           by a sandpod that did not record them yet
+ * @return an array owned by the handle (NULL when *n is 0)
+ */
+const sp_sandbox_mount *sp_sandbox_mounts(const sp_sandbox *sb, size_t *n);
+
 /**
  * Serialise a change to the workspace made from the host side: an
  * exclusive flock on `<state folder>/edit.lock`, held until
@@ -192,7 +213,19 @@ typedef struct sp_sandbox_status {
 
 /** Ask Podman about the container. @param out free with sp_sandbox_status_free() */
 int sp_sandbox_status_get(sp_sandbox_status **out, sp_sandbox *sb, sp_error **err);
+
 void sp_sandbox_status_free(sp_sandbox_status *st);
+
+/**
+ * What the sandbox's container printed (its main process, the agent: when
+ * it was ready, when it stopped), running or stopped, handed to fn as it
+ * comes; with opts->follow until the container stops.
+ *
+ * @return 0; SP_ENOTFOUND when the sandbox has no container (start it
+ *         again), SP_EPODMAN, or what fn returned to stop
+ */
+int sp_sandbox_logs(sp_sandbox *sb, const sp_logs_opts *opts, sp_logs_fn fn, void *userdata,
+                    sp_error **err);
 
 /**
  * Start the container. A container that is gone (removed, lost in a host

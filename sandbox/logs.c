@@ -1,0 +1,20 @@
+/* sp_sandbox_logs(): what the sandbox's container printed (its pid 1, the
+ * agent), from Podman, running or stopped. */
+#include "sandbox_internal.h"
+
+int sp_sandbox_logs(sp_sandbox *sb, const sp_logs_opts *opts, sp_logs_fn fn, void *userdata,
+                    sp_error **err)
+{
+    sp_podman *p = sp_sandbox_podman(sb, err);
+    if (!p)
+        return SP_EPODMAN;
+    if (!sb->container_id)
+        return sp_err_set(err, SP_ENOTFOUND, 0,
+                          "sandbox %s has no container, so no logs; run 'sandpod start %s'",
+                          sb->name, sb->name);
+    int r = sp_podman_container_logs(p, sb->container_id, opts, fn, userdata, err);
+    if (r == SP_ENOTFOUND)
+        return sp_err_wrap(err, r, "sandbox %s: its container is gone; run 'sandpod start %s'",
+                           sb->name, sb->name);
+    return r;
+}
