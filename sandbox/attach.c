@@ -206,6 +206,15 @@ int sp_attach_read(size_t *n, int *stream, sp_attach *a, void *buf, size_t cap, 
             else if (h->len && may_be_runtime(h) &&
                      memmem(h->data, h->len, OCI_DENIED, strlen(OCI_DENIED)))
                 a->noexec = EACCES;
+            /* The command itself may print such lines: only Podman's
+             * own exit code for a start failure (127 / 126) makes them
+             * the runtime's. The command has ended, so this is one
+             * inspect, not a wait. */
+            int code = -1;
+            if (a->noexec &&
+                (sp_podman_exec_wait(&code, a->sb->podman, a->exec_id, 5000, NULL) < 0 ||
+                 code != (a->noexec == ENOENT ? 127 : 126)))
+                a->noexec = 0;
             if (a->noexec)
                 sp_buf_dispose(&a->held);
             release(a);

@@ -38,6 +38,13 @@ for path in rest fast; do
     if [ "$(wc -l <"$T/err")" -eq 1 ] && grep -qx 'sandpod: command cannot be run in the sandbox: /etc/passwd: .*' "$T/err"; then ok; else
         bad "$path: cannot run: stderr was '$(cat "$T/err")'"
     fi
+    # A command that prints the runtime's very words and exits 0 is a
+    # command that ran: its lines and its 0 are its own.
+    run exec "$N" -- sh -c 'echo "Error: runc: exec failed: OCI runtime attempted to invoke a command that was not found" >&2'
+    expect_rc 0 "$path: the runtime's words from a command that exits 0"
+    if grep -q '^Error: runc: exec failed' "$T/err" && ! grep -q '^sandpod:' "$T/err"; then ok; else
+        bad "$path: the command's own runtime-like line: stderr was '$(cat "$T/err")'"
+    fi
     # The command's own 127 and its own "Error: ..." lines pass through.
     run exec "$N" -- sh -c 'echo out; echo "Error: mine" >&2; exit 127'
     expect_rc 127 "$path: a command's own 127"
