@@ -116,15 +116,15 @@ int hyd_commit_dir(hyd *h, journal *j, int wdir, int sdir, const char *rel, unsi
 {
     if (depth > 4 * MAX_DEPTH)
         return sp_err_set(err, SP_ETOOBIG, 0, "too deep: %s", rel);
-    names nm = {SP_BUF_INIT, NULL, 0, 0};
+    sp_dirnames nm = SP_DIRNAMES_INIT;
     int rc = 0;
-    if (hyd_read_names(sdir, &nm) < 0)
+    if (sp_dir_read(&nm, sdir, SP_DIR_UNSORTED, 0) < 0)
         rc = sp_err_errno(err, errno, "read staged folder", *rel ? rel : ".");
     for (size_t i = 0; i < nm.n && rc == 0; i++) {
-        cleanup_free char *path = hyd_join(rel, hyd_names_at(&nm, i));
-        rc = commit_one(h, j, wdir, sdir, hyd_names_at(&nm, i), path, depth, err);
+        cleanup_free char *path = hyd_join(rel, sp_dirnames_name(&nm, i));
+        rc = commit_one(h, j, wdir, sdir, sp_dirnames_name(&nm, i), path, depth, err);
     }
-    hyd_names_dispose(&nm);
+    sp_dirnames_dispose(&nm);
     return rc;
 }
 

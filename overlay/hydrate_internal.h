@@ -17,6 +17,7 @@
 #include "fs_internal.h"
 #include "glob.h"
 #include "sandpod/hydrate.h"
+#include "dir.h"
 #include "tree.h"
 
 /* Deeper folders are skipped with a note: each level holds an fd. */
@@ -28,13 +29,6 @@
 /* Test hook: when > 0, the Nth rename of the commit fails with EIO, so the
  * rollback can be tested. Not part of the API. */
 extern int sp_hydrate_test_fail_commit;
-
-/* Names of a folder, with their d_type in the byte before each name. */
-typedef struct names {
-    sp_buf buf;
-    size_t *offs;
-    size_t n, cap;
-} names;
 
 /* A stack of open folders along one path, so that walking a plan in
  * pre-order opens each folder once. Paths are relative to `base` ("" =
@@ -168,15 +162,6 @@ int hyd_open_beneath(int dirfd, const char *rel, int flags);
 /* The target of symlink name in dfd, malloc'd; NULL with errno. Heap, not
  * stack: the walks that call it recurse. */
 char *hyd_read_link(int dfd, const char *name);
-
-void hyd_names_dispose(names *nm);
-
-const char *hyd_names_at(const names *nm, size_t i);
-
-/* Read every name of an open folder (getdents64, 32 KiB at a time). Returns
- * 0 or -1 with errno. Never inlined: the buffer must not stay on the stack
- * of the recursive walks. */
-__attribute__((noinline)) int hyd_read_names(int dfd, names *nm);
 
 void hyd_dstack_dispose(dstack *s);
 

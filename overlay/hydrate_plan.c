@@ -338,15 +338,15 @@ static int walk_dir(mwalk *w, int dfd, size_t dir_idx, int root, const char *src
                     const char *dst_dir, const char *host_dir, unsigned depth, sp_error **err)
 {
     hyd *h = w->h;
-    names nm = {SP_BUF_INIT, NULL, 0, 0};
+    sp_dirnames nm = SP_DIRNAMES_INIT;
     int rc = 0;
-    if (hyd_read_names(dfd, &nm) < 0) {
+    if (sp_dir_read(&nm, dfd, SP_DIR_UNSORTED, 0) < 0) {
         cleanup_free char *disp = hyd_host_display(h, root, src_dir);
         rc = sp_err_errno(err, errno, "read folder", disp);
         goto done;
     }
     for (size_t i = 0; i < nm.n && rc == 0; i++) {
-        const char *name = hyd_names_at(&nm, i);
+        const char *name = sp_dirnames_name(&nm, i);
         cleanup_free char *dst = hyd_join(dst_dir, name);
         const char *mrel = mrel_of(w, dst);
         h->prog.files++;
@@ -432,7 +432,7 @@ static int walk_dir(mwalk *w, int dfd, size_t dir_idx, int root, const char *src
         }
     }
 done:
-    hyd_names_dispose(&nm);
+    sp_dirnames_dispose(&nm);
     return rc;
 }
 

@@ -128,51 +128,6 @@ char *hyd_read_link(int dfd, const char *name)
     return buf;
 }
 
-void hyd_names_dispose(names *nm)
-{
-    sp_buf_dispose(&nm->buf);
-    free(nm->offs);
-    memset(nm, 0, sizeof(*nm));
-}
-
-const char *hyd_names_at(const names *nm, size_t i)
-{
-    return nm->buf.data + nm->offs[i];
-}
-
-/* Read every name of an open folder (getdents64, 32 KiB at a time). Returns
- * 0 or -1 with errno. Never inlined: the buffer must not stay on the stack
- * of the recursive walks. */
-__attribute__((noinline)) int hyd_read_names(int dfd, names *nm)
-{
-    char chunk[32768] __attribute__((aligned(8)));
-    for (;;) {
-        long n = syscall(SYS_getdents64, dfd, chunk, sizeof(chunk));
-        if (n < 0) {
-            if (errno == EINTR)
-                continue;
-            return -1;
-        }
-        if (n == 0)
-            return 0;
-        for (long off = 0; off < n;) {
-            struct sp_dirent64 *d = (struct sp_dirent64 *)(chunk + off);
-            off += d->d_reclen;
-            const char *name = d->d_name;
-            if (name[0] == '.' && (name[1] == '\0' || (name[1] == '.' && name[2] == '\0')))
-                continue;
-            if (nm->n == nm->cap) {
-                nm->cap = nm->cap ? nm->cap * 2 : 64;
-                nm->offs = sp_xrealloc(nm->offs, nm->cap * sizeof(size_t));
-            }
-            unsigned char type = d->d_type;
-            sp_buf_add(&nm->buf, &type, 1);
-            nm->offs[nm->n++] = nm->buf.len;
-            sp_buf_add(&nm->buf, name, strlen(name) + 1);
-        }
-    }
-}
-
 static void dstack_clear(dstack *s)
 {
     while (s->n) {

@@ -23,6 +23,7 @@
 #include <cJSON.h>
 
 #include "base.h"
+#include "dir.h"
 #include "sandpod/podman.h"
 #include "sandbox_internal.h"
 #include "sandpod/sandbox.h"
@@ -232,18 +233,18 @@ static void procs_read(procs *ps)
 {
     memset(ps, 0, sizeof(*ps));
     cleanup_close int procfd = open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    DIR *d = procfd >= 0 ? fdopendir(dup(procfd)) : NULL;
-    if (!d)
+    sp_dirnames pids = SP_DIRNAMES_INIT;
+    if (procfd < 0 || sp_dir_read(&pids, procfd, SP_DIR_UNSORTED, 0) < 0)
         return;
-    struct dirent *de;
-    while ((de = readdir(d)) != NULL) {
+    for (size_t i = 0; i < pids.n; i++) {
+        const char *name = sp_dirnames_name(&pids, i);
         proc pr;
-        if (de->d_name[0] < '1' || de->d_name[0] > '9' || !proc_read(&pr, procfd, de->d_name))
+        if (name[0] < '1' || name[0] > '9' || !proc_read(&pr, procfd, name))
             continue;
         ps->v = sp_xrealloc(ps->v, (ps->n + 1) * sizeof(*ps->v));
         ps->v[ps->n++] = pr;
     }
-    closedir(d);
+    sp_dirnames_dispose(&pids);
 }
 
 static void procs_dispose(procs *ps)

@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "agent/protocol.h"
+#include "dir.h"
 #include "sandbox_internal.h"
 #include "tree.h"
 
@@ -1163,11 +1164,6 @@ char **sp_sandbox_command_env(const sp_sandbox *sb, const char *const *extra)
     return sp_strv_steal(&sv);
 }
 
-static int cmp_str(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
 int sp_sandbox_list(char ***out, const char *state_root, sp_error **err)
 {
     *out = NULL;
@@ -1177,20 +1173,18 @@ int sp_sandbox_list(char ***out, const char *state_root, sp_error **err)
         return r;
     cleanup_free char *boxes = sp_xasprintf("%s/sandboxes", root);
     sp_strv sv = {0};
-    DIR *d = opendir(boxes);
-    if (d) {
-        struct dirent *de;
-        while ((de = readdir(d)) != NULL) {
-            if (de->d_name[0] == '.' || !sp_sandbox_name_valid(de->d_name))
+    sp_dirnames names = SP_DIRNAMES_INIT;
+    if (sp_dir_read_at(&names, AT_FDCWD, boxes, SP_DIR_BYNAME, 0) == 0) {
+        for (size_t i = 0; i < names.n; i++) {
+            const char *name = sp_dirnames_name(&names, i);
+            if (name[0] == '.' || !sp_sandbox_name_valid(name))
                 continue;
-            cleanup_free char *js = sp_xasprintf("%s/%s/sandbox.json", boxes, de->d_name);
+            cleanup_free char *js = sp_xasprintf("%s/%s/sandbox.json", boxes, name);
             if (access(js, F_OK) == 0)
-                sp_strv_push(&sv, sp_xstrdup(de->d_name));
+                sp_strv_push(&sv, sp_xstrdup(name));
         }
-        closedir(d);
     }
-    if (sv.n > 1)
-        qsort(sv.v, sv.n, sizeof(char *), cmp_str);
+    sp_dirnames_dispose(&names);
     *out = sp_strv_steal(&sv);
     return 0;
 }

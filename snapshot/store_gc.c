@@ -122,6 +122,35 @@ static bool is_hex(const char *s, size_t n)
     return s[n] == '\0';
 }
 
+static bool has_suffix(const char *s, const char *suffix)
+{
+    size_t l = strlen(s), n = strlen(suffix);
+    return l > n && strcmp(s + l - n, suffix) == 0;
+}
+
+/* Best effort: unlink the files in (dirfd, dir) whose names start with
+ * prefix (when given) and end with suffix (when given); names starting
+ * with '.' are kept unless the prefix says otherwise. False when the
+ * folder cannot be listed. */
+static bool unlink_matching(int dirfd, const char *dir, const char *prefix, const char *suffix)
+{
+    int fd = openat(dirfd, dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return false;
+    sp_dirnames names = SP_DIRNAMES_INIT;
+    bool ok = sp_dir_read(&names, fd, SP_DIR_UNSORTED, 0) == 0;
+    for (size_t i = 0; ok && i < names.n; i++) {
+        const char *nm = sp_dirnames_name(&names, i);
+        if ((prefix && strncmp(nm, prefix, strlen(prefix)) != 0) ||
+            (suffix && !has_suffix(nm, suffix)) || (nm[0] == '.' && (!prefix || prefix[0] != '.')))
+            continue;
+        unlinkat(fd, nm, 0);
+    }
+    sp_dirnames_dispose(&names);
+    close(fd);
+    return ok;
+}
+
 /* Remove unreachable loose objects and stale temp files. */
 static int prune_loose(sp_snapstore *s, const struct oidset *keep, sp_snapstore_gc_result *res,
                        sp_error **err)
@@ -132,18 +161,16 @@ static int prune_loose(sp_snapstore *s, const struct oidset *keep, sp_snapstore_
         int fd = openat(s->odb.objfd, dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
         if (fd < 0)
             continue;
-        sp_strv names = {0};
-        DIR *d = fdopendir(fd);
-        if (!d) {
+        sp_dirnames names = SP_DIRNAMES_INIT;
+        if (sp_dir_read(&names, fd, SP_DIR_UNSORTED, 0) < 0) {
+            int e = errno;
             close(fd);
-            return sp_err_errno(err, errno, "list", dir);
+            return sp_err_errno(err, e, "list", dir);
         }
-        struct dirent *e;
-        while ((e = readdir(d)))
-            if (e->d_name[0] != '.')
-                sp_strv_push(&names, sp_xstrdup(e->d_name));
         for (size_t k = 0; k < names.n; k++) {
-            const char *nm = names.v[k];
+            const char *nm = sp_dirnames_name(&names, k);
+            if (nm[0] == '.')
+                continue;
             struct stat st;
             bool drop = strncmp(nm, "tmp_obj_", 8) == 0;
             if (!drop && strlen(nm) == 38 && is_hex(nm, 38)) {
@@ -159,32 +186,18 @@ static int prune_loose(sp_snapstore *s, const struct oidset *keep, sp_snapstore_
                 }
             }
             if (drop) {
-                if (fstatat(dirfd(d), nm, &st, AT_SYMLINK_NOFOLLOW) == 0)
+                if (fstatat(fd, nm, &st, AT_SYMLINK_NOFOLLOW) == 0)
                     res->bytes_removed += (uint64_t)st.st_size;
-                unlinkat(dirfd(d), nm, 0);
+                unlinkat(fd, nm, 0);
             }
         }
-        sp_strv_dispose(&names);
-        closedir(d);
+        sp_dirnames_dispose(&names);
+        close(fd);
         unlinkat(s->odb.objfd, dir, AT_REMOVEDIR); /* when empty */
     }
     memset(s->odb.fanout, 0, sizeof(s->odb.fanout));
     /* Streaming temp files live in objects/ itself. */
-    int fd = openat(s->odb.objfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
-    if (d) {
-        struct dirent *e;
-        sp_strv names = {0};
-        while ((e = readdir(d)))
-            if (strncmp(e->d_name, "tmp_obj_", 8) == 0)
-                sp_strv_push(&names, sp_xstrdup(e->d_name));
-        for (size_t k = 0; k < names.n; k++)
-            unlinkat(s->odb.objfd, names.v[k], 0);
-        sp_strv_dispose(&names);
-        closedir(d);
-    } else if (fd >= 0) {
-        close(fd);
-    }
+    unlink_matching(s->odb.objfd, ".", "tmp_obj_", NULL);
     return 0;
 }
 
@@ -236,19 +249,15 @@ static int prune_packs(sp_snapstore *s, const struct oidset *keep, sp_snapstore_
 
     /* Old packs, to delete once the new one is in place. */
     sp_strv old = {0};
-    int pfd = openat(s->odb.objfd, "pack", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    DIR *d = pfd >= 0 ? fdopendir(pfd) : NULL;
-    if (d) {
-        struct dirent *e;
-        while ((e = readdir(d))) {
-            size_t l = strlen(e->d_name);
-            if (l > 5 && strcmp(e->d_name + l - 5, ".pack") == 0)
-                sp_strv_push(&old, sp_xstrndup(e->d_name, l - 5));
+    sp_dirnames packs = SP_DIRNAMES_INIT;
+    if (sp_dir_read_at(&packs, s->odb.objfd, "pack", SP_DIR_UNSORTED, 0) == 0) {
+        for (size_t i = 0; i < packs.n; i++) {
+            const char *name = sp_dirnames_name(&packs, i);
+            if (has_suffix(name, ".pack"))
+                sp_strv_push(&old, sp_xstrndup(name, strlen(name) - 5));
         }
-        closedir(d);
-    } else if (pfd >= 0) {
-        close(pfd);
     }
+    sp_dirnames_dispose(&packs);
 
     git_packbuilder *pb = NULL;
     if (git_packbuilder_new(&pb, repo) < 0) {
@@ -274,7 +283,7 @@ static int prune_packs(sp_snapstore *s, const struct oidset *keep, sp_snapstore_
     }
     git_packbuilder_free(pb);
     if (r == 0) {
-        pfd = openat(s->odb.objfd, "pack", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        int pfd = openat(s->odb.objfd, "pack", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         for (size_t i = 0; i < old.n && pfd >= 0; i++) {
             if (strcmp(old.v[i], newname) == 0)
                 continue;
@@ -341,23 +350,7 @@ int sp_snapstore_gc(sp_snapstore_gc_result *out, sp_snapstore *s, sp_error **err
         r = prune_packs(s, &keep, &res, err);
     if (r == 0) {
         /* Stale ref locks of killed processes (we hold the store lock). */
-        int dfd = openat(s->odb.dirfd, SNAP_REF_PREFIX, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
-        if (d) {
-            struct dirent *e;
-            sp_strv locks = {0};
-            while ((e = readdir(d))) {
-                size_t l = strlen(e->d_name);
-                if (l > 5 && strcmp(e->d_name + l - 5, ".lock") == 0)
-                    sp_strv_push(&locks, sp_xstrdup(e->d_name));
-            }
-            for (size_t i = 0; i < locks.n; i++)
-                unlinkat(dirfd(d), locks.v[i], 0);
-            sp_strv_dispose(&locks);
-            closedir(d);
-        } else if (dfd >= 0) {
-            close(dfd);
-        }
+        unlink_matching(s->odb.dirfd, SNAP_REF_PREFIX, NULL, ".lock");
         unlinkat(s->odb.dirfd, "packed-refs.lock", 0);
     }
     if (r == 0 && res.objects_removed) {
@@ -366,22 +359,8 @@ int sp_snapstore_gc(sp_snapstore_gc_result *out, sp_snapstore *s, sp_error **err
         unlinkat(s->odb.objfd, "info/commit-graph", 0);
         unlinkat(s->odb.objfd, "info/packs", 0);
         unlinkat(s->odb.objfd, "pack/multi-pack-index", 0);
-        int cg = openat(s->odb.objfd, "info/commit-graphs", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        DIR *d = cg >= 0 ? fdopendir(cg) : NULL;
-        if (d) {
-            struct dirent *e;
-            sp_strv names = {0};
-            while ((e = readdir(d)))
-                if (e->d_name[0] != '.')
-                    sp_strv_push(&names, sp_xstrdup(e->d_name));
-            for (size_t i = 0; i < names.n; i++)
-                unlinkat(dirfd(d), names.v[i], 0);
-            sp_strv_dispose(&names);
-            closedir(d);
+        if (unlink_matching(s->odb.objfd, "info/commit-graphs", "", NULL))
             unlinkat(s->odb.objfd, "info/commit-graphs", AT_REMOVEDIR);
-        } else if (cg >= 0) {
-            close(cg);
-        }
     }
     if (r == 0 && (r = sp_snap_write_generation(s, gen + 1, err)) == 0) {
         s->generation = gen + 1;

@@ -8,6 +8,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "dir.h"
 #include "podman_internal.h"
 
 static cJSON *str_array(const char *const *v)
@@ -96,17 +97,17 @@ int sp_podman_exec(sp_exec **out, sp_podman *p, const char *container,
  * session's own conmon is there, which forks the waiting one in a moment. */
 static int reap_once(const char *needle, size_t nlen)
 {
-    DIR *d = opendir("/proc");
-    if (!d)
+    sp_dirnames pids = SP_DIRNAMES_INIT;
+    if (sp_dir_read_at(&pids, AT_FDCWD, "/proc", SP_DIR_UNSORTED, 0) < 0)
         return 1;
     bool found = false, parent = false;
-    struct dirent *de;
     char buf[8192];
-    while ((de = readdir(d)) != NULL) {
-        if (de->d_name[0] < '1' || de->d_name[0] > '9')
+    for (size_t i = 0; i < pids.n; i++) {
+        const char *pid = sp_dirnames_name(&pids, i);
+        if (pid[0] < '1' || pid[0] > '9')
             continue;
         char path[300];
-        snprintf(path, sizeof(path), "/proc/%s/cmdline", de->d_name);
+        snprintf(path, sizeof(path), "/proc/%s/cmdline", pid);
         int fd = open(path, O_RDONLY | O_CLOEXEC);
         if (fd < 0)
             continue;
@@ -115,7 +116,7 @@ static int reap_once(const char *needle, size_t nlen)
         /* conmon's options come first; the id is well inside 8 KiB. */
         if (n <= 0 || !memmem(buf, (size_t)n, "conmon", 6) || !memmem(buf, (size_t)n, needle, nlen))
             continue;
-        snprintf(path, sizeof(path), "/proc/%s/stat", de->d_name);
+        snprintf(path, sizeof(path), "/proc/%s/stat", pid);
         fd = open(path, O_RDONLY | O_CLOEXEC);
         if (fd < 0)
             continue;
@@ -129,13 +130,13 @@ static int reap_once(const char *needle, size_t nlen)
         char state = 0;
         /* The waiting child: its parent is the session's conmon, not init. */
         if (rp && sscanf(rp + 1, " %c %d", &state, &ppid) == 2 && ppid > 1) {
-            kill((pid_t)strtol(de->d_name, NULL, 10), SIGKILL);
+            kill((pid_t)strtol(pid, NULL, 10), SIGKILL);
             found = true;
         } else {
             parent = true;
         }
     }
-    closedir(d);
+    sp_dirnames_dispose(&pids);
     return found || !parent;
 }
 

@@ -1,11 +1,15 @@
 /* Unit tests for the base helpers, path normalization and the state root
  * check. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "base.h"
+#include "dir.h"
 #include "lazy.h"
 #include "sandpod/fs.h"
 #include "sandpod/hydrate.h"
@@ -386,16 +390,71 @@ static void test_state_root_check(void **state)
     free(t);
 }
 
+/* The one folder reader: no "." or "..", the three orders, the bound,
+ * rereading from the start, fds closed, errors with errno. */
+static void test_dir_read(void **state)
+{
+    (void)state;
+    char *d = tu_mkdtemp();
+    tu_write(d, "b.txt", "x", 0644);
+    tu_mkdir(d, "a");
+    tu_write(d, "a.txt", "x", 0644);
+    tu_symlink("nowhere", d, "c");
+    int fds = tu_count_fds();
+    sp_dirnames nm = SP_DIRNAMES_INIT;
+    assert_int_equal(sp_dir_read_at(&nm, AT_FDCWD, d, SP_DIR_BYNAME, 0), 0);
+    assert_int_equal(nm.n, 4);
+    assert_string_equal(sp_dirnames_name(&nm, 0), "a");
+    assert_int_equal(sp_dirnames_type(&nm, 0), DT_DIR);
+    assert_string_equal(sp_dirnames_name(&nm, 1), "a.txt");
+    assert_string_equal(sp_dirnames_name(&nm, 3), "c");
+    assert_int_equal(sp_dirnames_type(&nm, 3), DT_LNK);
+    /* git order: the folder "a" sorts as "a/", after "a.txt". */
+    assert_int_equal(sp_dir_read_at(&nm, AT_FDCWD, d, SP_DIR_GITORDER, 0), 0);
+    assert_string_equal(sp_dirnames_name(&nm, 0), "a.txt");
+    assert_string_equal(sp_dirnames_name(&nm, 1), "a");
+    /* The bound: more names than allowed is E2BIG and no names. */
+    errno = 0;
+    assert_int_equal(sp_dir_read_at(&nm, AT_FDCWD, d, SP_DIR_UNSORTED, 3), -1);
+    assert_int_equal(errno, E2BIG);
+    assert_int_equal(nm.n, 0);
+    assert_int_equal(sp_dir_read_at(&nm, AT_FDCWD, d, SP_DIR_UNSORTED, 4), 0);
+    assert_int_equal(nm.n, 4);
+    /* The same fd read twice gives every name twice (it is rewound). */
+    int fd = open(d, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    assert_true(fd >= 0);
+    assert_int_equal(sp_dir_read(&nm, fd, SP_DIR_UNSORTED, 0), 0);
+    assert_int_equal(sp_dir_read(&nm, fd, SP_DIR_UNSORTED, 0), 0);
+    assert_int_equal(nm.n, 4);
+    close(fd);
+    /* Not a folder, missing, a symlink (never followed). */
+    cleanup_free char *file = tu_join(d, "b.txt");
+    assert_int_equal(sp_dir_read_at(&nm, AT_FDCWD, file, SP_DIR_UNSORTED, 0), -1);
+    assert_int_equal(errno, ENOTDIR);
+    cleanup_free char *link = tu_join(d, "c");
+    assert_int_equal(sp_dir_read_at(&nm, AT_FDCWD, link, SP_DIR_UNSORTED, 0), -1);
+    assert_int_equal(nm.n, 0);
+    tu_rmtree(file);
+    assert_int_equal(sp_dir_read_at(&nm, AT_FDCWD, file, SP_DIR_UNSORTED, 0), -1);
+    assert_int_equal(errno, ENOENT);
+    assert_int_equal(tu_count_fds(), fds);
+    /* An empty folder. */
+    cleanup_free char *a = tu_join(d, "a");
+    assert_int_equal(sp_dir_read_at(&nm, AT_FDCWD, a, SP_DIR_BYNAME, 0), 0);
+    assert_int_equal(nm.n, 0);
+    sp_dirnames_dispose(&nm);
+    sp_dirnames_dispose(&nm);
+    tu_rmtree(d);
+    free(d);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_errors),
-        cmocka_unit_test(test_utf8),
-        cmocka_unit_test(test_buf),
-        cmocka_unit_test(test_normalize),
-        cmocka_unit_test(test_cap),
-        cmocka_unit_test(test_lazy),
-        cmocka_unit_test(test_state_root_check),
+        cmocka_unit_test(test_errors),    cmocka_unit_test(test_dir_read),
+        cmocka_unit_test(test_utf8),      cmocka_unit_test(test_buf),
+        cmocka_unit_test(test_normalize), cmocka_unit_test(test_cap),
+        cmocka_unit_test(test_lazy),      cmocka_unit_test(test_state_root_check),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
