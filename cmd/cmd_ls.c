@@ -8,6 +8,7 @@
 
 #include "cli.h"
 #include "fs_json.h"
+#include "json.h"
 #include "sandbox_json.h"
 
 static const struct option options[] = {
@@ -39,8 +40,7 @@ static void help(FILE *f)
 
 static const char *str_field(const cJSON *o, const char *key)
 {
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
-    return cJSON_IsString(v) ? v->valuestring : "-";
+    return sp_json_str_or(o, key, "-");
 }
 
 static int print_table(const cJSON *list)

@@ -24,6 +24,7 @@
 
 #include "base.h"
 #include "dir.h"
+#include "json.h"
 #include "sandpod/podman.h"
 #include "sandbox_internal.h"
 #include "sandpod/sandbox.h"
@@ -48,10 +49,9 @@ static char *saved_container(const char *dir)
         sp_buf_dispose(&b);
         return NULL;
     }
-    cJSON *o = cJSON_ParseWithLength(b.data ? b.data : "", b.len);
+    cJSON *o = sp_json_parse(b.data ? b.data : "", b.len);
     sp_buf_dispose(&b);
-    const cJSON *id = cJSON_GetObjectItemCaseSensitive(o, "container_id");
-    char *out = cJSON_IsString(id) ? sp_xstrdup(id->valuestring) : NULL;
+    char *out = sp_json_strdup(o, "container_id");
     cJSON_Delete(o);
     return out;
 }

@@ -129,7 +129,7 @@ static sp_snapshot *parse_commit(const char *id, const sp_oid *commit, const sp_
     const char *json = msg ? strstr(msg + 2, "\n\n") : NULL;
     if (!json)
         return NULL;
-    cJSON *j = cJSON_Parse(json + 2);
+    cJSON *j = sp_json_parse(json + 2, strlen(json + 2));
     if (!j)
         return NULL;
     sp_snapshot *r = NULL;

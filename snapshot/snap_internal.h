@@ -24,6 +24,7 @@
 
 #include "base.h"
 #include "dir.h"
+#include "json.h"
 #include "sandpod/snapshot.h"
 
 /* Folders nested deeper than this cannot be snapshotted (each level holds

@@ -126,7 +126,7 @@ static int dispatch(char **result, sp_tools *t, const char *name, const char *ra
     }
 
     /* Paths named by the arguments, for the start event. */
-    const char *p0 = args ? arg_str(args, "path", NULL) : NULL;
+    const char *p0 = args ? sp_json_str_or(args, "path", NULL) : NULL;
     if (p0)
         call_path(&c, p0);
     ev.event = "start";

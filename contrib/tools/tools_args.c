@@ -78,24 +78,6 @@ void call_path(tool_call *c, const char *path)
 
 /* ----------------------------------------------------------- arguments -- */
 
-const char *arg_str(const cJSON *args, const char *key, const char *def)
-{
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(args, key);
-    return cJSON_IsString(v) ? v->valuestring : def;
-}
-
-long long arg_int(const cJSON *args, const char *key, long long def)
-{
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(args, key);
-    return cJSON_IsNumber(v) ? (long long)v->valuedouble : def;
-}
-
-bool arg_bool(const cJSON *args, const char *key, bool def)
-{
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(args, key);
-    return cJSON_IsBool(v) ? cJSON_IsTrue(v) : def;
-}
-
 /* Keys are tracked this deep; a NUL deeper still is refused, named by the
  * deepest key known. */
 #define NUL_DEPTH 32

@@ -11,6 +11,7 @@ static void copy_list(strvec *dst, const char *const *src)
 
 static sp_tools *tools_new(const sp_tools_opts *opts)
 {
+    sp_json_init();
     sp_tools *t = tx_calloc(1, sizeof(*t));
     sp_tools_opts o = SP_TOOLS_OPTS_INIT;
     if (opts)

@@ -54,9 +54,9 @@ static void format_secs(tbuf *b, int64_t ms)
 
 int tool_shell(sp_tools *t, const cJSON *a, tool_call *c)
 {
-    const char *command = arg_str(a, "command", "");
-    char *workdir = container_dir(arg_str(a, "workdir", NULL));
-    long long timeout = arg_int(a, "timeout_ms", 60000);
+    const char *command = sp_json_str_or(a, "command", "");
+    char *workdir = container_dir(sp_json_str_or(a, "workdir", NULL));
+    long long timeout = sp_json_int(a, "timeout_ms", 60000);
     if (workdir)
         call_path(c, workdir);
 
@@ -211,19 +211,19 @@ static void session_answer(sp_tools *t, tool_call *c, const sp_session_output *o
 /* 0 from the model means "do not wait"; the library reads 0 as its default. */
 static int yield_ms(const cJSON *a)
 {
-    long long y = arg_int(a, "yield_time_ms", 250);
+    long long y = sp_json_int(a, "yield_time_ms", 250);
     return y == 0 ? -1 : (int)y;
 }
 
 int tool_exec_command(sp_tools *t, const cJSON *a, tool_call *c)
 {
-    const char *cmd = arg_str(a, "cmd", "");
-    char *workdir = container_dir(arg_str(a, "workdir", NULL));
+    const char *cmd = sp_json_str_or(a, "cmd", "");
+    char *workdir = container_dir(sp_json_str_or(a, "workdir", NULL));
     sp_session_opts so = SP_SESSION_OPTS_INIT;
-    so.no_tty = !arg_bool(a, "tty", true);
+    so.no_tty = !sp_json_bool(a, "tty", true);
     so.workdir = workdir;
     so.yield_time_ms = yield_ms(a);
-    so.max_output_tokens = (size_t)arg_int(a, "max_output_tokens", 8000);
+    so.max_output_tokens = (size_t)sp_json_int(a, "max_output_tokens", 8000);
     sp_session_output *o = NULL;
     sp_error *err = NULL;
     int r = sp_session_start(&o, t->sb, cmd, &so, &err);
@@ -239,11 +239,11 @@ int tool_exec_command(sp_tools *t, const cJSON *a, tool_call *c)
 
 int tool_write_stdin(sp_tools *t, const cJSON *a, tool_call *c)
 {
-    int id = (int)arg_int(a, "session_id", 0);
-    const char *chars = arg_str(a, "chars", "");
+    int id = (int)sp_json_int(a, "session_id", 0);
+    const char *chars = sp_json_str_or(a, "chars", "");
     sp_error *err = NULL;
     int r;
-    if (arg_bool(a, "kill", false)) {
+    if (sp_json_bool(a, "kill", false)) {
         r = sp_session_kill(t->sb, id, &err);
         untrack(t, id);
         if (r < 0 && r != SP_EPODMAN)
@@ -260,8 +260,8 @@ int tool_write_stdin(sp_tools *t, const cJSON *a, tool_call *c)
     }
     sp_session_write_opts wo = SP_SESSION_WRITE_OPTS_INIT;
     wo.yield_time_ms = yield_ms(a);
-    wo.max_output_tokens = (size_t)arg_int(a, "max_output_tokens", 8000);
-    wo.close_stdin = arg_bool(a, "close_stdin", false);
+    wo.max_output_tokens = (size_t)sp_json_int(a, "max_output_tokens", 8000);
+    wo.close_stdin = sp_json_bool(a, "close_stdin", false);
     sp_session_output *o = NULL;
     r = sp_session_write(&o, t->sb, id, chars, strlen(chars), &wo, &err);
     if (r < 0) {
@@ -360,7 +360,7 @@ int tool_snapshot(sp_tools *t, const cJSON *a, tool_call *c)
         return c->code;
     sp_snapshot *s = NULL;
     sp_error *err = NULL;
-    int r = sp_snapshot_create(&s, t->store, arg_str(a, "tag", NULL), &err);
+    int r = sp_snapshot_create(&s, t->store, sp_json_str_or(a, "tag", NULL), &err);
     if (r < 0)
         return call_fail_err(c, r, err, NULL);
     tb_adds(&c->message, "snapshot ");
@@ -410,7 +410,7 @@ static const char *restore_action(sp_snapshot_change_kind k)
 
 int tool_restore(sp_tools *t, const cJSON *a, tool_call *c)
 {
-    const char *ref = arg_str(a, "snapshot", "");
+    const char *ref = sp_json_str_or(a, "snapshot", "");
     if (store_open(t, c) < 0)
         return c->code;
     sp_snapshot *s = NULL;

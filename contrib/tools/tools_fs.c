@@ -176,17 +176,6 @@ static void add_clean(tbuf *b, const char *s, size_t len, bool keep_tab)
     free(u);
 }
 
-static bool add_item(cJSON *o, const char *key, cJSON *v)
-{
-    if (!v)
-        return false;
-    if (!cJSON_AddItemToObject(o, key, v)) {
-        cJSON_Delete(v);
-        return false;
-    }
-    return true;
-}
-
 /* ---------------------------------------------------------- list_dir -- */
 
 /* Tree order: a folder right before its contents. '/' sorts before every
@@ -207,10 +196,10 @@ static int tree_cmp(const void *a, const void *b)
 
 int tool_list_dir(sp_tools *t, const cJSON *a, tool_call *c)
 {
-    const char *path = arg_str(a, "path", ".");
-    unsigned depth = (unsigned)arg_int(a, "depth", 2);
-    long long offset = arg_int(a, "offset", 1);
-    size_t limit = (size_t)arg_int(a, "limit", 200);
+    const char *path = sp_json_str_or(a, "path", ".");
+    unsigned depth = (unsigned)sp_json_int(a, "depth", 2);
+    long long offset = sp_json_int(a, "offset", 1);
+    size_t limit = (size_t)sp_json_int(a, "limit", 200);
     size_t start = offset > 1 ? (size_t)(offset - 1) : 0;
 
     sp_fs *fs;
@@ -296,8 +285,8 @@ int tool_list_dir(sp_tools *t, const cJSON *a, tool_call *c)
                   LIST_MAX_ENTRIES);
     c->truncated = more;
     if (v) {
-        add_item(v, "path", sp_json_string(abs));
-        add_item(v, "entries", arr);
+        sp_json_add(v, "path", sp_json_string(abs));
+        sp_json_add(v, "entries", arr);
         arr = NULL;
         sp_json_add_u64(v, "offset", start + 1);
         sp_json_add_u64(v, "count", end - start);
@@ -398,7 +387,7 @@ static cJSON *read_value(const char *path, const char *mode, size_t first, size_
     sp_json_add_u64(v, "start_line", first);
     sp_json_add_u64(v, "end_line", last);
     sp_json_add_u64(v, "total_lines", total);
-    add_item(v, "content", sp_json_string_n(content->data ? content->data : "", content->len));
+    sp_json_add(v, "content", sp_json_string_n(content->data ? content->data : "", content->len));
     sp_json_add_u64(v, "lines_cut", cut);
     cJSON_AddBoolToObject(v, "truncated", truncated);
     if (next)
@@ -619,11 +608,11 @@ static int read_indentation(sp_tools *t, tool_call *c, sp_fs *fs, const char *re
 
 int tool_read_file(sp_tools *t, const cJSON *a, tool_call *c)
 {
-    const char *path = arg_str(a, "path", "");
-    long long offset = arg_int(a, "offset", 1);
-    size_t limit = (size_t)arg_int(a, "limit", 400);
-    const char *mode = arg_str(a, "mode", "slice");
-    unsigned levels = (unsigned)arg_int(a, "max_levels", 0);
+    const char *path = sp_json_str_or(a, "path", "");
+    long long offset = sp_json_int(a, "offset", 1);
+    size_t limit = (size_t)sp_json_int(a, "limit", 400);
+    const char *mode = sp_json_str_or(a, "mode", "slice");
+    unsigned levels = (unsigned)sp_json_int(a, "max_levels", 0);
     size_t start = offset > 1 ? (size_t)(offset - 1) : 0;
     sp_fs *fs;
     const char *rel;
@@ -652,9 +641,9 @@ static uint64_t size_of(sp_fs *fs, const char *rel)
 
 int tool_write_file(sp_tools *t, const cJSON *a, tool_call *c)
 {
-    const char *path = arg_str(a, "path", "");
-    const char *content = arg_str(a, "content", "");
-    const char *mode = arg_str(a, "mode", "overwrite");
+    const char *path = sp_json_str_or(a, "path", "");
+    const char *content = sp_json_str_or(a, "content", "");
+    const char *mode = sp_json_str_or(a, "mode", "overwrite");
     sp_fs_write_opts wo = SP_FS_WRITE_OPTS_INIT;
     wo.mode = strcmp(mode, "create") == 0   ? SP_FS_CREATE
               : strcmp(mode, "append") == 0 ? SP_FS_APPEND
@@ -691,10 +680,10 @@ int tool_write_file(sp_tools *t, const cJSON *a, tool_call *c)
 
 int tool_edit_file(sp_tools *t, const cJSON *a, tool_call *c)
 {
-    const char *path = arg_str(a, "path", "");
-    const char *old_s = arg_str(a, "old_string", "");
-    const char *new_s = arg_str(a, "new_string", "");
-    bool all = arg_bool(a, "replace_all", false);
+    const char *path = sp_json_str_or(a, "path", "");
+    const char *old_s = sp_json_str_or(a, "old_string", "");
+    const char *new_s = sp_json_str_or(a, "new_string", "");
+    bool all = sp_json_bool(a, "replace_all", false);
     if (strcmp(old_s, new_s) == 0)
         return call_fail(c, SP_EINVAL, "old_string and new_string are the same: nothing to change");
     sp_fs *fs;
@@ -734,9 +723,9 @@ int tool_edit_file(sp_tools *t, const cJSON *a, tool_call *c)
 
 int tool_insert(sp_tools *t, const cJSON *a, tool_call *c)
 {
-    const char *path = arg_str(a, "path", "");
-    long line = (long)arg_int(a, "line", -1);
-    const char *text = arg_str(a, "text", "");
+    const char *path = sp_json_str_or(a, "path", "");
+    long line = (long)sp_json_int(a, "line", -1);
+    const char *text = sp_json_str_or(a, "text", "");
     sp_fs *fs;
     const char *rel;
     char *owned;
@@ -782,8 +771,8 @@ int tool_insert(sp_tools *t, const cJSON *a, tool_call *c)
 
 int tool_delete(sp_tools *t, const cJSON *a, tool_call *c)
 {
-    const char *path = arg_str(a, "path", "");
-    bool recursive = arg_bool(a, "recursive", false);
+    const char *path = sp_json_str_or(a, "path", "");
+    bool recursive = sp_json_bool(a, "recursive", false);
     sp_fs *fs;
     const char *rel;
     char *owned;
@@ -817,8 +806,8 @@ int tool_delete(sp_tools *t, const cJSON *a, tool_call *c)
 
 int tool_mkdir(sp_tools *t, const cJSON *a, tool_call *c)
 {
-    const char *path = arg_str(a, "path", "");
-    bool parents = arg_bool(a, "parents", true);
+    const char *path = sp_json_str_or(a, "path", "");
+    bool parents = sp_json_bool(a, "parents", true);
     sp_fs *fs;
     const char *rel;
     char *owned;
@@ -852,7 +841,7 @@ int tool_mkdir(sp_tools *t, const cJSON *a, tool_call *c)
 
 int tool_stat(sp_tools *t, const cJSON *a, tool_call *c)
 {
-    const char *path = arg_str(a, "path", "");
+    const char *path = sp_json_str_or(a, "path", "");
     sp_fs *fs;
     const char *rel;
     char *owned;
@@ -893,9 +882,9 @@ int tool_stat(sp_tools *t, const cJSON *a, tool_call *c)
 
 int tool_glob(sp_tools *t, const cJSON *a, tool_call *c)
 {
-    const char *pattern = arg_str(a, "pattern", "");
-    const char *path = arg_str(a, "path", ".");
-    size_t limit = (size_t)arg_int(a, "limit", 200);
+    const char *pattern = sp_json_str_or(a, "pattern", "");
+    const char *path = sp_json_str_or(a, "path", ".");
+    size_t limit = (size_t)sp_json_int(a, "limit", 200);
     sp_fs *fs;
     const char *rel;
     char *owned;
@@ -934,18 +923,18 @@ int tool_glob(sp_tools *t, const cJSON *a, tool_call *c)
 
 int tool_grep(sp_tools *t, const cJSON *a, tool_call *c)
 {
-    const char *pattern = arg_str(a, "pattern", "");
-    const char *path = arg_str(a, "path", ".");
+    const char *pattern = sp_json_str_or(a, "pattern", "");
+    const char *path = sp_json_str_or(a, "path", ".");
     sp_fs *fs;
     const char *rel;
     char *owned;
     fs_target(&fs, &rel, &owned, t, path, c);
     sp_fs_grep_opts go = SP_FS_GREP_OPTS_INIT;
     go.path = rel;
-    go.glob = arg_str(a, "include", NULL);
-    go.max_matches = (size_t)arg_int(a, "limit", 200);
-    go.case_insensitive = arg_bool(a, "case_insensitive", false);
-    go.fixed_string = arg_bool(a, "fixed_string", false);
+    go.glob = sp_json_str_or(a, "include", NULL);
+    go.max_matches = (size_t)sp_json_int(a, "limit", 200);
+    go.case_insensitive = sp_json_bool(a, "case_insensitive", false);
+    go.fixed_string = sp_json_bool(a, "fixed_string", false);
     sp_fs_matches *m = NULL;
     sp_error *err = NULL;
     int r = sp_fs_grep(&m, fs, pattern, &go, &err);

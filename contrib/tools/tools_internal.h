@@ -15,6 +15,7 @@
 
 #include "sandpod/session.h"
 #include "sandpod/snapshot.h"
+#include "json.h"
 #include "tools.h"
 
 #define TOOLS_PRINTF(a, b) __attribute__((format(printf, a, b)))
@@ -130,10 +131,8 @@ int schema_check(const cJSON *schema, const cJSON *args, const char *tool, char 
 /* Refuse raw JSON text holding \u0000 in a string; names the key. */
 int json_nul_check(const char *text, size_t len, char **msg);
 
-/* Argument getters (after schema_check, so types are right). */
-const char *arg_str(const cJSON *args, const char *key, const char *def);
-long long arg_int(const cJSON *args, const char *key, long long def);
-bool arg_bool(const cJSON *args, const char *key, bool def);
+/* Argument getters: sp_json_str_or(), sp_json_int(), sp_json_bool()
+ * (json.h), after schema_check, so types are right. */
 
 /* -------------------------------------------------------- the context -- */
 

@@ -107,6 +107,6 @@ int tools_apply_patch(sp_tools *t, const char *patch, size_t len, tool_call *c)
 
 int tool_apply_patch(sp_tools *t, const cJSON *a, tool_call *c)
 {
-    const char *patch = arg_str(a, "patch", "");
+    const char *patch = sp_json_str_or(a, "patch", "");
     return tools_apply_patch(t, patch, strlen(patch), c);
 }

@@ -58,9 +58,9 @@ bool tools_needs_approval(const sp_tools *t, const tool_def *d)
 /* "shell: make test" for a person deciding. */
 char *tools_summary_of(const tool_def *d, const cJSON *args)
 {
-    const char *v = d->summary_arg ? arg_str(args, d->summary_arg, NULL) : NULL;
+    const char *v = d->summary_arg ? sp_json_str_or(args, d->summary_arg, NULL) : NULL;
     if (!v && strcmp(d->name, "apply_patch") == 0)
-        v = arg_str(args, "patch", NULL);
+        v = sp_json_str_or(args, "patch", NULL);
     if (!v)
         return tx_strdup(d->name);
     /* One line: stop at the first newline. */

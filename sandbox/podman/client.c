@@ -204,40 +204,12 @@ char *sp_podman_escape(sp_podman *p, const char *s)
 
 /* ----------------------------------------------------------------- JSON -- */
 
-const char *sp_json_str(const cJSON *o, const char *key)
-{
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
-    return cJSON_IsString(v) ? v->valuestring : NULL;
-}
-
-char *sp_json_strdup(const cJSON *o, const char *key)
-{
-    const char *s = sp_json_str(o, key);
-    return s ? sp_xstrdup(s) : NULL;
-}
-
-int64_t sp_json_int(const cJSON *o, const char *key, int64_t dflt)
-{
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
-    if (!cJSON_IsNumber(v))
-        return dflt;
-    double d = v->valuedouble;
-    if (d != d || d > 9.0e18 || d < -9.0e18)
-        return dflt;
-    return (int64_t)d;
-}
-
-bool sp_json_bool(const cJSON *o, const char *key)
-{
-    return cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, key));
-}
-
 int sp_podman_json(cJSON **out, const sp_buf *body, const char *what, sp_error **err)
 {
     *out = NULL;
     if (!body->data || body->len == 0)
         return sp_err_set(err, SP_EPODMAN, 0, "%s: the podman service sent an empty answer", what);
-    cJSON *j = cJSON_ParseWithLength(body->data, body->len);
+    cJSON *j = sp_json_parse(body->data, body->len);
     if (!j)
         return sp_err_set(err, SP_EPODMAN, 0,
                           "%s: the podman service sent malformed JSON (%zu bytes)", what,
@@ -278,7 +250,7 @@ int sp_podman_call_json(sp_podman *p, const sp_http_req *req, cJSON **out, const
 int sp_podman_http_error(sp_error **err, long status, const char *body, size_t len,
                          const char *what)
 {
-    cJSON *j = body && len ? cJSON_ParseWithLength(body, len) : NULL;
+    cJSON *j = body && len ? sp_json_parse(body, len) : NULL;
     const char *msg = j ? sp_json_str(j, "message") : NULL;
     const char *cause = j ? sp_json_str(j, "cause") : NULL;
     int code = SP_EPODMAN;
@@ -656,7 +628,7 @@ static sp_podman_host *cached_host(const char *path, const char *key)
         sp_buf_dispose(&b);
         return NULL;
     }
-    cJSON *o = cJSON_ParseWithLength(b.data ? b.data : "", b.len);
+    cJSON *o = sp_json_parse(b.data ? b.data : "", b.len);
     sp_buf_dispose(&b);
     const char *k = sp_json_str(o, "key");
     sp_podman_host *h = NULL;

@@ -11,14 +11,6 @@
 #include "dir.h"
 #include "podman_internal.h"
 
-static cJSON *str_array(const char *const *v)
-{
-    cJSON *a = cJSON_CreateArray();
-    for (size_t i = 0; v && v[i]; i++)
-        cJSON_AddItemToArray(a, cJSON_CreateString(v[i]));
-    return a;
-}
-
 int sp_podman_exec_create(char **out_id, sp_podman *p, const char *container,
                           const sp_podman_exec_spec *spec, sp_error **err)
 {
@@ -32,9 +24,9 @@ int sp_podman_exec_create(char **out_id, sp_podman *p, const char *container,
     cJSON_AddBoolToObject(j, "AttachStdout", spec->attach_stdout);
     cJSON_AddBoolToObject(j, "AttachStderr", spec->attach_stderr);
     cJSON_AddBoolToObject(j, "Tty", spec->tty);
-    cJSON_AddItemToObject(j, "Cmd", str_array(spec->argv));
+    cJSON_AddItemToObject(j, "Cmd", sp_json_strv(spec->argv));
     if (spec->env)
-        cJSON_AddItemToObject(j, "Env", str_array(spec->env));
+        cJSON_AddItemToObject(j, "Env", sp_json_strv(spec->env));
     if (spec->workdir)
         cJSON_AddStringToObject(j, "WorkingDir", spec->workdir);
     if (spec->user)
@@ -189,7 +181,7 @@ int sp_podman_exec_inspect(sp_podman_exec_info *out, sp_podman *p, const char *e
     cJSON *j = NULL;
     int r = sp_podman_call_json(p, &req, &j, what, err);
     if (r == 0) {
-        out->running = sp_json_bool(j, "Running");
+        out->running = sp_json_bool(j, "Running", false);
         out->exit_code = (int)sp_json_int(j, "ExitCode", -1);
         out->pid = (int)sp_json_int(j, "Pid", 0);
         /* Over (one never started has no conmon, and costs one look). */

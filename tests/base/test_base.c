@@ -3,6 +3,8 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -10,6 +12,7 @@
 
 #include "base.h"
 #include "dir.h"
+#include "json.h"
 #include "lazy.h"
 #include "sandpod/fs.h"
 #include "sandpod/hydrate.h"
@@ -448,6 +451,68 @@ static void test_dir_read(void **state)
     free(d);
 }
 
+static void *json_init_thread(void *arg)
+{
+    (void)arg;
+    sp_json_init();
+    cJSON *j = sp_json_parse("{\"a\":1}", 7);
+    int64_t v = sp_json_int(j, "a", -1);
+    cJSON_Delete(j);
+    return (void *)(intptr_t)v;
+}
+
+/* The one JSON helper set: defaults for missing and mistyped members,
+ * int64 range, string arrays, add-or-fail, finish; the hooks set from
+ * many threads at once. */
+static void test_json(void **state)
+{
+    (void)state;
+    pthread_t th[8];
+    for (int i = 0; i < 8; i++)
+        assert_int_equal(pthread_create(&th[i], NULL, json_init_thread, NULL), 0);
+    for (int i = 0; i < 8; i++) {
+        void *r;
+        pthread_join(th[i], &r);
+        assert_int_equal((intptr_t)r, 1);
+    }
+    const char *text =
+        "{\"s\":\"x\",\"n\":42.9,\"big\":1e300,\"t\":true,\"f\":false,\"z\":null}junk";
+    cJSON *j = sp_json_parse(text, strlen(text) - 4);
+    assert_non_null(j);
+    assert_null(sp_json_parse("{\"s\":", 5));
+    assert_null(sp_json_parse(NULL, 0));
+    assert_string_equal(sp_json_str(j, "s"), "x");
+    assert_null(sp_json_str(j, "n"));
+    assert_null(sp_json_str(j, "missing"));
+    assert_string_equal(sp_json_str_or(j, "z", "-"), "-");
+    char *dup = sp_json_strdup(j, "s");
+    assert_string_equal(dup, "x");
+    free(dup);
+    assert_null(sp_json_strdup(j, "t"));
+    assert_int_equal(sp_json_int(j, "n", -1), 42);
+    assert_int_equal(sp_json_int(j, "big", -1), -1); /* no UB cast */
+    assert_int_equal(sp_json_int(j, "s", -7), -7);
+    assert_true(sp_json_num(j, "big", 0) > 1e299);
+    assert_true(sp_json_bool(j, "t", false));
+    assert_false(sp_json_bool(j, "f", true));
+    assert_true(sp_json_bool(j, "n", true));
+    assert_null(sp_json_get(NULL, "s"));
+    assert_null(sp_json_str(NULL, "s"));
+    const char *v[] = {"a", "b", NULL};
+    cJSON *a = sp_json_strv(v);
+    assert_int_equal(cJSON_GetArraySize(a), 2);
+    assert_string_equal(cJSON_GetArrayItem(a, 1)->valuestring, "b");
+    assert_true(sp_json_add(j, "arr", a));
+    cJSON *empty = sp_json_strv(NULL);
+    assert_int_equal(cJSON_GetArraySize(empty), 0);
+    assert_false(sp_json_add(j, "x", NULL));
+    /* An array is not an object: the item is freed, not leaked. */
+    assert_false(sp_json_add(empty, NULL, cJSON_CreateString("y")));
+    assert_null(sp_json_finish(empty, false));
+    assert_ptr_equal(sp_json_finish(j, true), j);
+    cJSON_Delete(j);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -455,6 +520,7 @@ int main(void)
         cmocka_unit_test(test_utf8),      cmocka_unit_test(test_buf),
         cmocka_unit_test(test_normalize), cmocka_unit_test(test_cap),
         cmocka_unit_test(test_lazy),      cmocka_unit_test(test_state_root_check),
+        cmocka_unit_test(test_json),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
