@@ -10,27 +10,31 @@ static char *result_text(sp_tools *t, tool_call *c)
 {
     cJSON *o = cJSON_CreateObject();
     if (!o)
-        tools_oom();
+        abort();
     bool ok = c->code == 0;
     char *msg;
     size_t mlen;
     if (ok) {
         mlen = c->message.len;
-        msg = tb_steal(&c->message);
+        msg = sp_buf_steal(&c->message);
         /* Filesystem answers get a last cap; command output has its own
          * per-stream caps already. */
         if (!c->def || !(c->def->needs & NEED_SANDBOX)) {
             bool cut = false;
-            char *capped = text_cap(msg, mlen, t->opts.max_text_bytes, SIZE_MAX, &mlen, &cut);
+            sp_capbuf cap;
+            sp_capbuf_init(&cap, t->opts.max_text_bytes, SIZE_MAX);
+            sp_capbuf_feed(&cap, msg, mlen);
+            char *capped = sp_capbuf_text(&cap, &mlen, &cut);
+            sp_capbuf_dispose(&cap);
             free(msg);
             msg = capped;
             c->truncated |= cut;
         }
     } else {
-        msg = tx_strdup(c->error ? c->error : sp_strerror(c->code));
+        msg = sp_xstrdup(c->error ? c->error : sp_strerror(c->code));
         if (c->message.len) {
             /* Output gathered before the failure (a timed-out command). */
-            char *both = tx_asprintf("%s\n%s", msg, c->message.data);
+            char *both = sp_xasprintf("%s\n%s", msg, c->message.data);
             free(msg);
             msg = both;
         }
@@ -57,16 +61,16 @@ static char *result_text(sp_tools *t, tool_call *c)
     char *text = fine ? cJSON_PrintUnformatted(o) : NULL;
     cJSON_Delete(o);
     if (!text)
-        tools_oom();
+        abort();
     return text;
 }
 
 static void call_dispose(tool_call *c)
 {
-    tb_free(&c->message);
+    sp_buf_dispose(&c->message);
     cJSON_Delete(c->value);
     cJSON_Delete(c->changes);
-    sv_free(&c->paths);
+    sp_strv_dispose(&c->paths);
     free(c->error);
 }
 
@@ -156,7 +160,7 @@ static int dispatch(char **result, sp_tools *t, const char *name, const char *ra
 
     if (tools_needs_approval(t, d) && !tools_sv_has(&t->always, d->name)) {
         char *summary =
-            freeform ? tx_asprintf("%s (freeform patch)", d->name) : tools_summary_of(d, args);
+            freeform ? sp_xasprintf("%s (freeform patch)", d->name) : tools_summary_of(d, args);
         sp_tools_approval_request req = {d->name, d->tier, summary, raw ? raw : "{}"};
         sp_tools_verdict v = SP_VERDICT_DENY;
         bool asked = t->opts.approve != NULL;
@@ -185,7 +189,7 @@ static int dispatch(char **result, sp_tools *t, const char *name, const char *ra
             goto out;
         }
         if (v == SP_VERDICT_ALLOW_ALWAYS)
-            sv_push(&t->always, tx_strdup(d->name));
+            sp_strv_push(&t->always, sp_xstrdup(d->name));
     }
 
     /* Every tool that changes files holds the sandbox's edit lock for the
@@ -220,7 +224,7 @@ out_noevent:;
 
 int sp_tools_call(char **result, sp_tools *t, const char *name, const char *args, size_t len)
 {
-    char *raw = args && len ? tx_strndup(args, len) : tx_strdup("{}");
+    char *raw = args && len ? sp_xstrndup(args, len) : sp_xstrdup("{}");
     size_t raw_len = args && len ? len : 2;
     char *perr = NULL;
     cJSON *parsed = NULL;
@@ -238,13 +242,13 @@ int sp_tools_call(char **result, sp_tools *t, const char *name, const char *args
             size_t at = end && end >= raw ? (size_t)(end - raw) : 0;
             char *q = tools_quote(raw + (at < raw_len ? at : raw_len),
                                   raw_len - (at < raw_len ? at : raw_len));
-            perr = tx_asprintf("the arguments are not valid JSON (near byte %zu: '%s'); send "
-                               "one JSON object",
-                               at, q);
+            perr = sp_xasprintf("the arguments are not valid JSON (near byte %zu: '%s'); send "
+                                "one JSON object",
+                                at, q);
             free(q);
         } else if (!cJSON_IsObject(parsed)) {
             perr =
-                tx_asprintf("the arguments must be a JSON object, not %s", tools_type_of(parsed));
+                sp_xasprintf("the arguments must be a JSON object, not %s", tools_type_of(parsed));
         }
     }
     int r = dispatch(result, t, name, raw, raw_len, perr ? NULL : parsed, NULL, 0, perr);
@@ -257,10 +261,10 @@ int sp_tools_call(char **result, sp_tools *t, const char *name, const char *args
 int sp_tools_call_freeform(char **result, sp_tools *t, const char *name, const char *input,
                            size_t len)
 {
-    char *text = tx_strndup(input ? input : "", input ? len : 0);
+    char *text = sp_xstrndup(input ? input : "", input ? len : 0);
     char *perr = NULL;
     if (memchr(input ? input : "", '\0', input ? len : 0))
-        perr = tx_strdup("the input holds a NUL byte; patches are text");
+        perr = sp_xstrdup("the input holds a NUL byte; patches are text");
     /* For the approval callback and events: the input as a JSON object. */
     cJSON *o = cJSON_CreateObject();
     char *raw = NULL;
@@ -286,7 +290,7 @@ static void kill_token(sp_tools *t, const char *token)
     if (!t->kill_sb && t->sb_name) {
         sp_sandbox_opts o = SP_SANDBOX_OPTS_INIT;
         pthread_mutex_lock(&t->mu);
-        char *url = t->podman_url ? tx_strdup(t->podman_url) : NULL;
+        char *url = t->podman_url ? sp_xstrdup(t->podman_url) : NULL;
         pthread_mutex_unlock(&t->mu);
         o.state_root = t->state_root;
         o.podman_url = url;
@@ -295,7 +299,7 @@ static void kill_token(sp_tools *t, const char *token)
         free(url);
     }
     if (t->kill_sb) {
-        char *script = tx_asprintf(
+        char *script = sp_xasprintf(
             "k=SANDPOD_TOOL_CALL=%s; for i in 1 2 3; do "
             "for f in $(grep -l \"$k\" /proc/[0-9]*/environ 2>/dev/null); do "
             "n=${f#/proc/}; n=${n%%/environ}; [ \"$n\" = \"$$\" ] || kill -KILL \"$n\"; "
@@ -321,7 +325,7 @@ void sp_tools_cancel(sp_tools *t)
         return;
     }
     atomic_store(&t->cancelled, true);
-    char *token = t->run_token ? tx_strdup(t->run_token) : NULL;
+    char *token = t->run_token ? sp_xstrdup(t->run_token) : NULL;
     pthread_mutex_unlock(&t->mu);
     if (token)
         kill_token(t, token);

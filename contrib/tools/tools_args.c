@@ -33,7 +33,7 @@ int call_fail(tool_call *c, int code, const char *fmt, ...)
     va_start(ap, fmt);
     char *s = NULL;
     if (vasprintf(&s, fmt, ap) < 0)
-        tools_oom();
+        abort();
     va_end(ap);
     free(c->error);
     c->error = s;
@@ -73,7 +73,7 @@ void call_change(tool_call *c, const char *path, const char *action, uint64_t by
 void call_path(tool_call *c, const char *path)
 {
     if (path && !tools_sv_has(&c->paths, path))
-        sv_push(&c->paths, tx_strdup(path));
+        sp_strv_push(&c->paths, sp_xstrdup(path));
 }
 
 /* ----------------------------------------------------------- arguments -- */
@@ -125,10 +125,10 @@ int json_nul_check(const char *s, size_t len, char **msg)
                         name_len = key_lens[d];
                     }
                 }
-                char *q = name ? tools_quote(name, name_len) : tx_strdup("?");
-                *msg = tx_asprintf("argument '%s' holds a NUL character (\\u0000): paths and "
-                                   "file text cannot contain NUL bytes; remove it",
-                                   q);
+                char *q = name ? tools_quote(name, name_len) : sp_xstrdup("?");
+                *msg = sp_xasprintf("argument '%s' holds a NUL character (\\u0000): paths and "
+                                    "file text cannot contain NUL bytes; remove it",
+                                    q);
                 free(q);
                 return SP_EINVAL;
             }
@@ -172,17 +172,17 @@ const char *tools_type_of(const cJSON *v)
 /* The accepted argument names of a schema, for messages. */
 static char *prop_names(const cJSON *props)
 {
-    tbuf b = {0};
+    sp_buf b = {0};
     const cJSON *p;
     cJSON_ArrayForEach(p, props)
     {
         if (b.len)
-            tb_adds(&b, ", ");
-        tb_adds(&b, p->string);
+            sp_buf_adds(&b, ", ");
+        sp_buf_adds(&b, p->string);
     }
     if (!b.len)
-        tb_adds(&b, "no arguments");
-    return tb_steal(&b);
+        sp_buf_adds(&b, "no arguments");
+    return sp_buf_steal(&b);
 }
 
 static size_t utf8_chars(const char *s)
@@ -215,9 +215,9 @@ static int check_value(const cJSON *ps, const cJSON *v, const char *name, char *
             if (!found) {
                 char *opts = NULL;
                 char *printed = cJSON_PrintUnformatted(en);
-                opts = printed ? printed : tx_strdup("?");
+                opts = printed ? printed : sp_xstrdup("?");
                 char *q = tools_quote(v->valuestring, strlen(v->valuestring));
-                *msg = tx_asprintf("argument '%s' must be one of %s, not \"%s\"", name, opts, q);
+                *msg = sp_xasprintf("argument '%s' must be one of %s, not \"%s\"", name, opts, q);
                 free(q);
                 free(opts);
                 return SP_EINVAL;
@@ -227,12 +227,12 @@ static int check_value(const cJSON *ps, const cJSON *v, const char *name, char *
         const cJSON *mx = cJSON_GetObjectItemCaseSensitive(ps, "maxLength");
         size_t n = utf8_chars(v->valuestring);
         if (cJSON_IsNumber(mn) && (double)n < mn->valuedouble) {
-            *msg = tx_asprintf("argument '%s' must not be empty", name);
+            *msg = sp_xasprintf("argument '%s' must not be empty", name);
             return SP_EINVAL;
         }
         if (cJSON_IsNumber(mx) && (double)n > mx->valuedouble) {
-            *msg = tx_asprintf("argument '%s' is too long: %zu characters, at most %.0f", name, n,
-                               mx->valuedouble);
+            *msg = sp_xasprintf("argument '%s' is too long: %zu characters, at most %.0f", name, n,
+                                mx->valuedouble);
             return SP_EINVAL;
         }
         return 0;
@@ -243,7 +243,7 @@ static int check_value(const cJSON *ps, const cJSON *v, const char *name, char *
         double d = v->valuedouble;
         if (d != d || d < -9007199254740992.0 || d > 9007199254740992.0 ||
             d != (double)(long long)d) {
-            *msg = tx_asprintf("argument '%s' must be a whole number, not %g", name, d);
+            *msg = sp_xasprintf("argument '%s' must be a whole number, not %g", name, d);
             return SP_EINVAL;
         }
         const cJSON *mn = cJSON_GetObjectItemCaseSensitive(ps, "minimum");
@@ -251,14 +251,14 @@ static int check_value(const cJSON *ps, const cJSON *v, const char *name, char *
         if ((cJSON_IsNumber(mn) && d < mn->valuedouble) ||
             (cJSON_IsNumber(mx) && d > mx->valuedouble)) {
             if (cJSON_IsNumber(mn) && cJSON_IsNumber(mx))
-                *msg = tx_asprintf("argument '%s' must be between %.0f and %.0f, not %.0f", name,
-                                   mn->valuedouble, mx->valuedouble, d);
+                *msg = sp_xasprintf("argument '%s' must be between %.0f and %.0f, not %.0f", name,
+                                    mn->valuedouble, mx->valuedouble, d);
             else if (cJSON_IsNumber(mn))
-                *msg = tx_asprintf("argument '%s' must be at least %.0f, not %.0f", name,
-                                   mn->valuedouble, d);
+                *msg = sp_xasprintf("argument '%s' must be at least %.0f, not %.0f", name,
+                                    mn->valuedouble, d);
             else
-                *msg = tx_asprintf("argument '%s' must be at most %.0f, not %.0f", name,
-                                   mx->valuedouble, d);
+                *msg = sp_xasprintf("argument '%s' must be at most %.0f, not %.0f", name,
+                                    mx->valuedouble, d);
             return SP_EINVAL;
         }
         return 0;
@@ -275,12 +275,12 @@ static int check_value(const cJSON *ps, const cJSON *v, const char *name, char *
     }
     return 0;
 bad_type:
-    *msg = tx_asprintf("argument '%s' must be %s, not %s", name,
-                       strcmp(want, "integer") == 0   ? "an integer"
-                       : strcmp(want, "boolean") == 0 ? "a boolean (true or false)"
-                       : strcmp(want, "object") == 0  ? "an object"
-                                                      : "a string",
-                       tools_type_of(v));
+    *msg = sp_xasprintf("argument '%s' must be %s, not %s", name,
+                        strcmp(want, "integer") == 0   ? "an integer"
+                        : strcmp(want, "boolean") == 0 ? "a boolean (true or false)"
+                        : strcmp(want, "object") == 0  ? "an object"
+                                                       : "a string",
+                        tools_type_of(v));
     return SP_EINVAL;
 }
 
@@ -288,8 +288,8 @@ int schema_check(const cJSON *schema, const cJSON *args, const char *tool, char 
 {
     const cJSON *props = cJSON_GetObjectItemCaseSensitive(schema, "properties");
     if (!cJSON_IsObject(args)) {
-        *msg = tx_asprintf("the arguments of %s must be a JSON object, not %s", tool,
-                           tools_type_of(args));
+        *msg = sp_xasprintf("the arguments of %s must be a JSON object, not %s", tool,
+                            tools_type_of(args));
         return SP_EINVAL;
     }
     const cJSON *a;
@@ -299,7 +299,7 @@ int schema_check(const cJSON *schema, const cJSON *args, const char *tool, char 
         char *q = tools_quote(name, strlen(name));
         for (const cJSON *b = a->next; b; b = b->next) {
             if (b->string && strcmp(b->string, name) == 0) {
-                *msg = tx_asprintf("argument '%s' is given twice", q);
+                *msg = sp_xasprintf("argument '%s' is given twice", q);
                 free(q);
                 return SP_EINVAL;
             }
@@ -307,7 +307,7 @@ int schema_check(const cJSON *schema, const cJSON *args, const char *tool, char 
         const cJSON *ps = cJSON_GetObjectItemCaseSensitive(props, name);
         if (!ps) {
             char *names = prop_names(props);
-            *msg = tx_asprintf("unknown argument '%s' for %s (it takes: %s)", q, tool, names);
+            *msg = sp_xasprintf("unknown argument '%s' for %s (it takes: %s)", q, tool, names);
             free(names);
             free(q);
             return SP_EINVAL;
@@ -326,10 +326,10 @@ int schema_check(const cJSON *schema, const cJSON *args, const char *tool, char 
             const cJSON *ps = cJSON_GetObjectItemCaseSensitive(props, r->valuestring);
             const cJSON *t = cJSON_GetObjectItemCaseSensitive(ps, "type");
             const cJSON *d = cJSON_GetObjectItemCaseSensitive(ps, "description");
-            *msg =
-                tx_asprintf("missing required argument '%s' (%s%s%s)", r->valuestring,
-                            cJSON_IsString(t) ? t->valuestring : "value",
-                            cJSON_IsString(d) ? ": " : "", cJSON_IsString(d) ? d->valuestring : "");
+            *msg = sp_xasprintf("missing required argument '%s' (%s%s%s)", r->valuestring,
+                                cJSON_IsString(t) ? t->valuestring : "value",
+                                cJSON_IsString(d) ? ": " : "",
+                                cJSON_IsString(d) ? d->valuestring : "");
             return SP_EINVAL;
         }
     }

@@ -22,9 +22,7 @@
 /* A path or key quoted in a message is cut to this many bytes. */
 #define QUOTE_MAX 120
 
-void tools_oom(void);
-
-bool tools_sv_has(const strvec *sv, const char *s);
+bool tools_sv_has(const sp_strv *sv, const char *s);
 
 /* A short, printable quote of untrusted text for a message. */
 char *tools_quote(const char *s, size_t len);

@@ -3,16 +3,16 @@
 
 /* ----------------------------------------------------------- contexts -- */
 
-static void copy_list(strvec *dst, const char *const *src)
+static void copy_list(sp_strv *dst, const char *const *src)
 {
     for (size_t i = 0; src && src[i]; i++)
-        sv_push(dst, tx_strdup(src[i]));
+        sp_strv_push(dst, sp_xstrdup(src[i]));
 }
 
 static sp_tools *tools_new(const sp_tools_opts *opts)
 {
     sp_json_init();
-    sp_tools *t = tx_calloc(1, sizeof(*t));
+    sp_tools *t = sp_xcalloc(1, sizeof(*t));
     sp_tools_opts o = SP_TOOLS_OPTS_INIT;
     if (opts)
         o = *opts;
@@ -57,7 +57,7 @@ static void open_events(sp_tools *t, const char *path)
 {
     if (!path || !*path)
         return;
-    t->events_path = tx_strdup(path);
+    t->events_path = sp_xstrdup(path);
     t->events_fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
 }
 
@@ -65,24 +65,24 @@ int sp_tools_open_sandbox(sp_tools **out, sp_sandbox *sb, const sp_tools_opts *o
 {
     *out = NULL;
     if (!sb)
-        return tools_error(err, SP_EINVAL, "no sandbox given");
+        return sp_err_set(err, SP_EINVAL, 0, "no sandbox given");
     if (opts && opts->fs_mode == SP_FS_MODE_UNRESTRICTED)
-        return tools_error(err, SP_EINVAL,
-                           "unrestricted fs_mode is only for a bare --root folder without a "
-                           "container");
+        return sp_err_set(err, SP_EINVAL, 0,
+                          "unrestricted fs_mode is only for a bare --root folder without a "
+                          "container");
     sp_tools *t = tools_new(opts);
     t->sb = sb;
-    t->root = tx_strdup(sp_sandbox_workspace(sb));
+    t->root = sp_xstrdup(sp_sandbox_workspace(sb));
     int r = open_fs(&t->fs, t, t->root, false, err);
     if (r < 0) {
         sp_tools_free(t);
         return r;
     }
     const char *state = sp_sandbox_state_dir(sb);
-    t->store_path = tx_asprintf("%s/snapshots.git", state);
-    t->sb_name = tx_strdup(sp_sandbox_name(sb));
+    t->store_path = sp_xasprintf("%s/snapshots.git", state);
+    t->sb_name = sp_xstrdup(sp_sandbox_name(sb));
     /* The state root holds sandboxes/<name>: two levels up. */
-    char *sr = tx_strdup(state);
+    char *sr = sp_xstrdup(state);
     for (int i = 0; i < 2; i++) {
         char *slash = strrchr(sr, '/');
         if (slash && slash != sr)
@@ -92,7 +92,7 @@ int sp_tools_open_sandbox(sp_tools **out, sp_sandbox *sb, const sp_tools_opts *o
     if (opts && opts->events_path)
         open_events(t, opts->events_path);
     else {
-        char *p = tx_asprintf("%s/events.jsonl", state);
+        char *p = sp_xasprintf("%s/events.jsonl", state);
         open_events(t, p);
         free(p);
     }
@@ -107,10 +107,10 @@ int sp_tools_open_root(sp_tools **out, const char *root, const sp_tools_opts *op
     char *abs = NULL;
     if (root && root[0] != '/') {
         char *cwd = getcwd(NULL, 0);
-        abs = cwd ? tx_asprintf("%s/%s", cwd, root) : NULL;
+        abs = cwd ? sp_xasprintf("%s/%s", cwd, root) : NULL;
         free(cwd);
     }
-    t->root = abs ? abs : tx_strdup(root ? root : ".");
+    t->root = abs ? abs : sp_xstrdup(root ? root : ".");
     int r = open_fs(&t->fs, t, t->root, false, err);
     if (r == 0 && t->opts.fs_mode == SP_FS_MODE_UNRESTRICTED)
         r = open_fs(&t->fs_any, t, "/", true, err);
@@ -119,7 +119,7 @@ int sp_tools_open_root(sp_tools **out, const char *root, const sp_tools_opts *op
         return r;
     }
     if (opts && opts->snapshot_store && *opts->snapshot_store)
-        t->store_path = tx_strdup(opts->snapshot_store);
+        t->store_path = sp_xstrdup(opts->snapshot_store);
     if (opts && opts->events_path)
         open_events(t, opts->events_path);
     *out = t;
@@ -136,9 +136,9 @@ void sp_tools_free(sp_tools *t)
     sp_fs_free(t->fs_any);
     free(t->root);
     free(t->store_path);
-    sv_free(&t->disabled);
-    sv_free(&t->deny);
-    sv_free(&t->always);
+    sp_strv_dispose(&t->disabled);
+    sp_strv_dispose(&t->deny);
+    sp_strv_dispose(&t->always);
     free(t->events_path);
     if (t->events_fd >= 0)
         close(t->events_fd);

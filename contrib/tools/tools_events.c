@@ -62,7 +62,7 @@ void tools_emit_event(sp_tools *t, sp_tools_event *ev, const char *error)
         /* One write per line, so concurrent writers (the CLI, another
          * server) never interleave inside a line. */
         size_t n = strlen(line);
-        char *buf = tx_malloc(n + 1);
+        char *buf = sp_xmalloc(n + 1);
         memcpy(buf, line, n);
         buf[n] = '\n';
         ssize_t w;

@@ -32,7 +32,7 @@ static char *make_token(void)
         clock_gettime(CLOCK_MONOTONIC, &ts);
         r = (uint64_t)ts.tv_nsec ^ ((uint64_t)getpid() << 32) ^ (uint64_t)ts.tv_sec;
     }
-    return tx_asprintf("%016" PRIx64, r);
+    return sp_xasprintf("%016" PRIx64, r);
 }
 
 /* A working folder for the container: relative ones are below /workspace. */
@@ -41,13 +41,13 @@ static char *container_dir(const char *workdir)
     if (!workdir || !*workdir)
         return NULL;
     if (workdir[0] == '/')
-        return tx_strdup(workdir);
-    return tx_asprintf(SP_WORKSPACE_MOUNT "/%s", workdir);
+        return sp_xstrdup(workdir);
+    return sp_xasprintf(SP_WORKSPACE_MOUNT "/%s", workdir);
 }
 
-static void format_secs(tbuf *b, int64_t ms)
+static void format_secs(sp_buf *b, int64_t ms)
 {
-    tb_printf(b, "%" PRId64 ".%02" PRId64 " s", ms / 1000, (ms % 1000) / 10);
+    sp_buf_printf(b, "%" PRId64 ".%02" PRId64 " s", ms / 1000, (ms % 1000) / 10);
 }
 
 /* --------------------------------------------------------------- shell -- */
@@ -65,12 +65,12 @@ int tool_shell(sp_tools *t, const cJSON *a, tool_call *c)
         sp_podman *p = sp_sandbox_podman(t->sb, NULL);
         if (p) {
             pthread_mutex_lock(&t->mu);
-            t->podman_url = tx_strdup(sp_podman_url(p));
+            t->podman_url = sp_xstrdup(sp_podman_url(p));
             pthread_mutex_unlock(&t->mu);
         }
     }
     char *token = make_token();
-    char *env_tok = tx_asprintf("SANDPOD_TOOL_CALL=%s", token);
+    char *env_tok = sp_xasprintf("SANDPOD_TOOL_CALL=%s", token);
     const char *env[] = {env_tok, NULL};
     pthread_mutex_lock(&t->mu);
     bool cancelled = atomic_load(&t->cancelled);
@@ -104,19 +104,19 @@ int tool_shell(sp_tools *t, const cJSON *a, tool_call *c)
         return call_fail_err(c, r, err, NULL);
 
     cancelled = atomic_load(&t->cancelled);
-    tb_printf(&c->message, "Exit code: %d\nWall time: ", res->exit_code);
+    sp_buf_printf(&c->message, "Exit code: %d\nWall time: ", res->exit_code);
     format_secs(&c->message, res->duration_ms);
-    tb_adds(&c->message, "\nOutput:\n");
+    sp_buf_adds(&c->message, "\nOutput:\n");
     if (res->out_len) {
-        tb_add(&c->message, res->out, res->out_len);
+        sp_buf_add(&c->message, res->out, res->out_len);
         if (res->out[res->out_len - 1] != '\n')
-            tb_addc(&c->message, '\n');
+            sp_buf_addc(&c->message, '\n');
     }
     if (res->err_len) {
-        tb_adds(&c->message, "Stderr:\n");
-        tb_add(&c->message, res->err, res->err_len);
+        sp_buf_adds(&c->message, "Stderr:\n");
+        sp_buf_add(&c->message, res->err, res->err_len);
         if (res->err[res->err_len - 1] != '\n')
-            tb_addc(&c->message, '\n');
+            sp_buf_addc(&c->message, '\n');
     }
     c->truncated = res->out_truncated || res->err_truncated;
     c->bytes += res->out_total + res->err_total;
@@ -144,7 +144,7 @@ static void track(sp_tools *t, int id)
 {
     if (t->n_sessions == t->cap_sessions) {
         t->cap_sessions = t->cap_sessions ? t->cap_sessions * 2 : 8;
-        t->sessions = tx_realloc(t->sessions, t->cap_sessions * sizeof(*t->sessions));
+        t->sessions = sp_xrealloc(t->sessions, t->cap_sessions * sizeof(*t->sessions));
     }
     t->sessions[t->n_sessions++] = id;
 }
@@ -169,21 +169,21 @@ void tools_sessions_kill(sp_tools *t)
 /* The answer of exec_command and write_stdin. */
 static void session_answer(sp_tools *t, tool_call *c, const sp_session_output *o)
 {
-    tb_adds(&c->message, "Wall time: ");
+    sp_buf_adds(&c->message, "Wall time: ");
     format_secs(&c->message, o->wall_ms);
-    tb_addc(&c->message, '\n');
+    sp_buf_addc(&c->message, '\n');
     if (o->exited) {
-        tb_printf(&c->message, "Process exited with code %d\n", o->exit_code);
+        sp_buf_printf(&c->message, "Process exited with code %d\n", o->exit_code);
         untrack(t, o->session_id);
     } else {
-        tb_printf(&c->message,
-                  "Process running with session ID %d (send input or poll with write_stdin)\n",
-                  o->session_id);
+        sp_buf_printf(&c->message,
+                      "Process running with session ID %d (send input or poll with write_stdin)\n",
+                      o->session_id);
     }
     if (o->note)
-        tb_printf(&c->message, "Note: %s\n", o->note);
-    tb_adds(&c->message, "Output:\n");
-    tb_add(&c->message, o->output, o->output_len);
+        sp_buf_printf(&c->message, "Note: %s\n", o->note);
+    sp_buf_adds(&c->message, "Output:\n");
+    sp_buf_add(&c->message, o->output, o->output_len);
     c->truncated = o->truncated;
     c->bytes += o->total_bytes;
     cJSON *v = cJSON_CreateObject();
@@ -249,7 +249,7 @@ int tool_write_stdin(sp_tools *t, const cJSON *a, tool_call *c)
         if (r < 0 && r != SP_EPODMAN)
             return call_fail_err(c, r, err, "the session has already ended");
         sp_error_free(err);
-        tb_printf(&c->message, "session %d killed, with everything it started\n", id);
+        sp_buf_printf(&c->message, "session %d killed, with everything it started\n", id);
         cJSON *v = cJSON_CreateObject();
         if (v) {
             sp_json_add_i64(v, "session_id", id);
@@ -301,9 +301,10 @@ static int store_pause(void *ud, sp_error **err)
 static void unpaused_note(sp_tools *t, tool_call *c)
 {
     if (t->ran_unpaused)
-        tb_adds(&c->message, "note: the container kept running meanwhile (rootless Podman on "
-                             "cgroup v1 cannot pause it); a file it wrote at that moment may be "
-                             "caught part-way\n");
+        sp_buf_adds(&c->message,
+                    "note: the container kept running meanwhile (rootless Podman on "
+                    "cgroup v1 cannot pause it); a file it wrote at that moment may be "
+                    "caught part-way\n");
     t->ran_unpaused = false;
 }
 
@@ -344,12 +345,12 @@ void tools_store_close(sp_tools *t)
     t->paused = false;
 }
 
-static void describe(tbuf *b, const sp_snapshot *s)
+static void describe(sp_buf *b, const sp_snapshot *s)
 {
-    tb_printf(b, "%s", s->id);
+    sp_buf_printf(b, "%s", s->id);
     if (s->tag)
-        tb_printf(b, " (%s)", s->tag);
-    tb_printf(
+        sp_buf_printf(b, " (%s)", s->tag);
+    sp_buf_printf(
         b, ", %s: %" PRIu64 " files, %" PRIu64 " folders, %" PRIu64 " symlinks, %" PRIu64 " bytes",
         s->created_at, s->files, s->dirs, s->symlinks, s->bytes);
 }
@@ -363,11 +364,11 @@ int tool_snapshot(sp_tools *t, const cJSON *a, tool_call *c)
     int r = sp_snapshot_create(&s, t->store, sp_json_str_or(a, "tag", NULL), &err);
     if (r < 0)
         return call_fail_err(c, r, err, NULL);
-    tb_adds(&c->message, "snapshot ");
+    sp_buf_adds(&c->message, "snapshot ");
     describe(&c->message, s);
-    tb_adds(&c->message, "\nrestore it with restore {\"snapshot\": \"");
-    tb_adds(&c->message, s->id);
-    tb_adds(&c->message, "\"}\n");
+    sp_buf_adds(&c->message, "\nrestore it with restore {\"snapshot\": \"");
+    sp_buf_adds(&c->message, s->id);
+    sp_buf_adds(&c->message, "\"}\n");
     unpaused_note(t, c);
     c->value = sp_json_snapshot(s);
     sp_snapshot_free(s);
@@ -386,10 +387,10 @@ int tool_list_snapshots(sp_tools *t, const cJSON *a, tool_call *c)
         return call_fail_err(c, r, err, NULL);
     for (size_t i = 0; i < l->n; i++) {
         describe(&c->message, l->v[i]);
-        tb_addc(&c->message, '\n');
+        sp_buf_addc(&c->message, '\n');
     }
     if (l->n == 0)
-        tb_adds(&c->message, "no snapshots yet; take one with the snapshot tool\n");
+        sp_buf_adds(&c->message, "no snapshots yet; take one with the snapshot tool\n");
     c->value = sp_json_snapshots(l);
     sp_snapshots_free(l);
     return 0;
@@ -432,18 +433,18 @@ int tool_restore(sp_tools *t, const cJSON *a, tool_call *c)
     }
     sp_snapstore_stats st;
     sp_snapstore_last_stats(t->store, &st);
-    tb_adds(&c->message, "restored snapshot ");
+    sp_buf_adds(&c->message, "restored snapshot ");
     describe(&c->message, done);
-    tb_printf(&c->message, "\n%" PRIu64 " paths changed\n", st.paths_changed);
+    sp_buf_printf(&c->message, "\n%" PRIu64 " paths changed\n", st.paths_changed);
     for (size_t i = 0; d && i < d->n; i++) {
         const char *act = restore_action(d->v[i].kind);
         if (i < RESTORE_CHANGES_MAX)
             call_change(c, d->v[i].path, act, 0);
         if (i < RESTORE_LINES_MAX)
-            tb_printf(&c->message, "  %s %s\n", act, d->v[i].path);
+            sp_buf_printf(&c->message, "  %s %s\n", act, d->v[i].path);
     }
     if (d && d->n > RESTORE_LINES_MAX)
-        tb_printf(&c->message, "  ... and %zu more\n", d->n - RESTORE_LINES_MAX);
+        sp_buf_printf(&c->message, "  ... and %zu more\n", d->n - RESTORE_LINES_MAX);
     unpaused_note(t, c);
     c->truncated = d && d->n > RESTORE_CHANGES_MAX;
     cJSON *v = sp_json_snapshot(done);

@@ -15,6 +15,7 @@
 
 #include "sandpod/session.h"
 #include "sandpod/snapshot.h"
+#include "base.h"
 #include "json.h"
 #include "tools.h"
 
@@ -22,45 +23,8 @@
 
 /* ------------------------------------------------------------ helpers -- */
 
-/* Allocation that aborts on out-of-memory, like the library's: a tool call
- * cannot recover from it meaningfully. */
-void *tx_malloc(size_t n);
-void *tx_calloc(size_t n, size_t size);
-void *tx_realloc(void *p, size_t n);
-char *tx_strdup(const char *s);
-char *tx_strndup(const char *s, size_t n);
-char *tx_asprintf(const char *fmt, ...) TOOLS_PRINTF(1, 2);
-
-/* Set *err (when err is non-NULL) to a new error; returns code. */
-int tools_error(sp_error **err, int code, const char *fmt, ...) TOOLS_PRINTF(3, 4);
-
-/* A growable text buffer, always NUL-terminated once anything was added. */
-typedef struct tbuf {
-    char *data;
-    size_t len, cap;
-} tbuf;
-void tb_add(tbuf *b, const void *data, size_t len);
-void tb_adds(tbuf *b, const char *s);
-void tb_addc(tbuf *b, char c);
-void tb_printf(tbuf *b, const char *fmt, ...) TOOLS_PRINTF(2, 3);
-/* The text (never NULL); the buffer is left empty. */
-char *tb_steal(tbuf *b);
-void tb_free(tbuf *b);
-
-/* A growable list of owned strings. */
-typedef struct strvec {
-    char **v;
-    size_t n, cap;
-} strvec;
-void sv_push(strvec *sv, char *owned);
-void sv_free(strvec *sv);
-
-/* Cap a text to a head and a tail of at most max_bytes and max_lines in
- * all, with the marker "[... N bytes, M lines omitted ...]" between them,
- * never splitting a UTF-8 sequence. Returns a new string; *cut tells
- * whether anything was left out. */
-char *text_cap(const char *s, size_t len, size_t max_bytes, size_t max_lines, size_t *out_len,
-               bool *cut);
+/* Allocation, buffers, string lists, errors and output caps are base's
+ * (base.h: sp_x*, sp_buf, sp_strv, sp_err_set, sp_capbuf). */
 
 /* ------------------------------------------------------------- a call -- */
 
@@ -68,12 +32,12 @@ char *text_cap(const char *s, size_t len, size_t max_bytes, size_t max_lines, si
 typedef struct tool_call {
     const struct tool_def *def;
     const char *args_json; /* the raw argument text (NUL-terminated) */
-    tbuf message;          /* text for the model */
+    sp_buf message;        /* text for the model */
     cJSON *value;          /* structured answer, or NULL */
     cJSON *changes;        /* array of {path, action, bytes} */
     bool truncated;
     uint64_t bytes; /* output plus written, for events */
-    strvec paths;   /* paths for events */
+    sp_strv paths;  /* paths for events */
     int code;       /* 0 or the failure's sp_code */
     char *error;    /* the failure's message */
 } tool_call;
@@ -147,13 +111,13 @@ struct sp_tools {
     bool paused;       /* we paused the container for a snapshot */
     bool ran_unpaused; /* the last store operation found the container running and could not pause
                           it */
-    strvec disabled;
-    strvec deny;
+    sp_strv disabled;
+    sp_strv deny;
     char *events_path;
     int events_fd;
     uint64_t calls;
-    strvec always; /* tools allowed for good by the approver */
-    int *sessions; /* ids of the sessions we started */
+    sp_strv always; /* tools allowed for good by the approver */
+    int *sessions;  /* ids of the sessions we started */
     size_t n_sessions, cap_sessions;
 
     /* Cancellation, shared with sp_tools_cancel() on another thread. */

@@ -62,12 +62,12 @@ char *tools_summary_of(const tool_def *d, const cJSON *args)
     if (!v && strcmp(d->name, "apply_patch") == 0)
         v = sp_json_str_or(args, "patch", NULL);
     if (!v)
-        return tx_strdup(d->name);
+        return sp_xstrdup(d->name);
     /* One line: stop at the first newline. */
     const char *nl = strchr(v, '\n');
     size_t n = nl ? (size_t)(nl - v) : strlen(v);
     char *q = tools_quote(v, n);
-    char *s = tx_asprintf("%s: %s%s", d->name, q, nl ? " ..." : "");
+    char *s = sp_xasprintf("%s: %s%s", d->name, q, nl ? " ..." : "");
     free(q);
     return s;
 }

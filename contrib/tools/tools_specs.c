@@ -469,7 +469,7 @@ static cJSON *openai_spec(const tool_def *d, bool freeform)
     if (freeform && strcmp(d->name, "apply_patch") == 0) {
         cJSON *fmt = cJSON_CreateObject();
         char *desc =
-            tx_asprintf("Write the patch itself as the tool input, not JSON. %s", d->description);
+            sp_xasprintf("Write the patch itself as the tool input, not JSON. %s", d->description);
         ok = fmt && sp_json_add(fmt, "type", cJSON_CreateString("grammar")) &&
              sp_json_add(fmt, "syntax", cJSON_CreateString("lark")) &&
              sp_json_add(fmt, "definition", cJSON_CreateString(PATCH_GRAMMAR)) &&

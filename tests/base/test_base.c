@@ -142,6 +142,39 @@ static char *cap(const char *data, size_t len, size_t chunk, size_t mb, size_t m
 
 static void test_cap(void **state)
 {
+    {
+        /* A UTF-8 sequence fed in two pieces, the head filling between
+         * them, and one cut by bytes: neither is split in the text. */
+        sp_capbuf u;
+        sp_capbuf_init(&u, 64, 100);
+        char a[32];
+        memset(a, 'a', 31);
+        a[31] = '\xc3';
+        sp_capbuf_feed(&u, a, 32);
+        char b[101];
+        b[0] = '\xa9';
+        memset(b + 1, 'b', 100);
+        sp_capbuf_feed(&u, b, sizeof(b));
+        size_t n = 0;
+        bool cut = false;
+        char *t = sp_capbuf_text(&u, &n, &cut);
+        assert_true(cut);
+        assert_true(sp_utf8_valid(t, n));
+        assert_true(strncmp(t, "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\n[... 3", 36) == 0);
+        free(t);
+        sp_capbuf_dispose(&u);
+        sp_capbuf_init(&u, 64, 100);
+        char e[200];
+        for (int i = 0; i < 100; i++)
+            memcpy(e + 2 * i, "\xc3\xa9", 2);
+        sp_capbuf_feed(&u, e + 1, sizeof(e) - 1); /* odd start: one stray byte */
+        t = sp_capbuf_text(&u, &n, &cut);
+        assert_true(cut);
+        assert_true(sp_utf8_valid(t + 1, n - 1));
+        free(t);
+        sp_capbuf_dispose(&u);
+    }
+
     (void)state;
     bool tr = true;
     char *t = cap("short\n", 6, 3, 0, 0, &tr);
