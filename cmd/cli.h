@@ -295,10 +295,10 @@ struct cli_snap {
     const char *root;  /* --root */
     const char *store; /* --store */
     bool json;
-    sp_sandbox *sb;  /* the sandbox of the NAME form */
-    sp_snapstore *s; /* the open store */
-    bool paused;     /* we paused the container */
-    bool progress;   /* a progress line is on stderr */
+    sp_sandbox *sb;        /* the sandbox of the NAME form */
+    sp_sandbox_snap *snap; /* its store, pausing the container (NAME form) */
+    sp_snapstore *s;       /* the open store */
+    bool progress;         /* a progress line is on stderr */
 };
 
 /* Take --root, --store, --state-root or --url. Returns 1 when taken, 0

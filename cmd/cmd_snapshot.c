@@ -80,41 +80,6 @@ void cli_snap_options_help(FILE *f)
                "  --url URL            Podman service (default $SANDPOD_URL, else found)\n");
 }
 
-/* Pause a running container around the workspace reads and writes; leave
- * a stopped (or already paused) one alone. */
-static int snap_pause(void *ud, sp_error **err)
-{
-    struct cli_snap *c = ud;
-    sp_sandbox_status *st = NULL;
-    int r = sp_sandbox_status_get(&st, c->sb, err);
-    if (r < 0)
-        return r;
-    if (st->state && strcmp(st->state, "running") == 0) {
-        r = sp_sandbox_pause(c->sb, err);
-        if (r == 0)
-            c->paused = true;
-        /* Said once per command, on stderr: stdout may be JSON. */
-        static bool said;
-        if (r == 0 && !said && !sp_sandbox_pauses(c->sb)) {
-            said = true;
-            fputs("sandpod: note: the container kept running meanwhile (rootless Podman on cgroup "
-                  "v1 cannot pause it); a file it wrote at that moment may be caught part-way\n",
-                  stderr);
-        }
-    }
-    sp_sandbox_status_free(st);
-    return r;
-}
-
-static int snap_unpause(void *ud, sp_error **err)
-{
-    struct cli_snap *c = ud;
-    if (!c->paused)
-        return 0;
-    c->paused = false;
-    return sp_sandbox_unpause(c->sb, err);
-}
-
 static void snap_progress(void *ud, const sp_snapshot_progress *p)
 {
     struct cli_snap *c = ud;
@@ -137,6 +102,14 @@ void cli_snap_progress_end(struct cli_snap *c)
         fflush(stderr);
         c->progress = false;
     }
+    /* Said once per command, on stderr: stdout may be JSON. */
+    static bool said;
+    if (sp_sandbox_snapshot_ran_unpaused(c->snap) && !said) {
+        said = true;
+        fputs("sandpod: note: the container kept running meanwhile (rootless Podman on cgroup "
+              "v1 cannot pause it); a file it wrote at that moment may be caught part-way\n",
+              stderr);
+    }
 }
 
 int cli_snap_open(struct cli_snap *c, const char *name, bool create)
@@ -155,14 +128,10 @@ int cli_snap_open(struct cli_snap *c, const char *name, bool create)
         int rc = cli_sandbox_open(&c->sb, name, &c->conn, c->json);
         if (rc != 0)
             return rc;
-        o.pause = snap_pause;
-        o.unpause = snap_unpause;
-        o.userdata = c;
-        char *store = NULL;
-        if (asprintf(&store, "%s/snapshots.git", sp_sandbox_state_dir(c->sb)) < 0)
-            return cli_error("out of memory");
-        r = sp_snapstore_open(&c->s, sp_sandbox_workspace(c->sb), store, &o, &err);
-        free(store);
+        sp_sandbox_snapshot_opts so = SP_SANDBOX_SNAPSHOT_OPTS_INIT;
+        so.store = &o;
+        r = sp_sandbox_snapshot_open(&c->snap, c->sb, &so, &err);
+        c->s = sp_sandbox_snapshot_store(c->snap);
     } else {
         r = sp_snapstore_open(&c->s, c->root, c->store, &o, &err);
     }
@@ -185,10 +154,12 @@ int cli_snap_open(struct cli_snap *c, const char *name, bool create)
 void cli_snap_close(struct cli_snap *c)
 {
     cli_snap_progress_end(c);
-    sp_snapstore_free(c->s);
+    if (c->snap)
+        sp_sandbox_snapshot_close(c->snap); /* frees c->s */
+    else
+        sp_snapstore_free(c->s);
+    c->snap = NULL;
     c->s = NULL;
-    if (c->paused && c->sb)
-        (void)sp_sandbox_unpause(c->sb, NULL);
     sp_sandbox_free(c->sb);
     c->sb = NULL;
     cli_conn_dispose(&c->conn);

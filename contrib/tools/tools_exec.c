@@ -278,57 +278,25 @@ int tool_write_stdin(sp_tools *t, const cJSON *a, tool_call *c)
 
 /* ----------------------------------------------------------- snapshots -- */
 
-/* Pause a running container while the store reads or writes the
- * workspace; leave a stopped one alone. */
-static int store_pause(void *ud, sp_error **err)
-{
-    sp_tools *t = ud;
-    sp_sandbox_status *st = NULL;
-    int r = sp_sandbox_status_get(&st, t->sb, err);
-    if (r < 0)
-        return r;
-    if (st->running && st->state && strcmp(st->state, "running") == 0) {
-        r = sp_sandbox_pause(t->sb, err);
-        if (r == 0)
-            t->paused = true;
-        t->ran_unpaused = r == 0 && !sp_sandbox_pauses(t->sb);
-    }
-    sp_sandbox_status_free(st);
-    return r;
-}
-
 /* Said after a snapshot or restore the container could not be paused for. */
 static void unpaused_note(sp_tools *t, tool_call *c)
 {
-    if (t->ran_unpaused)
+    if (sp_sandbox_snapshot_ran_unpaused(t->snap))
         sp_buf_adds(&c->message,
                     "note: the container kept running meanwhile (rootless Podman on "
                     "cgroup v1 cannot pause it); a file it wrote at that moment may be "
                     "caught part-way\n");
-    t->ran_unpaused = false;
-}
-
-static int store_unpause(void *ud, sp_error **err)
-{
-    sp_tools *t = ud;
-    if (!t->paused)
-        return 0;
-    t->paused = false;
-    return sp_sandbox_unpause(t->sb, err);
 }
 
 static int store_open(sp_tools *t, tool_call *c)
 {
     if (t->store)
         return 0;
-    sp_snapstore_opts so = SP_SNAPSTORE_OPTS_INIT;
-    if (t->sb) {
-        so.pause = store_pause;
-        so.unpause = store_unpause;
-        so.userdata = t;
-    }
     sp_error *err = NULL;
-    int r = sp_snapstore_open(&t->store, t->root, t->store_path, &so, &err);
+    int r = t->sb ? sp_sandbox_snapshot_open(&t->snap, t->sb, NULL, &err)
+                  : sp_snapstore_open(&t->store, t->root, t->store_path, NULL, &err);
+    if (t->snap)
+        t->store = sp_sandbox_snapshot_store(t->snap);
     if (r < 0) {
         t->store = NULL;
         return call_fail_err(c, r, err, NULL);
@@ -338,11 +306,12 @@ static int store_open(sp_tools *t, tool_call *c)
 
 void tools_store_close(sp_tools *t)
 {
-    sp_snapstore_free(t->store);
+    if (t->snap)
+        sp_sandbox_snapshot_close(t->snap); /* frees t->store */
+    else
+        sp_snapstore_free(t->store);
+    t->snap = NULL;
     t->store = NULL;
-    if (t->paused && t->sb)
-        sp_sandbox_unpause(t->sb, NULL);
-    t->paused = false;
 }
 
 static void describe(sp_buf *b, const sp_snapshot *s)

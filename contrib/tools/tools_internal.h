@@ -13,6 +13,7 @@
 
 #include <cJSON.h>
 
+#include "sandpod/sandbox_snapshot.h"
 #include "sandpod/session.h"
 #include "sandpod/snapshot.h"
 #include "base.h"
@@ -108,9 +109,7 @@ struct sp_tools {
     sp_fs *fs_any;    /* unrestricted mode: on "/" */
     char *store_path; /* snapshot store, or NULL */
     sp_snapstore *store;
-    bool paused;       /* we paused the container for a snapshot */
-    bool ran_unpaused; /* the last store operation found the container running and could not pause
-                          it */
+    sp_sandbox_snap *snap; /* the sandbox's store (t->store is its store) */
     sp_strv disabled;
     sp_strv deny;
     char *events_path;

@@ -462,3 +462,17 @@ int sp_state_root(char **out, sp_error **err)
     *out = sp_xasprintf("%s/.local/share/sandpod", pw.pw_dir);
     return 0;
 }
+
+int sp_opts_check(const unsigned *version, unsigned min, unsigned max, const char *name,
+                  sp_error **err)
+{
+    if (!version || (*version >= min && *version <= max))
+        return 0;
+    if (min == max)
+        return sp_err_set(err, SP_EINVAL, 0,
+                          "%s version %u is not supported (this library knows version %u)", name,
+                          *version, max);
+    return sp_err_set(err, SP_EINVAL, 0,
+                      "%s version %u is not supported (this library knows %u to %u)", name,
+                      *version, min, max);
+}

@@ -155,6 +155,16 @@ struct sp_dirent64 {
     char d_name[];
 };
 
+/* The one check of an options struct's version, at every public entry
+ * point that takes one: NULL (the defaults) passes, and so does a version
+ * from min to max; anything else is SP_EINVAL, "sp_x_opts version 9 is not
+ * supported (this library knows 1 to 2)". Every opts struct starts with
+ * `unsigned version`. */
+int sp_opts_check(const unsigned *version, unsigned min, unsigned max, const char *name,
+                  sp_error **err);
+#define SP_OPTS_CHECK(opts, min, max, name, err)                                                   \
+    sp_opts_check((opts) ? &(opts)->version : NULL, (min), (max), (name), (err))
+
 /* Monotonic milliseconds. */
 int64_t sp_now_ms(void);
 
