@@ -13,6 +13,8 @@
 int sp_fs_open(sp_fs **out, const char *root, const sp_fs_opts *opts, sp_error **err)
 {
     *out = NULL;
+    if (SP_OPTS_CHECK(opts, 1, SP_FS_OPTS_VERSION, "sp_fs_opts", err) < 0)
+        return SP_EINVAL;
     if (!root || !*root)
         return sp_err_set(err, SP_EINVAL, 0, "root folder is missing");
     int fd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
@@ -345,6 +347,8 @@ int sp_fs_read(sp_fs_text **out, sp_fs *fs, const char *path, const sp_fs_read_o
                sp_error **err)
 {
     *out = NULL;
+    if (SP_OPTS_CHECK(opts, 1, SP_FS_READ_OPTS_VERSION, "sp_fs_read_opts", err) < 0)
+        return SP_EINVAL;
     sp_fs_read_opts o = SP_FS_READ_OPTS_INIT;
     if (opts)
         o = *opts;
@@ -598,6 +602,8 @@ int sp_fs_write_bytes(size_t *bytes_written, sp_fs *fs, const char *path, const 
 {
     if (bytes_written)
         *bytes_written = 0;
+    if (SP_OPTS_CHECK(opts, 1, SP_FS_WRITE_OPTS_VERSION, "sp_fs_write_opts", err) < 0)
+        return SP_EINVAL;
     sp_fs_write_opts o = SP_FS_WRITE_OPTS_INIT;
     if (opts)
         o = *opts;
@@ -901,6 +907,8 @@ int sp_fs_list(sp_fs_entries **out, sp_fs *fs, const char *path, const sp_fs_lis
                sp_error **err)
 {
     *out = NULL;
+    if (SP_OPTS_CHECK(opts, 1, SP_FS_LIST_OPTS_VERSION, "sp_fs_list_opts", err) < 0)
+        return SP_EINVAL;
     sp_fs_list_opts o = SP_FS_LIST_OPTS_INIT;
     if (opts)
         o = *opts;

@@ -290,9 +290,8 @@ int sp_hydrate(sp_hydrate_result **out, const char *workspace, const sp_mount *m
     journal j = {NULL, 0, 0, 0};
     int rc = 0;
 
-    if (opts && opts->version != SP_HYDRATE_OPTS_VERSION) {
-        rc = sp_err_set(err, SP_EINVAL, 0, "sp_hydrate_opts version %u is not supported",
-                        opts->version);
+    if (SP_OPTS_CHECK(opts, 1, SP_HYDRATE_OPTS_VERSION, "sp_hydrate_opts", err) < 0) {
+        rc = SP_EINVAL;
         goto done;
     }
     if (!workspace || (n && !mounts)) {

@@ -891,6 +891,8 @@ int sp_patch_parse(sp_patch_result **out, const char *patch, size_t len, const s
                    sp_error **err)
 {
     *out = NULL;
+    if (SP_OPTS_CHECK(opts, 1, SP_PATCH_OPTS_VERSION, "sp_patch_opts", err) < 0)
+        return SP_EINVAL;
     if (!patch && len)
         return sp_err_set(err, SP_EINVAL, 0, "patch text is missing");
     pp_patch pp;
@@ -912,6 +914,8 @@ int sp_fs_apply_patch(sp_patch_result **out, sp_fs *fs, const char *patch, size_
                       const sp_patch_opts *opts, sp_error **err)
 {
     *out = NULL;
+    if (SP_OPTS_CHECK(opts, 1, SP_PATCH_OPTS_VERSION, "sp_patch_opts", err) < 0)
+        return SP_EINVAL;
     if (!fs)
         return sp_err_set(err, SP_EINVAL, 0, "apply_patch: no filesystem handle");
     if (!patch && len)

@@ -309,6 +309,8 @@ int sp_sandbox_exec(sp_run_result **out, sp_sandbox *sb, const char *const *argv
                     const sp_run_opts *opts, sp_error **err)
 {
     *out = NULL;
+    if (SP_OPTS_CHECK(opts, 1, SP_RUN_OPTS_VERSION, "sp_run_opts", err) < 0)
+        return SP_EINVAL;
     sp_run_opts o = SP_RUN_OPTS_INIT;
     if (opts)
         o = *opts;

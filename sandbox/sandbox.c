@@ -387,6 +387,8 @@ sp_podman *sp_sandbox_podman(sp_sandbox *sb, sp_error **err)
 int sp_sandbox_open(sp_sandbox **out, const char *name, const sp_sandbox_opts *opts, sp_error **err)
 {
     *out = NULL;
+    if (SP_OPTS_CHECK(opts, 1, SP_SANDBOX_OPTS_VERSION, "sp_sandbox_opts", err) < 0)
+        return SP_EINVAL;
     if (!name || !sp_sandbox_name_valid(name))
         return sp_err_set(err, SP_EINVAL, 0, "invalid sandbox name: %s", name ? name : "(null)");
     cleanup_free char *root = NULL;
@@ -729,6 +731,8 @@ static int rm_tree(const char *path, sp_error **err);
 int sp_sandbox_create(sp_sandbox **out, const sp_sandbox_opts *opts, sp_error **err)
 {
     *out = NULL;
+    if (SP_OPTS_CHECK(opts, 1, SP_SANDBOX_OPTS_VERSION, "sp_sandbox_opts", err) < 0)
+        return SP_EINVAL;
     sp_sandbox_opts o = SP_SANDBOX_OPTS_INIT;
     if (opts)
         o = *opts;

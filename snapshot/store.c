@@ -277,6 +277,8 @@ int sp_snapstore_open(sp_snapstore **out, const char *workspace, const char *sto
                       const sp_snapstore_opts *opts, sp_error **err)
 {
     *out = NULL;
+    if (SP_OPTS_CHECK(opts, 1, SP_SNAPSTORE_OPTS_VERSION, "sp_snapstore_opts", err) < 0)
+        return SP_EINVAL;
     if (!workspace || !*workspace)
         return sp_err_set(err, SP_EINVAL, 0, "workspace folder is missing");
     if (!store_dir || !*store_dir)
@@ -286,10 +288,8 @@ int sp_snapstore_open(sp_snapstore **out, const char *workspace, const char *sto
         /* A caller built against the first layout: its struct ends there. */
         memcpy(&o, opts, offsetof(sp_snapstore_opts, keep_setid));
         o.version = SP_SNAPSTORE_OPTS_VERSION;
-    } else if (opts && opts->version == SP_SNAPSTORE_OPTS_VERSION) {
-        o = *opts;
     } else if (opts) {
-        return sp_err_set(err, SP_EINVAL, 0, "unknown sp_snapstore_opts version %u", opts->version);
+        o = *opts;
     }
     sp_snapstore *s = sp_xcalloc(1, sizeof(*s));
     s->rootfd = s->lockfd = -1;

@@ -708,6 +708,8 @@ static void tick(server *s)
 
 int sp_mcp_serve(sp_tools *tools, int in_fd, int out_fd, const sp_mcp_opts *opts, sp_error **err)
 {
+    if (SP_OPTS_CHECK(opts, 1, SP_MCP_OPTS_VERSION, "sp_mcp_opts", err) < 0)
+        return SP_EINVAL;
     server s;
     memset(&s, 0, sizeof(s));
     s.tools = tools;

@@ -64,6 +64,8 @@ static void open_events(sp_tools *t, const char *path)
 int sp_tools_open_sandbox(sp_tools **out, sp_sandbox *sb, const sp_tools_opts *opts, sp_error **err)
 {
     *out = NULL;
+    if (SP_OPTS_CHECK(opts, 1, SP_TOOLS_OPTS_VERSION, "sp_tools_opts", err) < 0)
+        return SP_EINVAL;
     if (!sb)
         return sp_err_set(err, SP_EINVAL, 0, "no sandbox given");
     if (opts && opts->fs_mode == SP_FS_MODE_UNRESTRICTED)
@@ -103,6 +105,8 @@ int sp_tools_open_sandbox(sp_tools **out, sp_sandbox *sb, const sp_tools_opts *o
 int sp_tools_open_root(sp_tools **out, const char *root, const sp_tools_opts *opts, sp_error **err)
 {
     *out = NULL;
+    if (SP_OPTS_CHECK(opts, 1, SP_TOOLS_OPTS_VERSION, "sp_tools_opts", err) < 0)
+        return SP_EINVAL;
     sp_tools *t = tools_new(opts);
     char *abs = NULL;
     if (root && root[0] != '/') {

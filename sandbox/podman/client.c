@@ -114,6 +114,8 @@ int sp_podman_addr_parse(sp_podman_addr *out, const char *url, sp_error **err)
 int sp_podman_open(sp_podman **out, const sp_podman_opts *opts, sp_error **err)
 {
     *out = NULL;
+    if (SP_OPTS_CHECK(opts, 1, SP_PODMAN_OPTS_VERSION, "sp_podman_opts", err) < 0)
+        return SP_EINVAL;
     sp_podman_opts o = SP_PODMAN_OPTS_INIT;
     if (opts)
         o = *opts;

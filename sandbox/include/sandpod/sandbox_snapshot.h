@@ -41,7 +41,7 @@ typedef struct sp_sandbox_snapshot_opts {
 
 #define SP_SANDBOX_SNAPSHOT_OPTS_INIT                                                              \
     {                                                                                              \
-        SP_SANDBOX_SNAPSHOT_OPTS_VERSION, NULL                                                     \
+        .version = SP_SANDBOX_SNAPSHOT_OPTS_VERSION                                                \
     }
 
 /**
