@@ -136,13 +136,12 @@ int cli_snap_open(struct cli_snap *c, const char *name, bool create)
         r = sp_snapstore_open(&c->s, c->root, c->store, &o, &err);
     }
     if (r < 0) {
-        if (r == SP_ENOTFOUND && !create && err && err->message &&
-            strstr(err->message, "no snapshot store")) {
+        if (r == SP_ENOTFOUND && !create && err && err->reason == SP_R_NO_STORE) {
             /* Nothing was ever snapshotted: say so plainly. */
             char msg[512];
             snprintf(msg, sizeof(msg), "no snapshots yet (no store at %s)",
                      name ? "the sandbox's state folder" : c->store);
-            sp_error e = {SP_ENOTFOUND, 0, msg};
+            sp_error e = {.code = SP_ENOTFOUND, .message = msg, .reason = SP_R_NO_STORE};
             sp_error_free(err);
             return c->json ? cli_json_error(r, &e) : cli_sp_error(r, &e);
         }

@@ -267,8 +267,10 @@ static void feed(struct line_reader *lr, const char *p, size_t n)
 
 static int binary_error(sp_error **err, const char *rel, const char *why)
 {
-    return sp_err_set(err, SP_EINVAL, 0,
-                      "%s is %s; read it with read_bytes (sandpod fs cat) instead", rel, why);
+    return sp_err_reason(err, SP_R_NOT_TEXT,
+                         sp_err_set(err, SP_EINVAL, 0,
+                                    "%s is %s; read it with read_bytes (sandpod fs cat) instead",
+                                    rel, why));
 }
 
 static int read_text(sp_fs_text **out, sp_fs *fs, const char *rel, size_t offset, size_t limit,
@@ -694,9 +696,11 @@ int sp_fs_write(size_t *bytes_written, sp_fs *fs, const char *path, const char *
                 const sp_fs_write_opts *opts, sp_error **err)
 {
     if (text && !sp_utf8_valid(text, len))
-        return sp_err_set(err, SP_EINVAL, 0,
-                          "content for %s is not valid UTF-8; use write_bytes for binary data",
-                          path ? path : "(null)");
+        return sp_err_reason(
+            err, SP_R_NOT_TEXT,
+            sp_err_set(err, SP_EINVAL, 0,
+                       "content for %s is not valid UTF-8; use write_bytes for binary data",
+                       path ? path : "(null)"));
     return sp_fs_write_bytes(bytes_written, fs, path, text, len, opts, err);
 }
 

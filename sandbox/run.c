@@ -374,7 +374,7 @@ int sp_sandbox_exec(sp_run_result **out, sp_sandbox *sb, const char *const *argv
     r = pump(&rest_stream, e, &kc, &o, start, timeout, &cout, &cerr, &timed_out, NULL);
     if (r < 0) {
         sp_error *down = NULL;
-        if (cut_short(sb, &down) < 0 && !strstr(down->message, "podman service")) {
+        if (cut_short(sb, &down) < 0 && down->reason != SP_R_SERVICE) {
             r = replace_err(err, &down);
             sp_error_free(down);
             goto done;

@@ -113,7 +113,9 @@ int sp_odb_open(sp_odb *o, const char *path, bool create, sp_error **err)
     int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0 && errno == ENOENT) {
         if (!create)
-            return sp_err_set(err, SP_ENOTFOUND, ENOENT, "no snapshot store at %s", path);
+            return sp_err_reason(
+                err, SP_R_NO_STORE,
+                sp_err_set(err, SP_ENOTFOUND, ENOENT, "no snapshot store at %s", path));
         if ((r = mkdir_parents(path, err)) < 0)
             return r;
         fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -133,7 +135,9 @@ int sp_odb_open(sp_odb *o, const char *path, bool create, sp_error **err)
             goto fail;
         }
         if (!create) {
-            r = sp_err_set(err, SP_ENOTFOUND, ENOENT, "no snapshot store at %s", path);
+            r = sp_err_reason(
+                err, SP_R_NO_STORE,
+                sp_err_set(err, SP_ENOTFOUND, ENOENT, "no snapshot store at %s", path));
             goto fail;
         }
         if ((r = init_repo(fd, err)) < 0)

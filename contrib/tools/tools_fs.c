@@ -362,8 +362,7 @@ static size_t add_numbered(tool_call *c, sp_buf *content, const lines *ls, size_
 
 static int read_error(tool_call *c, int r, sp_error *err)
 {
-    if (r == SP_EINVAL && err && err->message &&
-        (strstr(err->message, "binary") || strstr(err->message, "UTF-8"))) {
+    if (r == SP_EINVAL && err && err->reason == SP_R_NOT_TEXT) {
         const char *m = err->message;
         /* The library points at its byte reader, which the model lacks. */
         const char *semi = strstr(m, "; read it with");
@@ -699,7 +698,7 @@ int tool_edit_file(sp_tools *t, const cJSON *a, tool_call *c)
         call_fail_err(c, r, err,
                       "read the file again and copy old_string exactly, whitespace and "
                       "indentation included");
-    else if (r == SP_EINVAL && err && err->message && strstr(err->message, "occur"))
+    else if (r == SP_EINVAL && err && err->reason == SP_R_NOT_UNIQUE)
         call_fail_err(c, r, err,
                       "add surrounding lines to old_string so that it matches once, or set "
                       "replace_all to true");

@@ -63,6 +63,37 @@ static char *vformat(const char *fmt, va_list ap)
     return s;
 }
 
+/* The reason an errno (or else the code) implies, where the error is made:
+ * most errors come from a system call's errno. */
+static int reason_of(int code, int e)
+{
+    switch (e) {
+    case EISDIR:
+        return SP_R_IS_DIRECTORY;
+    case ENOTDIR:
+        return SP_R_NOT_DIRECTORY;
+    case ENOTEMPTY:
+        return SP_R_NOT_EMPTY;
+    case EEXIST:
+        return SP_R_EXISTS;
+    case EXDEV:
+        return SP_R_CROSS_DEVICE;
+    case EFBIG:
+    case E2BIG:
+    case ENAMETOOLONG:
+        return SP_R_TOO_LARGE;
+    default:
+        break;
+    }
+    if (code == SP_EEXISTS)
+        return SP_R_EXISTS;
+    if (code == SP_ETOOBIG)
+        return SP_R_TOO_LARGE;
+    if (code == SP_EPODMAN)
+        return SP_R_SERVICE;
+    return SP_R_NONE;
+}
+
 int sp_err_set(sp_error **err, int code, int sys_errno, const char *fmt, ...)
 {
     if (!err)
@@ -79,8 +110,28 @@ int sp_err_set(sp_error **err, int code, int sys_errno, const char *fmt, ...)
     e->code = code;
     e->sys_errno = sys_errno;
     e->message = msg;
+    e->reason = reason_of(code, sys_errno);
     *err = e;
     return code;
+}
+
+int sp_err_reason(sp_error **err, int reason, int code)
+{
+    if (err && *err)
+        (*err)->reason = reason;
+    return code;
+}
+
+const char *sp_reason_name(int reason)
+{
+    static const char *const names[] = {
+        "none",        "is_directory",   "not_directory", "not_empty", "exists",
+        "patch_parse", "patch_conflict", "too_large",     "stale",     "not_text",
+        "not_unique",  "no_store",       "cross_device",  "service",
+    };
+    if (reason < 0 || (size_t)reason >= sizeof(names) / sizeof(names[0]))
+        return "unknown";
+    return names[reason];
 }
 
 int sp_err_wrap(sp_error **err, int code, const char *fmt, ...)

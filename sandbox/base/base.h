@@ -24,6 +24,10 @@ int sp_err_set(sp_error **err, int code, int sys_errno, const char *fmt, ...) SP
 /* Prefix an existing error's message with context ("hydrate: ..."); returns
  * the error's code. */
 int sp_err_wrap(sp_error **err, int code, const char *fmt, ...) SP_PRINTF(3, 4);
+/* Give *err (when there is one) a reason (sandpod/error.h) more precise
+ * than what its errno implied; returns code, so it wraps a sp_err_set():
+ * return sp_err_reason(err, SP_R_STALE, sp_err_set(err, ...)). */
+int sp_err_reason(sp_error **err, int reason, int code);
 
 /* Map an errno to the closest sp_code. */
 int sp_code_from_errno(int e);

@@ -273,10 +273,14 @@ int sp_podman_http_error(sp_error **err, long status, const char *body, size_t l
         free(m);
     } else if (body && len && !j) {
         char *m = one_line(body, len);
-        r = sp_err_set(err, code, 0, "%s: podman service answered HTTP %ld: %s", what, status, m);
+        r = sp_err_reason(
+            err, SP_R_SERVICE,
+            sp_err_set(err, code, 0, "%s: podman service answered HTTP %ld: %s", what, status, m));
         free(m);
     } else {
-        r = sp_err_set(err, code, 0, "%s: podman service answered HTTP %ld", what, status);
+        r = sp_err_reason(
+            err, SP_R_SERVICE,
+            sp_err_set(err, code, 0, "%s: podman service answered HTTP %ld", what, status));
     }
     cJSON_Delete(j);
     return r;
@@ -387,9 +391,10 @@ static int transport_error(sp_podman *p, CURLcode rc, const char *ebuf, long tim
     cleanup_free char *detail = sp_podman_curl_detail(p->curl, rc, ebuf);
     switch (rc) {
     case CURLE_OPERATION_TIMEDOUT:
-        return sp_err_set(err, SP_ETIMEOUT, ETIMEDOUT,
-                          "%s: podman service at %s did not answer within %ldms: %s", what, p->url,
-                          timeout_ms, detail);
+        return sp_err_reason(err, SP_R_SERVICE,
+                             sp_err_set(err, SP_ETIMEOUT, ETIMEDOUT,
+                                        "%s: podman service at %s did not answer within %ldms: %s",
+                                        what, p->url, timeout_ms, detail));
     case CURLE_COULDNT_CONNECT:
     case CURLE_COULDNT_RESOLVE_HOST:
         return sp_err_set(err, SP_EPODMAN, 0,
@@ -489,8 +494,10 @@ int sp_podman_http(sp_podman *p, const sp_http_req *req, sp_http_resp *resp, con
         }
         r = x.cb_code;
     } else if (x.too_big) {
-        r = sp_err_set(err, SP_ETOOBIG, 0, "%s: podman service answer exceeds %zu bytes", what,
-                       SP_PODMAN_MAX_BODY);
+        r = sp_err_reason(err, SP_R_SERVICE,
+                          sp_err_set(err, SP_ETOOBIG, 0,
+                                     "%s: podman service answer exceeds %zu bytes", what,
+                                     SP_PODMAN_MAX_BODY));
     } else if (x.write_errno) {
         r = sp_err_errno(err, x.write_errno, what, "writing the answer");
     } else if (x.read_errno) {

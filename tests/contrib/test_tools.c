@@ -487,7 +487,7 @@ static void test_edit_file(void **state)
     tu_write(f->dir, "e.txt", "alpha\nbeta\nalpha\n", 0644);
     bad_call(f->t, "edit_file",
              "{\"path\":\"e.txt\",\"old_string\":\"alpha\",\"new_string\":\"A\"}", SP_EINVAL,
-             "replace_all");
+             "so that it matches once"); /* the tool's hint, from the error's reason */
     bad_call(f->t, "edit_file",
              "{\"path\":\"e.txt\",\"old_string\":\"gamma\",\"new_string\":\"G\"}", SP_ENOTFOUND,
              "copy old_string exactly");
