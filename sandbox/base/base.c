@@ -77,7 +77,8 @@ static int reason_of(int code, int e)
     case EEXIST:
         return SP_R_EXISTS;
     case EXDEV:
-        return SP_R_CROSS_DEVICE;
+        /* openat2's RESOLVE_BENEATH also says EXDEV: that one is an escape. */
+        return code == SP_EESCAPE ? SP_R_NONE : SP_R_CROSS_DEVICE;
     case EFBIG:
     case E2BIG:
     case ENAMETOOLONG:
@@ -156,8 +157,6 @@ int sp_code_from_errno(int e)
         return SP_ENOTFOUND;
     case EEXIST:
         return SP_EEXISTS;
-    case EXDEV:
-        return SP_EESCAPE;
     case EROFS:
         return SP_EREADONLY;
     case EACCES:
@@ -196,7 +195,10 @@ int sp_err_errno(sp_error **err, int e, const char *what, const char *path)
         why = "no space left on device";
         break;
     case EXDEV:
-        why = "path escapes the workspace";
+        /* A rename or link across a mount boundary: not an escape (openat2's
+         * EXDEV for a path leaving the root is reported where it is met,
+         * as SP_EESCAPE). */
+        why = "cannot move across file systems";
         break;
     case ELOOP:
         why = "too many levels of symlinks";

@@ -36,7 +36,18 @@ static void test_errors(void **state)
     assert_string_equal(sp_strerror(SP_EESCAPE), "escapes the workspace");
     assert_string_equal(sp_strerror(12345), "unknown error");
     assert_int_equal(sp_code_from_errno(ENOENT), SP_ENOTFOUND);
-    assert_int_equal(sp_code_from_errno(EXDEV), SP_EESCAPE);
+    /* EXDEV from a rename is a mount boundary, not an escape. */
+    assert_int_equal(sp_code_from_errno(EXDEV), SP_ERROR);
+    err = NULL;
+    sp_err_errno(&err, EXDEV, "move into the workspace", "sub/f");
+    assert_int_equal(err->code, SP_ERROR);
+    assert_int_equal(err->reason, SP_R_CROSS_DEVICE);
+    assert_string_equal(err->message,
+                        "move into the workspace: sub/f: cannot move across file systems");
+    sp_err_set(&err, SP_EESCAPE, EXDEV, "path escapes the workspace: ../x");
+    assert_int_equal(err->reason, SP_R_NONE);
+    sp_error_free(err);
+    err = NULL;
 }
 
 static void test_utf8(void **state)
