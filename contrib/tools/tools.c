@@ -115,7 +115,7 @@ static int dispatch(char **result, sp_tools *t, const char *name, const char *ra
     }
     if (!tools_available(t, d)) {
         if ((d->needs & NEED_WRITE) && t->opts.read_only)
-            call_fail(&c, SP_EREADONLY, "%s is not tools_available: the workspace is read-only",
+            call_fail(&c, SP_EREADONLY, "%s is not available: the workspace is read-only",
                       d->name);
         else if (d->needs & NEED_SANDBOX)
             call_fail(&c, SP_EINVAL,
@@ -125,7 +125,7 @@ static int dispatch(char **result, sp_tools *t, const char *name, const char *ra
             call_fail(&c, SP_EINVAL, "%s needs a snapshot store, and this session has none",
                       d->name);
         else
-            call_fail(&c, SP_EINVAL, "%s is not tools_available in this build", d->name);
+            call_fail(&c, SP_EINVAL, "%s is not available in this build", d->name);
         goto out_noevent;
     }
 

@@ -968,7 +968,8 @@ static void test_read_only(void **state)
     assert_false(sp_tools_has(t, "write_file"));
     assert_false(sp_tools_has(t, "apply_patch"));
     assert_true(sp_tools_has(t, "read_file"));
-    bad_call(t, "write_file", "{\"path\":\"r.txt\",\"content\":\"x\"}", SP_EREADONLY, "read-only");
+    bad_call(t, "write_file", "{\"path\":\"r.txt\",\"content\":\"x\"}", SP_EREADONLY,
+             "write_file is not available: the workspace is read-only");
     cJSON *r = ok_call(t, "read_file", "{\"path\":\"r.txt\"}");
     cJSON_Delete(r);
     bad_call(t, "read_file", "{\"path\":\"k.secret\"}", SP_EDENIED, NULL);
