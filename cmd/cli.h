@@ -201,6 +201,11 @@ int cli_sandbox_open(sp_sandbox **out, const char *name, const struct cli_conn *
  * return the exit code. */
 int cli_fail(bool json, int code, sp_error *err);
 
+/* Record in the sandbox's events.jsonl (when sb is not NULL) that
+ * `command` ran with the words (the command line) and ended with exit
+ * status rc (cli_event.c). */
+void cli_event(sp_sandbox *sb, const char *command, const char *const *words, int rc);
+
 /* Parse a size: a whole number with an optional binary suffix K, M, G or T
  * (optionally followed by B or iB, any case). Zero is refused. Returns 0, or
  * -1 after a usage error naming `what`. */

@@ -514,6 +514,7 @@ own:
     if (rc == CLI_EXIT_ERROR)
         rc = CLI_EXIT_OWN_FAILURE;
 done:
+    cli_event(sb, "exec", a.argv, rc);
     sp_sandbox_free(sb);
     cli_conn_dispose(&conn);
     free(env);

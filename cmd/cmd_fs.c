@@ -1082,7 +1082,7 @@ int cmd_fs(int argc, char **argv)
 
     char buf[8];
     int rc = 0;
-    int opt;
+    int opt, op_at = argc; /* where the operation's words start */
     opterr = 0;
     optind = 0;
     while ((opt = getopt_long(argc, argv, "+:h", global_options, NULL)) != -1) {
@@ -1117,6 +1117,7 @@ int cmd_fs(int argc, char **argv)
         }
     }
     c.op = argv[optind];
+    op_at = optind;
     if (strcmp(c.op, "--help") == 0 || strcmp(c.op, "-h") == 0) {
         help(stdout);
         goto done;
@@ -1165,6 +1166,7 @@ int cmd_fs(int argc, char **argv)
     rc = op->fn(&c);
 
 done:
+    cli_event(sb, "fs", (const char *const *)argv + op_at, rc);
     sp_fs_free(c.fs);
     sp_sandbox_free(sb);
     free(c.deny);

@@ -7,19 +7,12 @@
 #include <time.h>
 
 #include "fs_json.h"
+#include "base.h"
 #include "json.h"
-
-/* Indexed by -code; the order follows sp_code, which never renumbers. */
-static const char *const code_names[] = {
-    "ok",      "error",  "invalid", "not_found", "exists", "escape",
-    "too_big", "podman", "timeout", "read_only", "denied",
-};
 
 const char *sp_json_code_name(int code)
 {
-    if (code > 0 || (size_t)-code >= sizeof(code_names) / sizeof(code_names[0]))
-        return "unknown";
-    return code_names[-code];
+    return sp_code_name(code);
 }
 
 /* Length of the valid UTF-8 sequence at p (n bytes left), or 0 when the

@@ -100,7 +100,6 @@ static int dispatch(char **result, sp_tools *t, const char *name, const char *ra
     c.args_json = raw;
     const tool_def *d = tool_find(name);
     c.def = d;
-    uint64_t call_no = ++t->calls;
     int64_t t0 = tools_mono_ms();
     sp_tools_event ev = {0};
 
@@ -115,8 +114,7 @@ static int dispatch(char **result, sp_tools *t, const char *name, const char *ra
     }
     if (!tools_available(t, d)) {
         if ((d->needs & NEED_WRITE) && t->opts.read_only)
-            call_fail(&c, SP_EREADONLY, "%s is not available: the workspace is read-only",
-                      d->name);
+            call_fail(&c, SP_EREADONLY, "%s is not available: the workspace is read-only", d->name);
         else if (d->needs & NEED_SANDBOX)
             call_fail(&c, SP_EINVAL,
                       "%s needs a sandbox (a container); this session works on a bare folder",
@@ -135,7 +133,7 @@ static int dispatch(char **result, sp_tools *t, const char *name, const char *ra
         call_path(&c, p0);
     ev.event = "start";
     ev.tool = d->name;
-    ev.call = call_no;
+    ev.call = 0; /* numbered by tools_emit_event */
     ev.tier = d->tier;
     ev.paths = (const char *const *)c.paths.v;
     tools_emit_event(t, &ev, NULL);

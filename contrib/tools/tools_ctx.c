@@ -32,7 +32,6 @@ static sp_tools *tools_new(const sp_tools_opts *opts)
     o.events_path = NULL;
     o.snapshot_store = NULL;
     t->opts = o;
-    t->events_fd = -1;
     pthread_mutex_init(&t->mu, NULL);
     pthread_mutex_init(&t->kill_mu, NULL);
     atomic_init(&t->cancelled, false);
@@ -58,7 +57,6 @@ static void open_events(sp_tools *t, const char *path)
     if (!path || !*path)
         return;
     t->events_path = sp_xstrdup(path);
-    t->events_fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
 }
 
 int sp_tools_open_sandbox(sp_tools **out, sp_sandbox *sb, const sp_tools_opts *opts, sp_error **err)
@@ -144,8 +142,6 @@ void sp_tools_free(sp_tools *t)
     sp_strv_dispose(&t->deny);
     sp_strv_dispose(&t->always);
     free(t->events_path);
-    if (t->events_fd >= 0)
-        close(t->events_fd);
     free(t->sessions);
     free(t->run_token);
     free(t->sb_name);

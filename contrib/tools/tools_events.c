@@ -1,18 +1,8 @@
 /* Events: one JSON line per tool call, appended to events.jsonl. */
+#include "events.h"
 #include "tools_core.h"
 
 /* ------------------------------------------------------------- events -- */
-
-static void now_rfc3339(char *buf, size_t size)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    struct tm tm;
-    gmtime_r(&ts.tv_sec, &tm);
-    char base[32];
-    strftime(base, sizeof(base), "%Y-%m-%dT%H:%M:%S", &tm);
-    snprintf(buf, size, "%s.%03ldZ", base, ts.tv_nsec / 1000000);
-}
 
 int64_t tools_mono_ms(void)
 {
@@ -21,12 +11,23 @@ int64_t tools_mono_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-void tools_emit_event(sp_tools *t, sp_tools_event *ev, const char *error)
+struct emit {
+    sp_tools *t;
+    sp_tools_event *ev;
+    const char *error;
+};
+
+/* The event as one JSON line, numbered `call`. */
+static char *event_line(void *ud, uint64_t call)
 {
+    struct emit *x = ud;
+    sp_tools *t = x->t;
+    sp_tools_event *ev = x->ev;
+    ev->call = call;
     cJSON *o = cJSON_CreateObject();
     cJSON *paths = cJSON_CreateArray();
     char ts[64];
-    now_rfc3339(ts, sizeof(ts));
+    sp_events_now(ts, sizeof(ts));
     bool ok = o && paths && sp_json_add_string(o, "ts", ts) &&
               sp_json_add_string(o, "event", ev->event) && sp_json_add_u64(o, "call", ev->call) &&
               sp_json_add_string(o, "tool", ev->tool) &&
@@ -49,30 +50,35 @@ void tools_emit_event(sp_tools *t, sp_tools_event *ev, const char *error)
              sp_json_add_i64(o, "duration_ms", ev->duration_ms) &&
              sp_json_add_u64(o, "bytes", ev->bytes) &&
              cJSON_AddBoolToObject(o, "truncated", ev->truncated);
-        if (ok && error)
-            ok = sp_json_add_string(o, "error", error);
+        if (ok && x->error)
+            ok = sp_json_add_string(o, "error", x->error);
     }
     cJSON_Delete(paths);
     char *line = ok ? cJSON_PrintUnformatted(o) : NULL;
     cJSON_Delete(o);
+    return line;
+}
+
+/* A start event takes the call's number: from the events file's counter,
+ * which every process writing the file shares (sp_events_append), or, with
+ * no file, from the context's own. The end event reuses it. */
+void tools_emit_event(sp_tools *t, sp_tools_event *ev, const char *error)
+{
+    struct emit x = {t, ev, error};
+    bool start = strcmp(ev->event, "start") == 0;
+    uint64_t n = start ? 0 : ev->call;
+    if (!t->events_path || sp_events_append(t->events_path, &n, event_line, &x, NULL) < 0) {
+        if (start && n == 0)
+            n = atomic_fetch_add(&t->calls, 1) + 1;
+    }
+    ev->call = n;
+    if (!t->opts.on_event)
+        return;
+    char *line = event_line(&x, n);
     if (!line)
         return;
     ev->json = line;
-    if (t->events_fd >= 0) {
-        /* One write per line, so concurrent writers (the CLI, another
-         * server) never interleave inside a line. */
-        size_t n = strlen(line);
-        char *buf = sp_xmalloc(n + 1);
-        memcpy(buf, line, n);
-        buf[n] = '\n';
-        ssize_t w;
-        do
-            w = write(t->events_fd, buf, n + 1);
-        while (w < 0 && errno == EINTR);
-        free(buf);
-    }
-    if (t->opts.on_event)
-        t->opts.on_event(t->opts.event_userdata, ev);
+    t->opts.on_event(t->opts.event_userdata, ev);
     ev->json = NULL;
     free(line);
 }

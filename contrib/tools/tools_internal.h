@@ -113,10 +113,9 @@ struct sp_tools {
     sp_strv disabled;
     sp_strv deny;
     char *events_path;
-    int events_fd;
-    uint64_t calls;
-    sp_strv always; /* tools allowed for good by the approver */
-    int *sessions;  /* ids of the sessions we started */
+    _Atomic uint64_t calls; /* numbers calls when there is no events file */
+    sp_strv always;         /* tools allowed for good by the approver */
+    int *sessions;          /* ids of the sessions we started */
     size_t n_sessions, cap_sessions;
 
     /* Cancellation, shared with sp_tools_cancel() on another thread. */

@@ -150,6 +150,18 @@ int sp_err_wrap(sp_error **err, int code, const char *fmt, ...)
     return (*err)->code;
 }
 
+const char *sp_code_name(int code)
+{
+    /* Indexed by -code; the order follows sp_code, which never renumbers. */
+    static const char *const names[] = {
+        "ok",      "error",  "invalid", "not_found", "exists", "escape",
+        "too_big", "podman", "timeout", "read_only", "denied",
+    };
+    if (code > 0 || (size_t)-code >= sizeof(names) / sizeof(names[0]))
+        return "unknown";
+    return names[-code];
+}
+
 int sp_code_from_errno(int e)
 {
     switch (e) {

@@ -31,6 +31,9 @@ int sp_err_reason(sp_error **err, int reason, int code);
 
 /* Map an errno to the closest sp_code. */
 int sp_code_from_errno(int e);
+/* A code's stable snake_case name for JSON ("not_found"; "unknown" for
+ * others); the tool results and events use it. */
+const char *sp_code_name(int code);
 
 /* Set an error from errno with "what: path: strerror" and the mapped code. */
 int sp_err_errno(sp_error **err, int e, const char *what, const char *path);

@@ -11,6 +11,7 @@
 #include "sandpod/patch.h"
 #include "sandpod/podman.h"
 #include "sandpod/sandbox.h"
+#include "sandpod/sandbox_events.h"
 #include "sandpod/sandbox_snapshot.h"
 #include "sandpod/session.h"
 #include "sandpod/snapshot.h"

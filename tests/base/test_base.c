@@ -8,10 +8,12 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "base.h"
 #include "dir.h"
+#include "events.h"
 #include "json.h"
 #include "lazy.h"
 #include "sandpod/fs.h"
@@ -557,6 +559,117 @@ static void test_json(void **state)
     cJSON_Delete(j);
 }
 
+static char *ev_line(void *ud, uint64_t call)
+{
+    return sp_xasprintf("{\"call\":%llu,\"who\":%d}", (unsigned long long)call, *(int *)ud);
+}
+
+static void ev_append_n(const char *path, int who, int n)
+{
+    for (int i = 0; i < n; i++) {
+        uint64_t call = 0;
+        if (sp_events_append(path, &call, ev_line, &who, NULL) < 0 || call == 0)
+            _exit(3);
+    }
+}
+
+/* The numbers in an events file, in file order; torn or foreign lines
+ * give -1. */
+static size_t ev_calls(const char *path, long long *out, size_t max)
+{
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    char line[256];
+    size_t n = 0;
+    while (n < max && fgets(line, sizeof(line), f)) {
+        unsigned long long c;
+        bool whole = strstr(line, "}\n") != NULL;
+        out[n++] = whole && sscanf(line, "{\"call\":%llu,", &c) == 1 ? (long long)c : -1;
+    }
+    fclose(f);
+    return n;
+}
+
+/* The events counter survives processes: two processes (and two threads in
+ * each) appending at once get unique numbers that increase in file order;
+ * a torn last line is closed and skipped; with the sequence file lost, the
+ * last complete record says where to go on; an end record reuses its
+ * start's number. */
+static void *ev_thread(void *arg)
+{
+    ev_append_n(arg, 9, 100);
+    return NULL;
+}
+
+static void test_events_counter(void **state)
+{
+    (void)state;
+    char *d = tu_mkdtemp();
+    char *path = tu_join(d, "events.jsonl");
+    pid_t kids[2];
+    for (int k = 0; k < 2; k++) {
+        kids[k] = fork();
+        assert_true(kids[k] >= 0);
+        if (kids[k] == 0) {
+            pthread_t th;
+            if (pthread_create(&th, NULL, ev_thread, path) != 0)
+                _exit(4);
+            ev_append_n(path, k, 150);
+            pthread_join(th, NULL);
+            _exit(0);
+        }
+    }
+    for (int k = 0; k < 2; k++) {
+        int st = 0;
+        assert_int_equal(waitpid(kids[k], &st, 0), kids[k]);
+        assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    }
+    static long long calls[1000];
+    size_t n = ev_calls(path, calls, 1000);
+    assert_int_equal(n, 500);
+    for (size_t i = 0; i < n; i++)
+        assert_int_equal(calls[i], (long long)i + 1);
+    struct stat st;
+    assert_int_equal(stat(path, &st), 0);
+    assert_int_equal(st.st_mode & 0777, 0600);
+
+    /* A writer killed mid-line, and the sequence file gone. */
+    int fd = open(path, O_WRONLY | O_APPEND | O_CLOEXEC);
+    assert_true(write(fd, "{\"call\":999,\"who", 16) == 16);
+    close(fd);
+    char *seq = tu_join(d, "events.jsonl.seq");
+    assert_int_equal(unlink(seq), 0);
+    assert_int_equal(sp_events_last_call(path), 500);
+    uint64_t call = 0;
+    int who = 5;
+    assert_int_equal(sp_events_append(path, &call, ev_line, &who, NULL), 0);
+    assert_int_equal(call, 501);
+    /* The end of a call keeps its number. */
+    assert_int_equal(sp_events_append(path, &call, ev_line, &who, NULL), 0);
+    assert_int_equal(call, 501);
+    call = 0;
+    assert_int_equal(sp_events_append(path, &call, ev_line, &who, NULL), 0);
+    assert_int_equal(call, 502);
+    n = ev_calls(path, calls, 1000);
+    assert_int_equal(n, 504);
+    assert_int_equal(calls[500], -1); /* the torn line, closed */
+    assert_int_equal(calls[501], 501);
+    assert_int_equal(calls[502], 501);
+    assert_int_equal(calls[503], 502);
+    /* Never through a symlink. */
+    char *link = tu_join(d, "link.jsonl");
+    assert_int_equal(symlink(path, link), 0);
+    call = 0;
+    sp_error *err = NULL;
+    assert_true(sp_events_append(link, &call, ev_line, &who, &err) < 0);
+    sp_error_free(err);
+    free(link);
+    free(seq);
+    free(path);
+    tu_rmtree(d);
+    free(d);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -564,7 +677,7 @@ int main(void)
         cmocka_unit_test(test_utf8),      cmocka_unit_test(test_buf),
         cmocka_unit_test(test_normalize), cmocka_unit_test(test_cap),
         cmocka_unit_test(test_lazy),      cmocka_unit_test(test_state_root_check),
-        cmocka_unit_test(test_json),
+        cmocka_unit_test(test_json),      cmocka_unit_test(test_events_counter),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
