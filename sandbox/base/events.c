@@ -93,33 +93,24 @@ static void write_seq(int sfd, uint64_t n)
         (void)ftruncate(sfd, len);
 }
 
-int sp_events_append(const char *path, uint64_t *call, sp_event_line_fn fn, void *ud,
-                     sp_error **err)
+/* Take the next number (under the lock): the sequence file's, else the
+ * last complete record's, plus one. */
+static uint64_t next_call(int fd, const char *path)
 {
-    int fd = open(path, O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-    if (fd < 0)
-        return sp_err_errno(err, errno, "open events", path);
-    int r = 0;
-    while (flock(fd, LOCK_EX) < 0) {
-        if (errno != EINTR) {
-            r = sp_err_errno(err, errno, "lock events", path);
-            goto done;
-        }
-    }
-    if (*call == 0) {
-        cleanup_free char *seqpath = sp_xasprintf("%s.seq", path);
-        cleanup_close int sfd = open(seqpath, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-        uint64_t last = sfd >= 0 ? read_seq(sfd) : 0;
-        if (last == 0)
-            last = last_call_fd(fd);
-        *call = last + 1;
-        if (sfd >= 0)
-            write_seq(sfd, *call);
-    }
-    cleanup_free char *line = fn(ud, *call);
-    if (!line)
-        goto done;
-    /* Close a line a killed writer left unfinished. */
+    cleanup_free char *seqpath = sp_xasprintf("%s.seq", path);
+    cleanup_close int sfd = open(seqpath, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+    uint64_t last = sfd >= 0 ? read_seq(sfd) : 0;
+    if (last == 0)
+        last = last_call_fd(fd);
+    if (sfd >= 0)
+        write_seq(sfd, last + 1);
+    return last + 1;
+}
+
+/* Write line as one record, closing a line a killed writer left
+ * unfinished; one write, so readers never see half a line. */
+static int write_line(int fd, const char *line)
+{
     struct stat st;
     char lastc = '\n';
     if (fstat(fd, &st) == 0 && st.st_size > 0 && pread(fd, &lastc, 1, st.st_size - 1) != 1)
@@ -129,11 +120,27 @@ int sp_events_append(const char *path, uint64_t *call, sp_event_line_fn fn, void
         sp_buf_addc(&b, '\n');
     sp_buf_adds(&b, line);
     sp_buf_addc(&b, '\n');
-    /* One write: readers never see half a line. */
-    if (sp_write_all(fd, b.data, b.len) < 0)
-        r = sp_err_errno(err, errno, "write events", path);
+    int r = sp_write_all(fd, b.data, b.len);
+    int e = errno;
     sp_buf_dispose(&b);
-done:
-    close(fd); /* drops the lock */
+    errno = e;
     return r;
+}
+
+int sp_events_append(const char *path, uint64_t *call, sp_event_line_fn fn, void *ud,
+                     sp_error **err)
+{
+    cleanup_close int fd = open(path, O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd < 0)
+        return sp_err_errno(err, errno, "open events", path);
+    while (flock(fd, LOCK_EX) < 0) {
+        if (errno != EINTR)
+            return sp_err_errno(err, errno, "lock events", path);
+    }
+    if (*call == 0)
+        *call = next_call(fd, path);
+    cleanup_free char *line = fn(ud, *call);
+    if (line && write_line(fd, line) < 0)
+        return sp_err_errno(err, errno, "write events", path);
+    return 0; /* closing fd drops the lock */
 }
