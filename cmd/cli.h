@@ -179,6 +179,11 @@ int cli_sandbox_open(sp_sandbox **out, const char *name, const struct cli_conn *
  * return the exit code. */
 int cli_fail(bool json, int code, sp_error *err);
 
+/* Record in the sandbox's events.jsonl (when sb is not NULL) that
+ * `command` ran with the words (the command line) and ended with exit
+ * status rc (cli_event.c). */
+void cli_event(sp_sandbox *sb, const char *command, const char *const *words, int rc);
+
 /* Parse a size: a whole number with an optional binary suffix K, M, G or T
  * (optionally followed by B or iB, any case). Zero is refused. Returns 0, or
  * -1 after a usage error naming `what`. */
@@ -263,12 +268,12 @@ struct cli_snap {
     const char *root;  /* --root */
     const char *store; /* --store */
     bool json;
-    sp_sandbox *sb;  /* the sandbox of the NAME form */
-    sp_snapstore *s; /* the open store */
-    bool paused;     /* we paused the container */
-    bool progress;   /* a progress line is on stderr */
-    bool none_ok;    /* a store never made is no error: cli_snap_open() sets none */
-    bool none;       /* no store, so no snapshots (c->s is NULL) */
+    sp_sandbox *sb;        /* the sandbox of the NAME form */
+    sp_sandbox_snap *snap; /* its store, pausing the container (NAME form) */
+    sp_snapstore *s;       /* the open store */
+    bool progress;         /* a progress line is on stderr */
+    bool none_ok;          /* a store never made is no error: cli_snap_open() sets none */
+    bool none;             /* no store, so no snapshots (c->s is NULL) */
 };
 
 /* Take --root, --store, --state-root or --url. Returns 1 when taken, 0

@@ -378,7 +378,7 @@ int cli_require_running(sp_sandbox *sb, bool json)
         else
             snprintf(msg, sizeof(msg), "sandbox %s is not running (%s); run 'sandpod start %s'",
                      name, st->state ? st->state : "unknown", name);
-        sp_error e = {SP_EPODMAN, 0, msg};
+        sp_error e = {.code = SP_EPODMAN, .message = msg};
         rc = json ? cli_json_error(SP_EPODMAN, &e) : cli_sp_error(SP_EPODMAN, &e);
     }
     sp_sandbox_status_free(st);
@@ -501,6 +501,7 @@ own:
     if (rc == CLI_EXIT_ERROR)
         rc = CLI_EXIT_OWN_FAILURE;
 done:
+    cli_event(sb, "exec", a.argv, rc);
     sp_sandbox_free(sb);
     cli_conn_dispose(&conn);
     free(env);

@@ -1039,7 +1039,7 @@ int cmd_fs(int argc, char **argv)
         return cli_error("out of memory");
 
     int rc = 0;
-    int opt;
+    int opt, op_at = argc; /* where the operation's words start */
     optind = 0;
     while ((opt = cli_next(&cli_spec_fs, argc, argv, CLI_NEXT_STOP | CLI_NEXT_BEFORE_OPERAND)) !=
            -1) {
@@ -1067,6 +1067,7 @@ int cmd_fs(int argc, char **argv)
         }
     }
     c.op = argv[optind];
+    op_at = optind;
     if (strcmp(c.op, "--help") == 0 || strcmp(c.op, "-h") == 0) {
         cli_help(stdout, &cli_spec_fs);
         goto done;
@@ -1116,6 +1117,7 @@ int cmd_fs(int argc, char **argv)
     rc = op->fn(&c);
 
 done:
+    cli_event(sb, "fs", (const char *const *)argv + op_at, rc);
     sp_fs_free(c.fs);
     sp_sandbox_free(sb);
     free(c.deny);

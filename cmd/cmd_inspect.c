@@ -7,6 +7,7 @@
 
 #include "cli.h"
 #include "fs_json.h"
+#include "json.h"
 #include "sandbox_json.h"
 
 enum { OPT_SHOW_SECRETS = 256 };
@@ -45,13 +46,12 @@ static void field(const char *label, const char *value)
 
 static const cJSON *get(const cJSON *o, const char *key)
 {
-    return cJSON_GetObjectItemCaseSensitive(o, key);
+    return sp_json_get(o, key);
 }
 
 static const char *str(const cJSON *o, const char *key)
 {
-    const cJSON *v = get(o, key);
-    return cJSON_IsString(v) ? v->valuestring : NULL;
+    return sp_json_str(o, key);
 }
 
 /* A number sp_json_sandbox() wrote: a double, or a raw literal past 2^53. */

@@ -7,6 +7,7 @@
 
 #include "cli.h"
 #include "fs_json.h"
+#include "json.h"
 #include "sandbox_json.h"
 
 enum { OPT_JSON = 'j', OPT_QUIET = 'q' };
@@ -33,8 +34,7 @@ const struct cli_spec cli_spec_ls = {
 
 static const char *str_field(const cJSON *o, const char *key)
 {
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
-    return cJSON_IsString(v) ? v->valuestring : "-";
+    return sp_json_str_or(o, key, "-");
 }
 
 static int print_table(const cJSON *list)

@@ -162,6 +162,7 @@ int cmd_sh(int argc, char **argv)
     }
 
 done:
+    cli_event(sb, "sh", (const char *const *)argv + optind + 1, rc);
     sp_run_result_free(res);
     sp_sandbox_free(sb);
     cli_conn_dispose(&conn);

@@ -70,41 +70,6 @@ int cli_snap_target(struct cli_snap *c, const char *cmd, int argc, char **argv, 
     return 0;
 }
 
-/* Pause a running container around the workspace reads and writes; leave
- * a stopped (or already paused) one alone. */
-static int snap_pause(void *ud, sp_error **err)
-{
-    struct cli_snap *c = ud;
-    sp_sandbox_status *st = NULL;
-    int r = sp_sandbox_status_get(&st, c->sb, err);
-    if (r < 0)
-        return r;
-    if (st->state && strcmp(st->state, "running") == 0) {
-        r = sp_sandbox_pause(c->sb, err);
-        if (r == 0)
-            c->paused = true;
-        /* Said once per command, on stderr: stdout may be JSON. */
-        static bool said;
-        if (r == 0 && !said && !sp_sandbox_pauses(c->sb)) {
-            said = true;
-            fputs("sandpod: note: the container kept running meanwhile (rootless Podman on cgroup "
-                  "v1 cannot pause it); a file it wrote at that moment may be caught part-way\n",
-                  stderr);
-        }
-    }
-    sp_sandbox_status_free(st);
-    return r;
-}
-
-static int snap_unpause(void *ud, sp_error **err)
-{
-    struct cli_snap *c = ud;
-    if (!c->paused)
-        return 0;
-    c->paused = false;
-    return sp_sandbox_unpause(c->sb, err);
-}
-
 /* Whether the operation at hand reached a restore phase. */
 static bool snap_restoring;
 
@@ -143,6 +108,14 @@ static void snap_progress(void *ud, const sp_snapshot_progress *p)
 
 void cli_snap_progress_end(struct cli_snap *c)
 {
+    /* Said once per command, on stderr: stdout may be JSON. */
+    static bool said;
+    if (sp_sandbox_snapshot_ran_unpaused(c->snap) && !said) {
+        said = true;
+        fputs("sandpod: note: the container kept running meanwhile (rootless Podman on cgroup "
+              "v1 cannot pause it); a file it wrote at that moment may be caught part-way\n",
+              stderr);
+    }
     if (!c->progress)
         return;
     /* Progress comes every thousand entries: the summary takes the final
@@ -171,20 +144,15 @@ int cli_snap_open(struct cli_snap *c, const char *name, bool create)
         int rc = cli_sandbox_open(&c->sb, name, &c->conn, c->json);
         if (rc != 0)
             return rc;
-        o.pause = snap_pause;
-        o.unpause = snap_unpause;
-        o.userdata = c;
-        char *store = NULL;
-        if (asprintf(&store, "%s/snapshots.git", sp_sandbox_state_dir(c->sb)) < 0)
-            return cli_error("out of memory");
-        r = sp_snapstore_open(&c->s, sp_sandbox_workspace(c->sb), store, &o, &err);
-        free(store);
+        sp_sandbox_snapshot_opts so = SP_SANDBOX_SNAPSHOT_OPTS_INIT;
+        so.store = &o;
+        r = sp_sandbox_snapshot_open(&c->snap, c->sb, &so, &err);
+        c->s = sp_sandbox_snapshot_store(c->snap);
     } else {
         r = sp_snapstore_open(&c->s, c->root, c->store, &o, &err);
     }
     if (r < 0) {
-        if (r == SP_ENOTFOUND && !create && err && err->message &&
-            strstr(err->message, "no snapshot store")) {
+        if (r == SP_ENOTFOUND && !create && err && err->reason == SP_R_NO_STORE) {
             if (c->none_ok) {
                 sp_error_free(err);
                 c->none = true;
@@ -194,7 +162,7 @@ int cli_snap_open(struct cli_snap *c, const char *name, bool create)
             char msg[512];
             snprintf(msg, sizeof(msg), "no snapshots yet (no store at %s)",
                      name ? "the sandbox's state folder" : c->store);
-            sp_error e = {SP_ENOTFOUND, 0, msg};
+            sp_error e = {.code = SP_ENOTFOUND, .message = msg, .reason = SP_R_NO_STORE};
             sp_error_free(err);
             return c->json ? cli_json_error(r, &e) : cli_sp_error(r, &e);
         }
@@ -206,10 +174,12 @@ int cli_snap_open(struct cli_snap *c, const char *name, bool create)
 void cli_snap_close(struct cli_snap *c)
 {
     cli_snap_progress_end(c);
-    sp_snapstore_free(c->s);
+    if (c->snap)
+        sp_sandbox_snapshot_close(c->snap); /* frees c->s */
+    else
+        sp_snapstore_free(c->s);
+    c->snap = NULL;
     c->s = NULL;
-    if (c->paused && c->sb)
-        (void)sp_sandbox_unpause(c->sb, NULL);
     sp_sandbox_free(c->sb);
     c->sb = NULL;
     cli_conn_dispose(&c->conn);

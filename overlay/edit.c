@@ -115,10 +115,12 @@ int sp_fs_str_replace(size_t *replaced, sp_fs *fs, const char *path, const char 
         goto done;
     }
     if (count > 1 && !replace_all) {
-        r = sp_err_set(err, SP_EINVAL, 0,
+        r = sp_err_reason(
+            err, SP_R_NOT_UNIQUE,
+            sp_err_set(err, SP_EINVAL, 0,
                        "old_str matches %zu times in %s (line%s %s); add surrounding lines to "
                        "make it unique or set replace_all",
-                       count, rel, listed > 1 ? "s" : "", lines.data);
+                       count, rel, listed > 1 ? "s" : "", lines.data));
         goto done;
     }
 

@@ -13,6 +13,8 @@
 int sp_fs_open(sp_fs **out, const char *root, const sp_fs_opts *opts, sp_error **err)
 {
     *out = NULL;
+    if (SP_OPTS_CHECK(opts, 1, SP_FS_OPTS_VERSION, "sp_fs_opts", err) < 0)
+        return SP_EINVAL;
     if (!root || !*root)
         return sp_err_set(err, SP_EINVAL, 0, "root folder is missing");
     int fd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
@@ -265,8 +267,10 @@ static void feed(struct line_reader *lr, const char *p, size_t n)
 
 static int binary_error(sp_error **err, const char *rel, const char *why)
 {
-    return sp_err_set(err, SP_EINVAL, 0,
-                      "%s is %s; read it with read_bytes (sandpod fs cat) instead", rel, why);
+    return sp_err_reason(err, SP_R_NOT_TEXT,
+                         sp_err_set(err, SP_EINVAL, 0,
+                                    "%s is %s; read it with read_bytes (sandpod fs cat) instead",
+                                    rel, why));
 }
 
 static int read_text(sp_fs_text **out, sp_fs *fs, const char *rel, size_t offset, size_t limit,
@@ -345,6 +349,8 @@ int sp_fs_read(sp_fs_text **out, sp_fs *fs, const char *path, const sp_fs_read_o
                sp_error **err)
 {
     *out = NULL;
+    if (SP_OPTS_CHECK(opts, 1, SP_FS_READ_OPTS_VERSION, "sp_fs_read_opts", err) < 0)
+        return SP_EINVAL;
     sp_fs_read_opts o = SP_FS_READ_OPTS_INIT;
     if (opts)
         o = *opts;
@@ -598,6 +604,8 @@ int sp_fs_write_bytes(size_t *bytes_written, sp_fs *fs, const char *path, const 
 {
     if (bytes_written)
         *bytes_written = 0;
+    if (SP_OPTS_CHECK(opts, 1, SP_FS_WRITE_OPTS_VERSION, "sp_fs_write_opts", err) < 0)
+        return SP_EINVAL;
     sp_fs_write_opts o = SP_FS_WRITE_OPTS_INIT;
     if (opts)
         o = *opts;
@@ -688,9 +696,11 @@ int sp_fs_write(size_t *bytes_written, sp_fs *fs, const char *path, const char *
                 const sp_fs_write_opts *opts, sp_error **err)
 {
     if (text && !sp_utf8_valid(text, len))
-        return sp_err_set(err, SP_EINVAL, 0,
-                          "content for %s is not valid UTF-8; use write_bytes for binary data",
-                          path ? path : "(null)");
+        return sp_err_reason(
+            err, SP_R_NOT_TEXT,
+            sp_err_set(err, SP_EINVAL, 0,
+                       "content for %s is not valid UTF-8; use write_bytes for binary data",
+                       path ? path : "(null)"));
     return sp_fs_write_bytes(bytes_written, fs, path, text, len, opts, err);
 }
 
@@ -901,6 +911,8 @@ int sp_fs_list(sp_fs_entries **out, sp_fs *fs, const char *path, const sp_fs_lis
                sp_error **err)
 {
     *out = NULL;
+    if (SP_OPTS_CHECK(opts, 1, SP_FS_LIST_OPTS_VERSION, "sp_fs_list_opts", err) < 0)
+        return SP_EINVAL;
     sp_fs_list_opts o = SP_FS_LIST_OPTS_INIT;
     if (opts)
         o = *opts;

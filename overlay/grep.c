@@ -273,6 +273,8 @@ static int compile_regex(pcre2_code **out, const char *pattern, const sp_fs_grep
 int sp_fs_grep(sp_fs_matches **out, sp_fs *fs, const char *pattern, const sp_fs_grep_opts *opts,
                sp_error **err)
 {
+    if (SP_OPTS_CHECK(opts, 1, SP_FS_GREP_OPTS_VERSION, "sp_fs_grep_opts", err) < 0)
+        return SP_EINVAL;
     static const sp_fs_grep_opts defaults = SP_FS_GREP_OPTS_INIT;
     const sp_fs_grep_opts *o = opts ? opts : &defaults;
     grep_ctx g = {0};

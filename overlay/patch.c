@@ -236,7 +236,9 @@ static int load(plan *p, const char *rel, vent **out, sp_error **err)
             goto fail;
         }
         if (fst.st_ino != st.st_ino || fst.st_dev != st.st_dev) {
-            r = sp_err_set(err, SP_ERROR, EAGAIN, "%s changed while it was read", rel);
+            r = sp_err_reason(
+                err, SP_R_STALE,
+                sp_err_set(err, SP_ERROR, EAGAIN, "%s changed while it was read", rel));
             goto fail;
         }
         if ((r = sp_fs_check_fd_denied(fs, fd, rel, err)) < 0)
@@ -804,9 +806,11 @@ static int commit(plan *p, sp_error **err)
         struct stat st;
         bool there = fstatat(v->dirfd, v->name, &st, AT_SYMLINK_NOFOLLOW) == 0;
         if (v->orig_exists && (!there || !same_file(&st, &v->orig_st)))
-            r = sp_err_set(err, SP_ERROR, EAGAIN,
+            r = sp_err_reason(
+                err, SP_R_STALE,
+                sp_err_set(err, SP_ERROR, EAGAIN,
                            "%s changed while the patch was being applied; nothing was changed",
-                           v->rel);
+                           v->rel));
         else if (!v->orig_exists && there)
             r = sp_err_set(err, SP_EEXISTS, EEXIST,
                            "%s appeared while the patch was being applied; nothing was changed",
@@ -891,6 +895,8 @@ int sp_patch_parse(sp_patch_result **out, const char *patch, size_t len, const s
                    sp_error **err)
 {
     *out = NULL;
+    if (SP_OPTS_CHECK(opts, 1, SP_PATCH_OPTS_VERSION, "sp_patch_opts", err) < 0)
+        return SP_EINVAL;
     if (!patch && len)
         return sp_err_set(err, SP_EINVAL, 0, "patch text is missing");
     pp_patch pp;
@@ -912,6 +918,8 @@ int sp_fs_apply_patch(sp_patch_result **out, sp_fs *fs, const char *patch, size_
                       const sp_patch_opts *opts, sp_error **err)
 {
     *out = NULL;
+    if (SP_OPTS_CHECK(opts, 1, SP_PATCH_OPTS_VERSION, "sp_patch_opts", err) < 0)
+        return SP_EINVAL;
     if (!fs)
         return sp_err_set(err, SP_EINVAL, 0, "apply_patch: no filesystem handle");
     if (!patch && len)

@@ -92,11 +92,10 @@ static int SP_PRINTF(3, 4) perr(sp_error **err, size_t no, const char *fmt, ...)
         return SP_EINVAL;
     va_list ap;
     va_start(ap, fmt);
-    char *msg = NULL;
-    if (vasprintf(&msg, fmt, ap) < 0)
-        abort();
+    char *msg = sp_xvasprintf(fmt, ap);
     va_end(ap);
-    int r = sp_err_set(err, SP_EINVAL, 0, "patch line %zu: %s", no, msg);
+    int r = sp_err_reason(err, SP_R_PATCH_PARSE,
+                          sp_err_set(err, SP_EINVAL, 0, "patch line %zu: %s", no, msg));
     free(msg);
     return r;
 }

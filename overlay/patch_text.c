@@ -386,7 +386,8 @@ int pt_apply_codex(sp_buf *out, const char *data, size_t len, const pp_op *op, c
                     sp_buf_printf(&m, "' was not found after line %zu", line_index);
                 else
                     sp_buf_adds(&m, "' was not found");
-                ret = sp_err_set(err, SP_EINVAL, 0, "%s", m.data);
+                ret = sp_err_reason(err, SP_R_PATCH_CONFLICT,
+                                    sp_err_set(err, SP_EINVAL, 0, "%s", m.data));
                 sp_buf_dispose(&m);
                 goto done;
             }
@@ -421,7 +422,8 @@ int pt_apply_codex(sp_buf *out, const char *data, size_t len, const pp_op *op, c
             else if (line_index)
                 sp_buf_printf(&m, " after line %zu", line_index);
             codex_hint(&m, &fk, fraw, nf, praw, np);
-            ret = sp_err_set(err, SP_EINVAL, 0, "%s", m.data);
+            ret = sp_err_reason(err, SP_R_PATCH_CONFLICT,
+                                sp_err_set(err, SP_EINVAL, 0, "%s", m.data));
             sp_buf_dispose(&m);
             goto done;
         }
@@ -545,7 +547,7 @@ static int hunk_fail(sp_error **err, size_t k, const pp_hunk *h, const char *dis
     sp_buf_printf(&m, "hunk %zu of %s (", k, display);
     pt_excerpt(&m, h->header, h->header_len, EXCERPT_BYTES);
     sp_buf_printf(&m, ") does not apply at line %zu; %s", line, why);
-    int r = sp_err_set(err, SP_EINVAL, 0, "%s", m.data);
+    int r = sp_err_reason(err, SP_R_PATCH_CONFLICT, sp_err_set(err, SP_EINVAL, 0, "%s", m.data));
     sp_buf_dispose(&m);
     return r;
 }

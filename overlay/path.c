@@ -5,6 +5,7 @@
  * workspace path by name. */
 #include <fcntl.h>
 #include <linux/openat2.h>
+#include <stdatomic.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -73,7 +74,7 @@ char *sp_path_join(const char *dir, const char *name)
 }
 
 /* -1 unknown, 0 missing (ENOSYS or blocked), 1 present. */
-static int openat2_state = -1;
+static _Atomic int openat2_state = -1;
 
 static long sys_openat2(int dirfd, const char *path, struct open_how *how)
 {
@@ -270,7 +271,7 @@ static int openat_contained(sp_fs *fs, const char *rel, int flags, mode_t mode, 
 {
     if (!follow_last)
         flags |= O_NOFOLLOW;
-    if (openat2_state != 0) {
+    if (atomic_load_explicit(&openat2_state, memory_order_relaxed) != 0) {
         struct open_how how = {
             .flags = (uint64_t)(flags | O_CLOEXEC),
             .mode = (flags & (O_CREAT | O_TMPFILE)) ? mode : 0,
@@ -279,24 +280,25 @@ static int openat_contained(sp_fs *fs, const char *rel, int flags, mode_t mode, 
         for (int attempt = 0; attempt < 32; attempt++) {
             long fd = sys_openat2(fs->rootfd, rel, &how);
             if (fd >= 0) {
-                openat2_state = 1;
+                atomic_store_explicit(&openat2_state, 1, memory_order_relaxed);
                 return (int)fd;
             }
             int e = errno;
             if (e == EAGAIN || e == EINTR)
                 continue; /* a concurrent rename raced the lookup: retry */
-            if (e == ENOSYS || (e == EPERM && openat2_state < 0)) {
-                openat2_state = 0;
+            if (e == ENOSYS ||
+                (e == EPERM && atomic_load_explicit(&openat2_state, memory_order_relaxed) < 0)) {
+                atomic_store_explicit(&openat2_state, 0, memory_order_relaxed);
                 break;
             }
-            openat2_state = 1;
+            atomic_store_explicit(&openat2_state, 1, memory_order_relaxed);
             if (e == EXDEV)
                 return escape_error(err, rel);
             if (e == ELOOP && !follow_last)
                 return sp_err_set(err, SP_EINVAL, ELOOP, "open: %s: is a symlink", rel);
             return sp_err_errno(err, e, "open", rel);
         }
-        if (openat2_state != 0)
+        if (atomic_load_explicit(&openat2_state, memory_order_relaxed) != 0)
             return sp_err_errno(err, EAGAIN, "open", rel);
     }
     return openat_walk(fs, rel, flags & ~O_NOFOLLOW, mode, follow_last, err);

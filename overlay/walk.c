@@ -5,79 +5,18 @@
 #include <fcntl.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 
+#include "dir.h"
 #include "fs_internal.h"
 
 /* Deeper folders are not visited: each level holds an fd, and an attacker
  * can build trees far deeper than any real project. */
 #define SP_WALK_MAX_DEPTH 256
 
-struct names {
-    sp_buf buf;   /* NUL-separated names */
-    size_t *offs; /* offsets into buf */
-    size_t n, cap;
-};
-
-/* Order names as their full paths sort bytewise: a folder compares as if
- * its name ended in '/', so "a.txt" comes before everything in "a/". A
- * pre-order walk then yields paths already in strcmp order, and a walk cut
- * short by a limit keeps the first paths of the sorted answer. Each name
- * is stored with its d_type in the byte before it. */
-/* Character i of the name as it sorts: a folder's name has a '/' after it. */
-static unsigned sort_char(const unsigned char *name, size_t len, bool dir, size_t i)
-{
-    if (i < len)
-        return name[i];
-    return i == len && dir ? '/' : 0;
-}
-
-static int cmp_names(const void *a, const void *b, void *arg)
-{
-    const unsigned char *base = arg;
-    const unsigned char *x = base + *(const size_t *)a;
-    const unsigned char *y = base + *(const size_t *)b;
-    size_t xl = strlen((const char *)x), yl = strlen((const char *)y);
-    bool xd = x[-1] == DT_DIR, yd = y[-1] == DT_DIR;
-    for (size_t i = 0;; i++) {
-        unsigned cx = sort_char(x, xl, xd, i), cy = sort_char(y, yl, yd, i);
-        if (cx != cy || cx == 0)
-            return (int)cx - (int)cy;
-    }
-}
-
-static int read_names(int dfd, struct names *nm)
-{
-    char chunk[32768] __attribute__((aligned(8)));
-    for (;;) {
-        long n = syscall(SYS_getdents64, dfd, chunk, sizeof(chunk));
-        if (n < 0) {
-            if (errno == EINTR)
-                continue;
-            return -1;
-        }
-        if (n == 0)
-            break;
-        for (long off = 0; off < n;) {
-            struct sp_dirent64 *d = (struct sp_dirent64 *)(chunk + off);
-            off += d->d_reclen;
-            const char *name = d->d_name;
-            if (name[0] == '.' && (name[1] == '\0' || (name[1] == '.' && name[2] == '\0')))
-                continue;
-            if (nm->n == nm->cap) {
-                nm->cap = nm->cap ? nm->cap * 2 : 64;
-                nm->offs = sp_xrealloc(nm->offs, nm->cap * sizeof(size_t));
-            }
-            unsigned char type = d->d_type;
-            sp_buf_add(&nm->buf, &type, 1);
-            nm->offs[nm->n++] = nm->buf.len;
-            sp_buf_add(&nm->buf, name, strlen(name) + 1);
-        }
-    }
-    if (nm->n > 1)
-        qsort_r(nm->offs, nm->n, sizeof(size_t), cmp_names, nm->buf.data);
-    return 0;
-}
+/* Names come in git's order (dir.h, SP_DIR_GITORDER): a folder compares
+ * as if its name ended in '/', so "a.txt" comes before everything in
+ * "a/". A pre-order walk then yields paths already in strcmp order, and a
+ * walk cut short by a limit keeps the first paths of the sorted answer. */
 
 /* `rel` is the path as named (it may pass through symlinks); `real` is
  * where the folder really is, for the deny list, or NULL when no deny list
@@ -85,15 +24,15 @@ static int read_names(int dfd, struct names *nm)
 static int walk_dir(sp_fs *fs, int dfd, const char *rel, const char *real, unsigned depth,
                     const sp_walk_opts *opts, sp_walk_fn fn, void *ctx, sp_error **err)
 {
-    struct names nm = {SP_BUF_INIT, NULL, 0, 0};
+    sp_dirnames nm = SP_DIRNAMES_INIT;
     int ret = SP_WALK_CONTINUE;
-    if (read_names(dfd, &nm) < 0) {
+    if (sp_dir_read(&nm, dfd, SP_DIR_GITORDER, 0) < 0) {
         /* A folder that became unreadable or vanished mid-walk is skipped,
          * as find(1) would; the walk itself goes on. */
         goto done;
     }
     for (size_t i = 0; i < nm.n; i++) {
-        const char *name = nm.buf.data + nm.offs[i];
+        const char *name = sp_dirnames_name(&nm, i);
         cleanup_free char *child = sp_path_join(rel, name);
         cleanup_free char *child_real = real ? sp_path_join(real, name) : NULL;
         if (sp_fs_denied(fs, child) || (child_real && sp_fs_denied(fs, child_real)))
@@ -124,8 +63,7 @@ static int walk_dir(sp_fs *fs, int dfd, const char *rel, const char *real, unsig
         }
     }
 done:
-    sp_buf_dispose(&nm.buf);
-    free(nm.offs);
+    sp_dirnames_dispose(&nm);
     return ret;
 }
 

@@ -117,12 +117,11 @@ int sp_sandbox_attach(sp_attach **out, sp_sandbox *sb, const char *const *argv,
                       const sp_attach_opts *opts, sp_error **err)
 {
     *out = NULL;
+    if (SP_OPTS_CHECK(opts, 1, SP_ATTACH_OPTS_VERSION, "sp_attach_opts", err) < 0)
+        return SP_EINVAL;
     sp_attach_opts o = SP_ATTACH_OPTS_INIT;
     if (opts)
         o = *opts;
-    if (o.version != SP_ATTACH_OPTS_VERSION)
-        return sp_err_set(err, SP_EINVAL, 0, "attach: options version %u, expected %u", o.version,
-                          SP_ATTACH_OPTS_VERSION);
     if (!argv || !argv[0])
         return sp_err_set(err, SP_EINVAL, 0, "attach: no command given");
     unsigned rows = o.rows ? o.rows : 24, cols = o.cols ? o.cols : 80;

@@ -23,6 +23,8 @@
 #include <cJSON.h>
 
 #include "base.h"
+#include "dir.h"
+#include "json.h"
 #include "sandpod/podman.h"
 #include "sandbox_internal.h"
 #include "sandpod/sandbox.h"
@@ -47,10 +49,9 @@ static char *saved_container(const char *dir)
         sp_buf_dispose(&b);
         return NULL;
     }
-    cJSON *o = cJSON_ParseWithLength(b.data ? b.data : "", b.len);
+    cJSON *o = sp_json_parse(b.data ? b.data : "", b.len);
     sp_buf_dispose(&b);
-    const cJSON *id = cJSON_GetObjectItemCaseSensitive(o, "container_id");
-    char *out = cJSON_IsString(id) ? sp_xstrdup(id->valuestring) : NULL;
+    char *out = sp_json_strdup(o, "container_id");
     cJSON_Delete(o);
     return out;
 }
@@ -232,18 +233,18 @@ static void procs_read(procs *ps)
 {
     memset(ps, 0, sizeof(*ps));
     cleanup_close int procfd = open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    DIR *d = procfd >= 0 ? fdopendir(dup(procfd)) : NULL;
-    if (!d)
+    sp_dirnames pids = SP_DIRNAMES_INIT;
+    if (procfd < 0 || sp_dir_read(&pids, procfd, SP_DIR_UNSORTED, 0) < 0)
         return;
-    struct dirent *de;
-    while ((de = readdir(d)) != NULL) {
+    for (size_t i = 0; i < pids.n; i++) {
+        const char *name = sp_dirnames_name(&pids, i);
         proc pr;
-        if (de->d_name[0] < '1' || de->d_name[0] > '9' || !proc_read(&pr, procfd, de->d_name))
+        if (name[0] < '1' || name[0] > '9' || !proc_read(&pr, procfd, name))
             continue;
         ps->v = sp_xrealloc(ps->v, (ps->n + 1) * sizeof(*ps->v));
         ps->v[ps->n++] = pr;
     }
-    closedir(d);
+    sp_dirnames_dispose(&pids);
 }
 
 static void procs_dispose(procs *ps)

@@ -211,6 +211,8 @@ int sp_sandbox_exec(sp_run_result **out, sp_sandbox *sb, const char *const *argv
                     const sp_run_opts *opts, sp_error **err)
 {
     *out = NULL;
+    if (SP_OPTS_CHECK(opts, 1, SP_RUN_OPTS_VERSION, "sp_run_opts", err) < 0)
+        return SP_EINVAL;
     sp_run_opts o = SP_RUN_OPTS_INIT;
     if (opts)
         o = *opts;
@@ -261,7 +263,7 @@ int sp_sandbox_exec(sp_run_result **out, sp_sandbox *sb, const char *const *argv
     r = pump(&c, rest_kill_group, &kc, &o, start, timeout, &cout, &cerr, &timed_out, NULL);
     if (r < 0) {
         sp_error *down = NULL;
-        if (cut_short(sb, &down) < 0 && !strstr(down->message, "podman service")) {
+        if (cut_short(sb, &down) < 0 && down->reason != SP_R_SERVICE) {
             r = replace_err(err, &down);
             sp_error_free(down);
             goto done;

@@ -12,6 +12,8 @@
 #include <time.h>
 
 #include "agent/protocol.h"
+#include "dir.h"
+#include "json.h"
 #include "sandbox_internal.h"
 #include "tree.h"
 
@@ -115,14 +117,6 @@ void sp_sandbox_edit_unlock(int lock)
 
 /* ---------------------------------------------------------- persisting -- */
 
-static cJSON *strv_json(char **v)
-{
-    cJSON *a = cJSON_CreateArray();
-    for (size_t i = 0; v && v[i]; i++)
-        cJSON_AddItemToArray(a, cJSON_CreateString(v[i]));
-    return a;
-}
-
 static char **json_strv(const cJSON *a)
 {
     sp_strv sv = {0};
@@ -151,8 +145,8 @@ static cJSON *mounts_json(const sp_sandbox_config *c)
         cJSON *o = cJSON_CreateObject();
         cJSON_AddStringToObject(o, "host_path", m->host_path);
         cJSON_AddStringToObject(o, "mount_path", m->mount_path);
-        cJSON_AddItemToObject(o, "include", strv_json((char **)m->include));
-        cJSON_AddItemToObject(o, "exclude", strv_json((char **)m->exclude));
+        cJSON_AddItemToObject(o, "include", sp_json_strv(m->include));
+        cJSON_AddItemToObject(o, "exclude", sp_json_strv(m->exclude));
         cJSON_AddNumberToObject(o, "max_bytes", (double)m->max_bytes);
         cJSON_AddBoolToObject(o, "follow_symlinks", m->follow_symlinks);
         cJSON_AddNumberToObject(o, "files", (double)m->files);
@@ -204,7 +198,7 @@ int sp_sandbox_save(sp_sandbox *sb, sp_error **err)
         cJSON_AddStringToObject(o, "container_id", sb->container_id);
     cJSON_AddStringToObject(o, "created_at", sb->created_at ? sb->created_at : "");
     cJSON_AddStringToObject(o, "workspace", sb->workspace);
-    cJSON_AddItemToObject(o, "env", strv_json(c->env));
+    cJSON_AddItemToObject(o, "env", sp_json_strv((const char *const *)c->env));
     cJSON_AddStringToObject(o, "workdir", c->workdir);
     cJSON_AddStringToObject(o, "user", c->user);
     cJSON_AddNumberToObject(o, "network", c->network);
@@ -213,7 +207,7 @@ int sp_sandbox_save(sp_sandbox *sb, sp_error **err)
     cJSON_AddNumberToObject(o, "pids_limit", (double)c->pids_limit);
     cJSON_AddNumberToObject(o, "tmpfs_bytes", (double)c->tmpfs_bytes);
     cJSON_AddBoolToObject(o, "writable_root", c->writable_root);
-    cJSON_AddItemToObject(o, "cap_add", strv_json(c->cap_add));
+    cJSON_AddItemToObject(o, "cap_add", sp_json_strv((const char *const *)c->cap_add));
     static const char *const paths[] = {"auto", "rest", "fast"};
     cJSON_AddStringToObject(o, "exec_path", paths[c->exec_path <= SP_EXEC_FAST ? c->exec_path : 0]);
     cJSON_AddBoolToObject(o, "agent", c->agent);
@@ -221,14 +215,14 @@ int sp_sandbox_save(sp_sandbox *sb, sp_error **err)
                             userns_names[c->userns <= SP_PODMAN_USERNS_HOST ? c->userns : 0]);
     cJSON_AddStringToObject(
         o, "seccomp", seccomp_names[c->seccomp <= SP_PODMAN_SECCOMP_UNCONFINED ? c->seccomp : 0]);
-    cJSON_AddItemToObject(o, "env_pass", strv_json(c->env_pass));
+    cJSON_AddItemToObject(o, "env_pass", sp_json_strv((const char *const *)c->env_pass));
     cJSON_AddItemToObject(o, "uid_map", idmap_or_null(&c->uid_map));
     cJSON_AddItemToObject(o, "gid_map", idmap_or_null(&c->gid_map));
     cJSON_AddNumberToObject(o, "host_uid", (double)c->host_uid);
     cJSON_AddNumberToObject(o, "host_gid", (double)c->host_gid);
     cJSON_AddBoolToObject(o, "rootless", c->rootless);
     cJSON_AddBoolToObject(o, "limits_apply", c->limits_apply);
-    cJSON_AddItemToObject(o, "warnings", strv_json(c->warnings));
+    cJSON_AddItemToObject(o, "warnings", sp_json_strv((const char *const *)c->warnings));
     cJSON_AddItemToObject(o, "mounts", mounts_json(c));
     cJSON_AddNumberToObject(o, "init_pid", sb->init_pid);
     sp_buf text = SP_BUF_INIT;
@@ -246,36 +240,16 @@ int sp_sandbox_save(sp_sandbox *sb, sp_error **err)
     return r;
 }
 
-static const char *jstr(const cJSON *o, const char *k, const char *def)
-{
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
-    return cJSON_IsString(v) ? v->valuestring : def;
-}
-
-static double jnum(const cJSON *o, const char *k, double def)
-{
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
-    return cJSON_IsNumber(v) ? v->valuedouble : def;
-}
-
 /* Numbers in sandbox.json are doubles; UINT64_MAX ("no limit") becomes
  * 2^64, which does not convert back, so clamp. */
 static uint64_t jnum_u64(const cJSON *o, const char *k, uint64_t def)
 {
-    double d = jnum(o, k, (double)def);
+    double d = sp_json_num(o, k, (double)def);
     if (d != d || d < 0)
         return def;
     if (d >= 18446744073709551615.0)
         return UINT64_MAX;
     return (uint64_t)d;
-}
-
-static int64_t jnum_i64(const cJSON *o, const char *k, int64_t def)
-{
-    double d = jnum(o, k, (double)def);
-    if (d != d || d < -9.2e18 || d > 9.2e18)
-        return def;
-    return (int64_t)d;
 }
 
 static int load(sp_sandbox *sb, sp_error **err)
@@ -293,7 +267,7 @@ static int load(sp_sandbox *sb, sp_error **err)
     while ((n = read(fd, chunk, sizeof(chunk))) > 0)
         sp_buf_add(&b, chunk, (size_t)n);
     close(fd);
-    cJSON *o = cJSON_ParseWithLength(b.data ? b.data : "", b.len);
+    cJSON *o = sp_json_parse(b.data ? b.data : "", b.len);
     sp_buf_dispose(&b);
     if (!cJSON_IsObject(o)) {
         cJSON_Delete(o);
@@ -301,32 +275,33 @@ static int load(sp_sandbox *sb, sp_error **err)
                           path);
     }
     sp_sandbox_config *c = &sb->cfg;
-    c->image = sp_xstrdup(jstr(o, "image", SP_PODMAN_DEFAULT_IMAGE));
-    const char *cid = jstr(o, "container_id", NULL);
+    c->image = sp_xstrdup(sp_json_str_or(o, "image", SP_PODMAN_DEFAULT_IMAGE));
+    const char *cid = sp_json_str_or(o, "container_id", NULL);
     sb->container_id = cid ? sp_xstrdup(cid) : NULL;
-    sb->created_at = sp_xstrdup(jstr(o, "created_at", ""));
+    sb->created_at = sp_xstrdup(sp_json_str_or(o, "created_at", ""));
     c->env = json_strv(cJSON_GetObjectItemCaseSensitive(o, "env"));
-    c->workdir = sp_xstrdup(jstr(o, "workdir", SP_WORKSPACE_MOUNT));
-    c->user = sp_xstrdup(jstr(o, "user", SP_SANDBOX_DEFAULT_USER));
+    c->workdir = sp_xstrdup(sp_json_str_or(o, "workdir", SP_WORKSPACE_MOUNT));
+    c->user = sp_xstrdup(sp_json_str_or(o, "user", SP_SANDBOX_DEFAULT_USER));
     c->memory_bytes = jnum_u64(o, "memory_bytes", DEFAULT_MEMORY);
     c->nano_cpus = jnum_u64(o, "nano_cpus", DEFAULT_NANO_CPUS);
-    c->pids_limit = jnum_i64(o, "pids_limit", DEFAULT_PIDS);
+    c->pids_limit = sp_json_int(o, "pids_limit", DEFAULT_PIDS);
     c->tmpfs_bytes = jnum_u64(o, "tmpfs_bytes", DEFAULT_TMPFS);
-    int net = (int)jnum_i64(o, "network", 0);
+    int net = (int)sp_json_int(o, "network", 0);
     c->network = net >= 0 && net <= SP_PODMAN_NET_HOST ? (sp_podman_network)net : 0;
     const cJSON *wr = cJSON_GetObjectItemCaseSensitive(o, "writable_root");
     c->writable_root = cJSON_IsTrue(wr);
     c->cap_add = json_strv(cJSON_GetObjectItemCaseSensitive(o, "cap_add"));
     /* Sandboxes made before the fast path have neither key: REST it is. */
-    const char *ep = jstr(o, "exec_path", "auto");
+    const char *ep = sp_json_str_or(o, "exec_path", "auto");
     c->exec_path = strcmp(ep, "rest") == 0   ? SP_EXEC_REST
                    : strcmp(ep, "fast") == 0 ? SP_EXEC_FAST
                                              : SP_EXEC_AUTO;
     c->agent = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "agent"));
     /* Sandboxes made before user namespaces have no "userns": they run in
      * the host's until they are recreated with --userns. */
-    c->userns = (sp_podman_userns)name_index(userns_names, 2, jstr(o, "userns", "host"));
-    c->seccomp = (sp_podman_seccomp)name_index(seccomp_names, 3, jstr(o, "seccomp", "podman"));
+    c->userns = (sp_podman_userns)name_index(userns_names, 2, sp_json_str_or(o, "userns", "host"));
+    c->seccomp =
+        (sp_podman_seccomp)name_index(seccomp_names, 3, sp_json_str_or(o, "seccomp", "podman"));
     c->env_pass = json_strv(cJSON_GetObjectItemCaseSensitive(o, "env_pass"));
     if (sp_idmap_from_json(&c->uid_map, cJSON_GetObjectItemCaseSensitive(o, "uid_map")) < 0 ||
         sp_idmap_from_json(&c->gid_map, cJSON_GetObjectItemCaseSensitive(o, "gid_map")) < 0) {
@@ -334,8 +309,8 @@ static int load(sp_sandbox *sb, sp_error **err)
         return sp_err_set(err, SP_EINVAL, 0, "%s holds a bad id map; the sandbox state is damaged",
                           path);
     }
-    c->host_uid = jnum_i64(o, "host_uid", -1);
-    c->host_gid = jnum_i64(o, "host_gid", -1);
+    c->host_uid = sp_json_int(o, "host_uid", -1);
+    c->host_gid = sp_json_int(o, "host_gid", -1);
     c->rootless = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "rootless"));
     const cJSON *la = cJSON_GetObjectItemCaseSensitive(o, "limits_apply");
     c->limits_apply = la ? cJSON_IsTrue(la) : true;
@@ -347,11 +322,11 @@ static int load(sp_sandbox *sb, sp_error **err)
     c->mounts = nm ? sp_xcalloc(nm, sizeof(*c->mounts)) : NULL;
     cJSON_ArrayForEach(it, ms)
     {
-        if (!cJSON_IsObject(it) || !jstr(it, "host_path", NULL))
+        if (!cJSON_IsObject(it) || !sp_json_str(it, "host_path"))
             continue;
         sp_sandbox_mount *m = &c->mounts[c->n_mounts++];
-        m->host_path = sp_xstrdup(jstr(it, "host_path", ""));
-        m->mount_path = sp_xstrdup(jstr(it, "mount_path", "."));
+        m->host_path = sp_xstrdup(sp_json_str_or(it, "host_path", ""));
+        m->mount_path = sp_xstrdup(sp_json_str_or(it, "mount_path", "."));
         m->include =
             (const char *const *)json_strv(cJSON_GetObjectItemCaseSensitive(it, "include"));
         m->exclude =
@@ -361,8 +336,8 @@ static int load(sp_sandbox *sb, sp_error **err)
         m->files = jnum_u64(it, "files", 0);
         m->bytes = jnum_u64(it, "bytes", 0);
     }
-    sb->init_pid = (int)jnum_i64(o, "init_pid", 0);
-    const char *ws = jstr(o, "workspace", NULL);
+    sb->init_pid = (int)sp_json_int(o, "init_pid", 0);
+    const char *ws = sp_json_str_or(o, "workspace", NULL);
     free(sb->workspace);
     sb->workspace = ws ? sp_xstrdup(ws) : sp_xasprintf("%s/workspace", sb->state_dir);
     cJSON_Delete(o);
@@ -474,6 +449,8 @@ sp_podman *sp_sandbox_podman(sp_sandbox *sb, sp_error **err)
 int sp_sandbox_open(sp_sandbox **out, const char *name, const sp_sandbox_opts *opts, sp_error **err)
 {
     *out = NULL;
+    if (SP_OPTS_CHECK(opts, 1, SP_SANDBOX_OPTS_VERSION, "sp_sandbox_opts", err) < 0)
+        return SP_EINVAL;
     if (!name || !sp_sandbox_name_valid(name))
         return sp_err_set(err, SP_EINVAL, 0, "invalid sandbox name: %s", name ? name : "(null)");
     cleanup_free char *root = NULL;
@@ -840,6 +817,8 @@ static void record_mounts(sp_sandbox_config *c, const sp_mount *req, size_t n,
 int sp_sandbox_create(sp_sandbox **out, const sp_sandbox_opts *opts, sp_error **err)
 {
     *out = NULL;
+    if (SP_OPTS_CHECK(opts, 1, SP_SANDBOX_OPTS_VERSION, "sp_sandbox_opts", err) < 0)
+        return SP_EINVAL;
     sp_sandbox_opts o = SP_SANDBOX_OPTS_INIT;
     if (opts)
         o = *opts;
@@ -1251,11 +1230,6 @@ char **sp_sandbox_command_env(const sp_sandbox *sb, const char *const *extra)
     return sp_strv_steal(&sv);
 }
 
-static int cmp_str(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
 int sp_sandbox_list(char ***out, const char *state_root, sp_error **err)
 {
     *out = NULL;
@@ -1265,20 +1239,18 @@ int sp_sandbox_list(char ***out, const char *state_root, sp_error **err)
         return r;
     cleanup_free char *boxes = sp_xasprintf("%s/sandboxes", root);
     sp_strv sv = {0};
-    DIR *d = opendir(boxes);
-    if (d) {
-        struct dirent *de;
-        while ((de = readdir(d)) != NULL) {
-            if (de->d_name[0] == '.' || !sp_sandbox_name_valid(de->d_name))
+    sp_dirnames names = SP_DIRNAMES_INIT;
+    if (sp_dir_read_at(&names, AT_FDCWD, boxes, SP_DIR_BYNAME, 0) == 0) {
+        for (size_t i = 0; i < names.n; i++) {
+            const char *name = sp_dirnames_name(&names, i);
+            if (name[0] == '.' || !sp_sandbox_name_valid(name))
                 continue;
-            cleanup_free char *js = sp_xasprintf("%s/%s/sandbox.json", boxes, de->d_name);
+            cleanup_free char *js = sp_xasprintf("%s/%s/sandbox.json", boxes, name);
             if (access(js, F_OK) == 0)
-                sp_strv_push(&sv, sp_xstrdup(de->d_name));
+                sp_strv_push(&sv, sp_xstrdup(name));
         }
-        closedir(d);
     }
-    if (sv.n > 1)
-        qsort(sv.v, sv.n, sizeof(char *), cmp_str);
+    sp_dirnames_dispose(&names);
     *out = sp_strv_steal(&sv);
     return 0;
 }

@@ -77,9 +77,7 @@ void sp_sess_note_add(char **note, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    char *m = NULL;
-    if (vasprintf(&m, fmt, ap) < 0)
-        abort();
+    char *m = sp_xvasprintf(fmt, ap);
     va_end(ap);
     if (*note) {
         char *j = sp_xasprintf("%s; %s", *note, m);

@@ -92,6 +92,8 @@ int sp_session_start(sp_session_output **out, sp_sandbox *sb, const char *comman
                      const sp_session_opts *opts, sp_error **err)
 {
     *out = NULL;
+    if (SP_OPTS_CHECK(opts, 1, SP_SESSION_OPTS_VERSION, "sp_session_opts", err) < 0)
+        return SP_EINVAL;
     int64_t t0 = sp_now_ms();
     sp_session_opts o = SP_SESSION_OPTS_INIT;
     if (opts)
@@ -249,6 +251,8 @@ int sp_session_write(sp_session_output **out, sp_sandbox *sb, int session_id, co
                      size_t len, const sp_session_write_opts *opts, sp_error **err)
 {
     *out = NULL;
+    if (SP_OPTS_CHECK(opts, 1, SP_SESSION_WRITE_OPTS_VERSION, "sp_session_write_opts", err) < 0)
+        return SP_EINVAL;
     int64_t t0 = sp_now_ms();
     sp_session_write_opts o = SP_SESSION_WRITE_OPTS_INIT;
     if (opts)

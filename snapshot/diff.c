@@ -415,6 +415,8 @@ int sp_snapshot_diff(sp_snapdiff **out, sp_snapstore *s, const char *from, const
                      const sp_snapshot_diff_opts *opts, sp_error **err)
 {
     *out = NULL;
+    if (SP_OPTS_CHECK(opts, 1, SP_SNAPSHOT_DIFF_OPTS_VERSION, "sp_snapshot_diff_opts", err) < 0)
+        return SP_EINVAL;
     sp_snapshot_diff_opts o = SP_SNAPSHOT_DIFF_OPTS_INIT;
     if (opts)
         o = *opts;

@@ -99,23 +99,9 @@ static int init_repo(int dirfd, sp_error **err)
 
 static bool dir_is_empty(int dirfd)
 {
-    int fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0)
-        return false;
-    DIR *d = fdopendir(fd);
-    if (!d) {
-        close(fd);
-        return false;
-    }
-    bool empty = true;
-    struct dirent *e;
-    while ((e = readdir(d))) {
-        if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) {
-            empty = false;
-            break;
-        }
-    }
-    closedir(d);
+    sp_dirnames nm = SP_DIRNAMES_INIT;
+    bool empty = sp_dir_read_at(&nm, dirfd, ".", SP_DIR_UNSORTED, 1) == 0 && nm.n == 0;
+    sp_dirnames_dispose(&nm);
     return empty;
 }
 
@@ -127,7 +113,9 @@ int sp_odb_open(sp_odb *o, const char *path, bool create, sp_error **err)
     int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0 && errno == ENOENT) {
         if (!create)
-            return sp_err_set(err, SP_ENOTFOUND, ENOENT, "no snapshot store at %s", path);
+            return sp_err_reason(
+                err, SP_R_NO_STORE,
+                sp_err_set(err, SP_ENOTFOUND, ENOENT, "no snapshot store at %s", path));
         if ((r = mkdir_parents(path, err)) < 0)
             return r;
         fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -147,7 +135,9 @@ int sp_odb_open(sp_odb *o, const char *path, bool create, sp_error **err)
             goto fail;
         }
         if (!create) {
-            r = sp_err_set(err, SP_ENOTFOUND, ENOENT, "no snapshot store at %s", path);
+            r = sp_err_reason(
+                err, SP_R_NO_STORE,
+                sp_err_set(err, SP_ENOTFOUND, ENOENT, "no snapshot store at %s", path));
             goto fail;
         }
         if ((r = init_repo(fd, err)) < 0)
@@ -260,24 +250,16 @@ int sp_odb_lg2(sp_odb *o, void **repo, sp_error **err)
 
 bool sp_odb_has_packs(sp_odb *o)
 {
-    int fd = openat(o->objfd, "pack", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0)
-        return false;
-    DIR *d = fdopendir(fd);
-    if (!d) {
-        close(fd);
-        return false;
-    }
+    sp_dirnames nm = SP_DIRNAMES_INIT;
     bool any = false;
-    struct dirent *e;
-    while ((e = readdir(d))) {
-        size_t l = strlen(e->d_name);
-        if (l > 5 && strcmp(e->d_name + l - 5, ".pack") == 0) {
-            any = true;
-            break;
+    if (sp_dir_read_at(&nm, o->objfd, "pack", SP_DIR_UNSORTED, 0) == 0) {
+        for (size_t i = 0; i < nm.n && !any; i++) {
+            const char *name = sp_dirnames_name(&nm, i);
+            size_t l = strlen(name);
+            any = l > 5 && strcmp(name + l - 5, ".pack") == 0;
         }
     }
-    closedir(d);
+    sp_dirnames_dispose(&nm);
     return any;
 }
 
@@ -940,19 +922,20 @@ int sp_ref_list(sp_odb *o, const char *prefix, sp_refent **out, size_t *n_out, s
     /* Loose refs directly in the prefix folder (ours never nest). */
     int dfd = openat(o->dirfd, prefix, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
     if (dfd >= 0) {
-        DIR *d = fdopendir(dfd);
-        if (!d) {
+        sp_dirnames names = SP_DIRNAMES_INIT;
+        if (sp_dir_read(&names, dfd, SP_DIR_UNSORTED, 0) < 0) {
+            int e = errno;
             close(dfd);
-            return sp_err_errno(err, errno, "list", prefix);
+            sp_dirnames_dispose(&names);
+            return sp_err_errno(err, e, "list", prefix);
         }
-        struct dirent *e;
-        while ((e = readdir(d))) {
-            const char *nm = e->d_name;
+        for (size_t i = 0; i < names.n; i++) {
+            const char *nm = sp_dirnames_name(&names, i);
             size_t l = strlen(nm);
             if (nm[0] == '.' || (l > 5 && strcmp(nm + l - 5, ".lock") == 0))
                 continue;
             char buf[128];
-            int fd = openat(dirfd(d), nm, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+            int fd = openat(dfd, nm, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
             if (fd < 0)
                 continue;
             ssize_t got = read(fd, buf, sizeof(buf) - 1);
@@ -968,7 +951,8 @@ int sp_ref_list(sp_odb *o, const char *prefix, sp_refent **out, size_t *n_out, s
             v[n].id = id;
             n++;
         }
-        closedir(d);
+        sp_dirnames_dispose(&names);
+        close(dfd);
     } else if (errno != ENOENT) {
         return sp_err_errno(err, errno, "list", prefix);
     }

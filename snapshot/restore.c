@@ -20,6 +20,8 @@
  * finishes the job. Nothing is fsync'ed: a killed process loses nothing
  * the kernel already has. Timestamps are not restored. */
 #include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/random.h>
@@ -33,15 +35,25 @@ static int fail_at(sp_scan *sc, int e, const char *what, sp_error **err)
     return sp_err_errno(err, e, what, sc->path.len ? sc->path.data : ".");
 }
 
-/* A temp name no one else picks: a random prefix per process, a counter. */
+/* A temp name no one else picks: a random prefix per process, a counter.
+ * Restores run in several threads at once (one store each): the seed is
+ * made once and the counter is atomic, so no two calls get one name. */
+static uint64_t temp_seed;
+static pthread_once_t temp_seed_once = PTHREAD_ONCE_INIT;
+static _Atomic uint64_t temp_counter;
+
+static void make_temp_seed(void)
+{
+    if (getrandom(&temp_seed, sizeof(temp_seed), GRND_NONBLOCK) != sizeof(temp_seed))
+        temp_seed = (uint64_t)sp_now_ms() * 2654435761u ^ (uint64_t)getpid() << 24;
+}
+
 static void temp_name(char out[48])
 {
-    static uint64_t seed, counter;
-    if (!seed && getrandom(&seed, sizeof(seed), GRND_NONBLOCK) != sizeof(seed))
-        seed = (uint64_t)sp_now_ms() * 2654435761u ^ (uint64_t)getpid() << 24;
-    counter++;
+    pthread_once(&temp_seed_once, make_temp_seed);
+    uint64_t n = atomic_fetch_add_explicit(&temp_counter, 1, memory_order_relaxed) + 1;
     snprintf(out, 48, ".sandpod-restore-%016llx",
-             (unsigned long long)(seed ^ counter * 0x9e3779b97f4a7c15ull));
+             (unsigned long long)(temp_seed ^ n * 0x9e3779b97f4a7c15ull));
 }
 
 /* Remove (dfd, name) whatever it is, folders wholly, never following a

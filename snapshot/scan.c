@@ -25,7 +25,6 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <time.h>
 
 #include "snap_internal.h"
@@ -517,61 +516,12 @@ static int look_at(sp_scan *sc, int dfd, const char *name, struct stat *st, snod
 
 /* ------------------------------------------------------------ folders -- */
 
-struct names {
-    sp_buf buf;
-    size_t *offs;
-    size_t n, cap;
-};
-
-static int cmp_off(const void *a, const void *b, void *arg)
-{
-    const char *base = arg;
-    return strcmp(base + *(const size_t *)a, base + *(const size_t *)b);
-}
-
-static int read_names(int dfd, struct names *nm)
-{
-    enum { CHUNK = 32768 };
-    char *chunk = sp_xmalloc(CHUNK);
-    int ret = 0;
-    for (;;) {
-        long n = syscall(SYS_getdents64, dfd, chunk, CHUNK);
-        if (n < 0) {
-            if (errno == EINTR)
-                continue;
-            ret = -1;
-            break;
-        }
-        if (n == 0)
-            break;
-        for (long off = 0; off < n;) {
-            unsigned short reclen;
-            memcpy(&reclen, chunk + off + 16, sizeof(reclen));
-            const char *name = chunk + off + 19; /* d_name in linux_dirent64 */
-            off += reclen;
-            if (name[0] == '.' && (name[1] == '\0' || (name[1] == '.' && name[2] == '\0')))
-                continue;
-            if (nm->n == nm->cap) {
-                nm->cap = nm->cap ? nm->cap * 2 : 64;
-                nm->offs = sp_xrealloc(nm->offs, nm->cap * sizeof(size_t));
-            }
-            nm->offs[nm->n++] = nm->buf.len;
-            sp_buf_add(&nm->buf, name, strlen(name) + 1);
-        }
-    }
-    free(chunk);
-    if (ret == 0 && nm->n > 1)
-        qsort_r(nm->offs, nm->n, sizeof(size_t), cmp_off, nm->buf.data);
-    return ret;
-}
-
 int sp_scan_dir(sp_scan *sc, int dfd, snode *dir, sp_error **err)
 {
-    struct names nm = {SP_BUF_INIT, NULL, 0, 0};
-    if (read_names(dfd, &nm) < 0) {
+    sp_dirnames nm = SP_DIRNAMES_INIT;
+    if (sp_dir_read(&nm, dfd, SP_DIR_BYNAME, 0) < 0) {
         int e = errno;
-        sp_buf_dispose(&nm.buf);
-        free(nm.offs);
+        sp_dirnames_dispose(&nm);
         return open_error(sc, e, "list folder", err);
     }
     snode **kids = sp_xmalloc((nm.n ? nm.n : 1) * sizeof(snode *));
@@ -579,7 +529,7 @@ int sp_scan_dir(sp_scan *sc, int dfd, snode *dir, sp_error **err)
     bool changed = false;
     int ret = 0;
     for (size_t i = 0; i < nm.n; i++) {
-        const char *name = nm.buf.data + nm.offs[i];
+        const char *name = sp_dirnames_name(&nm, i);
         size_t nlen = strlen(name);
         /* Old children before this name are gone. */
         snode *old = NULL;
@@ -654,8 +604,7 @@ int sp_scan_dir(sp_scan *sc, int dfd, snode *dir, sp_error **err)
     if (changed)
         sp_snode_dirty_up(dir);
 done:
-    sp_buf_dispose(&nm.buf);
-    free(nm.offs);
+    sp_dirnames_dispose(&nm);
     return ret;
 }
 

@@ -23,6 +23,8 @@
 #include <sys/stat.h>
 
 #include "base.h"
+#include "dir.h"
+#include "json.h"
 #include "sandpod/snapshot.h"
 
 /* Folders nested deeper than this cannot be snapshotted (each level holds

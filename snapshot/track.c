@@ -25,6 +25,7 @@
  * Not seen at all: writes through a shared writable mmap. A full walk
  * (sp_snapstore_invalidate()) catches those by their mtime. */
 #include <fcntl.h>
+#include <stdatomic.h>
 #include <poll.h>
 #include <stdio.h>
 #include <string.h>
@@ -274,19 +275,19 @@ static int open_dir_node(int rootfd, snode *root, const char *dir, snode **node)
     if (!*dir) {
         fd = fcntl(rootfd, F_DUPFD_CLOEXEC, 3);
     } else {
-        static int have_openat2 = 1;
-        if (have_openat2) {
+        static _Atomic int have_openat2 = 1;
+        if (atomic_load_explicit(&have_openat2, memory_order_relaxed)) {
             struct open_how how = {
                 .flags = O_RDONLY | O_DIRECTORY | O_CLOEXEC,
                 .resolve = RESOLVE_NO_SYMLINKS | RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS,
             };
             fd = (int)syscall(SYS_openat2, rootfd, dir, &how, sizeof(how));
             if (fd < 0 && (errno == ENOSYS || errno == EPERM))
-                have_openat2 = 0;
+                atomic_store_explicit(&have_openat2, 0, memory_order_relaxed);
             else if (fd < 0)
                 return -1;
         }
-        if (!have_openat2) {
+        if (!atomic_load_explicit(&have_openat2, memory_order_relaxed)) {
             fd = fcntl(rootfd, F_DUPFD_CLOEXEC, 3);
             for (const char *q = dir; fd >= 0 && *q;) {
                 const char *slash = strchr(q, '/');

@@ -116,7 +116,7 @@ static void job_free(job *j)
 static void send_text(server *s, const char *text)
 {
     size_t n = strlen(text);
-    char *line = tx_malloc(n + 1);
+    char *line = sp_xmalloc(n + 1);
     memcpy(line, text, n);
     line[n] = '\n';
     pthread_mutex_lock(&s->out_mu);
@@ -317,19 +317,19 @@ static sp_tools_verdict approve(void *ud, const sp_tools_approval_request *req)
     if (!s->client_elicit)
         return SP_VERDICT_UNAVAILABLE;
     pthread_mutex_lock(&s->mu);
-    char *id = tx_asprintf("sandpod-approval-%" PRIu64, ++s->elicit_seq);
+    char *id = sp_xasprintf("sandpod-approval-%" PRIu64, ++s->elicit_seq);
     free(s->elicit_id);
-    s->elicit_id = tx_strdup(id);
+    s->elicit_id = sp_xstrdup(id);
     cJSON_Delete(s->elicit_answer);
     s->elicit_answer = NULL;
     s->elicit_done = false;
     pthread_mutex_unlock(&s->mu);
 
     /* {message, requestedSchema: {approve: boolean, always: boolean}} */
-    char *msg = tx_asprintf("Allow %s? (%s is a %s tool, and the approval policy asks before it "
-                            "runs.)",
-                            req->summary, req->tool, sp_tool_tier_name(req->tier));
-    char *always = tx_asprintf("Also allow every later %s call in this session", req->tool);
+    char *msg = sp_xasprintf("Allow %s? (%s is a %s tool, and the approval policy asks before it "
+                             "runs.)",
+                             req->summary, req->tool, sp_tool_tier_name(req->tier));
+    char *always = sp_xasprintf("Also allow every later %s call in this session", req->tool);
     cJSON *m = cJSON_CreateObject();
     cJSON *params = cJSON_CreateObject();
     cJSON *schema = cJSON_CreateObject();
@@ -452,7 +452,7 @@ static void handle_initialize(server *s, const cJSON *id, const cJSON *params)
     cJSON_AddStringToObject(info, "version",
                             s->opts.server_version ? s->opts.server_version : sp_version());
     cJSON_AddItemToObject(r, "serverInfo", info);
-    char *ins = tx_asprintf(
+    char *ins = sp_xasprintf(
         "Tools over a sandbox workspace. File paths are relative to the workspace (which "
         "commands see as /workspace); '..' cannot leave it. Read before you edit; prefer "
         "edit_file or apply_patch for changes. Every answer has ok, message, value, truncated "
@@ -499,10 +499,10 @@ static void handle_tools_call(server *s, const cJSON *id, const cJSON *params, c
             send_result(s, id, r);
         return;
     }
-    job *j = tx_calloc(1, sizeof(*j));
+    job *j = sp_xcalloc(1, sizeof(*j));
     j->id = cJSON_Duplicate(id, true);
-    j->name = tx_strdup(name->valuestring);
-    j->args = cJSON_IsObject(args) ? cJSON_PrintUnformatted(args) : tx_strdup("{}");
+    j->name = sp_xstrdup(name->valuestring);
+    j->args = cJSON_IsObject(args) ? cJSON_PrintUnformatted(args) : sp_xstrdup("{}");
     const cJSON *meta = cJSON_GetObjectItemCaseSensitive(params, "_meta");
     const cJSON *tok = cJSON_GetObjectItemCaseSensitive(meta, "progressToken");
     if (cJSON_IsString(tok) || cJSON_IsNumber(tok))
@@ -708,6 +708,8 @@ static void tick(server *s)
 
 int sp_mcp_serve(sp_tools *tools, int in_fd, int out_fd, const sp_mcp_opts *opts, sp_error **err)
 {
+    if (SP_OPTS_CHECK(opts, 1, SP_MCP_OPTS_VERSION, "sp_mcp_opts", err) < 0)
+        return SP_EINVAL;
     server s;
     memset(&s, 0, sizeof(s));
     s.tools = tools;
@@ -721,7 +723,7 @@ int sp_mcp_serve(sp_tools *tools, int in_fd, int out_fd, const sp_mcp_opts *opts
     pthread_mutex_init(&s.mu, NULL);
     pthread_cond_init(&s.cond, NULL);
     char *specs = sp_tools_specs(tools, SP_TOOLS_FORMAT_MCP);
-    s.tools_list = specs ? specs : tx_strdup("{\"tools\":[]}");
+    s.tools_list = specs ? specs : sp_xstrdup("{\"tools\":[]}");
     sp_tools_approve_fn old_fn = tools->opts.approve;
     void *old_ud = tools->opts.approve_userdata;
     sp_tools_set_approver(tools, approve, &s);
@@ -729,11 +731,11 @@ int sp_mcp_serve(sp_tools *tools, int in_fd, int out_fd, const sp_mcp_opts *opts
     pthread_t worker;
     int rc = 0;
     if (pthread_create(&worker, NULL, worker_main, &s) != 0) {
-        rc = tools_error(err, SP_ERROR, "cannot start the worker thread");
+        rc = sp_err_set(err, SP_ERROR, 0, "cannot start the worker thread");
         goto out_nothread;
     }
 
-    tbuf buf = {0};
+    sp_buf buf = {0};
     size_t scan = 0;       /* bytes of buf already searched for a newline */
     bool skipping = false; /* inside an over-long line */
     bool eof = false;
@@ -751,7 +753,7 @@ int sp_mcp_serve(sp_tools *tools, int in_fd, int out_fd, const sp_mcp_opts *opts
             buf.cap = buf.cap ? buf.cap * 2 : READ_CHUNK * 2;
             while (buf.cap - buf.len < READ_CHUNK + 1)
                 buf.cap *= 2;
-            buf.data = tx_realloc(buf.data, buf.cap);
+            buf.data = sp_xrealloc(buf.data, buf.cap);
         }
         ssize_t n = read(in_fd, buf.data + buf.len, READ_CHUNK);
         if (n < 0) {
@@ -815,7 +817,7 @@ int sp_mcp_serve(sp_tools *tools, int in_fd, int out_fd, const sp_mcp_opts *opts
             scan = 0;
         }
     }
-    tb_free(&buf);
+    sp_buf_dispose(&buf);
 
     /* Shut down: drop what waits, stop what runs, let the worker finish. */
     pthread_mutex_lock(&s.mu);
@@ -836,7 +838,7 @@ int sp_mcp_serve(sp_tools *tools, int in_fd, int out_fd, const sp_mcp_opts *opts
         sp_tools_cancel(tools);
     pthread_join(worker, NULL);
     if (s.out_broken)
-        rc = tools_error(err, SP_ERROR, "the client closed the output");
+        rc = sp_err_set(err, SP_ERROR, 0, "the client closed the output");
 
 out_nothread:
     sp_tools_set_approver(tools, old_fn, old_ud);

@@ -7,18 +7,12 @@
 #include <time.h>
 
 #include "fs_json.h"
-
-/* Indexed by -code; the order follows sp_code, which never renumbers. */
-static const char *const code_names[] = {
-    "ok",      "error",  "invalid", "not_found", "exists", "escape",
-    "too_big", "podman", "timeout", "read_only", "denied",
-};
+#include "base.h"
+#include "json.h"
 
 const char *sp_json_code_name(int code)
 {
-    if (code > 0 || (size_t)-code >= sizeof(code_names) / sizeof(code_names[0]))
-        return "unknown";
-    return code_names[-code];
+    return sp_code_name(code);
 }
 
 /* Length of the valid UTF-8 sequence at p (n bytes left), or 0 when the
@@ -126,26 +120,14 @@ cJSON *sp_json_string(const char *s)
     return sp_json_string_n(s, s ? strlen(s) : 0);
 }
 
-/* Add an item, freeing it when the object cannot take it. */
-static bool add_item(cJSON *obj, const char *key, cJSON *item)
-{
-    if (!item)
-        return false;
-    if (!cJSON_AddItemToObject(obj, key, item)) {
-        cJSON_Delete(item);
-        return false;
-    }
-    return true;
-}
-
 static bool add_string_n(cJSON *obj, const char *key, const char *s, size_t len)
 {
-    return add_item(obj, key, sp_json_string_n(s, len));
+    return sp_json_add(obj, key, sp_json_string_n(s, len));
 }
 
 bool sp_json_add_string(cJSON *obj, const char *key, const char *s)
 {
-    return add_item(obj, key, sp_json_string(s));
+    return sp_json_add(obj, key, sp_json_string(s));
 }
 
 /* Doubles hold every integer up to 2^53 exactly. */
@@ -154,31 +136,31 @@ bool sp_json_add_string(cJSON *obj, const char *key, const char *s)
 bool sp_json_add_u64(cJSON *obj, const char *key, uint64_t v)
 {
     if (v <= EXACT_DOUBLE_MAX)
-        return add_item(obj, key, cJSON_CreateNumber((double)v));
+        return sp_json_add(obj, key, cJSON_CreateNumber((double)v));
     char buf[24];
     snprintf(buf, sizeof(buf), "%" PRIu64, v);
-    return add_item(obj, key, cJSON_CreateRaw(buf));
+    return sp_json_add(obj, key, cJSON_CreateRaw(buf));
 }
 
 bool sp_json_add_i64(cJSON *obj, const char *key, int64_t v)
 {
     if (v >= -(int64_t)EXACT_DOUBLE_MAX && v <= (int64_t)EXACT_DOUBLE_MAX)
-        return add_item(obj, key, cJSON_CreateNumber((double)v));
+        return sp_json_add(obj, key, cJSON_CreateNumber((double)v));
     char buf[24];
     snprintf(buf, sizeof(buf), "%" PRId64, v);
-    return add_item(obj, key, cJSON_CreateRaw(buf));
+    return sp_json_add(obj, key, cJSON_CreateRaw(buf));
 }
 
 static bool add_bool(cJSON *obj, const char *key, bool v)
 {
-    return add_item(obj, key, cJSON_CreateBool(v));
+    return sp_json_add(obj, key, cJSON_CreateBool(v));
 }
 
 static bool add_mode(cJSON *obj, unsigned mode)
 {
     char buf[8];
     snprintf(buf, sizeof(buf), "%04o", mode & 07777u);
-    return add_item(obj, "mode", cJSON_CreateString(buf));
+    return sp_json_add(obj, "mode", cJSON_CreateString(buf));
 }
 
 static bool add_mtime(cJSON *obj, int64_t ns)
@@ -190,20 +172,10 @@ static bool add_mtime(cJSON *obj, int64_t ns)
     struct tm tm;
     char buf[64];
     if (gmtime_r(&t, &tm) && strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm) > 0) {
-        if (!add_item(obj, "mtime", cJSON_CreateString(buf)))
+        if (!sp_json_add(obj, "mtime", cJSON_CreateString(buf)))
             return false;
     }
     return sp_json_add_i64(obj, "mtime_ns", ns);
-}
-
-/* Hand back a finished object, or NULL when any step ran out of memory. */
-static cJSON *finish(cJSON *obj, bool ok)
-{
-    if (!ok) {
-        cJSON_Delete(obj);
-        return NULL;
-    }
-    return obj;
 }
 
 cJSON *sp_json_error_code(int code, const char *message)
@@ -216,11 +188,11 @@ cJSON *sp_json_error_code(int code, const char *message)
         return NULL;
     }
     bool ok = add_bool(o, "ok", false);
-    if (!add_item(o, "error", e))
-        return finish(o, false);
+    if (!sp_json_add(o, "error", e))
+        return sp_json_finish(o, false);
     ok = ok && sp_json_add_string(e, "code", sp_json_code_name(code)) &&
          sp_json_add_string(e, "message", message ? message : sp_strerror(code));
-    return finish(o, ok);
+    return sp_json_finish(o, ok);
 }
 
 cJSON *sp_json_error(const sp_error *err)
@@ -245,7 +217,7 @@ cJSON *sp_json_fs_text(const sp_fs_text *t)
         add_bool(o, "truncated", t->truncated);
     if (ok && t->truncated)
         ok = sp_json_add_u64(o, "next_offset", (uint64_t)t->offset + t->lines);
-    return finish(o, ok);
+    return sp_json_finish(o, ok);
 }
 
 static char *base64(const uint8_t *d, size_t n)
@@ -291,10 +263,10 @@ cJSON *sp_json_fs_bytes(const sp_fs_bytes *b)
         ok = add_string_n(o, "content", data, len);
     } else if (ok) {
         char *enc = base64((const uint8_t *)data, len);
-        ok = enc && add_item(o, "content", cJSON_CreateString(enc));
+        ok = enc && sp_json_add(o, "content", cJSON_CreateString(enc));
         free(enc);
     }
-    return finish(o, ok);
+    return sp_json_finish(o, ok);
 }
 
 cJSON *sp_json_fs_info(const sp_fs_info *st)
@@ -309,7 +281,7 @@ cJSON *sp_json_fs_info(const sp_fs_info *st)
     if (ok && st->type == SP_FS_SYMLINK)
         ok = sp_json_add_string(o, "link_target", st->link_target) &&
              add_bool(o, "target_escapes", st->target_escapes);
-    return finish(o, ok);
+    return sp_json_finish(o, ok);
 }
 
 cJSON *sp_json_fs_entry(const sp_fs_entry *e)
@@ -328,7 +300,7 @@ cJSON *sp_json_fs_entry(const sp_fs_entry *e)
         ok = sp_json_add_u64(o, "depth", e->depth);
     if (ok && e->type == SP_FS_SYMLINK && e->link_target)
         ok = sp_json_add_string(o, "link_target", e->link_target);
-    return finish(o, ok);
+    return sp_json_finish(o, ok);
 }
 
 /* A result object {KEY: [items...], "count": n, "truncated": t}: the shape
@@ -344,8 +316,8 @@ static cJSON *list_object(const char *key, const void *items, size_t n, size_t s
         cJSON_Delete(a);
         return NULL;
     }
-    if (!add_item(o, key, a))
-        return finish(o, false);
+    if (!sp_json_add(o, key, a))
+        return sp_json_finish(o, false);
     bool ok = true;
     for (size_t i = 0; ok && i < n; i++) {
         cJSON *item = conv((const char *)items + i * stride);
@@ -354,7 +326,7 @@ static cJSON *list_object(const char *key, const void *items, size_t n, size_t s
             cJSON_Delete(item);
     }
     ok = ok && sp_json_add_u64(o, "count", n) && add_bool(o, "truncated", truncated);
-    return finish(o, ok);
+    return sp_json_finish(o, ok);
 }
 
 static cJSON *entry_conv(const void *p)
@@ -383,7 +355,7 @@ cJSON *sp_json_fs_match(const sp_fs_match *m)
               sp_json_add_u64(o, "match_start", m->match_start) &&
               sp_json_add_u64(o, "match_end", m->match_end) &&
               sp_json_add_u64(o, "byte_offset", m->byte_offset);
-    return finish(o, ok);
+    return sp_json_finish(o, ok);
 }
 
 cJSON *sp_json_fs_matches(const sp_fs_matches *m)
@@ -391,7 +363,7 @@ cJSON *sp_json_fs_matches(const sp_fs_matches *m)
     cJSON *o = list_object("matches", m->v, m->n, sizeof(*m->v), match_conv, m->truncated);
     bool ok = o && sp_json_add_u64(o, "files_searched", m->files_searched) &&
               sp_json_add_u64(o, "files_skipped", m->files_skipped);
-    return o ? finish(o, ok) : NULL;
+    return o ? sp_json_finish(o, ok) : NULL;
 }
 
 cJSON *sp_json_fs_written(const char *path, size_t bytes_written)
@@ -401,5 +373,5 @@ cJSON *sp_json_fs_written(const char *path, size_t bytes_written)
         return NULL;
     bool ok =
         sp_json_add_string(o, "path", path) && sp_json_add_u64(o, "bytes_written", bytes_written);
-    return finish(o, ok);
+    return sp_json_finish(o, ok);
 }

@@ -2,33 +2,8 @@
 #include <stdint.h>
 
 #include "fs_json.h"
+#include "json.h"
 #include "hydrate_json.h"
-
-static cJSON *str_array(const char *const *v)
-{
-    cJSON *a = cJSON_CreateArray();
-    for (size_t i = 0; a && v && v[i]; i++) {
-        cJSON *s = sp_json_string(v[i]);
-        if (!s || !cJSON_AddItemToArray(a, s)) {
-            cJSON_Delete(s);
-            cJSON_Delete(a);
-            return NULL;
-        }
-    }
-    return a;
-}
-
-/* Add `item` to obj under key, consuming it; false when either is NULL. */
-static bool add(cJSON *obj, const char *key, cJSON *item)
-{
-    if (!item)
-        return false;
-    if (!cJSON_AddItemToObject(obj, key, item)) {
-        cJSON_Delete(item);
-        return false;
-    }
-    return true;
-}
 
 static bool push(cJSON *arr, cJSON *item)
 {
@@ -46,15 +21,12 @@ cJSON *sp_json_mount(const sp_mount *m)
     cJSON *o = cJSON_CreateObject();
     const char *dst = m->mount_path && *m->mount_path ? m->mount_path : ".";
     bool ok = o && sp_json_add_string(o, "src", m->host_path) &&
-              sp_json_add_string(o, "dst", dst) && add(o, "include", str_array(m->include)) &&
-              add(o, "exclude", str_array(m->exclude)) &&
+              sp_json_add_string(o, "dst", dst) &&
+              sp_json_add(o, "include", sp_json_strv_map(m->include, sp_json_string)) &&
+              sp_json_add(o, "exclude", sp_json_strv_map(m->exclude, sp_json_string)) &&
               sp_json_add_u64(o, "max_bytes", m->max_bytes) &&
               cJSON_AddBoolToObject(o, "follow_symlinks", m->follow_symlinks);
-    if (!ok) {
-        cJSON_Delete(o);
-        return NULL;
-    }
-    return o;
+    return sp_json_finish(o, ok);
 }
 
 static cJSON *mount_stats(const sp_hydrate_mount_stats *s)
@@ -64,11 +36,7 @@ static cJSON *mount_stats(const sp_hydrate_mount_stats *s)
               sp_json_add_string(o, "mount_path", s->mount_path) &&
               sp_json_add_u64(o, "files", s->files) && sp_json_add_u64(o, "dirs", s->dirs) &&
               sp_json_add_u64(o, "symlinks", s->symlinks) && sp_json_add_u64(o, "bytes", s->bytes);
-    if (!ok) {
-        cJSON_Delete(o);
-        return NULL;
-    }
-    return o;
+    return sp_json_finish(o, ok);
 }
 
 static cJSON *skip(const sp_hydrate_skip *s)
@@ -78,11 +46,7 @@ static cJSON *skip(const sp_hydrate_skip *s)
               sp_json_add_u64(o, "mount", s->mount) &&
               sp_json_add_string(o, "reason", sp_hydrate_skip_name(s->reason)) &&
               sp_json_add_string(o, "detail", s->detail);
-    if (!ok) {
-        cJSON_Delete(o);
-        return NULL;
-    }
-    return o;
+    return sp_json_finish(o, ok);
 }
 
 static cJSON * override(const sp_hydrate_override *v)
@@ -91,11 +55,7 @@ static cJSON * override(const sp_hydrate_override *v)
     bool ok = o && sp_json_add_string(o, "path", v->path) &&
               sp_json_add_u64(o, "mount", v->mount) &&
               sp_json_add_i64(o, "previous", (int64_t)v->previous);
-    if (!ok) {
-        cJSON_Delete(o);
-        return NULL;
-    }
-    return o;
+    return sp_json_finish(o, ok);
 }
 
 static cJSON *entry(const sp_hydrate_entry *e)
@@ -104,11 +64,7 @@ static cJSON *entry(const sp_hydrate_entry *e)
     bool ok = o && sp_json_add_string(o, "path", e->path) &&
               sp_json_add_string(o, "type", sp_fs_type_name(e->type)) &&
               sp_json_add_u64(o, "size", e->size) && sp_json_add_u64(o, "mount", e->mount);
-    if (!ok) {
-        cJSON_Delete(o);
-        return NULL;
-    }
-    return o;
+    return sp_json_finish(o, ok);
 }
 
 cJSON *sp_json_hydrate_result(const sp_hydrate_result *r, bool with_entries)
@@ -139,9 +95,5 @@ cJSON *sp_json_hydrate_result(const sp_hydrate_result *r, bool with_entries)
         ok = push(overridden, override(&r->overridden[i]));
     for (size_t i = 0; ok && entries && i < r->n_entries; i++)
         ok = push(entries, entry(&r->entries[i]));
-    if (!ok) {
-        cJSON_Delete(o);
-        return NULL;
-    }
-    return o;
+    return sp_json_finish(o, ok);
 }

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "fs_json.h"
+#include "json.h"
 #include "sandbox_json.h"
 
 /* sandbox.json is a few hundred bytes; anything past this is not ours. */
@@ -27,34 +28,14 @@ const char *sp_json_network_name(sp_podman_network n)
     return "unknown";
 }
 
-static bool add_item(cJSON *obj, const char *key, cJSON *item)
-{
-    if (!item)
-        return false;
-    if (!cJSON_AddItemToObject(obj, key, item)) {
-        cJSON_Delete(item);
-        return false;
-    }
-    return true;
-}
-
 static bool add_bool(cJSON *obj, const char *key, bool v)
 {
-    return add_item(obj, key, cJSON_CreateBool(v));
+    return sp_json_add(obj, key, cJSON_CreateBool(v));
 }
 
 static bool add_null(cJSON *obj, const char *key)
 {
-    return add_item(obj, key, cJSON_CreateNull());
-}
-
-static cJSON *finish(cJSON *obj, bool ok)
-{
-    if (!ok) {
-        cJSON_Delete(obj);
-        return NULL;
-    }
-    return obj;
+    return sp_json_add(obj, key, cJSON_CreateNull());
 }
 
 cJSON *sp_json_run_result(const sp_run_result *r)
@@ -65,13 +46,13 @@ cJSON *sp_json_run_result(const sp_run_result *r)
     bool ok = sp_json_add_i64(o, "exit_code", r->exit_code) &&
               add_bool(o, "timed_out", r->timed_out) &&
               sp_json_add_i64(o, "duration_ms", r->duration_ms) &&
-              add_item(o, "stdout", sp_json_string_n(r->out ? r->out : "", r->out_len)) &&
-              add_item(o, "stderr", sp_json_string_n(r->err ? r->err : "", r->err_len)) &&
+              sp_json_add(o, "stdout", sp_json_string_n(r->out ? r->out : "", r->out_len)) &&
+              sp_json_add(o, "stderr", sp_json_string_n(r->err ? r->err : "", r->err_len)) &&
               add_bool(o, "stdout_truncated", r->out_truncated) &&
               add_bool(o, "stderr_truncated", r->err_truncated) &&
               sp_json_add_u64(o, "stdout_bytes", r->out_total) &&
               sp_json_add_u64(o, "stderr_bytes", r->err_total);
-    return finish(o, ok);
+    return sp_json_finish(o, ok);
 }
 
 /* The sandbox's state file, parsed; NULL when it cannot be read. The
@@ -115,7 +96,7 @@ static cJSON *load_state_file(const sp_sandbox *sb)
             break;
         n += (size_t)r;
     }
-    o = cJSON_ParseWithLength(buf, n);
+    o = sp_json_parse(buf, n);
     if (o && !cJSON_IsObject(o)) {
         cJSON_Delete(o);
         o = NULL;
@@ -171,7 +152,7 @@ static bool copy_strings(cJSON *dst, const char *key, const cJSON *src)
             return false;
         }
     }
-    return add_item(dst, key, a);
+    return sp_json_add(dst, key, a);
 }
 
 /* The `env` array of sandbox.json, each value replaced by *** unless
@@ -209,7 +190,7 @@ static bool copy_env(cJSON *dst, const cJSON *src, bool secrets)
             return false;
         }
     }
-    return add_item(dst, "env", a);
+    return sp_json_add(dst, "env", a);
 }
 
 /* `state` may be NULL: every field is then null or empty. */
@@ -236,7 +217,7 @@ static cJSON *config_json(const cJSON *state, bool secrets)
               add_bool(c, "limits_apply",
                        !cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(state, "limits_apply"))) &&
               copy_strings(c, "warnings", state);
-    return finish(c, ok);
+    return sp_json_finish(c, ok);
 }
 
 cJSON *sp_json_sandbox(const sp_sandbox *sb, const sp_sandbox_status *st, bool config)
@@ -265,7 +246,7 @@ cJSON *sp_json_sandbox_ext(const sp_sandbox *sb, const sp_sandbox_status *st, un
         sp_json_add_string(o, "workspace", sp_sandbox_workspace(sb)) &&
         sp_json_add_string(o, "state_dir", sp_sandbox_state_dir(sb));
     if (ok && (flags & SP_JSON_SANDBOX_CONFIG))
-        ok = add_item(o, "config", config_json(state, (flags & SP_JSON_SANDBOX_SECRETS) != 0));
+        ok = sp_json_add(o, "config", config_json(state, (flags & SP_JSON_SANDBOX_SECRETS) != 0));
     cJSON_Delete(state);
-    return finish(o, ok);
+    return sp_json_finish(o, ok);
 }

@@ -2,34 +2,15 @@
 #include <stdio.h>
 
 #include "fs_json.h"
+#include "json.h"
 #include "snapshot_json.h"
 
 /* cJSON_AddItemToObject that owns (and frees) the item on failure. */
-static bool add_item(cJSON *obj, const char *key, cJSON *item)
-{
-    if (!item)
-        return false;
-    if (!cJSON_AddItemToObject(obj, key, item)) {
-        cJSON_Delete(item);
-        return false;
-    }
-    return true;
-}
-
 static bool add_mode(cJSON *obj, const char *key, unsigned mode)
 {
     char buf[8];
     snprintf(buf, sizeof(buf), "%04o", mode & 07777u);
-    return add_item(obj, key, cJSON_CreateString(buf));
-}
-
-static cJSON *done(cJSON *obj, bool ok)
-{
-    if (!ok) {
-        cJSON_Delete(obj);
-        return NULL;
-    }
-    return obj;
+    return sp_json_add(obj, key, cJSON_CreateString(buf));
 }
 
 cJSON *sp_json_snapshot(const sp_snapshot *s)
@@ -44,7 +25,7 @@ cJSON *sp_json_snapshot(const sp_snapshot *s)
               sp_json_add_string(o, "root", s->root) && sp_json_add_string(o, "store", s->store) &&
               sp_json_add_u64(o, "files", s->files) && sp_json_add_u64(o, "dirs", s->dirs) &&
               sp_json_add_u64(o, "symlinks", s->symlinks) && sp_json_add_u64(o, "bytes", s->bytes);
-    return done(o, ok);
+    return sp_json_finish(o, ok);
 }
 
 cJSON *sp_json_snapshots(const sp_snapshots *l)
@@ -61,7 +42,7 @@ cJSON *sp_json_snapshots(const sp_snapshots *l)
             cJSON_Delete(it);
     }
     ok = ok && sp_json_add_u64(o, "count", l->n);
-    return done(o, ok);
+    return sp_json_finish(o, ok);
 }
 
 cJSON *sp_json_snapshot_change(const sp_snapshot_change *c)
@@ -77,8 +58,8 @@ cJSON *sp_json_snapshot_change(const sp_snapshot_change *c)
     if (ok && c->kind != SP_CHANGE_DELETED)
         ok = sp_json_add_string(o, "new_type", sp_fs_type_name(c->new_type)) &&
              add_mode(o, "new_mode", c->new_mode);
-    ok = ok && add_item(o, "content_changed", cJSON_CreateBool(c->content_changed));
-    return done(o, ok);
+    ok = ok && sp_json_add(o, "content_changed", cJSON_CreateBool(c->content_changed));
+    return sp_json_finish(o, ok);
 }
 
 cJSON *sp_json_snapdiff(const sp_snapdiff *d)
@@ -100,7 +81,7 @@ cJSON *sp_json_snapdiff(const sp_snapdiff *d)
          sp_json_add_u64(o, "type_changed", d->type_changed);
     if (ok && d->patch)
         ok = sp_json_add_string(o, "patch", d->patch);
-    return done(o, ok);
+    return sp_json_finish(o, ok);
 }
 
 cJSON *sp_json_snapstore_stats(const sp_snapstore_stats *st)
@@ -113,9 +94,9 @@ cJSON *sp_json_snapstore_stats(const sp_snapstore_stats *st)
               sp_json_add_u64(o, "bytes_hashed", st->bytes_hashed) &&
               sp_json_add_u64(o, "objects_written", st->objects_written) &&
               sp_json_add_u64(o, "paths_changed", st->paths_changed) &&
-              add_item(o, "full_walk", cJSON_CreateBool(st->full_walk)) &&
+              sp_json_add(o, "full_walk", cJSON_CreateBool(st->full_walk)) &&
               sp_json_add_i64(o, "elapsed_ms", st->elapsed_ms);
-    return done(o, ok);
+    return sp_json_finish(o, ok);
 }
 
 cJSON *sp_json_snapstore_gc(const sp_snapstore_gc_result *r)
@@ -126,5 +107,5 @@ cJSON *sp_json_snapstore_gc(const sp_snapstore_gc_result *r)
     bool ok = sp_json_add_u64(o, "objects_removed", r->objects_removed) &&
               sp_json_add_u64(o, "bytes_removed", r->bytes_removed) &&
               sp_json_add_u64(o, "objects_kept", r->objects_kept);
-    return done(o, ok);
+    return sp_json_finish(o, ok);
 }

@@ -32,7 +32,7 @@ static char *make_token(void)
         clock_gettime(CLOCK_MONOTONIC, &ts);
         r = (uint64_t)ts.tv_nsec ^ ((uint64_t)getpid() << 32) ^ (uint64_t)ts.tv_sec;
     }
-    return tx_asprintf("%016" PRIx64, r);
+    return sp_xasprintf("%016" PRIx64, r);
 }
 
 /* A working folder for the container: relative ones are below /workspace. */
@@ -41,22 +41,22 @@ static char *container_dir(const char *workdir)
     if (!workdir || !*workdir)
         return NULL;
     if (workdir[0] == '/')
-        return tx_strdup(workdir);
-    return tx_asprintf(SP_WORKSPACE_MOUNT "/%s", workdir);
+        return sp_xstrdup(workdir);
+    return sp_xasprintf(SP_WORKSPACE_MOUNT "/%s", workdir);
 }
 
-static void format_secs(tbuf *b, int64_t ms)
+static void format_secs(sp_buf *b, int64_t ms)
 {
-    tb_printf(b, "%" PRId64 ".%02" PRId64 " s", ms / 1000, (ms % 1000) / 10);
+    sp_buf_printf(b, "%" PRId64 ".%02" PRId64 " s", ms / 1000, (ms % 1000) / 10);
 }
 
 /* --------------------------------------------------------------- shell -- */
 
 int tool_shell(sp_tools *t, const cJSON *a, tool_call *c)
 {
-    const char *command = arg_str(a, "command", "");
-    char *workdir = container_dir(arg_str(a, "workdir", NULL));
-    long long timeout = arg_int(a, "timeout_ms", 60000);
+    const char *command = sp_json_str_or(a, "command", "");
+    char *workdir = container_dir(sp_json_str_or(a, "workdir", NULL));
+    long long timeout = sp_json_int(a, "timeout_ms", 60000);
     if (workdir)
         call_path(c, workdir);
 
@@ -65,12 +65,12 @@ int tool_shell(sp_tools *t, const cJSON *a, tool_call *c)
         sp_podman *p = sp_sandbox_podman(t->sb, NULL);
         if (p) {
             pthread_mutex_lock(&t->mu);
-            t->podman_url = tx_strdup(sp_podman_url(p));
+            t->podman_url = sp_xstrdup(sp_podman_url(p));
             pthread_mutex_unlock(&t->mu);
         }
     }
     char *token = make_token();
-    char *env_tok = tx_asprintf("SANDPOD_TOOL_CALL=%s", token);
+    char *env_tok = sp_xasprintf("SANDPOD_TOOL_CALL=%s", token);
     const char *env[] = {env_tok, NULL};
     pthread_mutex_lock(&t->mu);
     bool cancelled = atomic_load(&t->cancelled);
@@ -104,19 +104,19 @@ int tool_shell(sp_tools *t, const cJSON *a, tool_call *c)
         return call_fail_err(c, r, err, NULL);
 
     cancelled = atomic_load(&t->cancelled);
-    tb_printf(&c->message, "Exit code: %d\nWall time: ", res->exit_code);
+    sp_buf_printf(&c->message, "Exit code: %d\nWall time: ", res->exit_code);
     format_secs(&c->message, res->duration_ms);
-    tb_adds(&c->message, "\nOutput:\n");
+    sp_buf_adds(&c->message, "\nOutput:\n");
     if (res->out_len) {
-        tb_add(&c->message, res->out, res->out_len);
+        sp_buf_add(&c->message, res->out, res->out_len);
         if (res->out[res->out_len - 1] != '\n')
-            tb_addc(&c->message, '\n');
+            sp_buf_addc(&c->message, '\n');
     }
     if (res->err_len) {
-        tb_adds(&c->message, "Stderr:\n");
-        tb_add(&c->message, res->err, res->err_len);
+        sp_buf_adds(&c->message, "Stderr:\n");
+        sp_buf_add(&c->message, res->err, res->err_len);
         if (res->err[res->err_len - 1] != '\n')
-            tb_addc(&c->message, '\n');
+            sp_buf_addc(&c->message, '\n');
     }
     c->truncated = res->out_truncated || res->err_truncated;
     c->bytes += res->out_total + res->err_total;
@@ -144,7 +144,7 @@ static void track(sp_tools *t, int id)
 {
     if (t->n_sessions == t->cap_sessions) {
         t->cap_sessions = t->cap_sessions ? t->cap_sessions * 2 : 8;
-        t->sessions = tx_realloc(t->sessions, t->cap_sessions * sizeof(*t->sessions));
+        t->sessions = sp_xrealloc(t->sessions, t->cap_sessions * sizeof(*t->sessions));
     }
     t->sessions[t->n_sessions++] = id;
 }
@@ -169,21 +169,21 @@ void tools_sessions_kill(sp_tools *t)
 /* The answer of exec_command and write_stdin. */
 static void session_answer(sp_tools *t, tool_call *c, const sp_session_output *o)
 {
-    tb_adds(&c->message, "Wall time: ");
+    sp_buf_adds(&c->message, "Wall time: ");
     format_secs(&c->message, o->wall_ms);
-    tb_addc(&c->message, '\n');
+    sp_buf_addc(&c->message, '\n');
     if (o->exited) {
-        tb_printf(&c->message, "Process exited with code %d\n", o->exit_code);
+        sp_buf_printf(&c->message, "Process exited with code %d\n", o->exit_code);
         untrack(t, o->session_id);
     } else {
-        tb_printf(&c->message,
-                  "Process running with session ID %d (send input or poll with write_stdin)\n",
-                  o->session_id);
+        sp_buf_printf(&c->message,
+                      "Process running with session ID %d (send input or poll with write_stdin)\n",
+                      o->session_id);
     }
     if (o->note)
-        tb_printf(&c->message, "Note: %s\n", o->note);
-    tb_adds(&c->message, "Output:\n");
-    tb_add(&c->message, o->output, o->output_len);
+        sp_buf_printf(&c->message, "Note: %s\n", o->note);
+    sp_buf_adds(&c->message, "Output:\n");
+    sp_buf_add(&c->message, o->output, o->output_len);
     c->truncated = o->truncated;
     c->bytes += o->total_bytes;
     cJSON *v = cJSON_CreateObject();
@@ -211,19 +211,19 @@ static void session_answer(sp_tools *t, tool_call *c, const sp_session_output *o
 /* 0 from the model means "do not wait"; the library reads 0 as its default. */
 static int yield_ms(const cJSON *a)
 {
-    long long y = arg_int(a, "yield_time_ms", 250);
+    long long y = sp_json_int(a, "yield_time_ms", 250);
     return y == 0 ? -1 : (int)y;
 }
 
 int tool_exec_command(sp_tools *t, const cJSON *a, tool_call *c)
 {
-    const char *cmd = arg_str(a, "cmd", "");
-    char *workdir = container_dir(arg_str(a, "workdir", NULL));
+    const char *cmd = sp_json_str_or(a, "cmd", "");
+    char *workdir = container_dir(sp_json_str_or(a, "workdir", NULL));
     sp_session_opts so = SP_SESSION_OPTS_INIT;
-    so.no_tty = !arg_bool(a, "tty", true);
+    so.no_tty = !sp_json_bool(a, "tty", true);
     so.workdir = workdir;
     so.yield_time_ms = yield_ms(a);
-    so.max_output_tokens = (size_t)arg_int(a, "max_output_tokens", 8000);
+    so.max_output_tokens = (size_t)sp_json_int(a, "max_output_tokens", 8000);
     sp_session_output *o = NULL;
     sp_error *err = NULL;
     int r = sp_session_start(&o, t->sb, cmd, &so, &err);
@@ -239,17 +239,17 @@ int tool_exec_command(sp_tools *t, const cJSON *a, tool_call *c)
 
 int tool_write_stdin(sp_tools *t, const cJSON *a, tool_call *c)
 {
-    int id = (int)arg_int(a, "session_id", 0);
-    const char *chars = arg_str(a, "chars", "");
+    int id = (int)sp_json_int(a, "session_id", 0);
+    const char *chars = sp_json_str_or(a, "chars", "");
     sp_error *err = NULL;
     int r;
-    if (arg_bool(a, "kill", false)) {
+    if (sp_json_bool(a, "kill", false)) {
         r = sp_session_kill(t->sb, id, &err);
         untrack(t, id);
         if (r < 0 && r != SP_EPODMAN)
             return call_fail_err(c, r, err, "the session has already ended");
         sp_error_free(err);
-        tb_printf(&c->message, "session %d killed, with everything it started\n", id);
+        sp_buf_printf(&c->message, "session %d killed, with everything it started\n", id);
         cJSON *v = cJSON_CreateObject();
         if (v) {
             sp_json_add_i64(v, "session_id", id);
@@ -260,8 +260,8 @@ int tool_write_stdin(sp_tools *t, const cJSON *a, tool_call *c)
     }
     sp_session_write_opts wo = SP_SESSION_WRITE_OPTS_INIT;
     wo.yield_time_ms = yield_ms(a);
-    wo.max_output_tokens = (size_t)arg_int(a, "max_output_tokens", 8000);
-    wo.close_stdin = arg_bool(a, "close_stdin", false);
+    wo.max_output_tokens = (size_t)sp_json_int(a, "max_output_tokens", 8000);
+    wo.close_stdin = sp_json_bool(a, "close_stdin", false);
     sp_session_output *o = NULL;
     r = sp_session_write(&o, t->sb, id, chars, strlen(chars), &wo, &err);
     if (r < 0) {
@@ -278,56 +278,25 @@ int tool_write_stdin(sp_tools *t, const cJSON *a, tool_call *c)
 
 /* ----------------------------------------------------------- snapshots -- */
 
-/* Pause a running container while the store reads or writes the
- * workspace; leave a stopped one alone. */
-static int store_pause(void *ud, sp_error **err)
-{
-    sp_tools *t = ud;
-    sp_sandbox_status *st = NULL;
-    int r = sp_sandbox_status_get(&st, t->sb, err);
-    if (r < 0)
-        return r;
-    if (st->running && st->state && strcmp(st->state, "running") == 0) {
-        r = sp_sandbox_pause(t->sb, err);
-        if (r == 0)
-            t->paused = true;
-        t->ran_unpaused = r == 0 && !sp_sandbox_pauses(t->sb);
-    }
-    sp_sandbox_status_free(st);
-    return r;
-}
-
 /* Said after a snapshot or restore the container could not be paused for. */
 static void unpaused_note(sp_tools *t, tool_call *c)
 {
-    if (t->ran_unpaused)
-        tb_adds(&c->message, "note: the container kept running meanwhile (rootless Podman on "
-                             "cgroup v1 cannot pause it); a file it wrote at that moment may be "
-                             "caught part-way\n");
-    t->ran_unpaused = false;
-}
-
-static int store_unpause(void *ud, sp_error **err)
-{
-    sp_tools *t = ud;
-    if (!t->paused)
-        return 0;
-    t->paused = false;
-    return sp_sandbox_unpause(t->sb, err);
+    if (sp_sandbox_snapshot_ran_unpaused(t->snap))
+        sp_buf_adds(&c->message,
+                    "note: the container kept running meanwhile (rootless Podman on "
+                    "cgroup v1 cannot pause it); a file it wrote at that moment may be "
+                    "caught part-way\n");
 }
 
 static int store_open(sp_tools *t, tool_call *c)
 {
     if (t->store)
         return 0;
-    sp_snapstore_opts so = SP_SNAPSTORE_OPTS_INIT;
-    if (t->sb) {
-        so.pause = store_pause;
-        so.unpause = store_unpause;
-        so.userdata = t;
-    }
     sp_error *err = NULL;
-    int r = sp_snapstore_open(&t->store, t->root, t->store_path, &so, &err);
+    int r = t->sb ? sp_sandbox_snapshot_open(&t->snap, t->sb, NULL, &err)
+                  : sp_snapstore_open(&t->store, t->root, t->store_path, NULL, &err);
+    if (t->snap)
+        t->store = sp_sandbox_snapshot_store(t->snap);
     if (r < 0) {
         t->store = NULL;
         return call_fail_err(c, r, err, NULL);
@@ -337,19 +306,20 @@ static int store_open(sp_tools *t, tool_call *c)
 
 void tools_store_close(sp_tools *t)
 {
-    sp_snapstore_free(t->store);
+    if (t->snap)
+        sp_sandbox_snapshot_close(t->snap); /* frees t->store */
+    else
+        sp_snapstore_free(t->store);
+    t->snap = NULL;
     t->store = NULL;
-    if (t->paused && t->sb)
-        sp_sandbox_unpause(t->sb, NULL);
-    t->paused = false;
 }
 
-static void describe(tbuf *b, const sp_snapshot *s)
+static void describe(sp_buf *b, const sp_snapshot *s)
 {
-    tb_printf(b, "%s", s->id);
+    sp_buf_printf(b, "%s", s->id);
     if (s->tag)
-        tb_printf(b, " (%s)", s->tag);
-    tb_printf(
+        sp_buf_printf(b, " (%s)", s->tag);
+    sp_buf_printf(
         b, ", %s: %" PRIu64 " files, %" PRIu64 " folders, %" PRIu64 " symlinks, %" PRIu64 " bytes",
         s->created_at, s->files, s->dirs, s->symlinks, s->bytes);
 }
@@ -360,14 +330,14 @@ int tool_snapshot(sp_tools *t, const cJSON *a, tool_call *c)
         return c->code;
     sp_snapshot *s = NULL;
     sp_error *err = NULL;
-    int r = sp_snapshot_create(&s, t->store, arg_str(a, "tag", NULL), &err);
+    int r = sp_snapshot_create(&s, t->store, sp_json_str_or(a, "tag", NULL), &err);
     if (r < 0)
         return call_fail_err(c, r, err, NULL);
-    tb_adds(&c->message, "snapshot ");
+    sp_buf_adds(&c->message, "snapshot ");
     describe(&c->message, s);
-    tb_adds(&c->message, "\nrestore it with restore {\"snapshot\": \"");
-    tb_adds(&c->message, s->id);
-    tb_adds(&c->message, "\"}\n");
+    sp_buf_adds(&c->message, "\nrestore it with restore {\"snapshot\": \"");
+    sp_buf_adds(&c->message, s->id);
+    sp_buf_adds(&c->message, "\"}\n");
     unpaused_note(t, c);
     c->value = sp_json_snapshot(s);
     sp_snapshot_free(s);
@@ -386,10 +356,10 @@ int tool_list_snapshots(sp_tools *t, const cJSON *a, tool_call *c)
         return call_fail_err(c, r, err, NULL);
     for (size_t i = 0; i < l->n; i++) {
         describe(&c->message, l->v[i]);
-        tb_addc(&c->message, '\n');
+        sp_buf_addc(&c->message, '\n');
     }
     if (l->n == 0)
-        tb_adds(&c->message, "no snapshots yet; take one with the snapshot tool\n");
+        sp_buf_adds(&c->message, "no snapshots yet; take one with the snapshot tool\n");
     c->value = sp_json_snapshots(l);
     sp_snapshots_free(l);
     return 0;
@@ -410,7 +380,7 @@ static const char *restore_action(sp_snapshot_change_kind k)
 
 int tool_restore(sp_tools *t, const cJSON *a, tool_call *c)
 {
-    const char *ref = arg_str(a, "snapshot", "");
+    const char *ref = sp_json_str_or(a, "snapshot", "");
     if (store_open(t, c) < 0)
         return c->code;
     sp_snapshot *s = NULL;
@@ -432,18 +402,18 @@ int tool_restore(sp_tools *t, const cJSON *a, tool_call *c)
     }
     sp_snapstore_stats st;
     sp_snapstore_last_stats(t->store, &st);
-    tb_adds(&c->message, "restored snapshot ");
+    sp_buf_adds(&c->message, "restored snapshot ");
     describe(&c->message, done);
-    tb_printf(&c->message, "\n%" PRIu64 " paths changed\n", st.paths_changed);
+    sp_buf_printf(&c->message, "\n%" PRIu64 " paths changed\n", st.paths_changed);
     for (size_t i = 0; d && i < d->n; i++) {
         const char *act = restore_action(d->v[i].kind);
         if (i < RESTORE_CHANGES_MAX)
             call_change(c, d->v[i].path, act, 0);
         if (i < RESTORE_LINES_MAX)
-            tb_printf(&c->message, "  %s %s\n", act, d->v[i].path);
+            sp_buf_printf(&c->message, "  %s %s\n", act, d->v[i].path);
     }
     if (d && d->n > RESTORE_LINES_MAX)
-        tb_printf(&c->message, "  ... and %zu more\n", d->n - RESTORE_LINES_MAX);
+        sp_buf_printf(&c->message, "  ... and %zu more\n", d->n - RESTORE_LINES_MAX);
     unpaused_note(t, c);
     c->truncated = d && d->n > RESTORE_CHANGES_MAX;
     cJSON *v = sp_json_snapshot(done);

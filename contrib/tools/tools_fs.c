@@ -52,7 +52,7 @@ void tools_edit_unlock(int fd)
  * result has no leading '/', "." for the root. */
 static char *normalize_abs(const char *abs)
 {
-    strvec parts = {0};
+    sp_strv parts = {0};
     const char *p = abs;
     while (*p) {
         while (*p == '/')
@@ -69,20 +69,20 @@ static char *normalize_abs(const char *abs)
                 parts.v[parts.n] = NULL;
             }
         } else {
-            sv_push(&parts, tx_strndup(p, n));
+            sp_strv_push(&parts, sp_xstrndup(p, n));
         }
         p += n;
     }
-    tbuf b = {0};
+    sp_buf b = {0};
     for (size_t i = 0; i < parts.n; i++) {
         if (i)
-            tb_addc(&b, '/');
-        tb_adds(&b, parts.v[i]);
+            sp_buf_addc(&b, '/');
+        sp_buf_adds(&b, parts.v[i]);
     }
-    sv_free(&parts);
+    sp_strv_dispose(&parts);
     if (!b.len)
-        tb_addc(&b, '.');
-    return tb_steal(&b);
+        sp_buf_addc(&b, '.');
+    return sp_buf_steal(&b);
 }
 
 int fs_target(sp_fs **fs, const char **rel, char **owned, sp_tools *t, const char *path,
@@ -101,7 +101,7 @@ int fs_target(sp_fs **fs, const char **rel, char **owned, sp_tools *t, const cha
         }
         return 0;
     }
-    char *abs = path[0] == '/' ? tx_strdup(path) : tx_asprintf("%s/%s", t->root, path);
+    char *abs = path[0] == '/' ? sp_xstrdup(path) : sp_xasprintf("%s/%s", t->root, path);
     *owned = normalize_abs(abs);
     free(abs);
     *fs = t->fs_any;
@@ -115,8 +115,8 @@ int fs_target(sp_fs **fs, const char **rel, char **owned, sp_tools *t, const cha
 char *fs_display(const sp_tools *t, const char *rel)
 {
     if (t->fs_any)
-        return strcmp(rel, ".") == 0 ? tx_strdup("/") : tx_asprintf("/%s", rel);
-    return tx_strdup(rel);
+        return strcmp(rel, ".") == 0 ? sp_xstrdup("/") : sp_xasprintf("/%s", rel);
+    return sp_xstrdup(rel);
 }
 
 /* The absolute form of a path for the model: /workspace/... in a sandbox,
@@ -127,8 +127,8 @@ static char *abs_display(const sp_tools *t, const char *rel)
         return fs_display(t, rel);
     const char *base = t->sb ? SP_WORKSPACE_MOUNT : t->root;
     if (strcmp(rel, ".") == 0)
-        return tx_strdup(base);
-    return tx_asprintf("%s/%s", base, rel);
+        return sp_xstrdup(base);
+    return sp_xasprintf("%s/%s", base, rel);
 }
 
 /* The normalized path the library will use, for messages and changes. */
@@ -138,7 +138,7 @@ static char *norm(const sp_tools *t, const char *rel)
     if (t->fs_any)
         return fs_display(t, rel);
     if (sp_fs_path_normalize(&n, rel, strlen(rel), NULL) < 0 || !n)
-        return tx_strdup(rel);
+        return sp_xstrdup(rel);
     return n;
 }
 
@@ -162,29 +162,18 @@ static void fix_paths(const sp_tools *t, cJSON *arr)
 /* Text from the workspace for a line of the answer: control characters
  * (tab excepted) and invalid UTF-8 become \xNN so that a name or a line
  * can neither break the answer's lines nor carry escape sequences. */
-static void add_clean(tbuf *b, const char *s, size_t len, bool keep_tab)
+static void add_clean(sp_buf *b, const char *s, size_t len, bool keep_tab)
 {
     char *u = sp_json_sanitize(s, len);
     if (!u)
         return;
     for (const unsigned char *p = (const unsigned char *)u; *p; p++) {
         if ((*p < 0x20 && !(keep_tab && *p == '\t')) || *p == 0x7f)
-            tb_printf(b, "\\x%02x", *p);
+            sp_buf_printf(b, "\\x%02x", *p);
         else
-            tb_addc(b, (char)*p);
+            sp_buf_addc(b, (char)*p);
     }
     free(u);
-}
-
-static bool add_item(cJSON *o, const char *key, cJSON *v)
-{
-    if (!v)
-        return false;
-    if (!cJSON_AddItemToObject(o, key, v)) {
-        cJSON_Delete(v);
-        return false;
-    }
-    return true;
 }
 
 /* ---------------------------------------------------------- list_dir -- */
@@ -207,10 +196,10 @@ static int tree_cmp(const void *a, const void *b)
 
 int tool_list_dir(sp_tools *t, const cJSON *a, tool_call *c)
 {
-    const char *path = arg_str(a, "path", ".");
-    unsigned depth = (unsigned)arg_int(a, "depth", 2);
-    long long offset = arg_int(a, "offset", 1);
-    size_t limit = (size_t)arg_int(a, "limit", 200);
+    const char *path = sp_json_str_or(a, "path", ".");
+    unsigned depth = (unsigned)sp_json_int(a, "depth", 2);
+    long long offset = sp_json_int(a, "offset", 1);
+    size_t limit = (size_t)sp_json_int(a, "limit", 200);
     size_t start = offset > 1 ? (size_t)(offset - 1) : 0;
 
     sp_fs *fs;
@@ -240,36 +229,36 @@ int tool_list_dir(sp_tools *t, const cJSON *a, tool_call *c)
         goto done;
     }
     size_t end = e->n - start > limit ? start + limit : e->n;
-    tb_printf(&c->message, "Absolute path: %s\n", abs);
+    sp_buf_printf(&c->message, "Absolute path: %s\n", abs);
     cJSON *v = cJSON_CreateObject();
     cJSON *arr = cJSON_CreateArray();
     for (size_t i = start; i < end; i++) {
         const sp_fs_entry *x = &e->v[i];
         for (unsigned d = 1; d < x->depth; d++)
-            tb_adds(&c->message, "  ");
+            sp_buf_adds(&c->message, "  ");
         size_t nl = strlen(x->name);
         add_clean(&c->message, x->name, nl > NAME_MAX_SHOWN ? NAME_MAX_SHOWN : nl, false);
         if (nl > NAME_MAX_SHOWN)
-            tb_adds(&c->message, "...");
+            sp_buf_adds(&c->message, "...");
         const char *type = sp_fs_type_name(x->type);
         switch (x->type) {
         case SP_FS_DIR:
-            tb_addc(&c->message, '/');
+            sp_buf_addc(&c->message, '/');
             break;
         case SP_FS_SYMLINK:
-            tb_adds(&c->message, "@ -> ");
+            sp_buf_adds(&c->message, "@ -> ");
             if (x->link_target)
                 add_clean(&c->message, x->link_target, strlen(x->link_target), false);
             break;
         case SP_FS_FILE:
             if (x->mode & 0111)
-                tb_addc(&c->message, '*');
+                sp_buf_addc(&c->message, '*');
             break;
         default:
-            tb_addc(&c->message, '?');
+            sp_buf_addc(&c->message, '?');
             break;
         }
-        tb_addc(&c->message, '\n');
+        sp_buf_addc(&c->message, '\n');
         cJSON *o = cJSON_CreateObject();
         char *dp = fs_display(t, x->path);
         bool ok = o && sp_json_add_string(o, "path", dp) && sp_json_add_string(o, "type", type) &&
@@ -285,19 +274,19 @@ int tool_list_dir(sp_tools *t, const cJSON *a, tool_call *c)
     }
     bool more = end < e->n || e->truncated;
     if (e->n == 0)
-        tb_adds(&c->message, "(empty folder)\n");
+        sp_buf_adds(&c->message, "(empty folder)\n");
     if (end < e->n)
-        tb_printf(&c->message, "More than %zu entries found; continue with offset=%zu\n", limit,
-                  end + 1);
+        sp_buf_printf(&c->message, "More than %zu entries found; continue with offset=%zu\n", limit,
+                      end + 1);
     else if (e->truncated)
-        tb_printf(&c->message,
-                  "Listing stopped at %d entries; list a subfolder or use a "
-                  "smaller depth\n",
-                  LIST_MAX_ENTRIES);
+        sp_buf_printf(&c->message,
+                      "Listing stopped at %d entries; list a subfolder or use a "
+                      "smaller depth\n",
+                      LIST_MAX_ENTRIES);
     c->truncated = more;
     if (v) {
-        add_item(v, "path", sp_json_string(abs));
-        add_item(v, "entries", arr);
+        sp_json_add(v, "path", sp_json_string(abs));
+        sp_json_add(v, "entries", arr);
         arr = NULL;
         sp_json_add_u64(v, "offset", start + 1);
         sp_json_add_u64(v, "count", end - start);
@@ -328,8 +317,8 @@ typedef struct lines {
 static void split_lines(lines *ls, const char *s, size_t len)
 {
     size_t cap = 64;
-    ls->p = tx_malloc(cap * sizeof(*ls->p));
-    ls->len = tx_malloc(cap * sizeof(*ls->len));
+    ls->p = sp_xmalloc(cap * sizeof(*ls->p));
+    ls->len = sp_xmalloc(cap * sizeof(*ls->len));
     ls->n = 0;
     const char *end = s + len;
     while (s < end) {
@@ -337,8 +326,8 @@ static void split_lines(lines *ls, const char *s, size_t len)
         size_t n = nl ? (size_t)(nl - s) : (size_t)(end - s);
         if (ls->n == cap) {
             cap *= 2;
-            ls->p = tx_realloc(ls->p, cap * sizeof(*ls->p));
-            ls->len = tx_realloc(ls->len, cap * sizeof(*ls->len));
+            ls->p = sp_xrealloc(ls->p, cap * sizeof(*ls->p));
+            ls->len = sp_xrealloc(ls->len, cap * sizeof(*ls->len));
         }
         ls->p[ls->n] = s;
         ls->len[ls->n] = n;
@@ -355,26 +344,25 @@ static void lines_free(lines *ls)
 
 /* Add lines [from, to) numbered "L<n>: " to the message and their text
  * to `content`, within the byte budget. Returns the end actually reached. */
-static size_t add_numbered(tool_call *c, tbuf *content, const lines *ls, size_t from, size_t to,
+static size_t add_numbered(tool_call *c, sp_buf *content, const lines *ls, size_t from, size_t to,
                            size_t first_no, size_t budget)
 {
     size_t i = from;
     for (; i < to; i++) {
         if (i > from && c->message.len + ls->len[i] + 16 > budget)
             break;
-        tb_printf(&c->message, "L%zu: ", first_no + i);
+        sp_buf_printf(&c->message, "L%zu: ", first_no + i);
         add_clean(&c->message, ls->p[i], ls->len[i], true);
-        tb_addc(&c->message, '\n');
-        tb_add(content, ls->p[i], ls->len[i]);
-        tb_addc(content, '\n');
+        sp_buf_addc(&c->message, '\n');
+        sp_buf_add(content, ls->p[i], ls->len[i]);
+        sp_buf_addc(content, '\n');
     }
     return i;
 }
 
 static int read_error(tool_call *c, int r, sp_error *err)
 {
-    if (r == SP_EINVAL && err && err->message &&
-        (strstr(err->message, "binary") || strstr(err->message, "UTF-8"))) {
+    if (r == SP_EINVAL && err && err->reason == SP_R_NOT_TEXT) {
         const char *m = err->message;
         /* The library points at its byte reader, which the model lacks. */
         const char *semi = strstr(m, "; read it with");
@@ -388,7 +376,8 @@ static int read_error(tool_call *c, int r, sp_error *err)
 }
 
 static cJSON *read_value(const char *path, const char *mode, size_t first, size_t last,
-                         size_t total, const tbuf *content, bool truncated, size_t next, size_t cut)
+                         size_t total, const sp_buf *content, bool truncated, size_t next,
+                         size_t cut)
 {
     cJSON *v = cJSON_CreateObject();
     if (!v)
@@ -398,7 +387,7 @@ static cJSON *read_value(const char *path, const char *mode, size_t first, size_
     sp_json_add_u64(v, "start_line", first);
     sp_json_add_u64(v, "end_line", last);
     sp_json_add_u64(v, "total_lines", total);
-    add_item(v, "content", sp_json_string_n(content->data ? content->data : "", content->len));
+    sp_json_add(v, "content", sp_json_string_n(content->data ? content->data : "", content->len));
     sp_json_add_u64(v, "lines_cut", cut);
     cJSON_AddBoolToObject(v, "truncated", truncated);
     if (next)
@@ -425,19 +414,19 @@ static int read_slice(sp_tools *t, tool_call *c, sp_fs *fs, const char *rel, con
     }
     lines ls;
     split_lines(&ls, txt->content, txt->content_len);
-    tbuf content = {0};
+    sp_buf content = {0};
     size_t reached = add_numbered(c, &content, &ls, 0, ls.n, start + 1, t->opts.max_text_bytes);
     size_t first = start + 1, last = start + reached;
     bool more = last < txt->total_lines;
     if (txt->total_lines == 0)
-        tb_adds(&c->message, "(empty file)\n");
+        sp_buf_adds(&c->message, "(empty file)\n");
     else if (more)
-        tb_printf(&c->message, "[showing lines %zu-%zu of %zu; continue with offset=%zu]\n", first,
-                  last, txt->total_lines, last + 1);
+        sp_buf_printf(&c->message, "[showing lines %zu-%zu of %zu; continue with offset=%zu]\n",
+                      first, last, txt->total_lines, last + 1);
     c->truncated = more;
     c->value = read_value(shown, "slice", txt->total_lines ? first : 0, last, txt->total_lines,
                           &content, more, more ? last + 1 : 0, txt->lines_cut);
-    tb_free(&content);
+    sp_buf_dispose(&content);
     lines_free(&ls);
     sp_fs_text_free(txt);
     return 0;
@@ -517,7 +506,7 @@ static int read_indentation(sp_tools *t, tool_call *c, sp_fs *fs, const char *re
         sp_fs_text_free(txt);
         return r;
     }
-    int *ind = tx_malloc(n * sizeof(*ind));
+    int *ind = sp_xmalloc(n * sizeof(*ind));
     for (size_t i = 0; i < n; i++)
         ind[i] = indent_of(ls.p[i], ls.len[i]);
 
@@ -595,22 +584,22 @@ static int read_indentation(sp_tools *t, tool_call *c, sp_fs *fs, const char *re
         last = s + limit - 1;
         cut = true;
     }
-    tbuf content = {0};
+    sp_buf content = {0};
     size_t reached = add_numbered(c, &content, &ls, first, last + 1, 1, t->opts.max_text_bytes);
     if (reached <= last) {
         last = reached - 1;
         cut = true;
     }
     if (cut)
-        tb_printf(&c->message,
-                  "[the block is longer: showing lines %zu-%zu; read more with mode=slice]\n",
-                  first + 1, last + 1);
+        sp_buf_printf(&c->message,
+                      "[the block is longer: showing lines %zu-%zu; read more with mode=slice]\n",
+                      first + 1, last + 1);
     c->truncated = cut;
     c->value =
         read_value(shown, "indentation", first + 1, last + 1, n, &content, cut, 0, txt->lines_cut);
     if (c->value)
         sp_json_add_u64(c->value, "anchor_line", a + 1);
-    tb_free(&content);
+    sp_buf_dispose(&content);
     free(ind);
     lines_free(&ls);
     sp_fs_text_free(txt);
@@ -619,11 +608,11 @@ static int read_indentation(sp_tools *t, tool_call *c, sp_fs *fs, const char *re
 
 int tool_read_file(sp_tools *t, const cJSON *a, tool_call *c)
 {
-    const char *path = arg_str(a, "path", "");
-    long long offset = arg_int(a, "offset", 1);
-    size_t limit = (size_t)arg_int(a, "limit", 400);
-    const char *mode = arg_str(a, "mode", "slice");
-    unsigned levels = (unsigned)arg_int(a, "max_levels", 0);
+    const char *path = sp_json_str_or(a, "path", "");
+    long long offset = sp_json_int(a, "offset", 1);
+    size_t limit = (size_t)sp_json_int(a, "limit", 400);
+    const char *mode = sp_json_str_or(a, "mode", "slice");
+    unsigned levels = (unsigned)sp_json_int(a, "max_levels", 0);
     size_t start = offset > 1 ? (size_t)(offset - 1) : 0;
     sp_fs *fs;
     const char *rel;
@@ -652,9 +641,9 @@ static uint64_t size_of(sp_fs *fs, const char *rel)
 
 int tool_write_file(sp_tools *t, const cJSON *a, tool_call *c)
 {
-    const char *path = arg_str(a, "path", "");
-    const char *content = arg_str(a, "content", "");
-    const char *mode = arg_str(a, "mode", "overwrite");
+    const char *path = sp_json_str_or(a, "path", "");
+    const char *content = sp_json_str_or(a, "content", "");
+    const char *mode = sp_json_str_or(a, "mode", "overwrite");
     sp_fs_write_opts wo = SP_FS_WRITE_OPTS_INIT;
     wo.mode = strcmp(mode, "create") == 0   ? SP_FS_CREATE
               : strcmp(mode, "append") == 0 ? SP_FS_APPEND
@@ -677,7 +666,7 @@ int tool_write_file(sp_tools *t, const cJSON *a, tool_call *c)
         const char *verb = !existed                  ? "created"
                            : wo.mode == SP_FS_APPEND ? "appended to"
                                                      : "replaced";
-        tb_printf(&c->message, "%s %s (%zu bytes written)\n", verb, shown, written);
+        sp_buf_printf(&c->message, "%s %s (%zu bytes written)\n", verb, shown, written);
         call_change(c, shown, existed ? "modified" : "created", written);
         cJSON *v = sp_json_fs_written(shown, written);
         if (v)
@@ -691,10 +680,10 @@ int tool_write_file(sp_tools *t, const cJSON *a, tool_call *c)
 
 int tool_edit_file(sp_tools *t, const cJSON *a, tool_call *c)
 {
-    const char *path = arg_str(a, "path", "");
-    const char *old_s = arg_str(a, "old_string", "");
-    const char *new_s = arg_str(a, "new_string", "");
-    bool all = arg_bool(a, "replace_all", false);
+    const char *path = sp_json_str_or(a, "path", "");
+    const char *old_s = sp_json_str_or(a, "old_string", "");
+    const char *new_s = sp_json_str_or(a, "new_string", "");
+    bool all = sp_json_bool(a, "replace_all", false);
     if (strcmp(old_s, new_s) == 0)
         return call_fail(c, SP_EINVAL, "old_string and new_string are the same: nothing to change");
     sp_fs *fs;
@@ -709,7 +698,7 @@ int tool_edit_file(sp_tools *t, const cJSON *a, tool_call *c)
         call_fail_err(c, r, err,
                       "read the file again and copy old_string exactly, whitespace and "
                       "indentation included");
-    else if (r == SP_EINVAL && err && err->message && strstr(err->message, "occur"))
+    else if (r == SP_EINVAL && err && err->reason == SP_R_NOT_UNIQUE)
         call_fail_err(c, r, err,
                       "add surrounding lines to old_string so that it matches once, or set "
                       "replace_all to true");
@@ -717,7 +706,8 @@ int tool_edit_file(sp_tools *t, const cJSON *a, tool_call *c)
         call_fail_err(c, r, err, NULL);
     else {
         uint64_t size = size_of(fs, rel);
-        tb_printf(&c->message, "replaced %zu occurrence%s in %s\n", n, n == 1 ? "" : "s", shown);
+        sp_buf_printf(&c->message, "replaced %zu occurrence%s in %s\n", n, n == 1 ? "" : "s",
+                      shown);
         call_change(c, shown, "modified", size);
         cJSON *v = cJSON_CreateObject();
         if (v) {
@@ -734,9 +724,9 @@ int tool_edit_file(sp_tools *t, const cJSON *a, tool_call *c)
 
 int tool_insert(sp_tools *t, const cJSON *a, tool_call *c)
 {
-    const char *path = arg_str(a, "path", "");
-    long line = (long)arg_int(a, "line", -1);
-    const char *text = arg_str(a, "text", "");
+    const char *path = sp_json_str_or(a, "path", "");
+    long line = (long)sp_json_int(a, "line", -1);
+    const char *text = sp_json_str_or(a, "text", "");
     sp_fs *fs;
     const char *rel;
     char *owned;
@@ -757,14 +747,14 @@ int tool_insert(sp_tools *t, const cJSON *a, tool_call *c)
             nlines++;
         uint64_t size = size_of(fs, rel);
         if (line == 0)
-            tb_printf(&c->message, "inserted %zu line%s at the start of %s\n", nlines,
-                      nlines == 1 ? "" : "s", shown);
+            sp_buf_printf(&c->message, "inserted %zu line%s at the start of %s\n", nlines,
+                          nlines == 1 ? "" : "s", shown);
         else if (line < 0)
-            tb_printf(&c->message, "inserted %zu line%s at the end of %s\n", nlines,
-                      nlines == 1 ? "" : "s", shown);
+            sp_buf_printf(&c->message, "inserted %zu line%s at the end of %s\n", nlines,
+                          nlines == 1 ? "" : "s", shown);
         else
-            tb_printf(&c->message, "inserted %zu line%s after line %ld of %s\n", nlines,
-                      nlines == 1 ? "" : "s", line, shown);
+            sp_buf_printf(&c->message, "inserted %zu line%s after line %ld of %s\n", nlines,
+                          nlines == 1 ? "" : "s", line, shown);
         call_change(c, shown, "modified", size);
         cJSON *v = cJSON_CreateObject();
         if (v) {
@@ -782,8 +772,8 @@ int tool_insert(sp_tools *t, const cJSON *a, tool_call *c)
 
 int tool_delete(sp_tools *t, const cJSON *a, tool_call *c)
 {
-    const char *path = arg_str(a, "path", "");
-    bool recursive = arg_bool(a, "recursive", false);
+    const char *path = sp_json_str_or(a, "path", "");
+    bool recursive = sp_json_bool(a, "recursive", false);
     sp_fs *fs;
     const char *rel;
     char *owned;
@@ -800,7 +790,7 @@ int tool_delete(sp_tools *t, const cJSON *a, tool_call *c)
                                : NULL);
     } else {
         const char *what = st ? sp_fs_type_name(st->type) : "path";
-        tb_printf(&c->message, "deleted %s %s\n", what, shown);
+        sp_buf_printf(&c->message, "deleted %s %s\n", what, shown);
         call_change(c, shown, "deleted", 0);
         cJSON *v = cJSON_CreateObject();
         if (v) {
@@ -817,8 +807,8 @@ int tool_delete(sp_tools *t, const cJSON *a, tool_call *c)
 
 int tool_mkdir(sp_tools *t, const cJSON *a, tool_call *c)
 {
-    const char *path = arg_str(a, "path", "");
-    bool parents = arg_bool(a, "parents", true);
+    const char *path = sp_json_str_or(a, "path", "");
+    bool parents = sp_json_bool(a, "parents", true);
     sp_fs *fs;
     const char *rel;
     char *owned;
@@ -832,8 +822,8 @@ int tool_mkdir(sp_tools *t, const cJSON *a, tool_call *c)
                       r == SP_ENOTFOUND ? "the parent folder is missing; set parents to true"
                                         : NULL);
     } else {
-        tb_printf(&c->message, existed ? "folder %s already exists\n" : "created folder %s\n",
-                  shown);
+        sp_buf_printf(&c->message, existed ? "folder %s already exists\n" : "created folder %s\n",
+                      shown);
         if (!existed)
             call_change(c, shown, "created", 0);
         cJSON *v = cJSON_CreateObject();
@@ -852,7 +842,7 @@ int tool_mkdir(sp_tools *t, const cJSON *a, tool_call *c)
 
 int tool_stat(sp_tools *t, const cJSON *a, tool_call *c)
 {
-    const char *path = arg_str(a, "path", "");
+    const char *path = sp_json_str_or(a, "path", "");
     sp_fs *fs;
     const char *rel;
     char *owned;
@@ -871,16 +861,16 @@ int tool_stat(sp_tools *t, const cJSON *a, tool_call *c)
     if (gmtime_r(&sec, &tm))
         strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
     add_clean(&c->message, shown, strlen(shown), false);
-    tb_printf(&c->message, ": %s, %" PRIu64 " bytes, mode %04o, modified %s",
-              sp_fs_type_name(st->type), st->size, st->mode & 07777u, when);
+    sp_buf_printf(&c->message, ": %s, %" PRIu64 " bytes, mode %04o, modified %s",
+                  sp_fs_type_name(st->type), st->size, st->mode & 07777u, when);
     if (st->type == SP_FS_SYMLINK) {
-        tb_adds(&c->message, ", link to ");
+        sp_buf_adds(&c->message, ", link to ");
         add_clean(&c->message, st->link_target ? st->link_target : "?",
                   st->link_target ? strlen(st->link_target) : 1, false);
         if (st->target_escapes)
-            tb_adds(&c->message, " (leaves the workspace or dangles)");
+            sp_buf_adds(&c->message, " (leaves the workspace or dangles)");
     }
-    tb_addc(&c->message, '\n');
+    sp_buf_addc(&c->message, '\n');
     cJSON *v = sp_json_fs_info(st);
     if (v)
         cJSON_ReplaceItemInObjectCaseSensitive(v, "path", cJSON_CreateString(shown));
@@ -893,9 +883,9 @@ int tool_stat(sp_tools *t, const cJSON *a, tool_call *c)
 
 int tool_glob(sp_tools *t, const cJSON *a, tool_call *c)
 {
-    const char *pattern = arg_str(a, "pattern", "");
-    const char *path = arg_str(a, "path", ".");
-    size_t limit = (size_t)arg_int(a, "limit", 200);
+    const char *pattern = sp_json_str_or(a, "pattern", "");
+    const char *path = sp_json_str_or(a, "path", ".");
+    size_t limit = (size_t)sp_json_int(a, "limit", 200);
     sp_fs *fs;
     const char *rel;
     char *owned;
@@ -911,15 +901,15 @@ int tool_glob(sp_tools *t, const cJSON *a, tool_call *c)
         char *d = fs_display(t, e->v[i].path);
         add_clean(&c->message, d, strlen(d), false);
         if (e->v[i].type == SP_FS_DIR)
-            tb_addc(&c->message, '/');
-        tb_addc(&c->message, '\n');
+            sp_buf_addc(&c->message, '/');
+        sp_buf_addc(&c->message, '\n');
         free(d);
     }
     if (e->n == 0)
-        tb_adds(&c->message, "no paths match\n");
+        sp_buf_adds(&c->message, "no paths match\n");
     if (e->truncated)
-        tb_printf(&c->message, "[stopped after %zu paths; narrow the pattern or raise limit]\n",
-                  e->n);
+        sp_buf_printf(&c->message, "[stopped after %zu paths; narrow the pattern or raise limit]\n",
+                      e->n);
     c->truncated = e->truncated;
     cJSON *v = sp_json_fs_entries(e);
     if (v) {
@@ -934,18 +924,18 @@ int tool_glob(sp_tools *t, const cJSON *a, tool_call *c)
 
 int tool_grep(sp_tools *t, const cJSON *a, tool_call *c)
 {
-    const char *pattern = arg_str(a, "pattern", "");
-    const char *path = arg_str(a, "path", ".");
+    const char *pattern = sp_json_str_or(a, "pattern", "");
+    const char *path = sp_json_str_or(a, "path", ".");
     sp_fs *fs;
     const char *rel;
     char *owned;
     fs_target(&fs, &rel, &owned, t, path, c);
     sp_fs_grep_opts go = SP_FS_GREP_OPTS_INIT;
     go.path = rel;
-    go.glob = arg_str(a, "include", NULL);
-    go.max_matches = (size_t)arg_int(a, "limit", 200);
-    go.case_insensitive = arg_bool(a, "case_insensitive", false);
-    go.fixed_string = arg_bool(a, "fixed_string", false);
+    go.glob = sp_json_str_or(a, "include", NULL);
+    go.max_matches = (size_t)sp_json_int(a, "limit", 200);
+    go.case_insensitive = sp_json_bool(a, "case_insensitive", false);
+    go.fixed_string = sp_json_bool(a, "fixed_string", false);
     sp_fs_matches *m = NULL;
     sp_error *err = NULL;
     int r = sp_fs_grep(&m, fs, pattern, &go, &err);
@@ -959,17 +949,17 @@ int tool_grep(sp_tools *t, const cJSON *a, tool_call *c)
     for (size_t i = 0; i < m->n; i++) {
         char *d = fs_display(t, m->v[i].path);
         add_clean(&c->message, d, strlen(d), false);
-        tb_printf(&c->message, ":%zu:", m->v[i].line_number);
+        sp_buf_printf(&c->message, ":%zu:", m->v[i].line_number);
         const char *line = m->v[i].line ? m->v[i].line : "";
         add_clean(&c->message, line, strlen(line), true);
-        tb_addc(&c->message, '\n');
+        sp_buf_addc(&c->message, '\n');
         free(d);
     }
     if (m->n == 0)
-        tb_printf(&c->message, "no matches (%zu files searched)\n", m->files_searched);
+        sp_buf_printf(&c->message, "no matches (%zu files searched)\n", m->files_searched);
     if (m->truncated)
-        tb_printf(&c->message, "[stopped after %zu matches; narrow the search or raise limit]\n",
-                  m->n);
+        sp_buf_printf(&c->message,
+                      "[stopped after %zu matches; narrow the search or raise limit]\n", m->n);
     c->truncated = m->truncated;
     cJSON *v = sp_json_fs_matches(m);
     if (v)

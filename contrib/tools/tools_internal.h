@@ -13,53 +13,19 @@
 
 #include <cJSON.h>
 
+#include "sandpod/sandbox_snapshot.h"
 #include "sandpod/session.h"
 #include "sandpod/snapshot.h"
+#include "base.h"
+#include "json.h"
 #include "tools.h"
 
 #define TOOLS_PRINTF(a, b) __attribute__((format(printf, a, b)))
 
 /* ------------------------------------------------------------ helpers -- */
 
-/* Allocation that aborts on out-of-memory, like the library's: a tool call
- * cannot recover from it meaningfully. */
-void *tx_malloc(size_t n);
-void *tx_calloc(size_t n, size_t size);
-void *tx_realloc(void *p, size_t n);
-char *tx_strdup(const char *s);
-char *tx_strndup(const char *s, size_t n);
-char *tx_asprintf(const char *fmt, ...) TOOLS_PRINTF(1, 2);
-
-/* Set *err (when err is non-NULL) to a new error; returns code. */
-int tools_error(sp_error **err, int code, const char *fmt, ...) TOOLS_PRINTF(3, 4);
-
-/* A growable text buffer, always NUL-terminated once anything was added. */
-typedef struct tbuf {
-    char *data;
-    size_t len, cap;
-} tbuf;
-void tb_add(tbuf *b, const void *data, size_t len);
-void tb_adds(tbuf *b, const char *s);
-void tb_addc(tbuf *b, char c);
-void tb_printf(tbuf *b, const char *fmt, ...) TOOLS_PRINTF(2, 3);
-/* The text (never NULL); the buffer is left empty. */
-char *tb_steal(tbuf *b);
-void tb_free(tbuf *b);
-
-/* A growable list of owned strings. */
-typedef struct strvec {
-    char **v;
-    size_t n, cap;
-} strvec;
-void sv_push(strvec *sv, char *owned);
-void sv_free(strvec *sv);
-
-/* Cap a text to a head and a tail of at most max_bytes and max_lines in
- * all, with the marker "[... N bytes, M lines omitted ...]" between them,
- * never splitting a UTF-8 sequence. Returns a new string; *cut tells
- * whether anything was left out. */
-char *text_cap(const char *s, size_t len, size_t max_bytes, size_t max_lines, size_t *out_len,
-               bool *cut);
+/* Allocation, buffers, string lists, errors and output caps are base's
+ * (base.h: sp_x*, sp_buf, sp_strv, sp_err_set, sp_capbuf). */
 
 /* ------------------------------------------------------------- a call -- */
 
@@ -67,12 +33,12 @@ char *text_cap(const char *s, size_t len, size_t max_bytes, size_t max_lines, si
 typedef struct tool_call {
     const struct tool_def *def;
     const char *args_json; /* the raw argument text (NUL-terminated) */
-    tbuf message;          /* text for the model */
+    sp_buf message;        /* text for the model */
     cJSON *value;          /* structured answer, or NULL */
     cJSON *changes;        /* array of {path, action, bytes} */
     bool truncated;
     uint64_t bytes; /* output plus written, for events */
-    strvec paths;   /* paths for events */
+    sp_strv paths;  /* paths for events */
     int code;       /* 0 or the failure's sp_code */
     char *error;    /* the failure's message */
 } tool_call;
@@ -130,10 +96,8 @@ int schema_check(const cJSON *schema, const cJSON *args, const char *tool, char 
 /* Refuse raw JSON text holding \u0000 in a string; names the key. */
 int json_nul_check(const char *text, size_t len, char **msg);
 
-/* Argument getters (after schema_check, so types are right). */
-const char *arg_str(const cJSON *args, const char *key, const char *def);
-long long arg_int(const cJSON *args, const char *key, long long def);
-bool arg_bool(const cJSON *args, const char *key, bool def);
+/* Argument getters: sp_json_str_or(), sp_json_int(), sp_json_bool()
+ * (json.h), after schema_check, so types are right. */
 
 /* -------------------------------------------------------- the context -- */
 
@@ -145,16 +109,13 @@ struct sp_tools {
     sp_fs *fs_any;    /* unrestricted mode: on "/" */
     char *store_path; /* snapshot store, or NULL */
     sp_snapstore *store;
-    bool paused;       /* we paused the container for a snapshot */
-    bool ran_unpaused; /* the last store operation found the container running and could not pause
-                          it */
-    strvec disabled;
-    strvec deny;
+    sp_sandbox_snap *snap; /* the sandbox's store (t->store is its store) */
+    sp_strv disabled;
+    sp_strv deny;
     char *events_path;
-    int events_fd;
-    uint64_t calls;
-    strvec always; /* tools allowed for good by the approver */
-    int *sessions; /* ids of the sessions we started */
+    _Atomic uint64_t calls; /* numbers calls when there is no events file */
+    sp_strv always;         /* tools allowed for good by the approver */
+    int *sessions;          /* ids of the sessions we started */
     size_t n_sessions, cap_sessions;
 
     /* Cancellation, shared with sp_tools_cancel() on another thread. */

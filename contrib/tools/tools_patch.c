@@ -47,20 +47,20 @@ int tools_apply_patch(sp_tools *t, const char *patch, size_t len, tool_call *c)
                                  ? "nothing was changed; read the files again and rebuild the "
                                    "patch"
                                  : "nothing was changed");
-    tb_printf(&c->message, "applied a %s patch to %zu file%s:\n", sp_patch_format_name(res->format),
-              res->n, res->n == 1 ? "" : "s");
+    sp_buf_printf(&c->message, "applied a %s patch to %zu file%s:\n",
+                  sp_patch_format_name(res->format), res->n, res->n == 1 ? "" : "s");
     cJSON *files = cJSON_CreateArray();
     for (size_t i = 0; i < res->n; i++) {
         const sp_patch_file *f = &res->files[i];
         const char *act = change_action(f->action);
         char *p = fs_display(t, f->path);
         char *np = f->new_path ? fs_display(t, f->new_path) : NULL;
-        tb_printf(&c->message, "  %s %s", sp_patch_action_name(f->action), p);
+        sp_buf_printf(&c->message, "  %s %s", sp_patch_action_name(f->action), p);
         if (np)
-            tb_printf(&c->message, " -> %s", np);
+            sp_buf_printf(&c->message, " -> %s", np);
         if (f->action != SP_PATCH_DELETE)
-            tb_printf(&c->message, " (+%zu -%zu)", f->lines_added, f->lines_removed);
-        tb_addc(&c->message, '\n');
+            sp_buf_printf(&c->message, " (+%zu -%zu)", f->lines_added, f->lines_removed);
+        sp_buf_addc(&c->message, '\n');
         if (f->action == SP_PATCH_MOVE) {
             call_change(c, p, "deleted", 0);
             call_change(c, np, "created", f->bytes_written);
@@ -107,6 +107,6 @@ int tools_apply_patch(sp_tools *t, const char *patch, size_t len, tool_call *c)
 
 int tool_apply_patch(sp_tools *t, const cJSON *a, tool_call *c)
 {
-    const char *patch = arg_str(a, "patch", "");
+    const char *patch = sp_json_str_or(a, "patch", "");
     return tools_apply_patch(t, patch, strlen(patch), c);
 }

@@ -439,41 +439,25 @@ int sp_tools_format_parse(sp_tools_format *out, const char *s)
     return SP_EINVAL;
 }
 
-/* Add an item or give up (freeing it). */
-static bool put(cJSON *obj, const char *key, cJSON *item)
-{
-    if (!item)
-        return false;
-    if (!cJSON_AddItemToObject(obj, key, item)) {
-        cJSON_Delete(item);
-        return false;
-    }
-    return true;
-}
-
 static cJSON *mcp_spec(const tool_def *d)
 {
     cJSON *o = cJSON_CreateObject();
     cJSON *ann = cJSON_CreateObject();
-    bool ok = o && ann && put(o, "name", cJSON_CreateString(d->name)) &&
-              put(o, "title", cJSON_CreateString(d->title)) &&
-              put(o, "description", cJSON_CreateString(d->description)) &&
-              put(o, "inputSchema", cJSON_Duplicate(tool_schema(d), true)) &&
-              put(ann, "title", cJSON_CreateString(d->title)) &&
-              put(ann, "readOnlyHint", cJSON_CreateBool(d->tier == SP_TOOL_SAFE)) &&
-              put(ann, "destructiveHint", cJSON_CreateBool(d->tier == SP_TOOL_DANGEROUS)) &&
-              put(ann, "idempotentHint", cJSON_CreateBool(d->idempotent)) &&
-              put(ann, "openWorldHint", cJSON_CreateBool(false));
+    bool ok = o && ann && sp_json_add(o, "name", cJSON_CreateString(d->name)) &&
+              sp_json_add(o, "title", cJSON_CreateString(d->title)) &&
+              sp_json_add(o, "description", cJSON_CreateString(d->description)) &&
+              sp_json_add(o, "inputSchema", cJSON_Duplicate(tool_schema(d), true)) &&
+              sp_json_add(ann, "title", cJSON_CreateString(d->title)) &&
+              sp_json_add(ann, "readOnlyHint", cJSON_CreateBool(d->tier == SP_TOOL_SAFE)) &&
+              sp_json_add(ann, "destructiveHint", cJSON_CreateBool(d->tier == SP_TOOL_DANGEROUS)) &&
+              sp_json_add(ann, "idempotentHint", cJSON_CreateBool(d->idempotent)) &&
+              sp_json_add(ann, "openWorldHint", cJSON_CreateBool(false));
     if (ok) {
-        ok = put(o, "annotations", ann);
+        ok = sp_json_add(o, "annotations", ann);
         ann = NULL;
     }
     cJSON_Delete(ann);
-    if (!ok) {
-        cJSON_Delete(o);
-        return NULL;
-    }
-    return o;
+    return sp_json_finish(o, ok);
 }
 
 static cJSON *openai_spec(const tool_def *d, bool freeform)
@@ -485,43 +469,35 @@ static cJSON *openai_spec(const tool_def *d, bool freeform)
     if (freeform && strcmp(d->name, "apply_patch") == 0) {
         cJSON *fmt = cJSON_CreateObject();
         char *desc =
-            tx_asprintf("Write the patch itself as the tool input, not JSON. %s", d->description);
-        ok = fmt && put(fmt, "type", cJSON_CreateString("grammar")) &&
-             put(fmt, "syntax", cJSON_CreateString("lark")) &&
-             put(fmt, "definition", cJSON_CreateString(PATCH_GRAMMAR)) &&
-             put(o, "type", cJSON_CreateString("custom")) &&
-             put(o, "name", cJSON_CreateString(d->name)) &&
-             put(o, "description", cJSON_CreateString(desc));
+            sp_xasprintf("Write the patch itself as the tool input, not JSON. %s", d->description);
+        ok = fmt && sp_json_add(fmt, "type", cJSON_CreateString("grammar")) &&
+             sp_json_add(fmt, "syntax", cJSON_CreateString("lark")) &&
+             sp_json_add(fmt, "definition", cJSON_CreateString(PATCH_GRAMMAR)) &&
+             sp_json_add(o, "type", cJSON_CreateString("custom")) &&
+             sp_json_add(o, "name", cJSON_CreateString(d->name)) &&
+             sp_json_add(o, "description", cJSON_CreateString(desc));
         if (ok)
-            ok = put(o, "format", fmt); /* put() frees it on failure */
+            ok = sp_json_add(o, "format", fmt); /* sp_json_add() frees it on failure */
         else
             cJSON_Delete(fmt);
         free(desc);
     } else {
-        ok = put(o, "type", cJSON_CreateString("function")) &&
-             put(o, "name", cJSON_CreateString(d->name)) &&
-             put(o, "description", cJSON_CreateString(d->description)) &&
-             put(o, "parameters", cJSON_Duplicate(tool_schema(d), true)) &&
-             put(o, "strict", cJSON_CreateBool(false));
+        ok = sp_json_add(o, "type", cJSON_CreateString("function")) &&
+             sp_json_add(o, "name", cJSON_CreateString(d->name)) &&
+             sp_json_add(o, "description", cJSON_CreateString(d->description)) &&
+             sp_json_add(o, "parameters", cJSON_Duplicate(tool_schema(d), true)) &&
+             sp_json_add(o, "strict", cJSON_CreateBool(false));
     }
-    if (!ok) {
-        cJSON_Delete(o);
-        return NULL;
-    }
-    return o;
+    return sp_json_finish(o, ok);
 }
 
 static cJSON *anthropic_spec(const tool_def *d)
 {
     cJSON *o = cJSON_CreateObject();
-    bool ok = o && put(o, "name", cJSON_CreateString(d->name)) &&
-              put(o, "description", cJSON_CreateString(d->description)) &&
-              put(o, "input_schema", cJSON_Duplicate(tool_schema(d), true));
-    if (!ok) {
-        cJSON_Delete(o);
-        return NULL;
-    }
-    return o;
+    bool ok = o && sp_json_add(o, "name", cJSON_CreateString(d->name)) &&
+              sp_json_add(o, "description", cJSON_CreateString(d->description)) &&
+              sp_json_add(o, "input_schema", cJSON_Duplicate(tool_schema(d), true));
+    return sp_json_finish(o, ok);
 }
 
 char *sp_tools_specs(const sp_tools *t, sp_tools_format format)

@@ -63,6 +63,38 @@ static char *vformat(const char *fmt, va_list ap)
     return s;
 }
 
+/* The reason an errno (or else the code) implies, where the error is made:
+ * most errors come from a system call's errno. */
+static int reason_of(int code, int e)
+{
+    switch (e) {
+    case EISDIR:
+        return SP_R_IS_DIRECTORY;
+    case ENOTDIR:
+        return SP_R_NOT_DIRECTORY;
+    case ENOTEMPTY:
+        return SP_R_NOT_EMPTY;
+    case EEXIST:
+        return SP_R_EXISTS;
+    case EXDEV:
+        /* openat2's RESOLVE_BENEATH also says EXDEV: that one is an escape. */
+        return code == SP_EESCAPE ? SP_R_NONE : SP_R_CROSS_DEVICE;
+    case EFBIG:
+    case E2BIG:
+    case ENAMETOOLONG:
+        return SP_R_TOO_LARGE;
+    default:
+        break;
+    }
+    if (code == SP_EEXISTS)
+        return SP_R_EXISTS;
+    if (code == SP_ETOOBIG)
+        return SP_R_TOO_LARGE;
+    if (code == SP_EPODMAN)
+        return SP_R_SERVICE;
+    return SP_R_NONE;
+}
+
 int sp_err_set(sp_error **err, int code, int sys_errno, const char *fmt, ...)
 {
     if (!err)
@@ -79,8 +111,28 @@ int sp_err_set(sp_error **err, int code, int sys_errno, const char *fmt, ...)
     e->code = code;
     e->sys_errno = sys_errno;
     e->message = msg;
+    e->reason = reason_of(code, sys_errno);
     *err = e;
     return code;
+}
+
+int sp_err_reason(sp_error **err, int reason, int code)
+{
+    if (err && *err)
+        (*err)->reason = reason;
+    return code;
+}
+
+const char *sp_reason_name(int reason)
+{
+    static const char *const names[] = {
+        "none",        "is_directory",   "not_directory", "not_empty", "exists",
+        "patch_parse", "patch_conflict", "too_large",     "stale",     "not_text",
+        "not_unique",  "no_store",       "cross_device",  "service",
+    };
+    if (reason < 0 || (size_t)reason >= sizeof(names) / sizeof(names[0]))
+        return "unknown";
+    return names[reason];
 }
 
 int sp_err_wrap(sp_error **err, int code, const char *fmt, ...)
@@ -98,6 +150,18 @@ int sp_err_wrap(sp_error **err, int code, const char *fmt, ...)
     return (*err)->code;
 }
 
+const char *sp_code_name(int code)
+{
+    /* Indexed by -code; the order follows sp_code, which never renumbers. */
+    static const char *const names[] = {
+        "ok",      "error",  "invalid", "not_found", "exists", "escape",
+        "too_big", "podman", "timeout", "read_only", "denied",
+    };
+    if (code > 0 || (size_t)-code >= sizeof(names) / sizeof(names[0]))
+        return "unknown";
+    return names[-code];
+}
+
 int sp_code_from_errno(int e)
 {
     switch (e) {
@@ -105,8 +169,6 @@ int sp_code_from_errno(int e)
         return SP_ENOTFOUND;
     case EEXIST:
         return SP_EEXISTS;
-    case EXDEV:
-        return SP_EESCAPE;
     case EROFS:
         return SP_EREADONLY;
     case EACCES:
@@ -145,7 +207,10 @@ int sp_err_errno(sp_error **err, int e, const char *what, const char *path)
         why = "no space left on device";
         break;
     case EXDEV:
-        why = "path escapes the workspace";
+        /* A rename or link across a mount boundary: not an escape (openat2's
+         * EXDEV for a path leaving the root is reported where it is met,
+         * as SP_EESCAPE). */
+        why = "cannot move across file systems";
         break;
     case ELOOP:
         why = "too many levels of symlinks";
@@ -194,6 +259,11 @@ char *sp_xstrndup(const char *s, size_t n)
     memcpy(p, s, n);
     p[n] = '\0';
     return p;
+}
+
+char *sp_xvasprintf(const char *fmt, va_list ap)
+{
+    return vformat(fmt, ap);
 }
 
 char *sp_xasprintf(const char *fmt, ...)
@@ -461,4 +531,18 @@ int sp_state_root(char **out, sp_error **err)
                           "no state root: set SANDPOD_HOME, XDG_DATA_HOME or HOME");
     *out = sp_xasprintf("%s/.local/share/sandpod", pw.pw_dir);
     return 0;
+}
+
+int sp_opts_check(const unsigned *version, unsigned min, unsigned max, const char *name,
+                  sp_error **err)
+{
+    if (!version || (*version >= min && *version <= max))
+        return 0;
+    if (min == max)
+        return sp_err_set(err, SP_EINVAL, 0,
+                          "%s version %u is not supported (this library knows version %u)", name,
+                          *version, max);
+    return sp_err_set(err, SP_EINVAL, 0,
+                      "%s version %u is not supported (this library knows %u to %u)", name,
+                      *version, min, max);
 }

@@ -24,9 +24,16 @@ int sp_err_set(sp_error **err, int code, int sys_errno, const char *fmt, ...) SP
 /* Prefix an existing error's message with context ("hydrate: ..."); returns
  * the error's code. */
 int sp_err_wrap(sp_error **err, int code, const char *fmt, ...) SP_PRINTF(3, 4);
+/* Give *err (when there is one) a reason (sandpod/error.h) more precise
+ * than what its errno implied; returns code, so it wraps a sp_err_set():
+ * return sp_err_reason(err, SP_R_STALE, sp_err_set(err, ...)). */
+int sp_err_reason(sp_error **err, int reason, int code);
 
 /* Map an errno to the closest sp_code. */
 int sp_code_from_errno(int e);
+/* A code's stable snake_case name for JSON ("not_found"; "unknown" for
+ * others); the tool results and events use it. */
+const char *sp_code_name(int code);
 
 /* Set an error from errno with "what: path: strerror" and the mapped code. */
 int sp_err_errno(sp_error **err, int e, const char *what, const char *path);
@@ -70,6 +77,8 @@ void *sp_xrealloc(void *p, size_t n);
 char *sp_xstrdup(const char *s);
 char *sp_xstrndup(const char *s, size_t n);
 char *sp_xasprintf(const char *fmt, ...) SP_PRINTF(1, 2);
+/* The same with a va_list. */
+char *sp_xvasprintf(const char *fmt, va_list ap) SP_PRINTF(1, 0);
 
 /* A growable byte buffer, always NUL-terminated. */
 typedef struct sp_buf {
@@ -154,6 +163,16 @@ struct sp_dirent64 {
     unsigned char d_type;
     char d_name[];
 };
+
+/* The one check of an options struct's version, at every public entry
+ * point that takes one: NULL (the defaults) passes, and so does a version
+ * from min to max; anything else is SP_EINVAL, "sp_x_opts version 9 is not
+ * supported (this library knows 1 to 2)". Every opts struct starts with
+ * `unsigned version`. */
+int sp_opts_check(const unsigned *version, unsigned min, unsigned max, const char *name,
+                  sp_error **err);
+#define SP_OPTS_CHECK(opts, min, max, name, err)                                                   \
+    sp_opts_check((opts) ? &(opts)->version : NULL, (min), (max), (name), (err))
 
 /* Monotonic milliseconds. */
 int64_t sp_now_ms(void);

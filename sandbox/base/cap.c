@@ -56,17 +56,34 @@ void sp_capbuf_feed(sp_capbuf *c, const char *data, size_t len)
     while (!c->head_full && len) {
         size_t room = hb - c->head.len;
         const char *nl = memchr(data, '\n', len < room ? len : room);
-        size_t take = nl ? (size_t)(nl - data) + 1 : (len < room ? len : room);
+        /* Cut by bytes: never inside a UTF-8 sequence. */
+        size_t take = nl ? (size_t)(nl - data) + 1 : sp_utf8_cut(data, len, room);
         sp_buf_add(&c->head, data, take);
         if (nl)
             c->head_lines++;
         data += take;
         len -= take;
-        if (c->head.len >= hb || c->head_lines >= hl)
+        if (c->head.len >= hb || c->head_lines >= hl || take == 0)
             c->head_full = true;
     }
     if (len)
         ring_add(c, data, len);
+}
+
+/* len less an incomplete UTF-8 sequence at the end of s (one fed in two
+ * pieces when the head filled between them). */
+static size_t utf8_complete(const char *s, size_t len)
+{
+    size_t i = len, k = 0;
+    while (i > 0 && k < 3 && ((unsigned char)s[i - 1] & 0xc0) == 0x80) {
+        i--;
+        k++;
+    }
+    if (i == 0)
+        return len;
+    unsigned char lead = (unsigned char)s[i - 1];
+    size_t need = lead >= 0xf0 ? 4 : lead >= 0xe0 ? 3 : lead >= 0xc0 ? 2 : 1;
+    return need > k + 1 ? i - 1 : len;
 }
 
 char *sp_capbuf_text(sp_capbuf *c, size_t *len_out, bool *truncated)
@@ -84,7 +101,8 @@ char *sp_capbuf_text(sp_capbuf *c, size_t *len_out, bool *truncated)
     bool fits = ring_seen == rl && c->head.len + rl <= c->max_bytes &&
                 c->head_lines + tail_lines <= c->max_lines;
     sp_buf out = SP_BUF_INIT;
-    sp_buf_add(&out, c->head.data ? c->head.data : "", c->head.len);
+    size_t head_len = fits ? c->head.len : utf8_complete(c->head.data, c->head.len);
+    sp_buf_add(&out, c->head.data ? c->head.data : "", head_len);
     if (fits) {
         sp_buf_add(&out, tail, rl);
         *truncated = false;
@@ -106,7 +124,7 @@ char *sp_capbuf_text(sp_capbuf *c, size_t *len_out, bool *truncated)
                 break;
             }
         }
-        uint64_t omitted = c->total_bytes - c->head.len - keep;
+        uint64_t omitted = c->total_bytes - head_len - keep;
         uint64_t kept_lines = c->head_lines + count_nl(t, keep);
         uint64_t omitted_lines = c->total_lines > kept_lines ? c->total_lines - kept_lines : 0;
         if (out.len && out.data[out.len - 1] != '\n')

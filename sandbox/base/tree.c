@@ -30,8 +30,8 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 
+#include "dir.h"
 #include "tree.h"
 
 /* The most level fds kept open; the fewest we can work with (the top, the
@@ -44,7 +44,6 @@
  * giving up on it. */
 #define TREE_ATTEMPTS 4
 #define TREE_LOOKS    16
-#define TREE_CHUNK    32768
 #define NONE          SIZE_MAX
 #define DIR_FLAGS     (O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
 
@@ -58,7 +57,7 @@ typedef struct level {
     struct stat st;    /* as given to PRE, and to POST */
     char *name;        /* in the level above (the caller's name for the start) */
     size_t path_len;   /* of its path in walker.path */
-    sp_buf names;      /* per entry: d_type byte, name, NUL; read up front */
+    sp_dirnames names; /* read up front */
     size_t pos;        /* the next entry in names */
     unsigned attempts; /* remover: reads of this folder so far */
     bool failed;       /* remover: something below stays */
@@ -76,7 +75,6 @@ typedef struct walker {
     size_t open[TREE_MAX_FDS]; /* levels holding an fd, shallowest first */
     size_t nopen, fd_cap;
     sp_buf path;
-    char *chunk;     /* getdents64 buffer */
     sp_error **err;  /* walker: where the error goes */
     sp_error *first; /* remover: the first error, kept while it goes on */
     sp_error *soft;  /* remover: an entry that kept changing in level soft_in */
@@ -287,28 +285,10 @@ static size_t reopen(walker *w, size_t j, int *e)
 /* --------------------------------------------------------- the levels -- */
 
 /* Read every name of l's folder, from the start. -1 with errno. */
-static int read_names(walker *w, level *l)
+static int read_names(level *l)
 {
-    l->names.len = 0;
     l->pos = 0;
-    if (lseek(l->fd, 0, SEEK_SET) < 0)
-        return -1;
-    for (;;) {
-        long n = syscall(SYS_getdents64, l->fd, w->chunk, TREE_CHUNK);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            return (int)n;
-        for (long off = 0; off < n;) {
-            const struct sp_dirent64 *d = (const void *)(w->chunk + off);
-            off += d->d_reclen;
-            const char *name = d->d_name;
-            if (name[0] == '.' && (name[1] == '\0' || (name[1] == '.' && name[2] == '\0')))
-                continue;
-            sp_buf_addc(&l->names, (char)d->d_type);
-            sp_buf_add(&l->names, name, strlen(name) + 1);
-        }
-    }
+    return sp_dir_read(&l->names, l->fd, SP_DIR_UNSORTED, 0);
 }
 
 static level *push(walker *w, int fd, const struct stat *st, const char *name)
@@ -338,7 +318,7 @@ static void pop(walker *w)
     if (l->fd >= 0)
         open_drop(w, w->n - 1);
     free(l->name);
-    sp_buf_dispose(&l->names);
+    sp_dirnames_dispose(&l->names);
     w->n--;
     if (w->n) {
         w->lv[w->n - 1].failed |= l->failed;
@@ -451,7 +431,7 @@ static int visit(walker *w, size_t from, const char *name, unsigned char type)
             l->chmodded = true;
             l->orig_mode = was;
         }
-        if (read_names(w, l) < 0)
+        if (read_names(l) < 0)
             return fail(w, w->n - 1, errno, "list folder");
         return 0;
     }
@@ -478,9 +458,9 @@ static void fail_not_empty(walker *w, size_t k, int e)
 static void keep_root_done(walker *w, level *l, bool *again)
 {
     if (!l->failed) {
-        if (read_names(w, l) < 0) {
+        if (read_names(l) < 0) {
             fail(w, 0, errno, "list folder");
-        } else if (l->names.len) {
+        } else if (l->names.n) {
             if (++l->attempts < TREE_ATTEMPTS) {
                 *again = true;
                 return;
@@ -523,7 +503,7 @@ static void rmdir_level(walker *w, size_t k, int pfd, bool *again)
         return;
     }
     if ((errno == ENOTEMPTY || errno == EEXIST) && ++l->attempts < TREE_ATTEMPTS) {
-        if (read_names(w, l) == 0) {
+        if (read_names(l) == 0) {
             *again = true;
             return;
         }
@@ -585,10 +565,10 @@ static int run(walker *w, const char *name)
     int r = visit(w, NONE, name, DT_UNKNOWN);
     while (r >= 0 && w->n > 0) {
         level *top = &w->lv[w->n - 1];
-        if (top->pos < top->names.len) {
-            unsigned char type = (unsigned char)top->names.data[top->pos];
-            const char *child = top->names.data + top->pos + 1;
-            top->pos += strlen(child) + 2;
+        if (top->pos < top->names.n) {
+            unsigned char type = sp_dirnames_type(&top->names, top->pos);
+            const char *child = sp_dirnames_name(&top->names, top->pos);
+            top->pos++;
             r = visit(w, w->n - 1, child, type);
         } else {
             r = finish(w);
@@ -606,12 +586,10 @@ static int tree_run(int dirfd, const char *name, sp_tree_fn fn, void *ctx, bool 
         return sp_err_set(err, SP_EINVAL, 0, "not one path component: %s", name ? name : "(null)");
     walker w = {.dirfd = dirfd, .fn = fn, .ctx = ctx, .remove = remove, .keep_root = keep_root};
     w.fd_cap = TREE_MAX_FDS;
-    w.chunk = sp_xmalloc(TREE_CHUNK);
     w.err = err;
     sp_buf_grow(&w.path, 0);
     int r = run(&w, name);
     free(w.lv);
-    free(w.chunk);
     sp_buf_dispose(&w.path);
     sp_error_free(w.soft);
     if (w.first) {

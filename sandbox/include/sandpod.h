@@ -13,6 +13,8 @@
 #include "sandpod/attach.h"
 #include "sandpod/podman.h"
 #include "sandpod/sandbox.h"
+#include "sandpod/sandbox_events.h"
+#include "sandpod/sandbox_snapshot.h"
 #include "sandpod/session.h"
 #include "sandpod/snapshot.h"
 

@@ -114,6 +114,8 @@ int sp_podman_addr_parse(sp_podman_addr *out, const char *url, sp_error **err)
 int sp_podman_open(sp_podman **out, const sp_podman_opts *opts, sp_error **err)
 {
     *out = NULL;
+    if (SP_OPTS_CHECK(opts, 1, SP_PODMAN_OPTS_VERSION, "sp_podman_opts", err) < 0)
+        return SP_EINVAL;
     sp_podman_opts o = SP_PODMAN_OPTS_INIT;
     if (opts)
         o = *opts;
@@ -204,40 +206,12 @@ char *sp_podman_escape(sp_podman *p, const char *s)
 
 /* ----------------------------------------------------------------- JSON -- */
 
-const char *sp_json_str(const cJSON *o, const char *key)
-{
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
-    return cJSON_IsString(v) ? v->valuestring : NULL;
-}
-
-char *sp_json_strdup(const cJSON *o, const char *key)
-{
-    const char *s = sp_json_str(o, key);
-    return s ? sp_xstrdup(s) : NULL;
-}
-
-int64_t sp_json_int(const cJSON *o, const char *key, int64_t dflt)
-{
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
-    if (!cJSON_IsNumber(v))
-        return dflt;
-    double d = v->valuedouble;
-    if (d != d || d > 9.0e18 || d < -9.0e18)
-        return dflt;
-    return (int64_t)d;
-}
-
-bool sp_json_bool(const cJSON *o, const char *key)
-{
-    return cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, key));
-}
-
 int sp_podman_json(cJSON **out, const sp_buf *body, const char *what, sp_error **err)
 {
     *out = NULL;
     if (!body->data || body->len == 0)
         return sp_err_set(err, SP_EPODMAN, 0, "%s: the podman service sent an empty answer", what);
-    cJSON *j = cJSON_ParseWithLength(body->data, body->len);
+    cJSON *j = sp_json_parse(body->data, body->len);
     if (!j)
         return sp_err_set(err, SP_EPODMAN, 0,
                           "%s: the podman service sent malformed JSON (%zu bytes)", what,
@@ -278,7 +252,7 @@ int sp_podman_call_json(sp_podman *p, const sp_http_req *req, cJSON **out, const
 int sp_podman_http_error(sp_error **err, long status, const char *body, size_t len,
                          const char *what)
 {
-    cJSON *j = body && len ? cJSON_ParseWithLength(body, len) : NULL;
+    cJSON *j = body && len ? sp_json_parse(body, len) : NULL;
     const char *msg = j ? sp_json_str(j, "message") : NULL;
     const char *cause = j ? sp_json_str(j, "cause") : NULL;
     int code = SP_EPODMAN;
@@ -299,10 +273,14 @@ int sp_podman_http_error(sp_error **err, long status, const char *body, size_t l
         free(m);
     } else if (body && len && !j) {
         char *m = one_line(body, len);
-        r = sp_err_set(err, code, 0, "%s: podman service answered HTTP %ld: %s", what, status, m);
+        r = sp_err_reason(
+            err, SP_R_SERVICE,
+            sp_err_set(err, code, 0, "%s: podman service answered HTTP %ld: %s", what, status, m));
         free(m);
     } else {
-        r = sp_err_set(err, code, 0, "%s: podman service answered HTTP %ld", what, status);
+        r = sp_err_reason(
+            err, SP_R_SERVICE,
+            sp_err_set(err, code, 0, "%s: podman service answered HTTP %ld", what, status));
     }
     cJSON_Delete(j);
     return r;
@@ -421,9 +399,10 @@ static int transport_error(sp_podman *p, CURLcode rc, const char *ebuf, long tim
     cleanup_free char *detail = sp_podman_curl_detail(p->curl, rc, ebuf);
     switch (rc) {
     case CURLE_OPERATION_TIMEDOUT:
-        return sp_err_set(err, SP_ETIMEOUT, ETIMEDOUT,
-                          "%s: podman service at %s did not answer within %ldms: %s", what, p->url,
-                          timeout_ms, detail);
+        return sp_err_reason(err, SP_R_SERVICE,
+                             sp_err_set(err, SP_ETIMEOUT, ETIMEDOUT,
+                                        "%s: podman service at %s did not answer within %ldms: %s",
+                                        what, p->url, timeout_ms, detail));
     case CURLE_COULDNT_CONNECT:
     case CURLE_COULDNT_RESOLVE_HOST: {
         cleanup_free char *hint =
@@ -565,8 +544,10 @@ int sp_podman_http(sp_podman *p, const sp_http_req *req, sp_http_resp *resp, con
         }
         r = x.cb_code;
     } else if (x.too_big) {
-        r = sp_err_set(err, SP_ETOOBIG, 0, "%s: podman service answer exceeds %zu bytes", what,
-                       SP_PODMAN_MAX_BODY);
+        r = sp_err_reason(err, SP_R_SERVICE,
+                          sp_err_set(err, SP_ETOOBIG, 0,
+                                     "%s: podman service answer exceeds %zu bytes", what,
+                                     SP_PODMAN_MAX_BODY));
     } else if (x.write_errno) {
         r = sp_err_errno(err, x.write_errno, what, "writing the answer");
     } else if (x.read_errno) {
@@ -706,7 +687,7 @@ static sp_podman_host *cached_host(const char *path, const char *key)
         sp_buf_dispose(&b);
         return NULL;
     }
-    cJSON *o = cJSON_ParseWithLength(b.data ? b.data : "", b.len);
+    cJSON *o = sp_json_parse(b.data ? b.data : "", b.len);
     sp_buf_dispose(&b);
     const char *k = sp_json_str(o, "key");
     sp_podman_host *h = NULL;

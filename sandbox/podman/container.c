@@ -32,14 +32,6 @@ static int add_kv_map(cJSON *j, const char *key, const char *const *kv, bool nee
     return 0;
 }
 
-static cJSON *str_array(const char *const *v)
-{
-    cJSON *a = cJSON_CreateArray();
-    for (size_t i = 0; v && v[i]; i++)
-        cJSON_AddItemToArray(a, cJSON_CreateString(v[i]));
-    return a;
-}
-
 /* The host's own hard limit bounds what the container may ask for: runc
  * fails to start a container whose rlimits exceed it. */
 static uint64_t capped(int resource, uint64_t want)
@@ -112,7 +104,7 @@ static int spec_json(char **out, const sp_podman_container_spec *s, bool rootles
         cJSON_AddStringToObject(j, "name", s->name);
     cJSON_AddStringToObject(j, "image", s->image);
     if (s->command && s->command[0])
-        cJSON_AddItemToObject(j, "command", str_array(s->command));
+        cJSON_AddItemToObject(j, "command", sp_json_strv(s->command));
     if ((r = add_kv_map(j, "env", s->env, true, "env", err)) < 0)
         goto done;
     if ((r = add_kv_map(j, "labels", s->labels, false, "label", err)) < 0)
@@ -136,7 +128,7 @@ static int spec_json(char **out, const sp_podman_container_spec *s, bool rootles
         cJSON_AddStringToObject(o, "type", "bind");
         cJSON_AddStringToObject(o, "source", m->source);
         const char *opts[] = {"rbind", m->read_only ? "ro" : "rw", "nosuid", "nodev", NULL};
-        cJSON_AddItemToObject(o, "options", str_array(opts));
+        cJSON_AddItemToObject(o, "options", sp_json_strv(opts));
         cJSON_AddItemToArray(mounts, o);
     }
     for (size_t i = 0; i < s->n_tmpfs; i++) {
@@ -202,10 +194,10 @@ static int spec_json(char **out, const sp_podman_container_spec *s, bool rootles
     cJSON_AddBoolToObject(j, "read_only_filesystem", !s->writable_rootfs);
     if (!s->keep_default_caps) {
         const char *all[] = {"ALL", NULL};
-        cJSON_AddItemToObject(j, "cap_drop", str_array(all));
+        cJSON_AddItemToObject(j, "cap_drop", sp_json_strv(all));
     }
     if (s->cap_add && s->cap_add[0])
-        cJSON_AddItemToObject(j, "cap_add", str_array(s->cap_add));
+        cJSON_AddItemToObject(j, "cap_add", sp_json_strv(s->cap_add));
     cJSON_AddBoolToObject(j, "no_new_privileges", !s->allow_new_privileges);
     add_userns(j, s, rootless);
     if (s->seccomp == SP_PODMAN_SECCOMP_UNCONFINED)
@@ -270,7 +262,7 @@ static bool is_denied_call(const char *name)
 static cJSON *rule(const char *const *names, const char *action, int errno_ret)
 {
     cJSON *o = cJSON_CreateObject();
-    cJSON_AddItemToObject(o, "names", str_array(names));
+    cJSON_AddItemToObject(o, "names", sp_json_strv(names));
     cJSON_AddStringToObject(o, "action", action);
     if (errno_ret)
         cJSON_AddNumberToObject(o, "errnoRet", errno_ret);
@@ -292,7 +284,7 @@ static void add_arches(cJSON *o, const char *key, bool s390)
 {
     const char *const s390_arches[] = {"s390", "s390x", NULL};
     (void)s390;
-    cJSON_AddItemToObject(cJSON_AddObjectToObject(o, key), "arches", str_array(s390_arches));
+    cJSON_AddItemToObject(cJSON_AddObjectToObject(o, key), "arches", sp_json_strv(s390_arches));
 }
 
 /* sandpod's profile: Podman's default (`base`, its JSON text) without
@@ -304,7 +296,7 @@ static void add_arches(cJSON *o, const char *key, bool s390)
 int sp_podman_seccomp_profile(char **out, const char *base, size_t len, sp_error **err)
 {
     *out = NULL;
-    cJSON *j = cJSON_ParseWithLength(base, len);
+    cJSON *j = sp_json_parse(base, len);
     cJSON *calls = cJSON_GetObjectItemCaseSensitive(j, "syscalls");
     if (!cJSON_IsObject(j) || !cJSON_IsArray(calls)) {
         cJSON_Delete(j);
@@ -546,12 +538,11 @@ static int logs_data(const char *data, size_t len, void *ud, sp_error **err)
 int sp_podman_container_logs(sp_podman *p, const char *name_or_id, const sp_logs_opts *opts,
                              sp_logs_fn fn, void *userdata, sp_error **err)
 {
+    if (SP_OPTS_CHECK(opts, 1, SP_LOGS_OPTS_VERSION, "sp_logs_opts", err) < 0)
+        return SP_EINVAL;
     sp_logs_opts o = SP_LOGS_OPTS_INIT;
     if (opts)
         o = *opts;
-    if (o.version != SP_LOGS_OPTS_VERSION)
-        return sp_err_set(err, SP_EINVAL, 0, "logs: options version %u, expected %u", o.version,
-                          SP_LOGS_OPTS_VERSION);
     if (!name_or_id || !*name_or_id || !fn)
         return sp_err_set(err, SP_EINVAL, 0, "logs: container name or callback is missing");
     cleanup_free char *c = sp_podman_escape(p, name_or_id);
@@ -747,9 +738,9 @@ int sp_podman_container_inspect(sp_podman_container_info **out, sp_podman *p,
             i->name = sp_json_strdup(j, "Name");
             i->image = sp_json_strdup(j, "ImageName");
             i->state = sp_json_strdup(st, "Status");
-            i->running = sp_json_bool(st, "Running");
-            i->paused = sp_json_bool(st, "Paused");
-            i->oom_killed = sp_json_bool(st, "OOMKilled");
+            i->running = sp_json_bool(st, "Running", false);
+            i->paused = sp_json_bool(st, "Paused", false);
+            i->oom_killed = sp_json_bool(st, "OOMKilled", false);
             i->exit_code = (int)sp_json_int(st, "ExitCode", 0);
             i->pid = (int)sp_json_int(st, "Pid", 0);
             i->started_at = sp_json_strdup(st, "StartedAt");
@@ -781,7 +772,7 @@ int sp_podman_container_list(sp_podman_containers **out, sp_podman *p, const cha
     *out = NULL;
     cJSON *f = cJSON_CreateObject();
     if (labels && labels[0])
-        cJSON_AddItemToObject(f, "label", str_array(labels));
+        cJSON_AddItemToObject(f, "label", sp_json_strv(labels));
     cleanup_free char *fjson = cJSON_PrintUnformatted(f);
     cJSON_Delete(f);
     cleanup_free char *fq = sp_podman_escape(p, fjson);

@@ -8,15 +8,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "dir.h"
 #include "podman_internal.h"
-
-static cJSON *str_array(const char *const *v)
-{
-    cJSON *a = cJSON_CreateArray();
-    for (size_t i = 0; v && v[i]; i++)
-        cJSON_AddItemToArray(a, cJSON_CreateString(v[i]));
-    return a;
-}
 
 int sp_podman_exec_create(char **out_id, sp_podman *p, const char *container,
                           const sp_podman_exec_spec *spec, sp_error **err)
@@ -31,9 +24,9 @@ int sp_podman_exec_create(char **out_id, sp_podman *p, const char *container,
     cJSON_AddBoolToObject(j, "AttachStdout", spec->attach_stdout);
     cJSON_AddBoolToObject(j, "AttachStderr", spec->attach_stderr);
     cJSON_AddBoolToObject(j, "Tty", spec->tty);
-    cJSON_AddItemToObject(j, "Cmd", str_array(spec->argv));
+    cJSON_AddItemToObject(j, "Cmd", sp_json_strv(spec->argv));
     if (spec->env)
-        cJSON_AddItemToObject(j, "Env", str_array(spec->env));
+        cJSON_AddItemToObject(j, "Env", sp_json_strv(spec->env));
     if (spec->workdir)
         cJSON_AddStringToObject(j, "WorkingDir", spec->workdir);
     if (spec->user)
@@ -96,17 +89,17 @@ int sp_podman_exec(sp_exec **out, sp_podman *p, const char *container,
  * session's own conmon is there, which forks the waiting one in a moment. */
 static int reap_once(const char *needle, size_t nlen)
 {
-    DIR *d = opendir("/proc");
-    if (!d)
+    sp_dirnames pids = SP_DIRNAMES_INIT;
+    if (sp_dir_read_at(&pids, AT_FDCWD, "/proc", SP_DIR_UNSORTED, 0) < 0)
         return 1;
     bool found = false, parent = false;
-    struct dirent *de;
     char buf[8192];
-    while ((de = readdir(d)) != NULL) {
-        if (de->d_name[0] < '1' || de->d_name[0] > '9')
+    for (size_t i = 0; i < pids.n; i++) {
+        const char *pid = sp_dirnames_name(&pids, i);
+        if (pid[0] < '1' || pid[0] > '9')
             continue;
         char path[300];
-        snprintf(path, sizeof(path), "/proc/%s/cmdline", de->d_name);
+        snprintf(path, sizeof(path), "/proc/%s/cmdline", pid);
         int fd = open(path, O_RDONLY | O_CLOEXEC);
         if (fd < 0)
             continue;
@@ -115,7 +108,7 @@ static int reap_once(const char *needle, size_t nlen)
         /* conmon's options come first; the id is well inside 8 KiB. */
         if (n <= 0 || !memmem(buf, (size_t)n, "conmon", 6) || !memmem(buf, (size_t)n, needle, nlen))
             continue;
-        snprintf(path, sizeof(path), "/proc/%s/stat", de->d_name);
+        snprintf(path, sizeof(path), "/proc/%s/stat", pid);
         fd = open(path, O_RDONLY | O_CLOEXEC);
         if (fd < 0)
             continue;
@@ -129,13 +122,13 @@ static int reap_once(const char *needle, size_t nlen)
         char state = 0;
         /* The waiting child: its parent is the session's conmon, not init. */
         if (rp && sscanf(rp + 1, " %c %d", &state, &ppid) == 2 && ppid > 1) {
-            kill((pid_t)strtol(de->d_name, NULL, 10), SIGKILL);
+            kill((pid_t)strtol(pid, NULL, 10), SIGKILL);
             found = true;
         } else {
             parent = true;
         }
     }
-    closedir(d);
+    sp_dirnames_dispose(&pids);
     return found || !parent;
 }
 
@@ -188,7 +181,7 @@ int sp_podman_exec_inspect(sp_podman_exec_info *out, sp_podman *p, const char *e
     cJSON *j = NULL;
     int r = sp_podman_call_json(p, &req, &j, what, err);
     if (r == 0) {
-        out->running = sp_json_bool(j, "Running");
+        out->running = sp_json_bool(j, "Running", false);
         out->exit_code = (int)sp_json_int(j, "ExitCode", -1);
         out->pid = (int)sp_json_int(j, "Pid", 0);
         /* Over (one never started has no conmon, and costs one look). */

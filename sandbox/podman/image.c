@@ -57,7 +57,7 @@ static int pull_line(const char *line, size_t len, void *ud, sp_error **err)
     pull_ctx *c = ud;
     if (len == 0)
         return 0;
-    cJSON *j = cJSON_ParseWithLength(line, len);
+    cJSON *j = sp_json_parse(line, len);
     if (!j)
         return sp_err_set(err, SP_EPODMAN, 0,
                           "pull %s: the podman service sent a malformed progress line", c->ref);

@@ -6,7 +6,8 @@
 #include "lazy_curl.h"
 
 #include "base.h"
-#include "../log_internal.h"
+#include "log_internal.h"
+#include "json.h"
 #include "sandpod/podman.h"
 
 /* Every libpod path starts with this; 4.0.0 is the oldest API the service
@@ -100,14 +101,9 @@ int sp_podman_json(cJSON **out, const sp_buf *body, const char *what, sp_error *
 /* Escape one path segment or query value (never NULL). */
 char *sp_podman_escape(sp_podman *p, const char *s);
 
-/* JSON getters that tolerate missing or mistyped fields. */
-const char *sp_json_str(const cJSON *o, const char *key);
 /* sandpod's seccomp profile made from Podman's default (its JSON text).
  * @param out  the profile's JSON text (free()) */
 int sp_podman_seccomp_profile(char **out, const char *base, size_t len, sp_error **err);
-char *sp_json_strdup(const cJSON *o, const char *key);
-int64_t sp_json_int(const cJSON *o, const char *key, int64_t dflt);
-bool sp_json_bool(const cJSON *o, const char *key);
 
 /* The raw HTTP/1.1 side, for hijacked streams (see http1.c). */
 

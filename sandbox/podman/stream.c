@@ -573,9 +573,7 @@ static int stream_broken(sp_exec *e, sp_error **err, const char *fmt, ...)
     e->broken = true;
     va_list ap;
     va_start(ap, fmt);
-    char *m = NULL;
-    if (vasprintf(&m, fmt, ap) < 0)
-        abort();
+    char *m = sp_xvasprintf(fmt, ap);
     va_end(ap);
     int r = sp_err_set(err, SP_EPODMAN, 0, "exec stream from %s: %s", e->url, m);
     free(m);

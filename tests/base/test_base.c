@@ -1,11 +1,20 @@
 /* Unit tests for the base helpers, path normalization and the state root
  * check. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "base.h"
+#include "dir.h"
+#include "events.h"
+#include "json.h"
 #include "lazy.h"
 #include "sandpod/fs.h"
 #include "sandpod/hydrate.h"
@@ -29,7 +38,18 @@ static void test_errors(void **state)
     assert_string_equal(sp_strerror(SP_EESCAPE), "escapes the workspace");
     assert_string_equal(sp_strerror(12345), "unknown error");
     assert_int_equal(sp_code_from_errno(ENOENT), SP_ENOTFOUND);
-    assert_int_equal(sp_code_from_errno(EXDEV), SP_EESCAPE);
+    /* EXDEV from a rename is a mount boundary, not an escape. */
+    assert_int_equal(sp_code_from_errno(EXDEV), SP_ERROR);
+    err = NULL;
+    sp_err_errno(&err, EXDEV, "move into the workspace", "sub/f");
+    assert_int_equal(err->code, SP_ERROR);
+    assert_int_equal(err->reason, SP_R_CROSS_DEVICE);
+    assert_string_equal(err->message,
+                        "move into the workspace: sub/f: cannot move across file systems");
+    sp_err_set(&err, SP_EESCAPE, EXDEV, "path escapes the workspace: ../x");
+    assert_int_equal(err->reason, SP_R_NONE);
+    sp_error_free(err);
+    err = NULL;
 }
 
 static void test_utf8(void **state)
@@ -135,6 +155,39 @@ static char *cap(const char *data, size_t len, size_t chunk, size_t mb, size_t m
 
 static void test_cap(void **state)
 {
+    {
+        /* A UTF-8 sequence fed in two pieces, the head filling between
+         * them, and one cut by bytes: neither is split in the text. */
+        sp_capbuf u;
+        sp_capbuf_init(&u, 64, 100);
+        char a[32];
+        memset(a, 'a', 31);
+        a[31] = '\xc3';
+        sp_capbuf_feed(&u, a, 32);
+        char b[101];
+        b[0] = '\xa9';
+        memset(b + 1, 'b', 100);
+        sp_capbuf_feed(&u, b, sizeof(b));
+        size_t n = 0;
+        bool cut = false;
+        char *t = sp_capbuf_text(&u, &n, &cut);
+        assert_true(cut);
+        assert_true(sp_utf8_valid(t, n));
+        assert_true(strncmp(t, "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\n[... 3", 36) == 0);
+        free(t);
+        sp_capbuf_dispose(&u);
+        sp_capbuf_init(&u, 64, 100);
+        char e[200];
+        for (int i = 0; i < 100; i++)
+            memcpy(e + 2 * i, "\xc3\xa9", 2);
+        sp_capbuf_feed(&u, e + 1, sizeof(e) - 1); /* odd start: one stray byte */
+        t = sp_capbuf_text(&u, &n, &cut);
+        assert_true(cut);
+        assert_true(sp_utf8_valid(t + 1, n - 1));
+        free(t);
+        sp_capbuf_dispose(&u);
+    }
+
     (void)state;
     bool tr = true;
     char *t = cap("short\n", 6, 3, 0, 0, &tr);
@@ -386,16 +439,245 @@ static void test_state_root_check(void **state)
     free(t);
 }
 
+/* The one folder reader: no "." or "..", the three orders, the bound,
+ * rereading from the start, fds closed, errors with errno. */
+static void test_dir_read(void **state)
+{
+    (void)state;
+    char *d = tu_mkdtemp();
+    tu_write(d, "b.txt", "x", 0644);
+    tu_mkdir(d, "a");
+    tu_write(d, "a.txt", "x", 0644);
+    tu_symlink("nowhere", d, "c");
+    int fds = tu_count_fds();
+    sp_dirnames nm = SP_DIRNAMES_INIT;
+    assert_int_equal(sp_dir_read_at(&nm, AT_FDCWD, d, SP_DIR_BYNAME, 0), 0);
+    assert_int_equal(nm.n, 4);
+    assert_string_equal(sp_dirnames_name(&nm, 0), "a");
+    assert_int_equal(sp_dirnames_type(&nm, 0), DT_DIR);
+    assert_string_equal(sp_dirnames_name(&nm, 1), "a.txt");
+    assert_string_equal(sp_dirnames_name(&nm, 3), "c");
+    assert_int_equal(sp_dirnames_type(&nm, 3), DT_LNK);
+    /* git order: the folder "a" sorts as "a/", after "a.txt". */
+    assert_int_equal(sp_dir_read_at(&nm, AT_FDCWD, d, SP_DIR_GITORDER, 0), 0);
+    assert_string_equal(sp_dirnames_name(&nm, 0), "a.txt");
+    assert_string_equal(sp_dirnames_name(&nm, 1), "a");
+    /* The bound: more names than allowed is E2BIG and no names. */
+    errno = 0;
+    assert_int_equal(sp_dir_read_at(&nm, AT_FDCWD, d, SP_DIR_UNSORTED, 3), -1);
+    assert_int_equal(errno, E2BIG);
+    assert_int_equal(nm.n, 0);
+    assert_int_equal(sp_dir_read_at(&nm, AT_FDCWD, d, SP_DIR_UNSORTED, 4), 0);
+    assert_int_equal(nm.n, 4);
+    /* The same fd read twice gives every name twice (it is rewound). */
+    int fd = open(d, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    assert_true(fd >= 0);
+    assert_int_equal(sp_dir_read(&nm, fd, SP_DIR_UNSORTED, 0), 0);
+    assert_int_equal(sp_dir_read(&nm, fd, SP_DIR_UNSORTED, 0), 0);
+    assert_int_equal(nm.n, 4);
+    close(fd);
+    /* Not a folder, missing, a symlink (never followed). */
+    cleanup_free char *file = tu_join(d, "b.txt");
+    assert_int_equal(sp_dir_read_at(&nm, AT_FDCWD, file, SP_DIR_UNSORTED, 0), -1);
+    assert_int_equal(errno, ENOTDIR);
+    cleanup_free char *link = tu_join(d, "c");
+    assert_int_equal(sp_dir_read_at(&nm, AT_FDCWD, link, SP_DIR_UNSORTED, 0), -1);
+    assert_int_equal(nm.n, 0);
+    tu_rmtree(file);
+    assert_int_equal(sp_dir_read_at(&nm, AT_FDCWD, file, SP_DIR_UNSORTED, 0), -1);
+    assert_int_equal(errno, ENOENT);
+    assert_int_equal(tu_count_fds(), fds);
+    /* An empty folder. */
+    cleanup_free char *a = tu_join(d, "a");
+    assert_int_equal(sp_dir_read_at(&nm, AT_FDCWD, a, SP_DIR_BYNAME, 0), 0);
+    assert_int_equal(nm.n, 0);
+    sp_dirnames_dispose(&nm);
+    sp_dirnames_dispose(&nm);
+    tu_rmtree(d);
+    free(d);
+}
+
+static void *json_init_thread(void *arg)
+{
+    (void)arg;
+    sp_json_init();
+    cJSON *j = sp_json_parse("{\"a\":1}", 7);
+    int64_t v = sp_json_int(j, "a", -1);
+    cJSON_Delete(j);
+    return (void *)(intptr_t)v;
+}
+
+/* The one JSON helper set: defaults for missing and mistyped members,
+ * int64 range, string arrays, add-or-fail, finish; the hooks set from
+ * many threads at once. */
+static void test_json(void **state)
+{
+    (void)state;
+    pthread_t th[8];
+    for (int i = 0; i < 8; i++)
+        assert_int_equal(pthread_create(&th[i], NULL, json_init_thread, NULL), 0);
+    for (int i = 0; i < 8; i++) {
+        void *r;
+        pthread_join(th[i], &r);
+        assert_int_equal((intptr_t)r, 1);
+    }
+    const char *text =
+        "{\"s\":\"x\",\"n\":42.9,\"big\":1e300,\"t\":true,\"f\":false,\"z\":null}junk";
+    cJSON *j = sp_json_parse(text, strlen(text) - 4);
+    assert_non_null(j);
+    assert_null(sp_json_parse("{\"s\":", 5));
+    assert_null(sp_json_parse(NULL, 0));
+    assert_string_equal(sp_json_str(j, "s"), "x");
+    assert_null(sp_json_str(j, "n"));
+    assert_null(sp_json_str(j, "missing"));
+    assert_string_equal(sp_json_str_or(j, "z", "-"), "-");
+    char *dup = sp_json_strdup(j, "s");
+    assert_string_equal(dup, "x");
+    free(dup);
+    assert_null(sp_json_strdup(j, "t"));
+    assert_int_equal(sp_json_int(j, "n", -1), 42);
+    assert_int_equal(sp_json_int(j, "big", -1), -1); /* no UB cast */
+    assert_int_equal(sp_json_int(j, "s", -7), -7);
+    assert_true(sp_json_num(j, "big", 0) > 1e299);
+    assert_true(sp_json_bool(j, "t", false));
+    assert_false(sp_json_bool(j, "f", true));
+    assert_true(sp_json_bool(j, "n", true));
+    assert_null(sp_json_get(NULL, "s"));
+    assert_null(sp_json_str(NULL, "s"));
+    const char *v[] = {"a", "b", NULL};
+    cJSON *a = sp_json_strv(v);
+    assert_int_equal(cJSON_GetArraySize(a), 2);
+    assert_string_equal(cJSON_GetArrayItem(a, 1)->valuestring, "b");
+    assert_true(sp_json_add(j, "arr", a));
+    cJSON *empty = sp_json_strv(NULL);
+    assert_int_equal(cJSON_GetArraySize(empty), 0);
+    assert_false(sp_json_add(j, "x", NULL));
+    /* An array is not an object: the item is freed, not leaked. */
+    assert_false(sp_json_add(empty, NULL, cJSON_CreateString("y")));
+    assert_null(sp_json_finish(empty, false));
+    assert_ptr_equal(sp_json_finish(j, true), j);
+    cJSON_Delete(j);
+}
+
+static char *ev_line(void *ud, uint64_t call)
+{
+    return sp_xasprintf("{\"call\":%llu,\"who\":%d}", (unsigned long long)call, *(int *)ud);
+}
+
+static void ev_append_n(const char *path, int who, int n)
+{
+    for (int i = 0; i < n; i++) {
+        uint64_t call = 0;
+        if (sp_events_append(path, &call, ev_line, &who, NULL) < 0 || call == 0)
+            _exit(3);
+    }
+}
+
+/* The numbers in an events file, in file order; torn or foreign lines
+ * give -1. */
+static size_t ev_calls(const char *path, long long *out, size_t max)
+{
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    char line[256];
+    size_t n = 0;
+    while (n < max && fgets(line, sizeof(line), f)) {
+        unsigned long long c;
+        bool whole = strstr(line, "}\n") != NULL;
+        out[n++] = whole && sscanf(line, "{\"call\":%llu,", &c) == 1 ? (long long)c : -1;
+    }
+    fclose(f);
+    return n;
+}
+
+/* The events counter survives processes: two processes (and two threads in
+ * each) appending at once get unique numbers that increase in file order;
+ * a torn last line is closed and skipped; with the sequence file lost, the
+ * last complete record says where to go on; an end record reuses its
+ * start's number. */
+static void *ev_thread(void *arg)
+{
+    ev_append_n(arg, 9, 100);
+    return NULL;
+}
+
+static void test_events_counter(void **state)
+{
+    (void)state;
+    char *d = tu_mkdtemp();
+    char *path = tu_join(d, "events.jsonl");
+    pid_t kids[2];
+    for (int k = 0; k < 2; k++) {
+        kids[k] = fork();
+        assert_true(kids[k] >= 0);
+        if (kids[k] == 0) {
+            pthread_t th;
+            if (pthread_create(&th, NULL, ev_thread, path) != 0)
+                _exit(4);
+            ev_append_n(path, k, 150);
+            pthread_join(th, NULL);
+            _exit(0);
+        }
+    }
+    for (int k = 0; k < 2; k++) {
+        int st = 0;
+        assert_int_equal(waitpid(kids[k], &st, 0), kids[k]);
+        assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    }
+    static long long calls[1000];
+    size_t n = ev_calls(path, calls, 1000);
+    assert_int_equal(n, 500);
+    for (size_t i = 0; i < n; i++)
+        assert_int_equal(calls[i], (long long)i + 1);
+    struct stat st;
+    assert_int_equal(stat(path, &st), 0);
+    assert_int_equal(st.st_mode & 0777, 0600);
+
+    /* A writer killed mid-line, and the sequence file gone. */
+    int fd = open(path, O_WRONLY | O_APPEND | O_CLOEXEC);
+    assert_true(write(fd, "{\"call\":999,\"who", 16) == 16);
+    close(fd);
+    char *seq = tu_join(d, "events.jsonl.seq");
+    assert_int_equal(unlink(seq), 0);
+    assert_int_equal(sp_events_last_call(path), 500);
+    uint64_t call = 0;
+    int who = 5;
+    assert_int_equal(sp_events_append(path, &call, ev_line, &who, NULL), 0);
+    assert_int_equal(call, 501);
+    /* The end of a call keeps its number. */
+    assert_int_equal(sp_events_append(path, &call, ev_line, &who, NULL), 0);
+    assert_int_equal(call, 501);
+    call = 0;
+    assert_int_equal(sp_events_append(path, &call, ev_line, &who, NULL), 0);
+    assert_int_equal(call, 502);
+    n = ev_calls(path, calls, 1000);
+    assert_int_equal(n, 504);
+    assert_int_equal(calls[500], -1); /* the torn line, closed */
+    assert_int_equal(calls[501], 501);
+    assert_int_equal(calls[502], 501);
+    assert_int_equal(calls[503], 502);
+    /* Never through a symlink. */
+    char *link = tu_join(d, "link.jsonl");
+    assert_int_equal(symlink(path, link), 0);
+    call = 0;
+    sp_error *err = NULL;
+    assert_true(sp_events_append(link, &call, ev_line, &who, &err) < 0);
+    sp_error_free(err);
+    free(link);
+    free(seq);
+    free(path);
+    tu_rmtree(d);
+    free(d);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_errors),
-        cmocka_unit_test(test_utf8),
-        cmocka_unit_test(test_buf),
-        cmocka_unit_test(test_normalize),
-        cmocka_unit_test(test_cap),
-        cmocka_unit_test(test_lazy),
-        cmocka_unit_test(test_state_root_check),
+        cmocka_unit_test(test_errors),    cmocka_unit_test(test_dir_read),
+        cmocka_unit_test(test_utf8),      cmocka_unit_test(test_buf),
+        cmocka_unit_test(test_normalize), cmocka_unit_test(test_cap),
+        cmocka_unit_test(test_lazy),      cmocka_unit_test(test_state_root_check),
+        cmocka_unit_test(test_json),      cmocka_unit_test(test_events_counter),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

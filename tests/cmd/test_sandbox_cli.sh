@@ -201,6 +201,27 @@ expect 1 "fs NAME refuses a path leaving the workspace"
 run fs no-such-box read x
 expect 1 "fs with a missing sandbox"
 
+# ------------------------------------------------------------- events --
+# sh, exec and fs each leave one "command" record in events.jsonl, with
+# call numbers that are unique and increase in file order.
+EV=$SANDPOD_HOME/sandboxes/$N/events.jsonl
+run sh "$N" 'exit 4'
+run exec "$N" -- true
+run fs "$N" read notes/host.txt
+check "events.jsonl has unique, increasing calls and the CLI's commands" python3 -c '
+import json, sys
+recs = [json.loads(l) for l in open(sys.argv[1])]
+calls = [r["call"] for r in recs]
+assert calls == sorted(set(calls)), calls
+cmds = [r for r in recs if r.get("event") == "command" and r.get("source") == "cli"]
+last = {c["command"]: c for c in cmds}
+assert last["sh"]["summary"] == "exit 4" and last["sh"]["status"] == 4 and not last["sh"]["ok"], last["sh"]
+assert last["exec"]["summary"] == "true" and last["exec"]["ok"], last["exec"]
+assert last["fs"]["summary"] == "read notes/host.txt" and last["fs"]["ok"], last["fs"]
+assert cmds[-3:] == [last["sh"], last["exec"], last["fs"]]
+assert all(r["sandbox"] == sys.argv[2] for r in cmds)
+' "$EV" "$N"
+
 # ---------------------------------------------- stop, start, restart --
 run stop --time 1 "$N"
 expect 0 "stop"

@@ -487,7 +487,7 @@ static void test_edit_file(void **state)
     tu_write(f->dir, "e.txt", "alpha\nbeta\nalpha\n", 0644);
     bad_call(f->t, "edit_file",
              "{\"path\":\"e.txt\",\"old_string\":\"alpha\",\"new_string\":\"A\"}", SP_EINVAL,
-             "replace_all");
+             "so that it matches once"); /* the tool's hint, from the error's reason */
     bad_call(f->t, "edit_file",
              "{\"path\":\"e.txt\",\"old_string\":\"gamma\",\"new_string\":\"G\"}", SP_ENOTFOUND,
              "copy old_string exactly");
@@ -879,16 +879,28 @@ static void test_events(void **state)
 
 /* --------------------------------------------------------------- caps -- */
 
+static char *cap_text(const char *s, size_t len, size_t max_bytes, size_t max_lines, size_t *n,
+                      bool *cut)
+{
+    sp_capbuf c;
+    sp_capbuf_init(&c, max_bytes, max_lines);
+    sp_capbuf_feed(&c, s, len);
+    char *t = sp_capbuf_text(&c, n, cut);
+    sp_capbuf_dispose(&c);
+    return t;
+}
+
 static void test_caps(void **state)
 {
     fixture *f = *state;
-    /* text_cap keeps a head and a tail with a marker. */
+    /* The final cap (base's sp_capbuf, as the dispatcher uses it) keeps a
+     * head and a tail with a marker. */
     char buf[1000];
     for (int i = 0; i < 100; i++)
         memcpy(buf + i * 10, "123456789\n", 10);
     bool cut = false;
     size_t n = 0;
-    char *c = text_cap(buf, sizeof(buf), 100, 1000, &n, &cut);
+    char *c = cap_text(buf, sizeof(buf), 100, 1000, &n, &cut);
     assert_true(cut);
     assert_has(c, "[... ");
     assert_has(c, " bytes, ");
@@ -897,19 +909,25 @@ static void test_caps(void **state)
     assert_true(n < 200);
     assert_string_equal(c + n - 10, "123456789\n");
     free(c);
-    c = text_cap(buf, sizeof(buf), 5000, 10, &n, &cut);
+    c = cap_text(buf, sizeof(buf), 5000, 10, &n, &cut);
     assert_true(cut);
     assert_has(c, "lines omitted");
     free(c);
-    c = text_cap("abc", 3, 10, 10, &n, &cut);
+    c = cap_text("abc", 3, 10, 10, &n, &cut);
     assert_false(cut);
     assert_string_equal(c, "abc");
     free(c);
     /* UTF-8 is never split. */
-    c = text_cap("\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9", 8, 5, 10, &n, &cut);
-    assert_true(cut);
-    assert_true(sp_json_utf8_ok(c, n));
-    free(c);
+    char e[301];
+    for (int i = 0; i < 150; i++)
+        memcpy(e + 2 * i, "\xc3\xa9", 2);
+    e[300] = 'x';
+    for (size_t max = 64; max < 80; max++) {
+        c = cap_text(e, sizeof(e), max, 10, &n, &cut);
+        assert_true(cut);
+        assert_true(sp_json_utf8_ok(c, n));
+        free(c);
+    }
 
     /* A small text cap cuts read_file at a line boundary and says where to go on. */
     char big[20000] = "";
@@ -950,7 +968,8 @@ static void test_read_only(void **state)
     assert_false(sp_tools_has(t, "write_file"));
     assert_false(sp_tools_has(t, "apply_patch"));
     assert_true(sp_tools_has(t, "read_file"));
-    bad_call(t, "write_file", "{\"path\":\"r.txt\",\"content\":\"x\"}", SP_EREADONLY, "read-only");
+    bad_call(t, "write_file", "{\"path\":\"r.txt\",\"content\":\"x\"}", SP_EREADONLY,
+             "write_file is not available: the workspace is read-only");
     cJSON *r = ok_call(t, "read_file", "{\"path\":\"r.txt\"}");
     cJSON_Delete(r);
     bad_call(t, "read_file", "{\"path\":\"k.secret\"}", SP_EDENIED, NULL);

@@ -78,7 +78,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             (void)sp_json_str(j, "Id");
             free(sp_json_strdup(j, "Name"));
             (void)sp_json_int(j, "ExitCode", -1);
-            (void)sp_json_bool(j, "Running");
+            (void)sp_json_bool(j, "Running", false);
             cJSON_Delete(j);
         }
         sp_buf_dispose(&b);

@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sched.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -995,6 +997,55 @@ static void test_sparse_gib(void **state)
     free(dp);
 }
 
+/* A folder of the workspace that is another file system (a mount point):
+ * moving staged entries into it fails with EXDEV, which says so, and is
+ * not mistaken for an escape. In a private mount namespace (root only). */
+static int child_cross_device(struct fx *f)
+{
+    if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+        return 77;
+    tu_mkdir(f->ws, "sub");
+    cleanup_free char *sub = tu_join(f->ws, "sub");
+    if (mount("tmpfs", sub, "tmpfs", 0, "size=1m") < 0)
+        return 77;
+    sp_mount m = {f->src, NULL, NULL, NULL, 0, false};
+    sp_error *err = NULL;
+    int rc = sp_hydrate(NULL, f->ws, &m, 1, NULL, &err);
+    int ret = 0;
+    if (rc == SP_EESCAPE || !err || err->reason != SP_R_CROSS_DEVICE ||
+        !strstr(err->message, "cannot move across file systems") ||
+        strstr(err->message, "escape")) {
+        fprintf(stderr, "rc %d: %s\n", rc, err ? err->message : "no error");
+        ret = 1;
+    }
+    sp_error_free(err);
+    /* All or nothing: the workspace is as it was. */
+    if (tu_exists(f->ws, "sub/f") || tu_exists(f->ws, "top"))
+        ret = 2;
+    umount(sub);
+    return ret;
+}
+
+static void test_cross_device(void **state)
+{
+    struct fx *f = *state;
+    if (geteuid() != 0)
+        skip();
+    tu_mkdir(f->src, "sub");
+    tu_write(f->src, "sub/f", "f\n", 0644);
+    tu_write(f->src, "top", "t\n", 0644);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0)
+        _exit(child_cross_device(f));
+    int status = 0;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status));
+    if (WEXITSTATUS(status) == 77)
+        skip();
+    assert_int_equal(WEXITSTATUS(status), 0);
+}
+
 static void test_workspace_inside_mount(void **state)
 {
     struct fx *f = *state;
@@ -1181,6 +1232,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_ten_thousand_files, setup, teardown),
         cmocka_unit_test_setup_teardown(test_sparse_gib, setup, teardown),
         cmocka_unit_test_setup_teardown(test_workspace_inside_mount, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_cross_device, setup, teardown),
         cmocka_unit_test(test_spec_parse),
         cmocka_unit_test_setup_teardown(test_spec_hydrates, setup, teardown),
         cmocka_unit_test_setup_teardown(test_state_root, setup, teardown),

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "sandpod/sandbox.h"
+#include "sandpod/sandbox_snapshot.h"
 #include "sandpod/snapshot.h"
 #include "testutil.h"
 
@@ -231,6 +232,100 @@ static void test_tracking_sees_container_writes(void **state)
     free(store);
 }
 
+/* What the progress callback saw: the container's state mid-operation. */
+static void seen_state(void *ud, const sp_snapshot_progress *pr)
+{
+    (void)pr;
+    char **seen = ud;
+    if (!*seen)
+        *seen = container_state();
+}
+
+/* The library's sandbox-to-snapshot glue (sandpod/sandbox_snapshot.h): the
+ * container is paused while a snapshot reads and a restore writes, resumed
+ * after; one the caller paused stays paused; its options are checked. */
+static void test_sandbox_snapshot_glue(void **state)
+{
+    (void)state;
+    sp_error *err = NULL;
+    sp_sandbox_snap *h = NULL;
+    sp_sandbox_snapshot_opts bad = SP_SANDBOX_SNAPSHOT_OPTS_INIT;
+    bad.version = 99;
+    assert_int_equal(sp_sandbox_snapshot_open(&h, sb, &bad, &err), SP_EINVAL);
+    assert_non_null(strstr(err->message, "sp_sandbox_snapshot_opts version 99"));
+    assert_null(h);
+    sp_error_free(err);
+    err = NULL;
+    struct pauser p = {0};
+    sp_snapstore_opts o = SP_SNAPSTORE_OPTS_INIT;
+    o.pause = cb_pause;
+    o.userdata = &p;
+    sp_sandbox_snapshot_opts so = SP_SANDBOX_SNAPSHOT_OPTS_INIT;
+    so.store = &o;
+    assert_int_equal(sp_sandbox_snapshot_open(&h, sb, &so, &err), SP_EINVAL);
+    assert_non_null(strstr(err->message, "pause callbacks"));
+    sp_error_free(err);
+    err = NULL;
+
+    char *seen = NULL;
+    o = (sp_snapstore_opts)SP_SNAPSTORE_OPTS_INIT;
+    o.progress = seen_state;
+    o.progress_userdata = &seen;
+    if (sp_sandbox_snapshot_open(&h, sb, &so, &err) < 0)
+        fail_msg("open: %s", err->message);
+    sp_snapstore *s = sp_sandbox_snapshot_store(h);
+    assert_non_null(s);
+    /* Progress comes every 1000 entries (scan) or changed paths (restore). */
+    free(sh_out("echo glue > /workspace/glue; mkdir /workspace/many && cd /workspace/many &&"
+                " for i in $(seq 1100); do : > $i; done"));
+    sp_snapshot *a = NULL;
+    if (sp_snapshot_create(&a, s, "glue", &err) < 0)
+        fail_msg("snapshot: %s", err->message);
+    assert_non_null(seen);
+    assert_string_equal(seen, sp_sandbox_pauses(sb) ? "paused" : "running");
+    assert_int_equal(sp_sandbox_snapshot_ran_unpaused(h), !sp_sandbox_pauses(sb));
+    assert_false(sp_sandbox_snapshot_ran_unpaused(h)); /* cleared */
+    char *st = container_state();
+    assert_string_equal(st, "running");
+    free(st);
+
+    free(sh_out("echo changed > /workspace/glue; rm -r /workspace/many"));
+    free(seen);
+    seen = NULL;
+    if (sp_snapshot_restore(NULL, s, a->id, &err) < 0)
+        fail_msg("restore: %s", err->message);
+    assert_string_equal(seen, sp_sandbox_pauses(sb) ? "paused" : "running");
+    st = container_state();
+    assert_string_equal(st, "running");
+    free(st);
+    char *out = sh_out("cat /workspace/glue; ls /workspace/many | wc -l");
+    assert_string_equal(out, "glue\n1100\n");
+    free(out);
+
+    /* Paused by the caller: left paused, before, during and after. */
+    if (sp_sandbox_pauses(sb)) {
+        if (sp_sandbox_pause(sb, &err) < 0)
+            fail_msg("pause: %s", err->message);
+        if (sp_snapshot_create(NULL, s, NULL, &err) < 0)
+            fail_msg("snapshot of a paused sandbox: %s", err->message);
+        st = container_state();
+        assert_string_equal(st, "paused");
+        free(st);
+        sp_sandbox_snapshot_close(h);
+        h = NULL;
+        st = container_state();
+        assert_string_equal(st, "paused");
+        free(st);
+        if (sp_sandbox_unpause(sb, &err) < 0)
+            fail_msg("unpause: %s", err->message);
+    }
+    sp_sandbox_snapshot_close(h);
+    sp_sandbox_snapshot_close(NULL);
+    free(sh_out("rm -r /workspace/many /workspace/glue"));
+    sp_snapshot_free(a);
+    free(seen);
+}
+
 int main(void)
 {
     podman_url = tu_need_podman_or_skip();
@@ -238,6 +333,7 @@ int main(void)
         cmocka_unit_test(test_tracking_sees_container_writes),
         /* Last: it stops and starts the container. */
         cmocka_unit_test(test_paused_snapshot_and_restore),
+        cmocka_unit_test(test_sandbox_snapshot_glue),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

@@ -62,7 +62,7 @@ typedef struct sp_fs_opts {
 
 #define SP_FS_OPTS_INIT                                                                            \
     {                                                                                              \
-        SP_FS_OPTS_VERSION, false, NULL, 0, 0, 0, 0, 0, 0                                          \
+        .version = SP_FS_OPTS_VERSION                                                              \
     }
 
 /**
@@ -106,7 +106,7 @@ typedef struct sp_fs_read_opts {
 #define SP_FS_READ_OPTS_VERSION 1
 #define SP_FS_READ_OPTS_INIT                                                                       \
     {                                                                                              \
-        SP_FS_READ_OPTS_VERSION, 0, 0                                                              \
+        .version = SP_FS_READ_OPTS_VERSION                                                         \
     }
 
 /** A slice of a UTF-8 text file. */
@@ -175,7 +175,7 @@ typedef struct sp_fs_write_opts {
 #define SP_FS_WRITE_OPTS_VERSION 1
 #define SP_FS_WRITE_OPTS_INIT                                                                      \
     {                                                                                              \
-        SP_FS_WRITE_OPTS_VERSION, SP_FS_OVERWRITE, false                                           \
+        .version = SP_FS_WRITE_OPTS_VERSION                                                        \
     }
 
 /**
@@ -266,7 +266,7 @@ typedef struct sp_fs_list_opts {
 #define SP_FS_LIST_OPTS_VERSION 1
 #define SP_FS_LIST_OPTS_INIT                                                                       \
     {                                                                                              \
-        SP_FS_LIST_OPTS_VERSION, 1, 0                                                              \
+        .version = SP_FS_LIST_OPTS_VERSION                                                         \
     }
 
 /**
@@ -307,7 +307,7 @@ typedef struct sp_fs_grep_opts {
 #define SP_FS_GREP_OPTS_VERSION 1
 #define SP_FS_GREP_OPTS_INIT                                                                       \
     {                                                                                              \
-        SP_FS_GREP_OPTS_VERSION, NULL, NULL, 0, false, false                                       \
+        .version = SP_FS_GREP_OPTS_VERSION                                                         \
     }
 
 typedef struct sp_fs_match {

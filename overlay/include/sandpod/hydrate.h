@@ -190,7 +190,7 @@ typedef struct sp_hydrate_opts {
 
 #define SP_HYDRATE_OPTS_INIT                                                                       \
     {                                                                                              \
-        SP_HYDRATE_OPTS_VERSION, NULL, NULL, NULL                                                  \
+        .version = SP_HYDRATE_OPTS_VERSION                                                         \
     }
 
 /** Why an entry was not copied (entries left out by the globs are not

@@ -80,8 +80,7 @@ typedef struct sp_patch_opts {
 
 #define SP_PATCH_OPTS_INIT                                                                         \
     {                                                                                              \
-        .version = SP_PATCH_OPTS_VERSION, .format = SP_PATCH_AUTO, .dry_run = false,               \
-        .allow_overwrite = false                                                                   \
+        .version = SP_PATCH_OPTS_VERSION                                                           \
     }
 
 /** What a patch does to one file. */

@@ -1,0 +1,179 @@
+/* Tool contexts: opened on a sandbox or a plain folder, and freed. */
+#include "tools_core.h"
+
+/* ----------------------------------------------------------- contexts -- */
+
+static void copy_list(sp_strv *dst, const char *const *src)
+{
+    for (size_t i = 0; src && src[i]; i++)
+        sp_strv_push(dst, sp_xstrdup(src[i]));
+}
+
+static sp_tools *tools_new(const sp_tools_opts *opts)
+{
+    sp_json_init();
+    sp_tools *t = sp_xcalloc(1, sizeof(*t));
+    sp_tools_opts o = SP_TOOLS_OPTS_INIT;
+    if (opts)
+        o = *opts;
+    if (!o.max_output_bytes)
+        o.max_output_bytes = DEFAULT_OUTPUT_BYTES;
+    if (!o.max_output_lines)
+        o.max_output_lines = DEFAULT_OUTPUT_LINES;
+    if (!o.max_text_bytes)
+        o.max_text_bytes = DEFAULT_TEXT_BYTES;
+    if (!o.max_line_bytes)
+        o.max_line_bytes = DEFAULT_LINE_BYTES;
+    copy_list(&t->disabled, o.disabled);
+    copy_list(&t->deny, o.deny);
+    /* The context keeps its own copies; the caller's may go. */
+    o.disabled = NULL;
+    o.deny = NULL;
+    o.events_path = NULL;
+    o.snapshot_store = NULL;
+    t->opts = o;
+    pthread_mutex_init(&t->mu, NULL);
+    pthread_mutex_init(&t->kill_mu, NULL);
+    atomic_init(&t->cancelled, false);
+    return t;
+}
+
+static int open_fs(sp_fs **out, sp_tools *t, const char *root, bool any, sp_error **err)
+{
+    sp_fs_opts fo = SP_FS_OPTS_INIT;
+    fo.read_only = t->opts.read_only;
+    fo.deny = t->deny.n ? (const char *const *)t->deny.v : NULL;
+    fo.max_line_bytes = t->opts.max_line_bytes;
+    if (any) {
+        /* Absolute host paths are deep and long-named. */
+        fo.max_path_depth = 255;
+        fo.max_segment_len = 255;
+    }
+    return sp_fs_open(out, root, &fo, err);
+}
+
+static void open_events(sp_tools *t, const char *path)
+{
+    if (!path || !*path)
+        return;
+    t->events_path = sp_xstrdup(path);
+}
+
+int sp_tools_open_sandbox(sp_tools **out, sp_sandbox *sb, const sp_tools_opts *opts, sp_error **err)
+{
+    *out = NULL;
+    if (SP_OPTS_CHECK(opts, 1, SP_TOOLS_OPTS_VERSION, "sp_tools_opts", err) < 0)
+        return SP_EINVAL;
+    if (!sb)
+        return sp_err_set(err, SP_EINVAL, 0, "no sandbox given");
+    if (opts && opts->fs_mode == SP_FS_MODE_UNRESTRICTED)
+        return sp_err_set(err, SP_EINVAL, 0,
+                          "unrestricted fs_mode is only for a bare --root folder without a "
+                          "container");
+    sp_tools *t = tools_new(opts);
+    t->sb = sb;
+    t->root = sp_xstrdup(sp_sandbox_workspace(sb));
+    int r = open_fs(&t->fs, t, t->root, false, err);
+    if (r < 0) {
+        sp_tools_free(t);
+        return r;
+    }
+    const char *state = sp_sandbox_state_dir(sb);
+    t->store_path = sp_xasprintf("%s/snapshots.git", state);
+    t->sb_name = sp_xstrdup(sp_sandbox_name(sb));
+    /* The state root holds sandboxes/<name>: two levels up. */
+    char *sr = sp_xstrdup(state);
+    for (int i = 0; i < 2; i++) {
+        char *slash = strrchr(sr, '/');
+        if (slash && slash != sr)
+            *slash = '\0';
+    }
+    t->state_root = sr;
+    if (opts && opts->events_path)
+        open_events(t, opts->events_path);
+    else {
+        char *p = sp_xasprintf("%s/events.jsonl", state);
+        open_events(t, p);
+        free(p);
+    }
+    *out = t;
+    return 0;
+}
+
+int sp_tools_open_root(sp_tools **out, const char *root, const sp_tools_opts *opts, sp_error **err)
+{
+    *out = NULL;
+    if (SP_OPTS_CHECK(opts, 1, SP_TOOLS_OPTS_VERSION, "sp_tools_opts", err) < 0)
+        return SP_EINVAL;
+    sp_tools *t = tools_new(opts);
+    char *abs = NULL;
+    if (root && root[0] != '/') {
+        char *cwd = getcwd(NULL, 0);
+        abs = cwd ? sp_xasprintf("%s/%s", cwd, root) : NULL;
+        free(cwd);
+    }
+    t->root = abs ? abs : sp_xstrdup(root ? root : ".");
+    int r = open_fs(&t->fs, t, t->root, false, err);
+    if (r == 0 && t->opts.fs_mode == SP_FS_MODE_UNRESTRICTED)
+        r = open_fs(&t->fs_any, t, "/", true, err);
+    if (r < 0) {
+        sp_tools_free(t);
+        return r;
+    }
+    if (opts && opts->snapshot_store && *opts->snapshot_store)
+        t->store_path = sp_xstrdup(opts->snapshot_store);
+    if (opts && opts->events_path)
+        open_events(t, opts->events_path);
+    *out = t;
+    return 0;
+}
+
+void sp_tools_free(sp_tools *t)
+{
+    if (!t)
+        return;
+    tools_sessions_kill(t);
+    tools_store_close(t);
+    sp_fs_free(t->fs);
+    sp_fs_free(t->fs_any);
+    free(t->root);
+    free(t->store_path);
+    sp_strv_dispose(&t->disabled);
+    sp_strv_dispose(&t->deny);
+    sp_strv_dispose(&t->always);
+    free(t->events_path);
+    free(t->sessions);
+    free(t->run_token);
+    free(t->sb_name);
+    free(t->state_root);
+    free(t->podman_url);
+    sp_sandbox_free(t->kill_sb);
+    pthread_mutex_destroy(&t->mu);
+    pthread_mutex_destroy(&t->kill_mu);
+    free(t);
+}
+
+void sp_tools_set_approver(sp_tools *t, sp_tools_approve_fn fn, void *userdata)
+{
+    t->opts.approve = fn;
+    t->opts.approve_userdata = userdata;
+}
+
+bool tools_available(const sp_tools *t, const tool_def *d)
+{
+    if ((d->needs & NEED_SANDBOX) && !t->sb)
+        return false;
+    if ((d->needs & NEED_STORE) && !t->store_path)
+        return false;
+    if ((d->needs & NEED_WRITE) && t->opts.read_only)
+        return false;
+    if ((d->needs & NEED_PATCH) && !tools_patch_available())
+        return false;
+    return true;
+}
+
+bool sp_tools_has(const sp_tools *t, const char *name)
+{
+    const tool_def *d = tool_find(name);
+    return d && tools_available(t, d) && !tools_sv_has(&t->disabled, d->name);
+}

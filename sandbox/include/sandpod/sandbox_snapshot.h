@@ -1,0 +1,80 @@
+/**
+ * @file sandpod/sandbox_snapshot.h
+ * @brief A sandbox's snapshot store, with its container paused while the
+ *        store reads or writes the workspace.
+ *
+ * A sandbox keeps its snapshots in `<state folder>/snapshots.git`. Opening
+ * it through sp_sandbox_snapshot_open() (rather than sp_snapstore_open() on
+ * sp_sandbox_workspace()) wires the store's pause callbacks to the
+ * container: a running container is paused while a snapshot reads the
+ * workspace and while a restore writes it, and resumed after, also when the
+ * operation fails; a stopped or already paused container is left alone.
+ * Use the sp_snapshot_* and sp_snapstore_* calls on the store it gives.
+ */
+#ifndef SANDPOD_SANDBOX_SNAPSHOT_H
+#define SANDPOD_SANDBOX_SNAPSHOT_H
+
+#include <stdbool.h>
+
+#include "sandpod/error.h"
+#include "sandpod/sandbox.h"
+#include "sandpod/snapshot.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** An open snapshot store of one sandbox. Not thread-safe. */
+typedef struct sp_sandbox_snap sp_sandbox_snap;
+
+#define SP_SANDBOX_SNAPSHOT_OPTS_VERSION 1
+
+/** Options for sp_sandbox_snapshot_open(). */
+typedef struct sp_sandbox_snapshot_opts {
+    unsigned version;
+    /**
+     * The store's options (NULL: the defaults). Its `pause`, `unpause` and
+     * `userdata` must be NULL: they are the sandbox's.
+     */
+    const sp_snapstore_opts *store;
+} sp_sandbox_snapshot_opts;
+
+#define SP_SANDBOX_SNAPSHOT_OPTS_INIT                                                              \
+    {                                                                                              \
+        .version = SP_SANDBOX_SNAPSHOT_OPTS_VERSION                                                \
+    }
+
+/**
+ * Open (or, unless `opts->store->no_create`, create) the snapshot store of
+ * sandbox `sb`.
+ *
+ * @param out   the handle, to free with sp_sandbox_snapshot_close()
+ * @param sb    the sandbox; borrowed, must outlive the handle
+ * @param opts  NULL for the defaults
+ * @return 0; SP_EINVAL for a bad options version or pause callbacks set
+ *         by the caller; SP_ENOTFOUND (reason SP_R_NO_STORE) for a missing
+ *         store with no_create; or sp_snapstore_open()'s errors.
+ */
+int sp_sandbox_snapshot_open(sp_sandbox_snap **out, sp_sandbox *sb,
+                             const sp_sandbox_snapshot_opts *opts, sp_error **err);
+
+/** The store, for sp_snapshot_create() and the rest; owned by the handle. */
+sp_snapstore *sp_sandbox_snapshot_store(sp_sandbox_snap *h);
+
+/**
+ * Whether an operation since the last call ran while the container kept
+ * running because it cannot be paused (rootless Podman on cgroup v1, see
+ * sp_sandbox_pauses()): a file it wrote at that moment may have been caught
+ * part-way. Clears the flag.
+ */
+bool sp_sandbox_snapshot_ran_unpaused(sp_sandbox_snap *h);
+
+/** Close the store, resuming the container if it is still paused by us.
+ * Accepts NULL. */
+void sp_sandbox_snapshot_close(sp_sandbox_snap *h);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,98 @@
+/* A sandbox's snapshot store, with the container paused around the
+ * store's reads and writes of the workspace (sandpod/sandbox_snapshot.h). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "base.h"
+#include "sandpod/sandbox_snapshot.h"
+
+struct sp_sandbox_snap {
+    sp_sandbox *sb;
+    sp_snapstore *store;
+    bool paused;       /* we paused the container */
+    bool ran_unpaused; /* an operation ran with it unfrozen */
+};
+
+/* Pause a running container; leave a stopped (or already paused) one. */
+static int snap_pause(void *ud, sp_error **err)
+{
+    sp_sandbox_snap *h = ud;
+    sp_sandbox_status *st = NULL;
+    int r = sp_sandbox_status_get(&st, h->sb, err);
+    if (r < 0)
+        return r;
+    if (st->state && strcmp(st->state, "running") == 0) {
+        r = sp_sandbox_pause(h->sb, err);
+        if (r == 0) {
+            h->paused = true;
+            h->ran_unpaused |= !sp_sandbox_pauses(h->sb);
+        }
+    }
+    sp_sandbox_status_free(st);
+    return r;
+}
+
+static int snap_unpause(void *ud, sp_error **err)
+{
+    sp_sandbox_snap *h = ud;
+    if (!h->paused)
+        return 0;
+    h->paused = false;
+    return sp_sandbox_unpause(h->sb, err);
+}
+
+int sp_sandbox_snapshot_open(sp_sandbox_snap **out, sp_sandbox *sb,
+                             const sp_sandbox_snapshot_opts *opts, sp_error **err)
+{
+    *out = NULL;
+    int r =
+        SP_OPTS_CHECK(opts, 1, SP_SANDBOX_SNAPSHOT_OPTS_VERSION, "sp_sandbox_snapshot_opts", err);
+    if (r < 0)
+        return r;
+    if (!sb)
+        return sp_err_set(err, SP_EINVAL, 0, "no sandbox given");
+    sp_snapstore_opts so = SP_SNAPSTORE_OPTS_INIT;
+    if (opts && opts->store) {
+        if (opts->store->pause || opts->store->unpause || opts->store->userdata)
+            return sp_err_set(err, SP_EINVAL, 0,
+                              "the pause callbacks of a sandbox's store are the sandbox's");
+        so = *opts->store;
+    }
+    sp_sandbox_snap *h = sp_xcalloc(1, sizeof(*h));
+    h->sb = sb;
+    so.pause = snap_pause;
+    so.unpause = snap_unpause;
+    so.userdata = h;
+    cleanup_free char *store = sp_xasprintf("%s/snapshots.git", sp_sandbox_state_dir(sb));
+    r = sp_snapstore_open(&h->store, sp_sandbox_workspace(sb), store, &so, err);
+    if (r < 0) {
+        free(h);
+        return r;
+    }
+    *out = h;
+    return 0;
+}
+
+sp_snapstore *sp_sandbox_snapshot_store(sp_sandbox_snap *h)
+{
+    return h ? h->store : NULL;
+}
+
+bool sp_sandbox_snapshot_ran_unpaused(sp_sandbox_snap *h)
+{
+    if (!h)
+        return false;
+    bool was = h->ran_unpaused;
+    h->ran_unpaused = false;
+    return was;
+}
+
+void sp_sandbox_snapshot_close(sp_sandbox_snap *h)
+{
+    if (!h)
+        return;
+    sp_snapstore_free(h->store);
+    if (h->paused)
+        (void)sp_sandbox_unpause(h->sb, NULL);
+    free(h);
+}

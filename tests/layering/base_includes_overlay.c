@@ -1,0 +1,2 @@
+/* base is below overlay: this must not compile with base's include dirs. */
+#include "sandpod/fs.h"

@@ -1,0 +1,2 @@
+/* sandbox is below contrib: must not compile with sandbox's include dirs. */
+#include "tools.h"
