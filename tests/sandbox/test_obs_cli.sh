@@ -171,7 +171,11 @@ fi
 if grep -q $'\r' "$T/err"; then bad "a redrawn line off a terminal"; else ok; fi
 run create --json --name "$N-pj" --mount "$T/many"
 expect 0 "create --json"
-if [ -s "$T/err" ]; then bad "create --json printed on stderr: $(cat "$T/err")"; else ok; fi
+# Podman's own warnings (rootless on cgroup v1 drops the limits) are the
+# only lines allowed; no progress summary.
+if grep -v '^sandpod: warning: ' "$T/err" | grep -q .; then
+    bad "create --json printed on stderr: $(cat "$T/err")"
+else ok; fi
 run snapshot "$N-p"
 expect 0 "snapshot of 1500 files"
 if grep -qE '^sandpod: scanned [0-9.]+ (B|KiB) in [0-9]+\.[0-9]s.*: 150[0-9] entries, [0-9]+ files read$' "$T/err"; then ok; else
