@@ -237,9 +237,13 @@ typedef enum sp_tools_format {
     SP_TOOLS_FORMAT_OPENAI_FREEFORM = 2,
     /** Anthropic tools: [{name, description, input_schema}]. */
     SP_TOOLS_FORMAT_ANTHROPIC = 3,
+    /** OpenAI Chat Completions tools, which vLLM, Ollama and most
+     *  compatible servers take: [{type:"function", function:{name,
+     *  description, parameters}}]. */
+    SP_TOOLS_FORMAT_OPENAI_CHAT = 4,
 } sp_tools_format;
 
-/** Parse "mcp", "openai", "openai-freeform" or "anthropic". */
+/** Parse "mcp", "openai", "openai-chat", "openai-freeform" or "anthropic". */
 int sp_tools_format_parse(sp_tools_format *out, const char *s);
 
 /**
@@ -247,6 +251,29 @@ int sp_tools_format_parse(sp_tools_format *out, const char *s);
  * suite has (`t` NULL), as JSON text (free()). NULL when memory ran out.
  */
 char *sp_tools_specs(const sp_tools *t, sp_tools_format format);
+
+#define SP_TOOLS_SPECS_OPTS_VERSION 1
+
+typedef struct sp_tools_specs_opts {
+    unsigned version;
+    /** The strict form, valid under OpenAI's and Anthropic's strict tool
+     *  rules: every property required, optional ones nullable (a null
+     *  argument is read as left out), additionalProperties false in every
+     *  object, and only the keywords both take (type, properties, required,
+     *  additionalProperties, items, enum, anyOf, description); limits and
+     *  defaults are written into the descriptions. OpenAI formats say
+     *  strict: true, Anthropic's too. */
+    bool strict;
+} sp_tools_specs_opts;
+
+#define SP_TOOLS_SPECS_OPTS_INIT                                                                   \
+    {                                                                                              \
+        .version = SP_TOOLS_SPECS_OPTS_VERSION                                                     \
+    }
+
+/** As sp_tools_specs(), with options (NULL = defaults). NULL for an
+ *  unknown options version too. */
+char *sp_tools_specs_ex(const sp_tools *t, sp_tools_format format, const sp_tools_specs_opts *opts);
 
 /** The Lark grammar of apply_patch's freeform form (static). */
 const char *sp_tools_patch_grammar(void);
