@@ -140,6 +140,7 @@ struct sp_tools {
     _Atomic uint64_t calls; /* numbers calls when there is no events file */
     sp_strv always;         /* tools allowed for good by the approver */
     int *sessions;          /* ids of the sessions we started */
+    char **session_tokens;  /* their SANDPOD_TOOL_CALL tokens (owned) */
     size_t n_sessions, cap_sessions;
 
     /* Cancellation, shared with sp_tools_cancel() on another thread. */

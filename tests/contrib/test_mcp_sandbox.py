@@ -181,6 +181,34 @@ try:
     late = [m for m in s.seen if m.get("id") == sleep_id]
     c.check("a cancelled request gets no response", late == [], late)
 
+    # ------------------------------------------ cancelling session calls
+    def cancel_after(req_id, name, args, delay=1.5):
+        s.send({"jsonrpc": "2.0", "id": req_id, "method": "tools/call",
+                "params": {"name": name, "arguments": args}})
+        time.sleep(delay)
+        s.send({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                "params": {"requestId": req_id}})
+
+    def ps_has(pattern):
+        r = s.call("shell", {"command": f"ps -ef | grep '{pattern}' | grep -v grep; echo checked"},
+                   timeout=60)
+        return not text_of(r).endswith("Output:\nchecked\n"), r
+
+    cancel_after("ec", "exec_command", {"cmd": "sleep 201", "tty": False,
+                                        "yield_time_ms": 20000})
+    left, r = ps_has("sleep 201")
+    c.check("a cancelled exec_command: its command is killed", not left, text_of(r))
+    c.check("...and the request gets no response",
+            not any(m.get("id") == "ec" for m in s.seen), s.seen)
+    r = s.call("exec_command", {"cmd": "sleep 202", "tty": False, "yield_time_ms": 100})
+    valid("exec_command", r)
+    sid = val(r).get("session_id")
+    cancel_after("ws", "write_stdin", {"session_id": sid, "chars": "", "yield_time_ms": 20000})
+    left, r = ps_has("sleep 202")
+    c.check("a cancelled write_stdin kills the session it talks to", not left, text_of(r))
+    r = s.call("write_stdin", {"session_id": sid, "chars": ""})
+    c.check("...which is gone afterwards", is_error(r) is True, r)
+
     # --------------------------------------------------------- sessions
     r = s.call("exec_command", {"cmd": "read line; echo got:$line; sleep 0.2; echo bye",
                                 "yield_time_ms": 500})
