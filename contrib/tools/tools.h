@@ -25,7 +25,10 @@
  * string is refused.
  *
  * Threads: one context is used by one thread at a time, except
- * sp_tools_cancel(), which another thread may call while a call runs.
+ * sp_tools_cancel(), which another thread may call while a call runs, and
+ * the read-only file tools (read_file, stat, list_dir, glob, grep), which
+ * other threads may call beside any call of the context (the MCP server
+ * does); the event callback may then be called from several threads.
  * Specs (sp_tools_specs(), sp_tools_list()) are immutable and may be read
  * from any thread.
  */
@@ -212,9 +215,11 @@ int sp_tools_call_freeform(char **result, sp_tools *t, const char *name, const c
                            size_t len);
 
 /**
- * Cancel the call running on another thread: a running shell command is
- * killed (its partial output is returned with ok false), a wait for
- * approval is denied; calls that end soon by themselves finish. Does
+ * Cancel the call running on another thread (not a read-only file tool
+ * running beside it): a running shell command is killed (its partial
+ * output is returned with ok false), so is the command of an exec_command
+ * and the session a write_stdin talks to; a wait for approval is denied;
+ * calls that end soon by themselves finish. Does
  * nothing when no call runs. May block for a few seconds while the kill
  * runs in the container.
  */
