@@ -132,6 +132,18 @@ c.check("stat: mtime_ns stays an integer", isinstance(st.get("mtime_ns"), int) a
         b'"mtime_ns":1.' not in results["stat"][1], results["stat"][1][-200:])
 s.close()
 
+# ------------------------------------------- the snapshot tools, with a store
+s = server("--store", os.path.join(tmp, "store"))
+s.initialize()
+snap_tools = {t["name"]: t for t in s.request("tools/list")["result"]["tools"]}
+for name, args in [("snapshot", {"tag": "t1"}), ("list_snapshots", {}),
+                   ("restore", {"snapshot": "t1"}), ("restore", {"snapshot": "nope"})]:
+    r = s.call(name, args)
+    sc = structured(r)
+    errs = schema_errors(sc, snap_tools[name]["outputSchema"]) if sc else ["no content"]
+    c.check(f"{name} {args}: structuredContent matches outputSchema", not errs, errs or r)
+s.close()
+
 # ------------------------------------- ordering, with an approval to hold a write
 s = server("--approval", "untrusted")
 s.initialize(capabilities={"elicitation": {}})
