@@ -210,6 +210,21 @@ c.check("...in order where it matters, the read seeing the write",
         text_of(next(m for m in out if m.get("id") == 3)) == "L1: d\n", out)
 c.check("...and exits 0", p.returncode == 0, p.stderr.decode())
 
+# A question nobody can answer any more: the call is denied, and answered.
+msgs = [{"jsonrpc": "2.0", "id": 1, "method": "initialize",
+         "params": {"protocolVersion": "2025-11-25", "capabilities": {"elicitation": {}},
+                    "clientInfo": {"name": "pipe", "version": "1"}}},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+         "params": {"name": "delete", "arguments": {"path": "order.txt"}}}]
+p = subprocess.run([SP, "mcp", "--root", root, "--approval", "on-request"],
+                   input="".join(json.dumps(m) + "\n" for m in msgs).encode(),
+                   capture_output=True, timeout=120)
+out = [json.loads(x) for x in p.stdout.decode().splitlines() if x.strip()]
+ans = next((m for m in out if m.get("id") == 2), None)
+c.check("stdin closed during an approval question: denied, answered, nothing deleted",
+        is_error(ans) is True and "nobody can be asked" in text_of(ans) and
+        os.path.exists(os.path.join(root, "order.txt")) and p.returncode == 0, out)
+
 # ------------------------------------------------------------- the specs
 STRICT_KEYS = {"type", "properties", "required", "additionalProperties", "items", "enum",
                "anyOf", "description"}
