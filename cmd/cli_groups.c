@@ -75,7 +75,7 @@ static const struct cli_optdesc tools_opts[] = {
               "list_snapshots tools"),
     CLI_CHOICE("approval", 0, "POLICY", CLI_OPT_TOOLS_APPROVAL, "never|untrusted|on-request",
                "never (default: every call runs), untrusted (only read-only tools run without "
-               "asking) or on-request (tools that create, delete or run commands ask)"),
+               "asking) or on-request (tools that overwrite, delete or run commands ask)"),
     CLI_CHOICE("fs-mode", 0, "MODE", CLI_OPT_TOOLS_FS_MODE, "restricted|unrestricted",
                "restricted (default: paths stay in the workspace) or, with --root only, "
                "unrestricted (any absolute host path; for trusted use)"),

@@ -127,23 +127,30 @@ sp_tools_verdict cli_tools_prompt(void *userdata, const sp_tools_approval_reques
 
 /* ----------------------------------------------------------- the command -- */
 
-enum { OPT_FORMAT = 'f', OPT_LIST = 'l', OPT_JSON = 'j' };
+enum { OPT_FORMAT = 'f', OPT_LIST = 'l', OPT_JSON = 'j', OPT_STRICT = 0x3300 };
 
 const struct cli_spec cli_spec_tools = {
     .name = "tools",
     .fn = cmd_tools,
     .summary = "Print the tool specs (OpenAI, Anthropic or MCP format)",
-    .usage = CLI_USAGE("[--format FORMAT] [--list [--json]] [--root DIR [--store DIR]] "
+    .usage = CLI_USAGE("[--format FORMAT] [--strict] [--list [--json]] [--root DIR [--store DIR]] "
                        "[--disable TOOL]... [--read-only]"),
     .description = "Print the specs of the model tool suite: name, description and JSON Schema of\n"
                    "each tool, in the format an agent client takes. Without --root, every tool;\n"
                    "with --root DIR, the tools `sandpod mcp --root DIR` offers.",
     .groups = CLI_GROUPS(
         CLI_OWN(CLI_CHOICE("format", 'f', "FORMAT", OPT_FORMAT,
-                           "openai|openai-freeform|anthropic|mcp",
-                           "openai (function tools, the default), openai-freeform (apply_patch as "
-                           "a custom tool with a Lark grammar), anthropic ({name, description, "
-                           "input_schema}) or mcp (the tools/list result)"),
+                           "openai|openai-chat|openai-freeform|anthropic|mcp",
+                           "openai (Responses function tools, the default), openai-chat (Chat "
+                           "Completions: {type: function, function: {name, description, "
+                           "parameters}}, as vLLM, Ollama and most compatible servers take), "
+                           "openai-freeform (apply_patch as a custom tool with a Lark grammar), "
+                           "anthropic ({name, description, input_schema}) or mcp (the tools/list "
+                           "result)"),
+                CLI_FLAG("strict", 0, OPT_STRICT,
+                         "schemas valid under OpenAI's and Anthropic's strict modes: every "
+                         "property required, optional ones nullable (null = left out), "
+                         "additionalProperties false, limits and defaults in the descriptions"),
                 CLI_FLAG("list", 'l', OPT_LIST, "a table for people: name, safety tier, title"),
                 CLI_FLAG("json", 0, OPT_JSON,
                          "with --list: print {ok, tools: [{name, tier, title}], count}")),
@@ -153,9 +160,12 @@ const struct cli_spec cli_spec_tools = {
 
 /* The specs as JSON, without the --disable'd tools (a context leaves
  * them out by itself; the list of every tool does not). */
-static cJSON *specs_json(const sp_tools *t, sp_tools_format format, const struct cli_tools *tc)
+static cJSON *specs_json(const sp_tools *t, sp_tools_format format, bool strict,
+                         const struct cli_tools *tc)
 {
-    char *specs = sp_tools_specs(t, format);
+    sp_tools_specs_opts so = SP_TOOLS_SPECS_OPTS_INIT;
+    so.strict = strict;
+    char *specs = sp_tools_specs_ex(t, format, &so);
     cJSON *o = specs ? cJSON_Parse(specs) : NULL;
     free(specs);
     cJSON *arr = cJSON_IsArray(o) ? o : cJSON_GetObjectItemCaseSensitive(o, "tools");
@@ -164,6 +174,9 @@ static cJSON *specs_json(const sp_tools *t, sp_tools_format format, const struct
         while (it) {
             cJSON *next = it->next;
             const cJSON *name = cJSON_GetObjectItemCaseSensitive(it, "name");
+            if (!name) /* Chat Completions nest it */
+                name = cJSON_GetObjectItemCaseSensitive(
+                    cJSON_GetObjectItemCaseSensitive(it, "function"), "name");
             if (cJSON_IsString(name) && strcmp(name->valuestring, tc->disabled[i]) == 0)
                 cJSON_Delete(cJSON_DetachItemViaPointer(arr, it));
             it = next;
@@ -175,7 +188,7 @@ static cJSON *specs_json(const sp_tools *t, sp_tools_format format, const struct
 /* One row per tool: name, safety tier and title; as JSON with `json`. */
 static int list(const sp_tools *t, const struct cli_tools *tc, bool json)
 {
-    cJSON *o = specs_json(t, SP_TOOLS_FORMAT_MCP, tc);
+    cJSON *o = specs_json(t, SP_TOOLS_FORMAT_MCP, false, tc);
     cJSON *out = json ? cJSON_CreateObject() : NULL;
     cJSON *rows = out ? cJSON_AddArrayToObject(out, "tools") : NULL;
     if (!o || (json && !rows)) {
@@ -189,10 +202,9 @@ static int list(const sp_tools *t, const struct cli_tools *tc, bool json)
     {
         const cJSON *name = cJSON_GetObjectItemCaseSensitive(tool, "name");
         const cJSON *title = cJSON_GetObjectItemCaseSensitive(tool, "title");
-        const cJSON *ann = cJSON_GetObjectItemCaseSensitive(tool, "annotations");
-        bool ro = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(ann, "readOnlyHint"));
-        bool de = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(ann, "destructiveHint"));
-        const char *tier = ro ? "safe" : de ? "dangerous" : "cautious";
+        const cJSON *meta = cJSON_GetObjectItemCaseSensitive(tool, "_meta");
+        const cJSON *tr = cJSON_GetObjectItemCaseSensitive(meta, "sandpod/tier");
+        const char *tier = cJSON_IsString(tr) ? tr->valuestring : "?";
         const char *ttl = cJSON_IsString(title) ? title->valuestring : "";
         count++;
         if (!json) {
@@ -226,7 +238,7 @@ int cmd_tools(int argc, char **argv)
     if (rc)
         return rc;
     sp_tools_format format = SP_TOOLS_FORMAT_OPENAI;
-    bool as_list = false, json = false;
+    bool as_list = false, json = false, strict = false;
     sp_tools *t = NULL;
     optind = 0;
     int opt;
@@ -248,13 +260,17 @@ int cmd_tools(int argc, char **argv)
         case OPT_FORMAT:
             if (sp_tools_format_parse(&format, optarg) < 0) {
                 rc = cli_usage("tools",
-                               "--format must be openai, openai-freeform, anthropic or mcp: '%s'",
+                               "--format must be openai, openai-chat, openai-freeform, anthropic "
+                               "or mcp: '%s'",
                                optarg);
                 goto done;
             }
             break;
         case OPT_LIST:
             as_list = true;
+            break;
+        case OPT_STRICT:
+            strict = true;
             break;
         case OPT_JSON:
             json = true;
@@ -284,7 +300,7 @@ int cmd_tools(int argc, char **argv)
         rc = list(t, &tc, json);
         goto done;
     }
-    rc = cli_print_json(specs_json(t, format, &tc));
+    rc = cli_print_json(specs_json(t, format, strict, &tc));
 done:
     sp_tools_free(t);
     cli_tools_dispose(&tc);

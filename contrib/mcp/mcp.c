@@ -1,12 +1,16 @@
 /* The MCP server: newline-delimited JSON-RPC 2.0 on a pair of fds.
  *
- * The main thread reads and answers everything but tools/call, which goes
- * to a bounded queue (SP_MCP_MAX_QUEUED) served by one worker thread (an sp_tools context is used
- * by one thread at a time); a quick read-only call (read_file, stat) that finds the worker idle and
- * the queue empty runs on the main thread. The main thread wakes at least every TICK_MS to send
- * progress notifications and to poll should_stop; it handles notifications/cancelled by flagging
- * the job and calling sp_tools_cancel(), and delivers the client's answers to the worker's
- * elicitation requests. Every write to the output is one whole line under out_mu. */
+ * The main thread reads and answers everything but tools/call, which goes to a bounded list of
+ * jobs in arrival order (SP_MCP_MAX_QUEUED waiting) served by WORKERS threads. A job starts once
+ * every earlier job it conflicts with has ended (see can_start()): the calls that change files or
+ * run commands form one lane in arrival order, and read-only file tools run beside them, each
+ * after the earlier writes to the workspace but not after an earlier command. A quick read
+ * (read_file, stat) that finds nothing else to do runs on the main thread. The main thread wakes
+ * at least every TICK_MS to send progress notifications and to poll should_stop; it handles
+ * notifications/cancelled by flagging the job and, for the running lane job, calling
+ * sp_tools_cancel(); it delivers the client's answers to elicitation requests. At the end of the
+ * input it waits for every job it has read to be answered. Every write to the output is one whole
+ * line under out_mu. */
 #include <errno.h>
 #include <inttypes.h>
 #include <poll.h>
@@ -19,10 +23,13 @@
 
 #include "fs_json.h"
 #include "mcp.h"
+#include "mcp_internal.h"
 #include "sandpod.h"
 #include "tools_internal.h"
 
-#define TICK_MS        250
+#define TICK_MS 250
+/* Threads that run tool calls: one lane call and the reads beside it. */
+#define WORKERS        4
 #define PROGRESS_EVERY 1000
 #define READ_CHUNK     65536
 /* A line longer than this is refused (and skipped to its end). */
@@ -40,13 +47,17 @@ enum {
     RPC_SERVER_BUSY = SP_MCP_BUSY,
 };
 
-static const char *const versions[] = {"2025-06-18", "2025-03-26", "2024-11-05", NULL};
+static const char *const versions[] = {"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05",
+                                       NULL};
 
 typedef struct job {
     cJSON *id;
     char *name;
     char *args;
     cJSON *progress_token;
+    bool read;         /* a read-only file tool: runs beside the lane */
+    bool blocks_reads; /* changes files (not a command): later reads wait for it */
+    bool started;
     bool cancelled;
     size_t bytes; /* what it holds, counted against MAX_QUEUED_BYTES */
     int64_t started_ms;
@@ -64,10 +75,11 @@ typedef struct server {
 
     pthread_mutex_t mu;
     pthread_cond_t cond;
-    job *head, *tail;
-    size_t n_queued, queued_bytes; /* of the jobs from head to tail */
-    job *running;
-    bool quit;
+    job *head, *tail;              /* every job not yet answered, in arrival order */
+    size_t n_queued, queued_bytes; /* of the jobs not started */
+    job *lane;                     /* the running job of the lane, or NULL */
+    bool quit;                     /* workers end once nothing can start */
+    bool input_closed;             /* nobody can answer an elicitation any more */
 
     bool client_elicit;
     uint64_t elicit_seq;
@@ -216,50 +228,7 @@ static void send_notification(server *s, const char *method, cJSON *params)
 
 /* -------------------------------------------------------------- tools -- */
 
-/* The tools/call result for a tools result object (text, consumed). */
-static cJSON *call_result(char *result_text)
-{
-    cJSON *sc = cJSON_Parse(result_text);
-    free(result_text);
-    cJSON *r = cJSON_CreateObject();
-    cJSON *content = cJSON_CreateArray();
-    cJSON *item = cJSON_CreateObject();
-    if (!sc || !r || !content || !item) {
-        cJSON_Delete(sc);
-        cJSON_Delete(r);
-        cJSON_Delete(content);
-        cJSON_Delete(item);
-        return NULL;
-    }
-    const cJSON *msg = cJSON_GetObjectItemCaseSensitive(sc, "message");
-    bool ok = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(sc, "ok"));
-    cJSON_AddStringToObject(item, "type", "text");
-    cJSON_AddStringToObject(item, "text", cJSON_IsString(msg) ? msg->valuestring : "");
-    cJSON_AddItemToArray(content, item);
-    cJSON_AddItemToObject(r, "content", content);
-    cJSON_AddItemToObject(r, "structuredContent", sc);
-    cJSON_AddBoolToObject(r, "isError", !ok);
-    return r;
-}
-
-/* A tools/call refused before it reached the tools (a NUL in the
- * arguments): the same shapes as a tool failure. */
-static cJSON *refused_result(const char *message)
-{
-    cJSON *sc = sp_json_error_code(SP_EINVAL, message);
-    if (!sc)
-        return NULL;
-    cJSON_AddStringToObject(sc, "message", message);
-    cJSON_AddNullToObject(sc, "value");
-    cJSON_AddFalseToObject(sc, "truncated");
-    cJSON_AddItemToObject(sc, "changes", cJSON_CreateArray());
-    char *text = cJSON_PrintUnformatted(sc);
-    cJSON_Delete(sc);
-    return text ? call_result(text) : NULL;
-}
-
-/* Run j (s->running, set by the caller under mu), answer it unless it was
- * cancelled, and free it. */
+/* Run j, answer it unless it was cancelled meanwhile; the caller frees it. */
 static void run_job(server *s, job *j)
 {
     logf_(s, "call %s", j->name);
@@ -268,45 +237,87 @@ static void run_job(server *s, job *j)
 
     pthread_mutex_lock(&s->mu);
     bool cancelled = j->cancelled;
-    s->running = NULL;
     pthread_mutex_unlock(&s->mu);
     if (cancelled) {
         /* A cancelled request gets no answer. */
         logf_(s, "call %s cancelled", j->name);
         free(result);
     } else {
-        cJSON *r = call_result(result);
+        cJSON *r = mcp_call_result(result);
         if (r)
             send_result(s, j->id, r);
         else
             send_error(s, j->id, RPC_INTERNAL_ERROR, "out of memory");
     }
-    job_free(j);
+}
+
+/* The ordering rule. A lane job (it changes files or runs a command)
+ * starts when every earlier job has ended: lane jobs run one at a time in
+ * arrival order, after the reads that came before them. A read starts
+ * when no earlier job that writes files (a file tool of the lane, not a
+ * command) is still waiting or running: it sees every earlier write, and
+ * does not wait for a running shell or session call. Called under mu. */
+static bool can_start(const server *s, const job *j)
+{
+    for (const job *k = s->head; k && k != j; k = k->next)
+        if (!j->read || k->blocks_reads)
+            return false;
+    return true;
+}
+
+static job *next_job(server *s)
+{
+    for (job *j = s->head; j; j = j->next)
+        if (!j->started && !j->cancelled && can_start(s, j))
+            return j;
+    return NULL;
+}
+
+static void unlink_job(server *s, job *j)
+{
+    job *prev = NULL;
+    for (job *k = s->head; k && k != j; k = k->next)
+        prev = k;
+    if (prev)
+        prev->next = j->next;
+    else if (s->head == j)
+        s->head = j->next;
+    if (s->tail == j)
+        s->tail = prev;
+    j->next = NULL;
+    if (!j->started) {
+        s->n_queued--;
+        s->queued_bytes -= j->bytes;
+    }
 }
 
 static void *worker_main(void *arg)
 {
     server *s = arg;
+    pthread_mutex_lock(&s->mu);
     for (;;) {
-        pthread_mutex_lock(&s->mu);
-        while (!s->head && !s->quit)
+        job *j;
+        while (!(j = next_job(s)) && !s->quit)
             pthread_cond_wait(&s->cond, &s->mu);
-        if (!s->head) {
-            pthread_mutex_unlock(&s->mu);
-            return NULL;
-        }
-        job *j = s->head;
-        s->head = j->next;
-        if (!s->head)
-            s->tail = NULL;
-        j->next = NULL;
+        if (!j)
+            break;
+        j->started = true;
         s->n_queued--;
         s->queued_bytes -= j->bytes;
         j->started_ms = j->last_progress_ms = now_ms();
-        s->running = j;
+        if (!j->read)
+            s->lane = j;
         pthread_mutex_unlock(&s->mu);
         run_job(s, j);
+        pthread_mutex_lock(&s->mu);
+        if (s->lane == j)
+            s->lane = NULL;
+        unlink_job(s, j);
+        job_free(j);
+        pthread_cond_broadcast(&s->cond); /* later jobs may start; a drain may end */
     }
+    pthread_mutex_unlock(&s->mu);
+    return NULL;
 }
 
 /* ---------------------------------------------------------- approvals -- */
@@ -376,10 +387,12 @@ static sp_tools_verdict approve(void *ud, const sp_tools_approval_request *req)
     ts.tv_sec += APPROVAL_TIMEOUT_MS / 1000;
     sp_tools_verdict v = SP_VERDICT_DENY;
     pthread_mutex_lock(&s->mu);
-    while (!s->elicit_done && !s->quit && !(s->running && s->running->cancelled)) {
+    while (!s->elicit_done && !s->quit && !s->input_closed && !(s->lane && s->lane->cancelled)) {
         if (pthread_cond_timedwait(&s->cond, &s->mu, &ts) == ETIMEDOUT)
             break;
     }
+    if (!s->elicit_done && s->input_closed)
+        v = SP_VERDICT_UNAVAILABLE; /* the client can no longer answer */
     const cJSON *ans = s->elicit_answer;
     const cJSON *action = cJSON_GetObjectItemCaseSensitive(ans, "action");
     const cJSON *content = cJSON_GetObjectItemCaseSensitive(ans, "content");
@@ -451,12 +464,18 @@ static void handle_initialize(server *s, const cJSON *id, const cJSON *params)
     cJSON_AddStringToObject(info, "title", "sandpod sandbox tools");
     cJSON_AddStringToObject(info, "version",
                             s->opts.server_version ? s->opts.server_version : sp_version());
+    if (strcmp(version, "2025-11-25") >= 0)
+        cJSON_AddStringToObject(info, "description",
+                                "A model's tools (files, patches, commands, snapshots) over a "
+                                "sandboxed workspace");
     cJSON_AddItemToObject(r, "serverInfo", info);
     char *ins = sp_xasprintf(
         "Tools over a sandbox workspace. File paths are relative to the workspace (which "
         "commands see as /workspace); '..' cannot leave it. Read before you edit; prefer "
-        "edit_file or apply_patch for changes. Every answer has ok, message, value, truncated "
-        "and changes; on failure the message says how to recover.%s%s",
+        "edit_file or apply_patch for changes. Each answer's text is meant for you (on failure it "
+        "says how to recover); its structured content has ok, value, truncated and changes. "
+        "Read-only file tools answer while a command runs; calls that change files run one at "
+        "a time in the order sent.%s%s",
         s->opts.instructions ? " " : "", s->opts.instructions ? s->opts.instructions : "");
     cJSON_AddStringToObject(r, "instructions", ins);
     free(ins);
@@ -493,7 +512,7 @@ static void handle_tools_call(server *s, const cJSON *id, const cJSON *params, c
     /* cJSON cuts strings at an escaped NUL: look at the raw text. */
     char *nul = NULL;
     if (json_nul_check(line, len, &nul) < 0) {
-        cJSON *r = refused_result(nul);
+        cJSON *r = mcp_refused_result(nul);
         free(nul);
         if (r)
             send_result(s, id, r);
@@ -513,14 +532,16 @@ static void handle_tools_call(server *s, const cJSON *id, const cJSON *params, c
         return;
     }
     j->bytes = sizeof(*j) + strlen(j->name) + strlen(j->args);
+    const tool_def *d = tool_find(j->name);
+    j->read = d && tool_concurrent(d);
+    j->blocks_reads = !j->read && !(d && (d->needs & NEED_SANDBOX));
     pthread_mutex_lock(&s->mu);
-    if (!s->head && !s->running && quick_tool(j->name)) {
-        /* Nothing queued: run it here, in order, without the two thread
+    if (!s->head && quick_tool(j->name)) {
+        /* Nothing else waits or runs: run it here, without the two thread
          * hand-offs that are most of a small read's cost. */
-        j->started_ms = j->last_progress_ms = now_ms();
-        s->running = j;
         pthread_mutex_unlock(&s->mu);
         run_job(s, j);
+        job_free(j);
         return;
     }
     /* A client that sends calls faster than they run must not grow the
@@ -549,6 +570,9 @@ static void handle_tools_call(server *s, const cJSON *id, const cJSON *params, c
     pthread_mutex_unlock(&s->mu);
 }
 
+/* A cancelled call gets no answer. A waiting one is dropped; a running
+ * read ends by itself; the running lane call is stopped (its command
+ * killed, an approval question given up). */
 static void handle_cancelled(server *s, const cJSON *params)
 {
     const cJSON *rid = cJSON_GetObjectItemCaseSensitive(params, "requestId");
@@ -556,26 +580,18 @@ static void handle_cancelled(server *s, const cJSON *params)
         return;
     bool kill = false;
     pthread_mutex_lock(&s->mu);
-    if (s->running && cJSON_Compare(s->running->id, rid, true)) {
-        s->running->cancelled = true;
-        kill = true;
-        pthread_cond_broadcast(&s->cond); /* a wait for approval ends */
-    } else {
-        for (job **pp = &s->head; *pp; pp = &(*pp)->next) {
-            if (cJSON_Compare((*pp)->id, rid, true)) {
-                job *j = *pp;
-                *pp = j->next;
-                s->n_queued--;
-                s->queued_bytes -= j->bytes;
-                if (s->tail == j) {
-                    s->tail = NULL;
-                    for (job *k = s->head; k; k = k->next)
-                        s->tail = k;
-                }
-                job_free(j);
-                break;
-            }
+    for (job *j = s->head; j; j = j->next) {
+        if (j->cancelled || !cJSON_Compare(j->id, rid, true))
+            continue;
+        j->cancelled = true;
+        if (!j->started) {
+            unlink_job(s, j);
+            job_free(j);
+        } else if (j == s->lane) {
+            kill = true;
         }
+        pthread_cond_broadcast(&s->cond); /* a wait for approval ends; later jobs may start */
+        break;
     }
     pthread_mutex_unlock(&s->mu);
     if (kill) {
@@ -676,20 +692,23 @@ done:
     cJSON_Delete(msg);
 }
 
-/* Progress for a running call that asked for it, about once a second. */
+/* Progress for the running calls that asked for it, about once a second. */
 static void tick(server *s)
 {
+    cJSON *notes[WORKERS];
+    size_t n = 0;
     pthread_mutex_lock(&s->mu);
-    job *j = s->running;
-    cJSON *params = NULL;
     int64_t now = now_ms();
-    if (j && j->progress_token && !j->cancelled && now - j->last_progress_ms >= PROGRESS_EVERY) {
+    for (job *j = s->head; j && n < WORKERS; j = j->next) {
+        if (!j->started || !j->progress_token || j->cancelled ||
+            now - j->last_progress_ms < PROGRESS_EVERY)
+            continue;
         double secs = (double)(now - j->started_ms) / 1000.0;
         if (secs <= j->last_progress)
             secs = j->last_progress + 0.001;
         j->last_progress = secs;
         j->last_progress_ms = now;
-        params = cJSON_CreateObject();
+        cJSON *params = cJSON_CreateObject();
         if (params) {
             char msg[128];
             snprintf(msg, sizeof(msg), "%s running for %.0f s", j->name, secs);
@@ -697,11 +716,37 @@ static void tick(server *s)
                                   cJSON_Duplicate(j->progress_token, true));
             cJSON_AddNumberToObject(params, "progress", secs);
             cJSON_AddStringToObject(params, "message", msg);
+            notes[n++] = params;
         }
     }
     pthread_mutex_unlock(&s->mu);
-    if (params)
-        send_notification(s, "notifications/progress", params);
+    for (size_t i = 0; i < n; i++)
+        send_notification(s, "notifications/progress", notes[i]);
+}
+
+/* At the end of the input: answer every call already read (the client may
+ * still read its output), unless told to stop. */
+static void drain(server *s)
+{
+    pthread_mutex_lock(&s->mu);
+    s->input_closed = true;
+    pthread_cond_broadcast(&s->cond);
+    while (s->head && !s->out_broken) {
+        pthread_mutex_unlock(&s->mu);
+        if (s->opts.should_stop && s->opts.should_stop(s->opts.userdata))
+            return;
+        tick(s);
+        pthread_mutex_lock(&s->mu);
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_nsec += (long)TICK_MS * 1000000L;
+        if (ts.tv_nsec >= 1000000000L) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000L;
+        }
+        pthread_cond_timedwait(&s->cond, &s->mu, &ts);
+    }
+    pthread_mutex_unlock(&s->mu);
 }
 
 /* ---------------------------------------------------------------- loop -- */
@@ -728,10 +773,13 @@ int sp_mcp_serve(sp_tools *tools, int in_fd, int out_fd, const sp_mcp_opts *opts
     void *old_ud = tools->opts.approve_userdata;
     sp_tools_set_approver(tools, approve, &s);
 
-    pthread_t worker;
+    pthread_t workers[WORKERS];
+    size_t n_workers = 0;
     int rc = 0;
-    if (pthread_create(&worker, NULL, worker_main, &s) != 0) {
-        rc = sp_err_set(err, SP_ERROR, 0, "cannot start the worker thread");
+    while (n_workers < WORKERS && pthread_create(&workers[n_workers], NULL, worker_main, &s) == 0)
+        n_workers++;
+    if (!n_workers) {
+        rc = sp_err_set(err, SP_ERROR, 0, "cannot start the worker threads");
         goto out_nothread;
     }
 
@@ -818,25 +866,28 @@ int sp_mcp_serve(sp_tools *tools, int in_fd, int out_fd, const sp_mcp_opts *opts
         }
     }
     sp_buf_dispose(&buf);
+    if (eof)
+        drain(&s);
 
-    /* Shut down: drop what waits, stop what runs, let the worker finish. */
+    /* Shut down: drop what waits, stop what runs, let the workers finish. */
     pthread_mutex_lock(&s.mu);
     s.quit = true;
-    while (s.head) {
-        job *j = s.head;
-        s.head = j->next;
-        job_free(j);
+    s.input_closed = true;
+    for (job *j = s.head, *next; j; j = next) {
+        next = j->next;
+        j->cancelled = true;
+        if (!j->started) {
+            unlink_job(&s, j);
+            job_free(j);
+        }
     }
-    s.tail = NULL;
-    s.n_queued = s.queued_bytes = 0;
-    bool running = s.running != NULL;
-    if (running)
-        s.running->cancelled = true;
+    bool running = s.lane != NULL;
     pthread_cond_broadcast(&s.cond);
     pthread_mutex_unlock(&s.mu);
     if (running)
         sp_tools_cancel(tools);
-    pthread_join(worker, NULL);
+    for (size_t i = 0; i < n_workers; i++)
+        pthread_join(workers[i], NULL);
     if (s.out_broken)
         rc = sp_err_set(err, SP_ERROR, 0, "the client closed the output");
 

@@ -195,12 +195,17 @@ static int dispatch(char **result, sp_tools *t, const char *name, const char *ra
     int lock = -1;
     if (((d->needs & NEED_WRITE) || freeform) && tools_edit_lock(&lock, t, &c) < 0)
         goto out;
-    begin_running(t);
+    /* A concurrent (read-only) call may run beside another call of this
+     * context: it leaves the cancellation state to that one. */
+    bool solo = freeform || !tool_concurrent(d);
+    if (solo)
+        begin_running(t);
     if (freeform)
         tools_apply_patch(t, freeform, ff_len, &c);
     else
         d->fn(t, args, &c);
-    end_running(t);
+    if (solo)
+        end_running(t);
     tools_edit_unlock(lock);
 
 out:
@@ -247,6 +252,9 @@ int sp_tools_call(char **result, sp_tools *t, const char *name, const char *args
         } else if (!cJSON_IsObject(parsed)) {
             perr =
                 sp_xasprintf("the arguments must be a JSON object, not %s", tools_type_of(parsed));
+        } else if (tool_find(name)) {
+            /* Strict specs send null for an argument left out. */
+            tools_drop_nulls(parsed, tool_schema(tool_find(name)));
         }
     }
     int r = dispatch(result, t, name, raw, raw_len, perr ? NULL : parsed, NULL, 0, perr);

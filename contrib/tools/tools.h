@@ -25,7 +25,10 @@
  * string is refused.
  *
  * Threads: one context is used by one thread at a time, except
- * sp_tools_cancel(), which another thread may call while a call runs.
+ * sp_tools_cancel(), which another thread may call while a call runs, and
+ * the read-only file tools (read_file, stat, list_dir, glob, grep), which
+ * other threads may call beside any call of the context (the MCP server
+ * does); the event callback may then be called from several threads.
  * Specs (sp_tools_specs(), sp_tools_list()) are immutable and may be read
  * from any thread.
  */
@@ -212,9 +215,11 @@ int sp_tools_call_freeform(char **result, sp_tools *t, const char *name, const c
                            size_t len);
 
 /**
- * Cancel the call running on another thread: a running shell command is
- * killed (its partial output is returned with ok false), a wait for
- * approval is denied; calls that end soon by themselves finish. Does
+ * Cancel the call running on another thread (not a read-only file tool
+ * running beside it): a running shell command is killed (its partial
+ * output is returned with ok false), so is the command of an exec_command
+ * and the session a write_stdin talks to; a wait for approval is denied;
+ * calls that end soon by themselves finish. Does
  * nothing when no call runs. May block for a few seconds while the kill
  * runs in the container.
  */
@@ -237,9 +242,13 @@ typedef enum sp_tools_format {
     SP_TOOLS_FORMAT_OPENAI_FREEFORM = 2,
     /** Anthropic tools: [{name, description, input_schema}]. */
     SP_TOOLS_FORMAT_ANTHROPIC = 3,
+    /** OpenAI Chat Completions tools, which vLLM, Ollama and most
+     *  compatible servers take: [{type:"function", function:{name,
+     *  description, parameters}}]. */
+    SP_TOOLS_FORMAT_OPENAI_CHAT = 4,
 } sp_tools_format;
 
-/** Parse "mcp", "openai", "openai-freeform" or "anthropic". */
+/** Parse "mcp", "openai", "openai-chat", "openai-freeform" or "anthropic". */
 int sp_tools_format_parse(sp_tools_format *out, const char *s);
 
 /**
@@ -247,6 +256,29 @@ int sp_tools_format_parse(sp_tools_format *out, const char *s);
  * suite has (`t` NULL), as JSON text (free()). NULL when memory ran out.
  */
 char *sp_tools_specs(const sp_tools *t, sp_tools_format format);
+
+#define SP_TOOLS_SPECS_OPTS_VERSION 1
+
+typedef struct sp_tools_specs_opts {
+    unsigned version;
+    /** The strict form, valid under OpenAI's and Anthropic's strict tool
+     *  rules: every property required, optional ones nullable (a null
+     *  argument is read as left out), additionalProperties false in every
+     *  object, and only the keywords both take (type, properties, required,
+     *  additionalProperties, items, enum, anyOf, description); limits and
+     *  defaults are written into the descriptions. OpenAI formats say
+     *  strict: true, Anthropic's too. */
+    bool strict;
+} sp_tools_specs_opts;
+
+#define SP_TOOLS_SPECS_OPTS_INIT                                                                   \
+    {                                                                                              \
+        .version = SP_TOOLS_SPECS_OPTS_VERSION                                                     \
+    }
+
+/** As sp_tools_specs(), with options (NULL = defaults). NULL for an
+ *  unknown options version too. */
+char *sp_tools_specs_ex(const sp_tools *t, sp_tools_format format, const sp_tools_specs_opts *opts);
 
 /** The Lark grammar of apply_patch's freeform form (static). */
 const char *sp_tools_patch_grammar(void);

@@ -2,10 +2,13 @@
  * tools (snapshot, restore, list_snapshots).
  *
  * shell runs through sp_sandbox_shell(), which caps each stream and kills
- * the command's process group on timeout. To make a running shell call
- * cancellable from another thread, its environment carries a random
- * SANDPOD_TOOL_CALL token: sp_tools_cancel() kills every process holding
- * the token, through a second sandbox handle (see tools.c). */
+ * the command's process group on timeout. To make a running command call
+ * cancellable from another thread, the command's environment carries a
+ * random SANDPOD_TOOL_CALL token: sp_tools_cancel() kills every process
+ * holding the running call's token, through a second sandbox handle (see
+ * tools.c). A session keeps the token of the exec_command that started it,
+ * so cancelling a write_stdin to it kills the session too: the command the
+ * call belongs to. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -50,6 +53,36 @@ static void format_secs(sp_buf *b, int64_t ms)
     sp_buf_printf(b, "%" PRId64 ".%02" PRId64 " s", ms / 1000, (ms % 1000) / 10);
 }
 
+/* ---------------------------------------------------- cancellation -- */
+
+/* Make `token` the running call's (what sp_tools_cancel() kills) and
+ * remember the Podman URL, so that a cancel on another thread can open its
+ * own handle. Returns false when the call was cancelled already. */
+static bool token_begin(sp_tools *t, char *token)
+{
+    if (!t->podman_url) {
+        sp_podman *p = sp_sandbox_podman(t->sb, NULL);
+        if (p) {
+            pthread_mutex_lock(&t->mu);
+            t->podman_url = sp_xstrdup(sp_podman_url(p));
+            pthread_mutex_unlock(&t->mu);
+        }
+    }
+    pthread_mutex_lock(&t->mu);
+    bool cancelled = atomic_load(&t->cancelled);
+    if (!cancelled)
+        t->run_token = token;
+    pthread_mutex_unlock(&t->mu);
+    return !cancelled;
+}
+
+static void token_end(sp_tools *t)
+{
+    pthread_mutex_lock(&t->mu);
+    t->run_token = NULL;
+    pthread_mutex_unlock(&t->mu);
+}
+
 /* --------------------------------------------------------------- shell -- */
 
 int tool_shell(sp_tools *t, const cJSON *a, tool_call *c)
@@ -60,23 +93,10 @@ int tool_shell(sp_tools *t, const cJSON *a, tool_call *c)
     if (workdir)
         call_path(c, workdir);
 
-    /* The Podman URL lets a cancel on another thread open its own handle. */
-    if (!t->podman_url) {
-        sp_podman *p = sp_sandbox_podman(t->sb, NULL);
-        if (p) {
-            pthread_mutex_lock(&t->mu);
-            t->podman_url = sp_xstrdup(sp_podman_url(p));
-            pthread_mutex_unlock(&t->mu);
-        }
-    }
     char *token = make_token();
     char *env_tok = sp_xasprintf("SANDPOD_TOOL_CALL=%s", token);
     const char *env[] = {env_tok, NULL};
-    pthread_mutex_lock(&t->mu);
-    bool cancelled = atomic_load(&t->cancelled);
-    if (!cancelled)
-        t->run_token = token;
-    pthread_mutex_unlock(&t->mu);
+    bool cancelled = !token_begin(t, token);
     if (cancelled) {
         free(token);
         free(env_tok);
@@ -94,9 +114,7 @@ int tool_shell(sp_tools *t, const cJSON *a, tool_call *c)
     sp_error *err = NULL;
     int r = sp_sandbox_shell(&res, t->sb, command, &ro, &err);
 
-    pthread_mutex_lock(&t->mu);
-    t->run_token = NULL;
-    pthread_mutex_unlock(&t->mu);
+    token_end(t);
     free(token);
     free(env_tok);
     free(workdir);
@@ -140,12 +158,16 @@ int tool_shell(sp_tools *t, const cJSON *a, tool_call *c)
 
 /* ------------------------------------------------------------ sessions -- */
 
-static void track(sp_tools *t, int id)
+/* Sessions we started, with the token their processes carry (owned). */
+static void track(sp_tools *t, int id, char *token)
 {
     if (t->n_sessions == t->cap_sessions) {
         t->cap_sessions = t->cap_sessions ? t->cap_sessions * 2 : 8;
         t->sessions = sp_xrealloc(t->sessions, t->cap_sessions * sizeof(*t->sessions));
+        t->session_tokens =
+            sp_xrealloc(t->session_tokens, t->cap_sessions * sizeof(*t->session_tokens));
     }
+    t->session_tokens[t->n_sessions] = token;
     t->sessions[t->n_sessions++] = id;
 }
 
@@ -153,17 +175,36 @@ static void untrack(sp_tools *t, int id)
 {
     for (size_t i = 0; i < t->n_sessions; i++) {
         if (t->sessions[i] == id) {
-            t->sessions[i] = t->sessions[--t->n_sessions];
+            free(t->session_tokens[i]);
+            t->n_sessions--;
+            t->sessions[i] = t->sessions[t->n_sessions];
+            t->session_tokens[i] = t->session_tokens[t->n_sessions];
             return;
         }
     }
 }
 
+static char *session_token(const sp_tools *t, int id)
+{
+    for (size_t i = 0; i < t->n_sessions; i++)
+        if (t->sessions[i] == id)
+            return t->session_tokens[i];
+    return NULL;
+}
+
 void tools_sessions_kill(sp_tools *t)
 {
-    for (size_t i = 0; t->sb && i < t->n_sessions; i++)
-        sp_session_kill(t->sb, t->sessions[i], NULL);
+    for (size_t i = 0; i < t->n_sessions; i++) {
+        if (t->sb)
+            sp_session_kill(t->sb, t->sessions[i], NULL);
+        free(t->session_tokens[i]);
+    }
     t->n_sessions = 0;
+    free(t->session_tokens);
+    t->session_tokens = NULL;
+    t->cap_sessions = 0;
+    free(t->sessions);
+    t->sessions = NULL;
 }
 
 /* The answer of exec_command and write_stdin. */
@@ -215,26 +256,52 @@ static int yield_ms(const cJSON *a)
     return y == 0 ? -1 : (int)y;
 }
 
+static int cancelled_fail(tool_call *c)
+{
+    return call_fail(c, SP_ERROR,
+                     "the call was cancelled and its command was killed, with everything it "
+                     "started");
+}
+
 int tool_exec_command(sp_tools *t, const cJSON *a, tool_call *c)
 {
     const char *cmd = sp_json_str_or(a, "cmd", "");
     char *workdir = container_dir(sp_json_str_or(a, "workdir", NULL));
+    char *token = make_token();
+    char *env_tok = sp_xasprintf("SANDPOD_TOOL_CALL=%s", token);
+    const char *env[] = {env_tok, NULL};
     sp_session_opts so = SP_SESSION_OPTS_INIT;
     so.no_tty = !sp_json_bool(a, "tty", true);
     so.workdir = workdir;
+    so.env = env;
     so.yield_time_ms = yield_ms(a);
     so.max_output_tokens = (size_t)sp_json_int(a, "max_output_tokens", 8000);
     sp_session_output *o = NULL;
     sp_error *err = NULL;
-    int r = sp_session_start(&o, t->sb, cmd, &so, &err);
+    int r = SP_ERROR;
+    if (token_begin(t, token)) {
+        r = sp_session_start(&o, t->sb, cmd, &so, &err);
+        token_end(t);
+    }
     free(workdir);
-    if (r < 0)
-        return call_fail_err(c, r, err, NULL);
+    free(env_tok);
+    bool cancelled = atomic_load(&t->cancelled);
+    if (r < 0) {
+        free(token);
+        return cancelled && !err ? cancelled_fail(c) : call_fail_err(c, r, err, NULL);
+    }
+    if (cancelled && !o->exited) {
+        /* A process started between the kill's rounds may live on. */
+        sp_session_kill(t->sb, o->session_id, NULL);
+        o->exited = true;
+    }
     if (!o->exited)
-        track(t, o->session_id);
+        track(t, o->session_id, token);
+    else
+        free(token);
     session_answer(t, c, o);
     sp_session_output_free(o);
-    return 0;
+    return cancelled ? cancelled_fail(c) : 0;
 }
 
 int tool_write_stdin(sp_tools *t, const cJSON *a, tool_call *c)
@@ -263,7 +330,23 @@ int tool_write_stdin(sp_tools *t, const cJSON *a, tool_call *c)
     wo.max_output_tokens = (size_t)sp_json_int(a, "max_output_tokens", 8000);
     wo.close_stdin = sp_json_bool(a, "close_stdin", false);
     sp_session_output *o = NULL;
-    r = sp_session_write(&o, t->sb, id, chars, strlen(chars), &wo, &err);
+    /* Cancelling this call kills the session: its processes carry the
+     * token of the exec_command that started them. */
+    char *token = session_token(t, id);
+    r = SP_ERROR;
+    if (!token || token_begin(t, token)) {
+        r = sp_session_write(&o, t->sb, id, chars, strlen(chars), &wo, &err);
+        if (token)
+            token_end(t);
+    }
+    if (atomic_load(&t->cancelled)) {
+        if (r == 0)
+            sp_session_output_free(o);
+        sp_error_free(err);
+        sp_session_kill(t->sb, id, NULL);
+        untrack(t, id);
+        return cancelled_fail(c);
+    }
     if (r < 0) {
         untrack(t, r == SP_ENOTFOUND ? id : -1);
         return call_fail_err(c, r, err,

@@ -77,14 +77,38 @@ typedef struct tool_def {
     tool_fn fn;
     /* The argument that names the call for a person ("path", "command"). */
     const char *summary_arg;
-    bool idempotent;
+    unsigned hints; /* HINT_*: the MCP annotations, which the tier follows */
 } tool_def;
+
+/* What a tool does (the MCP tool annotations). The tier follows from them:
+ * read-only is safe; destructive or open-world is dangerous; the rest
+ * (additive changes in a closed world) is cautious (tool_tier_of()). */
+enum {
+    HINT_READ_ONLY = 1u << 0,   /* changes nothing */
+    HINT_DESTRUCTIVE = 1u << 1, /* may overwrite or delete what exists */
+    HINT_IDEMPOTENT = 1u << 2,  /* a repeat with the same arguments changes nothing more */
+    HINT_OPEN_WORLD = 1u << 3,  /* reaches beyond the workspace (commands, the network) */
+};
+sp_tool_tier tool_tier_of(unsigned hints);
+/* Whether calls of the tool may run on other threads while any call of the
+ * same context runs: read-only filesystem tools (no container, no store). */
+bool tool_concurrent(const tool_def *d);
 
 extern const tool_def tool_defs[];
 extern const size_t n_tool_defs;
 const tool_def *tool_find(const char *name);
 /* Parsed schemas, one per tool_defs entry (parsed once, never freed). */
 const cJSON *tool_schema(const tool_def *d);
+
+/* The schema of the tool's MCP structuredContent (tools_schema.c). */
+const cJSON *tool_output_schema(const tool_def *d);
+/* A copy of an input schema in the strict form (every property required,
+ * optional ones nullable, additionalProperties false, only keywords both
+ * OpenAI and Anthropic strict modes take; the rest goes to descriptions). */
+cJSON *tools_strict_schema(const cJSON *schema);
+/* Drop the null members of args whose schema does not take null: a strict
+ * spec's way of leaving an optional argument out. */
+void tools_drop_nulls(cJSON *args, const cJSON *schema);
 
 /* Whether apply_patch's engine is compiled in. */
 bool tools_patch_available(void);
@@ -116,6 +140,7 @@ struct sp_tools {
     _Atomic uint64_t calls; /* numbers calls when there is no events file */
     sp_strv always;         /* tools allowed for good by the approver */
     int *sessions;          /* ids of the sessions we started */
+    char **session_tokens;  /* their SANDPOD_TOOL_CALL tokens (owned) */
     size_t n_sessions, cap_sessions;
 
     /* Cancellation, shared with sp_tools_cancel() on another thread. */

@@ -303,38 +303,40 @@ static const char LIST_SNAPSHOTS_SCHEMA[] =
 
 const tool_def tool_defs[] = {
     {"list_dir", "List a folder", SP_TOOL_SAFE, 0, LIST_DIR_DESC, LIST_DIR_SCHEMA, tool_list_dir,
-     "path", true},
+     "path", HINT_READ_ONLY | HINT_IDEMPOTENT},
     {"read_file", "Read a text file", SP_TOOL_SAFE, 0, READ_FILE_DESC, READ_FILE_SCHEMA,
-     tool_read_file, "path", true},
+     tool_read_file, "path", HINT_READ_ONLY | HINT_IDEMPOTENT},
     {"write_file", "Write a file", SP_TOOL_DANGEROUS, NEED_WRITE, WRITE_FILE_DESC,
-     WRITE_FILE_SCHEMA, tool_write_file, "path", false},
-    {"edit_file", "Replace text in a file", SP_TOOL_CAUTIOUS, NEED_WRITE, EDIT_FILE_DESC,
-     EDIT_FILE_SCHEMA, tool_edit_file, "path", false},
-    {"insert", "Insert lines into a file", SP_TOOL_CAUTIOUS, NEED_WRITE, INSERT_DESC, INSERT_SCHEMA,
-     tool_insert, "path", false},
+     WRITE_FILE_SCHEMA, tool_write_file, "path", HINT_DESTRUCTIVE},
+    {"edit_file", "Replace text in a file", SP_TOOL_DANGEROUS, NEED_WRITE, EDIT_FILE_DESC,
+     EDIT_FILE_SCHEMA, tool_edit_file, "path", HINT_DESTRUCTIVE},
+    {"insert", "Insert lines into a file", SP_TOOL_DANGEROUS, NEED_WRITE, INSERT_DESC,
+     INSERT_SCHEMA, tool_insert, "path", HINT_DESTRUCTIVE},
     {"delete", "Delete a path", SP_TOOL_DANGEROUS, NEED_WRITE, DELETE_DESC, DELETE_SCHEMA,
-     tool_delete, "path", false},
-    {"mkdir", "Create a folder", SP_TOOL_DANGEROUS, NEED_WRITE, MKDIR_DESC, MKDIR_SCHEMA,
-     tool_mkdir, "path", true},
-    {"stat", "Describe a path", SP_TOOL_SAFE, 0, STAT_DESC, STAT_SCHEMA, tool_stat, "path", true},
+     tool_delete, "path", HINT_DESTRUCTIVE | HINT_IDEMPOTENT},
+    {"mkdir", "Create a folder", SP_TOOL_CAUTIOUS, NEED_WRITE, MKDIR_DESC, MKDIR_SCHEMA, tool_mkdir,
+     "path", HINT_IDEMPOTENT},
+    {"stat", "Describe a path", SP_TOOL_SAFE, 0, STAT_DESC, STAT_SCHEMA, tool_stat, "path",
+     HINT_READ_ONLY | HINT_IDEMPOTENT},
     {"glob", "Find paths by pattern", SP_TOOL_SAFE, 0, GLOB_DESC, GLOB_SCHEMA, tool_glob, "pattern",
-     true},
+     HINT_READ_ONLY | HINT_IDEMPOTENT},
     {"grep", "Search file contents", SP_TOOL_SAFE, 0, GREP_DESC, GREP_SCHEMA, tool_grep, "pattern",
-     true},
+     HINT_READ_ONLY | HINT_IDEMPOTENT},
     {"apply_patch", "Apply a patch", SP_TOOL_DANGEROUS, NEED_WRITE | NEED_PATCH, APPLY_PATCH_DESC,
-     APPLY_PATCH_SCHEMA, tool_apply_patch, NULL, false},
+     APPLY_PATCH_SCHEMA, tool_apply_patch, NULL, HINT_DESTRUCTIVE},
     {"shell", "Run a shell command", SP_TOOL_DANGEROUS, NEED_SANDBOX, SHELL_DESC, SHELL_SCHEMA,
-     tool_shell, "command", false},
+     tool_shell, "command", HINT_DESTRUCTIVE | HINT_OPEN_WORLD},
     {"exec_command", "Start an interactive command", SP_TOOL_DANGEROUS, NEED_SANDBOX,
-     EXEC_COMMAND_DESC, EXEC_COMMAND_SCHEMA, tool_exec_command, "cmd", false},
+     EXEC_COMMAND_DESC, EXEC_COMMAND_SCHEMA, tool_exec_command, "cmd",
+     HINT_DESTRUCTIVE | HINT_OPEN_WORLD},
     {"write_stdin", "Talk to a running command", SP_TOOL_DANGEROUS, NEED_SANDBOX, WRITE_STDIN_DESC,
-     WRITE_STDIN_SCHEMA, tool_write_stdin, "chars", false},
+     WRITE_STDIN_SCHEMA, tool_write_stdin, "chars", HINT_DESTRUCTIVE | HINT_OPEN_WORLD},
     {"snapshot", "Snapshot the workspace", SP_TOOL_CAUTIOUS, NEED_STORE, SNAPSHOT_DESC,
-     SNAPSHOT_SCHEMA, tool_snapshot, "tag", false},
+     SNAPSHOT_SCHEMA, tool_snapshot, "tag", 0},
     {"restore", "Restore a snapshot", SP_TOOL_DANGEROUS, NEED_STORE | NEED_WRITE, RESTORE_DESC,
-     RESTORE_SCHEMA, tool_restore, "snapshot", true},
+     RESTORE_SCHEMA, tool_restore, "snapshot", HINT_DESTRUCTIVE | HINT_IDEMPOTENT},
     {"list_snapshots", "List snapshots", SP_TOOL_SAFE, NEED_STORE, LIST_SNAPSHOTS_DESC,
-     LIST_SNAPSHOTS_SCHEMA, tool_list_snapshots, NULL, true},
+     LIST_SNAPSHOTS_SCHEMA, tool_list_snapshots, NULL, HINT_READ_ONLY | HINT_IDEMPOTENT},
 };
 
 const size_t n_tool_defs = sizeof(tool_defs) / sizeof(tool_defs[0]);
@@ -363,12 +365,28 @@ const tool_def *tool_find(const char *name)
 static cJSON *parsed_schemas[sizeof(tool_defs) / sizeof(tool_defs[0])];
 static pthread_once_t schemas_once = PTHREAD_ONCE_INIT;
 
+sp_tool_tier tool_tier_of(unsigned hints)
+{
+    if (hints & HINT_READ_ONLY)
+        return SP_TOOL_SAFE;
+    if (hints & (HINT_DESTRUCTIVE | HINT_OPEN_WORLD))
+        return SP_TOOL_DANGEROUS;
+    return SP_TOOL_CAUTIOUS;
+}
+
+bool tool_concurrent(const tool_def *d)
+{
+    return (d->hints & HINT_READ_ONLY) && !(d->needs & (NEED_SANDBOX | NEED_STORE));
+}
+
 static void parse_schemas(void)
 {
     for (size_t i = 0; i < n_tool_defs; i++) {
         parsed_schemas[i] = cJSON_Parse(tool_defs[i].schema);
-        if (!parsed_schemas[i])
-            abort(); /* a broken schema literal: a bug, caught by every test */
+        /* A broken schema literal, or a tier the annotations do not give:
+         * a bug, caught by every test. */
+        if (!parsed_schemas[i] || tool_defs[i].tier != tool_tier_of(tool_defs[i].hints))
+            abort();
     }
 }
 
@@ -429,6 +447,7 @@ int sp_tools_format_parse(sp_tools_format *out, const char *s)
         {"openai", SP_TOOLS_FORMAT_OPENAI},
         {"openai-freeform", SP_TOOLS_FORMAT_OPENAI_FREEFORM},
         {"anthropic", SP_TOOLS_FORMAT_ANTHROPIC},
+        {"openai-chat", SP_TOOLS_FORMAT_OPENAI_CHAT},
     };
     for (size_t i = 0; s && i < sizeof(names) / sizeof(names[0]); i++) {
         if (strcmp(s, names[i].name) == 0) {
@@ -439,28 +458,44 @@ int sp_tools_format_parse(sp_tools_format *out, const char *s)
     return SP_EINVAL;
 }
 
-static cJSON *mcp_spec(const tool_def *d)
+static cJSON *hint(const tool_def *d, unsigned h)
+{
+    return cJSON_CreateBool((d->hints & h) != 0);
+}
+
+/* The input schema in the form asked for. */
+static cJSON *input_schema(const tool_def *d, bool strict)
+{
+    return strict ? tools_strict_schema(tool_schema(d)) : cJSON_Duplicate(tool_schema(d), true);
+}
+
+static cJSON *mcp_spec(const tool_def *d, bool strict)
 {
     cJSON *o = cJSON_CreateObject();
     cJSON *ann = cJSON_CreateObject();
-    bool ok = o && ann && sp_json_add(o, "name", cJSON_CreateString(d->name)) &&
+    cJSON *meta = cJSON_CreateObject();
+    const cJSON *out = tool_output_schema(d);
+    bool ok = o && ann && meta && sp_json_add(o, "name", cJSON_CreateString(d->name)) &&
               sp_json_add(o, "title", cJSON_CreateString(d->title)) &&
               sp_json_add(o, "description", cJSON_CreateString(d->description)) &&
-              sp_json_add(o, "inputSchema", cJSON_Duplicate(tool_schema(d), true)) &&
+              sp_json_add(o, "inputSchema", input_schema(d, strict)) &&
+              (!out || sp_json_add(o, "outputSchema", cJSON_Duplicate(out, true))) &&
               sp_json_add(ann, "title", cJSON_CreateString(d->title)) &&
-              sp_json_add(ann, "readOnlyHint", cJSON_CreateBool(d->tier == SP_TOOL_SAFE)) &&
-              sp_json_add(ann, "destructiveHint", cJSON_CreateBool(d->tier == SP_TOOL_DANGEROUS)) &&
-              sp_json_add(ann, "idempotentHint", cJSON_CreateBool(d->idempotent)) &&
-              sp_json_add(ann, "openWorldHint", cJSON_CreateBool(false));
+              sp_json_add(ann, "readOnlyHint", hint(d, HINT_READ_ONLY)) &&
+              sp_json_add(ann, "destructiveHint", hint(d, HINT_DESTRUCTIVE)) &&
+              sp_json_add(ann, "idempotentHint", hint(d, HINT_IDEMPOTENT)) &&
+              sp_json_add(ann, "openWorldHint", hint(d, HINT_OPEN_WORLD)) &&
+              sp_json_add(meta, "sandpod/tier", cJSON_CreateString(sp_tool_tier_name(d->tier)));
     if (ok) {
-        ok = sp_json_add(o, "annotations", ann);
-        ann = NULL;
+        ok = sp_json_add(o, "annotations", ann) && sp_json_add(o, "_meta", meta);
+        ann = meta = NULL;
     }
     cJSON_Delete(ann);
+    cJSON_Delete(meta);
     return sp_json_finish(o, ok);
 }
 
-static cJSON *openai_spec(const tool_def *d, bool freeform)
+static cJSON *openai_spec(const tool_def *d, bool freeform, bool strict)
 {
     cJSON *o = cJSON_CreateObject();
     if (!o)
@@ -485,23 +520,51 @@ static cJSON *openai_spec(const tool_def *d, bool freeform)
         ok = sp_json_add(o, "type", cJSON_CreateString("function")) &&
              sp_json_add(o, "name", cJSON_CreateString(d->name)) &&
              sp_json_add(o, "description", cJSON_CreateString(d->description)) &&
-             sp_json_add(o, "parameters", cJSON_Duplicate(tool_schema(d), true)) &&
-             sp_json_add(o, "strict", cJSON_CreateBool(false));
+             sp_json_add(o, "parameters", input_schema(d, strict)) &&
+             sp_json_add(o, "strict", cJSON_CreateBool(strict));
     }
     return sp_json_finish(o, ok);
 }
 
-static cJSON *anthropic_spec(const tool_def *d)
+/* Chat Completions: {type: "function", function: {name, description,
+ * parameters[, strict]}}. */
+static cJSON *openai_chat_spec(const tool_def *d, bool strict)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON *f = cJSON_CreateObject();
+    bool ok = o && f && sp_json_add(f, "name", cJSON_CreateString(d->name)) &&
+              sp_json_add(f, "description", cJSON_CreateString(d->description)) &&
+              sp_json_add(f, "parameters", input_schema(d, strict)) &&
+              (!strict || sp_json_add(f, "strict", cJSON_CreateTrue())) &&
+              sp_json_add(o, "type", cJSON_CreateString("function"));
+    if (ok) {
+        ok = sp_json_add(o, "function", f);
+        f = NULL;
+    }
+    cJSON_Delete(f);
+    return sp_json_finish(o, ok);
+}
+
+static cJSON *anthropic_spec(const tool_def *d, bool strict)
 {
     cJSON *o = cJSON_CreateObject();
     bool ok = o && sp_json_add(o, "name", cJSON_CreateString(d->name)) &&
               sp_json_add(o, "description", cJSON_CreateString(d->description)) &&
-              sp_json_add(o, "input_schema", cJSON_Duplicate(tool_schema(d), true));
+              sp_json_add(o, "input_schema", input_schema(d, strict)) &&
+              (!strict || sp_json_add(o, "strict", cJSON_CreateTrue()));
     return sp_json_finish(o, ok);
 }
 
 char *sp_tools_specs(const sp_tools *t, sp_tools_format format)
 {
+    return sp_tools_specs_ex(t, format, NULL);
+}
+
+char *sp_tools_specs_ex(const sp_tools *t, sp_tools_format format, const sp_tools_specs_opts *opts)
+{
+    if (opts && opts->version != SP_TOOLS_SPECS_OPTS_VERSION)
+        return NULL;
+    bool strict = opts && opts->strict;
     cJSON *arr = cJSON_CreateArray();
     if (!arr)
         return NULL;
@@ -513,14 +576,17 @@ char *sp_tools_specs(const sp_tools *t, sp_tools_format format)
         cJSON *s = NULL;
         switch (format) {
         case SP_TOOLS_FORMAT_MCP:
-            s = mcp_spec(d);
+            s = mcp_spec(d, strict);
             break;
         case SP_TOOLS_FORMAT_OPENAI:
         case SP_TOOLS_FORMAT_OPENAI_FREEFORM:
-            s = openai_spec(d, format == SP_TOOLS_FORMAT_OPENAI_FREEFORM);
+            s = openai_spec(d, format == SP_TOOLS_FORMAT_OPENAI_FREEFORM, strict);
+            break;
+        case SP_TOOLS_FORMAT_OPENAI_CHAT:
+            s = openai_chat_spec(d, strict);
             break;
         case SP_TOOLS_FORMAT_ANTHROPIC:
-            s = anthropic_spec(d);
+            s = anthropic_spec(d, strict);
             break;
         }
         ok = s && cJSON_AddItemToArray(arr, s);

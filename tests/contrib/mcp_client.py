@@ -157,3 +157,47 @@ def error_code(resp):
         return resp["error"]["code"]
     except (KeyError, TypeError):
         return None
+
+
+def schema_errors(v, s, where="$"):
+    """Where `v` breaks the JSON Schema `s`: a list of messages. Covers what
+    sandpod's schemas use: type (one or a list), properties, required,
+    additionalProperties false, items, enum, anyOf."""
+    errs = []
+    types = s.get("type")
+    if types is not None:
+        tl = types if isinstance(types, list) else [types]
+
+        def is_type(t):
+            return {
+                "object": isinstance(v, dict),
+                "array": isinstance(v, list),
+                "string": isinstance(v, str),
+                "boolean": isinstance(v, bool),
+                "integer": isinstance(v, int) and not isinstance(v, bool),
+                "number": isinstance(v, (int, float)) and not isinstance(v, bool),
+                "null": v is None,
+            }[t]
+
+        if not any(is_type(t) for t in tl):
+            return [f"{where}: {json.dumps(v)[:80]} is not {tl}"]
+    if "enum" in s and v not in s["enum"]:
+        errs.append(f"{where}: {v!r} not in {s['enum']}")
+    if "anyOf" in s:
+        alts = [schema_errors(v, a, where) for a in s["anyOf"]]
+        if all(alts):
+            errs.append(f"{where}: matches no anyOf branch: {min(alts, key=len)}")
+    if isinstance(v, dict):
+        props = s.get("properties", {})
+        for k in s.get("required", []):
+            if k not in v:
+                errs.append(f"{where}: missing {k}")
+        for k, x in v.items():
+            if k in props:
+                errs += schema_errors(x, props[k], f"{where}.{k}")
+            elif s.get("additionalProperties") is False:
+                errs.append(f"{where}: unexpected {k}")
+    if isinstance(v, list) and "items" in s:
+        for i, x in enumerate(v):
+            errs += schema_errors(x, s["items"], f"{where}[{i}]")
+    return errs

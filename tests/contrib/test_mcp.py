@@ -187,7 +187,8 @@ try:
 
     # ----------------------------------------------------------- versions
     for asked, want in [("2024-11-05", "2024-11-05"), ("2025-03-26", "2025-03-26"),
-                        ("1999-01-01", "2025-06-18"), ("not-a-version", "2025-06-18")]:
+                        ("2025-06-18", "2025-06-18"), ("2025-11-25", "2025-11-25"),
+                        ("1999-01-01", "2025-11-25"), ("not-a-version", "2025-11-25")]:
         s = server()
         r = s.initialize(asked)
         got = (r or {}).get("result", {}).get("protocolVersion")
@@ -254,8 +255,11 @@ try:
     c.check("no elicitation: denied with a reason", is_error(r) is True and
             "nobody can be asked" in text_of(r) and
             os.path.exists(os.path.join(root, "approved.txt")), r)
+    r = s.call("mkdir", {"path": "made-unasked"})
+    c.check("on-request: cautious tools (mkdir: additive) run", is_error(r) is False, r)
     r = s.call("edit_file", {"path": "approved.txt", "old_string": "ok", "new_string": "OK"})
-    c.check("on-request: cautious tools run", is_error(r) is False, r)
+    c.check("on-request: edit_file overwrites, so it asks", is_error(r) is True and
+            "nobody can be asked" in text_of(r), r)
     s.close()
 
     # ------------------------------------------------------ a flood of calls

@@ -19,7 +19,8 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from mcp_client import Checks, Server, error_code, is_error, structured, text_of  # noqa: E402
+from mcp_client import (  # noqa: E402
+    Checks, Server, error_code, is_error, schema_errors, structured, text_of)
 
 SP = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "sandpod")
 
@@ -87,11 +88,37 @@ try:
     for n in ["shell", "exec_command", "write_stdin", "snapshot", "restore", "list_snapshots",
               "read_file"]:
         c.check(f"tools/list has {n}", n in names, names)
+    out_schema = {t["name"]: t.get("outputSchema", {}) for t in r["result"]["tools"]}
+
+    def valid(name, resp):
+        sc = structured(resp)
+        errs = schema_errors(sc, out_schema.get(name, {})) if sc else ["no structuredContent"]
+        c.check(f"{name}: structuredContent matches outputSchema", not errs, errs)
+
+    # ------------------------------------ reads answer while a command runs
+    s.send({"jsonrpc": "2.0", "id": "slow", "method": "tools/call",
+            "params": {"name": "shell", "arguments": {"command": "sleep 3; echo slept"}}})
+    time.sleep(0.3)
+    t0 = time.time()
+    s.send({"jsonrpc": "2.0", "id": "quick", "method": "tools/call",
+            "params": {"name": "stat", "arguments": {"path": "."}}})
+    first = s.recv(30)
+    stat_s = time.time() - t0
+    second = s.recv(30)
+    shell_s = time.time() - t0
+    print(f"a stat sent during a 3 s shell answered in {stat_s * 1000:.0f} ms "
+          f"(the shell after {shell_s:.1f} s)")
+    c.check("a stat sent after a running shell is answered first",
+            [first and first.get("id"), second and second.get("id")] == ["quick", "slow"],
+            [first, second])
+    valid("shell", second)
+    valid("stat", first)
 
     # ---------------------------------------------------------------- shell
     r = s.call("shell", {"command": "echo out; echo err >&2; exit 3"})
     sc = structured(r)
     c.check("shell: a non-zero exit is a result", is_error(r) is False, r)
+    valid("shell", r)
     v = val(r)
     c.check("shell: exit code, stdout, stderr",
             v.get("exit_code") == 3 and v.get("stdout") == "out\n" and v.get("stderr") == "err\n",
@@ -153,6 +180,34 @@ try:
     c.check("the cancelled command is gone", text_of(r).endswith("Output:\nchecked\n"), text_of(r))
     late = [m for m in s.seen if m.get("id") == sleep_id]
     c.check("a cancelled request gets no response", late == [], late)
+
+    # ------------------------------------------ cancelling session calls
+    def cancel_after(req_id, name, args, delay=1.5):
+        s.send({"jsonrpc": "2.0", "id": req_id, "method": "tools/call",
+                "params": {"name": name, "arguments": args}})
+        time.sleep(delay)
+        s.send({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                "params": {"requestId": req_id}})
+
+    def ps_has(pattern):
+        r = s.call("shell", {"command": f"ps -ef | grep '{pattern}' | grep -v grep; echo checked"},
+                   timeout=60)
+        return not text_of(r).endswith("Output:\nchecked\n"), r
+
+    cancel_after("ec", "exec_command", {"cmd": "sleep 201", "tty": False,
+                                        "yield_time_ms": 20000})
+    left, r = ps_has("sleep 201")
+    c.check("a cancelled exec_command: its command is killed", not left, text_of(r))
+    c.check("...and the request gets no response",
+            not any(m.get("id") == "ec" for m in s.seen), s.seen)
+    r = s.call("exec_command", {"cmd": "sleep 202", "tty": False, "yield_time_ms": 100})
+    valid("exec_command", r)
+    sid = val(r).get("session_id")
+    cancel_after("ws", "write_stdin", {"session_id": sid, "chars": "", "yield_time_ms": 20000})
+    left, r = ps_has("sleep 202")
+    c.check("a cancelled write_stdin kills the session it talks to", not left, text_of(r))
+    r = s.call("write_stdin", {"session_id": sid, "chars": ""})
+    c.check("...which is gone afterwards", is_error(r) is True, r)
 
     # --------------------------------------------------------- sessions
     r = s.call("exec_command", {"cmd": "read line; echo got:$line; sleep 0.2; echo bye",

@@ -748,7 +748,7 @@ static void test_approval(void **state)
     assert_int_equal(a.n, 1);
     assert_string_equal(a.tool, "edit_file");
     assert_string_equal(a.summary, "edit_file: x.txt");
-    assert_int_equal(a.tier, SP_TOOL_CAUTIOUS);
+    assert_int_equal(a.tier, SP_TOOL_DANGEROUS); /* it overwrites: destructiveHint */
     assert_file(f->dir, "x.txt", "x\n");
     a.answer = SP_VERDICT_ALLOW;
     r = ok_call(t, "write_file", "{\"path\":\"y.txt\",\"content\":\"multi\\nline\"}");
@@ -770,14 +770,18 @@ static void test_approval(void **state)
     bad_call(t, "delete", "{\"path\":\"y.txt\"}", SP_EDENIED, "nobody can be asked");
     sp_tools_free(t);
 
-    /* on-request: cautious tools run, dangerous ones ask. */
+    /* on-request: cautious (additive) tools run, dangerous ones ask. */
     a.n = 0;
     a.answer = SP_VERDICT_DENY;
     o.approval = SP_APPROVAL_ON_REQUEST;
     assert_int_equal(sp_tools_open_root(&t, f->dir, &o, NULL), 0);
-    r = ok_call(t, "edit_file", "{\"path\":\"x.txt\",\"old_string\":\"x\",\"new_string\":\"z\"}");
+    r = ok_call(t, "mkdir", "{\"path\":\"m3\"}");
     cJSON_Delete(r);
     assert_int_equal(a.n, 0);
+    bad_call(t, "edit_file", "{\"path\":\"x.txt\",\"old_string\":\"x\",\"new_string\":\"z\"}",
+             SP_EDENIED, NULL);
+    assert_int_equal(a.n, 1);
+    a.n = 0;
     bad_call(t, "delete", "{\"path\":\"x.txt\"}", SP_EDENIED, NULL);
     assert_int_equal(a.n, 1);
     sp_tools_free(t);
