@@ -15,6 +15,12 @@ pkgs=(
   gdb
   zsh fish groff-base
 )
+# The MCP test through the official TypeScript SDK (tests/contrib/mcp_sdk)
+# needs Node.js 18 or later with npm; a Node.js from elsewhere (NodeSource,
+# which bundles npm) is used as it is.
+if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+  pkgs+=(nodejs npm)
+fi
 
 # Rootful sandboxes run in user namespaces of their own (userns=auto): Podman
 # takes their id ranges from the `containers` entries of /etc/subuid and
