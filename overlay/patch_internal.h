@@ -54,6 +54,9 @@ typedef struct pp_op {
 
 typedef struct pp_patch {
     sp_patch_format format;
+    /* The folder a heredoc's `cd DIR &&` names, normalized (NULL: the
+     * root); the paths of ops are already in it. */
+    char *workdir;
     pp_op *ops;
     size_t n;
 } pp_patch;

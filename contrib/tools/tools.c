@@ -247,6 +247,8 @@ int sp_tools_call(char **result, sp_tools *t, const char *name, const char *args
         } else if (!cJSON_IsObject(parsed)) {
             perr =
                 sp_xasprintf("the arguments must be a JSON object, not %s", tools_type_of(parsed));
+        } else if (name && strcmp(name, "apply_patch") == 0) {
+            perr = tools_patch_alias(parsed);
         }
     }
     int r = dispatch(result, t, name, raw, raw_len, perr ? NULL : parsed, NULL, 0, perr);

@@ -389,7 +389,176 @@ static void test_codex_heredoc(void **state)
     /* The closing word must match. */
     apply_err(f->fs,
               "apply_patch <<'EOF'\n*** Begin Patch\n*** Add File: x\n+x\n*** End Patch\nEND\n",
-              SP_EINVAL, "patch line 1");
+              SP_EINVAL,
+              "patch line 6: the heredoc opened on line 1 is not closed: end the patch with a "
+              "line 'EOF'");
+    assert_false(tu_exists(f->dir, "x"));
+    /* Codex's other spellings: applypatch, a space after <<, <<- (tabs
+     * before the closing word), a closing line with spaces around it. */
+    apply_free(f->fs, "applypatch << \"P\"\n*** Begin Patch\n*** Add File: h2.txt\n+2\n"
+                      "*** End Patch\n\tP\n\n");
+    assert_content(f->dir, "h2.txt", "2\n");
+    apply_free(f->fs, "apply_patch <<-EOF\n*** Begin Patch\n*** Delete File: h2.txt\n"
+                      "*** End Patch\n\t\tEOF\n");
+    assert_false(tu_exists(f->dir, "h2.txt"));
+    /* A context line " EOF" does not close the heredoc (a shell reads it
+     * as part of the body too). */
+    tu_write(f->dir, "s.sh", "cat <<EOF\nhi\nEOF\necho\n", 0644);
+    apply_free(f->fs, "apply_patch <<EOF\n*** Begin Patch\n*** Update File: s.sh\n@@\n hi\n EOF\n"
+                      "-echo\n+echo done\n*** End Patch\nEOF\n");
+    assert_content(f->dir, "s.sh", "cat <<EOF\nhi\nEOF\necho done\n");
+}
+
+/* Anything but `apply_patch` or `cd DIR && apply_patch` before `<<` is
+ * refused and changes nothing: Codex does not take it as a patch either
+ * (its tests: cd with ';', '||', '|', two cd, echo before, cd with two
+ * arguments, an argument to apply_patch, a command after the heredoc). */
+static void test_codex_heredoc_refused(void **state)
+{
+    fixture *f = *state;
+    static const char *const prefixes[] = {
+        "cd foo; apply_patch",
+        "cd foo || apply_patch",
+        "cd foo | apply_patch",
+        "cd foo && cd bar && apply_patch",
+        "echo hi && apply_patch",
+        "echo foo; cd foo && apply_patch",
+        "cd foo bar && apply_patch",
+        "apply_patch foo",
+        "bash -lc 'apply_patch",
+        "cat",
+        "patch -p1",
+        "sudo apply_patch",
+        "cd $HOME && apply_patch",
+        "cd ~/x && apply_patch",
+        "cd \"$D\" && apply_patch",
+        "cd && apply_patch",
+        "cd 'foo && apply_patch",
+        "apply_patch && apply_patch",
+    };
+    tu_mkdir(f->dir, "foo");
+    for (size_t i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]); i++) {
+        char patch[512];
+        snprintf(patch, sizeof(patch),
+                 "%s <<'EOF'\n*** Begin Patch\n*** Add File: r.txt\n+x\n*** End Patch\nEOF\n",
+                 prefixes[i]);
+        sp_patch_result *res = (sp_patch_result *)1;
+        sp_error *err = NULL;
+        int r = sp_fs_apply_patch(&res, f->fs, patch, strlen(patch), NULL, &err);
+        if (r != SP_EINVAL || !err || err->reason != SP_R_PATCH_PARSE ||
+            !strstr(err->message, "patch line 1: "))
+            fail_msg("prefix [%s]: %d %s", prefixes[i], r, err ? err->message : "");
+        sp_error_free(err);
+        assert_null(res);
+    }
+    assert_false(tu_exists(f->dir, "r.txt"));
+    assert_false(tu_exists(f->dir, "foo/r.txt"));
+    /* A command after the heredoc. */
+    apply_err(f->fs,
+              "apply_patch <<'EOF'\n*** Begin Patch\n*** Add File: r.txt\n+x\n*** End Patch\nEOF\n"
+              "echo done\n",
+              SP_EINVAL, "patch line 7: text after the line 'EOF' that closes the heredoc");
+    apply_err(f->fs,
+              "apply_patch <<'EOF' && echo done\n*** Begin Patch\n*** Add File: r.txt\n+x\n"
+              "*** End Patch\nEOF\n",
+              SP_EINVAL, "expected '*** Begin Patch'");
+    assert_false(tu_exists(f->dir, "r.txt"));
+}
+
+/* `cd DIR && apply_patch <<'EOF'` applies in DIR, as Codex does (its
+ * tests: a bare word, 'single' and "double" quoted paths with spaces, a
+ * Move to in the same folder). */
+static void test_codex_heredoc_cd(void **state)
+{
+    fixture *f = *state;
+    tu_mkdir(f->dir, "sub");
+    tu_mkdir(f->dir, "sub/in");
+    tu_mkdir(f->dir, "foo bar");
+    tu_write(f->dir, "sub/old.txt", "before\n", 0644);
+    tu_write(f->dir, "old.txt", "root\n", 0644);
+    sp_patch_result *r = apply(f->fs, "cd sub && apply_patch <<'EOF'\n"
+                                      "*** Begin Patch\n"
+                                      "*** Add File: new.txt\n"
+                                      "+hi\n"
+                                      "*** Update File: old.txt\n"
+                                      "*** Move to: renamed.txt\n"
+                                      "@@\n"
+                                      "-before\n"
+                                      "+after\n"
+                                      "*** End Patch\n"
+                                      "EOF\n");
+    assert_string_equal(file_of(r, 0)->path, "sub/new.txt");
+    assert_string_equal(file_of(r, 1)->path, "sub/old.txt");
+    assert_string_equal(file_of(r, 1)->new_path, "sub/renamed.txt");
+    sp_patch_result_free(r);
+    assert_content(f->dir, "sub/new.txt", "hi\n");
+    assert_content(f->dir, "sub/renamed.txt", "after\n");
+    assert_false(tu_exists(f->dir, "sub/old.txt"));
+    assert_false(tu_exists(f->dir, "new.txt"));
+    assert_content(f->dir, "old.txt", "root\n");
+
+    apply_free(f->fs, "cd 'foo bar' && apply_patch <<EOF\n*** Begin Patch\n*** Add File: q1\n+1\n"
+                      "*** End Patch\nEOF\n");
+    assert_content(f->dir, "foo bar/q1", "1\n");
+    apply_free(f->fs, "cd \"foo bar\" && applypatch <<\"EOF\"\n*** Begin Patch\n"
+                      "*** Add File: q2\n+2\n*** End Patch\nEOF\n");
+    assert_content(f->dir, "foo bar/q2", "2\n");
+    /* A path under /workspace stays where it says; "cd ./sub/in/.." is sub. */
+    apply_free(f->fs, "cd ./sub/in/.. && apply_patch <<EOF\n*** Begin Patch\n"
+                      "*** Add File: /workspace/abs.txt\n+a\n*** Add File: in/rel.txt\n+r\n"
+                      "*** End Patch\nEOF\n");
+    assert_content(f->dir, "abs.txt", "a\n");
+    assert_content(f->dir, "sub/in/rel.txt", "r\n");
+    apply_free(f->fs, "cd /workspace/sub && apply_patch <<EOF\n*** Begin Patch\n"
+                      "*** Delete File: in/rel.txt\n*** End Patch\nEOF\n");
+    assert_false(tu_exists(f->dir, "sub/in/rel.txt"));
+    /* A unified diff in a heredoc goes to the folder too. */
+    apply_free(f->fs, "cd sub && apply_patch <<'EOF'\n--- a/new.txt\n+++ b/new.txt\n@@ -1 +1 @@\n"
+                      "-hi\n+hello\nEOF\n");
+    assert_content(f->dir, "sub/new.txt", "hello\n");
+    /* A symlink to a folder inside is followed, as a shell would. */
+    char *link = tu_join(f->dir, "lnk");
+    assert_int_equal(symlink("sub", link), 0);
+    free(link);
+    apply_free(f->fs, "cd lnk && apply_patch <<EOF\n*** Begin Patch\n*** Add File: via.txt\n+v\n"
+                      "*** End Patch\nEOF\n");
+    assert_content(f->dir, "sub/via.txt", "v\n");
+
+    /* Outside the workspace, missing, or not a folder: nothing changes. */
+    static const char *const tail = " && apply_patch <<EOF\n*** Begin Patch\n*** Add File: z.txt\n"
+                                    "+z\n*** End Patch\nEOF\n";
+    char p[256];
+    snprintf(p, sizeof(p), "cd ..%s", tail);
+    apply_err(f->fs, p, SP_EESCAPE, "patch line 1: cd ..");
+    snprintf(p, sizeof(p), "cd sub/../../x%s", tail);
+    apply_err(f->fs, p, SP_EESCAPE, "cd sub/../../x");
+    snprintf(p, sizeof(p), "cd /etc%s", tail);
+    apply_err(f->fs, p, SP_EESCAPE, "cd /etc");
+    snprintf(p, sizeof(p), "cd nope%s", tail);
+    apply_err(f->fs, p, SP_ENOTFOUND, "cd nope: no such folder in the workspace");
+    snprintf(p, sizeof(p), "cd old.txt%s", tail);
+    apply_err(f->fs, p, SP_EINVAL, "cd old.txt: not a folder");
+    char *out = tu_join(f->dir, "../outside-dir");
+    mkdir(out, 0755);
+    char *esc = tu_join(f->dir, "esc");
+    assert_int_equal(symlink(out, esc), 0);
+    snprintf(p, sizeof(p), "cd esc%s", tail);
+    apply_err(f->fs, p, SP_EESCAPE, "cd esc");
+    assert_false(tu_exists(out, "z.txt"));
+    free(esc);
+    tu_rmtree(out);
+    free(out);
+    assert_false(tu_exists(f->dir, "z.txt"));
+    assert_false(tu_exists(f->dir, "sub/z.txt"));
+    /* A path that climbs out of the folder but stays inside is fine; one
+     * that leaves the workspace from it is not. */
+    apply_free(f->fs, "cd sub && apply_patch <<EOF\n*** Begin Patch\n*** Add File: ../up.txt\n+u\n"
+                      "*** End Patch\nEOF\n");
+    assert_content(f->dir, "up.txt", "u\n");
+    apply_err(f->fs,
+              "cd sub && apply_patch <<EOF\n*** Begin Patch\n*** Add File: ../../x.txt\n"
+              "+u\n*** End Patch\nEOF\n",
+              SP_EESCAPE, NULL);
 }
 
 static void test_codex_parse_errors(void **state)
@@ -422,10 +591,20 @@ static void test_codex_parse_errors(void **state)
               "patch line 2: the file path is missing");
     apply_err(f->fs, "", SP_EINVAL, "not a patch");
     apply_err(f->fs, "just some text\n", SP_EINVAL, "not a patch");
-    /* An empty envelope is fine and changes nothing. */
-    sp_patch_result *r = apply(f->fs, "*** Begin Patch\n*** End Patch\n");
-    assert_int_equal(r->n, 0);
-    sp_patch_result_free(r);
+    /* An empty envelope is an error, in Codex's words (its scenario
+     * 005_rejects_empty_patch), also inside a heredoc. */
+    apply_err(f->fs, "*** Begin Patch\n*** End Patch\n", SP_EINVAL, "No files were modified.");
+    apply_err(f->fs, "  *** Begin Patch\n\n*** End Patch  \n", SP_EINVAL,
+              "No files were modified.");
+    apply_err(f->fs, "apply_patch <<'EOF'\n*** Begin Patch\n*** End Patch\nEOF\n", SP_EINVAL,
+              "No files were modified.");
+    sp_patch_result *r = (sp_patch_result *)1;
+    sp_error *err = NULL;
+    assert_int_equal(sp_patch_parse(&r, "*** Begin Patch\n*** End Patch", 29, NULL, &err),
+                     SP_EINVAL);
+    assert_null(r);
+    assert_int_equal(err->reason, SP_R_PATCH_PARSE);
+    sp_error_free(err);
     assert_content(f->dir, "a.txt", "a\n");
 }
 
@@ -1254,6 +1433,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_codex_end_of_file, setup, teardown),
         cmocka_unit_test_setup_teardown(test_codex_whitespace, setup, teardown),
         cmocka_unit_test_setup_teardown(test_codex_heredoc, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_codex_heredoc_refused, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_codex_heredoc_cd, setup, teardown),
         cmocka_unit_test_setup_teardown(test_codex_parse_errors, setup, teardown),
         cmocka_unit_test_setup_teardown(test_codex_not_applying, setup, teardown),
         cmocka_unit_test_setup_teardown(test_codex_crlf, setup, teardown),
