@@ -860,8 +860,7 @@ static bool hunk_header(pline l, pp_hunk *h)
         return false;
     if (end - p < 3 || memcmp(p, " @@", 3) != 0)
         return false;
-    if (h->old_start == 0 && h->old_count != 0)
-        return false;
+    /* git apply takes "-0,N" too (and pins such a hunk to the start). */
     return true;
 }
 
