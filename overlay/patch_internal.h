@@ -71,7 +71,8 @@ void pp_patch_dispose(pp_patch *p);
 int pt_apply_codex(sp_buf *out, const char *data, size_t len, const pp_op *op, const char *display,
                    sp_error **err);
 
-/* Apply the hunks of a unified diff strictly to `data`. */
+/* Apply the hunks of a unified diff to `data`, placed as git apply places
+ * them. */
 int pt_apply_unified(sp_buf *out, const char *data, size_t len, const pp_op *op,
                      const char *display, sp_error **err);
 

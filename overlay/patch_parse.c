@@ -2,9 +2,10 @@
  *
  * Both formats are read as an array of lines that point into the caller's
  * text, each with its 1-based line number so that every parse error can
- * name the patch line it is about. The Codex envelope is parsed leniently
- * (whitespace around markers, a heredoc wrapper, CRLF line ends); unified
- * diffs strictly, in the dialect git apply accepts. Paths are normalized
+ * name the patch line it is about. A shell heredoc around either format is
+ * read as Codex reads it (find_heredoc). The Codex envelope is parsed
+ * leniently (whitespace around markers, CRLF line ends); unified diffs
+ * strictly, in the dialect git apply accepts. Paths are normalized
  * here with the sp_fs rules, so an escaping path is refused before any
  * file is looked at. */
 #include <stdio.h>
