@@ -407,6 +407,13 @@ static void test_codex_heredoc(void **state)
     apply_free(f->fs, "apply_patch <<EOF\n*** Begin Patch\n*** Update File: s.sh\n@@\n hi\n EOF\n"
                       "-echo\n+echo done\n*** End Patch\nEOF\n");
     assert_content(f->dir, "s.sh", "cat <<EOF\nhi\nEOF\necho done\n");
+    /* Codex's lenient-parser tests: mismatched quotes are no heredoc; a
+     * heredoc whose patch lacks its end marker fails on that. */
+    apply_err(f->fs, "<<\"EOF'\n*** Begin Patch\n*** Add File: m.txt\n+m\n*** End Patch\nEOF\n",
+              SP_EINVAL, "patch line 1: expected '*** Begin Patch', found '<<\"EOF''");
+    apply_err(f->fs, "<<EOF\n*** Begin Patch\n*** Update File: s.sh\nEOF\n", SP_EINVAL,
+              "the patch ends without '*** End Patch'");
+    assert_false(tu_exists(f->dir, "m.txt"));
 }
 
 /* Anything but `apply_patch` or `cd DIR && apply_patch` before `<<` is
