@@ -416,6 +416,66 @@ static void test_codex_heredoc(void **state)
     assert_false(tu_exists(f->dir, "m.txt"));
 }
 
+/* The outcomes of Codex's own unit tests (codex-rs/apply-patch lib.rs and
+ * invocation.rs): the file before, the patch body, the file after. */
+static void test_codex_unit_outcomes(void **state)
+{
+    fixture *f = *state;
+    static const struct {
+        const char *before, *body, *after;
+    } cases[] = {
+        {NULL, "*** Add File: t.txt\n+ab\n+cd\n", "ab\ncd\n"},
+        {"foo\nbar\n", "*** Update File: t.txt\n@@\n foo\n-bar\n+baz\n", "foo\nbaz\n"},
+        {"foo\nbar\nbaz\nqux\n",
+         "*** Update File: t.txt\n@@\n foo\n-bar\n+BAR\n@@\n baz\n-qux\n+QUX\n",
+         "foo\nBAR\nbaz\nQUX\n"},
+        {"a\nb\nc\nd\ne\nf\n",
+         "*** Update File: t.txt\n@@\n a\n-b\n+B\n@@\n c\n d\n-e\n+E\n@@\n f\n+g\n"
+         "*** End of File\n",
+         "a\nB\nc\nd\nE\nf\ng\n"},
+        {"line1\nline2\nline3\n",
+         "*** Update File: t.txt\n@@\n+after-context\n+second-line\n@@\n line1\n-line2\n-line3\n"
+         "+line2-replacement\n",
+         "line1\nline2-replacement\nafter-context\nsecond-line\n"},
+        {"import asyncio  # local import \xe2\x80\x93 avoids top\xe2\x80\x91level dep\n",
+         "*** Update File: t.txt\n@@\n-import asyncio  # local import - avoids top-level dep\n"
+         "+import asyncio  # HELLO\n",
+         "import asyncio  # HELLO\n"},
+        {"foo\nbar\nbaz\n", "*** Update File: t.txt\n@@\n foo\n bar\n-baz\n+BAZ\n",
+         "foo\nbar\nBAZ\n"},
+        {"foo\nbar\nbaz\n", "*** Update File: t.txt\n@@\n+quux\n*** End of File\n",
+         "foo\nbar\nbaz\nquux\n"},
+        {"foo\nbar\nbaz\n", "*** Update File: t.txt\n@@\n-foo\n+FOO\n bar\n", "FOO\nbar\nbaz\n"},
+        /* Codex's Windows-only CRLF tests: sandpod keeps CRLF everywhere. */
+        {"a\r\nb\r\nc\r\n", "*** Update File: t.txt\n@@\n a\n-b\n+B\n@@\n c\n+d\n*** End of File\n",
+         "a\r\nB\r\nc\r\nd\r\n"},
+        {"foo\r\r\nbar\r\n", "*** Update File: t.txt\n@@\n+BAZ\n*** End of File\n",
+         "foo\r\r\nbar\r\nBAZ\r\n"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        if (cases[i].before)
+            tu_write(f->dir, "t.txt", cases[i].before, 0644);
+        else if (tu_exists(f->dir, "t.txt"))
+            tu_write(f->dir, "t.txt", "", 0644);
+        char patch[1024];
+        snprintf(patch, sizeof(patch), "*** Begin Patch\n%s*** End Patch\n", cases[i].body);
+        sp_patch_opts o = SP_PATCH_OPTS_INIT;
+        o.allow_overwrite = true;
+        sp_patch_result_free(apply_opts(f->fs, patch, &o));
+        assert_content(f->dir, "t.txt", cases[i].after);
+    }
+    /* Move (then the source is gone) and delete. */
+    tu_write(f->dir, "src.txt", "line\n", 0644);
+    apply_free(
+        f->fs,
+        "*** Begin Patch\n*** Update File: src.txt\n*** Move to: dst.txt\n@@\n-line\n+line2\n"
+        "*** End Patch\n");
+    assert_false(tu_exists(f->dir, "src.txt"));
+    assert_content(f->dir, "dst.txt", "line2\n");
+    apply_free(f->fs, "*** Begin Patch\n*** Delete File: dst.txt\n*** End Patch\n");
+    assert_false(tu_exists(f->dir, "dst.txt"));
+}
+
 /* Anything but `apply_patch` or `cd DIR && apply_patch` before `<<` is
  * refused and changes nothing: Codex does not take it as a patch either
  * (its tests: cd with ';', '||', '|', two cd, echo before, cd with two
@@ -1456,6 +1516,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_codex_whitespace, setup, teardown),
         cmocka_unit_test_setup_teardown(test_codex_heredoc, setup, teardown),
         cmocka_unit_test_setup_teardown(test_codex_heredoc_refused, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_codex_unit_outcomes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_codex_heredoc_cd, setup, teardown),
         cmocka_unit_test_setup_teardown(test_codex_parse_errors, setup, teardown),
         cmocka_unit_test_setup_teardown(test_codex_not_applying, setup, teardown),
