@@ -322,7 +322,9 @@ static int find_heredoc(const lines *L, size_t fb, size_t fe, heredoc *h, sp_err
         return 0;
     pline open = trim(L->v[fb]), word;
     bool dash = false;
-    if (starts(open, "***") || !heredoc_tail(&open, &word, &dash))
+    /* A patch's own first line may hold "<<" (a file name, a mail). */
+    if (starts(open, "***") || starts(open, "diff ") || starts(open, "--- ") ||
+        starts(open, "Index: ") || starts(open, "From ") || !heredoc_tail(&open, &word, &dash))
         return 0;
     pline pre = trim(open);
     char *what = NULL;

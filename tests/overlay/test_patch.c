@@ -414,6 +414,10 @@ static void test_codex_heredoc(void **state)
     apply_err(f->fs, "<<EOF\n*** Begin Patch\n*** Update File: s.sh\nEOF\n", SP_EINVAL,
               "the patch ends without '*** End Patch'");
     assert_false(tu_exists(f->dir, "m.txt"));
+    /* A diff whose first line holds "<<" is no heredoc. */
+    apply_free(f->fs, "diff --git a/x<<EOF b/x<<EOF\nnew file mode 100644\n--- /dev/null\n"
+                      "+++ b/x<<EOF\n@@ -0,0 +1 @@\n+x\n");
+    assert_content(f->dir, "x<<EOF", "x\n");
 }
 
 /* The outcomes of Codex's own unit tests (codex-rs/apply-patch lib.rs and
