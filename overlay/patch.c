@@ -914,6 +914,32 @@ int sp_patch_parse(sp_patch_result **out, const char *patch, size_t len, const s
     return 0;
 }
 
+/* `cd DIR &&` before the heredoc: DIR must be a folder inside the root
+ * (a symlink to one is followed, as a shell would). */
+static int check_workdir(sp_fs *fs, const char *dir, sp_error **err)
+{
+    sp_error *e = NULL;
+    int fd = sp_fs_openat(fs, dir, O_RDONLY | O_DIRECTORY, 0, true, &e);
+    if (fd >= 0) {
+        close(fd);
+        return 0;
+    }
+    int no = e ? e->sys_errno : 0;
+    if (no == ENOENT) {
+        sp_error_free(e);
+        return sp_err_set(err, SP_ENOTFOUND, ENOENT,
+                          "cd %s: no such folder in the workspace; nothing was changed", dir);
+    }
+    if (no == ENOTDIR) {
+        sp_error_free(e);
+        return sp_err_reason(
+            err, SP_R_NOT_DIRECTORY,
+            sp_err_set(err, SP_EINVAL, ENOTDIR, "cd %s: not a folder; nothing was changed", dir));
+    }
+    int r = pass_err(err, e);
+    return sp_err_wrap(err, r, "cd %s", dir);
+}
+
 int sp_fs_apply_patch(sp_patch_result **out, sp_fs *fs, const char *patch, size_t len,
                       const sp_patch_opts *opts, sp_error **err)
 {
@@ -939,6 +965,8 @@ int sp_fs_apply_patch(sp_patch_result **out, sp_fs *fs, const char *patch, size_
     p.allow_overwrite = o.allow_overwrite;
     sp_patch_result *res = new_result(&pp, o.dry_run);
 
+    if (pp.workdir && (r = check_workdir(fs, pp.workdir, err)) < 0)
+        goto done;
     if (!o.dry_run && pp.n && (r = sp_fs_check_writable(fs, pp.ops[0].path, err)) < 0)
         goto done;
     for (size_t i = 0; i < pp.n && r == 0; i++) {

@@ -54,6 +54,9 @@ typedef struct pp_op {
 
 typedef struct pp_patch {
     sp_patch_format format;
+    /* The folder a heredoc's `cd DIR &&` names, normalized (NULL: the
+     * root); the paths of ops are already in it. */
+    char *workdir;
     pp_op *ops;
     size_t n;
 } pp_patch;
@@ -68,7 +71,8 @@ void pp_patch_dispose(pp_patch *p);
 int pt_apply_codex(sp_buf *out, const char *data, size_t len, const pp_op *op, const char *display,
                    sp_error **err);
 
-/* Apply the hunks of a unified diff strictly to `data`. */
+/* Apply the hunks of a unified diff to `data`, placed as git apply places
+ * them. */
 int pt_apply_unified(sp_buf *out, const char *data, size_t len, const pp_op *op,
                      const char *display, sp_error **err);
 

@@ -2,9 +2,10 @@
  *
  * Both formats are read as an array of lines that point into the caller's
  * text, each with its 1-based line number so that every parse error can
- * name the patch line it is about. The Codex envelope is parsed leniently
- * (whitespace around markers, a heredoc wrapper, CRLF line ends); unified
- * diffs strictly, in the dialect git apply accepts. Paths are normalized
+ * name the patch line it is about. A shell heredoc around either format is
+ * read as Codex reads it (find_heredoc). The Codex envelope is parsed
+ * leniently (whitespace around markers, CRLF line ends); unified diffs
+ * strictly, in the dialect git apply accepts. Paths are normalized
  * here with the sp_fs rules, so an escaping path is refused before any
  * file is looked at. */
 #include <stdio.h>
@@ -114,12 +115,20 @@ static char *quoted(pline l)
     return sp_buf_steal(&b);
 }
 
-/* Normalize a path named by the patch. */
-static int norm_path(char **out, const char *path, size_t len, size_t no, sp_error **err)
+/* Normalize a path named by the patch; a relative one is taken in the
+ * folder a heredoc's `cd DIR &&` names. */
+static int norm_path(const pp_patch *p, char **out, const char *path, size_t len, size_t no,
+                     sp_error **err)
 {
     *out = NULL;
     if (len == 0)
         return perr(err, no, "the file path is missing");
+    cleanup_free char *joined = NULL;
+    if (p->workdir && path[0] != '/') {
+        joined = sp_xasprintf("%s/%.*s", p->workdir, (int)len, path);
+        path = joined;
+        len = strlen(joined);
+    }
     int r = sp_fs_path_normalize(out, path, len, err);
     if (r < 0)
         return sp_err_wrap(err, r, "patch line %zu", no);
@@ -181,63 +190,243 @@ void pp_patch_dispose(pp_patch *p)
         sp_buf_dispose(&op->content);
     }
     free(p->ops);
+    free(p->workdir);
     p->ops = NULL;
+    p->workdir = NULL;
     p->n = 0;
 }
 
 /* --------------------------------------------------------- envelope -- */
 
-/* A shell heredoc opener: `... <<'EOF'`, `<<"EOF"`, `<<EOF`, `<<-EOF`.
- * Sets the delimiter word. */
-static bool heredoc_open(pline l, pline *word)
+/* The shell wrappers a model puts around a patch, as Codex reads them:
+ *
+ *   apply_patch <<'EOF'            (also <<"EOF", <<EOF, <<-EOF, applypatch)
+ *   cd DIR && apply_patch <<'EOF'  (the patch's paths are then in DIR)
+ *   <<'EOF'                        (Codex's lenient form: the bare heredoc)
+ *   ...
+ *   EOF
+ *
+ * The body is taken as written (no shell expansion, as Codex takes it).
+ * Anything else before `<<` is refused: it would run in a shell, and
+ * dropping it would apply the patch somewhere else than the model meant. */
+
+typedef struct heredoc {
+    bool found;
+    size_t b, e;  /* the body: lines [b, e) */
+    char *cd;     /* DIR of `cd DIR &&`, as written after unquoting */
+    size_t cd_no; /* its patch line */
+} heredoc;
+
+static bool word_char(char c)
 {
-    const char *p = memmem(l.s, l.len, "<<", 2);
-    if (!p)
+    return c == '_' || c == '-' || c == '.' || (c >= '0' && c <= '9') || (c >= 'A' && c <= 'Z') ||
+           (c >= 'a' && c <= 'z');
+}
+
+static void skip_blanks(pline *l)
+{
+    while (l->len && (l->s[0] == ' ' || l->s[0] == '\t')) {
+        l->s++;
+        l->len--;
+    }
+}
+
+/* Eat `word` at the start of l if a blank or the end follows it. */
+static bool eat_word(pline *l, const char *word)
+{
+    size_t n = strlen(word);
+    if (l->len < n || memcmp(l->s, word, n) != 0)
         return false;
-    const char *end = l.s + l.len;
-    p += 2;
-    if (p < end && *p == '-')
-        p++;
-    while (p < end && (*p == ' ' || *p == '\t'))
-        p++;
-    char q = 0;
-    if (p < end && (*p == '\'' || *p == '"'))
-        q = *p++;
-    const char *w = p;
-    while (p < end && (*p == '_' || *p == '-' || *p == '.' || (*p >= '0' && *p <= '9') ||
-                       (*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z')))
-        p++;
-    if (p == w || (q && (p >= end || *p != q)))
+    if (l->len > n && l->s[n] != ' ' && l->s[n] != '\t' && l->s[n] != '<')
         return false;
-    word->s = w;
-    word->len = (size_t)(p - w);
+    *l = after(*l, n);
+    skip_blanks(l);
     return true;
 }
 
-/* The lines [*b, *e) that hold the patch: a heredoc wrapper is dropped,
- * and with trim_blank the blank lines around the patch too. A unified
- * diff keeps its blank-looking lines: " " is an empty context line. */
-static void envelope(const lines *L, bool trim_blank, size_t *b, size_t *e)
+/* The redirection at the end of an opener line: `<<[-] WORD`, WORD bare or
+ * in quotes, nothing after it. Sets the delimiter, `dash`, and cuts l to
+ * what comes before `<<`. */
+static bool heredoc_tail(pline *l, pline *word, bool *dash)
+{
+    for (size_t k = l->len; k-- > 1;) {
+        if (l->s[k - 1] != '<' || l->s[k] != '<')
+            continue;
+        pline t = after(*l, k + 1);
+        *dash = t.len && t.s[0] == '-';
+        if (*dash)
+            t = after(t, 1);
+        skip_blanks(&t);
+        char q = t.len && (t.s[0] == '\'' || t.s[0] == '"') ? t.s[0] : 0;
+        if (q)
+            t = after(t, 1);
+        size_t w = 0;
+        while (w < t.len && word_char(t.s[w]))
+            w++;
+        if (w == 0 || (q && (w >= t.len || t.s[w] != q)))
+            return false;
+        pline rest = after(t, w + (q ? 1 : 0));
+        if (trim(rest).len)
+            return false;
+        *word = (pline){t.s, w, l->no};
+        l->len = k - 1;
+        return true;
+    }
+    return false;
+}
+
+/* The folder of `cd DIR`: a bare word, 'single quoted' or "double quoted"
+ * without expansions. */
+static int cd_arg(pline *l, char **out, sp_error **err)
+{
+    size_t no = l->no;
+    if (!l->len)
+        return perr(err, no, "'cd' needs a folder before '&&'");
+    char q = l->s[0] == '\'' || l->s[0] == '"' ? l->s[0] : 0;
+    size_t i = q ? 1 : 0, start = i;
+    for (; i < l->len; i++) {
+        char c = l->s[i];
+        if (q && c == q)
+            break;
+        if (!q && strchr(" \t;&|<>()", c))
+            break; /* the end of a bare word */
+        bool special = q == '\''  ? false
+                       : q == '"' ? c == '$' || c == '`' || c == '\\'
+                                  : strchr("$`\\'\"*?[]{}#~!", c) != NULL;
+        if (special) {
+            char *x = quoted(*l);
+            int r = perr(err, no,
+                         "the folder after 'cd' must be a plain path (no variables, quotes "
+                         "inside it, globs or '~'), found %s",
+                         x);
+            free(x);
+            return r;
+        }
+    }
+    if (q && i >= l->len)
+        return perr(err, no, "unterminated quote in the folder after 'cd'");
+    if (i == start)
+        return perr(err, no, "'cd' needs a folder before '&&'");
+    *out = sp_xstrndup(l->s + start, i - start);
+    *l = after(*l, i + (q ? 1 : 0));
+    skip_blanks(l);
+    return 0;
+}
+
+/* Recognize and check the wrapper around lines [fb, fe) (blank lines
+ * around them dropped already). */
+static int find_heredoc(const lines *L, size_t fb, size_t fe, heredoc *h, sp_error **err)
+{
+    memset(h, 0, sizeof(*h));
+    if (fe <= fb)
+        return 0;
+    pline open = trim(L->v[fb]), word;
+    bool dash = false;
+    /* A patch's own first line may hold "<<" (a file name, a mail). */
+    if (starts(open, "***") || starts(open, "diff ") || starts(open, "--- ") ||
+        starts(open, "Index: ") || starts(open, "From ") || !heredoc_tail(&open, &word, &dash))
+        return 0;
+    pline pre = trim(open);
+    char *what = NULL;
+    if (pre.len) {
+        if (eat_word(&pre, "cd")) {
+            int r = cd_arg(&pre, &h->cd, err);
+            if (r < 0)
+                return r;
+            h->cd_no = L->v[fb].no;
+            if (pre.len >= 2 && memcmp(pre.s, "&&", 2) == 0) {
+                pre = after(pre, 2);
+                skip_blanks(&pre);
+            } else {
+                free(h->cd);
+                h->cd = NULL;
+                what = "only '&&' may join 'cd DIR' and 'apply_patch'";
+            }
+        }
+        if (!what && !eat_word(&pre, "apply_patch") && !eat_word(&pre, "applypatch"))
+            what = "only 'apply_patch', 'applypatch' or 'cd DIR && apply_patch' may come "
+                   "before '<<'";
+        else if (!what && pre.len)
+            what = "'apply_patch' takes no arguments before '<<'";
+        if (what) {
+            char *q = quoted(L->v[fb]);
+            int r = perr(err, L->v[fb].no,
+                         "%s, found %s (write 'apply_patch <<'EOF'' on the "
+                         "first line, or send the patch without a heredoc)",
+                         what, q);
+            free(q);
+            free(h->cd);
+            h->cd = NULL;
+            return r;
+        }
+    }
+    /* The closing line: the delimiter alone (leading tabs dropped with
+     * <<-), as a shell ends the heredoc; a last line that is the delimiter
+     * with spaces around it is taken too. */
+    size_t close = fe;
+    for (size_t k = fb + 1; k < fe && close == fe; k++) {
+        pline l = L->v[k];
+        while (dash && l.len && l.s[0] == '\t')
+            l = after(l, 1);
+        while (l.len && is_space(l.s[l.len - 1]))
+            l.len--;
+        if (l.len == word.len && memcmp(l.s, word.s, word.len) == 0)
+            close = k;
+    }
+    if (close == fe && fe - fb >= 2) {
+        pline last = trim(L->v[fe - 1]);
+        if (last.len == word.len && memcmp(last.s, word.s, word.len) == 0)
+            close = fe - 1;
+    }
+    if (close == fe) {
+        free(h->cd);
+        h->cd = NULL;
+        return perr(err, L->v[fe - 1].no,
+                    "the heredoc opened on line %zu is not closed: end the patch with a line "
+                    "'%.*s'",
+                    L->v[fb].no, (int)word.len, word.s);
+    }
+    if (close + 1 < fe) {
+        free(h->cd);
+        h->cd = NULL;
+        return perr(err, L->v[close + 1].no,
+                    "text after the line '%.*s' that closes the heredoc (a shell would run it "
+                    "as commands)",
+                    (int)word.len, word.s);
+    }
+    h->found = true;
+    h->b = fb + 1;
+    h->e = close;
+    return 0;
+}
+
+/* Where the patch is in L: [*b, *e), a heredoc wrapper dropped. */
+static int unwrap(const lines *L, size_t *b, size_t *e, heredoc *h, sp_error **err)
 {
     size_t fb = 0, fe = L->n;
     while (fb < fe && blank(L->v[fb]))
         fb++;
     while (fe > fb && blank(L->v[fe - 1]))
         fe--;
-    *b = trim_blank ? fb : 0;
-    *e = trim_blank ? fe : L->n;
-    pline word;
-    if (fe - fb >= 2 && heredoc_open(L->v[fb], &word)) {
-        pline last = trim(L->v[fe - 1]);
-        if (last.len == word.len && memcmp(last.s, word.s, word.len) == 0) {
-            *b = fb + 1;
-            *e = fe - 1;
-            while (trim_blank && *b < *e && blank(L->v[*b]))
-                (*b)++;
-            while (trim_blank && *e > *b && blank(L->v[*e - 1]))
-                (*e)--;
-        }
-    }
+    int r = find_heredoc(L, fb, fe, h, err);
+    if (r < 0)
+        return r;
+    *b = h->found ? h->b : 0;
+    *e = h->found ? h->e : L->n;
+    return 0;
+}
+
+/* The lines [*b, *e) that hold the patch, without the blank lines around
+ * it with trim_blank. A unified diff keeps its blank-looking lines: " " is
+ * an empty context line. */
+static void envelope(const lines *L, bool trim_blank, size_t *b, size_t *e)
+{
+    *b = 0;
+    *e = L->n;
+    while (trim_blank && *b < *e && blank(L->v[*b]))
+        (*b)++;
+    while (trim_blank && *e > *b && blank(L->v[*e - 1]))
+        (*e)--;
 }
 
 /* ------------------------------------------------------------ Codex -- */
@@ -251,10 +440,10 @@ static void envelope(const lines *L, bool trim_blank, size_t *b, size_t *e)
 #define END_OF_FILE "*** End of File"
 
 /* The path after a marker like "*** Add File:". */
-static int marker_path(char **out, pline t, const char *marker, sp_error **err)
+static int marker_path(const pp_patch *p, char **out, pline t, const char *marker, sp_error **err)
 {
     pline rest = trim(after(t, strlen(marker)));
-    return norm_path(out, rest.s, rest.len, t.no, err);
+    return norm_path(p, out, rest.s, rest.len, t.no, err);
 }
 
 /* A "@@" header written the unified way ("@@ -12,5 +12,6 @@ ...") by a
@@ -378,7 +567,7 @@ static int parse_codex(pp_patch *p, const lines *L, sp_error **err)
         int r;
         if (starts(t, ADD_FILE)) {
             pp_op *op = new_op(p, SP_PATCH_ADD, l.no);
-            if ((r = marker_path(&op->path, t, ADD_FILE, err)) < 0)
+            if ((r = marker_path(p, &op->path, t, ADD_FILE, err)) < 0)
                 return r;
             sp_buf_add(&op->content, "", 0);
             for (i++; i < end && L->v[i].len && L->v[i].s[0] == '+'; i++) {
@@ -398,18 +587,18 @@ static int parse_codex(pp_patch *p, const lines *L, sp_error **err)
                             op->path);
         } else if (starts(t, DELETE_FILE)) {
             pp_op *op = new_op(p, SP_PATCH_DELETE, l.no);
-            if ((r = marker_path(&op->path, t, DELETE_FILE, err)) < 0)
+            if ((r = marker_path(p, &op->path, t, DELETE_FILE, err)) < 0)
                 return r;
             i++;
         } else if (starts(t, UPDATE_FILE)) {
             pp_op *op = new_op(p, SP_PATCH_UPDATE, l.no);
-            if ((r = marker_path(&op->path, t, UPDATE_FILE, err)) < 0)
+            if ((r = marker_path(p, &op->path, t, UPDATE_FILE, err)) < 0)
                 return r;
             i++;
             while (i < end && blank(L->v[i]))
                 i++;
             if (i < end && starts(trim(L->v[i]), MOVE_TO)) {
-                if ((r = marker_path(&op->new_path, trim(L->v[i]), MOVE_TO, err)) < 0)
+                if ((r = marker_path(p, &op->new_path, trim(L->v[i]), MOVE_TO, err)) < 0)
                     return r;
                 i++;
                 if (strcmp(op->new_path, op->path) == 0) {
@@ -433,6 +622,12 @@ static int parse_codex(pp_patch *p, const lines *L, sp_error **err)
             return r;
         }
     }
+    if (p->n == 0)
+        /* Codex's own words for it. */
+        return sp_err_reason(err, SP_R_PATCH_PARSE,
+                             sp_err_set(err, SP_EINVAL, 0,
+                                        "No files were modified. (the patch has no '" ADD_FILE
+                                        "', '" DELETE_FILE "' or '" UPDATE_FILE "' section)"));
     return 0;
 }
 
@@ -668,8 +863,7 @@ static bool hunk_header(pline l, pp_hunk *h)
         return false;
     if (end - p < 3 || memcmp(p, " @@", 3) != 0)
         return false;
-    if (h->old_start == 0 && h->old_count != 0)
-        return false;
+    /* git apply takes "-0,N" too (and pins such a hunk to the start). */
     return true;
 }
 
@@ -909,10 +1103,10 @@ static int unified_op(pp_patch *p, struct uhdr *h, size_t no, pp_op **out, sp_er
         return perr(err, no, "cannot tell which file this diff is about");
 
     pp_op *op = new_op(p, action, no);
-    int r = norm_path(&op->path, path, strlen(path), no, err);
+    int r = norm_path(p, &op->path, path, strlen(path), no, err);
     if (r < 0)
         return r;
-    if (new_path && (r = norm_path(&op->new_path, new_path, strlen(new_path), no, err)) < 0)
+    if (new_path && (r = norm_path(p, &op->new_path, new_path, strlen(new_path), no, err)) < 0)
         return r;
     op->mode = action == SP_PATCH_DELETE ? 0 : (h->new_mode ? h->new_mode : 0);
     *out = op;
@@ -1041,31 +1235,65 @@ static sp_patch_format detect(const lines *L)
     return SP_PATCH_AUTO;
 }
 
+/* The folder of `cd DIR &&`, normalized; NULL for the root. */
+static int set_workdir(pp_patch *p, const heredoc *h, sp_error **err)
+{
+    if (!h->cd)
+        return 0;
+    char *w = NULL;
+    int r = sp_fs_path_normalize(&w, h->cd, strlen(h->cd), err);
+    if (r < 0)
+        return sp_err_wrap(err, r, "patch line %zu: cd %s", h->cd_no, h->cd);
+    if (strcmp(w, ".") == 0)
+        free(w);
+    else
+        p->workdir = w;
+    return 0;
+}
+
 int pp_parse(pp_patch *out, const char *text, size_t len, sp_patch_format fmt, sp_error **err)
 {
     memset(out, 0, sizeof(*out));
     if (fmt != SP_PATCH_AUTO && fmt != SP_PATCH_CODEX && fmt != SP_PATCH_UNIFIED)
         return sp_err_set(err, SP_EINVAL, 0, "unknown patch format %d", (int)fmt);
     lines L = {NULL, 0};
-    int r;
-    if (fmt == SP_PATCH_AUTO) {
-        split_lines(&L, text, len, false);
-        fmt = detect(&L);
+    heredoc h;
+    size_t b, e;
+    split_lines(&L, text, len, false);
+    int r = unwrap(&L, &b, &e, &h, err);
+    if (r < 0) {
         free(L.v);
-        if (fmt == SP_PATCH_AUTO)
-            return sp_err_set(err, SP_EINVAL, 0,
-                              "not a patch: expected '" BEGIN_PATCH
-                              "' or a unified diff ('--- a/FILE', '+++ b/FILE', '@@ ... @@')");
+        return r;
     }
+    if (fmt == SP_PATCH_AUTO) {
+        lines body = {L.v + b, e - b};
+        fmt = detect(&body);
+        if (fmt == SP_PATCH_AUTO) {
+            free(L.v);
+            free(h.cd);
+            return sp_err_reason(
+                err, SP_R_PATCH_PARSE,
+                sp_err_set(err, SP_EINVAL, 0,
+                           "not a patch: expected '" BEGIN_PATCH
+                           "' or a unified diff ('--- a/FILE', '+++ b/FILE', '@@ ... @@')"));
+        }
+    }
+    free(L.v);
     /* CRLF line ends are part of the content in a unified diff (a file
-     * with CRLF lines has them in its diff) but noise around Codex lines. */
+     * with CRLF lines has them in its diff) but noise around Codex lines.
+     * Either way the lines are the same ones, so [b, e) still holds. */
     split_lines(&L, text, len, fmt == SP_PATCH_CODEX);
-    if (fmt == SP_PATCH_UNIFIED && crlf_transport(&L)) {
+    lines body = {L.v + b, e - b};
+    if (fmt == SP_PATCH_UNIFIED && crlf_transport(&body)) {
         free(L.v);
         split_lines(&L, text, len, true);
+        body.v = L.v + b;
     }
     out->format = fmt;
-    r = fmt == SP_PATCH_CODEX ? parse_codex(out, &L, err) : parse_unified(out, &L, err);
+    r = set_workdir(out, &h, err);
+    free(h.cd);
+    if (r == 0)
+        r = fmt == SP_PATCH_CODEX ? parse_codex(out, &body, err) : parse_unified(out, &body, err);
     free(L.v);
     if (r < 0)
         pp_patch_dispose(out);

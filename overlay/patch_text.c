@@ -486,16 +486,105 @@ done:
 
 /* ---------------------------------------------------------- unified -- */
 
-static bool uline_eq(const fline *f, const pp_bline *b)
+/* Unified hunks are placed the way `git apply` places them (apply.c:
+ * apply_one_fragment, find_pos, match_fragment, update_image), so that a
+ * diff gives what git gives, line numbers off or not:
+ *
+ * - the file is an image that each hunk changes in turn; a hunk is looked
+ *   for from the line its header gives on the new side (its "+" start, which
+ *   counts the earlier hunks' changes), then one line after, one before,
+ *   two after, two before, ... to both ends of the file: the nearest match
+ *   wins, the later one on a tie;
+ * - its old lines (context and removed) must match byte for byte, line
+ *   endings included (no fuzz, no whitespace leniency);
+ * - a hunk whose old side starts at line 0 or 1 must match at the start of
+ *   the file, and a hunk without context after its change at the end;
+ * - no hunk may match lines an earlier hunk wrote.
+ *
+ * git needs --unidiff-zero for hunks without any context (diff -U0); a file
+ * whose hunks all lack context is applied that way: only an old start of 0
+ * pins the start, nothing pins the end. */
+
+typedef struct iline {
+    const char *s;
+    size_t len;   /* without the '\n' */
+    bool nl;      /* followed by '\n' */
+    bool patched; /* written by an earlier hunk */
+    uint32_t hash;
+} iline;
+
+typedef struct image {
+    iline *v;
+    size_t n, cap;
+} image;
+
+/* git's hash_line(): the bytes that are not spaces (git's isspace: space,
+ * tab, LF, CR). */
+static uint32_t git_hash(const char *s, size_t len)
 {
-    return f->len == b->len && memcmp(f->s, b->s, b->len) == 0 &&
-           (b->no_eol ? f->eol == EOL_NONE : f->eol != EOL_NONE);
+    uint32_t h = 0;
+    for (size_t i = 0; i < len; i++)
+        if (s[i] != ' ' && s[i] != '\t' && s[i] != '\n' && s[i] != '\r')
+            h = h * 3 + (unsigned char)s[i];
+    return h;
 }
 
-/* Equal but for whitespace, anywhere in the line (and the line ending). */
-static bool uline_loose_eq(const fline *f, const pp_bline *b)
+static iline mk_iline(const char *s, size_t len, bool nl)
 {
-    const char *x = f->s, *xe = f->s + f->len, *y = b->s, *ye = b->s + b->len;
+    return (iline){s, len, nl, false, git_hash(s, len)};
+}
+
+/* The old (op != '+') or new (op != '-') side of a hunk. */
+static void hunk_side(image *side, const pp_hunk *h, char skip)
+{
+    side->n = 0;
+    if (side->cap < h->n_lines + 1) {
+        side->cap = h->n_lines + 1;
+        side->v = sp_xrealloc(side->v, side->cap * sizeof(iline));
+    }
+    for (size_t j = 0; j < h->n_lines; j++)
+        if (h->lines[j].op != skip)
+            side->v[side->n++] = mk_iline(h->lines[j].s, h->lines[j].len, !h->lines[j].no_eol);
+}
+
+/* The bytes of pre, from the start of line `at`, are the image's (to its
+ * very end with at_end): git compares the preimage as one buffer. */
+static bool same_bytes(const image *img, size_t at, const image *pre, bool at_end)
+{
+    size_t li = at, off = 0;
+    for (size_t i = 0; i < pre->n; i++) {
+        const iline *p = &pre->v[i];
+        for (size_t k = 0; k < p->len + p->nl; k++) {
+            while (li < img->n && off == img->v[li].len + img->v[li].nl) {
+                li++;
+                off = 0;
+            }
+            if (li >= img->n)
+                return false;
+            const iline *l = &img->v[li];
+            char pc = k < p->len ? p->s[k] : '\n';
+            char ic = off < l->len ? l->s[off] : '\n';
+            if (pc != ic)
+                return false;
+            off++;
+        }
+    }
+    while (at_end && li < img->n && off == img->v[li].len + img->v[li].nl) {
+        li++;
+        off = 0;
+    }
+    return !at_end || li >= img->n;
+}
+
+typedef struct place {
+    bool beginning, end; /* must match at the start, at the end */
+    bool overlap;        /* may match lines an earlier hunk wrote (hints) */
+    bool loose;          /* whitespace ignored (hints) */
+} place;
+
+static bool loose_eq(const iline *a, const iline *b)
+{
+    const char *x = a->s, *xe = a->s + a->len, *y = b->s, *ye = b->s + b->len;
     for (;;) {
         while (x < xe && ws(*x))
             x++;
@@ -508,36 +597,54 @@ static bool uline_loose_eq(const fline *f, const pp_bline *b)
     }
 }
 
-/* Does the preimage (pre, np lines) match at `at`? */
-static bool pre_at(const fline *fl, size_t nf, const pp_bline *const *pre, size_t np, size_t at,
-                   bool loose)
+/* git's match_fragment() without whitespace fixing. */
+static bool fits(const image *img, size_t at, const image *pre, place how)
 {
-    if (at > nf || np > nf - at)
+    if (pre->n > img->n || at > img->n - pre->n)
         return false;
-    for (size_t j = 0; j < np; j++)
-        if (!(loose ? uline_loose_eq(&fl[at + j], pre[j]) : uline_eq(&fl[at + j], pre[j])))
+    if ((how.end && at + pre->n != img->n) || (how.beginning && at != 0))
+        return false;
+    for (size_t i = 0; i < pre->n; i++) {
+        const iline *l = &img->v[at + i];
+        if (l->patched && !how.overlap)
             return false;
-    return true;
+        if (how.loose ? !loose_eq(l, &pre->v[i]) : l->hash != pre->v[i].hash)
+            return false;
+    }
+    return how.loose || same_bytes(img, at, pre, how.end);
 }
 
-/* The match nearest `want`, or false. */
-static bool pre_nearest(const fline *fl, size_t nf, const pp_bline *const *pre, size_t np,
-                        size_t want, bool loose, size_t *at)
+/* git's find_pos(): the match nearest `line`, looking after it first. */
+static bool find_pos(const image *img, const image *pre, size_t line, place how, size_t *found)
 {
-    if (np > nf)
-        return false;
-    size_t last = nf - np;
-    for (size_t d = 0; d <= (want > last ? want : last); d++) {
-        if (want >= d && want - d <= last && pre_at(fl, nf, pre, np, want - d, loose)) {
-            *at = want - d;
+    size_t n = img->n;
+    if (how.beginning)
+        line = 0;
+    else if (how.end)
+        line = pre->n <= n ? n - pre->n : n;
+    if (line > n)
+        line = n;
+    size_t back = line, fwd = line, cur = line;
+    for (unsigned long i = 0;; i++) {
+        if (fits(img, cur, pre, how)) {
+            *found = cur;
             return true;
         }
-        if (d && want + d <= last && pre_at(fl, nf, pre, np, want + d, loose)) {
-            *at = want + d;
-            return true;
+        for (;; i++) {
+            if (back == 0 && fwd == n)
+                return false;
+            if (i & 1) {
+                if (back == 0)
+                    continue;
+                cur = --back;
+            } else {
+                if (fwd == n)
+                    continue;
+                cur = ++fwd;
+            }
+            break;
         }
     }
-    return false;
 }
 
 static int hunk_fail(sp_error **err, size_t k, const pp_hunk *h, const char *display, size_t line,
@@ -552,41 +659,94 @@ static int hunk_fail(sp_error **err, size_t k, const pp_hunk *h, const char *dis
     return r;
 }
 
-/* Why the preimage does not match at `at`, and where it would. */
-static void unified_hint(sp_buf *why, const fline *fl, size_t nf, const pp_bline *const *pre,
-                         size_t np, size_t at)
+/* Why the hunk's old lines fit nowhere, and what comes closest. */
+static void unified_hint(sp_buf *why, const image *img, const image *pre, size_t line, place how)
 {
-    size_t found;
-    if (pre_nearest(fl, nf, pre, np, at, false, &found)) {
-        sp_buf_printf(why, "its context was found at line %zu", found + 1);
+    size_t found, n = img->n;
+    if (pre->n > n) {
+        sp_buf_printf(why, "the file has only %zu line%s, the hunk needs %zu", n, n == 1 ? "" : "s",
+                      pre->n);
         return;
     }
-    /* The first line that differs where the hunk says it goes. */
-    size_t j = 0;
-    while (j < np && at + j < nf && uline_eq(&fl[at + j], pre[j]))
-        j++;
-    const fline *l = at + j < nf ? &fl[at + j] : NULL;
-    if (l && l->len == pre[j]->len && memcmp(l->s, pre[j]->s, l->len) == 0) {
-        sp_buf_printf(why, "line %zu %s a newline at its end", at + j + 1,
-                      l->eol == EOL_NONE ? "lacks" : "has");
+    if (pre->n == 0) {
+        sp_buf_printf(why, "a hunk without old lines must go at the %s of the file",
+                      how.beginning ? "start" : "end");
         return;
     }
-    if (pre_nearest(fl, nf, pre, np, at, true, &found)) {
+    place free_pos = {false, false, false, false};
+    if ((how.beginning || how.end) && find_pos(img, pre, line, free_pos, &found)) {
+        if (how.beginning)
+            sp_buf_printf(why,
+                          "a hunk that starts at line %s must match at the start of the file (git "
+                          "apply requires it too), but its lines are at line %zu",
+                          how.end ? "0 or 1" : "1", found + 1);
+        else
+            sp_buf_printf(why,
+                          "it has no context after its change, so it must match at the end of "
+                          "the file (git apply requires it too), but its lines are at line %zu "
+                          "of %zu",
+                          found + 1, n);
+        return;
+    }
+    place overlap = {how.beginning, how.end, true, false};
+    if (find_pos(img, pre, line, overlap, &found)) {
         sp_buf_printf(why,
-                      "its lines match at line %zu only if whitespace and line endings are "
-                      "ignored",
+                      "its lines are only at line %zu, which an earlier hunk of this diff already "
+                      "changed",
                       found + 1);
         return;
     }
-    if (!l) {
-        sp_buf_printf(why, "the file has only %zu line%s", nf, nf == 1 ? "" : "s");
+    size_t at = line < n ? line : n - 1;
+    if (n * pre->n <= HINT_MAX_WORK) {
+        place loose = {false, false, true, true};
+        if (find_pos(img, pre, line, loose, &found)) {
+            /* Same text: the line endings differ, or the spaces. */
+            const iline *l = img->v + found, *p = pre->v;
+            size_t j = 0;
+            while (j < pre->n && l[j].len == p[j].len && l[j].nl == p[j].nl &&
+                   memcmp(l[j].s, p[j].s, p[j].len) == 0)
+                j++;
+            if (j < pre->n && l[j].len == p[j].len && memcmp(l[j].s, p[j].s, p[j].len) == 0)
+                sp_buf_printf(why, "line %zu %s a newline at its end", found + j + 1,
+                              img->v[found + j].nl ? "has" : "lacks");
+            else
+                sp_buf_printf(why,
+                              "its lines match at line %zu only if whitespace and line endings "
+                              "are ignored",
+                              found + 1);
+            return;
+        }
+    }
+    /* The first line that differs where the hunk says it goes. */
+    size_t j = 0;
+    while (j < pre->n && at + j < n && img->v[at + j].len == pre->v[j].len &&
+           memcmp(img->v[at + j].s, pre->v[j].s, pre->v[j].len) == 0)
+        j++;
+    if (j >= pre->n || at + j >= n) {
+        sp_buf_printf(why, "the file has only %zu line%s", n, n == 1 ? "" : "s");
         return;
     }
     sp_buf_printf(why, "line %zu is '", at + j + 1);
-    pt_excerpt(why, l->s, l->len, EXCERPT_BYTES);
+    pt_excerpt(why, img->v[at + j].s, img->v[at + j].len, EXCERPT_BYTES);
     sp_buf_adds(why, "' where the hunk expects '");
-    pt_excerpt(why, pre[j]->s, pre[j]->len, EXCERPT_BYTES);
-    sp_buf_adds(why, "', and its context occurs nowhere else");
+    pt_excerpt(why, pre->v[j].s, pre->v[j].len, EXCERPT_BYTES);
+    sp_buf_adds(why, "', and its lines occur nowhere in the file");
+}
+
+/* Put `post` in place of the pre->n lines at `at`, marked as written. */
+static void update_image(image *img, size_t at, size_t old_n, const image *post)
+{
+    size_t need = img->n - old_n + post->n;
+    if (need > img->cap) {
+        img->cap = need + need / 2 + 16;
+        img->v = sp_xrealloc(img->v, img->cap * sizeof(iline));
+    }
+    memmove(img->v + at + post->n, img->v + at + old_n, (img->n - at - old_n) * sizeof(iline));
+    for (size_t i = 0; i < post->n; i++) {
+        img->v[at + i] = post->v[i];
+        img->v[at + i].patched = true;
+    }
+    img->n = need;
 }
 
 int pt_apply_unified(sp_buf *out, const char *data, size_t len, const pp_op *op,
@@ -594,73 +754,48 @@ int pt_apply_unified(sp_buf *out, const char *data, size_t len, const pp_op *op,
 {
     size_t nf = 0;
     fline *fl = split_file(data, len, false, &nf);
-    const pp_bline **pre = NULL;
-    outv o = {NULL, 0, 0};
+    image img = {sp_xmalloc((nf + 1) * sizeof(iline)), 0, nf + 1};
+    for (size_t i = 0; i < nf; i++)
+        img.v[img.n++] = mk_iline(fl[i].s, fl[i].len, fl[i].eol != EOL_NONE);
+    free(fl);
+    image pre = {NULL, 0, 0}, post = {NULL, 0, 0};
     int ret = 0;
-    size_t pos = 0;
+
+    bool zero = true; /* no hunk has context: diff -U0 */
+    for (size_t k = 0; k < op->n_hunks && zero; k++)
+        for (size_t j = 0; j < op->hunks[k].n_lines && zero; j++)
+            zero = op->hunks[k].lines[j].op != ' ';
 
     for (size_t k = 0; k < op->n_hunks; k++) {
         const pp_hunk *h = &op->hunks[k];
-        pre = sp_xrealloc(pre, (h->n_lines ? h->n_lines : 1) * sizeof(*pre));
-        size_t np = 0, lead = 0, trail = 0;
-        for (size_t j = 0; j < h->n_lines; j++)
-            if (h->lines[j].op != '+')
-                pre[np++] = &h->lines[j];
-        while (lead < h->n_lines && h->lines[lead].op == ' ')
-            lead++;
-        while (trail < h->n_lines - lead && h->lines[h->n_lines - 1 - trail].op == ' ')
-            trail++;
-        size_t at = h->old_count == 0 ? h->old_start : h->old_start - 1;
-        size_t shown = h->old_start ? h->old_start : 1;
-        if (at < pos) {
-            ret = hunk_fail(err, k + 1, h, display, shown, "it overlaps the hunk before it");
-            goto done;
-        }
-        if (!pre_at(fl, nf, pre, np, at, false)) {
+        hunk_side(&pre, h, '+');
+        hunk_side(&post, h, '-');
+        size_t trailing = 0;
+        while (trailing < h->n_lines && h->lines[h->n_lines - 1 - trailing].op == ' ')
+            trailing++;
+        place how = {h->old_start == 0 || (h->old_start == 1 && !zero), !zero && trailing == 0,
+                     false, false};
+        size_t line = h->new_start ? h->new_start - 1 : 0, at = 0;
+        if (!find_pos(&img, &pre, line, how, &at)) {
             sp_buf why = SP_BUF_INIT;
-            if (np == 0)
-                sp_buf_printf(&why, "the file has only %zu line%s", nf, nf == 1 ? "" : "s");
-            else
-                unified_hint(&why, fl, nf, pre, np, at);
-            ret = hunk_fail(err, k + 1, h, display, shown, why.data);
+            unified_hint(&why, &img, &pre, line, how);
+            ret = hunk_fail(err, k + 1, h, display, h->old_start ? h->old_start : 1, why.data);
             sp_buf_dispose(&why);
             goto done;
         }
-        /* As git apply: a hunk with context before its change but none
-         * after must end the file (a hunk without any context, from
-         * diff -U0, is taken at its line). */
-        if (trail == 0 && lead > 0 && at + np != nf) {
-            sp_buf why = SP_BUF_INIT;
-            sp_buf_printf(&why,
-                          "it has no context after its change, so it must reach the end of the "
-                          "file, which has %zu more line%s",
-                          nf - at - np, nf - at - np == 1 ? "" : "s");
-            ret = hunk_fail(err, k + 1, h, display, shown, why.data);
-            sp_buf_dispose(&why);
-            goto done;
-        }
-        for (; pos < at; pos++)
-            out_push(&o, fl[pos].s, fl[pos].len, fl[pos].eol);
-        for (size_t j = 0; j < h->n_lines; j++) {
-            const pp_bline *b = &h->lines[j];
-            if (b->op == '+')
-                out_push(&o, b->s, b->len, b->no_eol ? EOL_NONE : EOL_LF);
-            else if (b->op == ' ')
-                out_push(&o, fl[pos].s, fl[pos].len, fl[pos].eol);
-            if (b->op != '+')
-                pos++;
-        }
+        update_image(&img, at, pre.n, &post);
     }
-    for (; pos < nf; pos++)
-        out_push(&o, fl[pos].s, fl[pos].len, fl[pos].eol);
     /* Unified diffs say exactly where newlines are: no endings invented. */
     sp_buf_add(out, "", 0);
-    for (size_t i = 0; i < o.n; i++)
-        put_line(out, o.v[i].s, o.v[i].len, o.v[i].eol);
+    for (size_t i = 0; i < img.n; i++) {
+        sp_buf_add(out, img.v[i].s, img.v[i].len);
+        if (img.v[i].nl)
+            sp_buf_addc(out, '\n');
+    }
 
 done:
-    free(o.v);
-    free(pre);
-    free(fl);
+    free(img.v);
+    free(pre.v);
+    free(post.v);
     return ret;
 }

@@ -252,9 +252,12 @@ int sp_tools_call(char **result, sp_tools *t, const char *name, const char *args
         } else if (!cJSON_IsObject(parsed)) {
             perr =
                 sp_xasprintf("the arguments must be a JSON object, not %s", tools_type_of(parsed));
-        } else if (tool_find(name)) {
+        } else {
             /* Strict specs send null for an argument left out. */
-            tools_drop_nulls(parsed, tool_schema(tool_find(name)));
+            if (tool_find(name))
+                tools_drop_nulls(parsed, tool_schema(tool_find(name)));
+            if (name && strcmp(name, "apply_patch") == 0)
+                perr = tools_patch_alias(parsed);
         }
     }
     int r = dispatch(result, t, name, raw, raw_len, perr ? NULL : parsed, NULL, 0, perr);

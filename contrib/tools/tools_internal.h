@@ -114,6 +114,10 @@ void tools_drop_nulls(cJSON *args, const cJSON *schema);
 bool tools_patch_available(void);
 /* Apply a patch text (either form lands here). */
 int tools_apply_patch(sp_tools *t, const char *patch, size_t len, tool_call *c);
+/* apply_patch's JSON arguments as its schema names them: a "patch" (the
+ * old name, kept as an alias) becomes "input". NULL, or why the
+ * arguments are refused (both given with different texts). */
+char *tools_patch_alias(cJSON *args);
 
 /* Check args against a schema; on failure the message names the field. */
 int schema_check(const cJSON *schema, const cJSON *args, const char *tool, char **msg);

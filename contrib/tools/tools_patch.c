@@ -1,5 +1,6 @@
-/* apply_patch, as a JSON tool ({"patch": "..."}) and as a freeform tool
- * (the patch text itself), both over sp_fs_apply_patch().
+/* apply_patch, as a JSON tool ({"input": "..."}, Codex's argument name;
+ * "patch" is accepted for it) and as a freeform tool (the patch text
+ * itself), both over sp_fs_apply_patch().
  *
  * The engine is built when the library has it (SANDPOD_HAVE_PATCH, set by
  * the build); without it the tool is simply not offered. */
@@ -8,6 +9,7 @@
 #include <string.h>
 
 #include "fs_json.h"
+#include "tools_core.h"
 #include "tools_internal.h"
 
 #ifdef SANDPOD_HAVE_PATCH
@@ -105,8 +107,39 @@ int tools_apply_patch(sp_tools *t, const char *patch, size_t len, tool_call *c)
 
 #endif
 
+char *tools_patch_alias(cJSON *args)
+{
+    cJSON *alias = cJSON_GetObjectItemCaseSensitive(args, "patch");
+    if (!alias)
+        return NULL;
+    if (!cJSON_IsString(alias) && !cJSON_IsNull(alias))
+        return sp_xasprintf("argument 'patch' must be a string, not %s", tools_type_of(alias));
+    const cJSON *input = cJSON_GetObjectItemCaseSensitive(args, "input");
+    if (input && !cJSON_IsNull(input) && !cJSON_IsNull(alias)) {
+        if (cJSON_IsString(input) && strcmp(input->valuestring, alias->valuestring) == 0) {
+            cJSON_DeleteItemFromObjectCaseSensitive(args, "patch");
+            return NULL;
+        }
+        return sp_xstrdup("apply_patch got both 'input' and 'patch' with different texts; "
+                          "'patch' is another name for 'input': send the patch once, as "
+                          "'input'");
+    }
+    if (input) {
+        /* One of them null: the other is the patch. */
+        cJSON_DeleteItemFromObjectCaseSensitive(args, cJSON_IsNull(input) ? "input" : "patch");
+        if (!cJSON_IsNull(input))
+            return NULL;
+    }
+    cJSON *item = cJSON_DetachItemFromObjectCaseSensitive(args, "patch");
+    if (item && !cJSON_AddItemToObject(args, "input", item)) {
+        cJSON_Delete(item);
+        return sp_xstrdup("out of memory");
+    }
+    return NULL;
+}
+
 int tool_apply_patch(sp_tools *t, const cJSON *a, tool_call *c)
 {
-    const char *patch = sp_json_str_or(a, "patch", "");
+    const char *patch = sp_json_str_or(a, "input", "");
     return tools_apply_patch(t, patch, strlen(patch), c);
 }

@@ -187,27 +187,47 @@ static const char GREP_SCHEMA[] =
     "}, \"required\": [\"pattern\"], \"additionalProperties\": false}";
 
 static const char APPLY_PATCH_DESC[] =
-    "Edit files with a patch in this format (paths relative to the workspace):\n"
+    "Use the `apply_patch` tool to edit files. The patch is a small file-oriented diff "
+    "language wrapped in an envelope:\n"
+    "\n"
     "*** Begin Patch\n"
-    "*** Add File: path/new.txt\n"
-    "+every line of the new file, each starting with +\n"
-    "*** Update File: path/old.py\n"
-    "*** Move to: path/renamed.py   (optional)\n"
-    "@@ def context_line():   (optional: a line above the change, to locate it)\n"
-    " unchanged context line (starts with a space)\n"
-    "-line to remove\n"
-    "+line to add\n"
-    "*** Delete File: path/gone.txt\n"
+    "[ one or more file operations ]\n"
     "*** End Patch\n"
-    "Give about 3 lines of context around each change; context and removed lines must match "
-    "the file exactly. The whole patch applies or nothing changes: when a hunk does not "
-    "match, read the file again and rebuild the patch.";
+    "\n"
+    "Each operation starts with one of three headers (paths relative to the workspace):\n"
+    "*** Add File: <path> - create a file; every following line starts with + and is a line "
+    "of it.\n"
+    "*** Delete File: <path> - remove a file; nothing follows.\n"
+    "*** Update File: <path> - change a file in place, optionally followed by "
+    "*** Move to: <new path> to rename it.\n"
+    "An update holds one or more hunks, each introduced by @@ (optionally followed by a line "
+    "of the file, such as a class or function header, that comes before the change and "
+    "locates it). In a hunk, a line starting with a space is context, - is a line to "
+    "remove and + a line to add. Show 3 lines of context above and below each change; when "
+    "that is not unique, add @@ lines to jump to the right class or function. "
+    "*** End of File after a hunk pins it to the end of the file.\n"
+    "\n"
+    "Example:\n"
+    "*** Begin Patch\n"
+    "*** Add File: docs/hello.txt\n"
+    "+Hello world\n"
+    "*** Update File: src/app.py\n"
+    "*** Move to: src/main.py\n"
+    "@@ def greet():\n"
+    "-    print(\"Hi\")\n"
+    "+    print(\"Hello, world!\")\n"
+    "*** Delete File: obsolete.txt\n"
+    "*** End Patch\n"
+    "\n"
+    "Context and removed lines must match the file. The whole patch applies or nothing "
+    "changes: when a hunk does not match, read the file again and rebuild the patch. A "
+    "unified diff (git diff) is accepted too.";
 
 static const char APPLY_PATCH_SCHEMA[] =
     "{\"type\": \"object\", \"properties\": {"
-    "\"patch\": {\"type\": \"string\", \"minLength\": 1, \"description\": \"The whole patch, "
-    "from '*** Begin Patch' to '*** End Patch'.\"}"
-    "}, \"required\": [\"patch\"], \"additionalProperties\": false}";
+    "\"input\": {\"type\": \"string\", \"description\": \"The entire contents of the "
+    "apply_patch command: the patch, from '*** Begin Patch' to '*** End Patch'.\"}"
+    "}, \"required\": [\"input\"], \"additionalProperties\": false}";
 
 static const char SHELL_DESC[] =
     "Run a command line with /bin/sh -c in the sandbox's container (working folder "
@@ -323,7 +343,7 @@ const tool_def tool_defs[] = {
     {"grep", "Search file contents", SP_TOOL_SAFE, 0, GREP_DESC, GREP_SCHEMA, tool_grep, "pattern",
      HINT_READ_ONLY | HINT_IDEMPOTENT},
     {"apply_patch", "Apply a patch", SP_TOOL_DANGEROUS, NEED_WRITE | NEED_PATCH, APPLY_PATCH_DESC,
-     APPLY_PATCH_SCHEMA, tool_apply_patch, NULL, HINT_DESTRUCTIVE},
+     APPLY_PATCH_SCHEMA, tool_apply_patch, "input", HINT_DESTRUCTIVE},
     {"shell", "Run a shell command", SP_TOOL_DANGEROUS, NEED_SANDBOX, SHELL_DESC, SHELL_SCHEMA,
      tool_shell, "command", HINT_DESTRUCTIVE | HINT_OPEN_WORLD},
     {"exec_command", "Start an interactive command", SP_TOOL_DANGEROUS, NEED_SANDBOX,

@@ -389,7 +389,247 @@ static void test_codex_heredoc(void **state)
     /* The closing word must match. */
     apply_err(f->fs,
               "apply_patch <<'EOF'\n*** Begin Patch\n*** Add File: x\n+x\n*** End Patch\nEND\n",
-              SP_EINVAL, "patch line 1");
+              SP_EINVAL,
+              "patch line 6: the heredoc opened on line 1 is not closed: end the patch with a "
+              "line 'EOF'");
+    assert_false(tu_exists(f->dir, "x"));
+    /* Codex's other spellings: applypatch, a space after <<, <<- (tabs
+     * before the closing word), a closing line with spaces around it. */
+    apply_free(f->fs, "applypatch << \"P\"\n*** Begin Patch\n*** Add File: h2.txt\n+2\n"
+                      "*** End Patch\n\tP\n\n");
+    assert_content(f->dir, "h2.txt", "2\n");
+    apply_free(f->fs, "apply_patch <<-EOF\n*** Begin Patch\n*** Delete File: h2.txt\n"
+                      "*** End Patch\n\t\tEOF\n");
+    assert_false(tu_exists(f->dir, "h2.txt"));
+    /* A context line " EOF" does not close the heredoc (a shell reads it
+     * as part of the body too). */
+    tu_write(f->dir, "s.sh", "cat <<EOF\nhi\nEOF\necho\n", 0644);
+    apply_free(f->fs, "apply_patch <<EOF\n*** Begin Patch\n*** Update File: s.sh\n@@\n hi\n EOF\n"
+                      "-echo\n+echo done\n*** End Patch\nEOF\n");
+    assert_content(f->dir, "s.sh", "cat <<EOF\nhi\nEOF\necho done\n");
+    /* Codex's lenient-parser tests: mismatched quotes are no heredoc; a
+     * heredoc whose patch lacks its end marker fails on that. */
+    apply_err(f->fs, "<<\"EOF'\n*** Begin Patch\n*** Add File: m.txt\n+m\n*** End Patch\nEOF\n",
+              SP_EINVAL, "patch line 1: expected '*** Begin Patch', found '<<\"EOF''");
+    apply_err(f->fs, "<<EOF\n*** Begin Patch\n*** Update File: s.sh\nEOF\n", SP_EINVAL,
+              "the patch ends without '*** End Patch'");
+    assert_false(tu_exists(f->dir, "m.txt"));
+    /* A diff whose first line holds "<<" is no heredoc. */
+    apply_free(f->fs, "diff --git a/x<<EOF b/x<<EOF\nnew file mode 100644\n--- /dev/null\n"
+                      "+++ b/x<<EOF\n@@ -0,0 +1 @@\n+x\n");
+    assert_content(f->dir, "x<<EOF", "x\n");
+}
+
+/* The outcomes of Codex's own unit tests (codex-rs/apply-patch lib.rs and
+ * invocation.rs): the file before, the patch body, the file after. */
+static void test_codex_unit_outcomes(void **state)
+{
+    fixture *f = *state;
+    static const struct {
+        const char *before, *body, *after;
+    } cases[] = {
+        {NULL, "*** Add File: t.txt\n+ab\n+cd\n", "ab\ncd\n"},
+        {"foo\nbar\n", "*** Update File: t.txt\n@@\n foo\n-bar\n+baz\n", "foo\nbaz\n"},
+        {"foo\nbar\nbaz\nqux\n",
+         "*** Update File: t.txt\n@@\n foo\n-bar\n+BAR\n@@\n baz\n-qux\n+QUX\n",
+         "foo\nBAR\nbaz\nQUX\n"},
+        {"a\nb\nc\nd\ne\nf\n",
+         "*** Update File: t.txt\n@@\n a\n-b\n+B\n@@\n c\n d\n-e\n+E\n@@\n f\n+g\n"
+         "*** End of File\n",
+         "a\nB\nc\nd\nE\nf\ng\n"},
+        {"line1\nline2\nline3\n",
+         "*** Update File: t.txt\n@@\n+after-context\n+second-line\n@@\n line1\n-line2\n-line3\n"
+         "+line2-replacement\n",
+         "line1\nline2-replacement\nafter-context\nsecond-line\n"},
+        {"import asyncio  # local import \xe2\x80\x93 avoids top\xe2\x80\x91level dep\n",
+         "*** Update File: t.txt\n@@\n-import asyncio  # local import - avoids top-level dep\n"
+         "+import asyncio  # HELLO\n",
+         "import asyncio  # HELLO\n"},
+        {"foo\nbar\nbaz\n", "*** Update File: t.txt\n@@\n foo\n bar\n-baz\n+BAZ\n",
+         "foo\nbar\nBAZ\n"},
+        {"foo\nbar\nbaz\n", "*** Update File: t.txt\n@@\n+quux\n*** End of File\n",
+         "foo\nbar\nbaz\nquux\n"},
+        {"foo\nbar\nbaz\n", "*** Update File: t.txt\n@@\n-foo\n+FOO\n bar\n", "FOO\nbar\nbaz\n"},
+        /* Codex's Windows-only CRLF tests: sandpod keeps CRLF everywhere. */
+        {"a\r\nb\r\nc\r\n", "*** Update File: t.txt\n@@\n a\n-b\n+B\n@@\n c\n+d\n*** End of File\n",
+         "a\r\nB\r\nc\r\nd\r\n"},
+        {"foo\r\r\nbar\r\n", "*** Update File: t.txt\n@@\n+BAZ\n*** End of File\n",
+         "foo\r\r\nbar\r\nBAZ\r\n"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        if (cases[i].before)
+            tu_write(f->dir, "t.txt", cases[i].before, 0644);
+        else if (tu_exists(f->dir, "t.txt"))
+            tu_write(f->dir, "t.txt", "", 0644);
+        char patch[1024];
+        snprintf(patch, sizeof(patch), "*** Begin Patch\n%s*** End Patch\n", cases[i].body);
+        sp_patch_opts o = SP_PATCH_OPTS_INIT;
+        o.allow_overwrite = true;
+        sp_patch_result_free(apply_opts(f->fs, patch, &o));
+        assert_content(f->dir, "t.txt", cases[i].after);
+    }
+    /* Move (then the source is gone) and delete. */
+    tu_write(f->dir, "src.txt", "line\n", 0644);
+    apply_free(
+        f->fs,
+        "*** Begin Patch\n*** Update File: src.txt\n*** Move to: dst.txt\n@@\n-line\n+line2\n"
+        "*** End Patch\n");
+    assert_false(tu_exists(f->dir, "src.txt"));
+    assert_content(f->dir, "dst.txt", "line2\n");
+    apply_free(f->fs, "*** Begin Patch\n*** Delete File: dst.txt\n*** End Patch\n");
+    assert_false(tu_exists(f->dir, "dst.txt"));
+}
+
+/* Anything but `apply_patch` or `cd DIR && apply_patch` before `<<` is
+ * refused and changes nothing: Codex does not take it as a patch either
+ * (its tests: cd with ';', '||', '|', two cd, echo before, cd with two
+ * arguments, an argument to apply_patch, a command after the heredoc). */
+static void test_codex_heredoc_refused(void **state)
+{
+    fixture *f = *state;
+    static const char *const prefixes[] = {
+        "cd foo; apply_patch",
+        "cd foo || apply_patch",
+        "cd foo | apply_patch",
+        "cd foo && cd bar && apply_patch",
+        "echo hi && apply_patch",
+        "echo foo; cd foo && apply_patch",
+        "cd foo bar && apply_patch",
+        "apply_patch foo",
+        "bash -lc 'apply_patch",
+        "cat",
+        "patch -p1",
+        "sudo apply_patch",
+        "cd $HOME && apply_patch",
+        "cd ~/x && apply_patch",
+        "cd \"$D\" && apply_patch",
+        "cd && apply_patch",
+        "cd 'foo && apply_patch",
+        "apply_patch && apply_patch",
+    };
+    tu_mkdir(f->dir, "foo");
+    for (size_t i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]); i++) {
+        char patch[512];
+        snprintf(patch, sizeof(patch),
+                 "%s <<'EOF'\n*** Begin Patch\n*** Add File: r.txt\n+x\n*** End Patch\nEOF\n",
+                 prefixes[i]);
+        sp_patch_result *res = (sp_patch_result *)1;
+        sp_error *err = NULL;
+        int r = sp_fs_apply_patch(&res, f->fs, patch, strlen(patch), NULL, &err);
+        if (r != SP_EINVAL || !err || err->reason != SP_R_PATCH_PARSE ||
+            !strstr(err->message, "patch line 1: "))
+            fail_msg("prefix [%s]: %d %s", prefixes[i], r, err ? err->message : "");
+        sp_error_free(err);
+        assert_null(res);
+    }
+    assert_false(tu_exists(f->dir, "r.txt"));
+    assert_false(tu_exists(f->dir, "foo/r.txt"));
+    /* A command after the heredoc. */
+    apply_err(f->fs,
+              "apply_patch <<'EOF'\n*** Begin Patch\n*** Add File: r.txt\n+x\n*** End Patch\nEOF\n"
+              "echo done\n",
+              SP_EINVAL, "patch line 7: text after the line 'EOF' that closes the heredoc");
+    apply_err(f->fs,
+              "apply_patch <<'EOF' && echo done\n*** Begin Patch\n*** Add File: r.txt\n+x\n"
+              "*** End Patch\nEOF\n",
+              SP_EINVAL, "expected '*** Begin Patch'");
+    assert_false(tu_exists(f->dir, "r.txt"));
+}
+
+/* `cd DIR && apply_patch <<'EOF'` applies in DIR, as Codex does (its
+ * tests: a bare word, 'single' and "double" quoted paths with spaces, a
+ * Move to in the same folder). */
+static void test_codex_heredoc_cd(void **state)
+{
+    fixture *f = *state;
+    tu_mkdir(f->dir, "sub");
+    tu_mkdir(f->dir, "sub/in");
+    tu_mkdir(f->dir, "foo bar");
+    tu_write(f->dir, "sub/old.txt", "before\n", 0644);
+    tu_write(f->dir, "old.txt", "root\n", 0644);
+    sp_patch_result *r = apply(f->fs, "cd sub && apply_patch <<'EOF'\n"
+                                      "*** Begin Patch\n"
+                                      "*** Add File: new.txt\n"
+                                      "+hi\n"
+                                      "*** Update File: old.txt\n"
+                                      "*** Move to: renamed.txt\n"
+                                      "@@\n"
+                                      "-before\n"
+                                      "+after\n"
+                                      "*** End Patch\n"
+                                      "EOF\n");
+    assert_string_equal(file_of(r, 0)->path, "sub/new.txt");
+    assert_string_equal(file_of(r, 1)->path, "sub/old.txt");
+    assert_string_equal(file_of(r, 1)->new_path, "sub/renamed.txt");
+    sp_patch_result_free(r);
+    assert_content(f->dir, "sub/new.txt", "hi\n");
+    assert_content(f->dir, "sub/renamed.txt", "after\n");
+    assert_false(tu_exists(f->dir, "sub/old.txt"));
+    assert_false(tu_exists(f->dir, "new.txt"));
+    assert_content(f->dir, "old.txt", "root\n");
+
+    apply_free(f->fs, "cd 'foo bar' && apply_patch <<EOF\n*** Begin Patch\n*** Add File: q1\n+1\n"
+                      "*** End Patch\nEOF\n");
+    assert_content(f->dir, "foo bar/q1", "1\n");
+    apply_free(f->fs, "cd \"foo bar\" && applypatch <<\"EOF\"\n*** Begin Patch\n"
+                      "*** Add File: q2\n+2\n*** End Patch\nEOF\n");
+    assert_content(f->dir, "foo bar/q2", "2\n");
+    /* A path under /workspace stays where it says; "cd ./sub/in/.." is sub. */
+    apply_free(f->fs, "cd ./sub/in/.. && apply_patch <<EOF\n*** Begin Patch\n"
+                      "*** Add File: /workspace/abs.txt\n+a\n*** Add File: in/rel.txt\n+r\n"
+                      "*** End Patch\nEOF\n");
+    assert_content(f->dir, "abs.txt", "a\n");
+    assert_content(f->dir, "sub/in/rel.txt", "r\n");
+    apply_free(f->fs, "cd /workspace/sub && apply_patch <<EOF\n*** Begin Patch\n"
+                      "*** Delete File: in/rel.txt\n*** End Patch\nEOF\n");
+    assert_false(tu_exists(f->dir, "sub/in/rel.txt"));
+    /* A unified diff in a heredoc goes to the folder too. */
+    apply_free(f->fs, "cd sub && apply_patch <<'EOF'\n--- a/new.txt\n+++ b/new.txt\n@@ -1 +1 @@\n"
+                      "-hi\n+hello\nEOF\n");
+    assert_content(f->dir, "sub/new.txt", "hello\n");
+    /* A symlink to a folder inside is followed, as a shell would. */
+    char *link = tu_join(f->dir, "lnk");
+    assert_int_equal(symlink("sub", link), 0);
+    free(link);
+    apply_free(f->fs, "cd lnk && apply_patch <<EOF\n*** Begin Patch\n*** Add File: via.txt\n+v\n"
+                      "*** End Patch\nEOF\n");
+    assert_content(f->dir, "sub/via.txt", "v\n");
+
+    /* Outside the workspace, missing, or not a folder: nothing changes. */
+    static const char *const tail = " && apply_patch <<EOF\n*** Begin Patch\n*** Add File: z.txt\n"
+                                    "+z\n*** End Patch\nEOF\n";
+    char p[256];
+    snprintf(p, sizeof(p), "cd ..%s", tail);
+    apply_err(f->fs, p, SP_EESCAPE, "patch line 1: cd ..");
+    snprintf(p, sizeof(p), "cd sub/../../x%s", tail);
+    apply_err(f->fs, p, SP_EESCAPE, "cd sub/../../x");
+    snprintf(p, sizeof(p), "cd /etc%s", tail);
+    apply_err(f->fs, p, SP_EESCAPE, "cd /etc");
+    snprintf(p, sizeof(p), "cd nope%s", tail);
+    apply_err(f->fs, p, SP_ENOTFOUND, "cd nope: no such folder in the workspace");
+    snprintf(p, sizeof(p), "cd old.txt%s", tail);
+    apply_err(f->fs, p, SP_EINVAL, "cd old.txt: not a folder");
+    char *out = tu_join(f->dir, "../outside-dir");
+    mkdir(out, 0755);
+    char *esc = tu_join(f->dir, "esc");
+    assert_int_equal(symlink(out, esc), 0);
+    snprintf(p, sizeof(p), "cd esc%s", tail);
+    apply_err(f->fs, p, SP_EESCAPE, "cd esc");
+    assert_false(tu_exists(out, "z.txt"));
+    free(esc);
+    tu_rmtree(out);
+    free(out);
+    assert_false(tu_exists(f->dir, "z.txt"));
+    assert_false(tu_exists(f->dir, "sub/z.txt"));
+    /* A path that climbs out of the folder but stays inside is fine; one
+     * that leaves the workspace from it is not. */
+    apply_free(f->fs, "cd sub && apply_patch <<EOF\n*** Begin Patch\n*** Add File: ../up.txt\n+u\n"
+                      "*** End Patch\nEOF\n");
+    assert_content(f->dir, "up.txt", "u\n");
+    apply_err(f->fs,
+              "cd sub && apply_patch <<EOF\n*** Begin Patch\n*** Add File: ../../x.txt\n"
+              "+u\n*** End Patch\nEOF\n",
+              SP_EESCAPE, NULL);
 }
 
 static void test_codex_parse_errors(void **state)
@@ -422,10 +662,20 @@ static void test_codex_parse_errors(void **state)
               "patch line 2: the file path is missing");
     apply_err(f->fs, "", SP_EINVAL, "not a patch");
     apply_err(f->fs, "just some text\n", SP_EINVAL, "not a patch");
-    /* An empty envelope is fine and changes nothing. */
-    sp_patch_result *r = apply(f->fs, "*** Begin Patch\n*** End Patch\n");
-    assert_int_equal(r->n, 0);
-    sp_patch_result_free(r);
+    /* An empty envelope is an error, in Codex's words (its scenario
+     * 005_rejects_empty_patch), also inside a heredoc. */
+    apply_err(f->fs, "*** Begin Patch\n*** End Patch\n", SP_EINVAL, "No files were modified.");
+    apply_err(f->fs, "  *** Begin Patch\n\n*** End Patch  \n", SP_EINVAL,
+              "No files were modified.");
+    apply_err(f->fs, "apply_patch <<'EOF'\n*** Begin Patch\n*** End Patch\nEOF\n", SP_EINVAL,
+              "No files were modified.");
+    sp_patch_result *r = (sp_patch_result *)1;
+    sp_error *err = NULL;
+    assert_int_equal(sp_patch_parse(&r, "*** Begin Patch\n*** End Patch", 29, NULL, &err),
+                     SP_EINVAL);
+    assert_null(r);
+    assert_int_equal(err->reason, SP_R_PATCH_PARSE);
+    sp_error_free(err);
     assert_content(f->dir, "a.txt", "a\n");
 }
 
@@ -867,14 +1117,18 @@ static void test_unified_strict(void **state)
         off += (size_t)snprintf(content + off, sizeof(content) - off, "line %d\n", i);
     tu_mkdir(f->dir, "src");
     tu_write(f->dir, "src/x.c", content, 0644);
-    /* Hunk 2 says line 10, but its context is at line 37. */
+    /* Hunk 2 says line 10, but its context is at line 37: git apply
+     * finds it there, and so does apply_patch (test_patch_offsets.c
+     * checks many such cases against git itself). */
     const char *stale = "--- a/src/x.c\n+++ b/src/x.c\n"
                         "@@ -2,3 +2,3 @@\n line 2\n-line 3\n+LINE 3\n line 4\n"
                         "@@ -10,4 +10,5 @@\n line 37\n line 38\n+new\n line 39\n line 40\n";
-    apply_err(f->fs, stale, SP_EINVAL,
-              "hunk 2 of src/x.c (@@ -10,4 +10,5 @@) does not apply at line 10; its context was "
-              "found at line 37");
-    assert_content(f->dir, "src/x.c", content); /* hunk 1 did not land either */
+    apply_free(f->fs, stale);
+    char *moved = tu_read(f->dir, "src/x.c", NULL);
+    assert_non_null(strstr(moved, "line 2\nLINE 3\nline 4\n"));
+    assert_non_null(strstr(moved, "line 38\nnew\nline 39\n"));
+    free(moved);
+    tu_write(f->dir, "src/x.c", content, 0644);
     /* Differs only in whitespace. */
     apply_err(f->fs, "--- a/src/x.c\n+++ b/src/x.c\n@@ -5,2 +5,2 @@\n line  5\n-line 6\n+six\n",
               SP_EINVAL,
@@ -884,19 +1138,30 @@ static void test_unified_strict(void **state)
     apply_err(f->fs, "--- a/src/x.c\n+++ b/src/x.c\n@@ -5,2 +5,2 @@\n line 5\n-line 66\n+six\n",
               SP_EINVAL,
               "does not apply at line 5; line 6 is 'line 6' where the hunk expects 'line 66', and "
-              "its context occurs nowhere else");
-    /* No trailing context: must reach the end of the file. */
+              "its lines occur nowhere in the file");
+    /* No trailing context: must match at the end of the file, as in git. */
     apply_err(f->fs, "--- a/src/x.c\n+++ b/src/x.c\n@@ -48,2 +48,2 @@\n line 48\n-line 49\n+x\n",
               SP_EINVAL,
-              "it has no context after its change, so it must reach the end of the file");
-    /* Past the end. */
-    apply_err(f->fs, "--- a/src/x.c\n+++ b/src/x.c\n@@ -60,0 +61 @@\n+x\n", SP_EINVAL,
-              "the file has only 50 lines");
-    /* Overlapping hunks. */
+              "it has no context after its change, so it must match at the end of the file (git "
+              "apply requires it too), but its lines are at line 48 of 50");
+    /* Starting at line 1: must match at the start. */
+    apply_err(f->fs,
+              "--- a/src/x.c\n+++ b/src/x.c\n@@ -1,3 +1,3 @@\n line 7\n-line 8\n+8\n line 9\n",
+              SP_EINVAL,
+              "a hunk that starts at line 1 must match at the start of the file (git apply "
+              "requires it too), but its lines are at line 7");
+    /* A hunk may not match what an earlier one wrote. */
     apply_err(f->fs,
               "--- a/src/x.c\n+++ b/src/x.c\n@@ -2,3 +2,3 @@\n line 2\n-line 3\n+3\n line 4\n"
-              "@@ -3,3 +3,3 @@\n line 3\n-line 4\n+4\n line 5\n",
-              SP_EINVAL, "it overlaps the hunk before it");
+              "@@ -3,3 +3,3 @@\n line 2\n-3\n+4\n line 4\n",
+              SP_EINVAL,
+              "hunk 2 of src/x.c (@@ -3,3 +3,3 @@) does not apply at line 3; its lines are only "
+              "at line 2, which an earlier hunk of this diff already changed");
+    /* A hunk longer than the file. */
+    tu_write(f->dir, "short.txt", "a\nb\n", 0644);
+    apply_err(f->fs, "--- a/short.txt\n+++ b/short.txt\n@@ -1,3 +1,3 @@\n a\n-b\n+B\n c\n",
+              SP_EINVAL, "the file has only 2 lines, the hunk needs 3");
+    assert_content(f->dir, "src/x.c", content);
     /* -U0 hunks apply at their line. */
     apply_free(f->fs, "--- a/src/x.c\n+++ b/src/x.c\n@@ -20 +20 @@\n-line 20\n+twenty\n"
                       "@@ -30,0 +31 @@\n+after 30\n");
@@ -1254,6 +1519,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_codex_end_of_file, setup, teardown),
         cmocka_unit_test_setup_teardown(test_codex_whitespace, setup, teardown),
         cmocka_unit_test_setup_teardown(test_codex_heredoc, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_codex_heredoc_refused, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_codex_unit_outcomes, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_codex_heredoc_cd, setup, teardown),
         cmocka_unit_test_setup_teardown(test_codex_parse_errors, setup, teardown),
         cmocka_unit_test_setup_teardown(test_codex_not_applying, setup, teardown),
         cmocka_unit_test_setup_teardown(test_codex_crlf, setup, teardown),

@@ -14,6 +14,12 @@
  * CR bytes), it is rewritten that way and applied through the Codex path
  * too, and must give the same contents.
  *
+ * Wrong line numbers (test_offset_cases, test_offsets_random): hand-made
+ * hunks whose headers are off (up, down, two hunks, repeated context, ties,
+ * start and end of file, no final newline, CRLF, -U0) and random diffs
+ * whose headers are moved by -8..8 lines, or whose file gained lines, are
+ * applied by both: both refuse, or both give the same bytes.
+ *
  * Fixed seed; SANDPOD_PATCH_ROUNDS changes the number of rounds (300) and
  * SANDPOD_PATCH_SEED the seed.
  * Exits 77 (skip) when git is missing. */
@@ -770,6 +776,251 @@ static void test_against_git(void **state)
     free(repo);
 }
 
+/* ------------------------------------------------- wrong line numbers -- */
+
+/* Apply `patch` to a file `f` holding `data`, once with apply_patch and
+ * once with `git apply` (with --unidiff-zero when no hunk has context, as
+ * apply_patch then reads it): both fail, or both succeed with the same
+ * bytes. Returns whether they succeeded. */
+static unsigned offset_cases, offset_applied;
+
+static bool same_as_git(const char *what, const char *data, size_t dlen, const char *patch,
+                        size_t plen)
+{
+    char *ours = tu_join(base, "o-ours"), *theirs = tu_join(base, "o-theirs");
+    char *patch_path = tu_join(base, "o.diff");
+    tu_rmtree(ours);
+    tu_rmtree(theirs);
+    assert_int_equal(mkdir(ours, 0755), 0);
+    assert_int_equal(mkdir(theirs, 0755), 0);
+    tu_write_n(ours, "f", data, dlen, 0644);
+    tu_write_n(theirs, "f", data, dlen, 0644);
+    tu_write_n(base, "o.diff", patch, plen, 0644);
+    bool zero = true;
+    for (const char *l = patch; l && zero; l = strchr(l, '\n'), l = l ? l + 1 : NULL)
+        zero = *l != ' ';
+
+    sp_fs *fs = NULL;
+    sp_error *err = NULL;
+    assert_int_equal(sp_fs_open(&fs, ours, NULL, &err), 0);
+    sp_patch_result *res = NULL;
+    int r = sp_fs_apply_patch(&res, fs, patch, plen, NULL, &err);
+    sp_patch_result_free(res);
+    sp_fs_free(fs);
+    char *argv_zero[] = {"git", "apply", "--unidiff-zero", patch_path, NULL};
+    char *argv_plain[] = {"git", "apply", patch_path, NULL};
+    int rc = run(theirs, NULL, errlog, zero ? argv_zero : argv_plain);
+    assert_true(rc == 0 || rc == 1);
+    size_t lo = 0, lt = 0;
+    char *got_o = tu_read(ours, "f", &lo), *got_t = tu_read(theirs, "f", &lt);
+    if ((r == 0) != (rc == 0)) {
+        char *e = tu_read(base, "stderr.txt", NULL);
+        fail_msg("%s: apply_patch %s (%s) but git apply %s (%s)\n--- file:\n%.*s--- patch:\n%s",
+                 what, r == 0 ? "applied it" : "failed", err ? err->message : "",
+                 rc == 0 ? "applied it" : "failed", e ? e : "", (int)dlen, data, patch);
+    }
+    if (r < 0) {
+        assert_non_null(err);
+        assert_true(err->reason == SP_R_PATCH_CONFLICT || err->reason == SP_R_PATCH_PARSE);
+        /* Nothing changed. */
+        assert_true(lo == dlen && memcmp(got_o, data, dlen) == 0);
+    } else if (lo != lt || memcmp(got_o, got_t, lo) != 0) {
+        fail_msg("%s: apply_patch and git apply differ\n--- ours:\n%.*s--- git:\n%.*s--- "
+                 "patch:\n%s",
+                 what, (int)lo, got_o, (int)lt, got_t, patch);
+    }
+    sp_error_free(err);
+    free(got_o);
+    free(got_t);
+    tu_rmtree(ours);
+    tu_rmtree(theirs);
+    free(ours);
+    free(theirs);
+    free(patch_path);
+    offset_cases++;
+    offset_applied += r == 0;
+    return r == 0;
+}
+
+/* "l1\n" ... "l<n>\n". */
+static char *numbered(size_t n)
+{
+    sbuf b = {NULL, 0, 0};
+    for (size_t i = 1; i <= n; i++) {
+        char line[32];
+        snprintf(line, sizeof(line), "l%zu\n", i);
+        sb_adds(&b, line);
+    }
+    sb_add(&b, "", 0);
+    return b.s;
+}
+
+#define HDR "--- a/f\n+++ b/f\n"
+
+static void check_case(const char *what, const char *data, const char *patch, int want)
+{
+    bool ok = same_as_git(what, data, strlen(data), patch, strlen(patch));
+    if (want >= 0 && ok != (want == 1))
+        fail_msg("%s: expected git apply to %s", what, want ? "apply it" : "refuse it");
+}
+
+/* Hand-made cases: hunks whose line numbers are off, in each way git
+ * handles specially. want: 1 applies, 0 fails (as git decides). */
+static void test_offset_cases(void **state)
+{
+    (void)state;
+    char *f20 = numbered(20);
+    check_case("exact", f20, HDR "@@ -5,3 +5,3 @@\n l5\n-l6\n+six\n l7\n", 1);
+    check_case("offset down", f20, HDR "@@ -2,3 +2,3 @@\n l8\n-l9\n+nine\n l10\n", 1);
+    check_case("offset up", f20, HDR "@@ -15,3 +15,3 @@\n l8\n-l9\n+nine\n l10\n", 1);
+    check_case("far off", f20, HDR "@@ -300,3 +300,3 @@\n l8\n-l9\n+nine\n l10\n", 1);
+    check_case("two hunks shifted", f20,
+               HDR "@@ -1,3 +1,3 @@\n l1\n-l2\n+two\n l3\n@@ -9,3 +9,4 @@\n l12\n-l13\n+a\n+b\n"
+                   " l14\n",
+               1);
+    check_case("second hunk before the first", f20,
+               HDR "@@ -14,3 +14,3 @@\n l14\n-l15\n+x\n l16\n@@ -18,3 +18,3 @@\n l3\n-l4\n+y\n"
+                   " l5\n",
+               1);
+    check_case("nowhere", f20, HDR "@@ -5,3 +5,3 @@\n l5\n-l66\n+x\n l7\n", 0);
+    check_case("one of two hunks nowhere", f20,
+               HDR "@@ -2,3 +2,3 @@\n l2\n-l3\n+x\n l4\n@@ -9,3 +9,3 @@\n l9\n-l99\n+y\n l11\n", 0);
+    check_case("whitespace differs", f20, HDR "@@ -5,3 +5,3 @@\n l5 \n-l6\n+x\n l7\n", 0);
+    check_case("start of file, off", f20, HDR "@@ -1,3 +1,3 @@\n l4\n-l5\n+x\n l6\n", 0);
+    check_case("start of file, right", f20, HDR "@@ -1,3 +1,3 @@\n l1\n-l2\n+x\n l3\n", 1);
+    check_case("context at start, header at 4", f20, HDR "@@ -4,3 +4,3 @@\n l1\n-l2\n+x\n l3\n", 1);
+    check_case("end of file, off", f20, HDR "@@ -3,2 +3,2 @@\n l19\n-l20\n+x\n", 1);
+    check_case("no trailing context, not at end", f20, HDR "@@ -9,2 +9,2 @@\n l9\n-l10\n+x\n", 0);
+    check_case("overlapping an earlier hunk", f20,
+               HDR "@@ -2,3 +2,3 @@\n l2\n-l3\n+x\n l4\n@@ -3,3 +3,3 @@\n l3\n-l4\n+y\n l5\n", 0);
+    check_case("touching an earlier hunk", f20,
+               HDR "@@ -2,3 +2,3 @@\n l2\n-l3\n+x\n l4\n@@ -6,3 +6,3 @@\n l5\n-l6\n+y\n l7\n", 1);
+    free(f20);
+
+    /* Repeated blocks: the nearest wins, the later one on a tie. */
+    const char *rep = "a\nb\nc\nx1\nx2\nx3\nx4\na\nb\nc\ny1\ny2\ny3\ny4\ny5\na\nb\nc\nz\n";
+    check_case("repeated, nearest after", rep, HDR "@@ -6,3 +6,3 @@\n a\n-b\n+B\n c\n", 1);
+    check_case("repeated, nearest before", rep, HDR "@@ -11,3 +11,3 @@\n a\n-b\n+B\n c\n", 1);
+    check_case("repeated, tie", rep, HDR "@@ -12,3 +12,3 @@\n a\n-b\n+B\n c\n", 1);
+    check_case("repeated, tie 2", rep, HDR "@@ -4,3 +4,3 @@\n a\n-b\n+B\n c\n", 1);
+    check_case("repeated, two hunks", rep,
+               HDR "@@ -8,3 +8,3 @@\n a\n-b\n+B1\n c\n@@ -9,3 +9,3 @@\n a\n-b\n+B2\n c\n", 1);
+
+    /* No final newline. */
+    const char *nonl = "p\nq\nr\ns\nt\nu";
+    check_case("no newline, shifted", nonl,
+               HDR "@@ -2,2 +2,2 @@\n t\n-u\n\\ No newline at end of file\n+U\n"
+                   "\\ No newline at end of file\n",
+               1);
+    check_case("no newline, hunk assumes one", nonl, HDR "@@ -5,2 +5,2 @@\n t\n-u\n+U\n", 0);
+    check_case("no newline, context, at 1", nonl, HDR "@@ -1,3 +1,3 @@\n r\n-s\n+S\n t\n", 0);
+    check_case("no newline, context", nonl, HDR "@@ -2,3 +2,3 @@\n r\n-s\n+S\n t\n", 1);
+    check_case("no newline, last context", nonl,
+               HDR "@@ -2,3 +2,3 @@\n s\n-t\n+T\n u\n\\ No newline at end of file\n", 1);
+
+    /* CRLF files: the CR is part of each line. */
+    const char *crlf = "a\r\nb\r\nc\r\nd\r\ne\r\nf\r\n";
+    check_case("crlf shifted", crlf, HDR "@@ -1,3 +1,3 @@\n c\r\n-d\r\n+D\r\n e\r\n", 0);
+    check_case("crlf shifted 2", crlf, HDR "@@ -2,3 +2,3 @@\n c\r\n-d\r\n+D\r\n e\r\n", 1);
+    check_case("crlf, patch without CR", crlf, HDR "@@ -3,3 +3,3 @@\n c\n-d\n+D\n e\n", 0);
+
+    /* -U0 (no context anywhere): git needs --unidiff-zero; compared so. */
+    const char *ten = "1\n2\n3\n4\n5\n6\n7\n8\n9\n10\n";
+    check_case("U0 replace", ten, HDR "@@ -5 +5 @@\n-5\n+five\n", 1);
+    check_case("U0 replace, off", ten, HDR "@@ -3 +3 @@\n-5\n+five\n", 1);
+    check_case("U0 insert", ten, HDR "@@ -5,0 +6,2 @@\n+x\n+y\n", 1);
+    check_case("U0 insert at top", ten, HDR "@@ -0,0 +1 @@\n+top\n", 1);
+    check_case("U0 delete", ten, HDR "@@ -4,2 +3,0 @@\n-4\n-5\n", 1);
+    check_case("U0 two hunks", ten, HDR "@@ -2 +2 @@\n-2\n+two\n@@ -8,0 +9 @@\n+after 8\n", 1);
+    check_case("U0 past the end", ten, HDR "@@ -60,0 +61 @@\n+x\n", 1);
+}
+
+/* Random files and edits as in test_against_git; each diff's hunk headers
+ * are then moved by a random amount, and/or lines are added to the file
+ * above or below the change, before both apply it. */
+static void test_offsets_random(void **state)
+{
+    (void)state;
+    unsigned rounds = 400;
+    const char *env = getenv("SANDPOD_PATCH_ROUNDS");
+    if (env && *env)
+        rounds = (unsigned)strtoul(env, NULL, 10) * 4 / 3;
+    char *repo = tu_join(base, "orepo");
+    assert_int_equal(mkdir(repo, 0755), 0);
+    GIT(repo, NULL, "init", "-q");
+    GIT(repo, NULL, "config", "core.autocrlf", "false");
+    char *patch_path = tu_join(base, "patch.diff");
+    unsigned applied = 0, moved = 0;
+    for (unsigned round = 0; round < rounds; round++) {
+        tree a = {.n = 0}, b = {.n = 0};
+        random_file(&a.f[a.n++], "f");
+        copy_file(&b.f[b.n++], &a.f[0], "f");
+        edit_file(&b.f[0]);
+        clear_dir(repo);
+        write_tree(repo, &a);
+        GIT(repo, NULL, "add", "-A");
+        clear_dir(repo);
+        write_tree(repo, &b);
+        char *ctx = chance(10) ? "-U0" : chance(30) ? "-U1" : "-U3";
+        GIT(repo, patch_path, "diff", "--no-color", "--no-ext-diff", ctx, "--", "f");
+        size_t plen = 0;
+        char *patch = tu_read(base, "patch.diff", &plen);
+        assert_non_null(patch);
+        if (!plen) {
+            free(patch);
+            tree_dispose(&a);
+            tree_dispose(&b);
+            continue;
+        }
+        /* Move each hunk header by -8..8 lines (never below 0). */
+        sbuf out = {NULL, 0, 0};
+        for (char *l = patch; *l;) {
+            char *nl = strchr(l, '\n');
+            size_t n = nl ? (size_t)(nl - l + 1) : strlen(l);
+            unsigned long os, oc = 1, ns, nc = 1;
+            int used = 0;
+            if (strncmp(l, "@@ -", 4) == 0 && chance(70) &&
+                (sscanf(l, "@@ -%lu,%lu +%lu,%lu @@%n", &os, &oc, &ns, &nc, &used) == 4 ||
+                 sscanf(l, "@@ -%lu +%lu,%lu @@%n", &os, &ns, &nc, &used) == 3 ||
+                 sscanf(l, "@@ -%lu,%lu +%lu @@%n", &os, &oc, &ns, &used) == 3 ||
+                 sscanf(l, "@@ -%lu +%lu @@%n", &os, &ns, &used) == 2) &&
+                used > 0) {
+                long d = (long)pick(17) - 8;
+                long o2 = (long)os + d, n2 = (long)ns + d;
+                char hdr[96];
+                snprintf(hdr, sizeof(hdr), "@@ -%ld,%lu +%ld,%lu @@", o2 < 0 ? 0 : o2, oc,
+                         n2 < 0 ? 0 : n2, nc);
+                sb_adds(&out, hdr);
+                sb_add(&out, l + used, n - (size_t)used);
+                moved++;
+            } else {
+                sb_add(&out, l, n);
+            }
+            l += n;
+        }
+        sb_add(&out, "", 0);
+        /* And sometimes lines added to the file itself. */
+        tfile *fa = &a.f[0];
+        if (chance(40) && fa->n)
+            insert_lines(fa, chance(50) ? 0 : fa->n, 1 + pick(5));
+        size_t dlen;
+        char *data = render(fa, &dlen);
+        char what[48];
+        snprintf(what, sizeof(what), "random round %u", round);
+        applied += same_as_git(what, data, dlen, out.s, out.len);
+        free(data);
+        free(out.s);
+        free(patch);
+        tree_dispose(&a);
+        tree_dispose(&b);
+    }
+    print_message("%u random rounds (%u hunk headers moved), %u applied by both, %u refused by "
+                  "both; %u cases in all, %u applied\n",
+                  rounds, moved, applied, rounds - applied, offset_cases, offset_applied);
+    free(patch_path);
+    free(repo);
+}
+
 int main(void)
 {
     base = tu_mkdtemp();
@@ -792,6 +1043,8 @@ int main(void)
     }
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_against_git),
+        cmocka_unit_test(test_offset_cases),
+        cmocka_unit_test(test_offsets_random),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     tu_rmtree(base);

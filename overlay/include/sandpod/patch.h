@@ -9,8 +9,7 @@
  *   `*** Add File:`, `*** Delete File:`, `*** Update File:` + optional
  *   `*** Move to:`, `@@` chunks of ` `/`-`/`+` lines and `*** End of File`).
  *   It is matched leniently, as Codex does: markers may carry surrounding
- *   whitespace, the whole patch may sit in a shell heredoc
- *   (`apply_patch <<'EOF'` ... `EOF`), and the lines of a chunk are looked
+ *   whitespace, and the lines of a chunk are looked
  *   for exactly first, then ignoring trailing whitespace, then ignoring
  *   leading and trailing whitespace, then with typographic dashes, quotes and
  *   spaces read as their ASCII forms. Chunks are found in order, each after
@@ -20,9 +19,21 @@
  *   prefixes, `/dev/null` for new and deleted files, git's `new file mode`,
  *   `deleted file mode`, `old mode`/`new mode`, `rename from`/`rename to`,
  *   `copy from`/`copy to`, quoted names, `\ No newline at end of file`).
- *   They are applied strictly: every hunk must match byte for byte at the
- *   line its header names (no fuzz, no offset); the error names the hunk and
- *   where its context does occur.
+ *   Hunks are placed as `git apply` places them: byte for byte (no fuzz),
+ *   at the line the header names or, when the numbers are off, at the
+ *   nearest place the hunk's old lines occur (looking after first on a tie);
+ *   a hunk starting at line 1 must match at the start of the file and one
+ *   without context after its change at the end; no hunk may match lines an
+ *   earlier one wrote. A file whose hunks have no context at all (diff -U0)
+ *   is read as `git apply --unidiff-zero` reads it. The error names the hunk
+ *   and why it fits nowhere.
+ *
+ * Either format may sit in a shell heredoc, as Codex accepts it:
+ * `apply_patch <<'EOF'` (also `<<"EOF"`, `<<EOF`, `<<-EOF`, `applypatch`, or
+ * a bare `<<'EOF'` line) ... `EOF`, and `cd DIR && apply_patch <<'EOF'`,
+ * which takes the patch's relative paths in DIR (a folder inside the
+ * workspace). The body is taken as written. Anything else before `<<`, or
+ * after the closing line, is refused (SP_EINVAL, reason patch_parse).
  *
  * Either way the patch is all or nothing: every original is read and every
  * new content computed and checked in memory first; then every new file is
@@ -144,13 +155,17 @@ void sp_patch_result_free(sp_patch_result *r);
  * @param opts   options, or NULL for the defaults
  * @return 0;
  *         SP_EINVAL for a patch that does not parse (the message gives the
- *         patch line and what was expected), for a hunk or chunk that does
- *         not apply (the message names it and where similar lines are), for
+ *         patch line and what was expected; reason patch_parse), for a Codex
+ *         envelope with no file operation ("No files were modified.", as
+ *         Codex says), for a hunk or chunk that does not apply (the message
+ *         names it and where similar lines are; reason patch_conflict), for
  *         folders, non-regular files, binary and symlink diffs;
  *         SP_ENOTFOUND to update, delete or move a file that does not exist;
  *         SP_EEXISTS to add a file or move onto a file that exists;
- *         SP_EESCAPE for a path outside the workspace, directly or through a
- *         symlink; SP_EDENIED for a path on the deny list; SP_EREADONLY on a
+ *         SP_EESCAPE for a path (or a heredoc's `cd DIR`) outside the
+ *         workspace, directly or through a symlink; SP_ENOTFOUND or SP_EINVAL
+ *         (reason not_directory) for a `cd DIR` that is missing or not a
+ *         folder; SP_EDENIED for a path on the deny list; SP_EREADONLY on a
  *         read-only handle (unless dry_run); SP_ETOOBIG when a file is over
  *         the handle's read or write limits or the patch touches more than
  *         SP_PATCH_MAX_FILES files; SP_ERROR for I/O failures and for a
