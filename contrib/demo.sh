@@ -84,7 +84,7 @@ step "$sp" sh "$name" 'ls -la; ./src/hello.sh'
 echo
 echo "== the same sandbox through the model-facing tools (what 'sandpod mcp' serves)"
 step "$sp" call "$name" shell '{"command": "echo $((6 * 7))"}'
-step "$sp" call "$name" apply_patch '{"patch": "*** Begin Patch\n*** Update File: README.md\n@@\n-# demo project\n+# demo project, patched\n*** End Patch\n"}'
+step "$sp" call "$name" apply_patch '{"input": "*** Begin Patch\n*** Update File: README.md\n@@\n-# demo project\n+# demo project, patched\n*** End Patch\n"}'
 step "$sp" call "$name" read_file '{"path": "README.md"}'
 
 echo

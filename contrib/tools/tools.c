@@ -277,7 +277,7 @@ int sp_tools_call_freeform(char **result, sp_tools *t, const char *name, const c
     /* For the approval callback and events: the input as a JSON object. */
     cJSON *o = cJSON_CreateObject();
     char *raw = NULL;
-    if (o && cJSON_AddStringToObject(o, "patch", text))
+    if (o && cJSON_AddStringToObject(o, "input", text))
         raw = cJSON_PrintUnformatted(o);
     cJSON_Delete(o);
     int r = dispatch(result, t, name, raw ? raw : "{}", raw ? strlen(raw) : 2, NULL,

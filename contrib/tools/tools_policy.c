@@ -59,8 +59,6 @@ bool tools_needs_approval(const sp_tools *t, const tool_def *d)
 char *tools_summary_of(const tool_def *d, const cJSON *args)
 {
     const char *v = d->summary_arg ? sp_json_str_or(args, d->summary_arg, NULL) : NULL;
-    if (!v && strcmp(d->name, "apply_patch") == 0)
-        v = sp_json_str_or(args, "patch", NULL);
     if (!v)
         return sp_xstrdup(d->name);
     /* One line: stop at the first newline. */
