@@ -641,7 +641,9 @@ int sp_fs_write_bytes(size_t *bytes_written, sp_fs *fs, const char *path, const 
                 return sp_err_errno(err, n < 0 ? errno : EINVAL, "readlink", rel);
             target[n] = '\0';
             cleanup_free char *joined = NULL;
-            if (target[0] == '/') {
+            if (target[0] == '/' && !sp_fs_workspace_tail(target)) {
+                return sp_fs_image_error(err, rel, target);
+            } else if (target[0] == '/') {
                 joined = sp_xstrdup(target);
             } else {
                 const char *slash = strrchr(rel, '/');
@@ -807,6 +809,44 @@ int sp_fs_mkdir(sp_fs *fs, const char *path, bool parents, bool exist_ok, sp_err
 
 /* ------------------------------------------------------------ metadata -- */
 
+static int64_t ts_ns(struct timespec t)
+{
+    return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+}
+
+/* Whether this process may access the file open as `fd` with `mode`:
+ * asked of the inode itself through /proc, so no name is resolved again. */
+static bool fd_access(int fd, int mode)
+{
+    char p[64];
+    snprintf(p, sizeof(p), "/proc/self/fd/%d", fd);
+    return faccessat(AT_FDCWD, p, mode, AT_EACCESS) == 0;
+}
+
+/* Fill an info from an lstat/fstat of the object and an fd on it (-1 when
+ * none could be had: a symlink, whose own access bits mean nothing). */
+static sp_fs_info *info_new(sp_fs *fs, char *rel, const struct stat *st, int fd)
+{
+    sp_fs_info *s = sp_xcalloc(1, sizeof(*s));
+    s->path = rel;
+    s->type = sp_fs_type_of(st->st_mode);
+    s->size = (uint64_t)st->st_size;
+    s->mode = st->st_mode & 07777;
+    s->mtime_ns = ts_ns(st->st_mtim);
+    s->atime_ns = ts_ns(st->st_atim);
+    s->ctime_ns = ts_ns(st->st_ctim);
+    s->dev = (uint64_t)st->st_dev;
+    s->ino = (uint64_t)st->st_ino;
+    if (fd >= 0) {
+        struct statx sx;
+        if (statx(fd, "", AT_EMPTY_PATH, STATX_BTIME, &sx) == 0 && (sx.stx_mask & STATX_BTIME))
+            s->btime_ns = (int64_t)sx.stx_btime.tv_sec * 1000000000 + sx.stx_btime.tv_nsec;
+        s->readable = fd_access(fd, R_OK);
+        s->writable = !fs->opts.read_only && fd_access(fd, W_OK);
+    }
+    return s;
+}
+
 int sp_fs_stat(sp_fs_info **out, sp_fs *fs, const char *path, sp_error **err)
 {
     *out = NULL;
@@ -816,10 +856,12 @@ int sp_fs_stat(sp_fs_info **out, sp_fs *fs, const char *path, sp_error **err)
         return r;
     struct stat st;
     char *target = NULL;
-    bool escapes = false;
+    bool escapes = false, image = false;
+    cleanup_close int fd = -1;
     if (strcmp(rel, ".") == 0) {
         if (fstat(fs->rootfd, &st) < 0)
             return sp_err_errno(err, errno, "stat", rel);
+        fd = fcntl(fs->rootfd, F_DUPFD_CLOEXEC, 0);
     } else {
         cleanup_close int dirfd = -1;
         cleanup_free char *name = NULL;
@@ -833,21 +875,37 @@ int sp_fs_stat(sp_fs_info **out, sp_fs *fs, const char *path, sp_error **err)
             if (n < 0)
                 return sp_err_errno(err, errno, "readlink", rel);
             target = sp_xstrndup(buf, (size_t)n);
-            int fd = sp_fs_openat(fs, rel, O_PATH, 0, true, NULL);
-            escapes = fd < 0;
-            if (fd >= 0)
-                close(fd);
+            image = target[0] == '/' && !sp_fs_workspace_tail(target);
+            int tfd = image ? -1 : sp_fs_openat(fs, rel, O_PATH, 0, true, NULL);
+            escapes = tfd < 0;
+            if (tfd >= 0)
+                close(tfd);
+        } else {
+            fd = openat(dirfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
         }
     }
-    sp_fs_info *s = sp_xcalloc(1, sizeof(*s));
-    s->path = sp_steal_ptr_(&rel);
-    s->type = sp_fs_type_of(st.st_mode);
-    s->size = (uint64_t)st.st_size;
-    s->mode = st.st_mode & 07777;
-    s->mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+    sp_fs_info *s = info_new(fs, sp_steal_ptr_(&rel), &st, fd);
     s->link_target = target;
     s->target_escapes = escapes;
+    s->target_in_image = image;
     *out = s;
+    return 0;
+}
+
+int sp_fs_stat_target(sp_fs_info **out, sp_fs *fs, const char *path, sp_error **err)
+{
+    *out = NULL;
+    cleanup_free char *rel = NULL;
+    int r = sp_fs_prepare(fs, path, &rel, err);
+    if (r < 0)
+        return r;
+    cleanup_close int fd = sp_fs_openat(fs, rel, O_PATH, 0, true, err);
+    if (fd < 0)
+        return fd;
+    struct stat st;
+    if (fstat(fd, &st) < 0)
+        return sp_err_errno(err, errno, "stat", rel);
+    *out = info_new(fs, sp_steal_ptr_(&rel), &st, fd);
     return 0;
 }
 
