@@ -374,7 +374,18 @@ int sp_fs_view(sp_fs_text **out, sp_fs *fs, const char *path, long start, long e
     if (r < 0)
         return r;
     size_t limit = end == -1 ? SIZE_MAX - (size_t)start : (size_t)(end - start + 1);
-    return read_text(out, fs, rel, (size_t)(start - 1), limit, err);
+    r = read_text(out, fs, rel, (size_t)(start - 1), limit, err);
+    if (r == 0 && start > 1 && (size_t)start > (*out)->total_lines) {
+        /* As Anthropic's view_range and the read_file tool: a start past
+         * the end is a mistake, not an empty answer. */
+        size_t total = (*out)->total_lines;
+        sp_fs_text_free(*out);
+        *out = NULL;
+        return sp_err_set(err, SP_EINVAL, 0,
+                          "view range starts at line %ld, past the end: %s has %zu line%s", start,
+                          rel, total, total == 1 ? "" : "s");
+    }
+    return r;
 }
 
 void sp_fs_text_free(sp_fs_text *t)

@@ -234,11 +234,11 @@ cJSON *sp_json_fs_text(const sp_fs_text *t)
         sp_json_add_string(o, "path", t->path) &&
         add_string_n(o, "content", t->content ? t->content : "", t->content ? t->content_len : 0) &&
         sp_json_add_u64(o, "total_lines", t->total_lines) &&
-        sp_json_add_u64(o, "offset", t->offset) && sp_json_add_u64(o, "limit", t->limit) &&
+        sp_json_add_u64(o, "offset", t->offset + 1) && sp_json_add_u64(o, "limit", t->limit) &&
         sp_json_add_u64(o, "lines", t->lines) && sp_json_add_u64(o, "lines_cut", t->lines_cut) &&
         add_bool(o, "truncated", t->truncated);
     if (ok && t->truncated)
-        ok = sp_json_add_u64(o, "next_offset", (uint64_t)t->offset + t->lines);
+        ok = sp_json_add_u64(o, "next_offset", (uint64_t)t->offset + t->lines + 1);
     return sp_json_finish(o, ok);
 }
 

@@ -99,7 +99,9 @@ cJSON *sp_json_parse_exact(const char *text, size_t len);
 /**
  * `{path, content, total_lines, offset, limit, lines, lines_cut, truncated}`,
  * plus `next_offset` (the offset that continues the read) when truncated.
- * Offsets are 0-based line numbers, as in sp_fs_read_opts.
+ * Offsets are 1-based line numbers, as the read_file tool's offset and
+ * `sandpod fs read --offset` count (sp_fs_read_opts.offset is 0-based: the
+ * JSON says sp_fs_text.offset + 1).
  */
 cJSON *sp_json_fs_text(const sp_fs_text *t);
 

@@ -168,6 +168,16 @@ static void test_read_slices(void **state)
     EXPECT(sp_fs_view(&t, f->fs, "a.txt", 0, 2, &err), SP_EINVAL, "line 1");
     err = NULL;
     EXPECT(sp_fs_view(&t, f->fs, "a.txt", 3, 2, &err), SP_EINVAL, NULL);
+    /* Past the end: the start is an error (as the read_file tool's offset),
+     * the end is clamped; line 1 of an empty file is fine. */
+    EXPECT(sp_fs_view(&t, f->fs, "a.txt", 5, -1, &err), SP_EINVAL, "past the end: a.txt has 4");
+    assert_null(t);
+    OK(sp_fs_view(&t, f->fs, "a.txt", 4, 99, &err));
+    assert_string_equal(t->content, "four\n");
+    sp_fs_text_free(t);
+    OK(sp_fs_view(&t, f->fs, "empty", 1, -1, &err));
+    assert_string_equal(t->content, "");
+    sp_fs_text_free(t);
 }
 
 static void test_read_long_lines_and_chunks(void **state)

@@ -134,7 +134,10 @@ int sp_fs_read(sp_fs_text **out, sp_fs *fs, const char *path, const sp_fs_read_o
 
 /**
  * Read lines `start`..`end` (1-based, inclusive; end -1 = to the end of the
- * file): the view range of file tools. Same errors as sp_fs_read().
+ * file): the view range of file tools. An end past the last line reads to
+ * the end; a start past it (other than line 1 of an empty file) is
+ * SP_EINVAL, as the read_file tool's offset. Otherwise the errors of
+ * sp_fs_read().
  */
 int sp_fs_view(sp_fs_text **out, sp_fs *fs, const char *path, long start, long end, sp_error **err);
 
