@@ -219,7 +219,8 @@ const struct cli_spec cli_spec_fs = {
         "      search file contents with a PCRE2 regex and print path:line:text;\n"
         "      no match prints nothing and exits 0\n"
         "  stat PATH\n"
-        "      show type, size, mode, mtime and link target (a final symlink is not followed)\n"
+        "      show type, size, mode, times, access and link target (a final symlink is not\n"
+        "      followed; an absolute target outside /workspace is in the container's image)\n"
         "  exists PATH\n"
         "      print true or false; exit 0 when PATH exists, 1 when it does not\n"
         "  rm PATH [-r]\n"
@@ -847,16 +848,26 @@ static int op_stat(struct fs_cli *c)
         sp_fs_info_free(st);
         return rc;
     }
-    fputs("path:  ", stdout);
+    fputs("path:     ", stdout);
     cli_put_name(stdout, st->path);
-    printf("\ntype:  %s\nsize:  %" PRIu64 "\nmode:  %04o\nmtime: ", sp_fs_type_name(st->type),
-           st->size, st->mode & 07777u);
+    printf("\ntype:     %s\nsize:     %" PRIu64 "\nmode:     %04o\nmodified: ",
+           sp_fs_type_name(st->type), st->size, st->mode & 07777u);
     put_mtime(st->mtime_ns);
-    putchar('\n');
+    fputs("\naccessed: ", stdout);
+    put_mtime(st->atime_ns);
+    fputs("\ncreated:  ", stdout);
+    if (st->btime_ns)
+        put_mtime(st->btime_ns);
+    else
+        fputs("unknown", stdout);
+    printf("\naccess:   %s%s\n", st->readable ? "readable" : "not readable",
+           st->writable ? ", writable" : ", not writable");
     if (st->type == SP_FS_SYMLINK) {
-        fputs("link:  ", stdout);
+        fputs("link:     ", stdout);
         cli_put_name(stdout, st->link_target ? st->link_target : "?");
-        if (st->target_escapes)
+        if (st->target_in_image)
+            fputs(" (into the container's image: never followed here)", stdout);
+        else if (st->target_escapes)
             fputs(" (leaves the workspace or dangles)", stdout);
         putchar('\n');
     }

@@ -966,13 +966,20 @@ int tool_stat(sp_tools *t, const cJSON *a, tool_call *c)
     if (gmtime_r(&sec, &tm))
         strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
     add_clean(&c->message, shown, strlen(shown), false);
-    sp_buf_printf(&c->message, ": %s, %" PRIu64 " bytes, mode %04o, modified %s",
-                  sp_fs_type_name(st->type), st->size, st->mode & 07777u, when);
+    sp_buf_printf(&c->message, ": %s, %" PRIu64 " bytes, mode %04o, modified %s, %s",
+                  sp_fs_type_name(st->type), st->size, st->mode & 07777u, when,
+                  st->readable && st->writable ? "readable and writable"
+                  : st->readable               ? "read-only"
+                  : st->writable               ? "writable, not readable"
+                                               : "neither readable nor writable");
     if (st->type == SP_FS_SYMLINK) {
         sp_buf_adds(&c->message, ", link to ");
         add_clean(&c->message, st->link_target ? st->link_target : "?",
                   st->link_target ? strlen(st->link_target) : 1, false);
-        if (st->target_escapes)
+        if (st->target_in_image)
+            sp_buf_adds(&c->message, " (in the container's image, outside the workspace: the "
+                                     "file tools do not follow it)");
+        else if (st->target_escapes)
             sp_buf_adds(&c->message, " (leaves the workspace or dangles)");
     }
     sp_buf_addc(&c->message, '\n');

@@ -310,7 +310,16 @@ json "grep --json" 'j["count"] == 1 and j["matches"][0]["line_number"] == 3 and 
 # ------------------------------------------------------ stat / exists --
 fs stat f.txt
 expect 0 "stat"
-out_has "type:  file" "stat type"
+out_has "type:     file" "stat type"
+out_has "access:   readable, writable" "stat access"
+fs stat f.txt --json
+json "stat --json has the FileStat fields" 'j["permissions"] == "rw-r--r--" and j["readable"] and j["writable"] and isinstance(j["atime_ns"], int) and "created" in j and j["modified"] == j["mtime"]'
+ln -s /usr/lib/os-release "$W/imglink"
+fs stat imglink
+out_has "container's image" "stat names a link into the image"
+fs stat imglink --json
+json "stat --json target_in_image" 'j["target_in_image"] is True'
+rm -f "$W/imglink"
 fs stat lnk --json
 json "stat --json on a link" 'j["type"] == "symlink" and j["link_target"] == "f.txt" and not j["target_escapes"]'
 fs stat sub --json
