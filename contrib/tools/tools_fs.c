@@ -738,17 +738,14 @@ int tool_write_file(sp_tools *t, const cJSON *a, tool_call *c)
     bool existed = sp_fs_exists(fs, rel);
     size_t written = 0;
     sp_error *err = NULL;
-    int r = 0;
-    if (existed && wo.mode == SP_FS_OVERWRITE)
-        r = tools_stale_check(t, fs, rel, shown, c);
-    if (r < 0)
-        ;
-    else if (b64)
-        r = sp_fs_write_bytes(&written, fs, rel, bytes, nbytes, &wo, &err);
-    else
-        r = sp_fs_write(&written, fs, rel, content, strlen(content), &wo, &err);
-    if (r < 0 && c->code) {
-        /* refused as stale: recorded already */
+    /* Only a replacement builds on what the model saw of the file. */
+    int r = existed && wo.mode == SP_FS_OVERWRITE ? tools_stale_check(t, fs, rel, shown, c) : 0;
+    bool stale = r < 0;
+    if (!stale)
+        r = b64 ? sp_fs_write_bytes(&written, fs, rel, bytes, nbytes, &wo, &err)
+                : sp_fs_write(&written, fs, rel, content, strlen(content), &wo, &err);
+    if (stale) {
+        /* recorded by tools_stale_check() */
     } else if (r < 0) {
         call_fail_err(c, r, err,
                       r == SP_EEXISTS ? "mode 'create' refuses an existing file; use "
@@ -788,11 +785,12 @@ int tool_edit_file(sp_tools *t, const cJSON *a, tool_call *c)
     size_t n = 0;
     sp_error *err = NULL;
     int r = tools_stale_check(t, fs, rel, shown, c);
-    if (r == 0)
+    bool stale = r < 0;
+    if (!stale)
         r = sp_fs_str_replace(&n, fs, rel, old_s, new_s, all, &err);
-    if (r < 0 && c->code)
-        ; /* refused as stale */
-    else if (r == SP_ENOTFOUND && sp_fs_exists(fs, rel))
+    if (stale) {
+        /* recorded by tools_stale_check() */
+    } else if (r == SP_ENOTFOUND && sp_fs_exists(fs, rel))
         call_fail_err(c, r, err,
                       "read the file again and copy old_string exactly, whitespace and "
                       "indentation included");
@@ -833,10 +831,11 @@ int tool_insert(sp_tools *t, const cJSON *a, tool_call *c)
     char *shown = norm(t, rel);
     sp_error *err = NULL;
     int r = tools_stale_check(t, fs, rel, shown, c);
-    if (r == 0)
+    bool stale = r < 0;
+    if (!stale)
         r = sp_fs_insert(fs, rel, line, text, &err);
-    if (r < 0 && c->code) {
-        /* refused as stale */
+    if (stale) {
+        /* recorded by tools_stale_check() */
     } else if (r < 0) {
         call_fail_err(c, r, err,
                       r == SP_EINVAL ? "check the line number with read_file (0 = at the start, "

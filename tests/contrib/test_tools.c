@@ -1402,6 +1402,22 @@ static void test_unrestricted(void **state)
     r = ok_call(t, "list_dir", "{\"path\":\"../outside\",\"depth\":1}");
     assert_has(msg_of(r), "made.txt");
     cJSON_Delete(r);
+    /* One record per file however it is named: absolute, relative with
+     * `..`, or by apply_patch (which works beneath the root). */
+    tu_write(f->dir, "u.txt", "u\n", 0644);
+    assert_true(asprintf(&args, "{\"path\":\"%s/./u.txt\"}", f->dir) > 0);
+    cJSON_Delete(ok_call(t, "read_file", args));
+    free(args);
+    tu_write(f->dir, "u.txt", "uu\n", 0644);
+    bad_call(t, "edit_file",
+             "{\"path\":\"../root/u.txt\",\"old_string\":\"u\",\"new_string\":\"v\"}", SP_ERROR,
+             "changed on disk");
+    if (sp_tools_has(t, "apply_patch"))
+        bad_call(t, "apply_patch",
+                 "{\"patch\":\"*** Begin Patch\\n*** Update File: u.txt\\n@@\\n-uu\\n+v\\n"
+                 "*** End Patch\\n\"}",
+                 SP_ERROR, "changed on disk");
+    assert_file(f->dir, "u.txt", "uu\n");
     sp_tools_free(t);
 
     /* restricted (the default) refuses the same. */
