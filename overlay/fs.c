@@ -267,10 +267,12 @@ static void feed(struct line_reader *lr, const char *p, size_t n)
 
 static int binary_error(sp_error **err, const char *rel, const char *why)
 {
-    return sp_err_reason(err, SP_R_NOT_TEXT,
-                         sp_err_set(err, SP_EINVAL, 0,
-                                    "%s is %s; read it with read_bytes (sandpod fs cat) instead",
-                                    rel, why));
+    return sp_err_reason(
+        err, SP_R_NOT_TEXT,
+        sp_err_set(err, SP_EINVAL, 0,
+                   "%s is %s; read its bytes with sp_fs_read_bytes() ('sandpod fs cat', "
+                   "'sandpod fs read --base64') instead",
+                   rel, why));
 }
 
 static int read_text(sp_fs_text **out, sp_fs *fs, const char *rel, size_t offset, size_t limit,

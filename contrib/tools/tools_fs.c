@@ -370,6 +370,21 @@ static bool is_not_text(int r, const sp_error *err)
     return r == SP_EINVAL && err && err->reason == SP_R_NOT_TEXT;
 }
 
+/* A text edit of a file that is not text: the library points at its byte
+ * reader, which the model lacks; say what the tools can do instead. */
+static int not_text_fail(tool_call *c, int r, sp_error *err)
+{
+    const char *m = err->message;
+    const char *semi = strstr(m, "; read its bytes");
+    int n = semi ? (int)(semi - m) : (int)strlen(m);
+    call_fail_reason(c, r, SP_R_NOT_TEXT,
+                     "%.*s; text edits need UTF-8 text: read_file returns its bytes as base64, "
+                     "and write_file with encoding 'base64' replaces it whole",
+                     n, m);
+    sp_error_free(err);
+    return r;
+}
+
 /* A file that is not UTF-8 text, whole: base64 with its media type, within
  * max_read_bytes. The message carries the base64 too when it fits the
  * answer's cap, for clients that show the model only the text. */
@@ -790,6 +805,8 @@ int tool_edit_file(sp_tools *t, const cJSON *a, tool_call *c)
         r = sp_fs_str_replace(&n, fs, rel, old_s, new_s, all, &err);
     if (stale) {
         /* recorded by tools_stale_check() */
+    } else if (is_not_text(r, err)) {
+        not_text_fail(c, r, err);
     } else if (r == SP_ENOTFOUND && sp_fs_exists(fs, rel))
         call_fail_err(c, r, err,
                       "read the file again and copy old_string exactly, whitespace and "
@@ -836,6 +853,8 @@ int tool_insert(sp_tools *t, const cJSON *a, tool_call *c)
         r = sp_fs_insert(fs, rel, line, text, &err);
     if (stale) {
         /* recorded by tools_stale_check() */
+    } else if (is_not_text(r, err)) {
+        not_text_fail(c, r, err);
     } else if (r < 0) {
         call_fail_err(c, r, err,
                       r == SP_EINVAL ? "check the line number with read_file (0 = at the start, "

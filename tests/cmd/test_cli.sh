@@ -142,6 +142,7 @@ fs --json read img.png
 json "binary read --json" 'j["ok"] and j["mime"] == "image/png" and j["base64"] == "iVBORw0KGgoAAQ==" and j["size"] == 10'
 fs read img.png
 expect 1 "plain read of a binary file"
+err_has "fs read --base64" "the refusal points to --base64"
 fsin $'iVBORw0K\nGgoAAQ==\n' write copy.png --base64
 expect 0 "write --base64 (line breaks allowed)"
 if cmp -s "$W/img.png" "$W/copy.png"; then ok; else bad "write --base64 writes the bytes"; fi

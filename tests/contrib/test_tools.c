@@ -760,6 +760,15 @@ static void test_binary(void **state)
     assert_file(f->dir, "e.bin", "");
     bad_call(f->t, "write_file", "{\"path\":\"x\",\"encoding\":\"hex\",\"content\":\"00\"}",
              SP_EINVAL, "encoding");
+
+    /* Text edits of a binary file say what works instead. */
+    bad_call(f->t, "edit_file",
+             "{\"path\":\"img.png\",\"old_string\":\"PNG\",\"new_string\":\"X\"}", SP_EINVAL,
+             "write_file with encoding 'base64' replaces it whole");
+    cJSON *r = call_ex(f->t, "insert", "{\"path\":\"img.png\",\"line\":0,\"text\":\"x\"}", NULL);
+    assert_error(r, "invalid", "not_text");
+    assert_true(strstr(msg_of(r), "sp_fs_read_bytes") == NULL);
+    cJSON_Delete(r);
 }
 
 static void test_limits(void **state)
