@@ -836,9 +836,28 @@ static bool fd_access(int fd, int mode)
     return faccessat(AT_FDCWD, p, mode, AT_EACCESS) == 0;
 }
 
-/* Fill an info from an lstat/fstat of the object and an fd on it (-1 when
- * none could be had: a symlink, whose own access bits mean nothing). */
-static sp_fs_info *info_new(sp_fs *fs, char *rel, const struct stat *st, int fd)
+/* Birth time of (dirfd, name) ("" with AT_EMPTY_PATH: dirfd itself), when
+ * the file system keeps one. */
+static void fill_btime(sp_fs_info *s, int dirfd, const char *name, int flags)
+{
+    struct statx sx;
+    if (statx(dirfd, name, flags, STATX_BTIME, &sx) == 0 && (sx.stx_mask & STATX_BTIME))
+        s->btime_ns = (int64_t)sx.stx_btime.tv_sec * 1000000000 + sx.stx_btime.tv_nsec;
+}
+
+/* What this process may do with the file open as fd (for a symlink: with
+ * its target, which is what a read or write through it reaches). */
+static void fill_access(sp_fs *fs, sp_fs_info *s, int fd)
+{
+    if (fd < 0)
+        return;
+    s->readable = fd_access(fd, R_OK);
+    s->writable = !fs->opts.read_only && fd_access(fd, W_OK);
+}
+
+/* An info from an lstat/fstat of the object; btime and access are filled
+ * by the caller. */
+static sp_fs_info *info_new(char *rel, const struct stat *st)
 {
     sp_fs_info *s = sp_xcalloc(1, sizeof(*s));
     s->path = rel;
@@ -850,13 +869,6 @@ static sp_fs_info *info_new(sp_fs *fs, char *rel, const struct stat *st, int fd)
     s->ctime_ns = ts_ns(st->st_ctim);
     s->dev = (uint64_t)st->st_dev;
     s->ino = (uint64_t)st->st_ino;
-    if (fd >= 0) {
-        struct statx sx;
-        if (statx(fd, "", AT_EMPTY_PATH, STATX_BTIME, &sx) == 0 && (sx.stx_mask & STATX_BTIME))
-            s->btime_ns = (int64_t)sx.stx_btime.tv_sec * 1000000000 + sx.stx_btime.tv_nsec;
-        s->readable = fd_access(fd, R_OK);
-        s->writable = !fs->opts.read_only && fd_access(fd, W_OK);
-    }
     return s;
 }
 
@@ -868,38 +880,40 @@ int sp_fs_stat(sp_fs_info **out, sp_fs *fs, const char *path, sp_error **err)
     if (r < 0)
         return r;
     struct stat st;
-    char *target = NULL;
-    bool escapes = false, image = false;
-    cleanup_close int fd = -1;
     if (strcmp(rel, ".") == 0) {
         if (fstat(fs->rootfd, &st) < 0)
             return sp_err_errno(err, errno, "stat", rel);
-        fd = fcntl(fs->rootfd, F_DUPFD_CLOEXEC, 0);
-    } else {
-        cleanup_close int dirfd = -1;
-        cleanup_free char *name = NULL;
-        if ((r = sp_fs_open_parent(fs, rel, false, &dirfd, &name, err)) < 0)
-            return r;
-        if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-            return sp_err_errno(err, errno, "stat", rel);
-        if (S_ISLNK(st.st_mode)) {
-            char buf[PATH_MAX];
-            ssize_t n = readlinkat(dirfd, name, buf, sizeof(buf) - 1);
-            if (n < 0)
-                return sp_err_errno(err, errno, "readlink", rel);
-            target = sp_xstrndup(buf, (size_t)n);
-            image = target[0] == '/' && !sp_fs_workspace_tail(target);
-            int tfd = image ? -1 : sp_fs_openat(fs, rel, O_PATH, 0, true, NULL);
-            escapes = tfd < 0;
-            if (tfd >= 0)
-                close(tfd);
-        } else {
-            fd = openat(dirfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
-        }
+        sp_fs_info *s = info_new(sp_steal_ptr_(&rel), &st);
+        fill_btime(s, fs->rootfd, "", AT_EMPTY_PATH);
+        fill_access(fs, s, fs->rootfd);
+        *out = s;
+        return 0;
     }
-    sp_fs_info *s = info_new(fs, sp_steal_ptr_(&rel), &st, fd);
+    cleanup_close int dirfd = -1;
+    cleanup_free char *name = NULL;
+    if ((r = sp_fs_open_parent(fs, rel, false, &dirfd, &name, err)) < 0)
+        return r;
+    if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+        return sp_err_errno(err, errno, "stat", rel);
+    char *target = NULL;
+    if (S_ISLNK(st.st_mode)) {
+        char buf[PATH_MAX];
+        ssize_t n = readlinkat(dirfd, name, buf, sizeof(buf) - 1);
+        if (n < 0)
+            return sp_err_errno(err, errno, "readlink", rel);
+        target = sp_xstrndup(buf, (size_t)n);
+    }
+    /* The object itself for a file or folder; for a symlink, its target as
+     * a read through it would reach it (never one in the image). */
+    bool image = target && target[0] == '/' && !sp_fs_workspace_tail(target);
+    cleanup_close int fd = !target ? openat(dirfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC)
+                           : image ? -1
+                                   : sp_fs_openat(fs, rel, O_PATH, 0, true, NULL);
+    sp_fs_info *s = info_new(sp_steal_ptr_(&rel), &st);
+    fill_btime(s, dirfd, name, AT_SYMLINK_NOFOLLOW);
+    fill_access(fs, s, fd);
     s->link_target = target;
-    s->target_escapes = escapes;
+    s->target_escapes = target && fd < 0;
     s->target_in_image = image;
     *out = s;
     return 0;
@@ -918,7 +932,10 @@ int sp_fs_stat_target(sp_fs_info **out, sp_fs *fs, const char *path, sp_error **
     struct stat st;
     if (fstat(fd, &st) < 0)
         return sp_err_errno(err, errno, "stat", rel);
-    *out = info_new(fs, sp_steal_ptr_(&rel), &st, fd);
+    sp_fs_info *s = info_new(sp_steal_ptr_(&rel), &st);
+    fill_btime(s, fd, "", AT_EMPTY_PATH);
+    fill_access(fs, s, fd);
+    *out = s;
     return 0;
 }
 

@@ -358,11 +358,17 @@ static size_t add_numbered(tool_call *c, sp_buf *content, const lines *ls, size_
     return i;
 }
 
-static int read_error(tool_call *c, int r, sp_error *err)
+static int read_error(const sp_tools *t, tool_call *c, int r, sp_error *err)
 {
     bool folder = err && err->reason == SP_R_IS_DIRECTORY;
-    return call_fail_err(c, r, err,
-                         folder ? "read_file takes a file; use list_dir for a folder" : NULL);
+    bool image = r == SP_EESCAPE && err && err->message &&
+                 strstr(err->message, "into the container's image");
+    const char *hint = folder  ? "read_file takes a file; use list_dir for a folder"
+                       : image ? (t->sb ? "the file tools reach the workspace only: read it with "
+                                          "the shell tool (cat) instead"
+                                        : "the file tools reach the workspace only")
+                               : NULL;
+    return call_fail_err(c, r, err, hint);
 }
 
 static bool is_not_text(int r, const sp_error *err)
@@ -394,7 +400,7 @@ static int read_binary(sp_tools *t, tool_call *c, sp_fs *fs, const char *rel, co
     sp_error *err = NULL;
     int r = sp_fs_stat_target(&st, fs, rel, &err);
     if (r < 0)
-        return read_error(c, r, err);
+        return read_error(t, c, r, err);
     uint64_t size = st->size;
     sp_fs_info_free(st);
     if (size > t->opts.max_read_bytes)
@@ -406,7 +412,7 @@ static int read_binary(sp_tools *t, tool_call *c, sp_fs *fs, const char *rel, co
     sp_fs_bytes *b = NULL;
     r = sp_fs_read_bytes(&b, fs, rel, 0, t->opts.max_read_bytes, &err);
     if (r < 0)
-        return read_error(c, r, err);
+        return read_error(t, c, r, err);
     if (b->truncated) {
         /* It grew past the limit since the stat. */
         sp_fs_bytes_free(b);
@@ -478,7 +484,7 @@ static int read_slice(sp_tools *t, tool_call *c, sp_fs *fs, const char *rel, con
         return read_binary(t, c, fs, rel, shown);
     }
     if (r < 0)
-        return read_error(c, r, err);
+        return read_error(t, c, r, err);
     if (start > 0 && start >= txt->total_lines) {
         r = call_fail(c, SP_EINVAL, "offset %zu is past the end: %s has %zu lines", start + 1,
                       shown, txt->total_lines);
@@ -571,7 +577,7 @@ static int read_indentation(sp_tools *t, tool_call *c, sp_fs *fs, const char *re
         return read_binary(t, c, fs, rel, shown);
     }
     if (r < 0)
-        return read_error(c, r, err);
+        return read_error(t, c, r, err);
     lines ls;
     split_lines(&ls, txt->content, txt->content_len);
     size_t n = ls.n;
@@ -984,12 +990,14 @@ int tool_stat(sp_tools *t, const cJSON *a, tool_call *c)
     if (gmtime_r(&sec, &tm))
         strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
     add_clean(&c->message, shown, strlen(shown), false);
-    sp_buf_printf(&c->message, ": %s, %" PRIu64 " bytes, mode %04o, modified %s, %s",
-                  sp_fs_type_name(st->type), st->size, st->mode & 07777u, when,
-                  st->readable && st->writable ? "readable and writable"
-                  : st->readable               ? "read-only"
-                  : st->writable               ? "writable, not readable"
-                                               : "neither readable nor writable");
+    sp_buf_printf(&c->message, ": %s, %" PRIu64 " bytes, mode %04o, modified %s",
+                  sp_fs_type_name(st->type), st->size, st->mode & 07777u, when);
+    if (!st->target_escapes)
+        sp_buf_printf(&c->message, ", %s",
+                      st->readable && st->writable ? "readable and writable"
+                      : st->readable               ? "read-only"
+                      : st->writable               ? "writable, not readable"
+                                                   : "neither readable nor writable");
     if (st->type == SP_FS_SYMLINK) {
         sp_buf_adds(&c->message, ", link to ");
         add_clean(&c->message, st->link_target ? st->link_target : "?",

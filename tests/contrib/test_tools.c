@@ -1070,8 +1070,13 @@ static void test_container_symlinks(void **state)
     v = cJSON_GetObjectItem(o, "value");
     assert_false(cJSON_IsTrue(cJSON_GetObjectItem(v, "target_in_image")));
     assert_false(cJSON_IsTrue(cJSON_GetObjectItem(v, "target_escapes")));
+    /* Access is what a read or write through the link reaches. */
+    assert_true(cJSON_IsTrue(cJSON_GetObjectItem(v, "readable")));
+    assert_has(msg_of(o), "readable and writable, link to /workspace/lib/x.txt");
     cJSON_Delete(o);
-    bad_call(f->t, "read_file", "{\"path\":\"img\"}", SP_EESCAPE, "container's image");
+    bad_call(f->t, "read_file", "{\"path\":\"img\"}", SP_EESCAPE,
+             "container's image: /usr/lib/os-release; only targets under /workspace/ are "
+             "followed); the file tools reach the workspace only");
     bad_call(f->t, "write_file", "{\"path\":\"img\",\"content\":\"x\"}", SP_EESCAPE,
              "container's image");
     /* A write through a /workspace link lands inside. */

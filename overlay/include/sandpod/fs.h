@@ -237,7 +237,7 @@ typedef struct sp_fs_info {
     int64_t atime_ns; /**< last access */
     int64_t ctime_ns; /**< last status change */
     int64_t btime_ns; /**< creation (birth) time; 0 when the file system does not keep it */
-    bool readable;    /**< this process may read it */
+    bool readable;    /**< this process may read it (a symlink: its target, through it) */
     bool writable;    /**< this process may write it (false on a read-only handle) */
     /** A symlink whose absolute target lies outside SP_WORKSPACE_MOUNT: it
      *  points into the container's image and is never followed on the host
