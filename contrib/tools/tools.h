@@ -30,7 +30,9 @@
  * string is refused.
  *
  * Threads: one context is used by one thread at a time, except
- * sp_tools_cancel(), which another thread may call while a call runs.
+ * sp_tools_cancel(), which another thread may call while a call runs. The
+ * stale-edit records (see sp_tools_opts.no_stale_check) are guarded by
+ * their own mutex, ready for calls on several threads.
  * Specs (sp_tools_specs(), sp_tools_list()) are immutable and may be read
  * from any thread.
  */
