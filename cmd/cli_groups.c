@@ -85,10 +85,24 @@ static const struct cli_optdesc tools_opts[] = {
               "make matching paths invisible to the tools (repeatable)"),
     CLI_FLAG("read-only", 0, CLI_OPT_TOOLS_READ_ONLY,
              "refuse every change to files (write tools left out)"),
+    CLI_VALUE("max-read-bytes", 0, "SIZE", CLI_OPT_TOOLS_MAX_READ, CLI_COMP_NONE,
+              "largest binary file read_file returns as base64 (default 4M)"),
+    CLI_VALUE("max-write-bytes", 0, "SIZE", CLI_OPT_TOOLS_MAX_WRITE, CLI_COMP_NONE,
+              "largest file the write tools leave (default 4M)"),
+    CLI_VALUE("max-output-bytes", 0, "SIZE", CLI_OPT_TOOLS_MAX_OUTPUT, CLI_COMP_NONE,
+              "cap per output stream of a shell call, head and tail kept (default 8K)"),
+    CLI_VALUE("max-text-bytes", 0, "SIZE", CLI_OPT_TOOLS_MAX_TEXT, CLI_COMP_NONE,
+              "cap on the text of one file tool answer (default 64K)"),
+    CLI_VALUE("timeout", 0, "MS", CLI_OPT_TOOLS_TIMEOUT, CLI_COMP_NONE,
+              "timeout of a shell call that names none, in milliseconds (default 60000)"),
+    CLI_FLAG("no-stale-check", 0, CLI_OPT_TOOLS_NO_STALE,
+             "let edits change a file that changed on disk since the model read it"),
     CLI_OPTS_END,
 };
 
-const struct cli_optgroup cli_group_tools = {NULL, tools_opts, NULL, false};
+const struct cli_optgroup cli_group_tools = {
+    NULL, tools_opts,
+    "SIZE is a whole number with an optional K, M, G or T suffix (powers of 1024).", false};
 
 static const struct cli_optdesc command_opts[] = {
     CLI_VALUE("workdir", 'w', "DIR", 'w', CLI_COMP_NONE,

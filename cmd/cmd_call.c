@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "fs_json.h"
 
 enum { OPT_FREEFORM = 0x3100, OPT_TEXT };
 
@@ -134,7 +135,8 @@ int cmd_call(int argc, char **argv)
     char *result = NULL;
     r = freeform ? sp_tools_call_freeform(&result, t, tool, input, input_len)
                  : sp_tools_call(&result, t, tool, input, input_len);
-    cJSON *o = result ? cJSON_Parse(result) : NULL;
+    /* Parsed again to print: exactly, or mtime_ns would become a double. */
+    cJSON *o = result ? sp_json_parse_exact(result, strlen(result)) : NULL;
     free(result);
     if (!o) {
         rc = cli_error("out of memory");

@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,15 +53,20 @@ enum {
     OPT_FORMAT,
     OPT_ALLOW_OVERWRITE,
     OPT_RAW,
+    OPT_BASE64,
 };
 
 static const struct cli_optdesc fs_op_opts[] = {
     CLI_VALUE("offset", 0, "N", OPT_OFFSET, CLI_COMP_NONE,
-              "read: first line (0-based); cat: first byte"),
+              "read: first line, 1-based as the read_file tool's offset (0 reads as 1); "
+              "cat: first byte, 0-based"),
     CLI_VALUE("limit", 0, "N", OPT_LIMIT, CLI_COMP_NONE,
               "read: number of lines; cat: number of bytes"),
     CLI_VALUE("view", 0, "S:E", OPT_VIEW, CLI_COMP_NONE,
               "read: lines S to E, 1-based, inclusive; E -1 = to the end"),
+    CLI_FLAG("base64", 0, OPT_BASE64,
+             "read: print the whole file (text or binary) as base64; write: stdin is base64 "
+             "(line breaks allowed, else strict RFC 4648)"),
     CLI_FLAG("raw", 0, OPT_RAW,
              "read: write control characters (escape sequences) to a terminal as they are; by "
              "default they show as \\xNN"),
@@ -127,6 +133,7 @@ struct fs_cli {
     bool dry_run, allow_overwrite;
     const char *format;
     bool raw;
+    bool base64;
 
     sp_fs *fs;
 };
@@ -155,11 +162,11 @@ static int op_insert(struct fs_cli *c);
 static int op_patch(struct fs_cli *c);
 
 static const struct fs_op ops[] = {
-    {"read", op_read, 1, 1, " offset limit view raw ",
-     "read PATH [--offset N] [--limit N] [--view START:END] [--raw]"},
+    {"read", op_read, 1, 1, " offset limit view raw base64 ",
+     "read PATH [--offset N] [--limit N] [--view START:END] [--raw] [--base64]"},
     {"cat", op_cat, 1, 1, " offset limit ", "cat PATH [--offset N] [--limit N]"},
-    {"write", op_write, 1, 1, " mode no-parents ",
-     "write PATH [--mode create|overwrite|append] [--no-parents]"},
+    {"write", op_write, 1, 1, " mode no-parents base64 ",
+     "write PATH [--mode create|overwrite|append] [--no-parents] [--base64]"},
     {"ls", op_ls, 0, 1, " depth max ", "ls [PATH] [--depth N] [--max N]"},
     {"glob", op_glob, 1, 1, " path max ", "glob PATTERN [--path BASE] [--max N]"},
     {"grep", op_grep, 1, 2, " glob ignore-case fixed-strings max ",
@@ -192,14 +199,18 @@ const struct cli_spec cli_spec_fs = {
         "symlink is refused.\n"
         "\n"
         "Operations:\n"
-        "  read PATH [--offset N] [--limit N] [--view START:END] [--raw]\n"
-        "      print lines of a UTF-8 text file; --offset is 0-based, --view 1-based\n"
-        "      and inclusive (END -1 = to the end); a note on stderr tells how to go on;\n"
-        "      on a terminal, control characters show as \\xNN unless --raw\n"
+        "  read PATH [--offset N] [--limit N] [--view START:END] [--raw] [--base64]\n"
+        "      print lines of a UTF-8 text file; line numbers are 1-based everywhere, as\n"
+        "      in the read_file tool: --offset N starts at line N, --view S:E shows lines\n"
+        "      S to E inclusive (E -1 = to the end); a start past the end is an error; a\n"
+        "      note on stderr tells how to go on; on a terminal, control characters show\n"
+        "      as \\xNN unless --raw; --base64 prints any file whole as base64, and\n"
+        "      --json of a binary file gives {mime, size, base64} as the tool does\n"
         "  cat PATH [--offset N] [--limit N]\n"
         "      print the raw bytes of any file (--offset and --limit in bytes)\n"
-        "  write PATH [--mode create|overwrite|append] [--no-parents]\n"
-        "      write stdin to PATH atomically (default: overwrite, creating parents)\n"
+        "  write PATH [--mode create|overwrite|append] [--no-parents] [--base64]\n"
+        "      write stdin to PATH atomically (default: overwrite, creating parents);\n"
+        "      --base64: stdin is base64 (bad base64 writes nothing)\n"
         "  ls [PATH] [--depth N] [--max N]\n"
         "      list a folder: size, mtime and path marked dir/, exec*, link@ -> target\n"
         "  glob PATTERN [--path BASE] [--max N]\n"
@@ -208,7 +219,8 @@ const struct cli_spec cli_spec_fs = {
         "      search file contents with a PCRE2 regex and print path:line:text;\n"
         "      no match prints nothing and exits 0\n"
         "  stat PATH\n"
-        "      show type, size, mode, mtime and link target (a final symlink is not followed)\n"
+        "      show type, size, mode, times, access and link target (a final symlink is not\n"
+        "      followed; an absolute target outside /workspace is in the container's image)\n"
         "  exists PATH\n"
         "      print true or false; exit 0 when PATH exists, 1 when it does not\n"
         "  rm PATH [-r]\n"
@@ -311,6 +323,9 @@ static int op_option(struct fs_cli *c, int opt, const char *arg)
 {
     long long v = 0;
     switch (opt) {
+    case OPT_BASE64:
+        c->base64 = true;
+        return 0;
     case OPT_OFFSET:
         if (cli_parse_ll("fs", "--offset", arg, 0, LLONG_MAX, &c->offset) < 0)
             return CLI_EXIT_USAGE;
@@ -429,6 +444,20 @@ static int fail(struct fs_cli *c, int code, sp_error *err)
     return rc;
 }
 
+/* fail() for an error of the command's own, with a reason for --json. */
+static int fail_own(struct fs_cli *c, int code, int reason, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static int fail_own(struct fs_cli *c, int code, int reason, const char *fmt, ...)
+{
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    sp_error e = {code, 0, msg, reason};
+    return c->json ? cli_json_error(code, &e) : cli_sp_error(code, &e);
+}
+
 /* The normalized form of a path for JSON answers; the path as given when
  * it does not normalize (the operation will have said why). */
 static char *norm_path(const char *path)
@@ -467,14 +496,61 @@ static void put_bytes(const void *data, size_t len)
 
 /* ------------------------------------------------------------- the ops -- */
 
+/* A whole file as base64: printed, or as the read_file tool's binary
+ * answer with --json. */
+static int read_base64(struct fs_cli *c, const char *path)
+{
+    sp_fs_bytes *b = NULL;
+    sp_error *err = NULL;
+    int rc = sp_fs_read_bytes(&b, c->fs, path, 0, 0, &err);
+    if (rc < 0)
+        return fail(c, rc, err);
+    if (b->truncated) {
+        sp_fs_bytes_free(b);
+        return fail_own(c, SP_ETOOBIG, SP_R_TOO_LARGE,
+                        "%s is over the read limit; use 'sandpod fs cat' instead", path);
+    }
+    char *enc = sp_base64_encode(b->data, b->len);
+    if (!enc) {
+        sp_fs_bytes_free(b);
+        return cli_error("out of memory");
+    }
+    if (c->json) {
+        cJSON *o = cJSON_CreateObject();
+        char *p = norm_path(path);
+        if (o && p && sp_json_add_string(o, "path", p) && sp_json_add_string(o, "mode", "binary") &&
+            sp_json_add_string(o, "mime", sp_mime_sniff(b->data, b->len)) &&
+            sp_json_add_u64(o, "size", b->len) && sp_json_add_string(o, "encoding", "base64") &&
+            sp_json_add_string(o, "base64", enc)) {
+            rc = cli_print_result(o);
+        } else {
+            cJSON_Delete(o);
+            rc = cli_error("out of memory");
+        }
+        free(p);
+    } else {
+        puts(enc);
+        rc = CLI_EXIT_OK;
+    }
+    free(enc);
+    sp_fs_bytes_free(b);
+    return rc;
+}
+
 static int op_read(struct fs_cli *c)
 {
     const char *path = c->args[0];
     if (c->have_view && (c->have_offset || c->have_limit))
         return cli_usage("fs", "--view cannot be combined with --offset or --limit");
+    if (c->base64 && (c->have_view || c->have_offset || c->have_limit))
+        return cli_usage("fs", "--base64 reads the whole file: no --view, --offset or --limit");
     if ((unsigned long long)c->offset > SIZE_MAX || (unsigned long long)c->limit > SIZE_MAX)
         return cli_usage("fs", "--offset or --limit is out of range");
+    if (c->base64)
+        return read_base64(c, path);
 
+    /* 1-based, 0 read as 1: the read_file tool's offset. */
+    size_t start = c->offset > 1 ? (size_t)c->offset - 1 : 0;
     sp_fs_text *t = NULL;
     sp_error *err = NULL;
     int rc;
@@ -482,12 +558,22 @@ static int op_read(struct fs_cli *c)
         rc = sp_fs_view(&t, c->fs, path, c->view_start, c->view_end, &err);
     } else {
         sp_fs_read_opts o = SP_FS_READ_OPTS_INIT;
-        o.offset = (size_t)c->offset;
+        o.offset = start;
         o.limit = (size_t)c->limit;
         rc = sp_fs_read(&t, c->fs, path, &o, &err);
     }
+    if (rc == SP_EINVAL && err && err->reason == SP_R_NOT_TEXT && c->json) {
+        sp_error_free(err);
+        return read_base64(c, path);
+    }
     if (rc < 0)
         return fail(c, rc, err);
+    if (!c->have_view && start > 0 && start >= t->total_lines) {
+        size_t total = t->total_lines;
+        sp_fs_text_free(t);
+        return fail_own(c, SP_EINVAL, SP_R_NONE, "--offset %zu is past the end: %s has %zu line%s",
+                        start + 1, path, total, total == 1 ? "" : "s");
+    }
 
     if (c->json) {
         rc = cli_print_result(sp_json_fs_text(t));
@@ -507,7 +593,7 @@ static int op_read(struct fs_cli *c)
                       next, t->total_lines, next + 1);
         else
             cli_error("showing lines %zu-%zu of %zu; continue with --offset %zu", t->offset + 1,
-                      next, t->total_lines, next);
+                      next, t->total_lines, next + 1);
     }
     sp_fs_text_free(t);
     return CLI_EXIT_OK;
@@ -571,6 +657,26 @@ static int op_write(struct fs_cli *c)
     size_t len = 0;
     if (cli_read_fd(STDIN_FILENO, CLI_MAX_INPUT, &data, &len) < 0)
         return cli_error("reading stdin: %s", strerror(errno));
+    if (c->base64) {
+        /* base64(1) wraps its lines: line breaks go, anything else is strict. */
+        size_t k = 0;
+        for (size_t i = 0; i < len; i++)
+            if (data[i] != '\n' && data[i] != '\r')
+                data[k++] = data[i];
+        uint8_t *bytes = NULL;
+        size_t n = 0;
+        char *why = NULL;
+        int r = sp_base64_decode(&bytes, &n, data, k, &why);
+        free(data);
+        if (r < 0) {
+            r = fail_own(c, SP_EINVAL, SP_R_NONE,
+                         "stdin is not valid base64: %s; nothing was written", why);
+            free(why);
+            return r;
+        }
+        data = (char *)bytes;
+        len = n;
+    }
 
     size_t written = 0;
     sp_error *err = NULL;
@@ -742,16 +848,26 @@ static int op_stat(struct fs_cli *c)
         sp_fs_info_free(st);
         return rc;
     }
-    fputs("path:  ", stdout);
+    fputs("path:     ", stdout);
     cli_put_name(stdout, st->path);
-    printf("\ntype:  %s\nsize:  %" PRIu64 "\nmode:  %04o\nmtime: ", sp_fs_type_name(st->type),
-           st->size, st->mode & 07777u);
+    printf("\ntype:     %s\nsize:     %" PRIu64 "\nmode:     %04o\nmodified: ",
+           sp_fs_type_name(st->type), st->size, st->mode & 07777u);
     put_mtime(st->mtime_ns);
-    putchar('\n');
+    fputs("\naccessed: ", stdout);
+    put_mtime(st->atime_ns);
+    fputs("\ncreated:  ", stdout);
+    if (st->btime_ns)
+        put_mtime(st->btime_ns);
+    else
+        fputs("unknown", stdout);
+    printf("\naccess:   %s%s\n", st->readable ? "readable" : "not readable",
+           st->writable ? ", writable" : ", not writable");
     if (st->type == SP_FS_SYMLINK) {
-        fputs("link:  ", stdout);
+        fputs("link:     ", stdout);
         cli_put_name(stdout, st->link_target ? st->link_target : "?");
-        if (st->target_escapes)
+        if (st->target_in_image)
+            fputs(" (into the container's image: never followed here)", stdout);
+        else if (st->target_escapes)
             fputs(" (leaves the workspace or dangles)", stdout);
         putchar('\n');
     }

@@ -4,6 +4,7 @@
  * tools context and the terminal approval prompt. */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -33,6 +34,20 @@ void cli_tools_dispose(struct cli_tools *c)
     free(c->disabled);
     free(c->deny);
     memset(c, 0, sizeof(*c));
+}
+
+/* A SIZE option (1K, 4M...) into a size_t field: 1 taken, -1 bad. */
+static int size_option(size_t *out, const char *cmd, const char *what, const char *arg)
+{
+    uint64_t v = 0;
+    if (cli_parse_bytes(cmd, what, arg, &v) < 0)
+        return -1;
+    if (v > SIZE_MAX / 2) {
+        cli_usage(cmd, "%s is out of range: '%s'", what, arg);
+        return -1;
+    }
+    *out = (size_t)v;
+    return 1;
 }
 
 int cli_tools_option(struct cli_tools *c, const char *cmd, int opt, const char *arg)
@@ -77,6 +92,24 @@ int cli_tools_option(struct cli_tools *c, const char *cmd, int opt, const char *
         return 1;
     case CLI_OPT_TOOLS_READ_ONLY:
         c->opts.read_only = true;
+        return 1;
+    case CLI_OPT_TOOLS_MAX_READ:
+        return size_option(&c->opts.max_read_bytes, cmd, "--max-read-bytes", arg);
+    case CLI_OPT_TOOLS_MAX_WRITE:
+        return size_option(&c->opts.max_write_bytes, cmd, "--max-write-bytes", arg);
+    case CLI_OPT_TOOLS_MAX_OUTPUT:
+        return size_option(&c->opts.max_output_bytes, cmd, "--max-output-bytes", arg);
+    case CLI_OPT_TOOLS_MAX_TEXT:
+        return size_option(&c->opts.max_text_bytes, cmd, "--max-text-bytes", arg);
+    case CLI_OPT_TOOLS_TIMEOUT: {
+        long long ms = 0;
+        if (cli_parse_ll(cmd, "--timeout", arg, 1, INT_MAX, &ms) < 0)
+            return -1;
+        c->opts.timeout_ms = (unsigned)ms;
+        return 1;
+    }
+    case CLI_OPT_TOOLS_NO_STALE:
+        c->opts.no_stale_check = true;
         return 1;
     default:
         return 0;

@@ -40,8 +40,9 @@ static int read_text(sp_fs *fs, const char *rel, sp_buf *out, sp_error **err)
                           limit);
     sp_buf_add(out, "", 0); /* data is non-NULL even for an empty file */
     if (memchr(out->data, '\0', out->len) || !sp_utf8_valid(out->data, out->len))
-        return sp_err_set(err, SP_EINVAL, 0, "cannot edit a binary or non-UTF-8 file as text: %s",
-                          rel);
+        return sp_err_reason(err, SP_R_NOT_TEXT,
+                             sp_err_set(err, SP_EINVAL, 0,
+                                        "cannot edit a binary or non-UTF-8 file as text: %s", rel));
     return 0;
 }
 

@@ -267,10 +267,12 @@ static void feed(struct line_reader *lr, const char *p, size_t n)
 
 static int binary_error(sp_error **err, const char *rel, const char *why)
 {
-    return sp_err_reason(err, SP_R_NOT_TEXT,
-                         sp_err_set(err, SP_EINVAL, 0,
-                                    "%s is %s; read it with read_bytes (sandpod fs cat) instead",
-                                    rel, why));
+    return sp_err_reason(
+        err, SP_R_NOT_TEXT,
+        sp_err_set(err, SP_EINVAL, 0,
+                   "%s is %s; read its bytes with sp_fs_read_bytes() ('sandpod fs cat', "
+                   "'sandpod fs read --base64') instead",
+                   rel, why));
 }
 
 static int read_text(sp_fs_text **out, sp_fs *fs, const char *rel, size_t offset, size_t limit,
@@ -374,7 +376,18 @@ int sp_fs_view(sp_fs_text **out, sp_fs *fs, const char *path, long start, long e
     if (r < 0)
         return r;
     size_t limit = end == -1 ? SIZE_MAX - (size_t)start : (size_t)(end - start + 1);
-    return read_text(out, fs, rel, (size_t)(start - 1), limit, err);
+    r = read_text(out, fs, rel, (size_t)(start - 1), limit, err);
+    if (r == 0 && start > 1 && (size_t)start > (*out)->total_lines) {
+        /* As Anthropic's view_range and the read_file tool: a start past
+         * the end is a mistake, not an empty answer. */
+        size_t total = (*out)->total_lines;
+        sp_fs_text_free(*out);
+        *out = NULL;
+        return sp_err_set(err, SP_EINVAL, 0,
+                          "view range starts at line %ld, past the end: %s has %zu line%s", start,
+                          rel, total, total == 1 ? "" : "s");
+    }
+    return r;
 }
 
 void sp_fs_text_free(sp_fs_text *t)
@@ -641,7 +654,9 @@ int sp_fs_write_bytes(size_t *bytes_written, sp_fs *fs, const char *path, const 
                 return sp_err_errno(err, n < 0 ? errno : EINVAL, "readlink", rel);
             target[n] = '\0';
             cleanup_free char *joined = NULL;
-            if (target[0] == '/') {
+            if (target[0] == '/' && !sp_fs_workspace_tail(target)) {
+                return sp_fs_image_error(err, rel, target);
+            } else if (target[0] == '/') {
                 joined = sp_xstrdup(target);
             } else {
                 const char *slash = strrchr(rel, '/');
@@ -807,6 +822,56 @@ int sp_fs_mkdir(sp_fs *fs, const char *path, bool parents, bool exist_ok, sp_err
 
 /* ------------------------------------------------------------ metadata -- */
 
+static int64_t ts_ns(struct timespec t)
+{
+    return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+}
+
+/* Whether this process may access the file open as `fd` with `mode`:
+ * asked of the inode itself through /proc, so no name is resolved again. */
+static bool fd_access(int fd, int mode)
+{
+    char p[64];
+    snprintf(p, sizeof(p), "/proc/self/fd/%d", fd);
+    return faccessat(AT_FDCWD, p, mode, AT_EACCESS) == 0;
+}
+
+/* Birth time of (dirfd, name) ("" with AT_EMPTY_PATH: dirfd itself), when
+ * the file system keeps one. */
+static void fill_btime(sp_fs_info *s, int dirfd, const char *name, int flags)
+{
+    struct statx sx;
+    if (statx(dirfd, name, flags, STATX_BTIME, &sx) == 0 && (sx.stx_mask & STATX_BTIME))
+        s->btime_ns = (int64_t)sx.stx_btime.tv_sec * 1000000000 + sx.stx_btime.tv_nsec;
+}
+
+/* What this process may do with the file open as fd (for a symlink: with
+ * its target, which is what a read or write through it reaches). */
+static void fill_access(sp_fs *fs, sp_fs_info *s, int fd)
+{
+    if (fd < 0)
+        return;
+    s->readable = fd_access(fd, R_OK);
+    s->writable = !fs->opts.read_only && fd_access(fd, W_OK);
+}
+
+/* An info from an lstat/fstat of the object; btime and access are filled
+ * by the caller. */
+static sp_fs_info *info_new(char *rel, const struct stat *st)
+{
+    sp_fs_info *s = sp_xcalloc(1, sizeof(*s));
+    s->path = rel;
+    s->type = sp_fs_type_of(st->st_mode);
+    s->size = (uint64_t)st->st_size;
+    s->mode = st->st_mode & 07777;
+    s->mtime_ns = ts_ns(st->st_mtim);
+    s->atime_ns = ts_ns(st->st_atim);
+    s->ctime_ns = ts_ns(st->st_ctim);
+    s->dev = (uint64_t)st->st_dev;
+    s->ino = (uint64_t)st->st_ino;
+    return s;
+}
+
 int sp_fs_stat(sp_fs_info **out, sp_fs *fs, const char *path, sp_error **err)
 {
     *out = NULL;
@@ -815,38 +880,61 @@ int sp_fs_stat(sp_fs_info **out, sp_fs *fs, const char *path, sp_error **err)
     if (r < 0)
         return r;
     struct stat st;
-    char *target = NULL;
-    bool escapes = false;
     if (strcmp(rel, ".") == 0) {
         if (fstat(fs->rootfd, &st) < 0)
             return sp_err_errno(err, errno, "stat", rel);
-    } else {
-        cleanup_close int dirfd = -1;
-        cleanup_free char *name = NULL;
-        if ((r = sp_fs_open_parent(fs, rel, false, &dirfd, &name, err)) < 0)
-            return r;
-        if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-            return sp_err_errno(err, errno, "stat", rel);
-        if (S_ISLNK(st.st_mode)) {
-            char buf[PATH_MAX];
-            ssize_t n = readlinkat(dirfd, name, buf, sizeof(buf) - 1);
-            if (n < 0)
-                return sp_err_errno(err, errno, "readlink", rel);
-            target = sp_xstrndup(buf, (size_t)n);
-            int fd = sp_fs_openat(fs, rel, O_PATH, 0, true, NULL);
-            escapes = fd < 0;
-            if (fd >= 0)
-                close(fd);
-        }
+        sp_fs_info *s = info_new(sp_steal_ptr_(&rel), &st);
+        fill_btime(s, fs->rootfd, "", AT_EMPTY_PATH);
+        fill_access(fs, s, fs->rootfd);
+        *out = s;
+        return 0;
     }
-    sp_fs_info *s = sp_xcalloc(1, sizeof(*s));
-    s->path = sp_steal_ptr_(&rel);
-    s->type = sp_fs_type_of(st.st_mode);
-    s->size = (uint64_t)st.st_size;
-    s->mode = st.st_mode & 07777;
-    s->mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+    cleanup_close int dirfd = -1;
+    cleanup_free char *name = NULL;
+    if ((r = sp_fs_open_parent(fs, rel, false, &dirfd, &name, err)) < 0)
+        return r;
+    if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+        return sp_err_errno(err, errno, "stat", rel);
+    char *target = NULL;
+    if (S_ISLNK(st.st_mode)) {
+        char buf[PATH_MAX];
+        ssize_t n = readlinkat(dirfd, name, buf, sizeof(buf) - 1);
+        if (n < 0)
+            return sp_err_errno(err, errno, "readlink", rel);
+        target = sp_xstrndup(buf, (size_t)n);
+    }
+    /* The object itself for a file or folder; for a symlink, its target as
+     * a read through it would reach it (never one in the image). */
+    bool image = target && target[0] == '/' && !sp_fs_workspace_tail(target);
+    cleanup_close int fd = !target ? openat(dirfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC)
+                           : image ? -1
+                                   : sp_fs_openat(fs, rel, O_PATH, 0, true, NULL);
+    sp_fs_info *s = info_new(sp_steal_ptr_(&rel), &st);
+    fill_btime(s, dirfd, name, AT_SYMLINK_NOFOLLOW);
+    fill_access(fs, s, fd);
     s->link_target = target;
-    s->target_escapes = escapes;
+    s->target_escapes = target && fd < 0;
+    s->target_in_image = image;
+    *out = s;
+    return 0;
+}
+
+int sp_fs_stat_target(sp_fs_info **out, sp_fs *fs, const char *path, sp_error **err)
+{
+    *out = NULL;
+    cleanup_free char *rel = NULL;
+    int r = sp_fs_prepare(fs, path, &rel, err);
+    if (r < 0)
+        return r;
+    cleanup_close int fd = sp_fs_openat(fs, rel, O_PATH, 0, true, err);
+    if (fd < 0)
+        return fd;
+    struct stat st;
+    if (fstat(fd, &st) < 0)
+        return sp_err_errno(err, errno, "stat", rel);
+    sp_fs_info *s = info_new(sp_steal_ptr_(&rel), &st);
+    fill_btime(s, fd, "", AT_EMPTY_PATH);
+    fill_access(fs, s, fd);
     *out = s;
     return 0;
 }

@@ -97,6 +97,13 @@ typedef struct sp_walk_opts {
 int sp_fs_walk(sp_fs *fs, const char *base_rel, const sp_walk_opts *opts, sp_walk_fn fn, void *ctx,
                sp_error **err);
 
+/* The part of an absolute symlink target below SP_WORKSPACE_MOUNT ("" for
+ * the mount itself), or NULL when the target lies elsewhere: in the
+ * container's image, which the host never follows. */
+const char *sp_fs_workspace_tail(const char *target);
+/* SP_EESCAPE: symlink `rel` points into the container's image. */
+int sp_fs_image_error(sp_error **err, const char *rel, const char *target);
+
 /* Join a relative folder and a name ("." + "a" = "a"). */
 char *sp_path_join(const char *dir, const char *name);
 

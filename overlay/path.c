@@ -86,12 +86,34 @@ static int escape_error(sp_error **err, const char *rel)
     return sp_err_set(err, SP_EESCAPE, EXDEV, "path escapes the workspace: %s", rel);
 }
 
+const char *sp_fs_workspace_tail(const char *target)
+{
+    size_t mlen = strlen(SP_WORKSPACE_MOUNT);
+    if (strncmp(target, SP_WORKSPACE_MOUNT, mlen) != 0 || (target[mlen] && target[mlen] != '/'))
+        return NULL;
+    const char *t = target + mlen;
+    while (*t == '/')
+        t++;
+    return t;
+}
+
+int sp_fs_image_error(sp_error **err, const char *rel, const char *target)
+{
+    return sp_err_set(err, SP_EESCAPE, EXDEV,
+                      "path escapes the workspace: %s (a symlink points into the container's "
+                      "image: %s; only targets under " SP_WORKSPACE_MOUNT "/ are followed)",
+                      rel, target);
+}
+
 /* The component walk used where openat2 is missing. Contract: every open is
  * relative to an fd we hold and uses O_NOFOLLOW; a symlink is read through
  * an O_PATH fd on the link itself (so it cannot be swapped between the check
  * and the read) and its target spliced into the remaining path; `..` pops
  * our own stack of folder fds and never passes the root; absolute targets
- * are escapes. The kernel is never asked to resolve more than one name. */
+ * are resolved as the container sees them: one under /workspace/ restarts
+ * at the root (our stack is popped to it), any other is refused as
+ * pointing into the container's image. The kernel is never asked to
+ * resolve more than one name. */
 static int openat_walk(sp_fs *fs, const char *rel, int flags, mode_t mode, bool follow_last,
                        sp_error **err)
 {
@@ -200,13 +222,25 @@ static int openat_walk(sp_fs *fs, const char *rel, int flags, mode_t mode, bool 
                 goto done;
             }
             target[n] = '\0';
-            if (target[0] == '/' || n == 0) {
+            if (n == 0) {
                 ret = escape_error(err, rel);
                 goto done;
             }
+            const char *tail = target;
+            if (target[0] == '/') {
+                /* The container made it: /workspace/... is the root, as the
+                 * container sees it; anything else lies in its image. */
+                tail = sp_fs_workspace_tail(target);
+                if (!tail) {
+                    ret = sp_fs_image_error(err, rel, target);
+                    goto done;
+                }
+                while (depth > 0)
+                    close(stack[depth--]);
+            }
             /* Splice: rest = target + "/" + rest. */
             sp_buf nr = SP_BUF_INIT;
-            sp_buf_add(&nr, target, (size_t)n);
+            sp_buf_adds(&nr, *tail ? tail : ".");
             if (rest.len) {
                 sp_buf_addc(&nr, '/');
                 sp_buf_add(&nr, rest.data, rest.len);
@@ -292,8 +326,8 @@ static int openat_contained(sp_fs *fs, const char *rel, int flags, mode_t mode, 
                 break;
             }
             atomic_store_explicit(&openat2_state, 1, memory_order_relaxed);
-            if (e == EXDEV)
-                return escape_error(err, rel);
+            if (e == EXDEV) /* `..` past the root, or an absolute symlink: the walk judges */
+                return openat_walk(fs, rel, flags & ~O_NOFOLLOW, mode, follow_last, err);
             if (e == ELOOP && !follow_last)
                 return sp_err_set(err, SP_EINVAL, ELOOP, "open: %s: is a symlink", rel);
             return sp_err_errno(err, e, "open", rel);

@@ -163,7 +163,9 @@ static bool add_mode(cJSON *obj, unsigned mode)
     return sp_json_add(obj, "mode", cJSON_CreateString(buf));
 }
 
-static bool add_mtime(cJSON *obj, int64_t ns)
+/* `key: "2026-11-26T12:05:38Z"` (RFC 3339, UTC, to the second) for a time
+ * in nanoseconds since the epoch. */
+static bool add_time(cJSON *obj, const char *key, int64_t ns)
 {
     int64_t sec = ns / 1000000000;
     if (ns % 1000000000 < 0)
@@ -171,14 +173,33 @@ static bool add_mtime(cJSON *obj, int64_t ns)
     time_t t = (time_t)sec;
     struct tm tm;
     char buf[64];
-    if (gmtime_r(&t, &tm) && strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm) > 0) {
-        if (!sp_json_add(obj, "mtime", cJSON_CreateString(buf)))
-            return false;
-    }
-    return sp_json_add_i64(obj, "mtime_ns", ns);
+    if (gmtime_r(&t, &tm) && strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm) > 0)
+        return sp_json_add(obj, key, cJSON_CreateString(buf));
+    return true;
+}
+
+static bool add_mtime(cJSON *obj, int64_t ns)
+{
+    return add_time(obj, "mtime", ns) && sp_json_add_i64(obj, "mtime_ns", ns);
+}
+
+/* "rwxr-xr-x" from the permission bits, as ls shows them. */
+static bool add_permissions(cJSON *obj, unsigned mode)
+{
+    static const char rwx[] = "rwx";
+    char buf[10];
+    for (int i = 0; i < 9; i++)
+        buf[i] = mode & (0400u >> i) ? rwx[i % 3] : '-';
+    buf[9] = '\0';
+    return sp_json_add(obj, "permissions", cJSON_CreateString(buf));
 }
 
 cJSON *sp_json_error_code(int code, const char *message)
+{
+    return sp_json_error_reason(code, SP_R_NONE, message);
+}
+
+cJSON *sp_json_error_reason(int code, int reason, const char *message)
 {
     cJSON *o = cJSON_CreateObject();
     cJSON *e = cJSON_CreateObject();
@@ -191,6 +212,7 @@ cJSON *sp_json_error_code(int code, const char *message)
     if (!sp_json_add(o, "error", e))
         return sp_json_finish(o, false);
     ok = ok && sp_json_add_string(e, "code", sp_json_code_name(code)) &&
+         sp_json_add_string(e, "reason", sp_reason_name(reason)) &&
          sp_json_add_string(e, "message", message ? message : sp_strerror(code));
     return sp_json_finish(o, ok);
 }
@@ -200,7 +222,7 @@ cJSON *sp_json_error(const sp_error *err)
     if (!err)
         return sp_json_error_code(SP_ERROR, NULL);
     const char *msg = err->message && *err->message ? err->message : NULL;
-    return sp_json_error_code(err->code, msg);
+    return sp_json_error_reason(err->code, err->reason, msg);
 }
 
 cJSON *sp_json_fs_text(const sp_fs_text *t)
@@ -212,15 +234,15 @@ cJSON *sp_json_fs_text(const sp_fs_text *t)
         sp_json_add_string(o, "path", t->path) &&
         add_string_n(o, "content", t->content ? t->content : "", t->content ? t->content_len : 0) &&
         sp_json_add_u64(o, "total_lines", t->total_lines) &&
-        sp_json_add_u64(o, "offset", t->offset) && sp_json_add_u64(o, "limit", t->limit) &&
+        sp_json_add_u64(o, "offset", t->offset + 1) && sp_json_add_u64(o, "limit", t->limit) &&
         sp_json_add_u64(o, "lines", t->lines) && sp_json_add_u64(o, "lines_cut", t->lines_cut) &&
         add_bool(o, "truncated", t->truncated);
     if (ok && t->truncated)
-        ok = sp_json_add_u64(o, "next_offset", (uint64_t)t->offset + t->lines);
+        ok = sp_json_add_u64(o, "next_offset", (uint64_t)t->offset + t->lines + 1);
     return sp_json_finish(o, ok);
 }
 
-static char *base64(const uint8_t *d, size_t n)
+char *sp_base64_encode(const uint8_t *d, size_t n)
 {
     static const char tab[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
     if (n > (SIZE_MAX - 4) / 4 * 3)
@@ -247,6 +269,136 @@ static char *base64(const uint8_t *d, size_t n)
     return out;
 }
 
+static int b64_value(unsigned char ch)
+{
+    if (ch >= 'A' && ch <= 'Z')
+        return ch - 'A';
+    if (ch >= 'a' && ch <= 'z')
+        return ch - 'a' + 26;
+    if (ch >= '0' && ch <= '9')
+        return ch - '0' + 52;
+    if (ch == '+')
+        return 62;
+    if (ch == '/')
+        return 63;
+    return -1;
+}
+
+int sp_base64_decode(uint8_t **out, size_t *out_len, const char *s, size_t len, char **why)
+{
+    *out = NULL;
+    *out_len = 0;
+    *why = NULL;
+    if (len % 4) {
+        *why = sp_xasprintf("its length %zu is not a multiple of 4 (padding '=' is required)", len);
+        return SP_EINVAL;
+    }
+    size_t pad = 0;
+    if (len && s[len - 1] == '=')
+        pad = len >= 2 && s[len - 2] == '=' ? 2 : 1;
+    uint8_t *d = sp_xmalloc(len / 4 * 3 + 1);
+    size_t o = 0;
+    for (size_t i = 0; i < len; i += 4) {
+        uint32_t v = 0;
+        for (size_t k = 0; k < 4; k++) {
+            unsigned char ch = (unsigned char)s[i + k];
+            int x = b64_value(ch);
+            bool in_pad = i + k >= len - pad;
+            if (in_pad ? ch != '=' : x < 0) {
+                free(d);
+                *why = ch >= 0x20 && ch < 0x7f
+                           ? sp_xasprintf("'%c' at offset %zu is not in the base64 alphabet "
+                                          "(A-Z a-z 0-9 + /, '=' only as final padding)",
+                                          ch, i + k)
+                           : sp_xasprintf("byte 0x%02x at offset %zu is not in the base64 "
+                                          "alphabet (no whitespace or line breaks)",
+                                          ch, i + k);
+                return SP_EINVAL;
+            }
+            v = v << 6 | (uint32_t)(in_pad ? 0 : x);
+        }
+        size_t n = i + 4 == len ? 3 - pad : 3;
+        /* Bits the padding drops must be zero: one encoding per byte string. */
+        if ((n == 1 && (v & 0xffff)) || (n == 2 && (v & 0xff))) {
+            free(d);
+            *why = sp_xasprintf("the group at offset %zu has non-zero padding bits", i);
+            return SP_EINVAL;
+        }
+        uint8_t b3[3] = {(uint8_t)(v >> 16), (uint8_t)(v >> 8), (uint8_t)v};
+        memcpy(d + o, b3, n);
+        o += n;
+    }
+    d[o] = 0;
+    *out = d;
+    *out_len = o;
+    return 0;
+}
+
+/* Magic numbers of common binary formats, and the types they imply. */
+struct magic {
+    size_t at;
+    const char *bytes;
+    size_t len;
+    const char *mime;
+};
+
+#define MAGIC(at, lit, mime)                                                                       \
+    {                                                                                              \
+        at, lit, sizeof(lit) - 1, mime                                                             \
+    }
+
+static const struct magic magics[] = {
+    MAGIC(0, "\x89PNG\r\n\x1a\n", "image/png"),
+    MAGIC(0, "\xff\xd8\xff", "image/jpeg"),
+    MAGIC(0, "GIF87a", "image/gif"),
+    MAGIC(0, "GIF89a", "image/gif"),
+    MAGIC(0, "BM", "image/bmp"),
+    MAGIC(0, "II*\0", "image/tiff"),
+    MAGIC(0, "MM\0*", "image/tiff"),
+    MAGIC(0, "\0\0\1\0", "image/x-icon"),
+    MAGIC(0, "%PDF-", "application/pdf"),
+    MAGIC(0, "PK\3\4", "application/zip"),
+    MAGIC(0, "PK\5\6", "application/zip"),
+    MAGIC(0, "\x1f\x8b", "application/gzip"),
+    MAGIC(0, "BZh", "application/x-bzip2"),
+    MAGIC(0, "\3757zXZ\0", "application/x-xz"),
+    MAGIC(0, "\x28\xb5\x2f\xfd", "application/zstd"),
+    MAGIC(0, "7z\xbc\xaf\x27\x1c", "application/x-7z-compressed"),
+    MAGIC(257, "ustar", "application/x-tar"),
+    MAGIC(0, "\177ELF", "application/x-elf"),
+    MAGIC(0, "\0asm", "application/wasm"),
+    MAGIC(0, "\xca\xfe\xba\xbe", "application/java-vm"),
+    MAGIC(0, "SQLite format 3\0", "application/vnd.sqlite3"),
+    MAGIC(0, "wOFF", "font/woff"),
+    MAGIC(0, "wOF2", "font/woff2"),
+    MAGIC(0, "OggS", "audio/ogg"),
+    MAGIC(0, "ID3", "audio/mpeg"),
+    MAGIC(0, "fLaC", "audio/flac"),
+};
+
+const char *sp_mime_sniff(const uint8_t *d, size_t n)
+{
+    if (n >= 12 && memcmp(d, "RIFF", 4) == 0) {
+        if (memcmp(d + 8, "WEBP", 4) == 0)
+            return "image/webp";
+        if (memcmp(d + 8, "WAVE", 4) == 0)
+            return "audio/wav";
+    }
+    if (n >= 12 && memcmp(d + 4, "ftyp", 4) == 0) {
+        if (memcmp(d + 8, "avif", 4) == 0)
+            return "image/avif";
+        if (memcmp(d + 8, "heic", 4) == 0)
+            return "image/heic";
+        return "video/mp4";
+    }
+    for (size_t i = 0; i < sizeof(magics) / sizeof(magics[0]); i++) {
+        const struct magic *m = &magics[i];
+        if (n >= m->at + m->len && memcmp(d + m->at, m->bytes, m->len) == 0)
+            return m->mime;
+    }
+    return "application/octet-stream";
+}
+
 cJSON *sp_json_fs_bytes(const sp_fs_bytes *b)
 {
     cJSON *o = cJSON_CreateObject();
@@ -262,7 +414,7 @@ cJSON *sp_json_fs_bytes(const sp_fs_bytes *b)
     if (ok && text) {
         ok = add_string_n(o, "content", data, len);
     } else if (ok) {
-        char *enc = base64((const uint8_t *)data, len);
+        char *enc = sp_base64_encode((const uint8_t *)data, len);
         ok = enc && sp_json_add(o, "content", cJSON_CreateString(enc));
         free(enc);
     }
@@ -277,10 +429,19 @@ cJSON *sp_json_fs_info(const sp_fs_info *st)
     bool ok = sp_json_add_string(o, "path", st->path) &&
               sp_json_add_string(o, "type", sp_fs_type_name(st->type)) &&
               sp_json_add_u64(o, "size", st->size) && add_mode(o, st->mode) &&
-              add_mtime(o, st->mtime_ns);
+              add_permissions(o, st->mode) && add_mtime(o, st->mtime_ns) &&
+              add_time(o, "modified", st->mtime_ns) && add_time(o, "accessed", st->atime_ns) &&
+              sp_json_add_i64(o, "atime_ns", st->atime_ns) &&
+              add_time(o, "changed", st->ctime_ns) && sp_json_add_i64(o, "ctime_ns", st->ctime_ns);
+    if (ok && st->btime_ns)
+        ok = add_time(o, "created", st->btime_ns) && sp_json_add_i64(o, "btime_ns", st->btime_ns);
+    else if (ok)
+        ok = sp_json_add(o, "created", cJSON_CreateNull());
+    ok = ok && add_bool(o, "readable", st->readable) && add_bool(o, "writable", st->writable);
     if (ok && st->type == SP_FS_SYMLINK)
         ok = sp_json_add_string(o, "link_target", st->link_target) &&
-             add_bool(o, "target_escapes", st->target_escapes);
+             add_bool(o, "target_escapes", st->target_escapes) &&
+             add_bool(o, "target_in_image", st->target_in_image);
     return sp_json_finish(o, ok);
 }
 
@@ -374,4 +535,65 @@ cJSON *sp_json_fs_written(const char *path, size_t bytes_written)
     bool ok =
         sp_json_add_string(o, "path", path) && sp_json_add_u64(o, "bytes_written", bytes_written);
     return sp_json_finish(o, ok);
+}
+
+/* ------------------------------------------------------- exact parse -- */
+
+/* The number literals of a JSON text, in document order: a string scan
+ * that skips string contents. */
+static void number_literals(const char *s, size_t len, sp_strv *out)
+{
+    size_t i = 0;
+    while (i < len) {
+        char ch = s[i];
+        if (ch == '"') {
+            for (i++; i < len && s[i] != '"'; i++)
+                if (s[i] == '\\')
+                    i++;
+            i++;
+        } else if (ch == '-' || (ch >= '0' && ch <= '9')) {
+            size_t st = i;
+            while (i < len && strchr("+-.eE0123456789", s[i]))
+                i++;
+            sp_strv_push(out, sp_xstrndup(s + st, i - st));
+        } else {
+            i++;
+        }
+    }
+}
+
+/* Walk the tree in document order; an integer of 16 digits or more gets
+ * its literal back as a raw item. */
+static void restore_numbers(cJSON *node, const sp_strv *lits, size_t *k)
+{
+    for (cJSON *c = node; c; c = c->next) {
+        if (cJSON_IsNumber(c)) {
+            /* cJSON prints 16 digits and more in exponent form, or rounded. */
+            if (*k < lits->n && (c->valuedouble >= 1e15 || c->valuedouble <= -1e15)) {
+                const char *lit = lits->v[*k];
+                bool integer = !strpbrk(lit, ".eE");
+                char *copy = integer ? strdup(lit) : NULL;
+                if (copy) {
+                    c->type = cJSON_Raw;
+                    c->valuestring = copy;
+                }
+            }
+            (*k)++;
+        } else if (c->child) {
+            restore_numbers(c->child, lits, k);
+        }
+    }
+}
+
+cJSON *sp_json_parse_exact(const char *text, size_t len)
+{
+    cJSON *o = cJSON_ParseWithLength(text, len);
+    if (!o)
+        return NULL;
+    sp_strv lits = {0};
+    number_literals(text, len, &lits);
+    size_t k = 0;
+    restore_numbers(o, &lits, &k);
+    sp_strv_dispose(&lits);
+    return o;
 }

@@ -80,9 +80,28 @@ cJSON *sp_json_error(const sp_error *err);
 cJSON *sp_json_error_code(int code, const char *message);
 
 /**
+ * `{"ok": false, "error": {"code", "reason", "message"}}`: `reason` is
+ * sp_reason_name() of an sp_reason ("is_directory", "stale", ...; "none"
+ * when nothing more is known). sp_json_error() and sp_json_error_code()
+ * give the same shape.
+ */
+cJSON *sp_json_error_reason(int code, int reason, const char *message);
+
+/**
+ * Parse JSON text keeping integers beyond 2^53 exact: cJSON alone turns
+ * `1795600000123456789` into a double that prints as
+ * `1.7956000001234568e+18`; here such a number becomes a raw item holding
+ * its literal, which prints back unchanged. Use it wherever a result made
+ * by these functions is parsed again to be printed. NULL on bad JSON.
+ */
+cJSON *sp_json_parse_exact(const char *text, size_t len);
+
+/**
  * `{path, content, total_lines, offset, limit, lines, lines_cut, truncated}`,
  * plus `next_offset` (the offset that continues the read) when truncated.
- * Offsets are 0-based line numbers, as in sp_fs_read_opts.
+ * Offsets are 1-based line numbers, as the read_file tool's offset and
+ * `sandpod fs read --offset` count (sp_fs_read_opts.offset is 0-based: the
+ * JSON says sp_fs_text.offset + 1).
  */
 cJSON *sp_json_fs_text(const sp_fs_text *t);
 
@@ -94,10 +113,15 @@ cJSON *sp_json_fs_text(const sp_fs_text *t);
 cJSON *sp_json_fs_bytes(const sp_fs_bytes *b);
 
 /**
- * `{path, type, size, mode, mtime, mtime_ns}` and, for a symlink,
- * `link_target` and `target_escapes`. `mode` is a string of four octal
- * digits ("0644"); `mtime` is RFC 3339 in UTC, to the second; `mtime_ns`
- * is exact.
+ * `{path, type, size, mode, permissions, mtime, mtime_ns, modified,
+ * accessed, atime_ns, changed, ctime_ns, created, [btime_ns], readable,
+ * writable}` and, for a symlink, `link_target`, `target_escapes` and
+ * `target_in_image`. `mode` is a string of four octal digits ("0644"),
+ * `permissions` as ls shows them ("rw-r--r--"); the times without `_ns` are
+ * RFC 3339 in UTC, to the second (`mtime` = `modified`, kept for old
+ * readers); `created` is null (and `btime_ns` absent) when the file system
+ * keeps no creation time; `*_ns` are exact integers. `readable` and
+ * `writable` are what this process (the tools) may do.
  */
 cJSON *sp_json_fs_info(const sp_fs_info *st);
 
@@ -120,6 +144,28 @@ cJSON *sp_json_fs_match(const sp_fs_match *m);
 
 /** `{matches: [match...], count, truncated, files_searched, files_skipped}`. */
 cJSON *sp_json_fs_matches(const sp_fs_matches *m);
+
+/** RFC 4648 base64 (padded) of n bytes; free(). NULL when memory ran out. */
+char *sp_base64_encode(const uint8_t *d, size_t n);
+
+/**
+ * Strict RFC 4648 base64 decoding: the standard alphabet, padding
+ * required, no whitespace, zero padding bits (so each byte string has one
+ * encoding).
+ *
+ * @param out      receives the bytes (plus a NUL not counted); free()
+ * @param why      on failure, what is wrong and at which offset; free()
+ * @return 0 or SP_EINVAL
+ */
+int sp_base64_decode(uint8_t **out, size_t *out_len, const char *s, size_t len, char **why);
+
+/**
+ * The media type of a file from its first bytes (magic numbers): image/png,
+ * image/jpeg, image/gif, image/webp, application/pdf, application/zip,
+ * application/gzip, application/x-elf, application/wasm, ... and
+ * "application/octet-stream" for anything else. Static string.
+ */
+const char *sp_mime_sniff(const uint8_t *d, size_t n);
 
 /** `{path, bytes_written}`: the answer to a write. */
 cJSON *sp_json_fs_written(const char *path, size_t bytes_written);

@@ -56,6 +56,7 @@ static char *result_text(sp_tools *t, tool_call *c)
         cJSON *e = cJSON_CreateObject();
         fine = e && cJSON_AddItemToObject(o, "error", e) &&
                sp_json_add_string(e, "code", sp_json_code_name(c->code)) &&
+               sp_json_add_string(e, "reason", sp_reason_name(c->reason)) &&
                sp_json_add_string(e, "message", c->error ? c->error : sp_strerror(c->code));
     }
     char *text = fine ? cJSON_PrintUnformatted(o) : NULL;

@@ -10,14 +10,19 @@
  *
  *     {"ok": true|false, "message": "...", "value": ..., "truncated": bool,
  *      "changes": [{"path", "action", "bytes"}...],
- *      "error": {"code": "not_found", "message": "..."}}   (failures only)
+ *      "error": {"code": "not_found", "reason": "none", "message": "..."}}
+ *                                                        (failures only)
  *
  * `message` is the text meant for the model (a file's numbered lines, a
  * tree, a command's output); `value` holds the same answer as structured
  * data; `truncated` says that a cap cut something; `changes` lists the files
  * a call created, modified, moved or deleted and the bytes it wrote. Error
  * codes are the names of sp_json_code_name() ("invalid", "not_found",
- * "escape", ...), and error messages say how to recover.
+ * "escape", ...): coarse and few; `reason` keeps the library's detail,
+ * sp_reason_name() of sp_error.reason ("is_directory", "not_directory",
+ * "not_empty", "exists", "patch_parse", "patch_conflict", "too_large",
+ * "stale", "not_text", "not_unique", ...; "none" when nothing more is
+ * known). Error messages say how to recover.
  *
  * Every call's arguments are checked against the tool's JSON Schema before
  * anything runs: required fields, types, ranges and enums; an unknown field
@@ -28,7 +33,9 @@
  * sp_tools_cancel(), which another thread may call while a call runs, and
  * the read-only file tools (read_file, stat, list_dir, glob, grep), which
  * other threads may call beside any call of the context (the MCP server
- * does); the event callback may then be called from several threads.
+ * does); the event callback may then be called from several threads. The
+ * stale-edit records (see sp_tools_opts.no_stale_check), which read_file
+ * writes, are guarded by their own mutex.
  * Specs (sp_tools_specs(), sp_tools_list()) are immutable and may be read
  * from any thread.
  */
@@ -127,7 +134,9 @@ typedef struct sp_tools_event {
 
 typedef void (*sp_tools_event_fn)(void *userdata, const sp_tools_event *ev);
 
-#define SP_TOOLS_OPTS_VERSION 1
+/** 2 added max_read_bytes, max_write_bytes, timeout_ms and no_stale_check;
+ *  version 1 structs (which end at max_line_bytes) are still accepted. */
+#define SP_TOOLS_OPTS_VERSION 2
 
 /** Options of a tools context. Zero values select the defaults shown. */
 typedef struct sp_tools_opts {
@@ -162,6 +171,19 @@ typedef struct sp_tools_opts {
     size_t max_text_bytes;
     /** Longest line read_file, grep and list_dir show (0 = 500 bytes). */
     unsigned max_line_bytes;
+    /* Version 2. */
+    /** Largest binary file read_file returns (as base64), in bytes (0 =
+     *  4 MiB); a larger one fails with reason too_large. */
+    size_t max_read_bytes;
+    /** Largest file the write tools leave (write_file, edit_file, insert,
+     *  apply_patch), in bytes (0 = 4 MiB); over it: reason too_large. */
+    size_t max_write_bytes;
+    /** Timeout of a shell call that gives no timeout_ms, in ms (0 = 60000). */
+    unsigned timeout_ms;
+    /** Turn the stale-edit check off: edit_file, insert, write_file
+     *  (overwrite) and apply_patch then change files the model read before
+     *  they changed on disk. See "Stale edits" in README.md. */
+    bool no_stale_check;
 } sp_tools_opts;
 
 #define SP_TOOLS_OPTS_INIT                                                                         \

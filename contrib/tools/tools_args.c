@@ -36,6 +36,19 @@ int call_fail(tool_call *c, int code, const char *fmt, ...)
     free(c->error);
     c->error = s;
     c->code = code ? code : SP_ERROR;
+    c->reason = SP_R_NONE;
+    return c->code;
+}
+
+int call_fail_reason(tool_call *c, int code, int reason, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    char *s = sp_xvasprintf(fmt, ap);
+    va_end(ap);
+    call_fail(c, code, "%s", s);
+    free(s);
+    c->reason = reason;
     return c->code;
 }
 
@@ -48,6 +61,7 @@ int call_fail_err(tool_call *c, int code, sp_error *err, const char *hint)
         call_fail(c, code, "%s; %s", msg, hint);
     else
         call_fail(c, code, "%s", msg);
+    c->reason = err ? err->reason : SP_R_NONE;
     sp_error_free(err);
     return c->code;
 }

@@ -19,6 +19,9 @@
 #define DEFAULT_OUTPUT_LINES 200
 #define DEFAULT_TEXT_BYTES   65536
 #define DEFAULT_LINE_BYTES   500
+#define DEFAULT_READ_BYTES   (4u << 20)
+#define DEFAULT_WRITE_BYTES  (4u << 20)
+#define DEFAULT_TIMEOUT_MS   60000
 /* A path or key quoted in a message is cut to this many bytes. */
 #define QUOTE_MAX 120
 

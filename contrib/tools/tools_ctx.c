@@ -1,4 +1,6 @@
 /* Tool contexts: opened on a sandbox or a plain folder, and freed. */
+#include <stddef.h>
+
 #include "tools_core.h"
 
 /* ----------------------------------------------------------- contexts -- */
@@ -14,8 +16,19 @@ static sp_tools *tools_new(const sp_tools_opts *opts)
     sp_json_init();
     sp_tools *t = sp_xcalloc(1, sizeof(*t));
     sp_tools_opts o = SP_TOOLS_OPTS_INIT;
-    if (opts)
+    if (opts && opts->version == 1) {
+        /* A caller built against the first layout: its struct ends there. */
+        memcpy(&o, opts, offsetof(sp_tools_opts, max_read_bytes));
+        o.version = SP_TOOLS_OPTS_VERSION;
+    } else if (opts) {
         o = *opts;
+    }
+    if (!o.max_read_bytes)
+        o.max_read_bytes = DEFAULT_READ_BYTES;
+    if (!o.max_write_bytes)
+        o.max_write_bytes = DEFAULT_WRITE_BYTES;
+    if (!o.timeout_ms)
+        o.timeout_ms = DEFAULT_TIMEOUT_MS;
     if (!o.max_output_bytes)
         o.max_output_bytes = DEFAULT_OUTPUT_BYTES;
     if (!o.max_output_lines)
@@ -33,6 +46,7 @@ static sp_tools *tools_new(const sp_tools_opts *opts)
     o.snapshot_store = NULL;
     t->opts = o;
     pthread_mutex_init(&t->mu, NULL);
+    pthread_mutex_init(&t->stale_mu, NULL);
     pthread_mutex_init(&t->kill_mu, NULL);
     atomic_init(&t->cancelled, false);
     return t;
@@ -44,6 +58,7 @@ static int open_fs(sp_fs **out, sp_tools *t, const char *root, bool any, sp_erro
     fo.read_only = t->opts.read_only;
     fo.deny = t->deny.n ? (const char *const *)t->deny.v : NULL;
     fo.max_line_bytes = t->opts.max_line_bytes;
+    fo.max_write_bytes = t->opts.max_write_bytes;
     if (any) {
         /* Absolute host paths are deep and long-named. */
         fo.max_path_depth = 255;
@@ -148,6 +163,8 @@ void sp_tools_free(sp_tools *t)
     free(t->state_root);
     free(t->podman_url);
     sp_sandbox_free(t->kill_sb);
+    tools_stale_dispose(t);
+    pthread_mutex_destroy(&t->stale_mu);
     pthread_mutex_destroy(&t->mu);
     pthread_mutex_destroy(&t->kill_mu);
     free(t);

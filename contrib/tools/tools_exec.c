@@ -89,7 +89,7 @@ int tool_shell(sp_tools *t, const cJSON *a, tool_call *c)
 {
     const char *command = sp_json_str_or(a, "command", "");
     char *workdir = container_dir(sp_json_str_or(a, "workdir", NULL));
-    long long timeout = sp_json_int(a, "timeout_ms", 60000);
+    long long timeout = sp_json_int(a, "timeout_ms", t->opts.timeout_ms);
     if (workdir)
         call_path(c, workdir);
 

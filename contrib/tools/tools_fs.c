@@ -48,9 +48,7 @@ void tools_edit_unlock(int fd)
 
 /* ------------------------------------------------------------- paths -- */
 
-/* Lexical normalization of an absolute path, for unrestricted mode: the
- * result has no leading '/', "." for the root. */
-static char *normalize_abs(const char *abs)
+char *tools_normalize_abs(const char *abs)
 {
     sp_strv parts = {0};
     const char *p = abs;
@@ -102,7 +100,7 @@ int fs_target(sp_fs **fs, const char **rel, char **owned, sp_tools *t, const cha
         return 0;
     }
     char *abs = path[0] == '/' ? sp_xstrdup(path) : sp_xasprintf("%s/%s", t->root, path);
-    *owned = normalize_abs(abs);
+    *owned = tools_normalize_abs(abs);
     free(abs);
     *fs = t->fs_any;
     *rel = *owned;
@@ -360,19 +358,96 @@ static size_t add_numbered(tool_call *c, sp_buf *content, const lines *ls, size_
     return i;
 }
 
-static int read_error(tool_call *c, int r, sp_error *err)
+static int read_error(const sp_tools *t, tool_call *c, int r, sp_error *err)
 {
-    if (r == SP_EINVAL && err && err->reason == SP_R_NOT_TEXT) {
-        const char *m = err->message;
-        /* The library points at its byte reader, which the model lacks. */
-        const char *semi = strstr(m, "; read it with");
-        int n = semi ? (int)(semi - m) : (int)strlen(m);
-        call_fail(c, r, "%.*s; inspect it with the shell tool (od -c, xxd, file) instead", n, m);
-        sp_error_free(err);
-        return r;
+    bool folder = err && err->reason == SP_R_IS_DIRECTORY;
+    bool image = r == SP_EESCAPE && err && err->message &&
+                 strstr(err->message, "into the container's image");
+    const char *hint = folder  ? "read_file takes a file; use list_dir for a folder"
+                       : image ? (t->sb ? "the file tools reach the workspace only: read it with "
+                                          "the shell tool (cat) instead"
+                                        : "the file tools reach the workspace only")
+                               : NULL;
+    return call_fail_err(c, r, err, hint);
+}
+
+static bool is_not_text(int r, const sp_error *err)
+{
+    return r == SP_EINVAL && err && err->reason == SP_R_NOT_TEXT;
+}
+
+/* A text edit of a file that is not text: the library points at its byte
+ * reader, which the model lacks; say what the tools can do instead. */
+static int not_text_fail(tool_call *c, int r, sp_error *err)
+{
+    const char *m = err->message;
+    const char *semi = strstr(m, "; read its bytes");
+    int n = semi ? (int)(semi - m) : (int)strlen(m);
+    call_fail_reason(c, r, SP_R_NOT_TEXT,
+                     "%.*s; text edits need UTF-8 text: read_file returns its bytes as base64, "
+                     "and write_file with encoding 'base64' replaces it whole",
+                     n, m);
+    sp_error_free(err);
+    return r;
+}
+
+/* A file that is not UTF-8 text, whole: base64 with its media type, within
+ * max_read_bytes. The message carries the base64 too when it fits the
+ * answer's cap, for clients that show the model only the text. */
+static int read_binary(sp_tools *t, tool_call *c, sp_fs *fs, const char *rel, const char *shown)
+{
+    sp_fs_info *st = NULL;
+    sp_error *err = NULL;
+    int r = sp_fs_stat_target(&st, fs, rel, &err);
+    if (r < 0)
+        return read_error(t, c, r, err);
+    uint64_t size = st->size;
+    sp_fs_info_free(st);
+    if (size > t->opts.max_read_bytes)
+        return call_fail_reason(c, SP_ETOOBIG, SP_R_TOO_LARGE,
+                                "%s is a binary file of %" PRIu64
+                                " bytes, over the read limit of %zu bytes; "
+                                "nothing was returned",
+                                shown, size, t->opts.max_read_bytes);
+    sp_fs_bytes *b = NULL;
+    r = sp_fs_read_bytes(&b, fs, rel, 0, t->opts.max_read_bytes, &err);
+    if (r < 0)
+        return read_error(t, c, r, err);
+    if (b->truncated) {
+        /* It grew past the limit since the stat. */
+        sp_fs_bytes_free(b);
+        return call_fail_reason(c, SP_ETOOBIG, SP_R_TOO_LARGE,
+                                "%s is a binary file over the read limit of %zu bytes; "
+                                "nothing was returned",
+                                shown, t->opts.max_read_bytes);
     }
-    return call_fail_err(
-        c, r, err, r == SP_EINVAL ? "read_file takes a file; use list_dir for a folder" : NULL);
+    const char *mime = sp_mime_sniff(b->data, b->len);
+    char *b64 = sp_base64_encode(b->data, b->len);
+    if (!b64) {
+        sp_fs_bytes_free(b);
+        return call_fail(c, SP_ERROR, "out of memory encoding %s", shown);
+    }
+    size_t blen = strlen(b64);
+    sp_buf_printf(&c->message, "%s is a binary file (%s, %zu bytes), base64-encoded", shown, mime,
+                  b->len);
+    if (blen + c->message.len + 2 <= t->opts.max_text_bytes)
+        sp_buf_printf(&c->message, ":\n%s\n", b64);
+    else
+        sp_buf_printf(&c->message, " in value.base64 (%zu characters, too long to show here)\n",
+                      blen);
+    cJSON *v = cJSON_CreateObject();
+    if (v) {
+        sp_json_add_string(v, "path", shown);
+        sp_json_add_string(v, "mode", "binary");
+        sp_json_add_string(v, "mime", mime);
+        sp_json_add_u64(v, "size", b->len);
+        sp_json_add_string(v, "encoding", "base64");
+        sp_json_add(v, "base64", cJSON_CreateString(b64));
+    }
+    c->value = v;
+    free(b64);
+    sp_fs_bytes_free(b);
+    return 0;
 }
 
 static cJSON *read_value(const char *path, const char *mode, size_t first, size_t last,
@@ -404,8 +479,12 @@ static int read_slice(sp_tools *t, tool_call *c, sp_fs *fs, const char *rel, con
     sp_fs_text *txt = NULL;
     sp_error *err = NULL;
     int r = sp_fs_read(&txt, fs, rel, &ro, &err);
+    if (is_not_text(r, err)) {
+        sp_error_free(err);
+        return read_binary(t, c, fs, rel, shown);
+    }
     if (r < 0)
-        return read_error(c, r, err);
+        return read_error(t, c, r, err);
     if (start > 0 && start >= txt->total_lines) {
         r = call_fail(c, SP_EINVAL, "offset %zu is past the end: %s has %zu lines", start + 1,
                       shown, txt->total_lines);
@@ -493,8 +572,12 @@ static int read_indentation(sp_tools *t, tool_call *c, sp_fs *fs, const char *re
     sp_fs_text *txt = NULL;
     sp_error *err = NULL;
     int r = sp_fs_read(&txt, fs, rel, &ro, &err);
+    if (is_not_text(r, err)) {
+        sp_error_free(err);
+        return read_binary(t, c, fs, rel, shown);
+    }
     if (r < 0)
-        return read_error(c, r, err);
+        return read_error(t, c, r, err);
     lines ls;
     split_lines(&ls, txt->content, txt->content_len);
     size_t n = ls.n;
@@ -619,9 +702,15 @@ int tool_read_file(sp_tools *t, const cJSON *a, tool_call *c)
     char *owned;
     fs_target(&fs, &rel, &owned, t, path, c);
     char *shown = norm(t, rel);
+    /* What the model sees is the file as it was before the read: a change
+     * made meanwhile makes a later edit stale, never silently accepted. */
+    stale_state before;
+    tools_stale_probe(&before, fs, rel);
     int r = strcmp(mode, "indentation") == 0
                 ? read_indentation(t, c, fs, rel, shown, start, limit, levels)
                 : read_slice(t, c, fs, rel, shown, start, limit);
+    if (r == 0)
+        tools_stale_record(t, fs, rel, &before);
     free(shown);
     free(owned);
     return r;
@@ -644,10 +733,24 @@ int tool_write_file(sp_tools *t, const cJSON *a, tool_call *c)
     const char *path = sp_json_str_or(a, "path", "");
     const char *content = sp_json_str_or(a, "content", "");
     const char *mode = sp_json_str_or(a, "mode", "overwrite");
+    bool b64 = strcmp(sp_json_str_or(a, "encoding", "utf-8"), "base64") == 0;
     sp_fs_write_opts wo = SP_FS_WRITE_OPTS_INIT;
     wo.mode = strcmp(mode, "create") == 0   ? SP_FS_CREATE
               : strcmp(mode, "append") == 0 ? SP_FS_APPEND
                                             : SP_FS_OVERWRITE;
+    uint8_t *bytes = NULL;
+    size_t nbytes = 0;
+    if (b64) {
+        char *why = NULL;
+        if (sp_base64_decode(&bytes, &nbytes, content, strlen(content), &why) < 0) {
+            int r = call_fail(c, SP_EINVAL,
+                              "content is not valid base64: %s; nothing was written. Encode "
+                              "the bytes as standard padded base64 (RFC 4648) on one line",
+                              why);
+            free(why);
+            return r;
+        }
+    }
     sp_fs *fs;
     const char *rel;
     char *owned;
@@ -656,8 +759,15 @@ int tool_write_file(sp_tools *t, const cJSON *a, tool_call *c)
     bool existed = sp_fs_exists(fs, rel);
     size_t written = 0;
     sp_error *err = NULL;
-    int r = sp_fs_write(&written, fs, rel, content, strlen(content), &wo, &err);
-    if (r < 0) {
+    /* Only a replacement builds on what the model saw of the file. */
+    int r = existed && wo.mode == SP_FS_OVERWRITE ? tools_stale_check(t, fs, rel, shown, c) : 0;
+    bool stale = r < 0;
+    if (!stale)
+        r = b64 ? sp_fs_write_bytes(&written, fs, rel, bytes, nbytes, &wo, &err)
+                : sp_fs_write(&written, fs, rel, content, strlen(content), &wo, &err);
+    if (stale) {
+        /* recorded by tools_stale_check() */
+    } else if (r < 0) {
         call_fail_err(c, r, err,
                       r == SP_EEXISTS ? "mode 'create' refuses an existing file; use "
                                         "edit_file to change it or mode 'overwrite' to replace it"
@@ -668,11 +778,13 @@ int tool_write_file(sp_tools *t, const cJSON *a, tool_call *c)
                                                      : "replaced";
         sp_buf_printf(&c->message, "%s %s (%zu bytes written)\n", verb, shown, written);
         call_change(c, shown, existed ? "modified" : "created", written);
+        tools_stale_note(t, fs, rel);
         cJSON *v = sp_json_fs_written(shown, written);
         if (v)
             cJSON_AddBoolToObject(v, "created", !existed);
         c->value = v;
     }
+    free(bytes);
     free(shown);
     free(owned);
     return r < 0 ? r : 0;
@@ -693,8 +805,15 @@ int tool_edit_file(sp_tools *t, const cJSON *a, tool_call *c)
     char *shown = norm(t, rel);
     size_t n = 0;
     sp_error *err = NULL;
-    int r = sp_fs_str_replace(&n, fs, rel, old_s, new_s, all, &err);
-    if (r == SP_ENOTFOUND && sp_fs_exists(fs, rel))
+    int r = tools_stale_check(t, fs, rel, shown, c);
+    bool stale = r < 0;
+    if (!stale)
+        r = sp_fs_str_replace(&n, fs, rel, old_s, new_s, all, &err);
+    if (stale) {
+        /* recorded by tools_stale_check() */
+    } else if (is_not_text(r, err)) {
+        not_text_fail(c, r, err);
+    } else if (r == SP_ENOTFOUND && sp_fs_exists(fs, rel))
         call_fail_err(c, r, err,
                       "read the file again and copy old_string exactly, whitespace and "
                       "indentation included");
@@ -709,6 +828,7 @@ int tool_edit_file(sp_tools *t, const cJSON *a, tool_call *c)
         sp_buf_printf(&c->message, "replaced %zu occurrence%s in %s\n", n, n == 1 ? "" : "s",
                       shown);
         call_change(c, shown, "modified", size);
+        tools_stale_note(t, fs, rel);
         cJSON *v = cJSON_CreateObject();
         if (v) {
             sp_json_add_string(v, "path", shown);
@@ -733,8 +853,15 @@ int tool_insert(sp_tools *t, const cJSON *a, tool_call *c)
     fs_target(&fs, &rel, &owned, t, path, c);
     char *shown = norm(t, rel);
     sp_error *err = NULL;
-    int r = sp_fs_insert(fs, rel, line, text, &err);
-    if (r < 0) {
+    int r = tools_stale_check(t, fs, rel, shown, c);
+    bool stale = r < 0;
+    if (!stale)
+        r = sp_fs_insert(fs, rel, line, text, &err);
+    if (stale) {
+        /* recorded by tools_stale_check() */
+    } else if (is_not_text(r, err)) {
+        not_text_fail(c, r, err);
+    } else if (r < 0) {
         call_fail_err(c, r, err,
                       r == SP_EINVAL ? "check the line number with read_file (0 = at the start, "
                                        "-1 = at the end)"
@@ -756,6 +883,7 @@ int tool_insert(sp_tools *t, const cJSON *a, tool_call *c)
             sp_buf_printf(&c->message, "inserted %zu line%s after line %ld of %s\n", nlines,
                           nlines == 1 ? "" : "s", line, shown);
         call_change(c, shown, "modified", size);
+        tools_stale_note(t, fs, rel);
         cJSON *v = cJSON_CreateObject();
         if (v) {
             sp_json_add_string(v, "path", shown);
@@ -792,6 +920,7 @@ int tool_delete(sp_tools *t, const cJSON *a, tool_call *c)
         const char *what = st ? sp_fs_type_name(st->type) : "path";
         sp_buf_printf(&c->message, "deleted %s %s\n", what, shown);
         call_change(c, shown, "deleted", 0);
+        tools_stale_forget(t, fs, rel);
         cJSON *v = cJSON_CreateObject();
         if (v) {
             sp_json_add_string(v, "path", shown);
@@ -863,11 +992,20 @@ int tool_stat(sp_tools *t, const cJSON *a, tool_call *c)
     add_clean(&c->message, shown, strlen(shown), false);
     sp_buf_printf(&c->message, ": %s, %" PRIu64 " bytes, mode %04o, modified %s",
                   sp_fs_type_name(st->type), st->size, st->mode & 07777u, when);
+    if (!st->target_escapes)
+        sp_buf_printf(&c->message, ", %s",
+                      st->readable && st->writable ? "readable and writable"
+                      : st->readable               ? "read-only"
+                      : st->writable               ? "writable, not readable"
+                                                   : "neither readable nor writable");
     if (st->type == SP_FS_SYMLINK) {
         sp_buf_adds(&c->message, ", link to ");
         add_clean(&c->message, st->link_target ? st->link_target : "?",
                   st->link_target ? strlen(st->link_target) : 1, false);
-        if (st->target_escapes)
+        if (st->target_in_image)
+            sp_buf_adds(&c->message, " (in the container's image, outside the workspace: the "
+                                     "file tools do not follow it)");
+        else if (st->target_escapes)
             sp_buf_adds(&c->message, " (leaves the workspace or dangles)");
     }
     sp_buf_addc(&c->message, '\n');

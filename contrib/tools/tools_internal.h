@@ -40,12 +40,15 @@ typedef struct tool_call {
     uint64_t bytes; /* output plus written, for events */
     sp_strv paths;  /* paths for events */
     int code;       /* 0 or the failure's sp_code */
+    int reason;     /* the failure's sp_reason (SP_R_NONE when not known) */
     char *error;    /* the failure's message */
 } tool_call;
 
 /* Record a failure: `code` and a message (printf-style). Returns code. */
 int call_fail(tool_call *c, int code, const char *fmt, ...) TOOLS_PRINTF(3, 4);
-/* Record a library failure (err is consumed), adding `hint` (may be NULL)
+/* call_fail() with a reason (an sp_reason) for the result's error.reason. */
+int call_fail_reason(tool_call *c, int code, int reason, const char *fmt, ...) TOOLS_PRINTF(4, 5);
+/* Record a library failure (err is consumed; its reason is kept), adding `hint` (may be NULL)
  * and a generic recovery hint for the code when no hint is given. */
 int call_fail_err(tool_call *c, int code, sp_error *err, const char *hint);
 /* Note a file change: action "created", "modified", "deleted", "moved". */
@@ -155,6 +158,12 @@ struct sp_tools {
     char *sb_name, *state_root, *podman_url;
     pthread_mutex_t kill_mu;
     sp_sandbox *kill_sb; /* a second handle for the kill, opened on demand */
+
+    /* What the model last saw of each file (tools_stale.c), shared by
+     * concurrent calls. */
+    pthread_mutex_t stale_mu;
+    struct stale_entry *stale;
+    size_t n_stale, cap_stale;
 };
 
 /* Handlers, by file. */
@@ -182,6 +191,9 @@ int tool_list_snapshots(sp_tools *t, const cJSON *a, tool_call *c);
  * *rel is the path itself (not copied). */
 int fs_target(sp_fs **fs, const char **rel, char **owned, sp_tools *t, const char *path,
               tool_call *c);
+/* Lexical normalization of an absolute path (`.` and `..` folded, as in
+ * unrestricted mode): the result has no leading '/', "." for the root. */
+char *tools_normalize_abs(const char *abs);
 /* A path as the model should see it: relative to the workspace, or
  * absolute in unrestricted mode (malloc'd). */
 char *fs_display(const sp_tools *t, const char *rel);
@@ -191,6 +203,36 @@ char *fs_display(const sp_tools *t, const char *rel);
  * Returns 0, or the failure recorded in c. */
 int tools_edit_lock(int *fd, sp_tools *t, tool_call *c);
 void tools_edit_unlock(int fd);
+
+/* The stale-edit guard (tools_stale.c): a file the model read (or a tool
+ * wrote) in this session may only be changed while it is as it was then.
+ * `rel` is a path of `fs` as fs_target() gives it. */
+typedef struct stale_state {
+    bool ok; /* the file existed and was statted */
+    uint64_t dev, ino, size;
+    int64_t mtime_ns, ctime_ns;
+} stale_state;
+/* The file's state now (ok false when it cannot be statted). */
+void tools_stale_probe(stale_state *s, sp_fs *fs, const char *rel);
+/* Remember `s` as what the model saw of the file. */
+void tools_stale_record(sp_tools *t, sp_fs *fs, const char *rel, const stale_state *s);
+/* Probe and record: after a read, or after the tool's own write. */
+void tools_stale_note(sp_tools *t, sp_fs *fs, const char *rel);
+/* Forget a file (deleted by the tool). */
+void tools_stale_forget(sp_tools *t, sp_fs *fs, const char *rel);
+/* Refuse (reason stale, recorded in c) to change a file that differs from
+ * what was recorded; 0 when it may be changed. `shown` names it. */
+int tools_stale_check(sp_tools *t, sp_fs *fs, const char *rel, const char *shown, tool_call *c);
+#ifdef SANDPOD_HAVE_PATCH
+struct sp_patch_opts;
+struct sp_patch_result;
+/* tools_stale_check() for every file a patch would change or delete. */
+int tools_stale_check_patch(sp_tools *t, const char *patch, size_t len,
+                            const struct sp_patch_opts *po, tool_call *c);
+/* tools_stale_note() for every file a patch left (forget the deleted). */
+void tools_stale_note_patch(sp_tools *t, const struct sp_patch_result *res);
+#endif
+void tools_stale_dispose(sp_tools *t);
 
 /* Session bookkeeping (tools_exec.c). */
 void tools_sessions_kill(sp_tools *t);

@@ -42,6 +42,8 @@ int tools_apply_patch(sp_tools *t, const char *patch, size_t len, tool_call *c)
     po.allow_overwrite = true;
     sp_patch_result *res = NULL;
     sp_error *err = NULL;
+    if (tools_stale_check_patch(t, patch, len, &po, c) < 0)
+        return c->code;
     int r = sp_fs_apply_patch(&res, t->fs, patch, len, &po, &err);
     if (r < 0)
         return call_fail_err(c, r, err,
@@ -49,6 +51,7 @@ int tools_apply_patch(sp_tools *t, const char *patch, size_t len, tool_call *c)
                                  ? "nothing was changed; read the files again and rebuild the "
                                    "patch"
                                  : "nothing was changed");
+    tools_stale_note_patch(t, res);
     sp_buf_printf(&c->message, "applied a %s patch to %zu file%s:\n",
                   sp_patch_format_name(res->format), res->n, res->n == 1 ? "" : "s");
     cJSON *files = cJSON_CreateArray();

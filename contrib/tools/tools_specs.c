@@ -40,8 +40,9 @@ static const char READ_FILE_DESC[] =
     "lines from line `offset`; mode 'indentation' returns the code block around line "
     "`offset` by indentation level (the enclosing header and its body; `max_levels` "
     "widens it to outer blocks). Lines longer than 500 bytes are cut with a marker. When "
-    "more lines follow, the answer gives the offset to continue. Binary files are refused: "
-    "inspect them with the shell tool (od, xxd) instead.";
+    "more lines follow, the answer gives the offset to continue. A file that is not UTF-8 "
+    "text is returned whole as base64 with its media type (value.mime, value.base64), up to "
+    "the read limit (4 MiB unless configured).";
 
 static const char READ_FILE_SCHEMA[] = "{\"type\": \"object\", \"properties\": {" PATH_PROP(
     "File to read.") ","
@@ -67,8 +68,9 @@ static const char READ_FILE_SCHEMA[] = "{\"type\": \"object\", \"properties\": {
 static const char WRITE_FILE_DESC[] =
     "Create a file or replace its whole content (atomically: the old content stays whole if "
     "anything fails). Missing parent folders are created. mode 'create' fails when the file "
-    "exists, 'append' adds to its end. Content must be UTF-8 text without NUL characters. To "
-    "change part of a file prefer edit_file or apply_patch.";
+    "exists, 'append' adds to its end. Content is UTF-8 text without NUL characters, or, with "
+    "encoding 'base64', the bytes of a binary file (strict padded base64). To change part of "
+    "a file prefer edit_file or apply_patch.";
 
 static const char WRITE_FILE_SCHEMA[] = "{\"type\": \"object\", \"properties\": {" PATH_PROP(
     "File to write.") ","
@@ -78,7 +80,10 @@ static const char WRITE_FILE_SCHEMA[] = "{\"type\": \"object\", \"properties\": 
                       "\"append\"], "
                       "\"default\": \"overwrite\", \"description\": \"overwrite (create or "
                       "replace), create "
-                      "(fail if it exists) or append.\"}"
+                      "(fail if it exists) or append.\"},"
+                      "\"encoding\": {\"type\": \"string\", \"enum\": [\"utf-8\", "
+                      "\"base64\"], \"default\": \"utf-8\", \"description\": \"utf-8: content "
+                      "is the text; base64: content is the file's bytes in base64.\"}"
                       "}, \"required\": [\"path\", \"content\"], \"additionalProperties\": false}";
 
 static const char EDIT_FILE_DESC[] =

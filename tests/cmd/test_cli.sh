@@ -117,10 +117,39 @@ file_is "$W/f.txt" 'one\ntwo\nthree\n' "written file on the host"
 fs read f.txt
 expect 0 "read"
 out_is 'one\ntwo\nthree\n' "read back"
-fs read f.txt --offset 1 --limit 1
+fs read f.txt --offset 2 --limit 1
 expect 0 "read a slice"
-out_is 'two\n' "read slice content"
-err_has "--offset 2" "truncation note tells how to go on"
+out_is 'two\n' "read slice content (--offset is 1-based, as the tool's)"
+err_has "--offset 3" "truncation note tells how to go on"
+fs read f.txt --offset 0 --limit 1
+out_is 'one\n' "--offset 0 reads as 1, as the tool's"
+fs read f.txt --offset 4
+expect 1 "--offset past the end"
+err_has "past the end: f.txt has 3 lines" "--offset past the end says so"
+fs read f.txt --view 4:9
+expect 1 "--view past the end"
+err_has "past the end: f.txt has 3 lines" "--view past the end says so"
+fs read f.txt --view 3:9
+expect 0 "--view END past the end reads to the end"
+out_is 'three\n' "--view END clamped"
+run call --root "$W" read_file '{"path":"f.txt","offset":4}'
+out_has "past the end: f.txt has 3 lines" "the tool agrees on the end"
+printf '\211PNG\r\n\032\n\000\001' >"$W/img.png" # bash strings cannot hold NUL
+fs read img.png --base64
+expect 0 "read --base64"
+out_is 'iVBORw0KGgoAAQ==\n' "base64 of the file"
+fs --json read img.png
+json "binary read --json" 'j["ok"] and j["mime"] == "image/png" and j["base64"] == "iVBORw0KGgoAAQ==" and j["size"] == 10'
+fs read img.png
+expect 1 "plain read of a binary file"
+err_has "fs read --base64" "the refusal points to --base64"
+fsin $'iVBORw0K\nGgoAAQ==\n' write copy.png --base64
+expect 0 "write --base64 (line breaks allowed)"
+if cmp -s "$W/img.png" "$W/copy.png"; then ok; else bad "write --base64 writes the bytes"; fi
+fsin 'iVBORw0K*' write copy.png --base64
+expect 1 "write --base64 of bad base64"
+err_has "not valid base64" "bad base64 is named"
+if cmp -s "$W/img.png" "$W/copy.png"; then ok; else bad "bad base64 keeps the file"; fi
 run fs read --limit 1 f.txt --root "$W"
 expect 0 "options before and after the operand"
 out_is 'one\n' "permuted options"
@@ -136,7 +165,31 @@ fs --json read f.txt
 expect 0 "read --json"
 json "read --json" 'j["ok"] and j["content"] == "one\ntwo\nthree\n" and j["total_lines"] == 3'
 fs read f.txt --json --limit 1
-json "truncated read --json" 'j["truncated"] and j["next_offset"] == 1'
+json "truncated read --json" 'j["truncated"] and j["next_offset"] == 2 and j["offset"] == 1'
+# call: limits and the stale check from the command line, exact integers.
+printf 'a\000b' >"$W/bin.dat"
+run call --root "$W" --max-read-bytes 2 read_file '{"path":"bin.dat"}'
+expect_rc 1 "call --max-read-bytes"
+json "too_large from --max-read-bytes" 'j["error"]["code"] == "too_big" and j["error"]["reason"] == "too_large"'
+run call --root "$W" --max-read-bytes 1K read_file '{"path":"bin.dat"}'
+expect 0 "call --max-read-bytes 1K"
+json "binary read_file" 'j["value"]["base64"] == "YQBi" and j["value"]["mime"] == "application/octet-stream"'
+run call --root "$W" --max-write-bytes 4 write_file '{"path":"w5.txt","content":"12345"}'
+expect_rc 1 "call --max-write-bytes"
+json "write over the limit" 'j["error"]["reason"] == "too_large"'
+for bad in 0 -1 4Q ''; do
+    run call --root "$W" --max-read-bytes "$bad" stat '{"path":"f.txt"}'
+    expect 2 "bad --max-read-bytes '$bad'"
+done
+run call --root "$W" --timeout 0 stat '{"path":"f.txt"}'
+expect 2 "bad --timeout"
+run call --root "$W" --no-stale-check stat '{"path":"f.txt"}'
+expect 0 "call --no-stale-check"
+touch -d @1795600000.987654321 "$W/f.txt"
+run call --root "$W" stat '{"path":"f.txt"}'
+out_has '"mtime_ns":1795600000987654321' "call keeps mtime_ns an exact integer"
+out_lacks 'e+18' "no double in call's output"
+
 fs read nope.txt
 expect 1 "read a missing file"
 fs read nope.txt --json
@@ -258,7 +311,16 @@ json "grep --json" 'j["count"] == 1 and j["matches"][0]["line_number"] == 3 and 
 # ------------------------------------------------------ stat / exists --
 fs stat f.txt
 expect 0 "stat"
-out_has "type:  file" "stat type"
+out_has "type:     file" "stat type"
+out_has "access:   readable, writable" "stat access"
+fs stat f.txt --json
+json "stat --json has the FileStat fields" 'j["permissions"] == "rw-r--r--" and j["readable"] and j["writable"] and isinstance(j["atime_ns"], int) and "created" in j and j["modified"] == j["mtime"]'
+ln -s /usr/lib/os-release "$W/imglink"
+fs stat imglink
+out_has "container's image" "stat names a link into the image"
+fs stat imglink --json
+json "stat --json target_in_image" 'j["target_in_image"] is True'
+rm -f "$W/imglink"
 fs stat lnk --json
 json "stat --json on a link" 'j["type"] == "symlink" and j["link_target"] == "f.txt" and not j["target_escapes"]'
 fs stat sub --json

@@ -6,6 +6,7 @@
 #include "testutil.h"
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -374,7 +375,14 @@ static void test_read_file(void **state)
                "\x7f"
                "ELF\0\0\1",
                7, 0644);
-    bad_call(f->t, "read_file", "{\"path\":\"bin.dat\"}", SP_EINVAL, "shell tool");
+    /* Not text: returned whole, as base64 with its media type. */
+    o = ok_call(f->t, "read_file", "{\"path\":\"bin.dat\"}");
+    v = cJSON_GetObjectItem(o, "value");
+    assert_string_equal(cJSON_GetObjectItem(v, "mime")->valuestring, "application/x-elf");
+    assert_string_equal(cJSON_GetObjectItem(v, "base64")->valuestring, "f0VMRgAAAQ==");
+    assert_int_equal(cJSON_GetObjectItem(v, "size")->valueint, 7);
+    assert_has(msg_of(o), "bin.dat is a binary file (application/x-elf, 7 bytes)");
+    cJSON_Delete(o);
     bad_call(f->t, "read_file", "{\"path\":\"missing.txt\"}", SP_ENOTFOUND, "list_dir or glob");
     bad_call(f->t, "read_file", "{\"path\":\"../outside/secret.txt\"}", SP_EESCAPE, NULL);
     bad_call(f->t, "read_file", "{\"path\":\"/etc/passwd\"}", SP_EESCAPE, NULL);
@@ -658,6 +666,439 @@ static void test_apply_patch(void **state)
              "*** End Patch\\n\"}",
              SP_EESCAPE, NULL);
     bad_call(f->t, "apply_patch", "{\"patch\":\"garbage\"}", SP_EINVAL, NULL);
+}
+
+/* ------------------------------------------------------------- binary -- */
+
+/* The error object of a failed call: code and reason. */
+static void assert_error(const cJSON *o, const char *code, const char *reason)
+{
+    const cJSON *e = cJSON_GetObjectItem(o, "error");
+    assert_true(cJSON_IsObject(e));
+    assert_string_equal(cJSON_GetObjectItem(e, "code")->valuestring, code);
+    assert_string_equal(cJSON_GetObjectItem(e, "reason")->valuestring, reason);
+}
+
+static void test_binary(void **state)
+{
+    fixture *f = *state;
+    /* The first bytes of a real PNG: signature and the IHDR chunk. */
+    static const unsigned char png[] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n', 0,   0, 0,
+                                        13,   'I', 'H', 'D', 'R',  0,    0,    0,    1,   0, 0,
+                                        0,    1,   8,   6,   0,    0,    0,    0x1f, 0x15};
+    tu_write_n(f->dir, "img.png", png, sizeof(png), 0644);
+    cJSON *o = ok_call(f->t, "read_file", "{\"path\":\"img.png\"}");
+    cJSON *v = cJSON_GetObjectItem(o, "value");
+    assert_string_equal(cJSON_GetObjectItem(v, "mode")->valuestring, "binary");
+    assert_string_equal(cJSON_GetObjectItem(v, "mime")->valuestring, "image/png");
+    assert_string_equal(cJSON_GetObjectItem(v, "encoding")->valuestring, "base64");
+    assert_int_equal(cJSON_GetObjectItem(v, "size")->valueint, sizeof(png));
+    /* The same bytes come back through write_file's base64. */
+    char *args = NULL;
+    assert_true(asprintf(&args,
+                         "{\"path\":\"copy.png\",\"encoding\":\"base64\",\"content\":\"%s\"}",
+                         cJSON_GetObjectItem(v, "base64")->valuestring) > 0);
+    cJSON_Delete(o);
+    o = ok_call(f->t, "write_file", args);
+    free(args);
+    assert_int_equal(
+        cJSON_GetObjectItem(cJSON_GetObjectItem(o, "value"), "bytes_written")->valueint,
+        sizeof(png));
+    cJSON_Delete(o);
+    size_t n = 0;
+    char *got = tu_read(f->dir, "copy.png", &n);
+    assert_int_equal(n, sizeof(png));
+    assert_memory_equal(got, png, sizeof(png));
+    free(got);
+
+    /* Sniffing: magic numbers, else octet-stream; Latin-1 text is not UTF-8. */
+    static const struct {
+        const char *bytes;
+        size_t len;
+        const char *mime;
+    } sniff[] = {
+        {"\xff\xd8\xff\xe0\0\x10JFIF", 10, "image/jpeg"},
+        {"GIF89a\1\0\1\0", 10, "image/gif"},
+        {"RIFF\x24\0\0\0WEBPVP8 ", 16, "image/webp"},
+        {"%PDF-1.7\n\xe2\xe3", 11, "application/pdf"},
+        {"PK\3\4\x14\0\0\0", 8, "application/zip"},
+        {"\x1f\x8b\x08\0\0\0\0\0", 8, "application/gzip"},
+        {"\0asm\1\0\0\0", 8, "application/wasm"},
+        {"caf\xe9 au lait\n", 13, "application/octet-stream"},
+    };
+    for (size_t i = 0; i < sizeof(sniff) / sizeof(sniff[0]); i++) {
+        tu_write_n(f->dir, "s.bin", sniff[i].bytes, sniff[i].len, 0644);
+        o = ok_call(f->t, "read_file", "{\"path\":\"s.bin\"}");
+        assert_string_equal(
+            cJSON_GetObjectItem(cJSON_GetObjectItem(o, "value"), "mime")->valuestring,
+            sniff[i].mime);
+        cJSON_Delete(o);
+    }
+
+    /* Strict base64: a bad one writes nothing and keeps the old file. */
+    const char *bad[] = {"QUJD\n", "QUJ", "QU=D", "QR==", "QUJD====", "QUJ*", "Q===", NULL};
+    tu_write(f->dir, "keep.bin", "old", 0644);
+    for (size_t i = 0; bad[i]; i++) {
+        char *q = NULL;
+        cJSON *js = cJSON_CreateString(bad[i]);
+        char *lit = cJSON_PrintUnformatted(js);
+        cJSON_Delete(js);
+        assert_true(asprintf(&q, "{\"path\":\"keep.bin\",\"encoding\":\"base64\",\"content\":%s}",
+                             lit) > 0);
+        free(lit);
+        bad_call(f->t, "write_file", q, SP_EINVAL, "not valid base64");
+        free(q);
+        bad_call(f->t, "write_file",
+                 "{\"path\":\"new.bin\",\"encoding\":\"base64\",\"content\":\"%%%%\"}", SP_EINVAL,
+                 "nothing was written");
+    }
+    assert_file(f->dir, "keep.bin", "old");
+    assert_false(tu_exists(f->dir, "new.bin"));
+    o = ok_call(f->t, "write_file",
+                "{\"path\":\"e.bin\",\"encoding\":\"base64\",\"content\":\"\"}");
+    cJSON_Delete(o);
+    assert_file(f->dir, "e.bin", "");
+    bad_call(f->t, "write_file", "{\"path\":\"x\",\"encoding\":\"hex\",\"content\":\"00\"}",
+             SP_EINVAL, "encoding");
+
+    /* Text edits of a binary file say what works instead. */
+    bad_call(f->t, "edit_file",
+             "{\"path\":\"img.png\",\"old_string\":\"PNG\",\"new_string\":\"X\"}", SP_EINVAL,
+             "write_file with encoding 'base64' replaces it whole");
+    cJSON *r = call_ex(f->t, "insert", "{\"path\":\"img.png\",\"line\":0,\"text\":\"x\"}", NULL);
+    assert_error(r, "invalid", "not_text");
+    assert_true(strstr(msg_of(r), "sp_fs_read_bytes") == NULL);
+    cJSON_Delete(r);
+}
+
+static void test_limits(void **state)
+{
+    fixture *f = *state;
+    sp_tools_opts o = SP_TOOLS_OPTS_INIT;
+    o.max_read_bytes = 16;
+    o.max_write_bytes = 8;
+    sp_tools *t = NULL;
+    assert_int_equal(sp_tools_open_root(&t, f->dir, &o, NULL), 0);
+    tu_write_n(f->dir, "big.bin", "\0\1\2\3\4\5\6\7\0\1\2\3\4\5\6\7\0", 17, 0644);
+    tu_write_n(f->dir, "ok.bin", "\0\1\2\3\4\5\6\7\0\1\2\3\4\5\6\7", 16, 0644);
+    cJSON *r = call_ex(t, "read_file", "{\"path\":\"big.bin\"}", NULL);
+    assert_error(r, "too_big", "too_large");
+    assert_has(msg_of(r), "over the read limit of 16 bytes");
+    cJSON_Delete(r);
+    cJSON_Delete(ok_call(t, "read_file", "{\"path\":\"ok.bin\"}"));
+    r = call_ex(t, "write_file", "{\"path\":\"w.txt\",\"content\":\"123456789\"}", NULL);
+    assert_error(r, "too_big", "too_large");
+    cJSON_Delete(r);
+    assert_false(tu_exists(f->dir, "w.txt"));
+    cJSON_Delete(ok_call(t, "write_file", "{\"path\":\"w.txt\",\"content\":\"12345678\"}"));
+    sp_tools_free(t);
+
+    /* Version 1 of the options (before the limits) is still accepted;
+     * an unknown version is not. */
+    sp_tools_opts v1 = SP_TOOLS_OPTS_INIT;
+    v1.version = 1;
+    v1.max_text_bytes = 4096;
+    assert_int_equal(sp_tools_open_root(&t, f->dir, &v1, NULL), 0);
+    assert_int_equal(t->opts.max_read_bytes, 4u << 20);
+    assert_int_equal(t->opts.max_text_bytes, 4096);
+    assert_false(t->opts.no_stale_check);
+    sp_tools_free(t);
+    v1.version = SP_TOOLS_OPTS_VERSION + 1;
+    sp_error *err = NULL;
+    assert_int_equal(sp_tools_open_root(&t, f->dir, &v1, &err), SP_EINVAL);
+    sp_error_free(err);
+}
+
+/* ------------------------------------------------------------ reasons -- */
+
+static void test_reasons(void **state)
+{
+    fixture *f = *state;
+    tu_mkdir(f->dir, "d");
+    tu_mkdir(f->dir, "d/sub");
+    tu_write(f->dir, "d/sub/x.txt", "x\n", 0644);
+    tu_write(f->dir, "file.txt", "f\n", 0644);
+    struct {
+        const char *tool, *args, *code, *reason;
+    } cases[] = {
+        {"read_file", "{\"path\":\"d\"}", "invalid", "is_directory"},
+        {"read_file", "{\"path\":\"file.txt/x\"}", "invalid", "not_directory"},
+        {"delete", "{\"path\":\"d\"}", "invalid", "not_empty"},
+        {"write_file", "{\"path\":\"file.txt\",\"content\":\"\",\"mode\":\"create\"}", "exists",
+         "exists"},
+        {"mkdir", "{\"path\":\"file.txt\"}", "exists", "exists"},
+        {"edit_file", "{\"path\":\"d/sub/x.txt\",\"old_string\":\"q\",\"new_string\":\"r\"}",
+         "not_found", "none"},
+        {"read_file", "{\"path\":\"nope\"}", "not_found", "none"},
+        {"apply_patch", "{\"patch\":\"*** Begin Patch\\n*** Frobnicate: x\\n*** End Patch\\n\"}",
+         "invalid", "patch_parse"},
+        {"apply_patch",
+         "{\"patch\":\"*** Begin Patch\\n*** Update File: file.txt\\n@@\\n-absent\\n+y\\n"
+         "*** End Patch\\n\"}",
+         "invalid", "patch_conflict"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        if (!sp_tools_has(f->t, cases[i].tool))
+            continue;
+        int r = 0;
+        cJSON *o = call_ex(f->t, cases[i].tool, cases[i].args, &r);
+        assert_int_not_equal(r, 0);
+        const cJSON *e = cJSON_GetObjectItem(o, "error");
+        const char *code = cJSON_GetObjectItem(e, "code")->valuestring;
+        const char *reason = cJSON_GetObjectItem(e, "reason")->valuestring;
+        if (strcmp(code, cases[i].code) != 0 || strcmp(reason, cases[i].reason) != 0)
+            fail_msg("%s %s: want %s/%s, got %s/%s: %s", cases[i].tool, cases[i].args,
+                     cases[i].code, cases[i].reason, code, reason, msg_of(o));
+        cJSON_Delete(o);
+    }
+}
+
+/* -------------------------------------------------------------- stale -- */
+
+/* Change a file behind the tools' back as the container would: same size
+ * too, so only the times tell. */
+static void touch_behind(const char *dir, const char *rel, const char *content)
+{
+    char *p = tu_join(dir, rel);
+    struct timespec ts[2] = {{0, UTIME_OMIT}, {1000000000, 123456789}};
+    tu_write(dir, rel, content, 0644);
+    assert_int_equal(utimensat(AT_FDCWD, p, ts, 0), 0);
+    free(p);
+}
+
+static void test_stale(void **state)
+{
+    fixture *f = *state;
+    tu_write(f->dir, "s.txt", "one\ntwo\n", 0644);
+    /* Never read in this session: changes are allowed (see tools_stale.c). */
+    cJSON_Delete(ok_call(f->t, "edit_file",
+                         "{\"path\":\"s.txt\",\"old_string\":\"one\",\"new_string\":\"1\"}"));
+    /* The tool's own write is what the model knows: a second edit is fine. */
+    cJSON_Delete(ok_call(f->t, "edit_file",
+                         "{\"path\":\"s.txt\",\"old_string\":\"two\",\"new_string\":\"2\"}"));
+
+    cJSON_Delete(ok_call(f->t, "read_file", "{\"path\":\"s.txt\"}"));
+    touch_behind(f->dir, "s.txt", "1\n3\n");
+    const char *edits[][2] = {
+        {"edit_file", "{\"path\":\"s.txt\",\"old_string\":\"1\",\"new_string\":\"one\"}"},
+        {"insert", "{\"path\":\"s.txt\",\"line\":0,\"text\":\"zero\"}"},
+        {"write_file", "{\"path\":\"s.txt\",\"content\":\"new\\n\"}"},
+        {"apply_patch", "{\"patch\":\"*** Begin Patch\\n*** Update File: s.txt\\n@@\\n-1\\n+one\\n"
+                        "*** End Patch\\n\"}"},
+    };
+    for (size_t i = 0; i < sizeof(edits) / sizeof(edits[0]); i++) {
+        if (!sp_tools_has(f->t, edits[i][0]))
+            continue;
+        int r = 0;
+        cJSON *o = call_ex(f->t, edits[i][0], edits[i][1], &r);
+        assert_int_not_equal(r, 0);
+        assert_error(o, "error", "stale");
+        assert_has(msg_of(o), "s.txt changed on disk since you last read it");
+        assert_has(msg_of(o), "read it again with read_file");
+        cJSON_Delete(o);
+        assert_file(f->dir, "s.txt", "1\n3\n");
+    }
+    /* A patch that applies in a folder (`cd sub &&`, Codex's heredoc form)
+     * is checked against the files it names there. */
+    tu_mkdir(f->dir, "sub");
+    tu_write(f->dir, "sub/c.txt", "a\n", 0644);
+    cJSON_Delete(ok_call(f->t, "read_file", "{\"path\":\"sub/c.txt\"}"));
+    touch_behind(f->dir, "sub/c.txt", "b\n");
+    {
+        int r = 0;
+        cJSON *o = call_ex(f->t, "apply_patch",
+                           "{\"input\":\"cd sub && apply_patch <<'EOF'\\n*** Begin Patch\\n"
+                           "*** Update File: c.txt\\n@@\\n-b\\n+c\\n*** End Patch\\nEOF\\n\"}",
+                           &r);
+        assert_int_not_equal(r, 0);
+        assert_error(o, "error", "stale");
+        cJSON_Delete(o);
+        assert_file(f->dir, "sub/c.txt", "b\n");
+    }
+    /* Append and create do not build on the old content. */
+    cJSON_Delete(ok_call(f->t, "write_file",
+                         "{\"path\":\"s.txt\",\"content\":\"4\\n\",\"mode\":\"append\"}"));
+    /* Reading again makes the edit possible. */
+    touch_behind(f->dir, "s.txt", "1\n3\n");
+    cJSON_Delete(ok_call(f->t, "read_file", "{\"path\":\"s.txt\",\"limit\":1}"));
+    cJSON_Delete(ok_call(f->t, "edit_file",
+                         "{\"path\":\"s.txt\",\"old_string\":\"3\",\"new_string\":\"2\"}"));
+    assert_file(f->dir, "s.txt", "1\n2\n");
+
+    /* Replaced by another file of the same size and times: the inode tells. */
+    cJSON_Delete(ok_call(f->t, "read_file", "{\"path\":\"s.txt\"}"));
+    tu_write(f->dir, "s2.txt", "1\n2\n", 0644);
+    char *a = tu_join(f->dir, "s2.txt"), *b = tu_join(f->dir, "s.txt");
+    assert_int_equal(rename(a, b), 0);
+    free(a);
+    free(b);
+    bad_call(f->t, "insert", "{\"path\":\"s.txt\",\"line\":-1,\"text\":\"x\"}", SP_ERROR,
+             "replaced by another file");
+
+    /* A deleted file has no record: write_file creates it again. */
+    cJSON_Delete(ok_call(f->t, "read_file", "{\"path\":\"s.txt\"}"));
+    cJSON_Delete(ok_call(f->t, "delete", "{\"path\":\"s.txt\"}"));
+    tu_write(f->dir, "s.txt", "container\n", 0644);
+    cJSON_Delete(ok_call(f->t, "write_file", "{\"path\":\"s.txt\",\"content\":\"mine\\n\"}"));
+
+    /* Binary reads count as reads. */
+    tu_write_n(f->dir, "b.bin", "\0\1", 2, 0644);
+    cJSON_Delete(ok_call(f->t, "read_file", "{\"path\":\"b.bin\"}"));
+    tu_write_n(f->dir, "b.bin", "\0\1\2", 3, 0644);
+    bad_call(f->t, "write_file",
+             "{\"path\":\"b.bin\",\"encoding\":\"base64\",\"content\":\"AA==\"}", SP_ERROR,
+             "size changed");
+
+    /* The option turns it off. */
+    sp_tools_opts o = SP_TOOLS_OPTS_INIT;
+    o.no_stale_check = true;
+    sp_tools *t = NULL;
+    assert_int_equal(sp_tools_open_root(&t, f->dir, &o, NULL), 0);
+    cJSON_Delete(ok_call(t, "read_file", "{\"path\":\"b.bin\"}"));
+    tu_write_n(f->dir, "b.bin", "\0\1\2\3", 4, 0644);
+    cJSON_Delete(ok_call(t, "write_file",
+                         "{\"path\":\"b.bin\",\"encoding\":\"base64\",\"content\":\"AA==\"}"));
+    sp_tools_free(t);
+}
+
+struct stale_thread {
+    sp_tools *t;
+    int id;
+    int failures;
+};
+
+static void *stale_worker(void *arg)
+{
+    struct stale_thread *w = arg;
+    char name[32];
+    for (int i = 0; i < 300; i++) {
+        snprintf(name, sizeof(name), "t%d_%d.txt", w->id, i % 40);
+        tools_stale_note(w->t, w->t->fs, name);
+        tool_call c = {0};
+        if (tools_stale_check(w->t, w->t->fs, name, name, &c) != 0)
+            w->failures++;
+        free(c.error);
+        if (i % 7 == 0)
+            tools_stale_forget(w->t, w->t->fs, name);
+    }
+    return NULL;
+}
+
+/* The record map is shared by concurrent calls (the MCP server's threads). */
+static void test_stale_threads(void **state)
+{
+    fixture *f = *state;
+    for (int id = 0; id < 4; id++)
+        for (int i = 0; i < 40; i++) {
+            char name[32];
+            snprintf(name, sizeof(name), "t%d_%d.txt", id, i);
+            tu_write(f->dir, name, "x\n", 0644);
+        }
+    pthread_t th[4];
+    struct stale_thread w[4];
+    for (int i = 0; i < 4; i++) {
+        w[i] = (struct stale_thread){f->t, i, 0};
+        assert_int_equal(pthread_create(&th[i], NULL, stale_worker, &w[i]), 0);
+    }
+    for (int i = 0; i < 4; i++) {
+        pthread_join(th[i], NULL);
+        assert_int_equal(w[i].failures, 0);
+    }
+    assert_true(f->t->n_stale <= 160);
+    /* And a change behind the back is still seen afterwards. */
+    cJSON_Delete(ok_call(f->t, "read_file", "{\"path\":\"t0_1.txt\"}"));
+    tu_write(f->dir, "t0_1.txt", "xy\n", 0644);
+    bad_call(f->t, "edit_file", "{\"path\":\"t0_1.txt\",\"old_string\":\"x\",\"new_string\":\"y\"}",
+             SP_ERROR, "changed on disk");
+}
+
+/* --------------------------------------------------------------- stat -- */
+
+static void test_stat_fields(void **state)
+{
+    fixture *f = *state;
+    tu_write(f->dir, "st.txt", "hello\n", 0640);
+    char *p = tu_join(f->dir, "st.txt");
+    /* A time whose nanoseconds a double cannot hold. */
+    struct timespec ts[2] = {{1795600000, 123456789}, {1795600000, 987654321}};
+    assert_int_equal(utimensat(AT_FDCWD, p, ts, 0), 0);
+    free(p);
+    char *res = NULL;
+    assert_int_equal(sp_tools_call(&res, f->t, "stat", "{\"path\":\"st.txt\"}", 17), 0);
+    /* Exact integers in the result text, and after a re-parse. */
+    assert_has(res, "\"mtime_ns\":1795600000987654321");
+    assert_has(res, "\"atime_ns\":1795600000123456789");
+    cJSON *o = sp_json_parse_exact(res, strlen(res));
+    free(res);
+    char *again = cJSON_PrintUnformatted(o);
+    assert_has(again, "\"mtime_ns\":1795600000987654321");
+    free(again);
+    cJSON *v = cJSON_GetObjectItem(o, "value");
+    assert_string_equal(cJSON_GetObjectItem(v, "permissions")->valuestring, "rw-r-----");
+    assert_string_equal(cJSON_GetObjectItem(v, "modified")->valuestring, "2026-11-25T09:46:40Z");
+    assert_string_equal(cJSON_GetObjectItem(v, "accessed")->valuestring, "2026-11-25T09:46:40Z");
+    assert_true(cJSON_IsString(cJSON_GetObjectItem(v, "changed")));
+    const cJSON *created = cJSON_GetObjectItem(v, "created");
+    assert_true(cJSON_IsString(created) || cJSON_IsNull(created));
+    assert_true(cJSON_IsTrue(cJSON_GetObjectItem(v, "readable")));
+    assert_true(cJSON_IsTrue(cJSON_GetObjectItem(v, "writable")));
+    cJSON_Delete(o);
+
+    /* Plain cJSON would have rounded: the reason for sp_json_parse_exact. */
+    const char *text =
+        "{\"a\":[1795600000987654321,-9007199254740993,1234567890123456,2.5e30,7],\"s\":\"9\"}";
+    o = sp_json_parse_exact(text, strlen(text));
+    again = cJSON_PrintUnformatted(o);
+    assert_string_equal(again,
+                        "{\"a\":[1795600000987654321,-9007199254740993,1234567890123456,2.5e+30,7],"
+                        "\"s\":\"9\"}");
+    free(again);
+    cJSON_Delete(o);
+
+    /* Read-only: nothing is writable. */
+    sp_tools_opts ro = SP_TOOLS_OPTS_INIT;
+    ro.read_only = true;
+    sp_tools *t = NULL;
+    assert_int_equal(sp_tools_open_root(&t, f->dir, &ro, NULL), 0);
+    o = ok_call(t, "stat", "{\"path\":\"st.txt\"}");
+    assert_false(cJSON_IsTrue(cJSON_GetObjectItem(cJSON_GetObjectItem(o, "value"), "writable")));
+    cJSON_Delete(o);
+    sp_tools_free(t);
+}
+
+/* Absolute symlinks the container made resolve as the container sees them. */
+static void test_container_symlinks(void **state)
+{
+    fixture *f = *state;
+    tu_mkdir(f->dir, "lib");
+    tu_write(f->dir, "lib/x.txt", "in lib\n", 0644);
+    tu_symlink("/workspace/lib/x.txt", f->dir, "y");
+    tu_symlink("/usr/lib/os-release", f->dir, "img");
+    cJSON *o = ok_call(f->t, "read_file", "{\"path\":\"y\"}");
+    assert_has(msg_of(o), "L1: in lib");
+    cJSON_Delete(o);
+    o = ok_call(f->t, "stat", "{\"path\":\"img\"}");
+    cJSON *v = cJSON_GetObjectItem(o, "value");
+    assert_true(cJSON_IsTrue(cJSON_GetObjectItem(v, "target_in_image")));
+    assert_true(cJSON_IsTrue(cJSON_GetObjectItem(v, "target_escapes")));
+    assert_has(msg_of(o), "link to /usr/lib/os-release (in the container's image");
+    cJSON_Delete(o);
+    o = ok_call(f->t, "stat", "{\"path\":\"y\"}");
+    v = cJSON_GetObjectItem(o, "value");
+    assert_false(cJSON_IsTrue(cJSON_GetObjectItem(v, "target_in_image")));
+    assert_false(cJSON_IsTrue(cJSON_GetObjectItem(v, "target_escapes")));
+    /* Access is what a read or write through the link reaches. */
+    assert_true(cJSON_IsTrue(cJSON_GetObjectItem(v, "readable")));
+    assert_has(msg_of(o), "readable and writable, link to /workspace/lib/x.txt");
+    cJSON_Delete(o);
+    bad_call(f->t, "read_file", "{\"path\":\"img\"}", SP_EESCAPE,
+             "container's image: /usr/lib/os-release; only targets under /workspace/ are "
+             "followed); the file tools reach the workspace only");
+    bad_call(f->t, "write_file", "{\"path\":\"img\",\"content\":\"x\"}", SP_EESCAPE,
+             "container's image");
+    /* A write through a /workspace link lands inside. */
+    cJSON_Delete(ok_call(f->t, "write_file", "{\"path\":\"y\",\"content\":\"new\\n\"}"));
+    assert_file(f->dir, "lib/x.txt", "new\n");
 }
 
 /* ---------------------------------------------------------- snapshots -- */
@@ -1004,6 +1445,22 @@ static void test_unrestricted(void **state)
     r = ok_call(t, "list_dir", "{\"path\":\"../outside\",\"depth\":1}");
     assert_has(msg_of(r), "made.txt");
     cJSON_Delete(r);
+    /* One record per file however it is named: absolute, relative with
+     * `..`, or by apply_patch (which works beneath the root). */
+    tu_write(f->dir, "u.txt", "u\n", 0644);
+    assert_true(asprintf(&args, "{\"path\":\"%s/./u.txt\"}", f->dir) > 0);
+    cJSON_Delete(ok_call(t, "read_file", args));
+    free(args);
+    tu_write(f->dir, "u.txt", "uu\n", 0644);
+    bad_call(t, "edit_file",
+             "{\"path\":\"../root/u.txt\",\"old_string\":\"u\",\"new_string\":\"v\"}", SP_ERROR,
+             "changed on disk");
+    if (sp_tools_has(t, "apply_patch"))
+        bad_call(t, "apply_patch",
+                 "{\"patch\":\"*** Begin Patch\\n*** Update File: u.txt\\n@@\\n-uu\\n+v\\n"
+                 "*** End Patch\\n\"}",
+                 SP_ERROR, "changed on disk");
+    assert_file(f->dir, "u.txt", "uu\n");
     sp_tools_free(t);
 
     /* restricted (the default) refuses the same. */
@@ -1034,6 +1491,13 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_caps, setup, teardown),
         cmocka_unit_test_setup_teardown(test_read_only, setup, teardown),
         cmocka_unit_test_setup_teardown(test_unrestricted, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_binary, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_limits, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_reasons, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_stale, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_stale_threads, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_stat_fields, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_container_symlinks, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

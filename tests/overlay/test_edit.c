@@ -197,6 +197,7 @@ static void test_binary_refused(void **state)
     tu_write(f->dir, "latin1.txt", "caf\xe9\n", 0644);
     sp_error *err = NULL;
     int r = sp_fs_str_replace(NULL, f->fs, "bin.dat", "abc", "x", false, &err);
+    assert_int_equal(err ? err->reason : -1, SP_R_NOT_TEXT); /* the tools' JSON says not_text */
     expect_err(r, err, SP_EINVAL, "bin.dat");
     err = NULL;
     r = sp_fs_str_replace(NULL, f->fs, "latin1.txt", "caf", "x", false, &err);

@@ -168,6 +168,16 @@ static void test_read_slices(void **state)
     EXPECT(sp_fs_view(&t, f->fs, "a.txt", 0, 2, &err), SP_EINVAL, "line 1");
     err = NULL;
     EXPECT(sp_fs_view(&t, f->fs, "a.txt", 3, 2, &err), SP_EINVAL, NULL);
+    /* Past the end: the start is an error (as the read_file tool's offset),
+     * the end is clamped; line 1 of an empty file is fine. */
+    EXPECT(sp_fs_view(&t, f->fs, "a.txt", 5, -1, &err), SP_EINVAL, "past the end: a.txt has 4");
+    assert_null(t);
+    OK(sp_fs_view(&t, f->fs, "a.txt", 4, 99, &err));
+    assert_string_equal(t->content, "four\n");
+    sp_fs_text_free(t);
+    OK(sp_fs_view(&t, f->fs, "empty", 1, -1, &err));
+    assert_string_equal(t->content, "");
+    sp_fs_text_free(t);
 }
 
 static void test_read_long_lines_and_chunks(void **state)
@@ -771,6 +781,83 @@ static void test_full_disk(void **state)
     free(mnt);
 }
 
+/* Absolute symlinks the container made, judged as the container sees
+ * them: /workspace/... is the root, anything else is its image. */
+static void test_container_links(void **state)
+{
+    struct fx *f = *state;
+    sp_error *err = NULL;
+    tu_mkdir(f->root, "lib");
+    tu_write(f->root, "lib/x.txt", "x\n", 0644);
+    tu_symlink("/workspace/lib/x.txt", f->root, "y");
+    tu_symlink("/workspace", f->root, "ws");
+    tu_symlink("/workspace/", f->root, "ws2");
+    tu_symlink("/workspace/ws/lib/x.txt", f->root, "chain");
+    tu_symlink("lib/x.txt", f->root, "relative");
+    tu_symlink("/workspace/../etc/passwd", f->root, "dotdot");
+    tu_symlink("/workspace/lib/../../etc", f->root, "dotdot2");
+    tu_symlink("/workspace/loop", f->root, "loop");
+    tu_symlink("/workspacex/lib/x.txt", f->root, "prefix");
+    char *secret = tu_join(f->outside, "secret.txt");
+    tu_symlink(secret, f->root, "img");
+    free(secret);
+
+    const char *good[] = {"y", "ws/lib/x.txt", "ws2/lib/x.txt", "chain", "relative", "ws/ws/ws/y",
+                          NULL};
+    for (size_t i = 0; good[i]; i++) {
+        sp_fs_text *t = NULL;
+        if (sp_fs_read(&t, f->fs, good[i], NULL, &err) != 0)
+            fail_msg("%s: %s", good[i], err ? err->message : "?");
+        assert_string_equal(t->content, "x\n");
+        sp_fs_text_free(t);
+    }
+    sp_fs_info *st = NULL;
+    OK(sp_fs_stat_target(&st, f->fs, "ws", &err));
+    assert_int_equal(st->type, SP_FS_DIR);
+    sp_fs_info_free(st);
+
+    const char *image[] = {"img", "prefix", NULL};
+    for (size_t i = 0; image[i]; i++) {
+        sp_fs_text *t = NULL;
+        EXPECT(sp_fs_read(&t, f->fs, image[i], NULL, &err), SP_EESCAPE, "container's image");
+        EXPECT(sp_fs_write(NULL, f->fs, image[i], "pwned", 5, NULL, &err), SP_EESCAPE,
+               "container's image");
+        OK(sp_fs_stat(&st, f->fs, image[i], &err));
+        assert_true(st->target_in_image);
+        assert_true(st->target_escapes);
+        sp_fs_info_free(st);
+    }
+    const char *escapes[] = {"dotdot", "dotdot2", NULL};
+    for (size_t i = 0; escapes[i]; i++) {
+        sp_fs_text *t = NULL;
+        EXPECT(sp_fs_read(&t, f->fs, escapes[i], NULL, &err), SP_EESCAPE, "escapes");
+        EXPECT(sp_fs_write(NULL, f->fs, escapes[i], "pwned", 5, NULL, &err), SP_EESCAPE, NULL);
+        OK(sp_fs_stat(&st, f->fs, escapes[i], &err));
+        assert_false(st->target_in_image);
+        assert_true(st->target_escapes);
+        sp_fs_info_free(st);
+    }
+    sp_fs_text *t = NULL;
+    int r = sp_fs_read(&t, f->fs, "loop", NULL, &err);
+    assert_true(r < 0);
+    assert_int_equal(err->sys_errno, ELOOP);
+    sp_error_free(err);
+    err = NULL;
+
+    /* Writes through a /workspace link land inside; stat keeps the link. */
+    OK(sp_fs_write(NULL, f->fs, "y", "new\n", 4, NULL, &err));
+    char *got = tu_read(f->root, "lib/x.txt", NULL);
+    assert_string_equal(got, "new\n");
+    free(got);
+    OK(sp_fs_write(NULL, f->fs, "ws/lib/n.txt", "n\n", 2, NULL, &err));
+    assert_true(tu_exists(f->root, "lib/n.txt"));
+    OK(sp_fs_stat(&st, f->fs, "y", &err));
+    assert_int_equal(st->type, SP_FS_SYMLINK);
+    assert_false(st->target_escapes);
+    assert_false(st->target_in_image);
+    sp_fs_info_free(st);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -789,6 +876,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_stat_exists, setup, teardown),
         cmocka_unit_test_setup_teardown(test_list, setup, teardown),
         cmocka_unit_test_setup_teardown(test_escapes, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_container_links, setup, teardown),
         cmocka_unit_test_setup_teardown(test_deny, setup, teardown),
         cmocka_unit_test_setup_teardown(test_names, setup, teardown),
         cmocka_unit_test_setup_teardown(test_full_disk, setup, teardown),

@@ -134,7 +134,10 @@ int sp_fs_read(sp_fs_text **out, sp_fs *fs, const char *path, const sp_fs_read_o
 
 /**
  * Read lines `start`..`end` (1-based, inclusive; end -1 = to the end of the
- * file): the view range of file tools. Same errors as sp_fs_read().
+ * file): the view range of file tools. An end past the last line reads to
+ * the end; a start past it (other than line 1 of an empty file) is
+ * SP_EINVAL, as the read_file tool's offset. Otherwise the errors of
+ * sp_fs_read().
  */
 int sp_fs_view(sp_fs_text **out, sp_fs *fs, const char *path, long start, long end, sp_error **err);
 
@@ -228,10 +231,35 @@ typedef struct sp_fs_info {
     int64_t mtime_ns;    /**< nanoseconds since the epoch */
     char *link_target;   /**< for a symlink: its target, verbatim; else NULL */
     bool target_escapes; /**< symlink whose target leaves the root or dangles */
+    /* Appended fields (the struct is only ever made by the library). */
+    uint64_t dev;     /**< device of the file system */
+    uint64_t ino;     /**< inode number */
+    int64_t atime_ns; /**< last access */
+    int64_t ctime_ns; /**< last status change */
+    int64_t btime_ns; /**< creation (birth) time; 0 when the file system does not keep it */
+    bool readable;    /**< this process may read it (a symlink: its target, through it) */
+    bool writable;    /**< this process may write it (false on a read-only handle) */
+    /** A symlink whose absolute target lies outside SP_WORKSPACE_MOUNT: it
+     *  points into the container's image and is never followed on the host
+     *  (target_escapes is set too). */
+    bool target_in_image;
 } sp_fs_info;
 
-/** Stat a path without following a final symlink. */
+/**
+ * Stat a path without following a final symlink. A symlink's target is
+ * judged as the container sees it: an absolute target under
+ * SP_WORKSPACE_MOUNT/ lies in the workspace; any other absolute target
+ * sets target_in_image.
+ */
 int sp_fs_stat(sp_fs_info **out, sp_fs *fs, const char *path, sp_error **err);
+
+/**
+ * Stat what a path names after following its symlinks (contained as every
+ * open is): the file an edit would change. Same fields as sp_fs_stat();
+ * link_target is NULL. @return as sp_fs_stat(), and SP_EESCAPE for a link
+ * that leaves the workspace
+ */
+int sp_fs_stat_target(sp_fs_info **out, sp_fs *fs, const char *path, sp_error **err);
 void sp_fs_info_free(sp_fs_info *st);
 
 /** True when the path exists inside the root (a final symlink counts as
