@@ -44,6 +44,52 @@ static bool starts_with(const char *s, const char *prefix)
     return strncmp(s, prefix, strlen(prefix)) == 0;
 }
 
+/* An image read_file returned (value {mode: "binary", mime, base64}) as
+ * MCP image content, for the image types MCP clients show a model; NULL
+ * for anything else. `value` is the value member's JSON text. */
+static cJSON *image_content(const char *value, size_t len)
+{
+    static const char *const shown[] = {"image/png", "image/jpeg", "image/gif", "image/webp"};
+    static const char mark[] = "\"mode\":\"binary\"";
+    if (!value || !memmem(value, len, mark, sizeof(mark) - 1))
+        return NULL;
+    cJSON *v = sp_json_parse(value, len);
+    const char *mime = sp_json_str(v, "mime"), *data = sp_json_str(v, "base64");
+    cJSON *item = NULL;
+    for (size_t i = 0; mime && data && i < sizeof(shown) / sizeof(shown[0]); i++) {
+        if (strcmp(mime, shown[i]) != 0)
+            continue;
+        item = cJSON_CreateObject();
+        if (item && !(cJSON_AddStringToObject(item, "type", "image") &&
+                      cJSON_AddStringToObject(item, "data", data) &&
+                      cJSON_AddStringToObject(item, "mimeType", mime))) {
+            cJSON_Delete(item);
+            item = NULL;
+        }
+        break;
+    }
+    cJSON_Delete(v);
+    return item;
+}
+
+/* The message's first line alone, as JSON text: with the image beside it,
+ * the base64 after that line would only cost the model tokens. */
+static char *first_line(const char *msg)
+{
+    cJSON *m = sp_json_parse(msg, strlen(msg));
+    const char *s = cJSON_IsString(m) ? m->valuestring : "";
+    size_t n = strcspn(s, "\n");
+    if (n && s[n - 1] == ':')
+        n--;
+    char *line = sp_xasprintf("%.*s; the image follows", (int)n, s);
+    cJSON *out = cJSON_CreateString(line);
+    char *text = out ? cJSON_PrintUnformatted(out) : NULL;
+    cJSON_Delete(out);
+    cJSON_Delete(m);
+    free(line);
+    return text;
+}
+
 /* The tools/call result for a tools result object (text, consumed):
  * {content: [{type: text, text: message}], structuredContent: the object
  * without its message, isError}. The text is cut apart rather than parsed
@@ -54,6 +100,8 @@ cJSON *mcp_call_result(char *result_text)
     const char *p = result_text;
     sp_buf sc = {0};
     char *msg = NULL;
+    const char *value = NULL;
+    size_t value_len = 0;
     bool ok = false;
     sp_buf_addc(&sc, '{');
     if (*p == '{')
@@ -70,6 +118,10 @@ cJSON *mcp_call_result(char *result_text)
         } else {
             if (starts_with(key, "\"ok\":true"))
                 ok = true;
+            if (starts_with(key, "\"value\":")) {
+                value = val;
+                value_len = (size_t)(vend - val);
+            }
             if (sc.len > 1)
                 sp_buf_addc(&sc, ',');
             sp_buf_add(&sc, key, (size_t)(vend - key));
@@ -77,7 +129,15 @@ cJSON *mcp_call_result(char *result_text)
         p = vend < end && *vend == ',' ? vend + 1 : vend;
     }
     sp_buf_addc(&sc, '}');
+    cJSON *image = ok ? image_content(value, value_len) : NULL;
     free(result_text);
+    if (image && msg) {
+        char *line = first_line(msg);
+        if (line) {
+            free(msg);
+            msg = line;
+        }
+    }
     cJSON *r = cJSON_CreateObject();
     cJSON *content = cJSON_CreateArray();
     cJSON *item = cJSON_CreateObject();
@@ -86,6 +146,11 @@ cJSON *mcp_call_result(char *result_text)
                 cJSON_AddItemToArray(content, item);
     if (fine)
         item = NULL;
+    if (fine && image) {
+        fine = cJSON_AddItemToArray(content, image);
+        if (fine)
+            image = NULL;
+    }
     fine = fine && cJSON_AddItemToObject(r, "content", content);
     if (fine)
         content = NULL;
@@ -94,6 +159,7 @@ cJSON *mcp_call_result(char *result_text)
     free(msg);
     sp_buf_dispose(&sc);
     cJSON_Delete(item);
+    cJSON_Delete(image);
     cJSON_Delete(content);
     if (!fine) {
         cJSON_Delete(r);

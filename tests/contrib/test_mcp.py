@@ -67,6 +67,31 @@ try:
     c.check("read_file: structuredContent", sc.get("ok") is True and
             sc.get("value", {}).get("total_lines") == 2 and sc.get("changes") == [], r)
 
+    # A binary read: an image also comes as MCP image content (and its
+    # base64 is not repeated in the text); other bytes only in the result.
+    png = bytes.fromhex("89504e470d0a1a0a0000000d4948445200000001000000010806000000"
+                        "1f15c4890000000d49444154789c6360000002000154a24f5d0000000049454e44ae426082")
+    with open(os.path.join(root, "dot.png"), "wb") as f:
+        f.write(png)
+    with open(os.path.join(root, "blob.bin"), "wb") as f:
+        f.write(b"\x00\x01\x02\xff")
+    r = s.call("read_file", {"path": "dot.png"})
+    content = (r or {}).get("result", {}).get("content", [])
+    images = [x for x in content if x.get("type") == "image"]
+    import base64
+    c.check("read_file of a png: image content with its bytes",
+            len(images) == 1 and images[0].get("mimeType") == "image/png" and
+            base64.b64decode(images[0].get("data", "")) == png, r)
+    c.check("read_file of a png: the text names it and holds no base64",
+            "image/png" in text_of(r) and images and images[0]["data"] not in text_of(r), r)
+    c.check("read_file of a png: structuredContent keeps the bytes",
+            structured(r).get("value", {}).get("base64") == base64.b64encode(png).decode(), r)
+    r = s.call("read_file", {"path": "blob.bin"})
+    content = (r or {}).get("result", {}).get("content", [])
+    c.check("read_file of other bytes: no image content, base64 in the text",
+            [x.get("type") for x in content] == ["text"] and
+            base64.b64encode(b"\x00\x01\x02\xff").decode() in text_of(r), r)
+
     r = s.call("write_file", {"path": "out/new.txt", "content": "made by mcp\n"})
     c.check("write_file: ok", is_error(r) is False, r)
     c.check("write_file: changes", structured(r).get("changes") ==
