@@ -296,15 +296,31 @@ typedef struct sp_fs_grep_opts {
     const char *path;
     /** Only files matching this glob: a glob without '/' is matched against
      *  file names at any depth (`*.c`), one with '/' against the path
-     *  relative to `path` (`src/[ab]*.c`), as ripgrep does. */
+     *  relative to `path` (`src/[ab]*.c`). A leading '!' excludes instead
+     *  (`!*.min.js`); it is the first of `globs`. */
     const char *glob;
     /** Stop after this many matches (0 = 1000). */
     size_t max_matches;
     bool case_insensitive;
     /** Treat the pattern as a literal string. */
     bool fixed_string;
+    /* version 2 */
+    /** More globs (NULL-terminated), after `glob`, with rg's `-g` rules:
+     *  for each file and folder the last glob that matches decides ('!'
+     *  excludes, and an excluded folder is not entered); when some glob
+     *  without '!' exists, a file no glob matches is left out. A matching
+     *  glob also overrides the hidden and ignore-file rules. */
+    const char *const *globs;
+    /** Also search what `.gitignore`, `.ignore`, `.rgignore` and
+     *  `.git/info/exclude` (at and above `path`, and below it) name; by
+     *  default they are honoured as rg honours them (no git repository
+     *  needed). */
+    bool no_ignore;
+    /** Also search hidden files and folders (names starting with '.');
+     *  `.git` folders stay skipped. */
+    bool hidden;
 } sp_fs_grep_opts;
-#define SP_FS_GREP_OPTS_VERSION 1
+#define SP_FS_GREP_OPTS_VERSION 2
 #define SP_FS_GREP_OPTS_INIT                                                                       \
     {                                                                                              \
         .version = SP_FS_GREP_OPTS_VERSION                                                         \
@@ -325,11 +341,15 @@ typedef struct sp_fs_matches {
     bool truncated; /**< more matches existed than max_matches */
     size_t files_searched;
     size_t files_skipped; /**< binary or unreadable files */
+    size_t ignored;       /**< hidden or ignore-file-named files and folders not searched */
 } sp_fs_matches;
 
 /**
- * Search file contents with a PCRE2 regex (JIT where available). Skips
- * binary files, `.git/` folders and denied paths, never follows symlinks.
+ * Search file contents with a PCRE2 regex (JIT where available), in UTF
+ * and UCP mode (`\w`, `\d`, `\b` are Unicode-aware, as in rg). Skips
+ * binary files, `.git/` folders and denied paths, never follows symlinks;
+ * by default also hidden entries and what ignore files name (see
+ * sp_fs_grep_opts). A UTF-8 byte order mark is not part of line 1.
  * Results sorted by path then line. One match per line is reported.
  *
  * @return 0; SP_EINVAL for a bad regex (the message gives the offset)
