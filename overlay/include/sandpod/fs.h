@@ -248,6 +248,9 @@ typedef struct sp_fs_entry {
     int64_t mtime_ns;
     char *link_target; /**< symlinks only */
     unsigned depth;    /**< 1 for direct children */
+    /** sp_fs_list: a folder the listing would have entered but skipped
+     *  (see sp_fs_list_opts.ignore) */
+    bool contents_skipped;
 } sp_fs_entry;
 
 typedef struct sp_fs_entries {
@@ -262,8 +265,22 @@ typedef struct sp_fs_list_opts {
     unsigned depth;
     /** Stop after this many entries (0 = 100000). */
     size_t max_entries;
+    /* version 2 */
+    /** Globs (NULL-terminated) of what not to list below `path`: a matching
+     *  folder is shown but not entered (contents_skipped), a matching file
+     *  is left out. Without '/' a glob matches a name at any depth, with
+     *  '/' the path relative to `path`. NULL = the default: the folders
+     *  named in SP_FS_LIST_SKIP_DEFAULT and any folder holding a
+     *  CACHEDIR.TAG (Cargo's target/, ...); a list holding only NULL skips
+     *  nothing. `path` itself is always listed. */
+    const char *const *ignore;
 } sp_fs_list_opts;
-#define SP_FS_LIST_OPTS_VERSION 1
+#define SP_FS_LIST_OPTS_VERSION 2
+/** Folders sp_fs_list does not enter by default: version control, package
+ *  caches and virtual environments, whose contents crowd out the project. */
+#define SP_FS_LIST_SKIP_DEFAULT                                                                    \
+    ".git", ".hg", ".svn", "node_modules", "__pycache__", ".venv", "venv", ".tox", ".mypy_cache",  \
+        ".pytest_cache", ".ruff_cache", ".gradle", ".terraform"
 #define SP_FS_LIST_OPTS_INIT                                                                       \
     {                                                                                              \
         .version = SP_FS_LIST_OPTS_VERSION                                                         \
