@@ -978,7 +978,7 @@ int sp_fs_list(sp_fs_entries **out, sp_fs *fs, const char *path, const sp_fs_lis
         return sp_err_wrap(err, r, "list ignore");
     sp_fs_entries *res = sp_xcalloc(1, sizeof(*res));
     c.res = res;
-    sp_walk_opts wo = {c.max_depth, false};
+    sp_walk_opts wo = {.max_depth = c.max_depth};
     r = sp_fs_walk(fs, rel, &wo, list_one, &c, err);
     sp_globset_free(c.ignore);
     if (r < 0) {

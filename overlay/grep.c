@@ -249,6 +249,15 @@ static bool prune_dir(const grep_ctx *g, const char *sub)
     return true;
 }
 
+/* The walk reads a folder: its ignore files apply below it. */
+static void grep_enter(void *ctx, int dfd, const char *rel, unsigned depth,
+                       const struct sp_dirnames *names)
+{
+    grep_ctx *g = ctx;
+    if (g->ig)
+        sp_ignore_push(g->ig, g->fs, dfd, rel, depth, names);
+}
+
 static int grep_visit(void *ctx, int dirfd, const char *name, const char *rel,
                       const struct stat *st, unsigned depth, sp_error **err)
 {
@@ -269,17 +278,8 @@ static int grep_visit(void *ctx, int dirfd, const char *name, const char *rel,
         g->res->ignored++;
         return skip;
     }
-    if (is_dir) {
-        if (prune_dir(g, sub))
-            return SP_WALK_SKIP;
-        if (g->ig) {
-            cleanup_close int dfd =
-                openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
-            if (dfd >= 0)
-                sp_ignore_push(g->ig, g->fs, dfd, rel, depth);
-        }
-        return SP_WALK_CONTINUE;
-    }
+    if (is_dir)
+        return prune_dir(g, sub) ? SP_WALK_SKIP : SP_WALK_CONTINUE;
     /* Symlinks, fifos, sockets and devices are never opened. */
     if (!S_ISREG(st->st_mode))
         return SP_WALK_CONTINUE;
@@ -362,18 +362,17 @@ static int compile_overrides(grep_ctx *g, const sp_fs_grep_opts *o, sp_error **e
     return r;
 }
 
-/* The ignore files of the root and of every folder down to `rel`. */
+/* The ignore files of the root and of every folder down to the parent of
+ * `rel` (the walk reads those of `rel` itself). */
 static sp_ignore *load_parents(sp_fs *fs, const char *rel)
 {
     sp_ignore *ig = sp_ignore_new();
     cleanup_free char *dir = sp_xstrdup(".");
     const char *p = strcmp(rel, ".") == 0 ? "" : rel;
-    for (;;) {
+    while (*p) {
         cleanup_close int dfd = sp_fs_openat(fs, dir, O_RDONLY | O_DIRECTORY, 0, true, NULL);
         if (dfd >= 0)
-            sp_ignore_push(ig, fs, dfd, dir, 0);
-        if (!*p)
-            break;
+            sp_ignore_push(ig, fs, dfd, dir, 0, NULL);
         const char *slash = strchr(p, '/');
         size_t len = slash ? (size_t)(slash - p) : strlen(p);
         cleanup_free char *name = sp_xstrndup(p, len);
@@ -458,7 +457,7 @@ int sp_fs_grep(sp_fs_matches **out, sp_fs *fs, const char *pattern, const sp_fs_
         g.hidden = o->hidden;
         if (!o->no_ignore)
             g.ig = load_parents(fs, rel);
-        sp_walk_opts wo = {.max_depth = 0, .skip_git = true};
+        sp_walk_opts wo = {.max_depth = 0, .skip_git = true, .enter = grep_enter};
         r = sp_fs_walk(fs, rel, &wo, grep_visit, &g, err);
         if (r < 0)
             goto done;

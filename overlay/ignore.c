@@ -4,6 +4,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "dir.h"
 #include "ignore.h"
 
 /* Bigger ignore files are not read: real ones are a few KiB. */
@@ -178,12 +179,36 @@ static void read_kind(ig_frame *f, enum ig_kind k, sp_fs *fs, int dfd)
     sp_buf_dispose(&buf);
 }
 
-void sp_ignore_push(sp_ignore *ig, sp_fs *fs, int dfd, const char *dir, unsigned depth)
+/* Whether the first component of ig_files[k] is among `names`: most
+ * folders have no ignore file, and a walk should not pay a failed open for
+ * each kind in each of them. */
+static bool may_exist(const sp_dirnames *names, enum ig_kind k)
 {
+    if (!names)
+        return true;
+    const char *f = ig_files[k];
+    size_t len = strcspn(f, "/");
+    for (size_t i = 0; i < names->n; i++) {
+        const char *n = sp_dirnames_name(names, i);
+        if (strncmp(n, f, len) == 0 && n[len] == '\0')
+            return true;
+    }
+    return false;
+}
+
+void sp_ignore_push(sp_ignore *ig, sp_fs *fs, int dfd, const char *dir, unsigned depth,
+                    const sp_dirnames *names)
+{
+    bool want[IG_KINDS], some = false;
+    for (int k = 0; k < IG_KINDS; k++)
+        some |= want[k] = may_exist(names, (enum ig_kind)k);
+    if (!some)
+        return;
     ig_frame f = {.dir = sp_xstrdup(dir), .depth = depth};
     bool any = false;
     for (int k = 0; k < IG_KINDS; k++) {
-        read_kind(&f, (enum ig_kind)k, fs, dfd);
+        if (want[k])
+            read_kind(&f, (enum ig_kind)k, fs, dfd);
         any |= f.n[k] > 0;
     }
     if (!any) {

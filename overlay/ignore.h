@@ -17,9 +17,11 @@ void sp_ignore_free(sp_ignore *ig);
 
 /* Read the ignore files of folder `dfd` (at `dir`, relative to the root)
  * and push them as a frame for the entries deeper than `depth` (0 for the
- * folders at and above the walk's base). Unreadable, denied, oversized or
- * symlinked ignore files count as absent. */
-void sp_ignore_push(sp_ignore *ig, sp_fs *fs, int dfd, const char *dir, unsigned depth);
+ * folders at and above the walk's base). `names`, when known, are the
+ * folder's names: files it lacks are not even tried. Unreadable, denied,
+ * oversized or symlinked ignore files count as absent. */
+void sp_ignore_push(sp_ignore *ig, sp_fs *fs, int dfd, const char *dir, unsigned depth,
+                    const struct sp_dirnames *names);
 
 /* Drop the frames of folders at `depth` or deeper: a pre-order walk has
  * left them once it shows an entry at that depth. */
