@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "sandpod/fs.h"
 
@@ -390,6 +391,42 @@ static void test_glob_negation(void **state)
     sp_error_free(err);
 }
 
+/* Ignore files are read like everything else: never through a symlink
+ * that leads out of the workspace (the walk's own fds, O_NOFOLLOW on every
+ * component of .git/info/exclude). */
+static void test_ignore_files_contained(void **state)
+{
+    fixture *f = *state;
+    tu_mkdir(f->outside, "info");
+    tu_write(f->outside, "info/exclude", "a.txt\n", 0644);
+    tu_write(f->outside, "ign", "*\n", 0644);
+    tu_symlink(f->outside, f->dir, ".git");
+    char *ign = tu_join(f->outside, "ign");
+    tu_symlink(ign, f->dir, ".gitignore");
+    free(ign);
+    tu_mkdir(f->dir, "sub");
+    tu_mkdir(f->dir, "sub/.git");
+    tu_symlink(f->outside, f->dir, "sub/.git/info");
+    tu_write(f->dir, "a.txt", "needle\n", 0644);
+    tu_write(f->dir, "sub/a.txt", "needle\n", 0644);
+    sp_fs_matches *m = grep_ok(f->fs, "needle", NULL);
+    assert_int_equal(m->n, 2);
+    assert_string_equal(m->v[0].path, "a.txt");
+    assert_string_equal(m->v[1].path, "sub/a.txt");
+    sp_fs_matches_free(m);
+
+    /* The same files inside the workspace are honoured. */
+    char *link = tu_join(f->dir, "sub/.git/info");
+    assert_int_equal(unlink(link), 0);
+    free(link);
+    tu_mkdir(f->dir, "sub/.git/info");
+    tu_write(f->dir, "sub/.git/info/exclude", "a.txt\n", 0644);
+    m = grep_ok(f->fs, "needle", NULL);
+    assert_int_equal(m->n, 1);
+    assert_string_equal(m->v[0].path, "a.txt");
+    sp_fs_matches_free(m);
+}
+
 static void test_denied_skipped(void **state)
 {
     fixture *f = *state;
@@ -655,6 +692,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_glob_filter, setup, teardown),
         cmocka_unit_test_setup_teardown(test_unicode_and_bom, setup, teardown),
         cmocka_unit_test_setup_teardown(test_glob_negation, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_ignore_files_contained, setup, teardown),
         cmocka_unit_test_setup_teardown(test_single_file, setup, teardown),
         cmocka_unit_test_setup_teardown(test_max_matches, setup, teardown),
         cmocka_unit_test_setup_teardown(test_sorted, setup, teardown),
