@@ -77,7 +77,9 @@ static const struct cli_optdesc fs_op_opts[] = {
     CLI_VALUE("glob", 'g', "G", OPT_GLOB, CLI_COMP_NONE,
               "grep: only matching files (no '/' in G: by name, at any depth); repeat it, '!G' "
               "excludes, the last glob that matches decides (as rg -g)"),
-    CLI_FLAG("hidden", 0, OPT_HIDDEN, "grep: also search names starting with '.' (not .git)"),
+    CLI_FLAG("hidden", 0, OPT_HIDDEN,
+             "grep: also search names starting with '.' (not .git); glob: wildcards match them "
+             "(bash's dotglob; .git only when spelled)"),
     CLI_FLAG("no-ignore", 0, OPT_NO_IGNORE,
              "grep: also search what .gitignore, .ignore, .rgignore and .git/info/exclude name; "
              "ls: enter every folder"),
@@ -177,7 +179,7 @@ static const struct fs_op ops[] = {
      "write PATH [--mode create|overwrite|append] [--no-parents]"},
     {"ls", op_ls, 0, 1, " depth max ignore no-ignore ",
      "ls [PATH] [--depth N] [--max N] [--ignore G]... [--no-ignore]"},
-    {"glob", op_glob, 1, 1, " path max ", "glob PATTERN [--path BASE] [--max N]"},
+    {"glob", op_glob, 1, 1, " path max hidden ", "glob PATTERN [--path BASE] [--max N] [--hidden]"},
     {"grep", op_grep, 1, 2, " glob ignore-case fixed-strings max hidden no-ignore ",
      "grep PATTERN [PATH] [-g G]... [-i] [-F] [--hidden] [--no-ignore] [--max N]"},
     {"stat", op_stat, 1, 1, " ", "stat PATH"},
@@ -219,7 +221,7 @@ const struct cli_spec cli_spec_fs = {
         "  ls [PATH] [--depth N] [--max N] [--ignore G]... [--no-ignore]\n"
         "      list a folder: size, mtime and path marked dir/, exec*, link@ -> target;\n"
         "      below PATH, .git, node_modules, __pycache__, .venv, ... are not entered\n"
-        "  glob PATTERN [--path BASE] [--max N]\n"
+        "  glob PATTERN [--path BASE] [--max N] [--hidden]\n"
         "      print the paths matching PATTERN (*, **, ?, [...], {a,b}) below BASE;\n"
         "      as in bash, wildcards skip names starting with '.', PATTERN/ = folders\n"
         "  grep PATTERN [PATH] [-g G]... [-i] [-F] [--hidden] [--no-ignore] [--max N]\n"
@@ -696,9 +698,13 @@ static int op_ls(struct fs_cli *c)
 
 static int op_glob(struct fs_cli *c)
 {
+    sp_fs_glob_opts o = SP_FS_GLOB_OPTS_INIT;
+    o.base = c->base;
+    o.max_entries = c->max;
+    o.hidden = c->hidden;
     sp_fs_entries *e = NULL;
     sp_error *err = NULL;
-    int rc = sp_fs_glob(&e, c->fs, c->args[0], c->base, c->max, &err);
+    int rc = sp_fs_glob_ex(&e, c->fs, c->args[0], &o, &err);
     if (rc < 0)
         return fail(c, rc, err);
     if (c->json) {

@@ -637,14 +637,17 @@ typedef struct run_in {
     size_t nseg;
     enum run_mode mode;
     bool is_dir;
-    bool period; /* SP_GLOB_PERIOD */
+    bool period;     /* SP_GLOB_PERIOD */
+    bool period_git; /* SP_GLOB_PERIOD_GIT */
 } run_in;
 
 /* With SP_GLOB_PERIOD a hidden name needs a component that starts with a
  * literal '.', and `**` never crosses one. */
 static bool hidden_blocked(const run_in *in, const comp *c, const seg *sg)
 {
-    return in->period && sg->len && sg->s[0] == '.' && !c->dot_lit;
+    if (!sg->len || sg->s[0] != '.' || c->dot_lit)
+        return false;
+    return in->period || (in->period_git && sg->len == 4 && memcmp(sg->s, ".git", 4) == 0);
 }
 
 /* Run one alternative over the segments as an NFA; cur and nxt hold at
@@ -731,7 +734,12 @@ static bool glob_run_typed(const sp_glob *g, const seg *segs, size_t nseg, enum 
 {
     cleanup_free bool *cur = sp_xmalloc((g->max_comps + 1) * sizeof(bool));
     cleanup_free bool *nxt = sp_xmalloc((g->max_comps + 1) * sizeof(bool));
-    run_in in = {segs, nseg, mode, is_dir, (g->flags & SP_GLOB_PERIOD) != 0};
+    run_in in = {segs,
+                 nseg,
+                 mode,
+                 is_dir,
+                 (g->flags & SP_GLOB_PERIOD) != 0,
+                 (g->flags & SP_GLOB_PERIOD_GIT) != 0};
     for (size_t i = 0; i < g->n; i++)
         if (alt_run(&g->alts[i], &in, cur, nxt))
             return true;
@@ -887,11 +895,27 @@ static int entry_cmp(const void *a, const void *b)
 int sp_fs_glob(sp_fs_entries **out, sp_fs *fs, const char *pattern, const char *base,
                size_t max_entries, sp_error **err)
 {
+    sp_fs_glob_opts o = SP_FS_GLOB_OPTS_INIT;
+    o.base = base;
+    o.max_entries = max_entries;
+    return sp_fs_glob_ex(out, fs, pattern, &o, err);
+}
+
+int sp_fs_glob_ex(sp_fs_entries **out, sp_fs *fs, const char *pattern, const sp_fs_glob_opts *opts,
+                  sp_error **err)
+{
     *out = NULL;
+    if (SP_OPTS_CHECK(opts, 1, SP_FS_GLOB_OPTS_VERSION, "sp_fs_glob_opts", err) < 0)
+        return SP_EINVAL;
+    static const sp_fs_glob_opts defaults = SP_FS_GLOB_OPTS_INIT;
+    const sp_fs_glob_opts *o = opts ? opts : &defaults;
+    const char *base = o->base;
+    size_t max_entries = o->max_entries;
     if (!fs || !pattern)
         return sp_err_set(err, SP_EINVAL, 0, "glob: missing handle or pattern");
     sp_glob *g = NULL;
-    int rc = sp_glob_compile_flags(&g, pattern, SP_GLOB_PERIOD, err);
+    int rc =
+        sp_glob_compile_flags(&g, pattern, o->hidden ? SP_GLOB_PERIOD_GIT : SP_GLOB_PERIOD, err);
     if (rc < 0)
         return rc;
     cleanup_free char *rel = NULL;

@@ -32,6 +32,9 @@ int sp_glob_compile(sp_glob **out, const char *pattern, sp_error **err);
  * match a name starting with '.'; only a component that itself starts with
  * a literal '.' (`.git`, `.*`, `\.x`) does. */
 #define SP_GLOB_PERIOD 1u
+/* The same rule for the name `.git` alone (bash's dotglob, with .git kept
+ * out of reach of wildcards). */
+#define SP_GLOB_PERIOD_GIT 2u
 int sp_glob_compile_flags(sp_glob **out, const char *pattern, unsigned flags, sp_error **err);
 void sp_glob_free(sp_glob *g);
 

@@ -942,9 +942,13 @@ int tool_glob(sp_tools *t, const cJSON *a, tool_call *c)
     const char *rel;
     char *owned;
     fs_target(&fs, &rel, &owned, t, path, c);
+    sp_fs_glob_opts go = SP_FS_GLOB_OPTS_INIT;
+    go.base = rel;
+    go.max_entries = limit;
+    go.hidden = sp_json_bool(a, "hidden", false);
     sp_fs_entries *e = NULL;
     sp_error *err = NULL;
-    int r = sp_fs_glob(&e, fs, pattern, rel, limit, &err);
+    int r = sp_fs_glob_ex(&e, fs, pattern, &go, &err);
     if (r < 0) {
         free(owned);
         return call_fail_err(c, r, err, NULL);

@@ -171,7 +171,10 @@ static const char GLOB_SCHEMA[] =
     "\"path\": {\"type\": \"string\", \"default\": \".\", \"description\": \"Folder to search "
     "below (default: the workspace).\"},"
     "\"limit\": {\"type\": \"integer\", \"minimum\": 1, \"maximum\": 10000, \"default\": 200, "
-    "\"description\": \"Most paths to return.\"}"
+    "\"description\": \"Most paths to return.\"},"
+    "\"hidden\": {\"type\": \"boolean\", \"default\": false, \"description\": \"Let "
+    "wildcards match names starting with '.' too (bash's dotglob); .git still only when "
+    "spelled.\"}"
     "}, \"required\": [\"pattern\"], \"additionalProperties\": false}";
 
 static const char GREP_DESC[] =

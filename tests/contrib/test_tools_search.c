@@ -162,6 +162,16 @@ static void test_glob_dirs(void **state)
     HAS(m, ".env");
     HAS(m, ".gitignore");
     free(m);
+    /* dotglob: wildcards reach dot names, .git only when spelled. */
+    tu_mkdir(f->dir, ".git");
+    m = call(f, "glob", "{\"pattern\": \"*\", \"hidden\": true}", true);
+    HAS(m, ".env");
+    HAS(m, "src/");
+    LACKS(m, ".git/");
+    free(m);
+    m = call(f, "glob", "{\"pattern\": \".g*/\", \"hidden\": true}", true);
+    HAS(m, ".git/");
+    free(m);
 }
 
 int main(void)

@@ -305,6 +305,26 @@ void sp_fs_entries_free(sp_fs_entries *e);
 int sp_fs_glob(sp_fs_entries **out, sp_fs *fs, const char *pattern, const char *base,
                size_t max_entries, sp_error **err);
 
+typedef struct sp_fs_glob_opts {
+    unsigned version;
+    /** Folder to match below (NULL = the root). */
+    const char *base;
+    /** Stop after this many paths (0 = 100000). */
+    size_t max_entries;
+    /** bash's `dotglob`: wildcards also match names starting with '.',
+     *  except `.git`, which only a component spelling its dot matches. */
+    bool hidden;
+} sp_fs_glob_opts;
+#define SP_FS_GLOB_OPTS_VERSION 1
+#define SP_FS_GLOB_OPTS_INIT                                                                       \
+    {                                                                                              \
+        .version = SP_FS_GLOB_OPTS_VERSION                                                         \
+    }
+
+/** sp_fs_glob() with options (NULL = defaults). */
+int sp_fs_glob_ex(sp_fs_entries **out, sp_fs *fs, const char *pattern, const sp_fs_glob_opts *opts,
+                  sp_error **err);
+
 /* ---------------------------------------------------------------- grep -- */
 
 typedef struct sp_fs_grep_opts {
