@@ -106,6 +106,12 @@ static bool parse_line(ig_pat *out, const char *s, size_t n)
         }
         sp_buf_addc(&b, s[i]);
     }
+    /* A trailing slash-star-star matches everything inside a folder, not
+     * the folder itself (so `!foo/keep` after it can bring a file back):
+     * one more component, any name. */
+    if (b.len >= 3 && memcmp(b.data + b.len - 3, "/**", 3) == 0 &&
+        (b.len == 3 || b.data[b.len - 4] != '\\'))
+        sp_buf_adds(&b, "/*");
     char *pattern = sp_buf_steal(&b);
     sp_glob *g = NULL;
     sp_error *err = NULL;

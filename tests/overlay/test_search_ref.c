@@ -346,16 +346,16 @@ static void test_glob_vs_bash(void **state)
 
 static void grep_tree(const char *d)
 {
-    static const char *const dirs[] = {".git",      ".git/info", "build",         "sub",   "other",
-                                       "other/sub", "nested",    "nested/deeper", ".hdir", "logs",
-                                       "vendor",    "gen",       "gen/keep"};
+    static const char *const dirs[] = {
+        ".git",  ".git/info", "build",  "sub", "other",    "other/sub", "nested", "nested/deeper",
+        ".hdir", "logs",      "vendor", "gen", "gen/keep", "deep",      "deep/in"};
     for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++)
         tu_mkdir(d, dirs[i]);
     tu_write(d, ".git/HEAD", "ref: refs/heads/main\n", 0644);
     tu_write(d, ".git/info/exclude", "# local\nexcluded.txt\n", 0644);
     tu_write(d, ".gitignore",
              "*.log\n!keep.log\nbuild/\n/top.txt\nsub/anch.txt\nlogs/\ngen/\n!gen/keep/\n"
-             "trailing.txt   \n\\#hash.txt\nsp\\ ace.txt\n",
+             "trailing.txt   \n\\#hash.txt\nsp\\ ace.txt\ndeep/**\n!deep/keep.txt\n",
              0644);
     tu_write(d, ".ignore", "by_ignore.txt\n!rescued.txt\n", 0644);
     tu_write(d, "nested/.gitignore", "*.md\n!keep.md\n/only_here.txt\nrescued.txt\n", 0644);
@@ -388,7 +388,10 @@ static void grep_tree(const char *d)
                                           "vendor/x.min.js",
                                           "vendor/x.js",
                                           "x.min.js",
-                                          "x.js"};
+                                          "x.js",
+                                          "deep/a.txt",
+                                          "deep/keep.txt",
+                                          "deep/in/b.txt"};
     for (size_t i = 0; i < sizeof(needles) / sizeof(needles[0]); i++)
         tu_write(d, needles[i], "a needle here\nno\nNEEDLE upper\n", 0644);
     tu_write(d, "bom.txt", BOM "needle at the start\nneedle 2\n", 0644);
