@@ -29,6 +29,7 @@ enum {
     OPT_FIXED = 'F',
     OPT_RECURSIVE = 'r',
     OPT_PARENTS = 'p',
+    OPT_GLOB = 'g',
     OPT_ROOT = 256,
     OPT_JSON,
     OPT_READ_ONLY,
@@ -41,7 +42,6 @@ enum {
     OPT_DEPTH,
     OPT_MAX,
     OPT_PATH,
-    OPT_GLOB,
     OPT_EXIST_OK,
     OPT_OLD,
     OPT_NEW,
@@ -54,6 +54,9 @@ enum {
     OPT_ALLOW_OVERWRITE,
     OPT_RAW,
     OPT_BASE64,
+    OPT_NO_IGNORE,
+    OPT_HIDDEN,
+    OPT_IGNORE,
 };
 
 static const struct cli_optdesc fs_op_opts[] = {
@@ -77,8 +80,18 @@ static const struct cli_optdesc fs_op_opts[] = {
     CLI_VALUE("max", 0, "N", OPT_MAX, CLI_COMP_NONE,
               "ls, glob, grep: stop after N results (0 = default)"),
     CLI_VALUE("path", 0, "BASE", OPT_PATH, CLI_COMP_NONE, "glob: folder to match below"),
-    CLI_VALUE("glob", 0, "G", OPT_GLOB, CLI_COMP_NONE,
-              "grep: only matching files (no '/' in G: by name, at any depth)"),
+    CLI_VALUE("glob", 'g', "G", OPT_GLOB, CLI_COMP_NONE,
+              "grep: only matching files (no '/' in G: by name, at any depth); repeat it, '!G' "
+              "excludes, the last glob that matches decides (as rg -g)"),
+    CLI_FLAG("hidden", 0, OPT_HIDDEN,
+             "grep: also search names starting with '.' (not .git); glob: wildcards match them "
+             "(bash's dotglob; .git only when spelled)"),
+    CLI_FLAG("no-ignore", 0, OPT_NO_IGNORE,
+             "grep: also search what .gitignore, .ignore, .rgignore and .git/info/exclude name; "
+             "ls: enter every folder"),
+    CLI_VALUE("ignore", 0, "G", OPT_IGNORE, CLI_COMP_NONE,
+              "ls: do not enter folders (or list files) matching G, repeatable; replaces the "
+              "default list (.git, node_modules, __pycache__, .venv, ...)"),
     CLI_FLAG("ignore-case", 'i', OPT_ICASE, "grep: as in grep(1)"),
     {"fixed-strings", 'F', NULL, OPT_FIXED, NULL, CLI_COMP_NONE, NULL},
     CLI_FLAG("recursive", 'r', OPT_RECURSIVE, "rm: delete a folder and its contents"),
@@ -126,7 +139,11 @@ struct fs_cli {
     unsigned depth;
     size_t max;
     const char *base;
-    const char *glob;
+    const char **globs; /* NULL-terminated */
+    size_t n_globs;
+    const char **ignore; /* NULL-terminated */
+    size_t n_ignore;
+    bool no_ignore, hidden;
     bool icase, fixed, recursive, parents, exist_ok, all;
     const char *old_str, *new_str, *old_file, *new_file;
     long line;
@@ -167,10 +184,11 @@ static const struct fs_op ops[] = {
     {"cat", op_cat, 1, 1, " offset limit ", "cat PATH [--offset N] [--limit N]"},
     {"write", op_write, 1, 1, " mode no-parents base64 ",
      "write PATH [--mode create|overwrite|append] [--no-parents] [--base64]"},
-    {"ls", op_ls, 0, 1, " depth max ", "ls [PATH] [--depth N] [--max N]"},
-    {"glob", op_glob, 1, 1, " path max ", "glob PATTERN [--path BASE] [--max N]"},
-    {"grep", op_grep, 1, 2, " glob ignore-case fixed-strings max ",
-     "grep PATTERN [PATH] [--glob G] [-i] [-F] [--max N]"},
+    {"ls", op_ls, 0, 1, " depth max ignore no-ignore ",
+     "ls [PATH] [--depth N] [--max N] [--ignore G]... [--no-ignore]"},
+    {"glob", op_glob, 1, 1, " path max hidden ", "glob PATTERN [--path BASE] [--max N] [--hidden]"},
+    {"grep", op_grep, 1, 2, " glob ignore-case fixed-strings max hidden no-ignore ",
+     "grep PATTERN [PATH] [-g G]... [-i] [-F] [--hidden] [--no-ignore] [--max N]"},
     {"stat", op_stat, 1, 1, " ", "stat PATH"},
     {"exists", op_exists, 1, 1, " ", "exists PATH"},
     {"rm", op_rm, 1, 1, " recursive ", "rm PATH [-r]"},
@@ -211,12 +229,15 @@ const struct cli_spec cli_spec_fs = {
         "  write PATH [--mode create|overwrite|append] [--no-parents] [--base64]\n"
         "      write stdin to PATH atomically (default: overwrite, creating parents);\n"
         "      --base64: stdin is base64 (bad base64 writes nothing)\n"
-        "  ls [PATH] [--depth N] [--max N]\n"
-        "      list a folder: size, mtime and path marked dir/, exec*, link@ -> target\n"
-        "  glob PATTERN [--path BASE] [--max N]\n"
-        "      print the paths matching PATTERN (*, **, ?, [...], {a,b}) below BASE\n"
-        "  grep PATTERN [PATH] [--glob G] [-i] [-F] [--max N]\n"
+        "  ls [PATH] [--depth N] [--max N] [--ignore G]... [--no-ignore]\n"
+        "      list a folder: size, mtime and path marked dir/, exec*, link@ -> target;\n"
+        "      below PATH, .git, node_modules, __pycache__, .venv, ... are not entered\n"
+        "  glob PATTERN [--path BASE] [--max N] [--hidden]\n"
+        "      print the paths matching PATTERN (*, **, ?, [...], {a,b}) below BASE;\n"
+        "      as in bash, wildcards skip names starting with '.', PATTERN/ = folders\n"
+        "  grep PATTERN [PATH] [-g G]... [-i] [-F] [--hidden] [--no-ignore] [--max N]\n"
         "      search file contents with a PCRE2 regex and print path:line:text;\n"
+        "      as rg, skips hidden and .gitignore'd files unless --hidden/--no-ignore;\n"
         "      no match prints nothing and exits 0\n"
         "  stat PATH\n"
         "      show type, size, mode, times, access and link target (a final symlink is not\n"
@@ -356,7 +377,18 @@ static int op_option(struct fs_cli *c, int opt, const char *arg)
         c->base = arg;
         return 0;
     case OPT_GLOB:
-        c->glob = arg;
+        c->globs[c->n_globs++] = arg;
+        c->globs[c->n_globs] = NULL;
+        return 0;
+    case OPT_IGNORE:
+        c->ignore[c->n_ignore++] = arg;
+        c->ignore[c->n_ignore] = NULL;
+        return 0;
+    case OPT_NO_IGNORE:
+        c->no_ignore = true;
+        return 0;
+    case OPT_HIDDEN:
+        c->hidden = true;
         return 0;
     case OPT_ICASE:
         c->icase = true;
@@ -723,6 +755,8 @@ static int op_ls(struct fs_cli *c)
     if (c->have_depth)
         o.depth = c->depth;
     o.max_entries = c->max;
+    static const char *const none[] = {NULL};
+    o.ignore = c->no_ignore ? none : c->n_ignore ? c->ignore : NULL;
 
     sp_fs_entries *e = NULL;
     sp_error *err = NULL;
@@ -770,9 +804,13 @@ static int op_ls(struct fs_cli *c)
 
 static int op_glob(struct fs_cli *c)
 {
+    sp_fs_glob_opts o = SP_FS_GLOB_OPTS_INIT;
+    o.base = c->base;
+    o.max_entries = c->max;
+    o.hidden = c->hidden;
     sp_fs_entries *e = NULL;
     sp_error *err = NULL;
-    int rc = sp_fs_glob(&e, c->fs, c->args[0], c->base, c->max, &err);
+    int rc = sp_fs_glob_ex(&e, c->fs, c->args[0], &o, &err);
     if (rc < 0)
         return fail(c, rc, err);
     if (c->json) {
@@ -807,7 +845,9 @@ static int op_grep(struct fs_cli *c)
 {
     sp_fs_grep_opts o = SP_FS_GREP_OPTS_INIT;
     o.path = c->nargs > 1 ? c->args[1] : NULL;
-    o.glob = c->glob;
+    o.globs = c->n_globs ? c->globs : NULL;
+    o.no_ignore = c->no_ignore;
+    o.hidden = c->hidden;
     o.max_matches = c->max;
     o.case_insensitive = c->icase;
     o.fixed_string = c->fixed;
@@ -1150,9 +1190,16 @@ int cmd_fs(int argc, char **argv)
     struct fs_cli c;
     memset(&c, 0, sizeof(c));
     sp_sandbox *sb = NULL;
+    /* Each repeatable option can appear at most argc times. */
     c.deny = calloc((size_t)argc + 1, sizeof(*c.deny));
-    if (!c.deny)
+    c.globs = calloc((size_t)argc + 1, sizeof(*c.globs));
+    c.ignore = calloc((size_t)argc + 1, sizeof(*c.ignore));
+    if (!c.deny || !c.globs || !c.ignore) {
+        free(c.deny);
+        free(c.globs);
+        free(c.ignore);
         return cli_error("out of memory");
+    }
 
     int rc = 0;
     int opt, op_at = argc; /* where the operation's words start */
@@ -1237,5 +1284,7 @@ done:
     sp_fs_free(c.fs);
     sp_sandbox_free(sb);
     free(c.deny);
+    free(c.globs);
+    free(c.ignore);
     return rc;
 }

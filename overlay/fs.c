@@ -959,12 +959,46 @@ bool sp_fs_exists(sp_fs *fs, const char *path)
 struct list_ctx {
     sp_fs_entries *res;
     size_t cap, max;
+    unsigned max_depth;
+    size_t skip;        /* bytes of "path/" in root-relative paths */
+    sp_globset *ignore; /* what not to list or enter */
+    bool default_skip;  /* ignore holds the default folders: files never match */
 };
+
+/* The cache directory tagging convention (bford.info/cachedir): Cargo,
+ * pip and others mark their caches so that tools can leave them out. */
+static bool has_cachedir_tag(int dirfd, const char *name)
+{
+    static const char sig[] = "Signature: 8a477f597d28d172789f06886806bc55";
+    cleanup_close int dfd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (dfd < 0)
+        return false;
+    cleanup_close int fd =
+        openat(dfd, "CACHEDIR.TAG", O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+    char buf[sizeof(sig) - 1];
+    return fd >= 0 && read(fd, buf, sizeof(buf)) == (ssize_t)sizeof(buf) &&
+           memcmp(buf, sig, sizeof(buf)) == 0;
+}
+
+/* True when the entry is on the skip list: a folder then is not entered,
+ * a file not listed. */
+static bool list_skipped(const struct list_ctx *c, int dirfd, const char *name, const char *rel,
+                         bool is_dir)
+{
+    if (!c->ignore || (c->default_skip && !is_dir))
+        return false;
+    if (sp_globset_match(c->ignore, strlen(rel) >= c->skip ? rel + c->skip : rel))
+        return true;
+    return c->default_skip && has_cachedir_tag(dirfd, name);
+}
 
 static int list_one(void *vctx, int dirfd, const char *name, const char *rel, const struct stat *st,
                     unsigned depth, sp_error **err)
 {
     struct list_ctx *c = vctx;
+    bool skipped = list_skipped(c, dirfd, name, rel, S_ISDIR(st->st_mode));
+    if (skipped && !S_ISDIR(st->st_mode))
+        return SP_WALK_CONTINUE;
     if (c->res->n >= c->max) {
         c->res->truncated = true;
         return SP_WALK_STOP;
@@ -987,6 +1021,10 @@ static int list_one(void *vctx, int dirfd, const char *name, const char *rel, co
         ssize_t n = readlinkat(dirfd, name, buf, sizeof(buf) - 1);
         e->link_target = sp_xstrndup(buf, n > 0 ? (size_t)n : 0);
     }
+    if (skipped) {
+        e->contents_skipped = depth < c->max_depth;
+        return SP_WALK_SKIP;
+    }
     return SP_WALK_CONTINUE;
 }
 
@@ -1002,16 +1040,35 @@ int sp_fs_list(sp_fs_entries **out, sp_fs *fs, const char *path, const sp_fs_lis
     if (SP_OPTS_CHECK(opts, 1, SP_FS_LIST_OPTS_VERSION, "sp_fs_list_opts", err) < 0)
         return SP_EINVAL;
     sp_fs_list_opts o = SP_FS_LIST_OPTS_INIT;
-    if (opts)
+    if (opts && opts->version >= 2)
         o = *opts;
+    else if (opts) /* version 1 ends before `ignore` */
+        memcpy(&o, opts, offsetof(sp_fs_list_opts, ignore));
     cleanup_free char *rel = NULL;
     int r = sp_fs_prepare(fs, path ? path : ".", &rel, err);
     if (r < 0)
         return r;
+    static const char *const defaults[] = {SP_FS_LIST_SKIP_DEFAULT};
+    const char *const *ignore = o.ignore ? o.ignore : defaults;
+    size_t n_ignore = 0;
+    if (o.ignore)
+        while (o.ignore[n_ignore])
+            n_ignore++;
+    else
+        n_ignore = sizeof(defaults) / sizeof(defaults[0]);
+    struct list_ctx c = {
+        .max = o.max_entries ? o.max_entries : 100000,
+        .max_depth = o.depth ? o.depth : 1,
+        .skip = strcmp(rel, ".") == 0 ? 0 : strlen(rel) + 1,
+        .default_skip = !o.ignore,
+    };
+    if (n_ignore && (r = sp_globset_compile(&c.ignore, ignore, n_ignore, err)) < 0)
+        return sp_err_wrap(err, r, "list ignore");
     sp_fs_entries *res = sp_xcalloc(1, sizeof(*res));
-    struct list_ctx c = {res, 0, o.max_entries ? o.max_entries : 100000};
-    sp_walk_opts wo = {o.depth ? o.depth : 1, false};
+    c.res = res;
+    sp_walk_opts wo = {.max_depth = c.max_depth};
     r = sp_fs_walk(fs, rel, &wo, list_one, &c, err);
+    sp_globset_free(c.ignore);
     if (r < 0) {
         sp_fs_entries_free(res);
         if (err && *err && (*err)->sys_errno == ENOTDIR)

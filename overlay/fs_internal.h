@@ -90,9 +90,14 @@ int sp_fs_replace_at(sp_fs *fs, int dirfd, const char *name, const char *display
 enum { SP_WALK_CONTINUE = 0, SP_WALK_SKIP = 1, SP_WALK_STOP = 2 };
 typedef int (*sp_walk_fn)(void *ctx, int dirfd, const char *name, const char *rel,
                           const struct stat *st, unsigned depth, sp_error **err);
+struct sp_dirnames;
 typedef struct sp_walk_opts {
     unsigned max_depth;
     bool skip_git;
+    /* Optional: called for every folder the walk reads, the base included
+     * (depth 0), with its fd and all its names, before its entries. */
+    void (*enter)(void *ctx, int dfd, const char *rel, unsigned depth,
+                  const struct sp_dirnames *names);
 } sp_walk_opts;
 int sp_fs_walk(sp_fs *fs, const char *base_rel, const sp_walk_opts *opts, sp_walk_fn fn, void *ctx,
                sp_error **err);

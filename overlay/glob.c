@@ -32,6 +32,7 @@ enum tok_kind { TOK_LIT, TOK_STAR, TOK_ANY, TOK_CLASS };
 typedef struct tok {
     enum tok_kind kind;
     bool negated;     /* TOK_CLASS */
+    unsigned posix;   /* TOK_CLASS: POSIX_* bits of [:name:] members */
     char *lit;        /* TOK_LIT */
     size_t len;       /* TOK_LIT: bytes; TOK_CLASS: ranges */
     uint32_t *ranges; /* TOK_CLASS: len pairs of inclusive code point ranges */
@@ -39,6 +40,7 @@ typedef struct tok {
 
 typedef struct comp {
     bool globstar;
+    bool dot_lit; /* starts with a literal '.': may match a hidden name */
     tok *toks;
     size_t n;
 } comp;
@@ -46,13 +48,78 @@ typedef struct comp {
 typedef struct alt {
     comp *comps;
     size_t n;
+    bool dir_only; /* written with a trailing '/' */
 } alt;
 
 struct sp_glob {
     alt *alts;
     size_t n;
     size_t max_comps;
+    unsigned flags;
 };
+
+/* POSIX character classes, ASCII only: matching must not depend on the
+ * process locale. */
+enum {
+    POSIX_ALPHA = 1u << 0,
+    POSIX_DIGIT = 1u << 1,
+    POSIX_ALNUM = 1u << 2,
+    POSIX_UPPER = 1u << 3,
+    POSIX_LOWER = 1u << 4,
+    POSIX_SPACE = 1u << 5,
+    POSIX_BLANK = 1u << 6,
+    POSIX_PUNCT = 1u << 7,
+    POSIX_PRINT = 1u << 8,
+    POSIX_GRAPH = 1u << 9,
+    POSIX_CNTRL = 1u << 10,
+    POSIX_XDIGIT = 1u << 11,
+};
+
+static const struct {
+    const char *name;
+    unsigned bit;
+} posix_names[] = {
+    {"alpha", POSIX_ALPHA}, {"digit", POSIX_DIGIT}, {"alnum", POSIX_ALNUM},
+    {"upper", POSIX_UPPER}, {"lower", POSIX_LOWER}, {"space", POSIX_SPACE},
+    {"blank", POSIX_BLANK}, {"punct", POSIX_PUNCT}, {"print", POSIX_PRINT},
+    {"graph", POSIX_GRAPH}, {"cntrl", POSIX_CNTRL}, {"xdigit", POSIX_XDIGIT},
+};
+
+/* The bit of the class named p[0..n), or 0 when there is none. */
+static unsigned posix_bit(const char *p, size_t n)
+{
+    for (size_t i = 0; i < sizeof(posix_names) / sizeof(posix_names[0]); i++)
+        if (strlen(posix_names[i].name) == n && memcmp(posix_names[i].name, p, n) == 0)
+            return posix_names[i].bit;
+    return 0;
+}
+
+static bool posix_has(unsigned bits, uint32_t c)
+{
+    bool upper = c >= 'A' && c <= 'Z', lower = c >= 'a' && c <= 'z';
+    bool digit = c >= '0' && c <= '9';
+    bool graph = c > 0x20 && c < 0x7f;
+    bool xdigit = digit || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+    return ((bits & POSIX_ALPHA) && (upper || lower)) || ((bits & POSIX_DIGIT) && digit) ||
+           ((bits & POSIX_ALNUM) && (upper || lower || digit)) || ((bits & POSIX_UPPER) && upper) ||
+           ((bits & POSIX_LOWER) && lower) ||
+           ((bits & POSIX_SPACE) && (c == ' ' || (c >= '\t' && c <= '\r'))) ||
+           ((bits & POSIX_BLANK) && (c == ' ' || c == '\t')) ||
+           ((bits & POSIX_PUNCT) && graph && !upper && !lower && !digit) ||
+           ((bits & POSIX_PRINT) && (graph || c == ' ')) || ((bits & POSIX_GRAPH) && graph) ||
+           ((bits & POSIX_CNTRL) && (c < 0x20 || c == 0x7f)) || ((bits & POSIX_XDIGIT) && xdigit);
+}
+
+/* Length of the "[:name:]" at p[j..n), or 0 when none starts there. */
+static size_t posix_len(const char *p, size_t j, size_t n)
+{
+    if (j + 1 >= n || p[j] != '[' || p[j + 1] != ':')
+        return 0;
+    for (size_t k = j + 2; k + 1 < n && p[k] != '/' && p[k] != ']'; k++)
+        if (p[k] == ':' && p[k + 1] == ']')
+            return k + 2 - j;
+    return 0;
+}
 
 /* One segment of a path being matched. */
 typedef struct seg {
@@ -121,6 +188,11 @@ static size_t class_end(const char *p, size_t i, size_t n)
             return 0;
         if (p[j] == ']')
             return j + 1;
+        size_t pl = posix_len(p, j, n);
+        if (pl) {
+            j += pl;
+            continue;
+        }
         if (p[j] == '\\') {
             if (j + 1 >= n || p[j + 1] == '/')
                 return 0;
@@ -315,6 +387,14 @@ static void parse_class(tok *t, const char *p, size_t i, size_t e)
     size_t cap = 4;
     t->ranges = sp_xmalloc(cap * 2 * sizeof(uint32_t));
     while (j < end) {
+        size_t pl = posix_len(p, j, end);
+        if (pl) {
+            /* An unknown name adds nothing, so such a class never matches
+             * through it, as in bash. */
+            t->posix |= posix_bit(p + j + 2, pl - 4);
+            j += pl;
+            continue;
+        }
         uint32_t lo = class_cp(p, e, &j), hi = lo;
         if (j + 1 < end && p[j] == '-') {
             j++;
@@ -387,6 +467,7 @@ static void parse_comp(comp *c, const char *p, size_t s, size_t e)
         i++;
     }
     comp_flush_lit(c, &cap, &lit);
+    c->dot_lit = c->n && c->toks[0].kind == TOK_LIT && c->toks[0].lit[0] == '.';
 }
 
 /* Split an expanded alternative into components. Empty and "." components
@@ -395,6 +476,7 @@ static void parse_alt(alt *a, const char *p)
 {
     size_t n = strlen(p), cap = 0;
     size_t i = 0, start = 0;
+    a->dir_only = n && p[n - 1] == '/';
     for (;;) {
         bool sep = i >= n;
         size_t next = i + 1;
@@ -433,6 +515,11 @@ static void parse_alt(alt *a, const char *p)
 
 int sp_glob_compile(sp_glob **out, const char *pattern, sp_error **err)
 {
+    return sp_glob_compile_flags(out, pattern, 0, err);
+}
+
+int sp_glob_compile_flags(sp_glob **out, const char *pattern, unsigned flags, sp_error **err)
+{
     *out = NULL;
     if (!pattern || !*pattern)
         return sp_err_set(err, SP_EINVAL, 0, "glob is empty");
@@ -444,6 +531,7 @@ int sp_glob_compile(sp_glob **out, const char *pattern, sp_error **err)
         return rc;
     }
     sp_glob *g = sp_xcalloc(1, sizeof(*g));
+    g->flags = flags;
     g->alts = sp_xcalloc(alts.n, sizeof(alt));
     for (size_t k = 0; k < alts.n; k++) {
         parse_alt(&g->alts[k], alts.v[k]);
@@ -470,7 +558,7 @@ void sp_glob_free(sp_glob *g)
 
 static bool class_has(const tok *t, uint32_t cp)
 {
-    bool in = false;
+    bool in = t->posix && posix_has(t->posix, cp);
     for (size_t k = 0; k < t->len && !in; k++)
         in = cp >= t->ranges[2 * k] && cp <= t->ranges[2 * k + 1];
     return in != t->negated;
@@ -542,27 +630,57 @@ enum run_mode {
     RUN_ANY_PREFIX, /* some non-empty prefix of the segments matches */
 };
 
+/* How a path is matched: the entry's type matters for a trailing '/'
+ * and for a name followed by '/' in the pattern. */
+typedef struct run_in {
+    const seg *segs;
+    size_t nseg;
+    enum run_mode mode;
+    bool is_dir;
+    bool period;     /* SP_GLOB_PERIOD */
+    bool period_git; /* SP_GLOB_PERIOD_GIT */
+} run_in;
+
+/* With SP_GLOB_PERIOD a hidden name needs a component that starts with a
+ * literal '.', and `**` never crosses one. */
+static bool hidden_blocked(const run_in *in, const comp *c, const seg *sg)
+{
+    if (!sg->len || sg->s[0] != '.' || c->dot_lit)
+        return false;
+    return in->period || (in->period_git && sg->len == 4 && memcmp(sg->s, ".git", 4) == 0);
+}
+
 /* Run one alternative over the segments as an NFA; cur and nxt hold at
  * least a->n + 1 states. */
-static bool alt_run(const alt *a, const seg *segs, size_t nseg, enum run_mode mode, bool *cur,
-                    bool *nxt)
+static bool alt_run(const alt *a, const run_in *in, bool *cur, bool *nxt)
 {
     size_t k = a->n;
+    /* The last segment was taken by the last component: the path may end
+     * in a file. Otherwise a name the pattern follows with '/' ("a/" then a globstar,
+     * taking "a") must be a folder, as in bash. */
+    bool file_end = false;
     memset(cur, 0, (k + 1) * sizeof(bool));
     cur[0] = true;
     closure(a, cur);
-    for (size_t j = 0; j < nseg; j++) {
+    for (size_t j = 0; j < in->nseg; j++) {
+        const seg *sg = &in->segs[j];
         memset(nxt, 0, (k + 1) * sizeof(bool));
         bool any = false;
+        file_end = false;
         for (size_t i = 0; i < k; i++) {
             if (!cur[i])
                 continue;
             const comp *c = &a->comps[i];
+            if (hidden_blocked(in, c, sg))
+                continue;
+            bool took = false;
             if (c->globstar) {
-                nxt[i] = any = true;
-            } else if (!nxt[i + 1] && comp_match(c, segs[j].s, segs[j].len)) {
-                nxt[i + 1] = any = true;
+                nxt[i] = any = took = true;
+            } else if (!nxt[i + 1] && comp_match(c, sg->s, sg->len)) {
+                nxt[i + 1] = any = took = true;
             }
+            if (took && i + 1 == k)
+                file_end = true;
         }
         if (!any)
             return false;
@@ -570,11 +688,13 @@ static bool alt_run(const alt *a, const seg *segs, size_t nseg, enum run_mode mo
         bool *t = cur;
         cur = nxt;
         nxt = t;
-        if (mode == RUN_ANY_PREFIX && cur[k])
+        if (in->mode == RUN_ANY_PREFIX && cur[k])
             return true;
     }
-    switch (mode) {
+    switch (in->mode) {
     case RUN_FULL:
+        if (!in->is_dir && (a->dir_only || !file_end))
+            return false;
         return cur[k];
     case RUN_BELOW:
         for (size_t i = 0; i < k; i++)
@@ -609,23 +729,42 @@ static seg *split_path(const char *path, size_t *nseg)
     return v;
 }
 
-static bool glob_run(const sp_glob *g, const seg *segs, size_t nseg, enum run_mode mode)
+static bool glob_run_typed(const sp_glob *g, const seg *segs, size_t nseg, enum run_mode mode,
+                           bool is_dir)
 {
     cleanup_free bool *cur = sp_xmalloc((g->max_comps + 1) * sizeof(bool));
     cleanup_free bool *nxt = sp_xmalloc((g->max_comps + 1) * sizeof(bool));
+    run_in in = {segs,
+                 nseg,
+                 mode,
+                 is_dir,
+                 (g->flags & SP_GLOB_PERIOD) != 0,
+                 (g->flags & SP_GLOB_PERIOD_GIT) != 0};
     for (size_t i = 0; i < g->n; i++)
-        if (alt_run(&g->alts[i], segs, nseg, mode, cur, nxt))
+        if (alt_run(&g->alts[i], &in, cur, nxt))
             return true;
     return false;
 }
 
+/* Untyped callers (deny lists, hydration, grep globs) get the lenient
+ * answer: any entry may be a folder. */
+static bool glob_run(const sp_glob *g, const seg *segs, size_t nseg, enum run_mode mode)
+{
+    return glob_run_typed(g, segs, nseg, mode, true);
+}
+
 bool sp_glob_match(const sp_glob *g, const char *path)
+{
+    return sp_glob_match_entry(g, path, true);
+}
+
+bool sp_glob_match_entry(const sp_glob *g, const char *path, bool is_dir)
 {
     if (!g || !path)
         return false;
     size_t nseg;
     cleanup_free seg *segs = split_path(path, &nseg);
-    return glob_run(g, segs, nseg, RUN_FULL);
+    return glob_run_typed(g, segs, nseg, RUN_FULL, is_dir);
 }
 
 bool sp_glob_could_match_below(const sp_glob *g, const char *dir)
@@ -727,7 +866,7 @@ static int glob_visit(void *ctx, int dirfd, const char *name, const char *rel,
     (void)err;
     glob_walk *w = ctx;
     const char *sub = strlen(rel) >= w->skip ? rel + w->skip : rel;
-    if (sp_glob_match(w->g, sub)) {
+    if (sp_glob_match_entry(w->g, sub, S_ISDIR(st->st_mode))) {
         if (w->res->n >= w->max) {
             w->res->truncated = true;
             return SP_WALK_STOP;
@@ -756,11 +895,27 @@ static int entry_cmp(const void *a, const void *b)
 int sp_fs_glob(sp_fs_entries **out, sp_fs *fs, const char *pattern, const char *base,
                size_t max_entries, sp_error **err)
 {
+    sp_fs_glob_opts o = SP_FS_GLOB_OPTS_INIT;
+    o.base = base;
+    o.max_entries = max_entries;
+    return sp_fs_glob_ex(out, fs, pattern, &o, err);
+}
+
+int sp_fs_glob_ex(sp_fs_entries **out, sp_fs *fs, const char *pattern, const sp_fs_glob_opts *opts,
+                  sp_error **err)
+{
     *out = NULL;
+    if (SP_OPTS_CHECK(opts, 1, SP_FS_GLOB_OPTS_VERSION, "sp_fs_glob_opts", err) < 0)
+        return SP_EINVAL;
+    static const sp_fs_glob_opts defaults = SP_FS_GLOB_OPTS_INIT;
+    const sp_fs_glob_opts *o = opts ? opts : &defaults;
+    const char *base = o->base;
+    size_t max_entries = o->max_entries;
     if (!fs || !pattern)
         return sp_err_set(err, SP_EINVAL, 0, "glob: missing handle or pattern");
     sp_glob *g = NULL;
-    int rc = sp_glob_compile(&g, pattern, err);
+    int rc =
+        sp_glob_compile_flags(&g, pattern, o->hidden ? SP_GLOB_PERIOD_GIT : SP_GLOB_PERIOD, err);
     if (rc < 0)
         return rc;
     cleanup_free char *rel = NULL;

@@ -8,11 +8,13 @@
 
 #include <fcntl.h>
 #include <pcre2.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 
 #include "fs_internal.h"
+#include "ignore.h"
 
 /* Bigger files are skipped: a workspace may hold datasets or disk images
  * that nobody means to grep, and each file is read whole. */
@@ -23,12 +25,24 @@
 #define GREP_DEFAULT_MAX   1000
 #define GREP_JIT_STACK_MAX ((size_t)1 << 20)
 
+/* One `-g` glob. */
+typedef struct override {
+    sp_glob *g;
+    bool negated;
+    bool by_name; /* no '/': matches names at any depth, as in rg */
+} override;
+
 typedef struct grep_ctx {
+    sp_fs *fs;
     const char *base; /* normalized folder searched, "." = the root */
     size_t base_len;  /* bytes of "base/" to strip from walker paths */
-    sp_glob *glob;
-    bool glob_by_name; /* a glob without '/' matches file names at any depth, as in rg */
-    bool spans_lines;  /* the pattern names a newline: matches may run over lines */
+    override *ov;
+    size_t n_ov;
+    bool any_include;   /* some glob without '!': unmatched files are left out */
+    bool prune_by_path; /* every glob without '!' has a '/': folders can be pruned */
+    bool hidden;        /* search names starting with '.' */
+    sp_ignore *ig;      /* NULL: ignore files are not read */
+    bool spans_lines;   /* the pattern names a newline: matches may run over lines */
     pcre2_code *re;
     pcre2_match_data *md;
     pcre2_match_context *mctx;
@@ -106,7 +120,7 @@ static bool add_match(grep_ctx *g, const char *rel, size_t line_number, const ch
 
 /* Run the regex over a whole file's bytes. Returns SP_WALK_STOP once the
  * match limit is passed, else SP_WALK_CONTINUE. */
-static int scan_buffer(grep_ctx *g, const char *rel, const char *buf, size_t len)
+static int scan_buffer(grep_ctx *g, const char *rel, const char *buf, size_t len, uint64_t off0)
 {
     size_t pos = 0;     /* where the next search starts: always a line start */
     size_t counted = 0; /* newlines before this offset are in line_number */
@@ -155,7 +169,7 @@ static int scan_buffer(grep_ctx *g, const char *rel, const char *buf, size_t len
         size_t line_end = nl ? (size_t)(nl - buf) : len;
 
         if (!add_match(g, rel, line_number, buf + line_start, line_end - line_start, s - line_start,
-                       (e < line_end ? e : line_end) - line_start, s))
+                       (e < line_end ? e : line_end) - line_start, off0 + s))
             return SP_WALK_STOP;
         /* One match per line: resume at the next line, which also ends
          * the loop for empty matches. */
@@ -193,7 +207,11 @@ static int search_fd(grep_ctx *g, int fd_in, const char *rel)
         return SP_WALK_CONTINUE;
     }
     g->res->files_searched++;
-    int r = buf.len ? scan_buffer(g, rel, buf.data, buf.len) : SP_WALK_CONTINUE;
+    /* rg drops a UTF-8 byte order mark when it decodes: `^` then matches
+     * line 1, and the line shown has no mark. Offsets stay file offsets. */
+    size_t bom = buf.len >= 3 && memcmp(buf.data, "\xef\xbb\xbf", 3) == 0 ? 3 : 0;
+    int r =
+        buf.len > bom ? scan_buffer(g, rel, buf.data + bom, buf.len - bom, bom) : SP_WALK_CONTINUE;
     sp_buf_dispose(&buf);
     return r;
 }
@@ -206,19 +224,64 @@ static const char *below_base(const grep_ctx *g, const char *rel)
     return rel;
 }
 
+enum { OV_NONE, OV_EXCLUDE, OV_INCLUDE };
+
+/* rg's override rule: the last glob that matches decides; a file that no
+ * glob matches is out when there are include globs. */
+static int override_match(const grep_ctx *g, const char *name, const char *sub, bool is_dir)
+{
+    for (size_t i = g->n_ov; i-- > 0;) {
+        const override *o = &g->ov[i];
+        if (sp_glob_match_entry(o->g, o->by_name ? name : sub, is_dir))
+            return o->negated ? OV_EXCLUDE : OV_INCLUDE;
+    }
+    return g->any_include && !is_dir ? OV_EXCLUDE : OV_NONE;
+}
+
+/* No include glob could match anything below folder `sub`. */
+static bool prune_dir(const grep_ctx *g, const char *sub)
+{
+    if (!g->prune_by_path)
+        return false;
+    for (size_t i = 0; i < g->n_ov; i++)
+        if (!g->ov[i].negated && sp_glob_could_match_below(g->ov[i].g, sub))
+            return false;
+    return true;
+}
+
+/* The walk reads a folder: its ignore files apply below it. */
+static void grep_enter(void *ctx, int dfd, const char *rel, unsigned depth,
+                       const struct sp_dirnames *names)
+{
+    grep_ctx *g = ctx;
+    if (g->ig)
+        sp_ignore_push(g->ig, g->fs, dfd, rel, depth, names);
+}
+
 static int grep_visit(void *ctx, int dirfd, const char *name, const char *rel,
                       const struct stat *st, unsigned depth, sp_error **err)
 {
+    (void)err;
     grep_ctx *g = ctx;
-    if (S_ISDIR(st->st_mode)) {
-        if (g->glob && !g->glob_by_name && !sp_glob_could_match_below(g->glob, below_base(g, rel)))
-            return SP_WALK_SKIP;
-        return SP_WALK_CONTINUE;
+    bool is_dir = S_ISDIR(st->st_mode);
+    int skip = is_dir ? SP_WALK_SKIP : SP_WALK_CONTINUE;
+    const char *sub = below_base(g, rel);
+    if (g->ig)
+        sp_ignore_pop_to(g->ig, depth);
+    int ov = override_match(g, name, sub, is_dir);
+    if (ov == OV_EXCLUDE)
+        return skip;
+    /* As in rg, a glob that names an entry beats the hidden and ignore
+     * rules. */
+    if (ov == OV_NONE &&
+        ((!g->hidden && name[0] == '.') || (g->ig && sp_ignore_match(g->ig, rel, is_dir)))) {
+        g->res->ignored++;
+        return skip;
     }
+    if (is_dir)
+        return prune_dir(g, sub) ? SP_WALK_SKIP : SP_WALK_CONTINUE;
     /* Symlinks, fifos, sockets and devices are never opened. */
     if (!S_ISREG(st->st_mode))
-        return SP_WALK_CONTINUE;
-    if (g->glob && !sp_glob_match(g->glob, g->glob_by_name ? name : below_base(g, rel)))
         return SP_WALK_CONTINUE;
     if ((uint64_t)st->st_size > GREP_MAX_FILE_BYTES) {
         g->res->files_skipped++;
@@ -239,11 +302,13 @@ static int compile_regex(pcre2_code **out, const char *pattern, const sp_fs_grep
 {
     /* MATCH_INVALID_UTF lets UTF mode search files holding invalid UTF-8
      * (they simply never match across the bad bytes) instead of failing. */
+    /* UCP: \w, \d, \b and the POSIX classes follow Unicode properties,
+     * as in rg's default engine (`\d` matches U+0663 ARABIC-INDIC THREE). */
     uint32_t flags = PCRE2_UTF | PCRE2_MATCH_INVALID_UTF;
-    if (o->fixed_string)
-        flags |= PCRE2_LITERAL; /* LITERAL refuses MULTILINE; it has no anchors anyway */
+    if (o->fixed_string) /* LITERAL refuses MULTILINE and UCP; it needs neither */
+        flags |= PCRE2_LITERAL;
     else
-        flags |= PCRE2_MULTILINE;
+        flags |= PCRE2_MULTILINE | PCRE2_UCP;
     if (o->case_insensitive)
         flags |= PCRE2_CASELESS;
 
@@ -270,13 +335,66 @@ static int compile_regex(pcre2_code **out, const char *pattern, const sp_fs_grep
     return 0;
 }
 
+static int add_override(grep_ctx *g, const char *glob, sp_error **err)
+{
+    if (!glob || !*glob)
+        return 0;
+    bool negated = glob[0] == '!';
+    const char *p = glob + negated;
+    sp_glob *compiled = NULL;
+    int r = sp_glob_compile(&compiled, p, err);
+    if (r < 0)
+        return sp_err_wrap(err, r, "grep glob");
+    g->ov = sp_xrealloc(g->ov, (g->n_ov + 1) * sizeof(override));
+    g->ov[g->n_ov++] = (override){compiled, negated, strchr(p, '/') == NULL};
+    if (!negated) {
+        g->prune_by_path = (g->any_include ? g->prune_by_path : true) && strchr(p, '/');
+        g->any_include = true;
+    }
+    return 0;
+}
+
+static int compile_overrides(grep_ctx *g, const sp_fs_grep_opts *o, sp_error **err)
+{
+    int r = add_override(g, o->glob, err);
+    for (size_t i = 0; r == 0 && o->globs && o->globs[i]; i++)
+        r = add_override(g, o->globs[i], err);
+    return r;
+}
+
+/* The ignore files of the root and of every folder down to the parent of
+ * `rel` (the walk reads those of `rel` itself). */
+static sp_ignore *load_parents(sp_fs *fs, const char *rel)
+{
+    sp_ignore *ig = sp_ignore_new();
+    cleanup_free char *dir = sp_xstrdup(".");
+    const char *p = strcmp(rel, ".") == 0 ? "" : rel;
+    while (*p) {
+        cleanup_close int dfd = sp_fs_openat(fs, dir, O_RDONLY | O_DIRECTORY, 0, true, NULL);
+        if (dfd >= 0)
+            sp_ignore_push(ig, fs, dfd, dir, 0, NULL);
+        const char *slash = strchr(p, '/');
+        size_t len = slash ? (size_t)(slash - p) : strlen(p);
+        cleanup_free char *name = sp_xstrndup(p, len);
+        char *next = sp_path_join(dir, name);
+        free(dir);
+        dir = next;
+        p = slash ? slash + 1 : p + len;
+    }
+    return ig;
+}
+
 int sp_fs_grep(sp_fs_matches **out, sp_fs *fs, const char *pattern, const sp_fs_grep_opts *opts,
                sp_error **err)
 {
     if (SP_OPTS_CHECK(opts, 1, SP_FS_GREP_OPTS_VERSION, "sp_fs_grep_opts", err) < 0)
         return SP_EINVAL;
-    static const sp_fs_grep_opts defaults = SP_FS_GREP_OPTS_INIT;
-    const sp_fs_grep_opts *o = opts ? opts : &defaults;
+    sp_fs_grep_opts o_ = SP_FS_GREP_OPTS_INIT;
+    if (opts && opts->version >= 2)
+        o_ = *opts;
+    else if (opts) /* version 1 ends before `globs` */
+        memcpy(&o_, opts, offsetof(sp_fs_grep_opts, globs));
+    const sp_fs_grep_opts *o = &o_;
     grep_ctx g = {0};
     pcre2_jit_stack *jit_stack = NULL;
     cleanup_free char *rel = NULL;
@@ -295,14 +413,9 @@ int sp_fs_grep(sp_fs_matches **out, sp_fs *fs, const char *pattern, const sp_fs_
     r = sp_fs_prepare(fs, o->path ? o->path : ".", &rel, err);
     if (r < 0)
         goto done;
-    if (o->glob && *o->glob) {
-        g.glob_by_name = strchr(o->glob, '/') == NULL;
-        r = sp_glob_compile(&g.glob, o->glob, err);
-        if (r < 0) {
-            sp_err_wrap(err, r, "grep glob");
-            goto done;
-        }
-    }
+    r = compile_overrides(&g, o, err);
+    if (r < 0)
+        goto done;
     g.spans_lines = strstr(pattern, "\\n") || strchr(pattern, '\n');
     r = compile_regex(&g.re, pattern, o, err);
     if (r < 0)
@@ -330,16 +443,21 @@ int sp_fs_grep(sp_fs_matches **out, sp_fs *fs, const char *pattern, const sp_fs_
         goto done;
     }
     if (S_ISREG(st.st_mode)) {
-        /* A single file: the glob applies to its name. */
+        /* A single file named outright: only the globs apply, to its name
+         * (rg searches a named file whatever the ignore files say). */
         const char *slash = strrchr(rel, '/');
         const char *name = slash ? slash + 1 : rel;
-        if (!g.glob || sp_glob_match(g.glob, name))
+        if (override_match(&g, name, name, false) != OV_EXCLUDE)
             (void)search_fd(&g, steal_fd(&fd), rel);
     } else if (S_ISDIR(st.st_mode)) {
         close(steal_fd(&fd));
         g.base = rel;
         g.base_len = strcmp(rel, ".") == 0 ? 0 : strlen(rel) + 1;
-        sp_walk_opts wo = {.max_depth = 0, .skip_git = true};
+        g.fs = fs;
+        g.hidden = o->hidden;
+        if (!o->no_ignore)
+            g.ig = load_parents(fs, rel);
+        sp_walk_opts wo = {.max_depth = 0, .skip_git = true, .enter = grep_enter};
         r = sp_fs_walk(fs, rel, &wo, grep_visit, &g, err);
         if (r < 0)
             goto done;
@@ -360,7 +478,10 @@ done:
     pcre2_jit_stack_free(jit_stack);
     pcre2_match_data_free(g.md);
     pcre2_code_free(g.re);
-    sp_glob_free(g.glob);
+    for (size_t i = 0; i < g.n_ov; i++)
+        sp_glob_free(g.ov[i].g);
+    free(g.ov);
+    sp_ignore_free(g.ig);
     sp_fs_matches_free(g.res);
     return r;
 }

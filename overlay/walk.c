@@ -31,6 +31,8 @@ static int walk_dir(sp_fs *fs, int dfd, const char *rel, const char *real, unsig
          * as find(1) would; the walk itself goes on. */
         goto done;
     }
+    if (opts->enter)
+        opts->enter(ctx, dfd, rel, depth - 1, &nm);
     for (size_t i = 0; i < nm.n; i++) {
         const char *name = sp_dirnames_name(&nm, i);
         cleanup_free char *child = sp_path_join(rel, name);
@@ -70,7 +72,7 @@ done:
 int sp_fs_walk(sp_fs *fs, const char *base_rel, const sp_walk_opts *opts, sp_walk_fn fn, void *ctx,
                sp_error **err)
 {
-    sp_walk_opts defaults = {0, false};
+    sp_walk_opts defaults = {0, false, NULL};
     if (!opts)
         opts = &defaults;
     int dfd = sp_fs_openat(fs, base_rel, O_RDONLY | O_DIRECTORY | O_NONBLOCK, 0, true, err);

@@ -523,7 +523,8 @@ cJSON *sp_json_fs_matches(const sp_fs_matches *m)
 {
     cJSON *o = list_object("matches", m->v, m->n, sizeof(*m->v), match_conv, m->truncated);
     bool ok = o && sp_json_add_u64(o, "files_searched", m->files_searched) &&
-              sp_json_add_u64(o, "files_skipped", m->files_skipped);
+              sp_json_add_u64(o, "files_skipped", m->files_skipped) &&
+              sp_json_add_u64(o, "ignored", m->ignored);
     return o ? sp_json_finish(o, ok) : NULL;
 }
 

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "fs_json.h"
+#include "tools_core.h"
 #include "tools_internal.h"
 
 /* Entries sp_fs_list may gather before list_dir slices them. */
@@ -192,6 +193,42 @@ static int tree_cmp(const void *a, const void *b)
     }
 }
 
+/* A list of globs from argument `key`: an array of strings or, when
+ * `one_ok`, a single string. *out (NULL-terminated, pointing into `a`) is
+ * NULL when the argument is absent; an empty array gives a list holding
+ * only NULL. */
+static int glob_list(const char ***out, const cJSON *a, const char *key, bool one_ok, tool_call *c)
+{
+    *out = NULL;
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(a, key);
+    if (!v || cJSON_IsNull(v))
+        return 0;
+    if (one_ok && cJSON_IsString(v)) {
+        const char **l = sp_xcalloc(2, sizeof(char *));
+        l[0] = v->valuestring;
+        *out = l;
+        return 0;
+    }
+    if (!cJSON_IsArray(v))
+        return call_fail(c, SP_EINVAL, "argument '%s' must be %s, not %s", key,
+                         one_ok ? "a glob or an array of globs" : "an array of globs",
+                         tools_type_of(v));
+    size_t n = (size_t)cJSON_GetArraySize(v), i = 0;
+    const char **l = sp_xcalloc(n + 1, sizeof(char *));
+    const cJSON *e;
+    cJSON_ArrayForEach(e, v)
+    {
+        if (!cJSON_IsString(e)) {
+            free(l);
+            return call_fail(c, SP_EINVAL, "argument '%s' must hold strings, not %s", key,
+                             tools_type_of(e));
+        }
+        l[i++] = e->valuestring;
+    }
+    *out = l;
+    return 0;
+}
+
 int tool_list_dir(sp_tools *t, const cJSON *a, tool_call *c)
 {
     const char *path = sp_json_str_or(a, "path", ".");
@@ -199,6 +236,9 @@ int tool_list_dir(sp_tools *t, const cJSON *a, tool_call *c)
     long long offset = sp_json_int(a, "offset", 1);
     size_t limit = (size_t)sp_json_int(a, "limit", 200);
     size_t start = offset > 1 ? (size_t)(offset - 1) : 0;
+    const char **ignore = NULL;
+    if (glob_list(&ignore, a, "ignore", false, c) < 0)
+        return SP_EINVAL;
 
     sp_fs *fs;
     const char *rel;
@@ -207,9 +247,11 @@ int tool_list_dir(sp_tools *t, const cJSON *a, tool_call *c)
     sp_fs_list_opts lo = SP_FS_LIST_OPTS_INIT;
     lo.depth = depth;
     lo.max_entries = LIST_MAX_ENTRIES;
+    lo.ignore = ignore;
     sp_fs_entries *e = NULL;
     sp_error *err = NULL;
     int r = sp_fs_list(&e, fs, rel, &lo, &err);
+    free(ignore);
     if (r < 0) {
         free(owned);
         return call_fail_err(c, r, err,
@@ -242,6 +284,8 @@ int tool_list_dir(sp_tools *t, const cJSON *a, tool_call *c)
         switch (x->type) {
         case SP_FS_DIR:
             sp_buf_addc(&c->message, '/');
+            if (x->contents_skipped)
+                sp_buf_adds(&c->message, " (not listed)");
             break;
         case SP_FS_SYMLINK:
             sp_buf_adds(&c->message, "@ -> ");
@@ -267,12 +311,20 @@ int tool_list_dir(sp_tools *t, const cJSON *a, tool_call *c)
                  cJSON_AddBoolToObject(o, "executable", (x->mode & 0111) != 0);
         if (ok && x->type == SP_FS_SYMLINK)
             ok = sp_json_add_string(o, "link_target", x->link_target);
+        if (ok && x->contents_skipped)
+            ok = cJSON_AddBoolToObject(o, "contents_skipped", true) != NULL;
         if (!ok || !arr || !cJSON_AddItemToArray(arr, o))
             cJSON_Delete(o);
     }
     bool more = end < e->n || e->truncated;
     if (e->n == 0)
         sp_buf_adds(&c->message, "(empty folder)\n");
+    bool any_skipped = false;
+    for (size_t i = start; i < end && !any_skipped; i++)
+        any_skipped = e->v[i].contents_skipped;
+    if (any_skipped)
+        sp_buf_adds(&c->message, "(not listed: dependency, cache and VCS folders; list one by "
+                                 "its path, or pass ignore: [] to list everything)\n");
     if (end < e->n)
         sp_buf_printf(&c->message, "More than %zu entries found; continue with offset=%zu\n", limit,
                       end + 1);
@@ -1028,9 +1080,13 @@ int tool_glob(sp_tools *t, const cJSON *a, tool_call *c)
     const char *rel;
     char *owned;
     fs_target(&fs, &rel, &owned, t, path, c);
+    sp_fs_glob_opts go = SP_FS_GLOB_OPTS_INIT;
+    go.base = rel;
+    go.max_entries = limit;
+    go.hidden = sp_json_bool(a, "hidden", false);
     sp_fs_entries *e = NULL;
     sp_error *err = NULL;
-    int r = sp_fs_glob(&e, fs, pattern, rel, limit, &err);
+    int r = sp_fs_glob_ex(&e, fs, pattern, &go, &err);
     if (r < 0) {
         free(owned);
         return call_fail_err(c, r, err, NULL);
@@ -1068,15 +1124,23 @@ int tool_grep(sp_tools *t, const cJSON *a, tool_call *c)
     const char *rel;
     char *owned;
     fs_target(&fs, &rel, &owned, t, path, c);
+    const char **globs = NULL;
+    if (glob_list(&globs, a, "include", true, c) < 0) {
+        free(owned);
+        return SP_EINVAL;
+    }
     sp_fs_grep_opts go = SP_FS_GREP_OPTS_INIT;
     go.path = rel;
-    go.glob = sp_json_str_or(a, "include", NULL);
+    go.globs = globs;
     go.max_matches = (size_t)sp_json_int(a, "limit", 200);
     go.case_insensitive = sp_json_bool(a, "case_insensitive", false);
     go.fixed_string = sp_json_bool(a, "fixed_string", false);
+    go.no_ignore = sp_json_bool(a, "no_ignore", false);
+    go.hidden = sp_json_bool(a, "hidden", false);
     sp_fs_matches *m = NULL;
     sp_error *err = NULL;
     int r = sp_fs_grep(&m, fs, pattern, &go, &err);
+    free(globs);
     if (r < 0) {
         free(owned);
         return call_fail_err(c, r, err,
@@ -1095,6 +1159,11 @@ int tool_grep(sp_tools *t, const cJSON *a, tool_call *c)
     }
     if (m->n == 0)
         sp_buf_printf(&c->message, "no matches (%zu files searched)\n", m->files_searched);
+    if (m->n == 0 && m->ignored)
+        sp_buf_printf(&c->message,
+                      "[%zu hidden or .gitignore'd files and folders were not searched; set "
+                      "hidden and no_ignore to true to search them]\n",
+                      m->ignored);
     if (m->truncated)
         sp_buf_printf(&c->message,
                       "[stopped after %zu matches; narrow the search or raise limit]\n", m->n);

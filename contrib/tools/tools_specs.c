@@ -20,7 +20,10 @@ static const char LIST_DIR_DESC[] =
     "List a folder as an indented tree, sorted by name. Markers: '/' folder, '*' executable "
     "file, '@' symlink (shown with its target, never followed), '?' other. Entries are "
     "numbered from 1 in tree order; when more exist than `limit`, the answer says which "
-    "`offset` continues. Use `depth` 1 for a quick look, more to see nested folders.";
+    "`offset` continues. Use `depth` 1 for a quick look, more to see nested folders. Below "
+    "the listed folder, .git, node_modules, __pycache__, .venv/venv, other tool caches and "
+    "folders holding a CACHEDIR.TAG (Cargo's target/) are shown but not entered; `ignore` "
+    "replaces that list ([] lists everything).";
 
 static const char LIST_DIR_SCHEMA[] =
     "{\"type\": \"object\", \"properties\": {"
@@ -31,7 +34,10 @@ static const char LIST_DIR_SCHEMA[] =
     "\"offset\": {\"type\": \"integer\", \"minimum\": 0, \"default\": 1, \"description\": "
     "\"Entry number to start from, 1-based (0 is read as 1).\"},"
     "\"limit\": {\"type\": \"integer\", \"minimum\": 1, \"maximum\": 5000, \"default\": 200, "
-    "\"description\": \"Most entries to return.\"}"
+    "\"description\": \"Most entries to return.\"},"
+    "\"ignore\": {\"type\": \"array\", \"items\": {\"type\": \"string\"}, \"description\": "
+    "\"Globs of what not to list (a folder: shown, not entered; a file: left out), e.g. "
+    "['*.pyc', 'build']. Replaces the default list; [] skips nothing.\"}"
     "}, \"additionalProperties\": false}";
 
 static const char READ_FILE_DESC[] =
@@ -157,9 +163,11 @@ static const char STAT_SCHEMA[] = "{\"type\": \"object\", \"properties\": {" PAT
 
 static const char GLOB_DESC[] =
     "Find paths by name pattern, sorted. '*' matches within one name, '**' any number of "
-    "folders, '?' one character, [abc] a class, {a,b} alternatives. The pattern is matched "
-    "against paths relative to `path`: use '**/*.c' to search at any depth. Symlinks are "
-    "listed, never followed.";
+    "folders, '?' one character, [abc] a class ([[:digit:]] and other POSIX classes), {a,b} "
+    "alternatives; a trailing '/' matches folders only. The pattern is matched against paths "
+    "relative to `path`: use '**/*.c' to search at any depth. As in bash, wildcards do not "
+    "match names starting with '.' (so .git is not searched) unless the pattern spells the "
+    "dot ('.*', '**/.env', '.github/**'). Symlinks are listed, never followed.";
 
 static const char GLOB_SCHEMA[] =
     "{\"type\": \"object\", \"properties\": {"
@@ -168,13 +176,19 @@ static const char GLOB_SCHEMA[] =
     "\"path\": {\"type\": \"string\", \"default\": \".\", \"description\": \"Folder to search "
     "below (default: the workspace).\"},"
     "\"limit\": {\"type\": \"integer\", \"minimum\": 1, \"maximum\": 10000, \"default\": 200, "
-    "\"description\": \"Most paths to return.\"}"
+    "\"description\": \"Most paths to return.\"},"
+    "\"hidden\": {\"type\": \"boolean\", \"default\": false, \"description\": \"Let "
+    "wildcards match names starting with '.' too (bash's dotglob); .git still only when "
+    "spelled.\"}"
     "}, \"required\": [\"pattern\"], \"additionalProperties\": false}";
 
 static const char GREP_DESC[] =
     "Search file contents with a regular expression (PCRE2) and answer 'path:line:text' for "
     "each matching line. `include` limits the search to files matching a glob ('*.py' by "
-    "name at any depth, 'src/**/*.c' by path). Binary files and .git folders are skipped; "
+    "name at any depth, 'src/**/*.c' by path) or several, as rg's -g: a '!' glob excludes "
+    "('!*.min.js', '!vendor'), and the last glob that matches decides. As rg does, hidden "
+    "files and what .gitignore/.ignore name are skipped unless hidden / no_ignore is true. "
+    "\\w, \\d and \\b are Unicode-aware. Binary files and .git folders are skipped; "
     "symlinks are not followed. Use fixed_string for literal text with regex characters.";
 
 static const char GREP_SCHEMA[] =
@@ -183,7 +197,13 @@ static const char GREP_SCHEMA[] =
     "expression (PCRE2 syntax).\"},"
     "\"path\": {\"type\": \"string\", \"default\": \".\", \"description\": \"Folder or file to "
     "search (default: the workspace).\"},"
-    "\"include\": {\"type\": \"string\", \"description\": \"Only files matching this glob.\"},"
+    "\"include\": {\"anyOf\": [{\"type\": \"string\"}, {\"type\": \"array\", \"items\": "
+    "{\"type\": \"string\"}}], \"description\": \"Only files matching this glob, or these "
+    "globs ('!' excludes; the last match wins).\"},"
+    "\"hidden\": {\"type\": \"boolean\", \"default\": false, \"description\": \"Also "
+    "search files and folders whose names start with '.'.\"},"
+    "\"no_ignore\": {\"type\": \"boolean\", \"default\": false, \"description\": \"Also "
+    "search what .gitignore, .ignore and .git/info/exclude name.\"},"
     "\"case_insensitive\": {\"type\": \"boolean\", \"default\": false},"
     "\"fixed_string\": {\"type\": \"boolean\", \"default\": false, \"description\": \"Treat "
     "the pattern as literal text.\"},"

@@ -105,9 +105,11 @@ if want grep; then
     : >"$work/grep_grep.txt"
     : >"$work/grep_rgP.txt"
     roots="/usr/include /usr/share"
+    # --hidden --no-ignore: the same files as rg -uu.
     grep_sandpod() {
         for d in $roots; do
-            "$sp" fs --root "$d" grep "$grep_pat" --max 100000000 | sed "s|^|$d/|"
+            "$sp" fs --root "$d" grep "$grep_pat" --hidden --no-ignore --max 100000000 |
+                sed "s|^|$d/|"
         done
     }
     grep_rg() {

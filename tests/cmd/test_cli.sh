@@ -307,6 +307,39 @@ expect 1 "grep with a bad regex"
 fs grep --json thr
 expect 0 "grep --json"
 json "grep --json" 'j["count"] == 1 and j["matches"][0]["line_number"] == 3 and j["matches"][0]["match_start"] == 0 and j["matches"][0]["match_end"] == 3'
+# rg's defaults: hidden and ignored files are skipped unless asked; -g repeats, '!' excludes.
+mkdir -p "$W/.hid" "$W/gen" "$W/node_modules/pkg"
+printf 'hi there\n' >"$W/.hid/h.txt"
+printf 'hi there\n' >"$W/gen/g.txt"
+printf 'hi there\n' >"$W/node_modules/pkg/i.js"
+printf 'gen/\n' >"$W/.ignore"
+fs grep there
+out_is 'node_modules/pkg/i.js:1:hi there\n' "grep skips hidden and .ignore'd files"
+fs grep there --hidden --no-ignore
+out_is '.hid/h.txt:1:hi there\ngen/g.txt:1:hi there\nnode_modules/pkg/i.js:1:hi there\n' "grep --hidden --no-ignore"
+fs grep there --no-ignore -g '*.txt' -g '!g*'
+out_is '' "grep -g: the last matching glob wins ('!g*' over '*.txt')"
+fs grep there --no-ignore -g '!g.txt' -g '*.txt'
+out_is 'gen/g.txt:1:hi there\n' "grep -g: a later include wins"
+fs grep there --no-ignore -g '!gen' -g '*.txt'
+out_is '' "grep -g: an excluded folder is not entered"
+fs grep there --json
+json "grep --json counts ignored entries" 'j["ignored"] == 3'
+fs glob '*/'
+out_has 'gen' "glob PATTERN/ lists folders"
+out_lacks '.hid' "glob PATTERN/ skips dot folders"
+out_lacks 'f.txt' "glob PATTERN/ skips files"
+fs glob '.*'
+out_is '.hid\n.ignore\n' "glob .* finds dot names"
+fs ls --depth 3
+out_has "node_modules/" "ls shows node_modules"
+out_lacks "node_modules/pkg" "ls does not enter node_modules"
+fs ls --depth 3 --no-ignore
+out_has "node_modules/pkg/i.js" "ls --no-ignore enters it"
+fs ls --depth 3 --ignore sub
+out_has "node_modules/pkg/i.js" "ls --ignore replaces the default list"
+out_lacks "sub/run.sh" "ls --ignore skips what it names"
+rm -rf "$W/.hid" "$W/gen" "$W/node_modules" "$W/.ignore"
 
 # ------------------------------------------------------ stat / exists --
 fs stat f.txt

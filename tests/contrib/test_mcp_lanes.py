@@ -277,7 +277,10 @@ for fmt, get in [("openai", lambda t: (t["name"], t["parameters"], t["strict"]))
             if k in req:
                 continue
             ty = v.get("type")
-            if not (isinstance(ty, list) and "null" in ty) or ("enum" in v and None not in v["enum"]):
+            # Nullable: "null" among the types, or a {type: null} branch of anyOf.
+            nullable = (isinstance(ty, list) and "null" in ty) or \
+                any(a.get("type") == "null" for a in v.get("anyOf", []))
+            if not nullable or ("enum" in v and None not in v["enum"]):
                 errs.append(f"{name}.{k}: optional but not nullable")
     c.check(f"--format {fmt} --strict: valid under the strict rules", not errs and specs, errs[:8])
 p = subprocess.run([SP, "tools", "--format", "nope"], capture_output=True)

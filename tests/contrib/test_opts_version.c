@@ -134,6 +134,14 @@ static int c_fs_list(sp_error **err)
     return sp_fs_list(&e, fs, ".", &o, err);
 }
 
+static int c_fs_glob_ex(sp_error **err)
+{
+    sp_fs_entries *e = NULL;
+    sp_fs_glob_opts o = SP_FS_GLOB_OPTS_INIT;
+    o.version = BAD;
+    return sp_fs_glob_ex(&e, fs, "*", &o, err);
+}
+
 static int c_fs_grep(sp_error **err)
 {
     sp_fs_matches *m = NULL;
@@ -244,6 +252,7 @@ static const row rows[] = {
     {"sp_fs_write", "sp_fs_write_opts", c_fs_write},
     {"sp_fs_write_bytes", "sp_fs_write_opts", c_fs_write_bytes},
     {"sp_fs_list", "sp_fs_list_opts", c_fs_list},
+    {"sp_fs_glob_ex", "sp_fs_glob_opts", c_fs_glob_ex},
     {"sp_fs_grep", "sp_fs_grep_opts", c_fs_grep},
     {"sp_fs_apply_patch", "sp_patch_opts", c_fs_apply_patch},
     {"sp_patch_parse", "sp_patch_opts", c_patch_parse},

@@ -80,6 +80,25 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             if (m && walk_like(lines[i]))
                 check_below(g, lines[0], lines[i]);
         }
+        /* bash's rule and typed entries only ever narrow the answer, and
+         * pruning by could_match_below stays safe under them. */
+        sp_glob *gp = NULL;
+        FZ_ASSERT(sp_glob_compile_flags(&gp, lines[0], SP_GLOB_PERIOD, NULL) == 0,
+                  "pattern '%s' compiles without flags but not with SP_GLOB_PERIOD", lines[0]);
+        for (size_t i = 1; i < n; i++) {
+            bool plain = sp_glob_match(g, lines[i]);
+            for (int is_dir = 0; is_dir < 2; is_dir++) {
+                bool typed = sp_glob_match_entry(g, lines[i], is_dir);
+                bool period = sp_glob_match_entry(gp, lines[i], is_dir);
+                FZ_ASSERT(!typed || plain, "'%s' matches '%s' typed but not untyped", lines[0],
+                          lines[i]);
+                FZ_ASSERT(!period || typed, "'%s' matches '%s' with SP_GLOB_PERIOD only", lines[0],
+                          lines[i]);
+                if (period && walk_like(lines[i]))
+                    check_below(gp, lines[0], lines[i]);
+            }
+        }
+        sp_glob_free(gp);
         sp_glob_free(g);
     } else {
         FZ_ASSERT(err && err->code == SP_EINVAL && err->message, "compile error without EINVAL");

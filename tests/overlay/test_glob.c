@@ -213,6 +213,86 @@ static void test_class(void **state)
     NO("[0-9][0-9]", "4x");
 }
 
+/* POSIX classes, as bash spells them; ASCII whatever the locale. */
+static void test_posix_class(void **state)
+{
+    (void)state;
+    YES("[[:digit:]]*", "1x");
+    NO("[[:digit:]]*", "x1");
+    YES("[[:alpha:]][[:alnum:]]", "a1");
+    NO("[[:alpha:]]", "1");
+    NO("[[:alpha:]]", "\xc3\xa9");
+    YES("[![:space:]]x", "ax");
+    NO("[![:space:]]x", " x");
+    YES("[[:space:]]x", "\tx");
+    YES("[[:upper:][:digit:]_]", "_");
+    YES("[[:upper:][:digit:]_]", "Q");
+    NO("[[:upper:][:digit:]_]", "q");
+    YES("[[:xdigit:]]", "F");
+    NO("[[:xdigit:]]", "g");
+    YES("[[:punct:]]", "-");
+    NO("[[:punct:]]", "a");
+    YES("[a[:digit:]]", "a");
+    YES("[a[:digit:]]", "7");
+    /* Not a class name: matches nothing, like bash. */
+    NO("[[:nope:]]", "n");
+    /* "[:" without ":]" is plain members. */
+    YES("[[:]", ":");
+    BAD("[[:digit:]");
+}
+
+/* SP_GLOB_PERIOD and typed entries, each case checked with bash 5.2
+ * (`shopt -s globstar`): see test_search_ref for the live comparison. */
+static void check_entry(const char *pattern, unsigned flags, const char *path, bool is_dir,
+                        bool want, int line)
+{
+    sp_glob *g = NULL;
+    sp_error *err = NULL;
+    if (sp_glob_compile_flags(&g, pattern, flags, &err) != 0)
+        fail_msg("line %d: compile '%s': %s", line, pattern, err ? err->message : "?");
+    bool got = sp_glob_match_entry(g, path, is_dir);
+    sp_glob_free(g);
+    if (got != want)
+        fail_msg("line %d: '%s' vs %s '%s': want %s", line, pattern, is_dir ? "folder" : "file",
+                 path, want ? "match" : "no match");
+}
+#define ENTRY(p, f, s, d, w) check_entry((p), (f), (s), (d), (w), __LINE__)
+
+static void test_period_and_types(void **state)
+{
+    (void)state;
+    unsigned P = SP_GLOB_PERIOD;
+    ENTRY("*", P, ".e", false, false);
+    ENTRY("*", 0, ".e", false, true);
+    ENTRY(".*", P, ".e", false, true);
+    ENTRY("?git", P, ".git", true, false);
+    ENTRY("[.]*", P, ".e", false, false);
+    ENTRY("\\.git", P, ".git", true, true);
+    ENTRY("**", P, "a/.f", false, false);
+    ENTRY("**", P, ".d/i", false, false);
+    ENTRY("**/*", P, "a/.hid/x", true, false);
+    ENTRY("**/.*", P, "a/.hid", true, true);
+    ENTRY("a/.hid/**", P, "a/.hid/x/j", false, true);
+    ENTRY(".*/**", P, ".d/i", false, true);
+    /* A name the pattern follows with '/' must be a folder. */
+    ENTRY(".*/**", P, ".e", false, false);
+    ENTRY(".*/**", P, ".d", true, true);
+    ENTRY("a/**", P, "a", true, true);
+    ENTRY("a/**", P, "a", false, false);
+    ENTRY("a/**", P, "a/g", false, true);
+    ENTRY("a/**/", P, "a/g", false, false);
+    ENTRY("a/**/", P, "a/b", true, true);
+    /* A trailing '/': folders only. */
+    ENTRY("*/", P, "b", true, true);
+    ENTRY("*/", P, "g", false, false);
+    ENTRY("**/", P, "b/c", true, true);
+    ENTRY("**/", P, "b/c/h", false, false);
+    ENTRY("{a,b/}", P, "b", false, false);
+    ENTRY("{a,b/}", P, "a", false, true);
+    /* Untyped matching stays lenient. */
+    YES("*/", "g");
+}
+
 static void test_escape(void **state)
 {
     (void)state;
@@ -595,9 +675,10 @@ static void test_fs_glob_recursive(void **state)
     tree *t = *state;
     sp_fs_entries *e = glob_ok(t, "**/*.c", NULL, 0);
     /* Sorted bytewise: '-' < '.' < '/', unlike a depth-first walk. */
+    /* bash's rule: wildcards skip names starting with '.'. */
     const char *want[] = {
-        ".hidden.c",  "a-b/x.c",        "a.c",        "a/x.c", "ln.c", "node_modules/pkg/index.c",
-        "src/main.c", "src/sub/deep.c", "src/util.c", NULL};
+        "a-b/x.c",        "a.c",        "a/x.c", "ln.c", "node_modules/pkg/index.c", "src/main.c",
+        "src/sub/deep.c", "src/util.c", NULL};
     expect_paths(e, want);
     assert_false(e->truncated);
     /* Nothing from behind the symlinked folder. */
@@ -620,8 +701,7 @@ static void test_fs_glob_top_level(void **state)
 {
     tree *t = *state;
     sp_fs_entries *e = glob_ok(t, "*", NULL, 0);
-    const char *want[] = {".hidden.c", "a",    "a-b",          "a.c", "b.txt",
-                          "link",      "ln.c", "node_modules", "src", NULL};
+    const char *want[] = {"a", "a-b", "a.c", "b.txt", "link", "ln.c", "node_modules", "src", NULL};
     expect_paths(e, want);
     const sp_fs_entry *link = find(e, "link");
     assert_non_null(link);
@@ -634,9 +714,23 @@ static void test_fs_glob_top_level(void **state)
     expect_paths(e, want2);
     sp_fs_entries_free(e);
 
-    /* A symlinked folder is matched itself but never entered. */
+    /* A symlinked folder is never entered, and is no folder for `x/`. */
     e = glob_ok(t, "link/**", NULL, 0);
-    expect_paths(e, (const char *const[]){"link", NULL});
+    assert_int_equal(e->n, 0);
+    sp_fs_entries_free(e);
+    e = glob_ok(t, "*/", NULL, 0);
+    expect_paths(e, (const char *const[]){"a", "a-b", "node_modules", "src", NULL});
+    sp_fs_entries_free(e);
+    e = glob_ok(t, "l*", NULL, 0);
+    expect_paths(e, (const char *const[]){"link", "ln.c", NULL});
+    sp_fs_entries_free(e);
+
+    /* A name written with a leading '.' finds hidden entries. */
+    e = glob_ok(t, ".*", NULL, 0);
+    expect_paths(e, (const char *const[]){".hidden.c", NULL});
+    sp_fs_entries_free(e);
+    e = glob_ok(t, "{.h*,a.c}", NULL, 0);
+    expect_paths(e, (const char *const[]){".hidden.c", "a.c", NULL});
     sp_fs_entries_free(e);
 
     e = glob_ok(t, "nothing/*.c", NULL, 0);
@@ -668,7 +762,7 @@ static void test_fs_glob_base(void **state)
     sp_fs_entries_free(e);
 
     e = glob_ok(t, "*.c", ".", 0);
-    const char *want3[] = {".hidden.c", "a.c", "ln.c", NULL};
+    const char *want3[] = {"a.c", "ln.c", NULL};
     expect_paths(e, want3);
     sp_fs_entries_free(e);
 }
@@ -725,6 +819,8 @@ int main(void)
         cmocka_unit_test(test_globstar),
         cmocka_unit_test(test_question),
         cmocka_unit_test(test_class),
+        cmocka_unit_test(test_posix_class),
+        cmocka_unit_test(test_period_and_types),
         cmocka_unit_test(test_escape),
         cmocka_unit_test(test_braces),
         cmocka_unit_test(test_compile_errors),

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "sandpod/fs.h"
 
@@ -308,9 +309,121 @@ static void test_git_skipped(void **state)
     tu_mkdir(f->dir, "sub/.git");
     tu_write(f->dir, "sub/.git/HEAD", "needle\n", 0644);
     tu_write(f->dir, "sub/.gitignore", "needle\n", 0644);
+    /* Hidden names are skipped by default, as in rg. */
     sp_fs_matches *m = grep_ok(f->fs, "needle", NULL);
+    assert_int_equal(m->n, 0);
+    assert_int_equal(m->ignored, 1); /* sub/.gitignore; .git folders are not even counted */
+    sp_fs_matches_free(m);
+    /* With hidden, .git folders still are. */
+    sp_fs_grep_opts o = SP_FS_GREP_OPTS_INIT;
+    o.hidden = true;
+    m = grep_ok(f->fs, "needle", &o);
     assert_int_equal(m->n, 1);
     assert_string_equal(m->v[0].path, "sub/.gitignore");
+    sp_fs_matches_free(m);
+}
+
+/* Recorded from rg 13: `\d` and `\w` are Unicode-aware, a BOM is not
+ * part of line 1 (test_search_ref compares live where rg is installed). */
+static void test_unicode_and_bom(void **state)
+{
+    fixture *f = *state;
+    tu_write(f->dir, "u.txt", "x \xd9\xa3 y\nabc\n", 0644);
+    tu_write(f->dir, "bom.txt", "\xef\xbb\xbfneedle\nneedle\n", 0644);
+    sp_fs_matches *m = grep_ok(f->fs, "\\d", NULL);
+    assert_int_equal(m->n, 1);
+    assert_string_equal(m->v[0].path, "u.txt");
+    assert_int_equal(m->v[0].match_start, 2);
+    assert_int_equal(m->v[0].match_end, 4);
+    sp_fs_matches_free(m);
+    m = grep_ok(f->fs, "^\\w \\w \\w$", NULL);
+    assert_int_equal(m->n, 1);
+    sp_fs_matches_free(m);
+
+    m = grep_ok(f->fs, "^needle$", NULL);
+    assert_int_equal(m->n, 2);
+    assert_string_equal(m->v[0].path, "bom.txt");
+    assert_int_equal(m->v[0].line_number, 1);
+    assert_string_equal(m->v[0].line, "needle");
+    assert_int_equal(m->v[0].match_start, 0);
+    assert_int_equal(m->v[0].byte_offset, 3); /* offsets stay file offsets */
+    assert_int_equal(m->v[1].line_number, 2);
+    assert_int_equal(m->v[1].byte_offset, 10);
+    sp_fs_matches_free(m);
+}
+
+/* rg's -g rules: the last matching glob wins, '!' excludes, folders too. */
+static void test_glob_negation(void **state)
+{
+    fixture *f = *state;
+    tu_mkdir(f->dir, "vendor");
+    tu_write(f->dir, "a.js", "needle\n", 0644);
+    tu_write(f->dir, "a.min.js", "needle\n", 0644);
+    tu_write(f->dir, "vendor/v.js", "needle\n", 0644);
+    tu_write(f->dir, "n.txt", "needle\n", 0644);
+    sp_fs_grep_opts o = SP_FS_GREP_OPTS_INIT;
+    const char *const g1[] = {"*.js", "!*.min.js", NULL};
+    o.globs = g1;
+    sp_fs_matches *m = grep_ok(f->fs, "needle", &o);
+    assert_int_equal(m->n, 2);
+    assert_string_equal(m->v[0].path, "a.js");
+    assert_string_equal(m->v[1].path, "vendor/v.js");
+    sp_fs_matches_free(m);
+
+    const char *const g2[] = {"!*.min.js", "*.js", NULL};
+    o.globs = g2;
+    m = grep_ok(f->fs, "needle", &o);
+    assert_int_equal(m->n, 3);
+    sp_fs_matches_free(m);
+
+    /* `glob` is the first of the list; excluding a folder prunes it. */
+    o.globs = NULL;
+    o.glob = "!vendor";
+    m = grep_ok(f->fs, "needle", &o);
+    assert_int_equal(m->n, 3);
+    assert_string_equal(m->v[2].path, "n.txt");
+    sp_fs_matches_free(m);
+
+    o.glob = "!";
+    sp_error *err = NULL;
+    assert_int_equal(sp_fs_grep(&m, f->fs, "needle", &o, &err), SP_EINVAL);
+    assert_non_null(strstr(err->message, "glob"));
+    sp_error_free(err);
+}
+
+/* Ignore files are read like everything else: never through a symlink
+ * that leads out of the workspace (the walk's own fds, O_NOFOLLOW on every
+ * component of .git/info/exclude). */
+static void test_ignore_files_contained(void **state)
+{
+    fixture *f = *state;
+    tu_mkdir(f->outside, "info");
+    tu_write(f->outside, "info/exclude", "a.txt\n", 0644);
+    tu_write(f->outside, "ign", "*\n", 0644);
+    tu_symlink(f->outside, f->dir, ".git");
+    char *ign = tu_join(f->outside, "ign");
+    tu_symlink(ign, f->dir, ".gitignore");
+    free(ign);
+    tu_mkdir(f->dir, "sub");
+    tu_mkdir(f->dir, "sub/.git");
+    tu_symlink(f->outside, f->dir, "sub/.git/info");
+    tu_write(f->dir, "a.txt", "needle\n", 0644);
+    tu_write(f->dir, "sub/a.txt", "needle\n", 0644);
+    sp_fs_matches *m = grep_ok(f->fs, "needle", NULL);
+    assert_int_equal(m->n, 2);
+    assert_string_equal(m->v[0].path, "a.txt");
+    assert_string_equal(m->v[1].path, "sub/a.txt");
+    sp_fs_matches_free(m);
+
+    /* The same files inside the workspace are honoured. */
+    char *link = tu_join(f->dir, "sub/.git/info");
+    assert_int_equal(unlink(link), 0);
+    free(link);
+    tu_mkdir(f->dir, "sub/.git/info");
+    tu_write(f->dir, "sub/.git/info/exclude", "a.txt\n", 0644);
+    m = grep_ok(f->fs, "needle", NULL);
+    assert_int_equal(m->n, 1);
+    assert_string_equal(m->v[0].path, "a.txt");
     sp_fs_matches_free(m);
 }
 
@@ -577,6 +690,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_fixed_string, setup, teardown),
         cmocka_unit_test_setup_teardown(test_line_semantics, setup, teardown),
         cmocka_unit_test_setup_teardown(test_glob_filter, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_unicode_and_bom, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_glob_negation, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_ignore_files_contained, setup, teardown),
         cmocka_unit_test_setup_teardown(test_single_file, setup, teardown),
         cmocka_unit_test_setup_teardown(test_max_matches, setup, teardown),
         cmocka_unit_test_setup_teardown(test_sorted, setup, teardown),

@@ -276,6 +276,9 @@ typedef struct sp_fs_entry {
     int64_t mtime_ns;
     char *link_target; /**< symlinks only */
     unsigned depth;    /**< 1 for direct children */
+    /** sp_fs_list: a folder the listing would have entered but skipped
+     *  (see sp_fs_list_opts.ignore) */
+    bool contents_skipped;
 } sp_fs_entry;
 
 typedef struct sp_fs_entries {
@@ -290,8 +293,22 @@ typedef struct sp_fs_list_opts {
     unsigned depth;
     /** Stop after this many entries (0 = 100000). */
     size_t max_entries;
+    /* version 2 */
+    /** Globs (NULL-terminated) of what not to list below `path`: a matching
+     *  folder is shown but not entered (contents_skipped), a matching file
+     *  is left out. Without '/' a glob matches a name at any depth, with
+     *  '/' the path relative to `path`. NULL = the default: the folders
+     *  named in SP_FS_LIST_SKIP_DEFAULT and any folder holding a
+     *  CACHEDIR.TAG (Cargo's target/, ...); a list holding only NULL skips
+     *  nothing. `path` itself is always listed. */
+    const char *const *ignore;
 } sp_fs_list_opts;
-#define SP_FS_LIST_OPTS_VERSION 1
+#define SP_FS_LIST_OPTS_VERSION 2
+/** Folders sp_fs_list does not enter by default: version control, package
+ *  caches and virtual environments, whose contents crowd out the project. */
+#define SP_FS_LIST_SKIP_DEFAULT                                                                    \
+    ".git", ".hg", ".svn", "node_modules", "__pycache__", ".venv", "venv", ".tox", ".mypy_cache",  \
+        ".pytest_cache", ".ruff_cache", ".gradle", ".terraform"
 #define SP_FS_LIST_OPTS_INIT                                                                       \
     {                                                                                              \
         .version = SP_FS_LIST_OPTS_VERSION                                                         \
@@ -316,6 +333,26 @@ void sp_fs_entries_free(sp_fs_entries *e);
 int sp_fs_glob(sp_fs_entries **out, sp_fs *fs, const char *pattern, const char *base,
                size_t max_entries, sp_error **err);
 
+typedef struct sp_fs_glob_opts {
+    unsigned version;
+    /** Folder to match below (NULL = the root). */
+    const char *base;
+    /** Stop after this many paths (0 = 100000). */
+    size_t max_entries;
+    /** bash's `dotglob`: wildcards also match names starting with '.',
+     *  except `.git`, which only a component spelling its dot matches. */
+    bool hidden;
+} sp_fs_glob_opts;
+#define SP_FS_GLOB_OPTS_VERSION 1
+#define SP_FS_GLOB_OPTS_INIT                                                                       \
+    {                                                                                              \
+        .version = SP_FS_GLOB_OPTS_VERSION                                                         \
+    }
+
+/** sp_fs_glob() with options (NULL = defaults). */
+int sp_fs_glob_ex(sp_fs_entries **out, sp_fs *fs, const char *pattern, const sp_fs_glob_opts *opts,
+                  sp_error **err);
+
 /* ---------------------------------------------------------------- grep -- */
 
 typedef struct sp_fs_grep_opts {
@@ -324,15 +361,31 @@ typedef struct sp_fs_grep_opts {
     const char *path;
     /** Only files matching this glob: a glob without '/' is matched against
      *  file names at any depth (`*.c`), one with '/' against the path
-     *  relative to `path` (`src/[ab]*.c`), as ripgrep does. */
+     *  relative to `path` (`src/[ab]*.c`). A leading '!' excludes instead
+     *  (`!*.min.js`); it is the first of `globs`. */
     const char *glob;
     /** Stop after this many matches (0 = 1000). */
     size_t max_matches;
     bool case_insensitive;
     /** Treat the pattern as a literal string. */
     bool fixed_string;
+    /* version 2 */
+    /** More globs (NULL-terminated), after `glob`, with rg's `-g` rules:
+     *  for each file and folder the last glob that matches decides ('!'
+     *  excludes, and an excluded folder is not entered); when some glob
+     *  without '!' exists, a file no glob matches is left out. A matching
+     *  glob also overrides the hidden and ignore-file rules. */
+    const char *const *globs;
+    /** Also search what `.gitignore`, `.ignore`, `.rgignore` and
+     *  `.git/info/exclude` (at and above `path`, and below it) name; by
+     *  default they are honoured as rg honours them (no git repository
+     *  needed). */
+    bool no_ignore;
+    /** Also search hidden files and folders (names starting with '.');
+     *  `.git` folders stay skipped. */
+    bool hidden;
 } sp_fs_grep_opts;
-#define SP_FS_GREP_OPTS_VERSION 1
+#define SP_FS_GREP_OPTS_VERSION 2
 #define SP_FS_GREP_OPTS_INIT                                                                       \
     {                                                                                              \
         .version = SP_FS_GREP_OPTS_VERSION                                                         \
@@ -353,11 +406,15 @@ typedef struct sp_fs_matches {
     bool truncated; /**< more matches existed than max_matches */
     size_t files_searched;
     size_t files_skipped; /**< binary or unreadable files */
+    size_t ignored;       /**< hidden or ignore-file-named files and folders not searched */
 } sp_fs_matches;
 
 /**
- * Search file contents with a PCRE2 regex (JIT where available). Skips
- * binary files, `.git/` folders and denied paths, never follows symlinks.
+ * Search file contents with a PCRE2 regex (JIT where available), in UTF
+ * and UCP mode (`\w`, `\d`, `\b` are Unicode-aware, as in rg). Skips
+ * binary files, `.git/` folders and denied paths, never follows symlinks;
+ * by default also hidden entries and what ignore files name (see
+ * sp_fs_grep_opts). A UTF-8 byte order mark is not part of line 1.
  * Results sorted by path then line. One match per line is reported.
  *
  * @return 0; SP_EINVAL for a bad regex (the message gives the offset)
