@@ -14,10 +14,12 @@ const struct cli_spec cli_spec_diff = {
     .name = "diff",
     .fn = cmd_diff,
     .summary = "Show what changed between snapshots or since one",
-    .usage = CLI_USAGE("[--patch] [--json] NAME SNAP [SNAP2]",
+    .usage = CLI_USAGE("[--patch] [--json] NAME [SNAP [SNAP2]]",
                        "[--patch] [--json] --root DIR --store DIR SNAP [SNAP2]"),
     .description = "List what changed from snapshot SNAP to SNAP2, or to the live workspace\n"
-                   "when SNAP2 is left out: one line per path, 'A' added, 'M' modified (content\n"
+                   "when SNAP2 is left out; with NAME alone, from the sandbox's baseline (the\n"
+                   "snapshot tagged 'base' that create takes of the prepared workspace) to\n"
+                   "the live workspace: one line per path, 'A' added, 'M' modified (content\n"
                    "or permission bits), 'D' deleted, 'T' type changed (file, folder, symlink).\n"
                    "Folders are listed too, and everything inside an added or deleted folder.",
     .groups = CLI_GROUPS(
@@ -96,23 +98,31 @@ int cmd_diff(int argc, char **argv)
     const char *name = NULL;
     if ((rc = cli_snap_target(&c, "diff", argc, argv, &name)) != 0)
         goto done;
-    if (optind >= argc) {
+    if (optind >= argc && !name) {
         rc = cli_usage("diff", "missing SNAP to compare");
         goto done;
     }
-    const char *from = argv[optind++];
+    const char *from = optind < argc ? argv[optind++] : NULL;
     const char *to = optind < argc ? argv[optind++] : NULL;
     if (optind < argc) {
         rc = cli_usage("diff", "unexpected argument '%s'", argv[optind]);
         goto done;
     }
     /* Reading the live workspace writes what it finds to the store, which
-     * must exist already (SNAP is in it). */
+     * must exist already (SNAP is in it). With NAME alone, a sandbox
+     * with no store has no baseline, which sp_sandbox_baseline() says. */
+    c.none_ok = !from;
     if ((rc = cli_snap_open(&c, name, false)) != 0)
         goto done;
     sp_snapdiff *d = NULL;
     sp_error *err = NULL;
-    int r = sp_snapshot_diff(&d, c.s, from, to, &o, &err);
+    sp_snapshot *base = NULL;
+    int r = 0;
+    if (!from && (r = sp_sandbox_baseline(&base, c.sb, c.s, &err)) == 0)
+        from = base->id;
+    if (r == 0)
+        r = sp_snapshot_diff(&d, c.s, from, to, &o, &err);
+    sp_snapshot_free(base);
     cli_snap_progress_end(&c);
     if (r < 0) {
         rc = cli_fail(c.json, r, err);

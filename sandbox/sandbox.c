@@ -15,6 +15,7 @@
 #include "dir.h"
 #include "json.h"
 #include "sandbox_internal.h"
+#include "sandpod/apply.h"
 #include "tree.h"
 
 #define SANDBOX_JSON_VERSION 1
@@ -790,6 +791,21 @@ static char *now_rfc3339(void)
 
 static int rm_tree(const char *path, sp_error **err);
 
+/* The last step of create, after hydration (and anything else that
+ * prepares the workspace): snapshot the workspace as it was handed to the
+ * container, tagged "base". `diff NAME` compares with it by default and
+ * `apply` takes the changes since it back to the host. */
+static int take_baseline(sp_sandbox *sb, sp_error **err)
+{
+    sp_sandbox_snap *h = NULL;
+    int r = sp_sandbox_snapshot_open(&h, sb, NULL, err);
+    if (r < 0)
+        return r;
+    r = sp_snapshot_create(NULL, sp_sandbox_snapshot_store(h), SP_SANDBOX_BASELINE_TAG, err);
+    sp_sandbox_snapshot_close(h);
+    return r;
+}
+
 /* Remember what the workspace was hydrated from: the folders as resolved
  * and where they landed (from the result), their filters and caps (from
  * the request). */
@@ -905,6 +921,8 @@ int sp_sandbox_create(sp_sandbox **out, const sp_sandbox_opts *opts, sp_error **
     if ((r = create_container(sb, err)) < 0)
         goto fail;
     if ((r = sp_sandbox_save(sb, err)) < 0)
+        goto fail;
+    if ((r = take_baseline(sb, err)) < 0)
         goto fail;
     sp_sandbox_unlock(sb);
     *out = sb;

@@ -10,6 +10,7 @@
 #include "sandpod/hydrate.h"
 #include "sandpod/log.h"
 #include "sandpod/patch.h"
+#include "sandpod/apply.h"
 #include "sandpod/attach.h"
 #include "sandpod/podman.h"
 #include "sandpod/sandbox.h"
