@@ -299,6 +299,7 @@ int cmd_snapshot(int argc, char **argv);
 int cmd_snapshots(int argc, char **argv);
 int cmd_restore(int argc, char **argv);
 int cmd_diff(int argc, char **argv);
+int cmd_apply(int argc, char **argv);
 int cmd_export(int argc, char **argv);
 
 /* The model tool suite (defined in cmd_tools.c, cmd_call.c, cmd_mcp.c). */

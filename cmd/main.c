@@ -53,6 +53,7 @@ const struct cli_spec *const cli_commands[] = {
     &cli_spec_snapshots,
     &cli_spec_restore,
     &cli_spec_diff,
+    &cli_spec_apply,
     &cli_spec_export,
     &cli_spec_hydrate,
     &cli_spec_fs,

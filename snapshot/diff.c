@@ -463,3 +463,112 @@ void sp_snapdiff_free(sp_snapdiff *d)
     free(d->patch);
     free(d);
 }
+
+/* ------------------------------------------------------ one entry -- */
+
+void sp_snapshot_entry_dispose(sp_snapshot_entry *e)
+{
+    if (!e)
+        return;
+    free(e->data);
+    memset(e, 0, sizeof(*e));
+}
+
+/* The entry called `name` in the stored folder `tree`. */
+static int entry_in(sp_odb *o, const sp_oid *tree, const char *name, size_t len, sp_tentry *out,
+                    uint32_t *dir_mode, sp_error **err)
+{
+    sp_tdir t = {0};
+    int r = sp_tree_read(&t, o, tree, err);
+    if (r < 0)
+        return r;
+    r = SP_ENOTFOUND;
+    for (size_t i = 0; i < t.n; i++) {
+        if (strlen(t.v[i].name) == len && memcmp(t.v[i].name, name, len) == 0) {
+            *out = t.v[i];
+            out->name = NULL;
+            r = 0;
+            break;
+        }
+    }
+    if (dir_mode)
+        *dir_mode = t.mode;
+    sp_tdir_dispose(&t);
+    return r;
+}
+
+int sp_snapshot_read_entry(sp_snapshot_entry *out, sp_snapstore *s, const char *ref,
+                           const char *path, size_t max_bytes, sp_error **err)
+{
+    memset(out, 0, sizeof(*out));
+    sp_oid cur;
+    char *name = NULL;
+    int r = side_tree(s, ref, &cur, &name, err);
+    free(name);
+    if (r < 0)
+        return r;
+    sp_tentry e = {.type = SN_DIR};
+    uint32_t mode = 0;
+    const char *p = path;
+    if (strcmp(p, ".") == 0)
+        p = "";
+    for (;;) {
+        size_t len = strcspn(p, "/");
+        if (len == 0) {
+            if (*p)
+                return sp_err_set(err, SP_EINVAL, 0, "bad path in a snapshot: %s", path);
+            break; /* the root */
+        }
+        if (e.type != SN_DIR)
+            return sp_err_set(err, SP_ENOTFOUND, 0, "%s: not in the snapshot", path);
+        sp_error *ee = NULL;
+        r = entry_in(&s->odb, &cur, p, len, &e, NULL, &ee);
+        if (r == SP_ENOTFOUND) {
+            sp_error_free(ee);
+            return sp_err_set(err, SP_ENOTFOUND, 0, "%s: not in the snapshot", path);
+        }
+        if (r < 0) {
+            if (err)
+                *err = ee;
+            else
+                sp_error_free(ee);
+            return r;
+        }
+        cur = e.oid;
+        mode = e.mode;
+        p += len;
+        if (!*p)
+            break;
+        p++;
+    }
+    if (p == path || !*path || strcmp(path, ".") == 0) {
+        sp_tdir t = {0};
+        if ((r = sp_tree_read(&t, &s->odb, &cur, err)) < 0)
+            return r;
+        mode = t.mode;
+        sp_tdir_dispose(&t);
+    }
+    out->type = sp_snode_fs_type(e.type);
+    out->mode = mode & 07777;
+    if (e.type != SN_FILE && e.type != SN_LINK)
+        return 0;
+    if (e.sparse)
+        return sp_err_set(err, SP_ETOOBIG, 0, "%s: a sparse file, too big to read here", path);
+    uint64_t size = 0;
+    if ((r = sp_odb_object_size(&s->odb, &cur, &size, err)) < 0)
+        return r;
+    if (size > max_bytes)
+        return sp_err_set(err, SP_ETOOBIG, 0, "%s: %llu bytes, over the limit of %zu", path,
+                          (unsigned long long)size, max_bytes);
+    sp_buf b = SP_BUF_INIT;
+    int type = 0;
+    if ((r = sp_odb_read(&s->odb, &cur, &type, &b, err)) < 0) {
+        free(b.data);
+        return r;
+    }
+    out->size = b.len;
+    sp_buf_grow(&b, 1);
+    b.data[b.len] = '\0';
+    out->data = b.data;
+    return 0;
+}

@@ -51,4 +51,152 @@ run diff "$N" --json
 expect_rc 1 "diff NAME --json with no baseline"
 json "the JSON error" 'j["ok"] is False and "baseline" in j["error"]["message"]'
 
+# ----------------------------------------------------------------- apply --
+# host_tree DIR: every entry with its type, mode and content or target.
+host_tree() {
+    (cd "$1" && find . -mindepth 1 ! -path './.git' ! -path './.git/*' | LC_ALL=C sort |
+        while IFS= read -r p; do
+            if [ -L "$p" ]; then
+                printf '%s l %s\n' "$p" "$(readlink "$p")"
+            elif [ -d "$p" ]; then
+                printf '%s d %s\n' "$p" "$(stat -c %a "$p")"
+            else
+                printf '%s f %s %s\n' "$p" "$(stat -c %a "$p")" "$(md5sum <"$p" | cut -c1-32)"
+            fi
+        done)
+}
+
+H=$T/host
+mkdir -p "$H/sub" "$H/old"
+printf 'keep\n' >"$H/keep.txt"
+printf 'line 1\nline 2\nline 3\n' >"$H/edit.txt"
+printf 'bye\n' >"$H/sub/gone.txt"
+printf 'move me\n' >"$H/move.txt"
+printf 'x\n' >"$H/old/x.txt"
+printf '#!/bin/sh\n' >"$H/run.sh"
+A=apa-$$
+run create --name "$A" --mount "$H"
+expect 0 "create for apply"
+cp -a "$H" "$T/host-orig"
+run sh "$A" 'printf "line 1\nline two\nline 3\n" >edit.txt && rm sub/gone.txt && mkdir -p new/deep &&
+    printf "fresh\n" >new/deep/f.txt && mv move.txt moved.txt && chmod 755 run.sh &&
+    ln -s /etc/passwd link && ln -s ../keep.txt new/rel && rm -r old && printf s >suid && chmod 4755 suid'
+expect 0 "the workload changes files"
+
+run apply "$A" --dry-run
+expect 0 "apply --dry-run"
+out_is 'M  edit.txt\nA  link\nD  move.txt\nA  moved.txt\nA  new/\nA  new/deep/\nA  new/deep/f.txt\nA  new/rel\nD  old/\nD  old/x.txt\nM  run.sh\nD  sub/gone.txt\nA  suid\n' \
+    "apply --dry-run lists the changes"
+err_has "dry run, nothing written" "the dry run says so"
+check "a dry run writes nothing" diff -r "$T/host-orig" "$H"
+
+cp -a "$T/host-orig" "$T/patched"
+(cd "$T/patched" && git init -q . && git add -A && git -c user.email=t@t -c user.name=t commit -qm base)
+run apply "$A" --patch
+expect 0 "apply --patch"
+cp "$T/out" "$T/changes.patch"
+check "a dry run and --patch write nothing" diff -r "$T/host-orig" "$H"
+check "git apply --check accepts the patch" git -C "$T/patched" apply --check "$T/changes.patch"
+check "git apply applies it" git -C "$T/patched" apply "$T/changes.patch"
+
+run apply "$A" --json
+expect 0 "apply"
+json "apply --json" 'j["ok"] is True and j["applied"] is True and not j["conflicts"] and len(j["changes"]) == 13'
+check "no temporary folder left" test -z "$(find "$H" -name '.sandpod-apply*')"
+check "edit.txt applied" grep -qx 'line two' "$H/edit.txt"
+check "deleted file gone" test ! -e "$H/sub/gone.txt"
+check "deleted folder gone" test ! -e "$H/old"
+check "rename: old name gone" test ! -e "$H/move.txt"
+file_is "$H/moved.txt" 'move me\n' "rename: new name"
+file_is "$H/new/deep/f.txt" 'fresh\n' "a file in added folders"
+check "a symlink is copied as a symlink" test "$(readlink "$H/link")" = /etc/passwd
+check "a relative symlink as it is" test "$(readlink "$H/new/rel")" = ../keep.txt
+check "mode applied" test "$(stat -c %a "$H/run.sh")" = 755
+check "set-id bits dropped" test "$(stat -c %a "$H/suid")" = 755
+host_tree "$H" >"$T/tree-applied"
+host_tree "$T/patched" >"$T/tree-patched"
+# git tracks no folders: its apply removes sub/ with its last file.
+check "git apply of --patch gives what apply wrote" \
+    diff <(grep -v ' d ' "$T/tree-applied") <(grep -v ' d ' "$T/tree-patched")
+
+run apply "$A"
+expect 0 "apply again"
+check "applying again changes nothing" diff "$T/tree-applied" <(host_tree "$H")
+out_has '=  edit.txt' "applying again: already there"
+
+# ------------------------------------------------------------- conflicts --
+C=$T/conf
+mkdir -p "$C"
+for f in a b same keep; do printf '%s\n' "$f" >"$C/$f.txt"; done
+B=apb-$$
+run create --name "$B" --mount "$C"
+expect 0 "create for conflicts"
+run sh "$B" 'echo sandbox >a.txt && echo sandbox >b.txt && echo sandbox >both.txt &&
+    echo same >twin.txt && echo only >only.txt'
+expect 0 "the workload changes files"
+echo host >"$C/a.txt"
+rm "$C/b.txt"
+echo host >"$C/both.txt"
+echo same >"$C/twin.txt"
+host_tree "$C" >"$T/conf-before"
+run apply "$B"
+expect 1 "apply with conflicts"
+out_has 'C  a.txt  (changed on the host)' "host edited"
+out_has 'C  b.txt  (deleted on the host)' "host deleted"
+out_has 'C  both.txt  (added on both sides)' "both added, other content"
+out_has '=  twin.txt' "both added, same content: no conflict"
+out_lacks 'C  twin.txt' "both added, same content: not listed as a conflict"
+err_has "3 conflicts" "the count of conflicts"
+check "conflicts: nothing written" diff "$T/conf-before" <(host_tree "$C")
+run apply "$B" --json
+expect_rc 1 "apply --json with conflicts"
+json "conflicts in JSON" 'j["ok"] is False and j["applied"] is False and sorted(c["path"] for c in j["conflicts"]) == ["a.txt", "b.txt", "both.txt"]'
+run apply "$B" --force
+expect 0 "apply --force"
+file_is "$C/a.txt" 'sandbox\n' "--force: the sandbox's side wins (edited)"
+file_is "$C/b.txt" 'sandbox\n' "--force: written again (deleted on the host)"
+file_is "$C/both.txt" 'sandbox\n' "--force: both added"
+file_is "$C/only.txt" 'only\n' "--force: the rest applied"
+
+# ------------------------------------------ host symlinks, never written through --
+S=$T/sym
+OUT=$T/outside
+mkdir -p "$S/dir" "$OUT"
+printf 'in\n' >"$S/dir/in.txt"
+printf 'first\n' >"$S/a-first.txt"
+printf 'del\n' >"$S/z-del.txt"
+mkdir "$S/zdir"
+printf 'z\n' >"$S/zdir/z.txt"
+D=apc-$$
+run create --name "$D" --mount "$S"
+expect 0 "create for symlinks"
+run sh "$D" 'echo evil >dir/in.txt && echo new >dir/new.txt && echo changed >a-first.txt && rm -r z-del.txt zdir'
+expect 0 "the workload writes in dir"
+mv "$S/dir" "$T/dir-moved"
+ln -s "$OUT" "$S/dir"
+run apply "$D"
+expect 1 "a host symlink where a folder was"
+out_has 'not a folder' "the conflict says why"
+run apply "$D" --force
+expect 1 "--force does not write through a host symlink"
+check "nothing written through the symlink" test -z "$(ls -A "$OUT")"
+check "the symlink is left" test -L "$S/dir"
+# Deletes go first, deepest and last names first: z-del.txt and zdir/ are
+# gone before dir/new.txt fails, and must come back.
+file_is "$S/a-first.txt" 'first\n' "a failed apply leaves the rest"
+file_is "$S/z-del.txt" 'del\n' "a failed apply undoes a deleted file"
+file_is "$S/zdir/z.txt" 'z\n' "a failed apply undoes a deleted folder"
+check "no temporary folder left after a failure" test -z "$(find "$S" -name '.sandpod-apply*')"
+
+# ------------------------------------------------------------- bad usage --
+run apply
+expect 2 "apply without NAME"
+run apply "$A" extra
+expect 2 "apply with an extra operand"
+run apply no-such-box-$$
+expect 1 "apply on a missing sandbox"
+run apply "$N"
+expect 1 "apply on a sandbox without a baseline"
+err_has "no baseline" "apply says there is no baseline"
+
 finish

@@ -88,6 +88,14 @@ static int c_sandbox_snapshot_open(sp_error **err)
     return sp_sandbox_snapshot_open(&h, NULL, &o, err);
 }
 
+static int c_sandbox_apply(sp_error **err)
+{
+    sp_apply_result *r = NULL;
+    sp_sandbox_apply_opts o = SP_SANDBOX_APPLY_OPTS_INIT;
+    o.version = BAD;
+    return sp_sandbox_apply(&r, NULL, &o, err);
+}
+
 static int c_hydrate(sp_error **err)
 {
     sp_hydrate_result *r = NULL;
@@ -246,6 +254,7 @@ static const row rows[] = {
     {"sp_session_start", "sp_session_opts", c_session_start},
     {"sp_session_write", "sp_session_write_opts", c_session_write},
     {"sp_sandbox_snapshot_open", "sp_sandbox_snapshot_opts", c_sandbox_snapshot_open},
+    {"sp_sandbox_apply", "sp_sandbox_apply_opts", c_sandbox_apply},
     {"sp_hydrate", "sp_hydrate_opts", c_hydrate},
     {"sp_fs_open", "sp_fs_opts", c_fs_open},
     {"sp_fs_read", "sp_fs_read_opts", c_fs_read},

@@ -316,6 +316,29 @@ int sp_snapshot_diff(sp_snapdiff **out, sp_snapstore *s, const char *from, const
                      const sp_snapshot_diff_opts *opts, sp_error **err);
 void sp_snapdiff_free(sp_snapdiff *d);
 
+/** One entry of a snapshot, as sp_snapshot_read_entry() gives it. */
+typedef struct sp_snapshot_entry {
+    sp_fs_type type; /**< SP_FS_OTHER for a fifo */
+    unsigned mode;   /**< permission bits as recorded (07777) */
+    char *data;      /**< files: the content; symlinks: the target; else NULL
+                          (NUL-terminated for convenience) */
+    size_t size;     /**< bytes in data */
+} sp_snapshot_entry;
+
+/** Free what an entry holds (not the struct); accepts NULL. */
+void sp_snapshot_entry_dispose(sp_snapshot_entry *e);
+
+/**
+ * Read the entry at `path` ("a/b.txt", relative to the root; "." is the
+ * root) of snapshot `ref`.
+ *
+ * @return 0; SP_ENOTFOUND when the snapshot has no such path (or a
+ *         component is not a folder); SP_ETOOBIG for a file over
+ *         `max_bytes` (or stored sparse); sp_snapshot_get()'s errors
+ */
+int sp_snapshot_read_entry(sp_snapshot_entry *out, sp_snapstore *s, const char *ref,
+                           const char *path, size_t max_bytes, sp_error **err);
+
 /* ------------------------------------------------------ export, import -- */
 
 typedef enum sp_snapshot_format {
