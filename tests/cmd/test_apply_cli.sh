@@ -188,6 +188,35 @@ file_is "$S/z-del.txt" 'del\n' "a failed apply undoes a deleted file"
 file_is "$S/zdir/z.txt" 'z\n' "a failed apply undoes a deleted folder"
 check "no temporary folder left after a failure" test -z "$(find "$S" -name '.sandpod-apply*')"
 
+# ------------------------------------------ a mount at dst=, and --from --
+M=$T/msrc
+mkdir -p "$M"
+printf 'm\n' >"$M/m.txt"
+E=apd-$$
+run create --name "$E" --mount "src=$M,dst=proj"
+expect 0 "create with dst="
+run sh "$E" 'echo outside >top.txt && echo inside >proj/m.txt'
+expect 0 "the workload writes inside and outside the mount"
+run snapshot "$E" --tag step
+expect 0 "a snapshot after the first change"
+run apply "$E"
+expect 0 "apply a dst= mount"
+out_is 'M  m.txt\n' "only the mount's folder, its paths relative to it"
+file_is "$M/m.txt" 'inside\n' "written to the mount's source"
+check "nothing from outside the mount" test ! -e "$M/top.txt"
+run sh "$E" 'echo later >proj/later.txt'
+run apply "$E" --from step --dry-run
+expect 0 "apply --from"
+out_is 'A  later.txt\n' "--from counts changes from that snapshot"
+OTHER=$T/other
+mkdir -p "$OTHER"
+run apply "$E" --from step --to "$OTHER"
+expect 0 "apply --to"
+file_is "$OTHER/later.txt" 'later\n' "--to writes there"
+run apply "$E" --patch
+expect 1 "--patch for a mount at a subfolder"
+err_has "workspace root" "--patch says why"
+
 # ------------------------------------------------------------- bad usage --
 run apply
 expect 2 "apply without NAME"
