@@ -498,6 +498,44 @@ static const char *under(const char *path, const char *subdir)
     return strncmp(path, subdir, n) == 0 && path[n] == '/' ? path + n + 1 : NULL;
 }
 
+static bool removes_dir(const struct item *it)
+{
+    return it->has_old && it->old.type == SP_FS_DIR && (!it->has_new || it->nw.type != SP_FS_DIR);
+}
+
+/* A folder the sandbox deleted must hold, on the host, only entries the
+ * apply deletes too: anything else is new on the host, a conflict. */
+static void check_dir_emptied(const struct host *h, const struct item *v, size_t n, size_t i,
+                              sp_apply_result *res)
+{
+    const char *leaf;
+    cleanup_close int dfd = open_parent(h, v[i].rel, &leaf);
+    if (dfd < 0)
+        return;
+    int fd = openat(dfd, leaf, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    DIR *d = fd < 0 ? NULL : fdopendir(fd);
+    if (!d) {
+        if (fd >= 0)
+            close(fd);
+        return;
+    }
+    size_t len = strlen(v[i].rel);
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+            continue;
+        bool known = false;
+        for (size_t j = i + 1; j < n && !known; j++)
+            known = strncmp(v[j].rel, v[i].rel, len) == 0 && v[j].rel[len] == '/' &&
+                    strcmp(v[j].rel + len + 1, de->d_name) == 0 && v[j].has_old;
+        if (!known) {
+            cleanup_free char *p = sp_xasprintf("%s/%s", v[i].rel, de->d_name);
+            add_conflict(res, p, "added on the host in a folder the sandbox deleted");
+        }
+    }
+    closedir(d);
+}
+
 static void add_change(sp_apply_result *res, const struct item *it)
 {
     res->changes = sp_xrealloc(res->changes, (res->n_changes + 1) * sizeof(*res->changes));
@@ -545,8 +583,11 @@ static int plan(sp_sandbox_snap *h, const char *from, const char *now, const cha
         r = check_host(host, it, max, res, err);
     }
     sp_snapdiff_free(d);
-    for (size_t i = 0; i < n && r == 0; i++)
+    for (size_t i = 0; i < n && r == 0; i++) {
+        if (removes_dir(&v[i]) && !v[i].already)
+            check_dir_emptied(host, v, n, i, res);
         add_change(res, &v[i]);
+    }
     *items = v;
     *n_items = n;
     return r;

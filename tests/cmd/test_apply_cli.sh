@@ -128,13 +128,16 @@ out_has '=  edit.txt' "applying again: already there"
 C=$T/conf
 mkdir -p "$C"
 for f in a b same keep; do printf '%s\n' "$f" >"$C/$f.txt"; done
+mkdir "$C/gone"
+printf 'g\n' >"$C/gone/g.txt"
 B=apb-$$
 run create --name "$B" --mount "$C"
 expect 0 "create for conflicts"
 run sh "$B" 'echo sandbox >a.txt && echo sandbox >b.txt && echo sandbox >both.txt &&
-    echo same >twin.txt && echo only >only.txt'
+    echo same >twin.txt && echo only >only.txt && rm -r gone'
 expect 0 "the workload changes files"
 echo host >"$C/a.txt"
+echo mine >"$C/gone/host-new.txt"
 rm "$C/b.txt"
 echo host >"$C/both.txt"
 echo same >"$C/twin.txt"
@@ -146,13 +149,20 @@ out_has 'C  b.txt  (deleted on the host)' "host deleted"
 out_has 'C  both.txt  (added on both sides)' "both added, other content"
 out_has '=  twin.txt' "both added, same content: no conflict"
 out_lacks 'C  twin.txt' "both added, same content: not listed as a conflict"
-err_has "3 conflicts" "the count of conflicts"
+out_has 'C  gone/host-new.txt  (added on the host in a folder the sandbox deleted)' \
+    "host added a file in a folder the sandbox deleted"
+err_has "4 conflicts" "the count of conflicts"
 check "conflicts: nothing written" diff "$T/conf-before" <(host_tree "$C")
 run apply "$B" --json
 expect_rc 1 "apply --json with conflicts"
-json "conflicts in JSON" 'j["ok"] is False and j["applied"] is False and sorted(c["path"] for c in j["conflicts"]) == ["a.txt", "b.txt", "both.txt"]'
+json "conflicts in JSON" 'j["ok"] is False and j["applied"] is False and sorted(c["path"] for c in j["conflicts"]) == ["a.txt", "b.txt", "both.txt", "gone/host-new.txt"]'
+run apply "$B" --force
+expect 1 "--force never deletes a file the sandbox did not see"
+check "a failed --force writes nothing" diff "$T/conf-before" <(host_tree "$C")
+rm "$C/gone/host-new.txt"
 run apply "$B" --force
 expect 0 "apply --force"
+check "--force: the deleted folder is gone" test ! -e "$C/gone"
 file_is "$C/a.txt" 'sandbox\n' "--force: the sandbox's side wins (edited)"
 file_is "$C/b.txt" 'sandbox\n' "--force: written again (deleted on the host)"
 file_is "$C/both.txt" 'sandbox\n' "--force: both added"
