@@ -149,6 +149,7 @@ static cJSON *mounts_json(const sp_sandbox_config *c)
         cJSON_AddItemToObject(o, "exclude", sp_json_strv(m->exclude));
         cJSON_AddNumberToObject(o, "max_bytes", (double)m->max_bytes);
         cJSON_AddBoolToObject(o, "follow_symlinks", m->follow_symlinks);
+        cJSON_AddBoolToObject(o, "gitignore", m->gitignore);
         cJSON_AddNumberToObject(o, "files", (double)m->files);
         cJSON_AddNumberToObject(o, "bytes", (double)m->bytes);
         cJSON_AddItemToArray(a, o);
@@ -333,6 +334,7 @@ static int load(sp_sandbox *sb, sp_error **err)
             (const char *const *)json_strv(cJSON_GetObjectItemCaseSensitive(it, "exclude"));
         m->max_bytes = jnum_u64(it, "max_bytes", 0);
         m->follow_symlinks = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(it, "follow_symlinks"));
+        m->gitignore = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(it, "gitignore"));
         m->files = jnum_u64(it, "files", 0);
         m->bytes = jnum_u64(it, "bytes", 0);
     }
@@ -809,6 +811,7 @@ static void record_mounts(sp_sandbox_config *c, const sp_mount *req, size_t n,
         m->exclude = (const char *const *)strv_dup(req[i].exclude);
         m->max_bytes = req[i].max_bytes;
         m->follow_symlinks = req[i].follow_symlinks;
+        m->gitignore = req[i].gitignore;
         m->files = st ? st->files : 0;
         m->bytes = st ? st->bytes : 0;
     }

@@ -159,6 +159,7 @@ typedef struct sp_sandbox_mount {
     const char *const *exclude; /**< NULL-terminated globs; never NULL */
     uint64_t max_bytes;         /**< the cap on what it selects; 0 = none */
     bool follow_symlinks;
+    bool gitignore;        /**< the source's git ignore rules applied */
     uint64_t files, bytes; /**< what it brought in at create */
 } sp_sandbox_mount;
 
