@@ -49,6 +49,14 @@ static const struct cli_optdesc create_opts[] = {
     CLI_CHOICE("seccomp", 0, "PROFILE", CLI_OPT_SECCOMP, "sandpod|podman|unconfined",
                "sandpod (default: Podman's less keyctl and new user namespaces), podman or "
                "unconfined"),
+    CLI_VALUE("setup", 0, "CMD", CLI_OPT_SETUP, CLI_COMP_NONE,
+              "run `sh -c CMD` once after hydration, as the sandbox's user in its workdir "
+              "(repeatable, in order; output on stderr); a failure removes the sandbox"),
+    CLI_FLAG("setup-network", 0, CLI_OPT_SETUP_NETWORK,
+             "network on for the setup commands only (the container is then made anew "
+             "without it; only the workspace keeps what setup wrote)"),
+    CLI_VALUE("setup-timeout", 0, "SECONDS", CLI_OPT_SETUP_TIMEOUT, CLI_COMP_NONE,
+              "deadline of each setup command (default 600)"),
     CLI_OPTS_END,
 };
 
