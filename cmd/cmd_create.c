@@ -404,6 +404,7 @@ int cli_create_option(struct cli_create *c, const char *cmd, int opt, const char
 static void setup_done(void *ud, size_t i, const char *cmd, const struct sp_run_result *r)
 {
     const struct cli_create *c = ud;
+    cli_progress_end(true); /* hydration is over: its line goes first */
     fprintf(stderr, "sandpod: setup %zu/%zu: %s (exit %d%s, %.1f s)\n", i + 1, c->n_setup, cmd,
             r->exit_code, r->timed_out ? ", timed out" : "", (double)r->duration_ms / 1000.0);
     fwrite(r->out, 1, r->out_len, stderr);

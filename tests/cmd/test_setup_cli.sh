@@ -56,6 +56,20 @@ expect 0 "create --json --setup"
 json "stdout stays JSON" "j['ok'] and j['name'] == '$N-j'"
 err_has "to-stderr" "setup output on stderr with --json"
 
+# ------------------------------------------- a mount with gitignore --
+mkdir -p "$SRC/build" "$SRC/lib"
+printf 'build/\n*.log\n' >"$SRC/.gitignore"
+printf '!keep.log\n' >"$SRC/lib/.gitignore"
+touch "$SRC/build/out.o" "$SRC/a.log" "$SRC/lib/keep.log" "$SRC/lib/x.log"
+G=gitignore-$$
+run create --name "$G" --mount "src=$SRC,gitignore" --setup 'find . -type f | sort'
+expect 0 "create --mount src=...,gitignore"
+err_has "./lib/keep.log" "a negated file comes"
+if grep -qE 'out\.o|a\.log|x\.log' "$T/err"; then bad "ignored files stay out: $(cat "$T/err")"; else ok; fi
+run inspect --json "$G"
+json "inspect records gitignore" "j['mounts'][0]['gitignore'] is True"
+rm -rf "$SRC/build" "$SRC/lib" "$SRC/a.log" "$SRC/.gitignore"
+
 # ------------------------------------------------------------- failure --
 F=setupfail-$$
 run create --name "$F" --mount "$SRC" --setup 'echo one > one.txt' \
