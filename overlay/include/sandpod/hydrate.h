@@ -131,7 +131,8 @@ typedef struct sp_mount {
      *  `git status` reads them: every `.gitignore` in the tree (nested ones
      *  apply below their folder, `!` re-includes, a leading or middle `/`
      *  anchors, a trailing `/` matches folders only) and the root's
-     *  `.git/info/exclude`. An ignored folder is not opened, so nothing
+     *  `.git/info/exclude` (not those of folders above host_path, nor the
+     *  user's global excludes). An ignored folder is not opened, so nothing
      *  under it comes back (git's rule too). `.git` itself is kept (git
      *  never ignores it; `exclude=.git` leaves it out). Applied after
      *  `exclude` and before `include`: an entry is copied when no exclude
