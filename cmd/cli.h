@@ -148,6 +148,9 @@ enum {
     CLI_OPT_CAP_ADD,
     CLI_OPT_USERNS,
     CLI_OPT_SECCOMP,
+    CLI_OPT_SETUP,
+    CLI_OPT_SETUP_NETWORK,
+    CLI_OPT_SETUP_TIMEOUT,
 };
 
 /* The --state-root row of cli_group_conn, for a command that takes it alone. */
@@ -203,8 +206,8 @@ struct cli_create {
     sp_mount **parsed; /* each from sp_mount_spec_parse() */
     sp_mount *mounts;  /* shallow copies, contiguous, for opts.mounts */
     size_t n_mounts;
-    const char **roots, **env, **caps, **pass; /* NULL-terminated */
-    size_t n_roots, n_env, n_caps, n_pass;
+    const char **roots, **env, **caps, **pass, **setup; /* NULL-terminated */
+    size_t n_roots, n_env, n_caps, n_pass, n_setup;
     bool json; /* --json: no progress summary line (cmd/progress.h) */
 };
 

@@ -20,7 +20,7 @@ static const struct cli_optdesc create_opts[] = {
     CLI_VALUE("mount", 0, "SPEC", CLI_OPT_MOUNT, CLI_COMP_DIR,
               "copy a host folder into the workspace (repeatable): PATH, or "
               "src=PATH[,dst=DIR] [,include=GLOB]... [,exclude=GLOB]... [,max-bytes=SIZE] "
-              "[,follow-symlinks]"),
+              "[,follow-symlinks] [,gitignore]"),
     CLI_VALUE("allowed-root", 0, "DIR", CLI_OPT_ALLOWED_ROOT, CLI_COMP_DIR,
               "host folder every mount must stay inside (repeatable; default: each mount's own "
               "folder)"),
@@ -49,6 +49,14 @@ static const struct cli_optdesc create_opts[] = {
     CLI_CHOICE("seccomp", 0, "PROFILE", CLI_OPT_SECCOMP, "sandpod|podman|unconfined",
                "sandpod (default: Podman's less keyctl and new user namespaces), podman or "
                "unconfined"),
+    CLI_VALUE("setup", 0, "CMD", CLI_OPT_SETUP, CLI_COMP_NONE,
+              "run `sh -c CMD` once after hydration, as the sandbox's user in its workdir "
+              "(repeatable, in order; output on stderr); a failure removes the sandbox"),
+    CLI_FLAG("setup-network", 0, CLI_OPT_SETUP_NETWORK,
+             "network on for the setup commands only (the container is then made anew "
+             "without it; only the workspace keeps what setup wrote)"),
+    CLI_VALUE("setup-timeout", 0, "SECONDS", CLI_OPT_SETUP_TIMEOUT, CLI_COMP_NONE,
+              "deadline of each setup command (default 600)"),
     CLI_OPTS_END,
 };
 

@@ -242,7 +242,8 @@ int cli_create_init(struct cli_create *c, int argc)
     c->env = calloc(n, sizeof(*c->env));
     c->caps = calloc(n, sizeof(*c->caps));
     c->pass = calloc(n, sizeof(*c->pass));
-    if (!c->parsed || !c->mounts || !c->roots || !c->env || !c->caps || !c->pass) {
+    c->setup = calloc(n, sizeof(*c->setup));
+    if (!c->parsed || !c->mounts || !c->roots || !c->env || !c->caps || !c->pass || !c->setup) {
         cli_create_dispose(c);
         return cli_error("out of memory");
     }
@@ -259,6 +260,7 @@ void cli_create_dispose(struct cli_create *c)
     free(c->env);
     free(c->caps);
     free(c->pass);
+    free(c->setup);
     cli_conn_dispose(&c->conn);
     memset(c, 0, sizeof(*c));
 }
@@ -356,6 +358,17 @@ int cli_create_option(struct cli_create *c, const char *cmd, int opt, const char
     case CLI_OPT_RW_ROOT:
         o->writable_root = true;
         return 1;
+    case CLI_OPT_SETUP:
+        c->setup[c->n_setup++] = arg;
+        return 1;
+    case CLI_OPT_SETUP_NETWORK:
+        o->setup_network = true;
+        return 1;
+    case CLI_OPT_SETUP_TIMEOUT:
+        if (cli_parse_ll(cmd, "--setup-timeout", arg, 1, INT_MAX / 1000, &ll) < 0)
+            return -1;
+        o->setup_timeout_ms = (int)ll * 1000;
+        return 1;
     case CLI_OPT_CAP_ADD:
         c->caps[c->n_caps++] = arg;
         return 1;
@@ -386,6 +399,21 @@ int cli_create_option(struct cli_create *c, const char *cmd, int opt, const char
     }
 }
 
+/* A setup command's output, on stderr: stdout stays the sandbox's name,
+ * its JSON, or a protocol. */
+static void setup_done(void *ud, size_t i, const char *cmd, const struct sp_run_result *r)
+{
+    const struct cli_create *c = ud;
+    cli_progress_end(true); /* hydration is over: its line goes first */
+    fprintf(stderr, "sandpod: setup %zu/%zu: %s (exit %d%s, %.1f s)\n", i + 1, c->n_setup, cmd,
+            r->exit_code, r->timed_out ? ", timed out" : "", (double)r->duration_ms / 1000.0);
+    fwrite(r->out, 1, r->out_len, stderr);
+    fwrite(r->err, 1, r->err_len, stderr);
+    if (r->out_truncated || r->err_truncated)
+        fputs("sandpod: (setup output shortened: its head and tail are shown)\n", stderr);
+    fflush(stderr);
+}
+
 int cli_create_sandbox(sp_sandbox **out, struct cli_create *c, sp_error **err)
 {
     sp_sandbox_opts o = c->opts;
@@ -397,6 +425,13 @@ int cli_create_sandbox(sp_sandbox **out, struct cli_create *c, sp_error **err)
     o.env = c->n_env ? c->env : NULL;
     o.cap_add = c->n_caps ? c->caps : NULL;
     o.env_pass = c->n_pass ? c->pass : NULL;
+    o.setup = c->n_setup ? c->setup : NULL;
+    if (c->n_setup) {
+        o.setup_done = setup_done;
+        o.setup_userdata = c;
+    }
+    if (o.setup_network && !c->n_setup)
+        fputs("sandpod: warning: --setup-network without --setup does nothing\n", stderr);
     if (o.userns == SP_PODMAN_USERNS_HOST)
         fputs("sandpod: warning: --userns host: the workload's uids are host uids (its uid 1000 "
               "is the host account with uid 1000)\n",

@@ -24,13 +24,14 @@ const struct cli_spec cli_spec_inspect = {
                    "shown as KEY=*** (they are often tokens) unless --show-secrets is given.",
     .groups = CLI_GROUPS(
         CLI_OWN(
-            CLI_FLAG("json", 0, 'j',
-                     "print {ok, name, state, running, exit_code, oom_killed, container, "
-                     "image, created_at, workspace, state_dir, mounts: [{host_path, mount_path, "
-                     "include, exclude, max_bytes, follow_symlinks, files, bytes}], config: "
-                     "{workdir, user, env, "
-                     "network, memory_bytes, nano_cpus, pids_limit, tmpfs_bytes, "
-                     "writable_root, cap_add}}"),
+            CLI_FLAG(
+                "json", 0, 'j',
+                "print {ok, name, state, running, exit_code, oom_killed, container, "
+                "image, created_at, workspace, state_dir, mounts: [{host_path, mount_path, "
+                "include, exclude, max_bytes, follow_symlinks, gitignore, files, bytes}], config: "
+                "{workdir, user, env, "
+                "network, memory_bytes, nano_cpus, pids_limit, tmpfs_bytes, "
+                "writable_root, cap_add}}"),
             CLI_FLAG("show-secrets", 0, OPT_SHOW_SECRETS, "show env values as they were given")),
         &cli_group_conn),
     .operands = CLI_OPERANDS({"NAME", CLI_COMP_SANDBOX, NULL}),
@@ -117,6 +118,7 @@ static cJSON *mounts_json(const sp_sandbox *sb)
         cJSON_AddItemToObject(e, "exclude", exc);
         sp_json_add_u64(e, "max_bytes", m[i].max_bytes);
         cJSON_AddBoolToObject(e, "follow_symlinks", m[i].follow_symlinks);
+        cJSON_AddBoolToObject(e, "gitignore", m[i].gitignore);
         sp_json_add_u64(e, "files", m[i].files);
         sp_json_add_u64(e, "bytes", m[i].bytes);
         cJSON_AddItemToArray(a, e);
@@ -164,6 +166,8 @@ static void print_mounts(const cJSON *mounts)
         }
         if (cJSON_IsTrue(get(m, "follow_symlinks")))
             field("", "  follows symlinks into its allowed roots");
+        if (cJSON_IsTrue(get(m, "gitignore")))
+            field("", "  leaves out what its .gitignore files ignore");
     }
     if (!any)
         field("mounts:", "(none recorded)");

@@ -10,6 +10,8 @@
 enum {
     OPT_CREATE = 0x3200,
     OPT_KEEP,
+    OPT_RM,
+    OPT_WITH_DOTENV,
     OPT_VERBOSE,
 };
 
@@ -18,14 +20,17 @@ const struct cli_spec cli_spec_mcp = {
     .fn = cmd_mcp,
     .summary = "Serve the tool suite to an agent over MCP (stdio)",
     .usage = CLI_USAGE("[OPTIONS] NAME", "[OPTIONS] --root DIR [--store DIR] [--fs-mode MODE]",
-                       "[OPTIONS] --create [CREATE OPTIONS] [--keep]"),
+                       "[OPTIONS] --create [CREATE OPTIONS] [--rm] [--with-dotenv]"),
     .description = "Serve the model tool suite to an agent over the Model Context Protocol\n"
                    "(revision " SP_MCP_PROTOCOL_VERSION
                    ", stdio transport: JSON-RPC messages, one per line, on\n"
                    "stdin and stdout; logs on stderr). NAME is an existing sandbox (started when\n"
                    "stopped): every tool. --root DIR serves a bare folder with the filesystem\n"
                    "tools only, no container. --create makes a sandbox for the session, from the\n"
-                   "options of 'sandpod create', and removes it at exit unless --keep.\n"
+                   "options of 'sandpod create'; at exit it is kept and stderr says how to see\n"
+                   "and take the work (sandpod diff, apply, rm), unless --rm. Its mounts leave\n"
+                   "out .env* files (at any depth: secrets the model need not see) unless\n"
+                   "--with-dotenv.\n"
                    "\n"
                    "Register it with an agent, e.g.:\n"
                    "  claude mcp add sandpod -- sandpod mcp --create --mount .",
@@ -33,7 +38,12 @@ const struct cli_spec cli_spec_mcp = {
         &cli_group_tools,
         CLI_OWN(CLI_FLAG("create", 0, OPT_CREATE,
                          "a new sandbox for this session (see CREATE OPTIONS)"),
-                CLI_FLAG("keep", 0, OPT_KEEP, "with --create: keep the sandbox at exit"),
+                CLI_FLAG("rm", 0, OPT_RM, "with --create: remove the sandbox at exit"),
+                CLI_FLAG("keep", 0, OPT_KEEP,
+                         "with --create: keep the sandbox at exit (the default; for older "
+                         "scripts)"),
+                CLI_FLAG("with-dotenv", 0, OPT_WITH_DOTENV,
+                         "with --create: copy .env* files of the mounts too"),
                 CLI_FLAG("verbose", 0, OPT_VERBOSE, "log requests to stderr")),
         CLI_TITLE("CREATE OPTIONS (with --create; --state-root and --url apply to NAME too):"),
         &cli_group_create, &cli_group_conn),
@@ -46,6 +56,29 @@ static bool should_stop(void *ud)
 {
     (void)ud;
     return cli_signal_caught() != 0;
+}
+
+/* Add .env* to the excludes of every mount (the arrays are new: the
+ * parsed mounts keep theirs). NULL when out of memory. */
+static const char ***leave_out_dotenv(struct cli_create *cc)
+{
+    const char ***v = calloc(cc->n_mounts, sizeof(*v));
+    for (size_t i = 0; v && i < cc->n_mounts; i++) {
+        size_t n = 0;
+        while (cc->mounts[i].exclude && cc->mounts[i].exclude[n])
+            n++;
+        if (!(v[i] = calloc(n + 2, sizeof(char *)))) {
+            while (i--)
+                free(v[i]);
+            free(v);
+            return NULL;
+        }
+        for (size_t k = 0; k < n; k++)
+            v[i][k] = cc->mounts[i].exclude[k];
+        v[i][n] = ".env*";
+        cc->mounts[i].exclude = v[i];
+    }
+    return v;
 }
 
 static bool is_conn_option(int opt)
@@ -64,7 +97,9 @@ int cmd_mcp(int argc, char **argv)
         cli_tools_dispose(&tc);
         return rc;
     }
-    bool create = false, keep = false, verbose = false, create_opts = false;
+    bool create = false, keep = false, rm = false, dotenv = false, verbose = false,
+         create_opts = false;
+    const char ***excl = NULL; /* per mount: its excludes plus .env* */
     sp_sandbox *sb = NULL;
     sp_tools *t = NULL;
     bool made = false;
@@ -96,6 +131,12 @@ int cmd_mcp(int argc, char **argv)
         case OPT_KEEP:
             keep = true;
             break;
+        case OPT_RM:
+            rm = true;
+            break;
+        case OPT_WITH_DOTENV:
+            dotenv = true;
+            break;
         case OPT_VERBOSE:
             verbose = true;
             break;
@@ -124,8 +165,16 @@ int cmd_mcp(int argc, char **argv)
         rc = cli_usage("mcp", "sandbox options such as --mount need --create");
         goto done;
     }
-    if (keep && !create) {
-        rc = cli_usage("mcp", "--keep goes with --create");
+    if ((keep || rm || dotenv) && !create) {
+        rc = cli_usage("mcp", "--%s goes with --create", keep ? "keep" : rm ? "rm" : "with-dotenv");
+        goto done;
+    }
+    if (keep && rm) {
+        rc = cli_usage("mcp", "--keep and --rm exclude each other");
+        goto done;
+    }
+    if (!dotenv && cc.n_mounts && !(excl = leave_out_dotenv(&cc))) {
+        rc = cli_error("out of memory");
         goto done;
     }
     if ((rc = cli_tools_check(&tc, "mcp", create || name)) != 0)
@@ -142,7 +191,7 @@ int cmd_mcp(int argc, char **argv)
         }
         made = true;
         fprintf(stderr, "sandpod mcp: created sandbox %s for this session%s\n", sp_sandbox_name(sb),
-                keep ? " (kept at exit)" : " (removed at exit)");
+                rm ? " (removed at exit)" : " (kept at exit)");
     } else if (name) {
         if ((rc = cli_sandbox_open(&sb, name, &cc.conn, false)) != 0)
             goto done;
@@ -182,14 +231,25 @@ int cmd_mcp(int argc, char **argv)
 
 done:
     sp_tools_free(t);
-    if (made && !keep) {
+    if (made && rm) {
         sp_error *e = NULL;
         if (sp_sandbox_remove(sb, false, &e) < 0) {
             cli_sp_error(SP_ERROR, e);
             rc = CLI_EXIT_ERROR;
         }
         sp_error_free(e);
+    } else if (made) {
+        const char *n = sp_sandbox_name(sb);
+        fprintf(stderr,
+                "sandpod mcp: sandbox %s is kept with the session's work:\n"
+                "sandpod mcp:   sandpod diff %s     what changed\n"
+                "sandpod mcp:   sandpod apply %s    bring the changes into the host folder\n"
+                "sandpod mcp:   sandpod rm -f %s    remove it\n",
+                n, n, n, n);
     }
+    for (size_t i = 0; excl && i < cc.n_mounts; i++)
+        free(excl[i]);
+    free(excl);
     sp_sandbox_free(sb);
     cli_create_dispose(&cc);
     cli_tools_dispose(&tc);

@@ -1,6 +1,7 @@
 /* Hydration, phase 1: walk every mount on fds we hold, apply the globs
  * and caps, and merge the mounts into one plan keyed by destination. */
 #include "hydrate_internal.h"
+#include "ignore.h"
 
 /* --------------------------------------------------------------- plan -- */
 
@@ -137,6 +138,7 @@ typedef struct mwalk {
     const sp_mount *m;
     size_t skip; /* strlen of the mount path plus its '/', to get paths relative to the mount */
     sp_globset *excl, *incl;
+    sp_ignore *ig;      /* the source's .gitignore files, with the gitignore option */
     sp_glob **anchored; /* includes with a '/' */
     size_t n_anchored;
     bool any_depth_include;
@@ -345,6 +347,10 @@ static int walk_dir(mwalk *w, int dfd, size_t dir_idx, int root, const char *src
         rc = sp_err_errno(err, errno, "read folder", disp);
         goto done;
     }
+    if (w->ig) {
+        const char *mdir = mrel_of(w, dst_dir);
+        sp_ignore_push(w->ig, NULL, dfd, *mdir ? mdir : ".", depth + 1, &nm);
+    }
     for (size_t i = 0; i < nm.n && rc == 0; i++) {
         const char *name = sp_dirnames_name(&nm, i);
         cleanup_free char *dst = hyd_join(dst_dir, name);
@@ -363,6 +369,10 @@ static int walk_dir(mwalk *w, int dfd, size_t dir_idx, int root, const char *src
             cleanup_free char *disp = hyd_host_display(h, root, src);
             rc = sp_err_errno(err, errno, "stat", disp);
             break;
+        }
+        if (w->ig && sp_ignore_match(w->ig, mrel, S_ISDIR(st.st_mode))) {
+            h->excluded++;
+            continue;
         }
         cleanup_free char *src = hyd_join(src_dir, name);
         cleanup_free char *host = NULL;
@@ -432,6 +442,8 @@ static int walk_dir(mwalk *w, int dfd, size_t dir_idx, int root, const char *src
         }
     }
 done:
+    if (w->ig)
+        sp_ignore_pop_to(w->ig, depth + 1);
     sp_dirnames_dispose(&nm);
     return rc;
 }
@@ -479,6 +491,7 @@ static void mwalk_dispose(mwalk *w)
 {
     sp_globset_free(w->excl);
     sp_globset_free(w->incl);
+    sp_ignore_free(w->ig);
     for (size_t i = 0; i < w->n_anchored; i++)
         sp_glob_free(w->anchored[i]);
     free(w->anchored);
@@ -544,6 +557,8 @@ int hyd_plan_mount(hyd *h, size_t mi, const sp_mount *m, sp_error **err)
     w.m = m;
     const char *dst_root = h->mount_dst[mi];
     w.skip = *dst_root ? strlen(dst_root) + 1 : 0;
+    if (m->gitignore)
+        w.ig = sp_ignore_new_git();
     int rc = compile_globs(&w, err);
     if (rc < 0) {
         sp_err_wrap(err, rc, "mount %s", m->host_path);

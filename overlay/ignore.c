@@ -31,11 +31,19 @@ typedef struct ig_frame {
 struct sp_ignore {
     ig_frame *v;
     size_t n, cap;
+    bool git_only; /* only .gitignore, and .git/info/exclude at the root */
 };
 
 sp_ignore *sp_ignore_new(void)
 {
     return sp_xcalloc(1, sizeof(sp_ignore));
+}
+
+sp_ignore *sp_ignore_new_git(void)
+{
+    sp_ignore *ig = sp_ignore_new();
+    ig->git_only = true;
+    return ig;
 }
 
 static void frame_dispose(ig_frame *f)
@@ -156,7 +164,7 @@ static int open_nofollow(int dfd, const char *path)
 static void read_kind(ig_frame *f, enum ig_kind k, sp_fs *fs, int dfd)
 {
     cleanup_free char *path = sp_path_join(f->dir, ig_files[k]);
-    if (sp_fs_denied(fs, path))
+    if (fs && sp_fs_denied(fs, path))
         return;
     cleanup_close int fd = open_nofollow(dfd, ig_files[k]);
     struct stat st;
@@ -206,8 +214,10 @@ void sp_ignore_push(sp_ignore *ig, sp_fs *fs, int dfd, const char *dir, unsigned
                     const sp_dirnames *names)
 {
     bool want[IG_KINDS], some = false;
-    for (int k = 0; k < IG_KINDS; k++)
-        some |= want[k] = may_exist(names, (enum ig_kind)k);
+    for (int k = 0; k < IG_KINDS; k++) {
+        bool git_kind = k == IG_GITIGNORE || (k == IG_EXCLUDE && strcmp(dir, ".") == 0);
+        some |= want[k] = (!ig->git_only || git_kind) && may_exist(names, (enum ig_kind)k);
+    }
     if (!some)
         return;
     ig_frame f = {.dir = sp_xstrdup(dir), .depth = depth};

@@ -13,13 +13,17 @@
 typedef struct sp_ignore sp_ignore;
 
 sp_ignore *sp_ignore_new(void);
+/* git's own set (as `git status` reads them): .gitignore files only, plus
+ * .git/info/exclude of the root folder ("."). */
+sp_ignore *sp_ignore_new_git(void);
 void sp_ignore_free(sp_ignore *ig);
 
 /* Read the ignore files of folder `dfd` (at `dir`, relative to the root)
  * and push them as a frame for the entries deeper than `depth` (0 for the
  * folders at and above the walk's base). `names`, when known, are the
  * folder's names: files it lacks are not even tried. Unreadable, denied,
- * oversized or symlinked ignore files count as absent. */
+ * oversized or symlinked ignore files count as absent. `fs` may be NULL
+ * (no deny list). */
 void sp_ignore_push(sp_ignore *ig, sp_fs *fs, int dfd, const char *dir, unsigned depth,
                     const struct sp_dirnames *names);
 

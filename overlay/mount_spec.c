@@ -28,14 +28,37 @@ static bool starts_key(const char *s, const char *key)
     return strncmp(s, key, n) == 0 && s[n] == '=';
 }
 
+static bool starts_flag(const char *s, const char *flag)
+{
+    size_t n = strlen(flag);
+    return strncmp(s, flag, n) == 0 && (s[n] == '\0' || s[n] == ',' || s[n] == '=');
+}
+
 static bool is_kv_spec(const char *s)
 {
     static const char *const keys[] = {"src", "dst", "include", "exclude", "max-bytes"};
     for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
         if (starts_key(s, keys[i]))
             return true;
-    size_t n = strlen("follow-symlinks");
-    return strncmp(s, "follow-symlinks", n) == 0 && (s[n] == '\0' || s[n] == ',' || s[n] == '=');
+    return starts_flag(s, "follow-symlinks") || starts_flag(s, "gitignore");
+}
+
+/* A flag item: bare, or =true|yes|1, or =false|no|0. Once per spec. */
+static int parse_flag(bool *out, bool *seen, const char *key, const char *item, size_t len,
+                      const char *val, size_t vlen, const char *spec, sp_error **err)
+{
+    if (*seen)
+        return sp_err_set(err, SP_EINVAL, 0, "mount spec repeats %s: %s", key, spec);
+    *seen = true;
+#define IS(w) (vlen == strlen(w) && strncmp(val, w, vlen) == 0)
+    if (!val || IS("true") || IS("yes") || IS("1"))
+        *out = true;
+    else if (IS("false") || IS("no") || IS("0"))
+        *out = false;
+    else
+        return sp_err_set(err, SP_EINVAL, 0, "%s takes true or false: %.*s", key, (int)len, item);
+#undef IS
+    return 0;
 }
 
 /* `\,` -> `,` and `\\` -> `\`; other backslashes stay. */
@@ -97,7 +120,7 @@ int sp_mount_spec_parse(sp_mount **out, const char *spec, sp_error **err)
         o->host = sp_xstrdup(spec);
         goto done;
     }
-    bool have_max = false, have_follow = false;
+    bool have_max = false, have_follow = false, have_gitignore = false;
     const char *p = spec;
     while (rc == 0) {
         /* One item: up to a ',' outside braces and not escaped. */
@@ -124,19 +147,11 @@ int sp_mount_spec_parse(sp_mount **out, const char *spec, sp_error **err)
         if (len == 0) {
             rc = sp_err_set(err, SP_EINVAL, 0, "mount spec has an empty item: %s", spec);
         } else if (KEY("follow-symlinks")) {
-            if (have_follow) {
-                rc = sp_err_set(err, SP_EINVAL, 0, "mount spec repeats follow-symlinks: %s", spec);
-            } else if (!val || (vlen == 4 && strncmp(val, "true", 4) == 0) ||
-                       (vlen == 3 && strncmp(val, "yes", 3) == 0) || (vlen == 1 && val[0] == '1')) {
-                o->m.follow_symlinks = true;
-            } else if ((vlen == 5 && strncmp(val, "false", 5) == 0) ||
-                       (vlen == 2 && strncmp(val, "no", 2) == 0) || (vlen == 1 && val[0] == '0')) {
-                o->m.follow_symlinks = false;
-            } else {
-                rc = sp_err_set(err, SP_EINVAL, 0, "follow-symlinks takes true or false: %.*s",
-                                (int)len, p);
-            }
-            have_follow = true;
+            rc = parse_flag(&o->m.follow_symlinks, &have_follow, "follow-symlinks", p, len, val,
+                            vlen, spec, err);
+        } else if (KEY("gitignore")) {
+            rc = parse_flag(&o->m.gitignore, &have_gitignore, "gitignore", p, len, val, vlen, spec,
+                            err);
         } else if (!val) {
             rc =
                 sp_err_set(err, SP_EINVAL, 0, "mount spec item needs KEY=VALUE: %.*s", (int)len, p);
@@ -169,7 +184,7 @@ int sp_mount_spec_parse(sp_mount **out, const char *spec, sp_error **err)
         } else {
             rc = sp_err_set(err, SP_EINVAL, 0,
                             "unknown mount spec key '%.*s' (keys: src, dst, include, exclude, "
-                            "max-bytes, follow-symlinks)",
+                            "max-bytes, follow-symlinks, gitignore)",
                             (int)klen, p);
         }
 #undef KEY

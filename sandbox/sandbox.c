@@ -150,6 +150,7 @@ static cJSON *mounts_json(const sp_sandbox_config *c)
         cJSON_AddItemToObject(o, "exclude", sp_json_strv(m->exclude));
         cJSON_AddNumberToObject(o, "max_bytes", (double)m->max_bytes);
         cJSON_AddBoolToObject(o, "follow_symlinks", m->follow_symlinks);
+        cJSON_AddBoolToObject(o, "gitignore", m->gitignore);
         cJSON_AddNumberToObject(o, "files", (double)m->files);
         cJSON_AddNumberToObject(o, "bytes", (double)m->bytes);
         cJSON_AddItemToArray(a, o);
@@ -334,6 +335,7 @@ static int load(sp_sandbox *sb, sp_error **err)
             (const char *const *)json_strv(cJSON_GetObjectItemCaseSensitive(it, "exclude"));
         m->max_bytes = jnum_u64(it, "max_bytes", 0);
         m->follow_symlinks = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(it, "follow_symlinks"));
+        m->gitignore = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(it, "gitignore"));
         m->files = jnum_u64(it, "files", 0);
         m->bytes = jnum_u64(it, "bytes", 0);
     }
@@ -779,6 +781,72 @@ static int create_container(sp_sandbox *sb, sp_error **err)
     return start_and_hand_over(sb, p, err);
 }
 
+/* Setup output kept per stream, head and tail; the error quotes its tail,
+ * on one line (its lines joined with "; "). */
+#define SETUP_MAX_BYTES ((size_t)64 << 10)
+#define SETUP_ERR_TAIL  1000
+
+static void add_tail(sp_buf *b, const char *what, const char *s, size_t len)
+{
+    while (len && (s[len - 1] == '\n' || s[len - 1] == '\r'))
+        len--;
+    if (!len)
+        return;
+    size_t from = len > SETUP_ERR_TAIL ? len - SETUP_ERR_TAIL : 0;
+    sp_buf_printf(b, "; %s%s: ", what, from ? " ends" : "");
+    for (size_t i = from; i < len; i++) {
+        if (s[i] == '\n')
+            sp_buf_adds(b, "; ");
+        else if (s[i] != '\r')
+            sp_buf_addc(b, s[i]);
+    }
+}
+
+/* Make the container and run the setup commands in it (see
+ * sp_sandbox_opts.setup). With setup_network on a sandbox without network,
+ * the container is made with the default network for setup and remade
+ * without it after. */
+static int create_and_set_up(sp_sandbox *sb, const sp_sandbox_opts *o, sp_error **err)
+{
+    sp_sandbox_config *c = &sb->cfg;
+    bool any = o->setup && o->setup[0];
+    sp_podman_network want = c->network;
+    bool lend = any && o->setup_network && want == SP_PODMAN_NET_NONE;
+    if (lend)
+        c->network = SP_PODMAN_NET_DEFAULT;
+    int r = create_container(sb, err);
+    c->network = want;
+    for (size_t i = 0; r == 0 && any && o->setup[i]; i++) {
+        sp_run_opts ro = SP_RUN_OPTS_INIT;
+        ro.timeout_ms = o->setup_timeout_ms ? o->setup_timeout_ms : 600000;
+        ro.max_bytes = SETUP_MAX_BYTES;
+        ro.max_lines = SIZE_MAX;
+        sp_run_result *res = NULL;
+        if ((r = sp_sandbox_shell(&res, sb, o->setup[i], &ro, err)) < 0) {
+            r = sp_err_wrap(err, r, "setup command %zu (%s)", i + 1, o->setup[i]);
+            break;
+        }
+        if (o->setup_done)
+            o->setup_done(o->setup_userdata, i, o->setup[i], res);
+        if (res->exit_code != 0 || res->timed_out) {
+            sp_buf b = SP_BUF_INIT;
+            if (res->timed_out)
+                sp_buf_printf(&b, "timed out after %d s", ro.timeout_ms / 1000);
+            else
+                sp_buf_printf(&b, "exited with code %d", res->exit_code);
+            add_tail(&b, "stdout", res->out, res->out_len);
+            add_tail(&b, "stderr", res->err, res->err_len);
+            r = sp_err_set(err, res->timed_out ? SP_ETIMEOUT : SP_ERROR, 0,
+                           "setup command %zu (%s) %.*s", i + 1, o->setup[i], (int)b.len, b.data);
+            sp_buf_dispose(&b);
+        }
+        sp_run_result_free(res);
+    }
+    if (r == 0 && lend)
+        r = create_container(sb, err);
+    return r;
+}
+
 static char *now_rfc3339(void)
 {
     char buf[64];
@@ -790,6 +858,7 @@ static char *now_rfc3339(void)
 }
 
 static int rm_tree(const char *path, sp_error **err);
+static int rm_state_dir(sp_sandbox *sb, sp_error **err);
 
 /* The last step of create, after hydration (and anything else that
  * prepares the workspace): snapshot the workspace as it was handed to the
@@ -825,6 +894,7 @@ static void record_mounts(sp_sandbox_config *c, const sp_mount *req, size_t n,
         m->exclude = (const char *const *)strv_dup(req[i].exclude);
         m->max_bytes = req[i].max_bytes;
         m->follow_symlinks = req[i].follow_symlinks;
+        m->gitignore = req[i].gitignore;
         m->files = st ? st->files : 0;
         m->bytes = st ? st->bytes : 0;
     }
@@ -918,7 +988,7 @@ int sp_sandbox_create(sp_sandbox **out, const sp_sandbox_opts *opts, sp_error **
     }
     if ((r = sp_sandbox_save(sb, err)) < 0)
         goto fail;
-    if ((r = create_container(sb, err)) < 0)
+    if ((r = create_and_set_up(sb, &o, err)) < 0)
         goto fail;
     if ((r = sp_sandbox_save(sb, err)) < 0)
         goto fail;
@@ -932,7 +1002,7 @@ fail:
     if (sb->container_id && sb->podman)
         sp_podman_container_delete(sb->podman, sb->container_id, true, true, NULL);
     sp_sandbox_unlock(sb);
-    rm_tree(sb->state_dir, NULL);
+    rm_state_dir(sb, NULL);
     sp_sandbox_free(sb);
     return r;
 }
@@ -1143,6 +1213,22 @@ static int rm_tree(const char *path, sp_error **err)
     return sp_tree_remove(pfd, slash + 1, 0, err);
 }
 
+/* Rootless: what the workload made as another container id (a subuid)
+ * only goes from inside the caller's user namespace. */
+static int rm_state_dir(sp_sandbox *sb, sp_error **err)
+{
+    sp_error *first = NULL;
+    int r = rm_tree(sb->state_dir, &first);
+    if (r < 0 && sb->cfg.rootless && geteuid() != 0 &&
+        sp_podman_unshare_remove(sb->state_dir, NULL) == 0)
+        r = 0;
+    if (r < 0 && err)
+        *err = first;
+    else
+        sp_error_free(first);
+    return r;
+}
+
 int sp_sandbox_remove(sp_sandbox *sb, bool keep_workspace, sp_error **err)
 {
     int r = sp_sandbox_lock(sb, err);
@@ -1194,17 +1280,7 @@ int sp_sandbox_remove(sp_sandbox *sb, bool keep_workspace, sp_error **err)
     cleanup_free char *js = sp_xasprintf("%s/sandbox.json", sb->state_dir);
     if (unlink(js) < 0 && errno != ENOENT)
         return sp_err_errno(err, errno, "remove", js);
-    /* Rootless: what the workload made as another container id (a subuid)
-     * only goes from inside the caller's user namespace. */
-    sp_error *first = NULL;
-    if ((r = rm_tree(sb->state_dir, &first)) < 0 && sb->cfg.rootless && geteuid() != 0 &&
-        sp_podman_unshare_remove(sb->state_dir, NULL) == 0)
-        r = 0;
-    if (r < 0 && err)
-        *err = first;
-    else
-        sp_error_free(first);
-    if (r < 0) {
+    if ((r = rm_state_dir(sb, err)) < 0) {
         /* The name is taken until its folder is gone: move what is left
          * aside, so that it can be made anew and cleaned up later. */
         cleanup_free char *aside =

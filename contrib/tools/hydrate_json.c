@@ -25,7 +25,8 @@ cJSON *sp_json_mount(const sp_mount *m)
               sp_json_add(o, "include", sp_json_strv_map(m->include, sp_json_string)) &&
               sp_json_add(o, "exclude", sp_json_strv_map(m->exclude, sp_json_string)) &&
               sp_json_add_u64(o, "max_bytes", m->max_bytes) &&
-              cJSON_AddBoolToObject(o, "follow_symlinks", m->follow_symlinks);
+              cJSON_AddBoolToObject(o, "follow_symlinks", m->follow_symlinks) &&
+              cJSON_AddBoolToObject(o, "gitignore", m->gitignore);
     return sp_json_finish(o, ok);
 }
 

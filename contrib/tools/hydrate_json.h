@@ -21,7 +21,8 @@ extern "C" {
 #endif
 
 /**
- * `{src, dst, include: [..], exclude: [..], max_bytes, follow_symlinks}`:
+ * `{src, dst, include: [..], exclude: [..], max_bytes, follow_symlinks,
+ * gitignore}`:
  * a mount as given (dst "." for the workspace root, max_bytes 0 = no cap).
  */
 cJSON *sp_json_mount(const sp_mount *m);

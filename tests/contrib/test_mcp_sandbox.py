@@ -4,7 +4,8 @@ drives a sandbox end to end. Shell calls (exit codes, stderr, timeouts),
 files written by tools seen by commands and the reverse, cancellation of
 `sleep 100` (the command must be gone afterwards), progress notifications,
 exec_command / write_stdin sessions, snapshots and restore, the events
-file, and removal of the sandbox at exit (and --keep).
+file, removal of the sandbox at exit with --rm (kept by default, with a hint on
+stderr), and .env* files left out of the mounts unless --with-dotenv.
 
 Usage: test_mcp_sandbox.py PATH/TO/sandpod
 Exits 77 (skip) without Podman, unless CI=true. Prints 'N passed, M failed'."""
@@ -45,6 +46,9 @@ os.makedirs(home)
 os.makedirs(os.path.join(src, "pkg"))
 with open(os.path.join(src, "pkg", "data.txt"), "w") as f:
     f.write("from the host\n")
+for envf in [".env", ".env.local", os.path.join("pkg", ".env")]:
+    with open(os.path.join(src, envf), "w") as f:
+        f.write("SECRET=1\n")
 env = dict(os.environ, SANDPOD_HOME=home)
 name = "mcp-test-%d" % os.getpid()
 
@@ -72,7 +76,7 @@ def cleanup():
     shutil.rmtree(tmp, ignore_errors=True)
 
 
-s = Server([SP, "mcp", "--create", "--name", name, "--mount", src], env=env)
+s = Server([SP, "mcp", "--create", "--rm", "--name", name, "--mount", src], env=env)
 try:
     r = s.initialize()
     if r is None:
@@ -83,6 +87,12 @@ try:
         c.check("initialize", False, err)
         raise SystemExit
     c.check("initialize", "result" in r, r)
+    ws = os.path.join(home, "sandboxes", name, "workspace")
+    c.check(".env* files are left out of the mount by default",
+            os.path.exists(os.path.join(ws, "pkg", "data.txt")) and
+            not any(os.path.exists(os.path.join(ws, e))
+                    for e in [".env", ".env.local", os.path.join("pkg", ".env")]),
+            sorted(os.listdir(ws)))
     r = s.request("tools/list")
     names = [t["name"] for t in r["result"]["tools"]]
     for n in ["shell", "exec_command", "write_stdin", "snapshot", "restore", "list_snapshots",
@@ -273,14 +283,31 @@ try:
     c.check("the sandbox exists while serving", name in sandboxes(), sandboxes())
     rc = s.close(120)
     c.check("exits 0 at the end of input", rc == 0, s.stderr_text())
-    c.check("--create removes the sandbox at exit", name not in sandboxes(), sandboxes())
+    c.check("--create --rm removes the sandbox at exit", name not in sandboxes(), sandboxes())
 
-    # --keep leaves it, and `sandpod mcp NAME` serves it again.
-    k = Server([SP, "mcp", "--create", "--name", name + "-k", "--keep"], env=env)
+    # By default the sandbox stays, and stderr says how to get the work;
+    # --with-dotenv copies .env files; `sandpod mcp NAME` serves it again.
+    k = Server([SP, "mcp", "--create", "--name", name + "-k", "--mount", src, "--with-dotenv"],
+               env=env)
     k.initialize()
     k.call("write_file", {"path": "kept.txt", "content": "kept\n"})
     k.close(120)
-    c.check("--keep keeps the sandbox", name + "-k" in sandboxes(), sandboxes())
+    c.check("--create keeps the sandbox by default", name + "-k" in sandboxes(), sandboxes())
+    hint = k.stderr_text()
+    c.check("at exit stderr says how to get the work",
+            all(("sandpod %s %s" % (v, name + "-k")) in hint for v in ["diff", "apply", "rm -f"]),
+            hint)
+    kws = os.path.join(home, "sandboxes", name + "-k", "workspace")
+    c.check("--with-dotenv copies .env files",
+            os.path.exists(os.path.join(kws, ".env")) and
+            os.path.exists(os.path.join(kws, "pkg", ".env")), sorted(os.listdir(kws)))
+    for bad in [["mcp", "--rm", name + "-k"], ["mcp", "--create", "--keep", "--rm"],
+                ["mcp", "--with-dotenv", "--root", tmp]]:
+        p = subprocess.run([SP] + bad, env=env, stdin=subprocess.DEVNULL,
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        c.check("usage error: " + " ".join(bad),
+                p.returncode == 2 and p.stderr.startswith("sandpod") and not p.stdout,
+                (p.returncode, p.stderr))
     n = Server([SP, "mcp", name + "-k"], env=env)
     n.initialize()
     r = n.call("shell", {"command": "cat kept.txt"})

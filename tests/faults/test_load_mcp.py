@@ -128,7 +128,7 @@ def cleanup():
     shutil.rmtree(tmp, ignore_errors=True)
 
 
-s = Server([SP, "mcp", "--create", "--name", name], env=env)
+s = Server([SP, "mcp", "--create", "--rm", "--name", name], env=env)
 cid = None
 try:
     r = s.initialize()

@@ -234,7 +234,7 @@ static void test_copy_keeps_metadata(void **state)
     free(ro);
     set_mtime(f->src, "ro", 1500000000);
 
-    sp_mount m = {f->src, NULL, NULL, NULL, 0, false};
+    sp_mount m = {f->src, NULL, NULL, NULL, 0, false, false};
     sp_hydrate_result *r = NULL;
     OK(hydrate(&r, f->ws, &m, 1, NULL, &e_));
     /* Before anything reads the copy and moves its atime. */
@@ -327,7 +327,7 @@ static void test_globs(void **state)
 
     /* Excludes: `**` and any-depth patterns; excluded folders are not walked. */
     const char *exc[] = {"**/node_modules", "*.o", NULL};
-    sp_mount m = {f->src, NULL, NULL, exc, 0, false};
+    sp_mount m = {f->src, NULL, NULL, exc, 0, false, false};
     struct seen s = {{NULL, 0, 0}, 0, 0, 0, 0};
     sp_hydrate_opts o = SP_HYDRATE_OPTS_INIT;
     o.progress = record;
@@ -357,7 +357,7 @@ static void test_globs(void **state)
     tu_mkdir(f->root, "ws");
     const char *inc[] = {"*.md", "src/**/*.c", "src/emptydir", NULL};
     const char *exc2[] = {"node_modules", NULL};
-    sp_mount m2 = {f->src, NULL, inc, exc2, 0, false};
+    sp_mount m2 = {f->src, NULL, inc, exc2, 0, false, false};
     s = (struct seen){{NULL, 0, 0}, 0, 0, 0, 0};
     OK(hydrate(&r, f->ws, &m2, 1, &o, &e_));
     char *l = listing(f->ws);
@@ -381,7 +381,7 @@ static void test_globs(void **state)
     tu_rmtree(f->ws);
     tu_mkdir(f->root, "ws");
     const char *inc3[] = {"src/sub/*.c", NULL};
-    sp_mount m3 = {f->src, NULL, inc3, NULL, 0, false};
+    sp_mount m3 = {f->src, NULL, inc3, NULL, 0, false, false};
     s = (struct seen){{NULL, 0, 0}, 0, 0, 0, 0};
     OK(hydrate(&r, f->ws, &m3, 1, &o, &e_));
     for (size_t i = 0; i < s.scanned.n; i++)
@@ -396,7 +396,7 @@ static void test_globs(void **state)
 
     /* A bad glob is refused before anything happens. */
     const char *bad[] = {"[oops", NULL};
-    sp_mount m4 = {f->src, NULL, NULL, bad, 0, false};
+    sp_mount m4 = {f->src, NULL, NULL, bad, 0, false, false};
     sp_error *err = NULL;
     EXPECT(hydrate(NULL, f->ws, &m4, 1, NULL, &err), SP_EINVAL, "exclude");
     assert_no_staging(f);
@@ -409,7 +409,7 @@ static void test_mount_path(void **state)
     char *src_mode = tu_join(f->src, "");
     chmod(f->src, 0750);
     free(src_mode);
-    sp_mount m = {f->src, "/workspace/vendor/lib/", NULL, NULL, 0, false};
+    sp_mount m = {f->src, "/workspace/vendor/lib/", NULL, NULL, 0, false, false};
     sp_hydrate_result *r = NULL;
     OK(hydrate(&r, f->ws, &m, 1, NULL, &e_));
     assert_content(f->ws, "vendor/lib/a.txt", "a\n");
@@ -429,7 +429,7 @@ static void test_dst_escape(void **state)
     char *before = listing(f->root);
     const char *bad[] = {"../x", "a/../../x", "/etc", "/workspace/../x"};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-        sp_mount m = {f->src, bad[i], NULL, NULL, 0, false};
+        sp_mount m = {f->src, bad[i], NULL, NULL, 0, false, false};
         sp_error *err = NULL;
         EXPECT(hydrate(NULL, f->ws, &m, 1, NULL, &err), SP_EESCAPE, NULL);
     }
@@ -456,7 +456,7 @@ static void test_outside_allowed_roots(void **state)
     o.allowed_roots = roots;
     sp_error *err = NULL;
 
-    sp_mount m = {f->out, NULL, NULL, NULL, 0, false};
+    sp_mount m = {f->out, NULL, NULL, NULL, 0, false, false};
     EXPECT(hydrate(NULL, f->ws, &m, 1, &o, &err), SP_EESCAPE, "outside the allowed roots");
     err = NULL;
     m.host_path = via_link;
@@ -485,7 +485,7 @@ static void test_missing_mount(void **state)
 {
     struct fx *f = *state;
     char *missing = tu_join(f->root, "nope");
-    sp_mount m = {missing, NULL, NULL, NULL, 0, false};
+    sp_mount m = {missing, NULL, NULL, NULL, 0, false, false};
     sp_error *err = NULL;
     EXPECT(hydrate(NULL, f->ws, &m, 1, NULL, &err), SP_ENOTFOUND, "nope");
     char *file = tu_join(f->out, "secret");
@@ -527,7 +527,7 @@ static void test_symlink_outside(void **state)
     tu_symlink("..", f->src, "sub/up");
 
     /* Without follow_symlinks: links are copied verbatim, never followed. */
-    sp_mount m = {f->src, NULL, NULL, NULL, 0, false};
+    sp_mount m = {f->src, NULL, NULL, NULL, 0, false, false};
     sp_hydrate_result *r = NULL;
     OK(hydrate(&r, f->ws, &m, 1, NULL, &e_));
     assert_true(S_ISLNK(lstat_of(f->ws, "to-secret").st_mode));
@@ -600,7 +600,7 @@ static void test_cap_exceeded(void **state)
     tu_write(f->ws, "existing", "e\n", 0644);
     char *before = listing(f->ws);
 
-    sp_mount m = {f->src, NULL, NULL, NULL, 5000, false};
+    sp_mount m = {f->src, NULL, NULL, NULL, 5000, false, false};
     sp_error *err = NULL;
     EXPECT(hydrate(NULL, f->ws, &m, 1, NULL, &err), SP_ETOOBIG, "9000 bytes");
     err = NULL;
@@ -647,7 +647,7 @@ static int run_unprivileged(struct fx *f, int (*fn)(struct fx *f))
 
 static int child_unreadable_file(struct fx *f)
 {
-    sp_mount m = {f->src, NULL, NULL, NULL, 0, false};
+    sp_mount m = {f->src, NULL, NULL, NULL, 0, false, false};
     sp_error *err = NULL;
     int rc = sp_hydrate(NULL, f->ws, &m, 1, NULL, &err);
     if (rc != SP_EDENIED)
@@ -662,7 +662,7 @@ static int child_unreadable_file(struct fx *f)
 
 static int child_unreadable_dir(struct fx *f)
 {
-    sp_mount m = {f->src, NULL, NULL, NULL, 0, false};
+    sp_mount m = {f->src, NULL, NULL, NULL, 0, false, false};
     sp_error *err = NULL;
     int rc = sp_hydrate(NULL, f->ws, &m, 1, NULL, &err);
     if (rc != SP_EDENIED)
@@ -739,7 +739,7 @@ static void test_vanished_folder(void **state)
     }
     tu_write(f->ws, "existing", "e\n", 0644);
     char *before = listing(f->ws);
-    sp_mount m = {f->src, NULL, NULL, NULL, 0, false};
+    sp_mount m = {f->src, NULL, NULL, NULL, 0, false, false};
     sp_hydrate_opts o = SP_HYDRATE_OPTS_INIT;
     o.progress = vanish;
     o.progress_userdata = f;
@@ -772,7 +772,8 @@ static void test_overlap(void **state)
     tu_write(src2, "conf/in", "dir in two\n", 0644);
     tu_write(src2, "tree", "now a file\n", 0644);
 
-    sp_mount m[2] = {{f->src, NULL, NULL, NULL, 0, false}, {src2, NULL, NULL, NULL, 0, false}};
+    sp_mount m[2] = {{f->src, NULL, NULL, NULL, 0, false, false},
+                     {src2, NULL, NULL, NULL, 0, false, false}};
     sp_hydrate_result *r = NULL;
     OK(hydrate(&r, f->ws, m, 2, NULL, &e_));
     assert_content(f->ws, "README.md", "from two\n");
@@ -824,7 +825,7 @@ static void test_existing_workspace(void **state)
      * replaced, never written through. */
     tu_symlink(f->out, f->ws, "evil");
 
-    sp_mount m = {f->src, NULL, NULL, NULL, 0, false};
+    sp_mount m = {f->src, NULL, NULL, NULL, 0, false, false};
     sp_hydrate_result *r = NULL;
     OK(hydrate(&r, f->ws, &m, 1, NULL, &e_));
     assert_content(f->ws, "README.md", "new\n");
@@ -858,7 +859,7 @@ static void test_commit_rollback(void **state)
     tu_write(f->ws, "dir/a", "old a\n", 0644);
     tu_write(f->ws, "keep", "k\n", 0644);
     char *before = listing(f->ws);
-    sp_mount m = {f->src, NULL, NULL, NULL, 0, false};
+    sp_mount m = {f->src, NULL, NULL, NULL, 0, false, false};
     for (int k = 1; k <= 9; k++) {
         sp_hydrate_test_fail_commit = k;
         sp_error *err = NULL;
@@ -893,7 +894,7 @@ static void test_special_and_hardlinks(void **state)
     free(a);
     free(b);
 
-    sp_mount m = {f->src, NULL, NULL, NULL, 0, false};
+    sp_mount m = {f->src, NULL, NULL, NULL, 0, false, false};
     sp_hydrate_result *r = NULL;
     OK(hydrate(&r, f->ws, &m, 1, NULL, &e_));
     assert_false(tu_exists(f->ws, "fifo"));
@@ -925,7 +926,7 @@ static void test_ten_thousand_files(void **state)
             tu_write(f->src, rel, content, i % 7 ? 0644 : 0755);
         }
     }
-    sp_mount m = {f->src, NULL, NULL, NULL, 0, false};
+    sp_mount m = {f->src, NULL, NULL, NULL, 0, false, false};
     sp_hydrate_result *r = NULL;
     int64_t t0 = sp_now_ms();
     OK(hydrate(&r, f->ws, &m, 1, NULL, &e_));
@@ -961,7 +962,7 @@ static void test_sparse_gib(void **state)
     if ((off_t)sst.st_blocks * 512 >= size)
         skip(); /* this filesystem keeps no holes */
 
-    sp_mount m = {f->src, NULL, NULL, NULL, 0, false};
+    sp_mount m = {f->src, NULL, NULL, NULL, 0, false, false};
     sp_hydrate_result *r = NULL;
     int64_t t0 = sp_now_ms();
     OK(hydrate(&r, f->ws, &m, 1, NULL, &e_));
@@ -1008,7 +1009,7 @@ static int child_cross_device(struct fx *f)
     cleanup_free char *sub = tu_join(f->ws, "sub");
     if (mount("tmpfs", sub, "tmpfs", 0, "size=1m") < 0)
         return 77;
-    sp_mount m = {f->src, NULL, NULL, NULL, 0, false};
+    sp_mount m = {f->src, NULL, NULL, NULL, 0, false, false};
     sp_error *err = NULL;
     int rc = sp_hydrate(NULL, f->ws, &m, 1, NULL, &err);
     int ret = 0;
@@ -1052,7 +1053,7 @@ static void test_workspace_inside_mount(void **state)
     tu_write(f->src, "a", "a\n", 0644);
     tu_write(f->ws, "old", "o\n", 0644);
     /* Mount the folder that holds the workspace: it is not copied into itself. */
-    sp_mount m = {f->root, NULL, NULL, NULL, 0, false};
+    sp_mount m = {f->root, NULL, NULL, NULL, 0, false, false};
     sp_hydrate_result *r = NULL;
     OK(hydrate(&r, f->ws, &m, 1, NULL, &e_));
     assert_content(f->ws, "src/a", "a\n");
@@ -1111,6 +1112,13 @@ static void test_spec_parse(void **state)
     }
     OK(sp_mount_spec_parse(&m, "follow-symlinks=false,src=x", &e_));
     assert_false(m->follow_symlinks);
+    assert_false(m->gitignore);
+    sp_mount_free(m);
+    OK(sp_mount_spec_parse(&m, "gitignore,src=x", &e_));
+    assert_true(m->gitignore);
+    sp_mount_free(m);
+    OK(sp_mount_spec_parse(&m, "src=x,gitignore=no", &e_));
+    assert_false(m->gitignore);
     sp_mount_free(m);
 
     static const struct {
@@ -1128,6 +1136,8 @@ static void test_spec_parse(void **state)
         {"src=a,max-bytes=99999999999999999999", "max-bytes"},
         {"src=a,max-bytes=20000000000000000T", "max-bytes"},
         {"src=a,follow-symlinks=maybe", "follow-symlinks"},
+        {"src=a,gitignore=maybe", "gitignore takes true or false"},
+        {"src=a,gitignore,gitignore=false", "repeats gitignore"},
         {"src=a,dst", "KEY=VALUE"},
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
@@ -1212,6 +1222,216 @@ static void test_state_root(void **state)
     free(home);
 }
 
+/* ------------------------------------------------------ gitignore -- */
+
+/* Run git in `dir` with no user configuration; stdout to `out` (or
+ * nowhere). Returns its exit status. */
+static int git_in(const char *dir, const char *out, const char *a1, const char *a2, const char *a3,
+                  const char *a4)
+{
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        int fd = open(out ? out : "/dev/null", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
+        if (fd < 0 || null < 0 || dup2(fd, 1) < 0 || dup2(null, 2) < 0 || chdir(dir) < 0)
+            _exit(126);
+        clearenv();
+        setenv("PATH", "/usr/local/bin:/usr/bin:/bin", 1);
+        setenv("HOME", dir, 1);
+        setenv("GIT_CONFIG_NOSYSTEM", "1", 1);
+        execlp("git", "git", a1, a2, a3, a4, (char *)NULL);
+        _exit(127);
+    }
+    int st = 0;
+    while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+        ;
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+}
+
+/* The files (and symlinks) below dir, relative to it, sorted, one a line;
+ * `.git` left out. */
+static int file_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)flag;
+    (void)ftw;
+    const char *rel = path + listing_skip;
+    if (strlen(path) <= listing_skip || S_ISDIR(st->st_mode) || strncmp(rel, ".git/", 5) == 0)
+        return 0;
+    sp_strv_push(&listing_v, sp_xasprintf("%s\n", rel));
+    return 0;
+}
+
+static char *file_list(const char *dir)
+{
+    listing_v = (sp_strv){NULL, 0, 0};
+    listing_skip = strlen(dir) + 1;
+    assert_int_equal(nftw(dir, file_one, 64, FTW_PHYS), 0);
+    if (listing_v.n)
+        qsort(listing_v.v, listing_v.n, sizeof(char *), cmp_str);
+    sp_buf b = SP_BUF_INIT;
+    sp_buf_add(&b, "", 0);
+    for (size_t i = 0; i < listing_v.n; i++)
+        sp_buf_adds(&b, listing_v.v[i]);
+    sp_strv_dispose(&listing_v);
+    return sp_buf_steal(&b);
+}
+
+/* Lines of a file, sorted, as one string. */
+static char *sorted_lines(const char *dir, const char *rel)
+{
+    size_t len = 0;
+    char *c = tu_read(dir, rel, &len);
+    assert_non_null(c);
+    sp_strv v = {NULL, 0, 0};
+    for (char *line = strtok(c, "\n"); line; line = strtok(NULL, "\n"))
+        sp_strv_push(&v, sp_xstrdup(line));
+    if (v.n)
+        qsort(v.v, v.n, sizeof(char *), cmp_str);
+    sp_buf b = SP_BUF_INIT;
+    sp_buf_add(&b, "", 0);
+    for (size_t i = 0; i < v.n; i++)
+        sp_buf_printf(&b, "%s\n", v.v[i]);
+    sp_strv_dispose(&v);
+    free(c);
+    return sp_buf_steal(&b);
+}
+
+/* Hydrate f->src with mount options `opts` into a fresh folder `ws` below
+ * f->root; the files it got (file_list). */
+static char *hydrate_files(struct fx *f, const char *ws, const char *opts)
+{
+    char spec[4096];
+    snprintf(spec, sizeof(spec), "src=%s,%s", f->src, opts);
+    tu_mkdir(f->root, ws);
+    char *dir = tu_join(f->root, ws);
+    sp_mount *m = NULL;
+    OK(sp_mount_spec_parse(&m, spec, &e_));
+    OK(hydrate(NULL, dir, m, 1, NULL, &e_));
+    sp_mount_free(m);
+    char *got = file_list(dir);
+    free(dir);
+    return got;
+}
+
+/* The gitignore option copies exactly what git does not ignore: compared
+ * with `git ls-files --others --exclude-standard` on a tree built from
+ * gitignore(5)'s rules. */
+static void test_gitignore_matches_git(void **state)
+{
+    struct fx *f = *state;
+    if (!tu_have_git()) {
+        print_message("note: git is not installed; skipped\n");
+        return;
+    }
+    const char *s = f->src;
+    assert_int_equal(git_in(s, NULL, "init", "-q", NULL, NULL), 0);
+    tu_write(s, ".gitignore",
+             "# comment\n"
+             "*.log\n"
+             "!keep.log\n"
+             "/build/\n"
+             "doc/*.txt\n"
+             "tmp/\n"
+             "**/cache\n"
+             "secret?.env\n"
+             "abc/**\n"
+             "!abc/keep\n"
+             "logs/\n"
+             "!logs/important\n"
+             "\\#hash\n"
+             "/*.md\n"
+             "trail\\ \n"
+             "dirfile/\n",
+             0644);
+    tu_write(s, ".git/info/exclude", "*.bak\n", 0644);
+    static const char *const files[] = {
+        "a.log",
+        "keep.log",
+        "sub/keep.log",
+        "build/out.o",
+        "src/build/x.c",
+        "doc/a.txt",
+        "doc/sub/b.txt",
+        "tmp/t",
+        "a/tmp",
+        "x/tmp/y",
+        "cache",
+        "deep/er/cache/c",
+        "secret1.env",
+        "secret12.env",
+        "abc/one",
+        "abc/keep",
+        "abc/d/two",
+        "logs/important",
+        "logs/other",
+        "#hash",
+        "hash",
+        "README.md",
+        "docs/x.md",
+        "trail ",
+        "trail",
+        "dirfile",
+        "z.bak",
+        "sub/z.bak",
+        "sub/important.log",
+        "sub/local.txt",
+        "sub/n/local.txt",
+        "sub/m.o",
+        "sub/deeper/x.o",
+        "sub/deeper/y.o",
+        "main.c",
+        ".env",
+        "sub/.hidden",
+    };
+    for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+        char *d = tu_join(s, files[i]);
+        char *slash = strrchr(d, '/');
+        *slash = '\0';
+        char *cmd_dir = d;
+        /* make the parents */
+        for (char *p = cmd_dir + strlen(s) + 1; (p = strchr(p, '/')); p++) {
+            *p = '\0';
+            mkdir(cmd_dir, 0755);
+            *p = '/';
+        }
+        mkdir(cmd_dir, 0755);
+        free(d);
+        tu_write(s, files[i], "x\n", 0644);
+    }
+    tu_write(s, "sub/.gitignore", "!important.log\n/local.txt\n*.o\n", 0644);
+    tu_write(s, "sub/deeper/.gitignore", "!x.o\n", 0644);
+    tu_symlink("main.c", s, "link.log");
+    tu_symlink("main.c", s, "link.c");
+
+    char *out = tu_join(f->root, "git.out");
+    assert_int_equal(git_in(s, out, "ls-files", "--others", "--exclude-standard", NULL), 0);
+    char *want = sorted_lines(f->root, "git.out");
+    free(out);
+    /* The tree really exercises both sides. */
+    assert_non_null(strstr(want, "sub/deeper/x.o\n"));
+    assert_null(strstr(want, "sub/deeper/y.o\n"));
+
+    char *got = hydrate_files(f, "ws1", "gitignore");
+    assert_string_equal(got, want);
+    /* .git itself comes along (for `git diff` in the sandbox). */
+    assert_true(tu_exists(f->root, "ws1/.git/HEAD"));
+    free(got);
+    free(want);
+
+    /* exclude first, then git's rules, then include: the include cannot
+     * bring back what git ignores (link.log is *.log too). */
+    got = hydrate_files(f, "ws2", "gitignore=true,include=*.log,exclude=sub");
+    assert_string_equal(got, "keep.log\n");
+    free(got);
+
+    /* gitignore=false is the default: everything comes. */
+    got = hydrate_files(f, "ws3", "gitignore=false");
+    assert_non_null(strstr(got, "build/out.o\n"));
+    assert_non_null(strstr(got, "sub/deeper/y.o\n"));
+    free(got);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1236,6 +1456,7 @@ int main(void)
         cmocka_unit_test(test_spec_parse),
         cmocka_unit_test_setup_teardown(test_spec_hydrates, setup, teardown),
         cmocka_unit_test_setup_teardown(test_state_root, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_gitignore_matches_git, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

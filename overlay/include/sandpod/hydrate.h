@@ -127,6 +127,17 @@ typedef struct sp_mount {
      *  never followed. Following links is an option for trusted callers:
      *  the allowed roots are the only boundary. */
     bool follow_symlinks;
+    /** Leave out what the source's own git ignore rules exclude, as
+     *  `git status` reads them: every `.gitignore` in the tree (nested ones
+     *  apply below their folder, `!` re-includes, a leading or middle `/`
+     *  anchors, a trailing `/` matches folders only) and the root's
+     *  `.git/info/exclude` (not those of folders above host_path, nor the
+     *  user's global excludes). An ignored folder is not opened, so nothing
+     *  under it comes back (git's rule too). `.git` itself is kept (git
+     *  never ignores it; `exclude=.git` leaves it out). Applied after
+     *  `exclude` and before `include`: an entry is copied when no exclude
+     *  matches it, git does not ignore it, and an include (if any) selects it. */
+    bool gitignore;
 } sp_mount;
 
 /**
@@ -134,17 +145,18 @@ typedef struct sp_mount {
  * `sandpod create --mount`:
  *
  *     PATH
- *     src=PATH[,dst=DIR][,include=GLOB]...[,exclude=GLOB]...[,max-bytes=SIZE][,follow-symlinks]
+ *     src=PATH[,dst=DIR][,include=GLOB]...[,exclude=GLOB]...[,max-bytes=SIZE]
+ *         [,follow-symlinks][,gitignore]
  *
  * The key=value form is recognised when the SPEC starts with one of the
  * keys (`src=`, `dst=`, `include=`, `exclude=`, `max-bytes=`,
- * `follow-symlinks`); anything else is one PATH. Items are separated by
+ * `follow-symlinks`, `gitignore`); anything else is one PATH. Items are separated by
  * commas, except commas inside `{...}` (so `include=*.{c,h}` works) and
  * commas escaped as `\,`. In src and dst, `\,` and `\\` stand for `,` and
  * `\`; globs keep their backslashes (`\,` is a literal comma in a glob).
  * SIZE is a whole number with an optional binary suffix K, M, G or T
  * (optionally followed by B or iB, any case): `max-bytes=512M`.
- * `follow-symlinks` may also be written `follow-symlinks=true|false`.
+ * `follow-symlinks` and `gitignore` may also be written `=true|false`.
  *
  * @param out  receives the mount; free with sp_mount_free()
  * @return 0; SP_EINVAL with a message naming the bad item

@@ -54,6 +54,8 @@ typedef enum sp_exec_path {
  * network, all capabilities dropped, no-new-privileges, read-only root with
  * a 64 MiB tmpfs /tmp, 1 GiB of memory, 1 CPU, 256 processes, user 1000:1000.
  */
+struct sp_run_result; /* below, with the commands */
+
 typedef struct sp_sandbox_opts {
     unsigned version;
     /** [A-Za-z0-9][A-Za-z0-9_.-]{0,62}; NULL = a generated "sp-xxxxxxxx". */
@@ -106,6 +108,25 @@ typedef struct sp_sandbox_opts {
      *  from the caller's environment at the time it runs; the values are
      *  stored nowhere (sandbox.json keeps the names). */
     const char *const *env_pass;
+    /** NULL-terminated shell commands run once each, in order, after
+     *  hydration (`sh -c`, as the sandbox's user, in its workdir). A command
+     *  that exits non-zero or times out makes create fail, and nothing of
+     *  the sandbox is left (container, state, workspace); the error holds
+     *  the command's output. */
+    const char *const *setup;
+    /** Network for setup only: when the sandbox has no network, its
+     *  container is made with Podman's default network for the setup
+     *  commands, then made anew without it. The workspace (a bind mount)
+     *  keeps what setup wrote there; what it wrote elsewhere (/tmp, a
+     *  writable root) is gone with that first container. */
+    bool setup_network;
+    /** Per-command deadline in ms (0 = 600000; negative = none). */
+    int setup_timeout_ms;
+    /** Called after each setup command with its capped output (64 KiB
+     *  per stream, head and tail), whatever its exit code (may be NULL). */
+    void (*setup_done)(void *userdata, size_t index, const char *command,
+                       const struct sp_run_result *res);
+    void *setup_userdata;
 } sp_sandbox_opts;
 
 #define SP_SANDBOX_OPTS_INIT                                                                       \
@@ -159,6 +180,7 @@ typedef struct sp_sandbox_mount {
     const char *const *exclude; /**< NULL-terminated globs; never NULL */
     uint64_t max_bytes;         /**< the cap on what it selects; 0 = none */
     bool follow_symlinks;
+    bool gitignore;        /**< the source's git ignore rules applied */
     uint64_t files, bytes; /**< what it brought in at create */
 } sp_sandbox_mount;
 
