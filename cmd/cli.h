@@ -148,6 +148,8 @@ enum {
     CLI_OPT_CAP_ADD,
     CLI_OPT_USERNS,
     CLI_OPT_SECCOMP,
+    CLI_OPT_PULL,
+    CLI_OPT_TLS_VERIFY,
 };
 
 /* The --state-root row of cli_group_conn, for a command that takes it alone. */

@@ -567,8 +567,23 @@ static int ensure_image(sp_sandbox *sb, sp_podman *p, sp_error **err)
     if (strcmp(sb->cfg.image, SP_PODMAN_DEFAULT_IMAGE) == 0)
         return sp_podman_image_build_busybox(NULL, p, NULL, NULL, false, err);
     return sp_err_set(err, SP_ENOTFOUND, 0,
-                      "image %s is not present; pull or import it first (no registry is used)",
-                      sb->cfg.image);
+                      "image %s is not present: pull it ('sandpod image pull %s', or create with "
+                      "--pull missing) or build it ('sandpod image build')",
+                      sb->cfg.image, sb->cfg.image);
+}
+
+/* Pull the image as opts->pull says, before a hydration that a failed
+ * pull would waste. */
+static int pull_image(sp_sandbox *sb, const sp_sandbox_opts *o, sp_error **err)
+{
+    sp_podman *p = sp_sandbox_podman(sb, err);
+    if (!p)
+        return SP_EPODMAN;
+    sp_podman_pull_opts po = SP_PODMAN_PULL_OPTS_INIT;
+    po.no_tls_verify = o->pull_no_tls_verify;
+    po.progress = o->pull_progress;
+    po.userdata = o->progress_userdata;
+    return sp_podman_image_ensure(NULL, p, sb->cfg.image, o->pull, &po, err);
 }
 
 /* A program beside our own executable, when root or we own it and nobody
@@ -887,6 +902,8 @@ int sp_sandbox_create(sp_sandbox **out, const sp_sandbox_opts *opts, sp_error **
         r = sp_err_errno(err, errno, "mkdir", sb->workspace);
         goto fail;
     }
+    if ((r = pull_image(sb, &o, err)) < 0)
+        goto fail;
     if (o.n_mounts) {
         sp_hydrate_opts ho = SP_HYDRATE_OPTS_INIT;
         ho.allowed_roots = o.allowed_roots;
