@@ -169,6 +169,28 @@ static int do_build_busybox(sp_podman *p, const struct image_args *a)
     return rc;
 }
 
+static void build_output(const char *line, void *ud)
+{
+    (void)ud;
+    fprintf(stderr, "%s\n", line);
+}
+
+static int do_build(sp_podman *p, const char *context, const struct image_args *a)
+{
+    sp_podman_build_opts o = SP_PODMAN_BUILD_OPTS_INIT;
+    o.containerfile = a->file;
+    o.tag = a->tag;
+    o.output = build_output;
+    char *id = NULL;
+    sp_error *err = NULL;
+    int r = sp_podman_image_build(&id, p, context, &o, &err);
+    if (r < 0)
+        return cli_fail(a->json, r, err);
+    int rc = print_id(a->json, "id", id, a->tag ? "tag" : NULL, a->tag);
+    free(id);
+    return rc;
+}
+
 static int do_exists(sp_podman *p, const char *image, bool json)
 {
     bool yes = false;
@@ -320,8 +342,7 @@ int cmd_image(int argc, char **argv)
         rc = do_rm(p, arg, &a);
         break;
     case 3:
-        rc = offline ? do_build_busybox(p, &a)
-                     : cli_usage("image", "build: Containerfile builds are not done yet");
+        rc = offline ? do_build_busybox(p, &a) : do_build(p, arg, &a);
         break;
     default:
         rc = do_exists(p, arg ? arg : SP_PODMAN_DEFAULT_IMAGE, a.json);

@@ -53,8 +53,7 @@ typedef struct pull_ctx {
     const char *ref;
 } pull_ctx;
 
-/* The single line a service's message becomes: newlines folded. */
-static char *one_line(const char *s)
+char *sp_podman_one_line(const char *s)
 {
     char *m = sp_xstrdup(s);
     size_t n = strlen(m);
@@ -80,10 +79,10 @@ static int pull_line(const char *line, size_t len, void *ud, sp_error **err)
     const char *s = sp_json_str(j, "stream");
     const char *id = sp_json_str(j, "id");
     if (e && *e) {
-        cleanup_free char *m = one_line(e);
+        cleanup_free char *m = sp_podman_one_line(e);
         r = sp_err_set(err, SP_EPODMAN, 0, "pull %s: %s", c->ref, m);
     } else if (s && c->fn) {
-        cleanup_free char *m = one_line(s);
+        cleanup_free char *m = sp_podman_one_line(s);
         c->fn(m, c->ud);
     }
     if (r == 0 && id && *id) {

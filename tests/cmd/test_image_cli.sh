@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # End-to-end tests of `sandpod image pull|ls|rm|build` and `create --pull`
 # against a real registry on 127.0.0.1 (Debian's docker-registry, started
-# here) holding the offline busybox image, pushed with the podman CLI.
+# here) holding the offline busybox image, pushed with the podman CLI; a
+# build FROM the pulled image with a RUN step.
 #
 # Usage: test_image_cli.sh PATH/TO/sandpod
 # Exits 77 (skip) when Podman or the registry is unavailable, unless CI=true.
@@ -120,6 +121,59 @@ out_is 'true\n' "create's pull left the image"
 run exec "$N" -- sh -c 'echo ran in $(cat /etc/hostname >/dev/null; echo pulled)'
 expect 0 "exec in the sandbox from the pulled image"
 out_is 'ran in pulled\n' "the pulled image runs"
+
+# ----------------------------------------------------------------- build --
+# FROM the pulled image, with a RUN step and a context holding symlinks
+# that point out of it: they must arrive as links, their targets unread.
+CTX=$T/ctx
+mkdir -p "$CTX/sub"
+printf 'outside secret\n' >"$T/outside.txt"
+ln -s "$T/outside.txt" "$CTX/link-out"
+ln -s "$T" "$CTX/dir-out"
+printf 'in context\n' >"$CTX/sub/file.txt"
+cat >"$CTX/Containerfile" <<CF
+FROM $IMG
+COPY . /ctx
+RUN echo built-by-run > /built.txt
+CF
+BUILT=localhost/sandpod-test-built:$$
+MINE+=("$BUILT")
+run image build -t "$BUILT" "$CTX"
+expect 0 "build FROM the pulled image"
+check "build prints the image id" grep -qxE '[0-9a-f]{64}' "$T/out"
+err_has "STEP 3/3: RUN echo built-by-run" "build shows its steps on stderr"
+run image exists "$BUILT"
+out_is 'true\n' "the built image is tagged"
+B=built-$$
+run create --name "$B" --image "$BUILT"
+expect 0 "create from the built image (localhost/: no pull)"
+run exec "$B" -- cat /built.txt /ctx/sub/file.txt
+out_is 'built-by-run\nin context\n' "the RUN step and the context are in the image"
+run exec "$B" -- readlink /ctx/link-out
+out_is "$T/outside.txt\n" "a symlink out of the context arrives as a link"
+run exec "$B" -- sh -c 'cat /ctx/link-out 2>/dev/null; ls /ctx/dir-out/ 2>/dev/null; echo end'
+out_is 'end\n' "nothing outside the context was sent"
+run rm --force "$B"
+
+# -f outside the context, a failing step, no Containerfile.
+printf 'FROM %s\nRUN test -f /ctx/sub/file.txt || echo no-ctx > /mark\n' "$BUILT" >"$T/outside.cf"
+run image build -f "$T/outside.cf" --json "$CTX"
+json "build -f outside the context --json" "j['ok'] is True and len(j['id']) == 64"
+printf 'FROM %s\nRUN echo failing-step; exit 3\n' "$BUILT" >"$T/bad.cf"
+run image build -f "$T/bad.cf" "$CTX"
+expect_rc 1 "a failing RUN step fails the build (its output above the error)"
+check "the failure is one sandpod line" [ "$(grep -c '^sandpod: ' "$T/err")" -eq 1 ]
+err_has "sandpod: build $T/bad.cf: building at STEP" "the failure names the build and the step"
+err_has "failing-step" "the failing step's output is shown"
+mkdir -p "$T/empty-ctx"
+run image build "$T/empty-ctx"
+one_error "build without a Containerfile" "no Containerfile or Dockerfile"
+run image build -f "$T/none.cf" "$CTX"
+one_error "build with a missing -f" "none.cf"
+run image build --tls-verify=false "$CTX"
+expect 2 "--tls-verify is for pull"
+run image build --busybox /bin/busybox "$CTX"
+expect 2 "--busybox is for the offline build"
 
 # With the registry gone: missing uses the local copy, always must ask.
 registry_stop

@@ -288,6 +288,45 @@ int sp_podman_image_import_path(char **out_id, sp_podman *p, const char *tar_pat
 int sp_podman_image_build_busybox(char **out_id, sp_podman *p, const char *tag, const char *busybox,
                                   bool force, sp_error **err);
 
+/** How to build (sp_podman_image_build()). */
+typedef struct sp_podman_build_opts {
+    /** The Containerfile's host path; NULL = CONTEXT/Containerfile, else
+     *  CONTEXT/Dockerfile. One outside the context is sent along under the
+     *  name ".sandpod.Containerfile". */
+    const char *containerfile;
+    /** The image's name ("localhost/tools:1"); NULL = untagged. */
+    const char *tag;
+    /** Each line the build prints (steps, RUN output), or NULL. */
+    sp_podman_progress_fn output;
+    void *userdata; /**< given to output */
+} sp_podman_build_opts;
+
+#define SP_PODMAN_BUILD_OPTS_INIT                                                                  \
+    {                                                                                              \
+        NULL, NULL, NULL, NULL                                                                     \
+    }
+
+/**
+ * Build an image from a Containerfile through the service (POST
+ * /libpod/build), like `podman build -f FILE -t TAG CONTEXT`.
+ *
+ * The context folder goes to the service as a tar made here: folders and
+ * files are opened without following symlinks and symlinks are sent as
+ * links, so nothing outside the context is read; sockets, fifos and
+ * devices are left out. .containerignore and .dockerignore are not
+ * applied: the whole folder is sent. A FROM image missing locally is
+ * pulled with TLS verified (pull one from a plain-HTTP registry first).
+ *
+ * @param out_id   receives the new image's id (free()); may be NULL
+ * @param context  the context folder; NULL or "" = "."
+ * @param opts     NULL for defaults
+ * @return 0; SP_ENOTFOUND (no Containerfile); errno-style errors reading
+ *         the context; SP_EPODMAN with the build's own error (a failed
+ *         step, a FROM image that cannot be pulled)
+ */
+int sp_podman_image_build(char **out_id, sp_podman *p, const char *context,
+                          const sp_podman_build_opts *opts, sp_error **err);
+
 /** Remove an image. @return 0, SP_ENOTFOUND, SP_EPODMAN (for example when in use) */
 int sp_podman_image_remove(sp_podman *p, const char *name, bool force, sp_error **err);
 
