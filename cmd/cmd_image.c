@@ -212,20 +212,6 @@ static int do_exists(sp_podman *p, const char *image, bool json)
     return yes ? CLI_EXIT_OK : CLI_EXIT_ERROR;
 }
 
-/* --tls-verify takes podman's spellings. */
-static int parse_bool(bool *out, const char *s)
-{
-    if (!strcmp(s, "true") || !strcmp(s, "1") || !strcmp(s, "yes")) {
-        *out = true;
-        return 0;
-    }
-    if (!strcmp(s, "false") || !strcmp(s, "0") || !strcmp(s, "no")) {
-        *out = false;
-        return 0;
-    }
-    return -1;
-}
-
 /* Which options each operation takes (beyond --json and the service). */
 static int check_opts(const char *op, const struct image_args *a, bool offline)
 {
@@ -283,16 +269,14 @@ int cmd_image(int argc, char **argv)
         case OPT_JSON:
             a.json = true;
             break;
-        case OPT_TLS: {
-            bool v = true;
-            if (parse_bool(&v, optarg) < 0) {
-                rc = cli_usage("image", "--tls-verify takes true or false, not '%s'", optarg);
+        case OPT_TLS:
+            if (strcmp(optarg, "true") != 0 && strcmp(optarg, "false") != 0) {
+                rc = cli_usage("image", "--tls-verify must be true or false: '%s'", optarg);
                 goto done;
             }
-            a.no_tls_verify = !v;
+            a.no_tls_verify = strcmp(optarg, "false") == 0;
             a.tls_given = true;
             break;
-        }
         }
     }
     if (optind >= argc) {
