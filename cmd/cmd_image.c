@@ -33,7 +33,7 @@ const struct cli_spec cli_spec_image = {
         "          .dockerignore are not applied (the whole folder is sent).\n"
         "          With neither: build the offline image from a static busybox (Debian's\n"
         "          busybox-static) and import it; nothing is fetched. An existing image\n"
-        "          is kept unless --force is given.\n"
+        "          is kept unless --force is given; --tag needs --busybox here.\n"
         "  exists  print true and exit 0 when IMAGE (default " SP_PODMAN_DEFAULT_IMAGE ")\n"
         "          is present, else print false and exit 1",
     .groups = CLI_GROUPS(CLI_OWN(
@@ -224,6 +224,13 @@ static int check_opts(const char *op, const struct image_args *a, bool offline)
         return cli_usage("image", "--file and --tag apply to 'build' only");
     if (a->busybox && !(build && offline))
         return cli_usage("image", "--busybox applies to the offline 'build' only");
+    /* `podman build -t TAG` builds the current folder: the same words here
+     * must not quietly make the busybox image under TAG. */
+    if (build && offline && a->tag && !a->busybox)
+        return cli_usage("image",
+                         "build -t %s: give the context folder (for example '.') or -f "
+                         "CONTAINERFILE; for the offline image under that name add --busybox PATH",
+                         a->tag);
     return 0;
 }
 

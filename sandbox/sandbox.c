@@ -573,9 +573,12 @@ static int ensure_image(sp_sandbox *sb, sp_podman *p, sp_error **err)
 }
 
 /* Pull the image as opts->pull says, before a hydration that a failed
- * pull would waste. */
+ * pull would waste; the service is not asked when nothing is to be
+ * pulled. */
 static int pull_image(sp_sandbox *sb, const sp_sandbox_opts *o, sp_error **err)
 {
+    if (sp_podman_pull_policy_for(sb->cfg.image, o->pull) == SP_PODMAN_PULL_NEVER)
+        return 0;
     sp_podman *p = sp_sandbox_podman(sb, err);
     if (!p)
         return SP_EPODMAN;

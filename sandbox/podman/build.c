@@ -278,6 +278,8 @@ int sp_podman_image_build(char **out_id, sp_podman *p, const char *context,
 {
     if (out_id)
         *out_id = NULL;
+    if (SP_OPTS_CHECK(opts, 1, SP_PODMAN_BUILD_OPTS_VERSION, "sp_podman_build_opts", err) < 0)
+        return SP_EINVAL;
     sp_podman_build_opts dflt = SP_PODMAN_BUILD_OPTS_INIT;
     if (!opts)
         opts = &dflt;

@@ -161,6 +161,8 @@ int sp_podman_image_pull_with(char **out_id, sp_podman *p, const char *reference
 {
     if (out_id)
         *out_id = NULL;
+    if (SP_OPTS_CHECK(opts, 1, SP_PODMAN_PULL_OPTS_VERSION, "sp_podman_pull_opts", err) < 0)
+        return SP_EINVAL;
     sp_podman_pull_opts dflt = SP_PODMAN_PULL_OPTS_INIT;
     if (!opts)
         opts = &dflt;
@@ -203,23 +205,31 @@ int sp_podman_image_pull(char **out_id, sp_podman *p, const char *reference,
     return sp_podman_image_pull_with(out_id, p, reference, &o, err);
 }
 
+sp_podman_pull_policy sp_podman_pull_policy_for(const char *reference, sp_podman_pull_policy policy)
+{
+    if (policy != SP_PODMAN_PULL_DEFAULT)
+        return policy;
+    if (!reference)
+        return SP_PODMAN_PULL_NEVER;
+    cleanup_free char *reg = ref_registry(reference);
+    size_t n = strlen(reg);
+    bool named = strncmp(reference, reg, n) == 0 && reference[n] == '/';
+    return named && strcmp(reg, "localhost") != 0 ? SP_PODMAN_PULL_MISSING : SP_PODMAN_PULL_NEVER;
+}
+
 int sp_podman_image_ensure(bool *out_pulled, sp_podman *p, const char *reference,
                            sp_podman_pull_policy policy, const sp_podman_pull_opts *opts,
                            sp_error **err)
 {
     if (out_pulled)
         *out_pulled = false;
+    if (SP_OPTS_CHECK(opts, 1, SP_PODMAN_PULL_OPTS_VERSION, "sp_podman_pull_opts", err) < 0)
+        return SP_EINVAL;
     if (!reference || !*reference)
         return sp_err_set(err, SP_EINVAL, 0, "image reference is missing");
     if ((unsigned)policy > SP_PODMAN_PULL_NEVER)
         return sp_err_set(err, SP_EINVAL, 0, "unknown pull policy %d", (int)policy);
-    if (policy == SP_PODMAN_PULL_DEFAULT) {
-        cleanup_free char *reg = ref_registry(reference);
-        bool named = strchr(reference, '/') && strncmp(reference, reg, strlen(reg)) == 0 &&
-                     reference[strlen(reg)] == '/';
-        policy =
-            named && strcmp(reg, "localhost") != 0 ? SP_PODMAN_PULL_MISSING : SP_PODMAN_PULL_NEVER;
-    }
+    policy = sp_podman_pull_policy_for(reference, policy);
     if (policy == SP_PODMAN_PULL_NEVER)
         return 0;
     if (policy == SP_PODMAN_PULL_MISSING) {

@@ -174,6 +174,11 @@ run image build --tls-verify=false "$CTX"
 expect 2 "--tls-verify is for pull"
 run image build --busybox /bin/busybox "$CTX"
 expect 2 "--busybox is for the offline build"
+run image build -t "$BUILT"
+expect 2 "build -t without a context is not the offline image"
+err_has "give the context folder" "build -t alone says what to add"
+run image exists "$BUILT"
+out_is 'true\n' "the refused build left the built image alone"
 
 # With the registry gone: missing uses the local copy, always must ask.
 registry_stop

@@ -714,6 +714,24 @@ static void test_pull_policy(void **state)
     (void)state;
     bool pulled = true;
     sp_error *err = NULL;
+    static const struct {
+        const char *ref;
+        sp_podman_pull_policy want;
+    } cases[] = {
+        {"docker.io/library/debian:12", SP_PODMAN_PULL_MISSING},
+        {"127.0.0.1:5000/x:1", SP_PODMAN_PULL_MISSING},
+        {"reg.example/a/b@sha256:00", SP_PODMAN_PULL_MISSING},
+        {"localhost:5000/x", SP_PODMAN_PULL_MISSING},
+        {"localhost/sandpod-busybox:latest", SP_PODMAN_PULL_NEVER},
+        {"debian:12", SP_PODMAN_PULL_NEVER},
+        {"library/debian", SP_PODMAN_PULL_NEVER},
+        {"docker.io", SP_PODMAN_PULL_NEVER},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+        if (sp_podman_pull_policy_for(cases[i].ref, SP_PODMAN_PULL_DEFAULT) != cases[i].want)
+            fail_msg("default pull policy of %s is not %d", cases[i].ref, (int)cases[i].want);
+    assert_int_equal(sp_podman_pull_policy_for("debian", SP_PODMAN_PULL_ALWAYS),
+                     SP_PODMAN_PULL_ALWAYS);
     /* Would fail if they reached the service: "bad" always errs. */
     assert_int_equal(
         sp_podman_image_ensure(&pulled, P, "localhost/bad", SP_PODMAN_PULL_DEFAULT, NULL, NULL), 0);

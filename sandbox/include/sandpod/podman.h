@@ -170,8 +170,11 @@ int sp_podman_image_exists(bool *out, sp_podman *p, const char *name, sp_error *
 /** Called with each progress line ("Trying to pull ...") during a pull. */
 typedef void (*sp_podman_progress_fn)(const char *line, void *userdata);
 
+#define SP_PODMAN_PULL_OPTS_VERSION 1
+
 /** How to pull (sp_podman_image_pull_with()). */
 typedef struct sp_podman_pull_opts {
+    unsigned version; /**< SP_PODMAN_PULL_OPTS_VERSION */
     /** Skip TLS verification, and speak plain HTTP to a registry that has
      *  no TLS (podman's --tls-verify=false). Only for a trusted registry,
      *  such as one on 127.0.0.1. Default false: verify. */
@@ -182,7 +185,7 @@ typedef struct sp_podman_pull_opts {
 
 #define SP_PODMAN_PULL_OPTS_INIT                                                                   \
     {                                                                                              \
-        false, NULL, NULL                                                                          \
+        .version = SP_PODMAN_PULL_OPTS_VERSION                                                     \
     }
 
 /**
@@ -218,6 +221,13 @@ typedef enum sp_podman_pull_policy {
 } sp_podman_pull_policy;
 
 /**
+ * The policy `policy` comes to for `reference`: SP_PODMAN_PULL_DEFAULT
+ * resolved (see there), anything else as it is. Never returns DEFAULT.
+ */
+sp_podman_pull_policy sp_podman_pull_policy_for(const char *reference,
+                                                sp_podman_pull_policy policy);
+
+/**
  * Make sure an image is present as `policy` asks: pull it when asked to,
  * or when missing under SP_PODMAN_PULL_MISSING. Never reports an image as
  * missing: SP_PODMAN_PULL_NEVER only returns 0 (the caller checks with
@@ -226,7 +236,7 @@ typedef enum sp_podman_pull_policy {
  * @param out_pulled  set to whether a pull happened; may be NULL
  * @param opts        for the pull; NULL for defaults
  * @return 0; what sp_podman_image_pull_with() returns; SP_EINVAL for an
- *         unknown policy
+ *         unknown policy or opts version
  */
 int sp_podman_image_ensure(bool *out_pulled, sp_podman *p, const char *reference,
                            sp_podman_pull_policy policy, const sp_podman_pull_opts *opts,
@@ -288,8 +298,11 @@ int sp_podman_image_import_path(char **out_id, sp_podman *p, const char *tar_pat
 int sp_podman_image_build_busybox(char **out_id, sp_podman *p, const char *tag, const char *busybox,
                                   bool force, sp_error **err);
 
+#define SP_PODMAN_BUILD_OPTS_VERSION 1
+
 /** How to build (sp_podman_image_build()). */
 typedef struct sp_podman_build_opts {
+    unsigned version; /**< SP_PODMAN_BUILD_OPTS_VERSION */
     /** The Containerfile's host path; NULL = CONTEXT/Containerfile, else
      *  CONTEXT/Dockerfile. One outside the context is sent along under the
      *  name ".sandpod.Containerfile". */
@@ -303,7 +316,7 @@ typedef struct sp_podman_build_opts {
 
 #define SP_PODMAN_BUILD_OPTS_INIT                                                                  \
     {                                                                                              \
-        NULL, NULL, NULL, NULL                                                                     \
+        .version = SP_PODMAN_BUILD_OPTS_VERSION                                                    \
     }
 
 /**
