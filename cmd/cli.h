@@ -151,6 +151,8 @@ enum {
     CLI_OPT_SETUP,
     CLI_OPT_SETUP_NETWORK,
     CLI_OPT_SETUP_TIMEOUT,
+    CLI_OPT_PULL,
+    CLI_OPT_TLS_VERIFY,
 };
 
 /* The --state-root row of cli_group_conn, for a command that takes it alone. */

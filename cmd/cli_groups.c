@@ -15,8 +15,13 @@ static const struct cli_optdesc create_opts[] = {
     CLI_VALUE("name", 0, "NAME", CLI_OPT_NAME, CLI_COMP_NONE,
               "the sandbox's name (default: a generated sp-xxxxxxxx)"),
     CLI_VALUE("image", 0, "IMG", CLI_OPT_IMAGE, CLI_COMP_NONE,
-              "image to run (default " SP_PODMAN_DEFAULT_IMAGE
-              ", built offline when missing; no registry is used)"),
+              "image to run (default " SP_PODMAN_DEFAULT_IMAGE ", built offline when missing)"),
+    CLI_CHOICE("pull", 0, "POLICY", CLI_OPT_PULL, "missing|always|never",
+               "pull the image from its registry: missing (default for a reference with a "
+               "registry host), always, never (default for localhost/ and short names)"),
+    CLI_VALUE("tls-verify", 0, "BOOL", CLI_OPT_TLS_VERIFY, CLI_COMP_NONE,
+              "false: pull over plain HTTP or without TLS verification (a trusted registry "
+              "only)"),
     CLI_VALUE("mount", 0, "SPEC", CLI_OPT_MOUNT, CLI_COMP_DIR,
               "copy a host folder into the workspace (repeatable): PATH, or "
               "src=PATH[,dst=DIR] [,include=GLOB]... [,exclude=GLOB]... [,max-bytes=SIZE] "

@@ -394,6 +394,25 @@ int cli_create_option(struct cli_create *c, const char *cmd, int opt, const char
             return -1;
         }
         return 1;
+    case CLI_OPT_PULL:
+        if (strcmp(arg, "missing") == 0)
+            o->pull = SP_PODMAN_PULL_MISSING;
+        else if (strcmp(arg, "always") == 0)
+            o->pull = SP_PODMAN_PULL_ALWAYS;
+        else if (strcmp(arg, "never") == 0)
+            o->pull = SP_PODMAN_PULL_NEVER;
+        else {
+            cli_usage(cmd, "--pull must be missing, always or never: '%s'", arg);
+            return -1;
+        }
+        return 1;
+    case CLI_OPT_TLS_VERIFY:
+        if (strcmp(arg, "true") != 0 && strcmp(arg, "false") != 0) {
+            cli_usage(cmd, "--tls-verify must be true or false: '%s'", arg);
+            return -1;
+        }
+        o->pull_no_tls_verify = strcmp(arg, "false") == 0;
+        return 1;
     default:
         return 0;
     }
@@ -440,10 +459,10 @@ int cli_create_sandbox(sp_sandbox **out, struct cli_create *c, sp_error **err)
         fputs("sandpod: warning: --seccomp: the workload may use keyctl and make user "
               "namespaces\n",
               stderr);
-    if (c->n_mounts) {
+    if (c->n_mounts)
         o.progress = cli_progress_hydrate;
-        cli_progress_begin("hydrated", c->json);
-    }
+    o.pull_progress = cli_progress_pull;
+    cli_progress_begin(c->n_mounts ? "hydrated" : "pulled", c->json);
     int rc = sp_sandbox_create(out, &o, err);
     cli_progress_end(rc == 0);
     /* What Podman (or sandpod) warned about: limits it dropped, a profile

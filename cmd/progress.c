@@ -200,6 +200,12 @@ void cli_progress_finish(int rc)
     pg.deferred = false;
 }
 
+void cli_progress_pull(const char *line, void *userdata)
+{
+    (void)userdata;
+    cli_progress_update("pulling", 0, 0, line);
+}
+
 void cli_progress_hydrate(void *userdata, const sp_hydrate_progress *p)
 {
     (void)userdata;

@@ -33,6 +33,9 @@ void cli_progress_update(const char *phase, uint64_t done, uint64_t total, const
 struct sp_hydrate_progress;
 void cli_progress_hydrate(void *userdata, const struct sp_hydrate_progress *p);
 
+/* An sp_podman_progress_fn that shows a pull's newest line ("pulling"). */
+void cli_progress_pull(const char *line, void *userdata);
+
 /* End it: clear the line from the terminal, or print the summary line
  * (only when ok, and when an update came). */
 void cli_progress_end(bool ok);

@@ -6,7 +6,8 @@ set -euo pipefail
 # clang and libclang-rt: the fuzzers; gdb: tests print every thread's stack
 # when they crash (tu_crash_reports), the only trace a CI run keeps; zsh,
 # fish and groff-base: the completion and man page tests; ripgrep: grep is
-# compared with rg (test_search_ref; bash globstar is the glob reference).
+# compared with rg (test_search_ref; bash globstar is the glob reference);
+# docker-registry: the image tests pull from a registry on 127.0.0.1.
 pkgs=(
   gcc make cmake pkg-config git python3 clang-format
   libcurl4-openssl-dev libcjson-dev libgit2-dev libarchive-dev libpcre2-dev
@@ -16,6 +17,7 @@ pkgs=(
   gdb
   zsh fish groff-base
   ripgrep
+  docker-registry
 )
 # The MCP test through the official TypeScript SDK (tests/contrib/mcp_sdk)
 # needs Node.js 18 or later with npm; a Node.js from elsewhere (NodeSource,

@@ -570,8 +570,26 @@ static int ensure_image(sp_sandbox *sb, sp_podman *p, sp_error **err)
     if (strcmp(sb->cfg.image, SP_PODMAN_DEFAULT_IMAGE) == 0)
         return sp_podman_image_build_busybox(NULL, p, NULL, NULL, false, err);
     return sp_err_set(err, SP_ENOTFOUND, 0,
-                      "image %s is not present; pull or import it first (no registry is used)",
-                      sb->cfg.image);
+                      "image %s is not present: pull it ('sandpod image pull %s', or create with "
+                      "--pull missing) or build it ('sandpod image build')",
+                      sb->cfg.image, sb->cfg.image);
+}
+
+/* Pull the image as opts->pull says, before a hydration that a failed
+ * pull would waste; the service is not asked when nothing is to be
+ * pulled. */
+static int pull_image(sp_sandbox *sb, const sp_sandbox_opts *o, sp_error **err)
+{
+    if (sp_podman_pull_policy_for(sb->cfg.image, o->pull) == SP_PODMAN_PULL_NEVER)
+        return 0;
+    sp_podman *p = sp_sandbox_podman(sb, err);
+    if (!p)
+        return SP_EPODMAN;
+    sp_podman_pull_opts po = SP_PODMAN_PULL_OPTS_INIT;
+    po.no_tls_verify = o->pull_no_tls_verify;
+    po.progress = o->pull_progress;
+    po.userdata = o->progress_userdata;
+    return sp_podman_image_ensure(NULL, p, sb->cfg.image, o->pull, &po, err);
 }
 
 /* A program beside our own executable, when root or we own it and nobody
@@ -863,9 +881,25 @@ static int rm_state_dir(sp_sandbox *sb, sp_error **err);
 /* The last step of create, after hydration (and anything else that
  * prepares the workspace): snapshot the workspace as it was handed to the
  * container, tagged "base". `diff NAME` compares with it by default and
- * `apply` takes the changes since it back to the host. */
-static int take_baseline(sp_sandbox *sb, sp_error **err)
+ * `apply` takes the changes since it back to the host.
+ *
+ * When no setup command ran, nothing of the workload has run yet (only the
+ * agent, which never writes the workspace), so the read needs no pause:
+ * pausing every new container cost a freeze/thaw per create and, under
+ * load, runc's pause was seen to fail. After setup commands, something
+ * they started may still write, so the container is paused as for any
+ * snapshot. */
+static int take_baseline(sp_sandbox *sb, bool ran_setup, sp_error **err)
 {
+    if (!ran_setup) {
+        cleanup_free char *store = sp_xasprintf("%s/snapshots.git", sb->state_dir);
+        sp_snapstore *s = NULL;
+        int r = sp_snapstore_open(&s, sb->workspace, store, NULL, err);
+        if (r == 0)
+            r = sp_snapshot_create(NULL, s, SP_SANDBOX_BASELINE_TAG, err);
+        sp_snapstore_free(s);
+        return r;
+    }
     sp_sandbox_snap *h = NULL;
     int r = sp_sandbox_snapshot_open(&h, sb, NULL, err);
     if (r < 0)
@@ -973,6 +1007,8 @@ int sp_sandbox_create(sp_sandbox **out, const sp_sandbox_opts *opts, sp_error **
         r = sp_err_errno(err, errno, "mkdir", sb->workspace);
         goto fail;
     }
+    if ((r = pull_image(sb, &o, err)) < 0)
+        goto fail;
     if (o.n_mounts) {
         sp_hydrate_opts ho = SP_HYDRATE_OPTS_INIT;
         ho.allowed_roots = o.allowed_roots;
@@ -992,7 +1028,7 @@ int sp_sandbox_create(sp_sandbox **out, const sp_sandbox_opts *opts, sp_error **
         goto fail;
     if ((r = sp_sandbox_save(sb, err)) < 0)
         goto fail;
-    if ((r = take_baseline(sb, err)) < 0)
+    if ((r = take_baseline(sb, o.setup && o.setup[0], err)) < 0)
         goto fail;
     sp_sandbox_unlock(sb);
     *out = sb;

@@ -5,6 +5,7 @@
 #include <poll.h>
 #include <spawn.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -52,6 +53,18 @@ typedef struct pull_ctx {
     const char *ref;
 } pull_ctx;
 
+char *sp_podman_one_line(const char *s)
+{
+    char *m = sp_xstrdup(s);
+    size_t n = strlen(m);
+    while (n && (m[n - 1] == '\n' || m[n - 1] == '\r' || m[n - 1] == ' '))
+        m[--n] = '\0';
+    for (char *q = m; *q; q++)
+        if (*q == '\n' || *q == '\r')
+            *q = ' ';
+    return m;
+}
+
 static int pull_line(const char *line, size_t len, void *ud, sp_error **err)
 {
     pull_ctx *c = ud;
@@ -66,16 +79,10 @@ static int pull_line(const char *line, size_t len, void *ud, sp_error **err)
     const char *s = sp_json_str(j, "stream");
     const char *id = sp_json_str(j, "id");
     if (e && *e) {
-        cleanup_free char *m = sp_xstrdup(e);
-        for (char *q = m; *q; q++)
-            if (*q == '\n')
-                *q = ' ';
+        cleanup_free char *m = sp_podman_one_line(e);
         r = sp_err_set(err, SP_EPODMAN, 0, "pull %s: %s", c->ref, m);
     } else if (s && c->fn) {
-        cleanup_free char *m = sp_xstrdup(s);
-        size_t n = strlen(m);
-        while (n && (m[n - 1] == '\n' || m[n - 1] == '\r'))
-            m[--n] = '\0';
+        cleanup_free char *m = sp_podman_one_line(s);
         c->fn(m, c->ud);
     }
     if (r == 0 && id && *id) {
@@ -86,17 +93,89 @@ static int pull_line(const char *line, size_t len, void *ud, sp_error **err)
     return r;
 }
 
-int sp_podman_image_pull(char **out_id, sp_podman *p, const char *reference,
-                         sp_podman_progress_fn progress, void *userdata, sp_error **err)
+/* The registry part of a reference ("127.0.0.1:5000" of
+ * "127.0.0.1:5000/x:1"), or docker.io when it names none. */
+static char *ref_registry(const char *ref)
+{
+    const char *slash = strchr(ref, '/');
+    if (slash) {
+        size_t n = (size_t)(slash - ref);
+        if (memchr(ref, '.', n) || memchr(ref, ':', n) || (n == 9 && !strncmp(ref, "localhost", 9)))
+            return sp_xasprintf("%.*s", (int)n, ref);
+    }
+    return sp_xstrdup("docker.io");
+}
+
+/* The last ": "-separated part of a Go error chain: the reason itself
+ * ("connection refused"). */
+static const char *last_reason(const char *m)
+{
+    const char *r = m;
+    for (const char *q = m; (q = strstr(q, ": ")); q += 2)
+        r = q + 2;
+    return r;
+}
+
+/* Turn the service's long error chain into one line that says what went
+ * wrong with the registry, keeping the code: SP_ENOTFOUND for an image the
+ * registry lacks. Messages it cannot place pass through. */
+static int classify_pull_error(sp_error **err, sp_error *e, const char *ref)
+{
+    const char *m = e->message;
+    cleanup_free char *reg = ref_registry(ref);
+    int code = e->code;
+    char *msg = NULL;
+    if (strstr(m, "server gave HTTP response to HTTPS client"))
+        msg = sp_xasprintf("pull %s: registry %s speaks plain HTTP, not HTTPS: if you trust it, "
+                           "pull with TLS verification off (--tls-verify=false)",
+                           ref, reg);
+    else if (strstr(m, "x509: ") || strstr(m, "tls: "))
+        msg = sp_xasprintf("pull %s: TLS with registry %s failed (%s): if you trust it, pull with "
+                           "TLS verification off (--tls-verify=false)",
+                           ref, reg, last_reason(m));
+    else if (strstr(m, "manifest unknown") || strstr(m, "name unknown") ||
+             strstr(m, "repository name not known") || strstr(m, "not found: manifest")) {
+        code = SP_ENOTFOUND;
+        msg = sp_xasprintf("pull %s: registry %s has no such image", ref, reg);
+    } else if (strstr(m, "connection refused") || strstr(m, "no such host") ||
+               strstr(m, "i/o timeout") || strstr(m, "network is unreachable") ||
+               strstr(m, "no route to host") || strstr(m, "connection reset"))
+        msg = sp_xasprintf("pull %s: registry %s cannot be reached (%s)", ref, reg, last_reason(m));
+    if (!msg) {
+        if (err) {
+            sp_error_free(*err);
+            *err = e;
+        } else {
+            sp_error_free(e);
+        }
+        return code;
+    }
+    int r = sp_err_set(err, code, 0, "%s", msg);
+    free(msg);
+    sp_error_free(e);
+    return r;
+}
+
+int sp_podman_image_pull_with(char **out_id, sp_podman *p, const char *reference,
+                              const sp_podman_pull_opts *opts, sp_error **err)
 {
     if (out_id)
         *out_id = NULL;
+    if (SP_OPTS_CHECK(opts, 1, SP_PODMAN_PULL_OPTS_VERSION, "sp_podman_pull_opts", err) < 0)
+        return SP_EINVAL;
+    sp_podman_pull_opts dflt = SP_PODMAN_PULL_OPTS_INIT;
+    if (!opts)
+        opts = &dflt;
     if (!reference || !*reference)
         return sp_err_set(err, SP_EINVAL, 0, "pull: image reference is missing");
     cleanup_free char *ref = sp_podman_escape(p, reference);
-    cleanup_free char *path = sp_xasprintf(SP_PODMAN_API "/images/pull?reference=%s", ref);
+    /* policy=always: an explicit pull asks the registry even when a local
+     * copy exists (create's --pull decides before calling). */
+    cleanup_free char *path = sp_xasprintf(
+        SP_PODMAN_API "/images/pull?reference=%s&tlsVerify=%s&policy=always&quiet=false", ref,
+        opts->no_tls_verify ? "false" : "true");
     cleanup_free char *what = sp_xasprintf("pull %s", reference);
-    pull_ctx c = {progress, userdata, NULL, reference};
+    pull_ctx c = {opts->progress, opts->userdata, NULL, reference};
     sp_http_req req = SP_HTTP_REQ_INIT;
     req.method = "POST";
     req.path = path;
@@ -104,14 +183,126 @@ int sp_podman_image_pull(char **out_id, sp_podman *p, const char *reference,
     req.ud = &c;
     req.timeout_ms = (long)p->transfer_timeout_ms;
     sp_http_resp resp = {0};
-    int r = sp_podman_http(p, &req, &resp, what, err);
+    sp_error *e = NULL;
+    int r = sp_podman_http(p, &req, &resp, what, &e);
     sp_http_resp_dispose(&resp);
     if (r == 0 && !c.id)
-        r = sp_err_set(err, SP_EPODMAN, 0, "%s: the service reported no image id", what);
+        r = sp_err_set(&e, SP_EPODMAN, 0, "%s: the service reported no image id", what);
+    if (r < 0)
+        r = e ? classify_pull_error(err, e, reference) : r;
     if (r == 0 && out_id)
         *out_id = steal_pointer(&c.id);
     free(c.id);
     return r;
+}
+
+int sp_podman_image_pull(char **out_id, sp_podman *p, const char *reference,
+                         sp_podman_progress_fn progress, void *userdata, sp_error **err)
+{
+    sp_podman_pull_opts o = SP_PODMAN_PULL_OPTS_INIT;
+    o.progress = progress;
+    o.userdata = userdata;
+    return sp_podman_image_pull_with(out_id, p, reference, &o, err);
+}
+
+sp_podman_pull_policy sp_podman_pull_policy_for(const char *reference, sp_podman_pull_policy policy)
+{
+    if (policy != SP_PODMAN_PULL_DEFAULT)
+        return policy;
+    if (!reference)
+        return SP_PODMAN_PULL_NEVER;
+    cleanup_free char *reg = ref_registry(reference);
+    size_t n = strlen(reg);
+    bool named = strncmp(reference, reg, n) == 0 && reference[n] == '/';
+    return named && strcmp(reg, "localhost") != 0 ? SP_PODMAN_PULL_MISSING : SP_PODMAN_PULL_NEVER;
+}
+
+int sp_podman_image_ensure(bool *out_pulled, sp_podman *p, const char *reference,
+                           sp_podman_pull_policy policy, const sp_podman_pull_opts *opts,
+                           sp_error **err)
+{
+    if (out_pulled)
+        *out_pulled = false;
+    if (SP_OPTS_CHECK(opts, 1, SP_PODMAN_PULL_OPTS_VERSION, "sp_podman_pull_opts", err) < 0)
+        return SP_EINVAL;
+    if (!reference || !*reference)
+        return sp_err_set(err, SP_EINVAL, 0, "image reference is missing");
+    if ((unsigned)policy > SP_PODMAN_PULL_NEVER)
+        return sp_err_set(err, SP_EINVAL, 0, "unknown pull policy %d", (int)policy);
+    policy = sp_podman_pull_policy_for(reference, policy);
+    if (policy == SP_PODMAN_PULL_NEVER)
+        return 0;
+    if (policy == SP_PODMAN_PULL_MISSING) {
+        bool exists = false;
+        int r = sp_podman_image_exists(&exists, p, reference, err);
+        if (r < 0 || exists)
+            return r;
+    }
+    int r = sp_podman_image_pull_with(NULL, p, reference, opts, err);
+    if (r == 0 && out_pulled)
+        *out_pulled = true;
+    return r;
+}
+
+void sp_podman_image_list_free(sp_podman_image_info *list, size_t n)
+{
+    for (size_t i = 0; list && i < n; i++) {
+        free(list[i].id);
+        sp_strv_free(list[i].names);
+    }
+    free(list);
+}
+
+static int newest_first(const void *a, const void *b)
+{
+    const sp_podman_image_info *x = a, *y = b;
+    return (x->created < y->created) - (x->created > y->created);
+}
+
+int sp_podman_image_list(sp_podman_image_info **out, size_t *out_n, sp_podman *p, sp_error **err)
+{
+    *out = NULL;
+    *out_n = 0;
+    sp_http_req req = SP_HTTP_REQ_INIT;
+    req.path = SP_PODMAN_API "/images/json";
+    cJSON *j = NULL;
+    int r = sp_podman_call_json(p, &req, &j, "list images", err);
+    if (r < 0)
+        return r;
+    if (!cJSON_IsArray(j)) {
+        cJSON_Delete(j);
+        return sp_err_set(err, SP_EPODMAN, 0, "list images: the answer is not a list");
+    }
+    size_t n = (size_t)cJSON_GetArraySize(j);
+    sp_podman_image_info *v = sp_xcalloc(n ? n : 1, sizeof(*v));
+    size_t k = 0;
+    const cJSON *it;
+    cJSON_ArrayForEach(it, j)
+    {
+        const char *id = sp_json_str(it, "Id");
+        if (!id)
+            continue;
+        if (strncmp(id, "sha256:", 7) == 0)
+            id += 7;
+        sp_strv names = {0};
+        const cJSON *tags = sp_json_get(it, "RepoTags");
+        const cJSON *t;
+        cJSON_ArrayForEach(t, tags)
+        {
+            if (cJSON_IsString(t) && t->valuestring[0] && strcmp(t->valuestring, "<none>:<none>"))
+                sp_strv_push(&names, sp_xstrdup(t->valuestring));
+        }
+        v[k].id = sp_xstrdup(id);
+        v[k].names = sp_strv_steal(&names);
+        v[k].created = sp_json_int(it, "Created", 0);
+        v[k].size = sp_json_int(it, "Size", 0);
+        k++;
+    }
+    cJSON_Delete(j);
+    qsort(v, k, sizeof(*v), newest_first);
+    *out = v;
+    *out_n = k;
+    return 0;
 }
 
 int sp_podman_image_import(char **out_id, sp_podman *p, int tar_fd, const char *tag,

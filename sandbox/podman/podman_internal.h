@@ -98,6 +98,10 @@ int sp_podman_call_json(sp_podman *p, const sp_http_req *req, cJSON **out, const
                         sp_error **err);
 int sp_podman_json(cJSON **out, const sp_buf *body, const char *what, sp_error **err);
 
+/* A service's message as one line: trailing newlines cut, inner ones
+ * folded to spaces (free()). */
+char *sp_podman_one_line(const char *s);
+
 /* Escape one path segment or query value (never NULL). */
 char *sp_podman_escape(sp_podman *p, const char *s);
 

@@ -31,6 +31,27 @@ static int c_podman_open(sp_error **err)
     return sp_podman_open(&p, &o, err);
 }
 
+static int c_image_pull_with(sp_error **err)
+{
+    sp_podman_pull_opts o = SP_PODMAN_PULL_OPTS_INIT;
+    o.version = BAD;
+    return sp_podman_image_pull_with(NULL, NULL, "x", &o, err);
+}
+
+static int c_image_ensure(sp_error **err)
+{
+    sp_podman_pull_opts o = SP_PODMAN_PULL_OPTS_INIT;
+    o.version = BAD;
+    return sp_podman_image_ensure(NULL, NULL, "x", SP_PODMAN_PULL_ALWAYS, &o, err);
+}
+
+static int c_image_build(sp_error **err)
+{
+    sp_podman_build_opts o = SP_PODMAN_BUILD_OPTS_INIT;
+    o.version = BAD;
+    return sp_podman_image_build(NULL, NULL, dir, &o, err);
+}
+
 static int c_sandbox_create(sp_error **err)
 {
     sp_sandbox *sb = NULL;
@@ -247,6 +268,9 @@ static const row rows[] = {
     {"sp_sandbox_logs", "sp_logs_opts", c_sandbox_logs},
     {"sp_podman_container_logs", "sp_logs_opts", c_podman_container_logs},
     {"sp_podman_open", "sp_podman_opts", c_podman_open},
+    {"sp_podman_image_pull_with", "sp_podman_pull_opts", c_image_pull_with},
+    {"sp_podman_image_ensure", "sp_podman_pull_opts", c_image_ensure},
+    {"sp_podman_image_build", "sp_podman_build_opts", c_image_build},
     {"sp_sandbox_create", "sp_sandbox_opts", c_sandbox_create},
     {"sp_sandbox_open", "sp_sandbox_opts", c_sandbox_open},
     {"sp_sandbox_exec", "sp_run_opts", c_sandbox_exec},

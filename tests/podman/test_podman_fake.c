@@ -175,6 +175,19 @@ static void route(int c, const char *method, const char *path)
             pause_ms(5);
         }
         puts_(c, "0\r\n\r\n");
+    } else if (strncmp(p, "/images/pull?reference=reg.example%2Fmissing", 44) == 0) {
+        json(c, 200,
+             "{\"stream\":\"Trying to pull reg.example/missing:latest...\\n\"}\n"
+             "{\"error\":\"initializing source docker://reg.example/missing:latest: reading "
+             "manifest latest in reg.example/missing: manifest unknown: manifest unknown\\n\"}\n");
+    } else if (strncmp(p, "/images/pull?reference=127.0.0.1%3A5000%2Fplain", 47) == 0) {
+        if (strstr(p, "&tlsVerify=false"))
+            json(c, 200, "{\"stream\":\"Writing manifest\\n\"}\n{\"id\":\"plainid\"}\n");
+        else
+            json(c, 200,
+                 "{\"error\":\"initializing source docker://127.0.0.1:5000/plain:latest: "
+                 "pinging container registry 127.0.0.1:5000: Get \\\"https://127.0.0.1:5000/v2/"
+                 "\\\": http: server gave HTTP response to HTTPS client\"}\n");
     } else if (strncmp(p, "/images/pull", 12) == 0) {
         json(c, 200,
              "{\"stream\":\"Trying to pull bad...\\n\"}\n"
@@ -664,7 +677,7 @@ static void test_pull(void **state)
     char *id = NULL;
     pull_lines = 0;
     expect(sp_podman_image_pull(&id, P, "bad", on_progress, NULL, &err), &err, SP_EPODMAN,
-           "pull bad: pinging container registry: no route to host");
+           "pull bad: registry docker.io cannot be reached (no route to host)");
     assert_null(id);
     assert_int_equal(pull_lines, 1);
     pull_lines = 0;
@@ -672,6 +685,73 @@ static void test_pull(void **state)
     assert_string_equal(id, "sha256abc");
     assert_int_equal(pull_lines, 2);
     free(id);
+}
+
+/* The registry's reasons become one line each, with the code that fits;
+ * --tls-verify=false reaches the service. */
+static void test_pull_errors(void **state)
+{
+    (void)state;
+    sp_error *err = NULL;
+    char *id = NULL;
+    sp_podman_pull_opts o = SP_PODMAN_PULL_OPTS_INIT;
+    expect(sp_podman_image_pull_with(&id, P, "reg.example/missing", &o, &err), &err, SP_ENOTFOUND,
+           "pull reg.example/missing: registry reg.example has no such image");
+    expect(sp_podman_image_pull_with(&id, P, "127.0.0.1:5000/plain", &o, &err), &err, SP_EPODMAN,
+           "pull 127.0.0.1:5000/plain: registry 127.0.0.1:5000 speaks plain HTTP, not HTTPS: if "
+           "you trust it, pull with TLS verification off (--tls-verify=false)");
+    assert_null(id);
+    o.no_tls_verify = true;
+    assert_int_equal(sp_podman_image_pull_with(&id, P, "127.0.0.1:5000/plain", &o, NULL), 0);
+    assert_string_equal(id, "plainid");
+    free(id);
+}
+
+/* The default policy pulls only references that name a registry host;
+ * missing asks whether the image exists first; never never pulls. */
+static void test_pull_policy(void **state)
+{
+    (void)state;
+    bool pulled = true;
+    sp_error *err = NULL;
+    static const struct {
+        const char *ref;
+        sp_podman_pull_policy want;
+    } cases[] = {
+        {"docker.io/library/debian:12", SP_PODMAN_PULL_MISSING},
+        {"127.0.0.1:5000/x:1", SP_PODMAN_PULL_MISSING},
+        {"reg.example/a/b@sha256:00", SP_PODMAN_PULL_MISSING},
+        {"localhost:5000/x", SP_PODMAN_PULL_MISSING},
+        {"localhost/sandpod-busybox:latest", SP_PODMAN_PULL_NEVER},
+        {"debian:12", SP_PODMAN_PULL_NEVER},
+        {"library/debian", SP_PODMAN_PULL_NEVER},
+        {"docker.io", SP_PODMAN_PULL_NEVER},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+        if (sp_podman_pull_policy_for(cases[i].ref, SP_PODMAN_PULL_DEFAULT) != cases[i].want)
+            fail_msg("default pull policy of %s is not %d", cases[i].ref, (int)cases[i].want);
+    assert_int_equal(sp_podman_pull_policy_for("debian", SP_PODMAN_PULL_ALWAYS),
+                     SP_PODMAN_PULL_ALWAYS);
+    /* Would fail if they reached the service: "bad" always errs. */
+    assert_int_equal(
+        sp_podman_image_ensure(&pulled, P, "localhost/bad", SP_PODMAN_PULL_DEFAULT, NULL, NULL), 0);
+    assert_false(pulled);
+    assert_int_equal(sp_podman_image_ensure(&pulled, P, "bad", SP_PODMAN_PULL_DEFAULT, NULL, NULL),
+                     0);
+    assert_int_equal(
+        sp_podman_image_ensure(&pulled, P, "bad/x:1", SP_PODMAN_PULL_DEFAULT, NULL, NULL), 0);
+    assert_int_equal(
+        sp_podman_image_ensure(&pulled, P, "reg.example/bad", SP_PODMAN_PULL_NEVER, NULL, NULL), 0);
+    assert_false(pulled);
+    /* A registry host: missing locally (404 here), so pulled. */
+    expect(sp_podman_image_ensure(&pulled, P, "reg.example/missing", SP_PODMAN_PULL_DEFAULT, NULL,
+                                  &err),
+           &err, SP_ENOTFOUND, "has no such image");
+    assert_int_equal(sp_podman_image_ensure(&pulled, P, "ok", SP_PODMAN_PULL_ALWAYS, NULL, NULL),
+                     0);
+    assert_true(pulled);
+    expect(sp_podman_image_ensure(&pulled, P, "ok", (sp_podman_pull_policy)9, NULL, &err), &err,
+           SP_EINVAL, "unknown pull policy 9");
 }
 
 static char log_text[8192];
@@ -700,8 +780,8 @@ static void test_debug_log(void **state)
     sp_podman_container_info *info = NULL;
     assert_int_equal(sp_podman_container_inspect(&info, P, "chunked", NULL), 0);
     sp_podman_container_info_free(info);
-    assert_non_null(strstr(log_text, "debug: podman: POST /v4.0.0/libpod/images/pull?reference=... "
-                                     "-> 200, "));
+    assert_non_null(strstr(log_text, "debug: podman: POST /v4.0.0/libpod/images/pull?reference=..."
+                                     "&tlsVerify=...&policy=...&quiet=... -> 200, "));
     assert_null(strstr(log_text, "reference=ok"));
     assert_non_null(strstr(log_text, "debug: podman: GET /v4.0.0/libpod/containers/chunked/json "
                                      "-> 200, 0 bytes sent, "));
@@ -1110,6 +1190,8 @@ int main(void)
         cmocka_unit_test(test_streams),
         cmocka_unit_test(test_broken_streams),
         cmocka_unit_test(test_pull),
+        cmocka_unit_test(test_pull_errors),
+        cmocka_unit_test(test_pull_policy),
         cmocka_unit_test(test_debug_log),
         cmocka_unit_test(test_logs),
         cmocka_unit_test(test_start_hint),

@@ -170,16 +170,97 @@ int sp_podman_image_exists(bool *out, sp_podman *p, const char *name, sp_error *
 /** Called with each progress line ("Trying to pull ...") during a pull. */
 typedef void (*sp_podman_progress_fn)(const char *line, void *userdata);
 
+#define SP_PODMAN_PULL_OPTS_VERSION 1
+
+/** How to pull (sp_podman_image_pull_with()). */
+typedef struct sp_podman_pull_opts {
+    unsigned version; /**< SP_PODMAN_PULL_OPTS_VERSION */
+    /** Skip TLS verification, and speak plain HTTP to a registry that has
+     *  no TLS (podman's --tls-verify=false). Only for a trusted registry,
+     *  such as one on 127.0.0.1. Default false: verify. */
+    bool no_tls_verify;
+    sp_podman_progress_fn progress; /**< each progress line, or NULL */
+    void *userdata;                 /**< given to progress */
+} sp_podman_pull_opts;
+
+#define SP_PODMAN_PULL_OPTS_INIT                                                                   \
+    {                                                                                              \
+        .version = SP_PODMAN_PULL_OPTS_VERSION                                                     \
+    }
+
 /**
- * Pull an image from a registry.
+ * Pull an image from a registry through the service's streamed pull.
  *
- * @param out_id    receives the image id (free()); may be NULL
- * @param progress  progress callback, or NULL
- * @return 0; SP_EPODMAN with the registry's error (for example when no
- *         registry can be reached); SP_ETIMEOUT
+ * @param out_id     receives the image id (free()); may be NULL
+ * @param reference  e.g. "docker.io/library/debian:12", "127.0.0.1:5000/x:1"
+ * @param opts       NULL for defaults
+ * @return 0; SP_ENOTFOUND when the registry has no such image;
+ *         SP_EPODMAN with one line saying why for the rest: the registry
+ *         cannot be reached, it speaks plain HTTP while TLS is verified (the
+ *         message says to turn verification off), or the service's own
+ *         reason; SP_ETIMEOUT
  */
+int sp_podman_image_pull_with(char **out_id, sp_podman *p, const char *reference,
+                              const sp_podman_pull_opts *opts, sp_error **err);
+
+/** sp_podman_image_pull_with() verifying TLS, with a progress callback. */
 int sp_podman_image_pull(char **out_id, sp_podman *p, const char *reference,
                          sp_podman_progress_fn progress, void *userdata, sp_error **err);
+
+/** When a sandbox's image is pulled (sp_podman_image_ensure()). */
+typedef enum sp_podman_pull_policy {
+    /** SP_PODMAN_PULL_MISSING for a reference that names a registry host
+     *  ("docker.io/library/debian:12", "127.0.0.1:5000/x"), otherwise
+     *  SP_PODMAN_PULL_NEVER: a "localhost/" image is one built here (such as
+     *  the offline busybox image) and a short name ("debian") would leave
+     *  the registry to the host's registries.conf. */
+    SP_PODMAN_PULL_DEFAULT = 0,
+    SP_PODMAN_PULL_MISSING, /**< pull when no local image has the name */
+    SP_PODMAN_PULL_ALWAYS,  /**< pull every time (a tag that moves) */
+    SP_PODMAN_PULL_NEVER,   /**< use the local image only */
+} sp_podman_pull_policy;
+
+/**
+ * The policy `policy` comes to for `reference`: SP_PODMAN_PULL_DEFAULT
+ * resolved (see there), anything else as it is. Never returns DEFAULT.
+ */
+sp_podman_pull_policy sp_podman_pull_policy_for(const char *reference,
+                                                sp_podman_pull_policy policy);
+
+/**
+ * Make sure an image is present as `policy` asks: pull it when asked to,
+ * or when missing under SP_PODMAN_PULL_MISSING. Never reports an image as
+ * missing: SP_PODMAN_PULL_NEVER only returns 0 (the caller checks with
+ * sp_podman_image_exists() and says what to do).
+ *
+ * @param out_pulled  set to whether a pull happened; may be NULL
+ * @param opts        for the pull; NULL for defaults
+ * @return 0; what sp_podman_image_pull_with() returns; SP_EINVAL for an
+ *         unknown policy or opts version
+ */
+int sp_podman_image_ensure(bool *out_pulled, sp_podman *p, const char *reference,
+                           sp_podman_pull_policy policy, const sp_podman_pull_opts *opts,
+                           sp_error **err);
+
+/** One local image (sp_podman_image_list()). */
+typedef struct sp_podman_image_info {
+    char *id;        /**< full id, hex without "sha256:" */
+    char **names;    /**< NULL-terminated repository tags; may be empty */
+    int64_t created; /**< seconds since the epoch */
+    int64_t size;    /**< bytes */
+} sp_podman_image_info;
+
+/**
+ * List the local images, newest first.
+ *
+ * @param out    receives an array of *out_n entries; free with
+ *               sp_podman_image_list_free()
+ * @return 0 or SP_EPODMAN
+ */
+int sp_podman_image_list(sp_podman_image_info **out, size_t *out_n, sp_podman *p, sp_error **err);
+
+/** Free what sp_podman_image_list() returned (NULL is fine). */
+void sp_podman_image_list_free(sp_podman_image_info *list, size_t n);
 
 /**
  * Import a root filesystem tarball as an image (like `podman import`).
@@ -216,6 +297,48 @@ int sp_podman_image_import_path(char **out_id, sp_podman *p, const char *tar_pat
  */
 int sp_podman_image_build_busybox(char **out_id, sp_podman *p, const char *tag, const char *busybox,
                                   bool force, sp_error **err);
+
+#define SP_PODMAN_BUILD_OPTS_VERSION 1
+
+/** How to build (sp_podman_image_build()). */
+typedef struct sp_podman_build_opts {
+    unsigned version; /**< SP_PODMAN_BUILD_OPTS_VERSION */
+    /** The Containerfile's host path; NULL = CONTEXT/Containerfile, else
+     *  CONTEXT/Dockerfile. One outside the context is sent along under the
+     *  name ".sandpod.Containerfile". */
+    const char *containerfile;
+    /** The image's name ("localhost/tools:1"); NULL = untagged. */
+    const char *tag;
+    /** Each line the build prints (steps, RUN output), or NULL. */
+    sp_podman_progress_fn output;
+    void *userdata; /**< given to output */
+} sp_podman_build_opts;
+
+#define SP_PODMAN_BUILD_OPTS_INIT                                                                  \
+    {                                                                                              \
+        .version = SP_PODMAN_BUILD_OPTS_VERSION                                                    \
+    }
+
+/**
+ * Build an image from a Containerfile through the service (POST
+ * /libpod/build), like `podman build -f FILE -t TAG CONTEXT`.
+ *
+ * The context folder goes to the service as a tar made here: folders and
+ * files are opened without following symlinks and symlinks are sent as
+ * links, so nothing outside the context is read; sockets, fifos and
+ * devices are left out. .containerignore and .dockerignore are not
+ * applied: the whole folder is sent. A FROM image missing locally is
+ * pulled with TLS verified (pull one from a plain-HTTP registry first).
+ *
+ * @param out_id   receives the new image's id (free()); may be NULL
+ * @param context  the context folder; NULL or "" = "."
+ * @param opts     NULL for defaults
+ * @return 0; SP_ENOTFOUND (no Containerfile); errno-style errors reading
+ *         the context; SP_EPODMAN with the build's own error (a failed
+ *         step, a FROM image that cannot be pulled)
+ */
+int sp_podman_image_build(char **out_id, sp_podman *p, const char *context,
+                          const sp_podman_build_opts *opts, sp_error **err);
 
 /** Remove an image. @return 0, SP_ENOTFOUND, SP_EPODMAN (for example when in use) */
 int sp_podman_image_remove(sp_podman *p, const char *name, bool force, sp_error **err);

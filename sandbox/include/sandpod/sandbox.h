@@ -127,6 +127,14 @@ typedef struct sp_sandbox_opts {
     void (*setup_done)(void *userdata, size_t index, const char *command,
                        const struct sp_run_result *res);
     void *setup_userdata;
+    /** When to pull the image from its registry, before hydration (see
+     *  sp_podman_pull_policy; default: missing for a reference with a
+     *  registry host, never for localhost/ and short names). */
+    sp_podman_pull_policy pull;
+    /** Pull without TLS verification, from a plain-HTTP registry. */
+    bool pull_no_tls_verify;
+    /** Each line of a pull's progress (may be NULL); gets progress_userdata. */
+    sp_podman_progress_fn pull_progress;
 } sp_sandbox_opts;
 
 #define SP_SANDBOX_OPTS_INIT                                                                       \
