@@ -41,3 +41,19 @@ cleanup() {
 trap cleanup EXIT
 
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+# need_image: skip when the service cannot be reached; build the default
+# image offline when it is missing (a check of its own).
+need_image() {
+    run image exists
+    if [ "$rc" -gt 1 ] || { [ "$rc" -eq 1 ] && ! grep -qx false "$T/out"; }; then
+        skip "podman cannot be reached or started: $(head -n 1 "$T/err")"
+    fi
+    if [ "$rc" -eq 1 ]; then
+        [ -x /bin/busybox ] || skip "the image is missing and /bin/busybox is not there (apt-get install busybox-static)"
+        run image build
+        expect 0 "image build"
+    else
+        ok
+    fi
+}

@@ -17,17 +17,7 @@ printf 'hello from the host\n' >"$SRC/hello.txt"
 printf 'nested\n' >"$SRC/sub/nested.txt"
 
 # ------------------------------------------------------ Podman, image --
-run image exists
-if [ "$rc" -gt 1 ] || { [ "$rc" -eq 1 ] && ! grep -qx false "$T/out"; }; then
-    skip "podman cannot be reached or started: $(head -n 1 "$T/err")"
-fi
-if [ "$rc" -eq 1 ]; then
-    [ -x /bin/busybox ] || skip "the image is missing and /bin/busybox is not there (apt-get install busybox-static)"
-    run image build
-    expect 0 "image build"
-else
-    ok
-fi
+need_image
 run image exists --json
 json "image exists --json" 'j["ok"] is True and j["exists"] is True'
 run image exists localhost/sandpod-no-such-image:latest
