@@ -81,17 +81,19 @@ static int share_dir(int sobj, int dobj, const char *sub, uint64_t *count, sp_er
         struct stat st;
         if (fstatat(sd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode))
             continue;
-        if (!copy && linkat(sd, e->d_name, dd, e->d_name, 0) == 0) {
-            (*count)++;
-            continue;
+        if (!copy) {
+            if (linkat(sd, e->d_name, dd, e->d_name, 0) == 0) {
+                (*count)++;
+                continue;
+            }
+            if (errno == EEXIST)
+                continue;
+            if (errno != EXDEV && errno != EPERM && errno != EROFS && errno != EMLINK) {
+                r = sp_err_errno(err, errno, "link", e->d_name);
+                break;
+            }
+            copy = true; /* the same answer for the rest: do not ask again */
         }
-        if (errno == EEXIST)
-            continue;
-        if (!copy && errno != EXDEV && errno != EPERM && errno != EROFS && errno != EMLINK) {
-            r = sp_err_errno(err, errno, "link", e->d_name);
-            break;
-        }
-        copy = true; /* the same answer for the rest: do not ask again */
         if (faccessat(dd, e->d_name, F_OK, AT_SYMLINK_NOFOLLOW) == 0)
             continue;
         if ((r = copy_file_at(sd, dd, e->d_name, err)) == 0)

@@ -125,6 +125,56 @@ static void test_share_then_source_gone(void **state)
     free(dir);
 }
 
+/* Another filesystem (/dev/shm, a tmpfs, against $TMPDIR): no hard links,
+ * so every object is copied; the copies are whole and the store passes fsck.
+ * Skipped where both are one filesystem. */
+static void test_share_across_filesystems(void **state)
+{
+    (void)state;
+    char tmpl[] = "/dev/shm/sp-share.XXXXXX";
+    char *other = mkdtemp(tmpl);
+    char *dir = tu_mkdtemp();
+    struct stat a, b;
+    if (!other || stat(other, &a) < 0 || stat(dir, &b) < 0 || a.st_dev == b.st_dev) {
+        if (other)
+            tu_rmtree(other);
+        tu_rmtree(dir);
+        free(dir);
+        skip();
+    }
+    sp_snapstore *src = open_store(other, "ws-a", "a.git");
+    char *wa = tu_join(other, "ws-a");
+    for (int i = 0; i < 40; i++) {
+        char rel[32], body[32];
+        snprintf(rel, sizeof(rel), "f%d.txt", i);
+        snprintf(body, sizeof(body), "file %d\n", i);
+        tu_write(wa, rel, body, 0644);
+    }
+    sp_snapshot *snap = NULL;
+    OK(sp_snapshot_create(&snap, src, "t", E));
+    sp_snapstore *dst = open_store(dir, "ws-b", "b.git");
+    OK(sp_snapshot_share(NULL, dst, src, "t", E));
+    sp_snapstore_free(src);
+    tu_rmtree(other);
+    OK(sp_snapshot_restore(NULL, dst, "t", E));
+    char *wb = tu_join(dir, "ws-b");
+    char *c = tu_read(wb, "f39.txt", NULL);
+    assert_string_equal(c, "file 39\n");
+    free(c);
+    nlink_t links = 0;
+    object_ino(dir, "b.git", snap->commit, &links);
+    assert_int_equal(links, 1);
+    char *b_store = tu_join(dir, "b.git");
+    tu_assert_fsck(b_store);
+    free(b_store);
+    sp_snapshot_free(snap);
+    sp_snapstore_free(dst);
+    free(wa);
+    free(wb);
+    tu_rmtree(dir);
+    free(dir);
+}
+
 static void test_share_missing(void **state)
 {
     (void)state;
@@ -151,6 +201,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_share_then_source_gone),
+        cmocka_unit_test(test_share_across_filesystems),
         cmocka_unit_test(test_share_missing),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
