@@ -50,6 +50,7 @@ int cmd_rm(int argc, char **argv);
 int cmd_gc(int argc, char **argv);
 int cmd_exec(int argc, char **argv);
 int cmd_logs(int argc, char **argv);
+int cmd_fork(int argc, char **argv);
 int cmd_sh(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_image(int argc, char **argv);
@@ -210,7 +211,8 @@ struct cli_create {
     size_t n_mounts;
     const char **roots, **env, **caps, **pass, **setup; /* NULL-terminated */
     size_t n_roots, n_env, n_caps, n_pass, n_setup;
-    bool json; /* --json: no progress summary line (cmd/progress.h) */
+    bool json;        /* --json: no progress summary line (cmd/progress.h) */
+    const char *from; /* --from NAME[:SNAP]: fork that sandbox (cmd_fork.c) */
 };
 
 /* Prepare for up to argc repeated options. Returns 0 or an exit code. */
@@ -224,6 +226,14 @@ int cli_create_option(struct cli_create *c, const char *cmd, int opt, const char
 /* Create the sandbox, drawing hydration progress on stderr when it is a
  * terminal. */
 int cli_create_sandbox(sp_sandbox **out, struct cli_create *c, sp_error **err);
+
+/* Fork sandbox `origin` at snapshot `snap` (NULL: its newest) with the
+ * options of c (name, connection, and the create options given, which
+ * replace the origin's); cmd_fork.c. */
+/* Print a new sandbox: its name, or with json the create result. */
+int cli_print_created(sp_sandbox *sb, bool json);
+int cli_fork_sandbox(sp_sandbox **out, struct cli_create *c, const char *origin, const char *snap,
+                     sp_error **err);
 
 /* ------------------------------------------------------------------------
  * Attached commands (defined in cmd_exec.c), for exec and run.

@@ -451,6 +451,18 @@ int cli_create_sandbox(sp_sandbox **out, struct cli_create *c, sp_error **err)
     }
     if (o.setup_network && !c->n_setup)
         fputs("sandpod: warning: --setup-network without --setup does nothing\n", stderr);
+    if (c->from) {
+        /* NAME or NAME:SNAP (a sandbox name has no ':'). */
+        char *origin = strdup(c->from);
+        if (!origin)
+            return cli_error("out of memory");
+        char *colon = strchr(origin, ':');
+        if (colon)
+            *colon = '\0';
+        int r = cli_fork_sandbox(out, c, origin, colon && colon[1] ? colon + 1 : NULL, err);
+        free(origin);
+        return r;
+    }
     if (o.userns == SP_PODMAN_USERNS_HOST)
         fputs("sandpod: warning: --userns host: the workload's uids are host uids (its uid 1000 "
               "is the host account with uid 1000)\n",
@@ -485,7 +497,11 @@ const struct cli_spec cli_spec_create = {
         "capabilities dropped, read-only root, limits on memory, CPU and processes).\n"
         "The container is started; the sandbox's name is printed.",
     .groups = CLI_GROUPS(&cli_group_create, &cli_group_conn,
-                         CLI_OWN(CLI_FLAG("json", 0, 'j',
+                         CLI_OWN(CLI_VALUE("from", 0, "NAME[:SNAP]", 'F', CLI_COMP_SANDBOX,
+                                           "fork sandbox NAME at snapshot SNAP (default: its "
+                                           "newest), as `sandpod fork`; the options given here "
+                                           "replace NAME's configuration; no --mount"),
+                                 CLI_FLAG("json", 0, 'j',
                                           "print {ok, name, state, container, image, created_at, "
                                           "workspace, state_dir}"))),
     .notes = "Hydration progress is one line on stderr, redrawn when it is a terminal\n"
@@ -514,6 +530,10 @@ int cmd_create(int argc, char **argv)
             json = true;
             continue;
         }
+        if (opt == 'F') {
+            c.from = optarg;
+            continue;
+        }
         int took = cli_create_option(&c, "create", opt, optarg);
         if (took < 0) {
             rc = CLI_EXIT_USAGE;
@@ -525,6 +545,11 @@ int cmd_create(int argc, char **argv)
         goto done;
     }
 
+    if (c.from && c.n_mounts) {
+        rc = cli_usage("create", "--from and --mount do not go together: a fork's workspace is "
+                                 "the snapshot");
+        goto done;
+    }
     sp_error *err = NULL;
     c.json = json;
     int r = cli_create_sandbox(&sb, &c, &err);
@@ -532,15 +557,7 @@ int cmd_create(int argc, char **argv)
         rc = cli_fail(json, r, err);
         goto done;
     }
-    if (json) {
-        sp_sandbox_status *st = NULL;
-        if (sp_sandbox_status_get(&st, sb, NULL) < 0)
-            st = NULL;
-        rc = cli_print_result(sp_json_sandbox(sb, st, false));
-        sp_sandbox_status_free(st);
-    } else {
-        printf("%s\n", sp_sandbox_name(sb));
-    }
+    rc = cli_print_created(sb, json);
 
 done:
     sp_sandbox_free(sb);

@@ -936,6 +936,12 @@ static void record_mounts(sp_sandbox_config *c, const sp_mount *req, size_t n,
 
 int sp_sandbox_create(sp_sandbox **out, const sp_sandbox_opts *opts, sp_error **err)
 {
+    return sp_sandbox_create_seeded(out, opts, NULL, NULL, err);
+}
+
+int sp_sandbox_create_seeded(sp_sandbox **out, const sp_sandbox_opts *opts, sp_sandbox_seed_fn seed,
+                             void *seed_data, sp_error **err)
+{
     *out = NULL;
     if (SP_OPTS_CHECK(opts, 1, SP_SANDBOX_OPTS_VERSION, "sp_sandbox_opts", err) < 0)
         return SP_EINVAL;
@@ -1009,7 +1015,10 @@ int sp_sandbox_create(sp_sandbox **out, const sp_sandbox_opts *opts, sp_error **
     }
     if ((r = pull_image(sb, &o, err)) < 0)
         goto fail;
-    if (o.n_mounts) {
+    if (seed) {
+        if ((r = seed(sb, seed_data, err)) < 0)
+            goto fail;
+    } else if (o.n_mounts) {
         sp_hydrate_opts ho = SP_HYDRATE_OPTS_INIT;
         ho.allowed_roots = o.allowed_roots;
         ho.progress = o.progress;

@@ -91,6 +91,13 @@ struct sp_sandbox {
 };
 
 int sp_sandbox_resolve_root(char **out, const char *state_root, sp_error **err);
+/* sp_sandbox_create() with the workspace filled by seed (called with the
+ * state folder and the empty workspace made, under the sandbox's lock,
+ * before the container exists) in place of hydrating opts->mounts; a
+ * failing seed fails the create, which removes everything it made. */
+typedef int (*sp_sandbox_seed_fn)(sp_sandbox *sb, void *data, sp_error **err);
+int sp_sandbox_create_seeded(sp_sandbox **out, const sp_sandbox_opts *opts, sp_sandbox_seed_fn seed,
+                             void *seed_data, sp_error **err);
 /* flock the state folder's lock file; nests. */
 int sp_sandbox_lock(sp_sandbox *sb, sp_error **err);
 void sp_sandbox_unlock(sp_sandbox *sb);

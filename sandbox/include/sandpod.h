@@ -6,6 +6,7 @@
 #define SANDPOD_H
 
 #include "sandpod/error.h"
+#include "sandpod/fork.h"
 #include "sandpod/fs.h"
 #include "sandpod/hydrate.h"
 #include "sandpod/log.h"

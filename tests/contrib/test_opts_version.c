@@ -60,6 +60,14 @@ static int c_sandbox_create(sp_error **err)
     return sp_sandbox_create(&sb, &o, err);
 }
 
+static int c_sandbox_fork(sp_error **err)
+{
+    sp_sandbox *sb = NULL;
+    sp_sandbox_opts o = SP_SANDBOX_OPTS_INIT;
+    o.version = BAD;
+    return sp_sandbox_fork(&sb, NULL, NULL, &o, err);
+}
+
 static int c_sandbox_open(sp_error **err)
 {
     sp_sandbox *sb = NULL;
@@ -272,6 +280,7 @@ static const row rows[] = {
     {"sp_podman_image_ensure", "sp_podman_pull_opts", c_image_ensure},
     {"sp_podman_image_build", "sp_podman_build_opts", c_image_build},
     {"sp_sandbox_create", "sp_sandbox_opts", c_sandbox_create},
+    {"sp_sandbox_fork", "sp_sandbox_opts", c_sandbox_fork},
     {"sp_sandbox_open", "sp_sandbox_opts", c_sandbox_open},
     {"sp_sandbox_exec", "sp_run_opts", c_sandbox_exec},
     {"sp_sandbox_shell", "sp_run_opts", c_sandbox_shell},

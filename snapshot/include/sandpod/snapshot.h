@@ -372,6 +372,25 @@ int sp_snapshot_export(sp_snapstore *s, const char *ref, const char *path, int f
 int sp_snapshot_import(sp_snapshot **out, sp_snapstore *s, const char *path, int fd,
                        const char *tag, sp_error **err);
 
+/* -------------------------------------------------------------- share -- */
+
+/**
+ * Make snapshot `ref` of store `src` a snapshot of store `dst` too (a
+ * fork): every object of `src` gets a hard link in `dst` (a copy, or a
+ * reflink, where linking is refused: another filesystem), then the
+ * snapshot's ref is written in `dst` under the same id. Objects are
+ * immutable, so the two stores share their data and stay independent: a
+ * gc or a removal of one never takes what the other needs. Neither
+ * workspace is read or written; restore the snapshot in `dst` to
+ * materialise it. The record keeps the `root` and `store` it was taken in.
+ *
+ * @param out  receives the record as `dst` has it (may be NULL)
+ * @return 0; the errors of sp_snapshot_get() on `src`; SP_EREADONLY for a
+ *         read-only `dst`; errno-style errors
+ */
+int sp_snapshot_share(sp_snapshot **out, sp_snapstore *dst, sp_snapstore *src, const char *ref,
+                      sp_error **err);
+
 /* ----------------------------------------------------------------- gc -- */
 
 typedef struct sp_snapstore_gc_result {

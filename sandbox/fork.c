@@ -1,0 +1,131 @@
+/* sp_sandbox_fork(): a new sandbox from a snapshot of another.
+ *
+ * The workspace comes from the origin's snapshot store, never from the
+ * origin's live folder (which the workload writes and may have filled with
+ * symlinks, fifos or files still changing): the new store gets the
+ * origin's objects as hard links and the snapshot's ref, and the
+ * snapshot is restored from there into the new, empty workspace through
+ * the store's restore (fds opened without following symlinks, set-id bits
+ * dropped). create then hands the workspace to the container's user as it
+ * does after a hydration. */
+#include <string.h>
+
+#include "sandbox_internal.h"
+#include "sandpod/fork.h"
+
+typedef struct fork_seed {
+    sp_sandbox *origin;
+    const char *snapshot;
+} fork_seed;
+
+static char **strv_copy(char *const *v)
+{
+    sp_strv sv = {0};
+    for (size_t i = 0; v && v[i]; i++)
+        sp_strv_push(&sv, sp_xstrdup(v[i]));
+    return sp_strv_steal(&sv);
+}
+
+/* The origin's record of its host folders, for `diff` and applying back. */
+static void copy_mounts(sp_sandbox_config *dst, const sp_sandbox_config *src)
+{
+    dst->n_mounts = src->n_mounts;
+    dst->mounts = src->n_mounts ? sp_xcalloc(src->n_mounts, sizeof(*dst->mounts)) : NULL;
+    for (size_t i = 0; i < src->n_mounts; i++) {
+        const sp_sandbox_mount *s = &src->mounts[i];
+        sp_sandbox_mount *d = &dst->mounts[i];
+        *d = *s;
+        d->host_path = sp_xstrdup(s->host_path);
+        d->mount_path = sp_xstrdup(s->mount_path);
+        d->include = (const char *const *)strv_copy((char *const *)s->include);
+        d->exclude = (const char *const *)strv_copy((char *const *)s->exclude);
+    }
+}
+
+static int open_store(sp_snapstore **out, sp_sandbox *sb, bool create, sp_error **err)
+{
+    sp_snapstore_opts so = SP_SNAPSTORE_OPTS_INIT;
+    so.no_create = !create;
+    cleanup_free char *dir = sp_xasprintf("%s/snapshots.git", sb->state_dir);
+    return sp_snapstore_open(out, sb->workspace, dir, &so, err);
+}
+
+static int seed_from_snapshot(sp_sandbox *sb, void *data, sp_error **err)
+{
+    fork_seed *f = data;
+    sp_snapstore *src = NULL, *dst = NULL;
+    sp_snapshots *list = NULL;
+    sp_snapshot *snap = NULL;
+    int r = open_store(&src, f->origin, false, err);
+    if (r == SP_ENOTFOUND)
+        r = sp_err_set(err, SP_ENOTFOUND, 0,
+                       "sandbox %s has no snapshots to fork from (take one with `sandpod "
+                       "snapshot %s`)",
+                       f->origin->name, f->origin->name);
+    if (r < 0)
+        goto out;
+    const char *ref = f->snapshot;
+    if (!ref) {
+        if ((r = sp_snapshot_list(&list, src, err)) < 0)
+            goto out;
+        if (list->n == 0) {
+            r = sp_err_set(err, SP_ENOTFOUND, 0,
+                           "sandbox %s has no snapshots to fork from (take one with `sandpod "
+                           "snapshot %s`)",
+                           f->origin->name, f->origin->name);
+            goto out;
+        }
+        ref = list->v[list->n - 1]->id;
+    }
+    if ((r = open_store(&dst, sb, true, err)) < 0)
+        goto out;
+    if ((r = sp_snapshot_share(&snap, dst, src, ref, err)) < 0) {
+        if (r == SP_ENOTFOUND)
+            sp_err_wrap(err, r, "fork sandbox %s", f->origin->name);
+        goto out;
+    }
+    if ((r = sp_snapshot_restore(NULL, dst, snap->id, err)) < 0)
+        goto out;
+    copy_mounts(&sb->cfg, &f->origin->cfg);
+out:
+    sp_snapshot_free(snap);
+    sp_snapshots_free(list);
+    sp_snapstore_free(dst);
+    sp_snapstore_free(src);
+    return r;
+}
+
+int sp_sandbox_fork(sp_sandbox **out, sp_sandbox *origin, const char *snapshot,
+                    const sp_sandbox_opts *opts, sp_error **err)
+{
+    *out = NULL;
+    if (SP_OPTS_CHECK(opts, 1, SP_SANDBOX_OPTS_VERSION, "sp_sandbox_opts", err) < 0)
+        return SP_EINVAL;
+    sp_sandbox_opts in = SP_SANDBOX_OPTS_INIT;
+    if (opts)
+        in = *opts;
+    if (in.n_mounts)
+        return sp_err_set(err, SP_EINVAL, 0,
+                          "a fork's workspace is the snapshot: no mounts (sandbox %s)",
+                          origin->name);
+    const sp_sandbox_config *c = &origin->cfg;
+    sp_sandbox_opts o = in;
+    o.state_root = in.state_root ? in.state_root : origin->state_root;
+    o.image = in.image ? in.image : c->image;
+    o.env = in.env ? in.env : (const char *const *)c->env;
+    o.env_pass = in.env_pass ? in.env_pass : (const char *const *)c->env_pass;
+    o.workdir = in.workdir ? in.workdir : c->workdir;
+    o.user = in.user ? in.user : c->user;
+    o.cap_add = in.cap_add ? in.cap_add : (const char *const *)c->cap_add;
+    o.network = in.network ? in.network : c->network;
+    o.memory_bytes = in.memory_bytes ? in.memory_bytes : c->memory_bytes;
+    o.nano_cpus = in.nano_cpus ? in.nano_cpus : c->nano_cpus;
+    o.pids_limit = in.pids_limit ? in.pids_limit : c->pids_limit;
+    o.tmpfs_bytes = in.tmpfs_bytes ? in.tmpfs_bytes : c->tmpfs_bytes;
+    o.writable_root = in.writable_root || c->writable_root;
+    o.exec_path = in.exec_path ? in.exec_path : c->exec_path;
+    o.userns = in.userns ? in.userns : c->userns;
+    o.seccomp = in.seccomp ? in.seccomp : c->seccomp;
+    fork_seed f = {origin, snapshot};
+    return sp_sandbox_create_seeded(out, &o, seed_from_snapshot, &f, err);
+}

@@ -1,0 +1,132 @@
+#!/usr/bin/env bash
+# Benchmark `sandpod fork` against `cp -a` of the workspace and against a
+# fresh hydration (`sandpod create --mount`), on one generated tree, in the
+# same run.
+#
+# Usage: tests/bench/bench_fork.sh [PATH/TO/sandpod] [N]
+#   env BENCH_DIR (default /tmp), BENCH_OUT (default tests/bench/results/fork.json),
+#   SANDPOD_URL (default: discovered)
+#
+# The tree: 10,000 files (0.5-7 KB, about 38 MB) in 300 folders. An origin
+# sandbox is created from it and snapshotted once (untimed). Then N rounds
+# (default 20), interleaved so that a drift in the machine's load weighs on
+# all three alike; in each:
+#   fork      `sandpod fork ORIGIN SNAP --name fN`: a new sandbox, started,
+#             its workspace restored from the shared store
+#   cp -a     `cp -a` of the origin's workspace (a copy only: no container)
+#   hydrate   `sandpod create --mount TREE --name hN`: a new sandbox, started,
+#             its workspace hydrated from the host tree
+# `sync` runs before every timed command; what a round made is removed
+# after it, untimed. Medians (and the samples) are reported.
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+repo=$(cd "$here/../.." && pwd)
+SP=${1:-$repo/build/test/sandpod}
+N=${2:-20}
+BASE=${BENCH_DIR:-/tmp}
+OUT=${BENCH_OUT:-$here/results/fork.json}
+[ -x "$SP" ] || {
+    echo "bench_fork: no sandpod binary at $SP" >&2
+    exit 2
+}
+command -v python3 >/dev/null || {
+    echo "bench_fork: python3 is needed" >&2
+    exit 77
+}
+
+W=$(mktemp -d "$BASE/sandpod-bench-fork.XXXXXX")
+export SANDPOD_HOME=$W/home
+mkdir -p "$SANDPOD_HOME"
+url=()
+[ -n "${SANDPOD_URL:-}" ] && url=(--url "$SANDPOD_URL")
+cleanup() {
+    local d
+    for d in "$SANDPOD_HOME"/sandboxes/*/; do
+        [ -d "$d" ] && "$SP" rm --force "${url[@]}" "$(basename "$d")" >/dev/null 2>&1
+    done
+    rm -rf "$W"
+}
+trap cleanup EXIT
+SRC=$W/tree
+
+echo "== building the tree in $SRC"
+python3 - "$SRC" <<'PY'
+import os, random, sys
+root = sys.argv[1]
+rnd = random.Random(42)
+for i in range(10000):
+    p = f"{root}/d{i % 300:03d}/f{i}.txt"
+    os.makedirs(os.path.dirname(p), exist_ok=True)
+    with open(p, "wb") as f:
+        f.write(rnd.randbytes(rnd.randint(512, 7 * 1024)))
+PY
+files=$(find "$SRC" -type f | wc -l)
+bytes=$(du -sb "$SRC" | cut -f1)
+echo "   $files files, $((bytes / 1000000)) MB"
+find "$SRC" -type f -exec cat {} + >/dev/null
+
+echo "== origin: create and snapshot (untimed)"
+"$SP" create "${url[@]}" --name origin --mount "$SRC" >/dev/null
+"$SP" snapshot "${url[@]}" origin -t base >/dev/null
+WS=$SANDPOD_HOME/sandboxes/origin/workspace
+
+names=("sandpod fork" "cp -a (workspace)" "sandpod create --mount")
+declare -A samples
+timed() { # NAME CMD...
+    local name=$1
+    shift
+    sync
+    local t0 t1
+    t0=$(date +%s.%N)
+    "$@" >/dev/null
+    t1=$(date +%s.%N)
+    samples[$name]+="$(python3 -c "print(f'{$t1 - $t0:.4f}')") "
+}
+echo "== timing: $N interleaved rounds"
+for ((i = 1; i <= N; i++)); do
+    timed "sandpod fork" "$SP" fork "${url[@]}" origin base --name "f$i"
+    timed "cp -a (workspace)" cp -a "$WS" "$W/copy"
+    timed "sandpod create --mount" "$SP" create "${url[@]}" --mount "$SRC" --name "h$i"
+    "$SP" rm --force "${url[@]}" "f$i" "h$i" >/dev/null
+    rm -rf "$W/copy"
+    printf '   round %d: %s\n' "$i" "$(for n in "${names[@]}"; do
+        s=${samples[$n]% }
+        printf '%s %s; ' "$n" "${s##* }"
+    done)"
+done
+
+mkdir -p "$(dirname "$OUT")"
+python3 - "$OUT" "$files" "$bytes" "$N" "$(uname -r)" "$(nproc)" "$(cat /proc/loadavg)" \
+    "${samples["sandpod fork"]}" "${samples["cp -a (workspace)"]}" \
+    "${samples["sandpod create --mount"]}" <<'PY'
+import json, sys, datetime, statistics
+out, files, nbytes, n, kernel, cpus, load, s_fork, s_cp, s_hyd = sys.argv[1:]
+samples = {
+    "sandpod fork": [float(x) for x in s_fork.split()],
+    "cp -a (workspace)": [float(x) for x in s_cp.split()],
+    "sandpod create --mount": [float(x) for x in s_hyd.split()],
+}
+med = {k: statistics.median(v) for k, v in samples.items()}
+res = {
+    "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+    "machine": {"kernel": kernel, "cpus": int(cpus), "loadavg_at_end": load},
+    "tree": {"files": int(files), "bytes": int(nbytes)},
+    "method": "%s interleaved rounds, sync before each timed command, median" % n,
+    "median_seconds": med,
+    "samples_seconds": samples,
+    "ratios": {
+        "cp_over_fork": round(med["cp -a (workspace)"] / med["sandpod fork"], 3),
+        "hydrate_over_fork": round(med["sandpod create --mount"] / med["sandpod fork"], 3),
+    },
+}
+with open(out, "w") as fh:
+    json.dump(res, fh, indent=2)
+    fh.write("\n")
+print()
+print("| command | median (s) | vs fork |")
+print("|---|---:|---:|")
+for k, v in med.items():
+    print(f"| `{k}` | {v:.3f} | {v / med['sandpod fork']:.2f}x |")
+print("results written to", out)
+PY
