@@ -423,8 +423,24 @@ static void test_output_cap(void **state)
     assert_int_equal(access(done, F_OK), 0);
     unlink(done);
     free(done);
-    struct timespec settle = {1, 0}; /* the last bytes reach the host */
-    nanosleep(&settle, NULL);
+    /* The bytes may still be on their way through Podman's stream (the
+     * REST path buffers): wait, by the session's own count, until all
+     * 3,000,011 of them (the x's, two newlines, "tail-mark") reached the
+     * host. A fixed pause here failed under load. */
+    uint64_t pending = 0;
+    for (int i = 0; i < 1200 && pending < 3000011; i++) {
+        sp_session_info *v = NULL;
+        size_t n = 0;
+        OK(sp_session_list(&v, &n, sb, err_));
+        for (size_t k = 0; k < n; k++)
+            if (v[k].id == id)
+                pending = v[k].pending_bytes;
+        sp_session_info_free(v, n);
+        struct timespec ts = {0, 50 * 1000000L};
+        if (pending < 3000011)
+            nanosleep(&ts, NULL);
+    }
+    assert_true(pending >= 3000011);
     out = say(id, "", 100);
     assert_false(out->exited);
     assert_true(out->truncated);
