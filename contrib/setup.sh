@@ -7,7 +7,8 @@ set -euo pipefail
 # when they crash (tu_crash_reports), the only trace a CI run keeps; zsh,
 # fish and groff-base: the completion and man page tests; ripgrep: grep is
 # compared with rg (test_search_ref; bash globstar is the glob reference);
-# docker-registry: the image tests pull from a registry on 127.0.0.1.
+# docker-registry: the image tests pull from a registry on 127.0.0.1;
+# python3-pytest/-setuptools/-pip/-venv: the Python package and its tests.
 pkgs=(
   gcc make cmake pkg-config git python3 clang-format
   libcurl4-openssl-dev libcjson-dev libgit2-dev libarchive-dev libpcre2-dev
@@ -18,6 +19,7 @@ pkgs=(
   zsh fish groff-base
   ripgrep
   docker-registry
+  python3-pytest python3-setuptools python3-pip python3-venv
 )
 # The MCP test through the official TypeScript SDK (tests/contrib/mcp_sdk)
 # needs Node.js 18 or later with npm; a Node.js from elsewhere (NodeSource,

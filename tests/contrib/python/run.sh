@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Run the Python package's pytest suite against the libsandpod.so just built.
+# usage: run.sh LIBSANDPOD [PYTEST ARGS...]
+# Debian's python3 (with python3-pytest) is preferred over any other python3
+# on PATH; without pytest the suite is skipped (77), except under CI=true.
+set -euo pipefail
+lib=$1
+shift
+here=$(cd "$(dirname "$0")" && pwd)
+src=$(cd "$here/../../.." && pwd)
+py=
+for c in /usr/bin/python3 python3; do
+  if "$c" -c 'import pytest' 2>/dev/null; then
+    py=$c
+    break
+  fi
+done
+if [ -z "$py" ]; then
+  echo "skip: no python3 with pytest (apt-get install python3-pytest)" >&2
+  [ "${CI:-}" = true ] && exit 1
+  exit 77
+fi
+export SANDPOD_LIBRARY=$lib
+export PYTHONPATH=$src/contrib/python${PYTHONPATH:+:$PYTHONPATH}
+export PYTHONDONTWRITEBYTECODE=1
+exec "$py" -m pytest -q -p no:cacheprovider "$here" "$@"
