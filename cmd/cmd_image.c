@@ -1,6 +1,7 @@
 /* sandpod image pull | ls | rm | build | exists: images from a registry,
  * images built from a Containerfile, and the offline image sandboxes run
  * by default. */
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -17,7 +18,7 @@ const struct cli_spec cli_spec_image = {
     .fn = cmd_image,
     .summary = "Pull, list, remove and build images",
     .usage = CLI_USAGE(
-        "pull REF [--tls-verify=false] [--json]", "ls [--json]", "rm REF [-f|--force] [--json]",
+        "pull REF [--tls-verify=false] [--json]", "ls [--json]", "rm REF... [-f|--force] [--json]",
         "build -f CONTAINERFILE [-t TAG] [CONTEXT] [--json]",
         "build [--force] [--tag TAG] [--busybox PATH] [--json]", "exists [IMAGE] [--json]"),
     .description =
@@ -25,7 +26,7 @@ const struct cli_spec cli_spec_image = {
         "          stderr, the image id on stdout. --tls-verify=false speaks plain HTTP\n"
         "          to a registry without TLS (only for one you trust, such as 127.0.0.1)\n"
         "  ls      the local images, newest first: id, created, size, names\n"
-        "  rm      remove REF (-f: also when a container uses it)\n"
+        "  rm      remove each REF (-f: also when a container uses it)\n"
         "  build   with -f or CONTEXT: build CONTAINERFILE (default CONTEXT/Containerfile,\n"
         "          else CONTEXT/Dockerfile) with CONTEXT (default .) as its context;\n"
         "          the build's output goes to stderr, the image id to stdout. Symlinks in\n"
@@ -146,15 +147,52 @@ static int do_ls(sp_podman *p, bool json)
     return rc;
 }
 
-static int do_rm(sp_podman *p, const char *ref, const struct image_args *a)
+/* Every REF is tried, as podman rmi does: one that fails is reported and the
+ * rest are still removed; the exit status says whether all were. */
+static int do_rm(sp_podman *p, char *const *refs, int n, const struct image_args *a)
 {
-    sp_error *err = NULL;
-    int r = sp_podman_image_remove(p, ref, a->force, &err);
-    if (r < 0)
-        return cli_fail(a->json, r, err);
-    if (a->json)
-        return print_id(true, "image", ref, NULL, NULL);
-    return CLI_EXIT_OK;
+    cJSON *out = NULL, *list = NULL;
+    if (a->json) {
+        out = cJSON_CreateObject();
+        if (out && cJSON_AddTrueToObject(out, "ok"))
+            list = cJSON_AddArrayToObject(out, "images");
+        if (!list) {
+            cJSON_Delete(out);
+            return cli_error("out of memory");
+        }
+    }
+    int rc = CLI_EXIT_OK;
+    for (int i = 0; i < n; i++) {
+        sp_error *err = NULL;
+        int r = sp_podman_image_remove(p, refs[i], a->force, &err);
+        if (!a->json) {
+            if (r < 0)
+                rc = cli_sp_error(r, err);
+            else
+                printf("%s\n", refs[i]);
+            sp_error_free(err);
+            continue;
+        }
+        cJSON *item = r == 0 ? cJSON_CreateObject()
+                      : err  ? sp_json_error(err)
+                             : sp_json_error_code(r, sp_strerror(r));
+        sp_error_free(err);
+        if (r < 0)
+            rc = CLI_EXIT_ERROR;
+        bool ok = item && sp_json_add_string(item, "image", refs[i]) &&
+                  (r < 0 || cJSON_AddTrueToObject(item, "ok"));
+        if (!ok || !cJSON_AddItemToArray(list, item)) {
+            cJSON_Delete(item);
+            cJSON_Delete(out);
+            return cli_error("out of memory");
+        }
+    }
+    if (!a->json)
+        return rc;
+    if (rc != CLI_EXIT_OK)
+        cJSON_ReplaceItemInObjectCaseSensitive(out, "ok", cJSON_CreateFalse());
+    int prc = cli_print_json(out);
+    return rc != CLI_EXIT_OK ? rc : prc;
 }
 
 static int do_build_busybox(sp_podman *p, const struct image_args *a)
@@ -293,7 +331,7 @@ int cmd_image(int argc, char **argv)
     const char *op = argv[optind++];
     static const char *const ops[] = {"pull", "ls", "rm", "build", "exists"};
     /* operands each takes: minimum, maximum */
-    static const int lo[] = {1, 0, 1, 0, 0}, hi[] = {1, 0, 1, 1, 1};
+    static const int lo[] = {1, 0, 1, 0, 0}, hi[] = {1, 0, INT_MAX, 1, 1};
     size_t k = 0;
     while (k < 5 && strcmp(op, ops[k]) != 0)
         k++;
@@ -330,7 +368,7 @@ int cmd_image(int argc, char **argv)
         rc = do_ls(p, a.json);
         break;
     case 2:
-        rc = do_rm(p, arg, &a);
+        rc = do_rm(p, argv + optind, nargs, &a);
         break;
     case 3:
         rc = offline ? do_build_busybox(p, &a) : do_build(p, arg, &a);

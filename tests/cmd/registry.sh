@@ -1,14 +1,13 @@
-# A private registry on 127.0.0.1 for the image tests: Debian's
-# docker-registry (the CNCF distribution registry) on a free port, its
-# storage in the test's scratch folder, stopped at exit.
+# A private registry on 127.0.0.1 for the image tests: contrib/registry.sh
+# (Debian's docker-registry) on a free port, its storage in the test's
+# scratch folder, stopped at exit.
 #
-# registry_start: sets REG (host:port) and REG_PID, or returns 1 with
-# the reason in REG_WHY. The sourcing script has T and a cleanup trap; it
-# calls registry_stop from there.
+# registry_start: sets REG (host:port), or returns 1 with the reason in
+# REG_WHY. The sourcing script has T and a cleanup trap; it calls
+# registry_stop from there.
 # shellcheck shell=bash
 
-REGISTRY_BIN=${SANDPOD_REGISTRY_BIN:-/usr/bin/docker-registry}
-REG_PID=
+REGISTRY_SH=$(cd "$(dirname "${BASH_SOURCE[0]}")/../../contrib" && pwd)/registry.sh
 
 # A port nothing listens on now (the registry may still lose a race for
 # it; registry_start retries).
@@ -17,47 +16,18 @@ free_port() {
 }
 
 registry_start() {
-    if [ ! -x "$REGISTRY_BIN" ]; then
-        REG_WHY="no registry at $REGISTRY_BIN (apt-get install docker-registry)"
-        return 1
-    fi
     local try port
     for try in 1 2 3; do
         port=$(free_port) || break
-        mkdir -p "$T/registry/data"
-        cat >"$T/registry/config.yml" <<CONF
-version: 0.1
-log:
-  level: error
-storage:
-  filesystem:
-    rootdirectory: $T/registry/data
-  delete:
-    enabled: true
-http:
-  addr: 127.0.0.1:$port
-CONF
-        "$REGISTRY_BIN" serve "$T/registry/config.yml" >"$T/registry/log" 2>&1 &
-        REG_PID=$!
-        local i
-        for i in $(seq 1 50); do
-            if curl -fsS "http://127.0.0.1:$port/v2/" >/dev/null 2>&1; then
-                REG=127.0.0.1:$port
-                return 0
-            fi
-            kill -0 "$REG_PID" 2>/dev/null || break
-            sleep 0.1
-        done
-        registry_stop
+        if REG_WHY=$("$REGISTRY_SH" start "127.0.0.1:$port" "$T/registry" 2>&1); then
+            REG=127.0.0.1:$port
+            return 0
+        fi
+        case "$REG_WHY" in *"no registry at"*) return 1 ;; esac
     done
-    REG_WHY="the registry did not start: $(tail -n 3 "$T/registry/log" 2>/dev/null)"
     return 1
 }
 
 registry_stop() {
-    if [ -n "$REG_PID" ]; then
-        kill "$REG_PID" 2>/dev/null
-        wait "$REG_PID" 2>/dev/null
-        REG_PID=
-    fi
+    "$REGISTRY_SH" stop "$T/registry" 2>/dev/null || true
 }

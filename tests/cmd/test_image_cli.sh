@@ -99,6 +99,17 @@ run image exists
 out_is 'true\n' "rm of one name left the offline image alone"
 run image rm "$IMG"
 one_error "rm of a missing image" "$IMG"
+# several at once: each is tried, a missing one does not stop the others
+podman tag localhost/sandpod-busybox:latest "localhost/rm-a-$$" "localhost/rm-b-$$"
+run image rm "localhost/rm-a-$$" "localhost/nope-$$" "localhost/rm-b-$$"
+expect_rc 1 "rm of three with one missing fails"
+err_has "nope-$$" "the missing one is named"
+out_is "localhost/rm-a-$$\nlocalhost/rm-b-$$\n" "the other two are removed and listed"
+podman tag localhost/sandpod-busybox:latest "localhost/rm-c-$$"
+run image rm --json "localhost/rm-c-$$" "localhost/nope-$$"
+json "rm --json of two" "j['ok'] is False and j['images'][0] == {'image': 'localhost/rm-c-$$', 'ok': True} and j['images'][1]['image'] == 'localhost/nope-$$' and j['images'][1]['ok'] is False"
+run image exists "localhost/rm-c-$$"
+out_is 'false\n' "rm --json removed the present one"
 
 # --------------------------------------------------------- create --pull --
 nboxes() { find "$SANDPOD_HOME/sandboxes" -mindepth 1 -maxdepth 1 2>/dev/null | wc -l; }
