@@ -103,8 +103,15 @@ static int spec_json(char **out, const sp_podman_container_spec *s, bool rootles
     if (s->name)
         cJSON_AddStringToObject(j, "name", s->name);
     cJSON_AddStringToObject(j, "image", s->image);
-    if (s->command && s->command[0])
-        cJSON_AddItemToObject(j, "command", sp_json_strv(s->command));
+    /* An argv is run as given: its first word replaces the image's
+     * ENTRYPOINT, which Podman would otherwise run with the argv as its
+     * arguments (an image's entrypoint in place of sandpod's init). */
+    if (s->command && s->command[0]) {
+        const char *entry[] = {s->command[0], NULL};
+        cJSON_AddItemToObject(j, "entrypoint", sp_json_strv(entry));
+        if (s->command[1])
+            cJSON_AddItemToObject(j, "command", sp_json_strv(s->command + 1));
+    }
     if ((r = add_kv_map(j, "env", s->env, true, "env", err)) < 0)
         goto done;
     if ((r = add_kv_map(j, "labels", s->labels, false, "label", err)) < 0)

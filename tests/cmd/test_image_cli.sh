@@ -166,6 +166,26 @@ run exec "$B" -- sh -c 'cat /ctx/link-out 2>/dev/null; ls /ctx/dir-out/ 2>/dev/n
 out_is 'end\n' "nothing outside the context was sent"
 run rm --force "$B"
 
+# An image's ENTRYPOINT and CMD never run: the agent is the container's
+# init, so nothing of the image writes into the workspace before the
+# baseline is taken (nor after).
+printf 'FROM %s\nENTRYPOINT ["/bin/sh", "-c", "echo entrypoint >>/workspace/ran; sleep 1000"]\nCMD ["echo cmd >>/workspace/ran"]\n' \
+    "$BUILT" >"$T/entry.cf"
+ENTRY=localhost/sandpod-test-entry:$$
+MINE+=("$ENTRY")
+run image build -f "$T/entry.cf" -t "$ENTRY" "$CTX"
+expect 0 "build an image with an ENTRYPOINT and a CMD"
+mkdir -p "$T/entry-src" && printf 'x\n' >"$T/entry-src/f"
+E=entry-$$
+run create --name "$E" --image "$ENTRY" --mount "src=$T/entry-src"
+expect 0 "create from an image with an ENTRYPOINT"
+run exec "$E" -- sh -c 'ls /workspace; cat /proc/1/cmdline | tr "\0" " "; echo'
+out_lacks "ran" "neither ENTRYPOINT nor CMD wrote into the workspace"
+out_has "/.sandpod/agent" "pid 1 is sandpod's agent, not the image's entrypoint"
+run diff "$E"
+out_is '' "the workspace equals the baseline"
+run rm --force "$E"
+
 # -f outside the context, a failing step, no Containerfile.
 printf 'FROM %s\nRUN test -f /ctx/sub/file.txt || echo no-ctx > /mark\n' "$BUILT" >"$T/outside.cf"
 run image build -f "$T/outside.cf" --json "$CTX"

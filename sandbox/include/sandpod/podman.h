@@ -413,7 +413,8 @@ typedef struct sp_podman_container_spec {
     unsigned version;
     const char *name;  /**< container name, or NULL for a generated one */
     const char *image; /**< image name or id (required) */
-    /** NULL-terminated argv; NULL = the image's CMD */
+    /** NULL-terminated argv, run exactly: argv[0] replaces the image's
+     *  ENTRYPOINT (not appended to it). NULL = the image's ENTRYPOINT and CMD. */
     const char *const *command;
     /** NULL-terminated "KEY=VALUE" list, or NULL */
     const char *const *env;
