@@ -589,9 +589,40 @@ int sp_podman_container_kill(sp_podman *p, const char *name_or_id, int signo, sp
     return simple_post(p, name_or_id, "kill", q, "kill", 0, err);
 }
 
+/* runc's cgroup v1 freezer gives up ("unable to freeze") when a busy
+ * workload keeps a task from freezing in time, and thaws what it froze: a
+ * retry a little later usually succeeds. Only a service error (500) is
+ * retried; a container that is gone or not running (404, 409) is final. */
 int sp_podman_container_pause(sp_podman *p, const char *name_or_id, sp_error **err)
 {
-    return simple_post(p, name_or_id, "pause", NULL, "pause", 0, err);
+    if (!name_or_id || !*name_or_id)
+        return sp_err_set(err, SP_EINVAL, 0, "pause container: name is missing");
+    cleanup_free char *c = sp_podman_escape(p, name_or_id);
+    cleanup_free char *path = sp_xasprintf(SP_PODMAN_API "/containers/%s/pause", c);
+    cleanup_free char *what = sp_xasprintf("pause container %s", name_or_id);
+    static const long backoff_ms[] = {50, 200, 500};
+    for (size_t attempt = 0;; attempt++) {
+        sp_http_req req = SP_HTTP_REQ_INIT;
+        req.method = "POST";
+        req.path = path;
+        sp_http_resp resp = {0};
+        sp_error *e = NULL;
+        int r = sp_podman_http(p, &req, &resp, what, &e);
+        long status = resp.status;
+        sp_http_resp_dispose(&resp);
+        if (r == 0 || status != 500 || attempt == sizeof(backoff_ms) / sizeof(backoff_ms[0])) {
+            if (err)
+                *err = e;
+            else
+                sp_error_free(e);
+            return r;
+        }
+        sp_log(SP_LOG_DEBUG, "pause %s: %s; retrying in %ld ms", name_or_id,
+               e ? e->message : "error", backoff_ms[attempt]);
+        sp_error_free(e);
+        struct timespec ts = {0, backoff_ms[attempt] * 1000000L};
+        nanosleep(&ts, NULL);
+    }
 }
 
 int sp_podman_container_unpause(sp_podman *p, const char *name_or_id, sp_error **err)

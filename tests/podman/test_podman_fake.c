@@ -117,6 +117,27 @@ static void route(int c, const char *method, const char *path)
                  "root filesystem: unlinkat /x/userdata/shm: device or resource busy\"}");
         else
             answer(c, 204, "text/plain", "");
+    } else if (strcmp(p, "/containers/freezeonce/pause") == 0 ||
+               strcmp(p, "/containers/freezeever/pause") == 0 ||
+               strcmp(p, "/containers/stopped/pause") == 0) {
+        /* runc's freezer giving up once (or always); a stopped container.
+         * Each attempt leaves a numbered mark the test counts. */
+        char kind = p[12] == 's' ? 's' : p[18], name[32];
+        int k = 0, fd = -1;
+        while (fd < 0 && k < 16) {
+            snprintf(name, sizeof(name), "pause.%c.%d", kind, k++);
+            char *mark = tu_join(DIR_, name);
+            fd = open(mark, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0600);
+            free(mark);
+        }
+        if (fd >= 0)
+            close(fd);
+        if (kind == 's')
+            json(c, 409, "{\"message\":\"\\\"stopped\\\" is not running\",\"response\":409}");
+        else if (k == 1 || kind == 'e')
+            json(c, 500, "{\"message\":\"runc: unable to freeze: OCI runtime error\"}");
+        else
+            answer(c, 204, "text/plain", "");
     } else if (strcmp(p, "/info") == 0) {
         json(c, 200,
              "{\"host\": {\"cgroupVersion\": \"v1\", \"security\": {\"rootless\": false}},"
@@ -399,6 +420,19 @@ static void expect(int r, sp_error **errp, int code, const char *needle)
     sp_error_free(err);
 }
 
+/* How many files in the fake's folder start with `prefix`. */
+static int count_marks(const char *prefix)
+{
+    DIR *d = opendir(DIR_);
+    assert_non_null(d);
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)))
+        n += strncmp(e->d_name, prefix, strlen(prefix)) == 0;
+    closedir(d);
+    return n;
+}
+
 /* ----------------------------------------------------------------- tests -- */
 
 static void test_bodies(void **state)
@@ -414,6 +448,17 @@ static void test_bodies(void **state)
     expect(sp_podman_container_delete(P, "busyever", true, true, &err), &err, SP_EPODMAN,
            "device or resource busy");
     err = NULL;
+
+    /* A pause runc's freezer gives up on is retried (three times, then the
+     * error stands); a container that is not running is asked once. */
+    assert_int_equal(sp_podman_container_pause(P, "freezeonce", &err), 0);
+    assert_int_equal(count_marks("pause.o."), 2);
+    expect(sp_podman_container_pause(P, "freezeever", &err), &err, SP_EPODMAN, "unable to freeze");
+    err = NULL;
+    assert_int_equal(count_marks("pause.e."), 4);
+    expect(sp_podman_container_pause(P, "stopped", &err), &err, SP_EPODMAN, "is not running");
+    err = NULL;
+    assert_int_equal(count_marks("pause.s."), 1);
 
     sp_podman_version *v = NULL;
     expect(sp_podman_get_version(&v, P, &err), &err, SP_EPODMAN,
