@@ -1,5 +1,6 @@
 /* sandpod mcp: serve the model tool suite over MCP on stdin/stdout, on an
  * existing sandbox, a bare folder, or a sandbox made for the session. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -220,6 +221,22 @@ int cmd_mcp(int argc, char **argv)
     mo.verbose = verbose;
     mo.should_stop = should_stop;
     mo.server_version = SANDPOD_VERSION;
+    /* The model is the one who can tell the user where the work is: the
+     * workspace is a copy, and nothing reaches their project by itself. */
+    char hint[1024] = "";
+    if (sb && made && rm)
+        snprintf(hint, sizeof(hint),
+                 "This workspace is sandbox %s, a copy of the user's files that is "
+                 "removed with everything you changed when this session ends.",
+                 sp_sandbox_name(sb));
+    else if (sb)
+        snprintf(hint, sizeof(hint),
+                 "This workspace is sandbox %s, a copy of the user's files: nothing you "
+                 "change reaches their project until they run `sandpod apply %s` "
+                 "(`sandpod diff %s` shows what changed). Tell the user this when "
+                 "you finish.",
+                 sp_sandbox_name(sb), sp_sandbox_name(sb), sp_sandbox_name(sb));
+    mo.instructions = hint[0] ? hint : NULL;
     r = sp_mcp_serve(t, STDIN_FILENO, STDOUT_FILENO, &mo, &err);
     if (r < 0) {
         /* The client went away: nothing to tell it, only to clean up. */

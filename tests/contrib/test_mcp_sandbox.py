@@ -87,6 +87,9 @@ try:
         c.check("initialize", False, err)
         raise SystemExit
     c.check("initialize", "result" in r, r)
+    c.check("--rm: the instructions say the work goes with the session",
+            ("sandbox %s" % name) in r["result"]["instructions"] and
+            "removed" in r["result"]["instructions"], r["result"].get("instructions"))
     ws = os.path.join(home, "sandboxes", name, "workspace")
     c.check(".env* files are left out of the mount by default",
             os.path.exists(os.path.join(ws, "pkg", "data.txt")) and
@@ -289,7 +292,11 @@ try:
     # --with-dotenv copies .env files; `sandpod mcp NAME` serves it again.
     k = Server([SP, "mcp", "--create", "--name", name + "-k", "--mount", src, "--with-dotenv"],
                env=env)
-    k.initialize()
+    ki = k.initialize()
+    c.check("the instructions tell the model how the user gets the work",
+            ("sandpod apply %s" % (name + "-k")) in ki["result"]["instructions"] and
+            ("sandpod diff %s" % (name + "-k")) in ki["result"]["instructions"],
+            ki["result"].get("instructions"))
     k.call("write_file", {"path": "kept.txt", "content": "kept\n"})
     k.close(120)
     c.check("--create keeps the sandbox by default", name + "-k" in sandboxes(), sandboxes())
