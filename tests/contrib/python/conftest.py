@@ -28,3 +28,15 @@ def need(what: str, ok: bool) -> None:
     if os.environ.get("CI") == "true":
         pytest.fail(f"{what} missing under CI")
     pytest.skip(f"{what} missing")
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "podman: needs a Podman service (CTest: test_python_podman)")
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """Everything skipped (no Podman, say): exit 77, CTest's skip code."""
+    tr = session.config.pluginmanager.get_plugin("terminalreporter")
+    if exitstatus == 0 and tr is not None and tr.stats.get("skipped") \
+            and not tr.stats.get("passed"):
+        session.exitstatus = 77
