@@ -24,6 +24,7 @@ released while C works.
 from __future__ import annotations
 
 import codecs
+import errno as _errno
 import ctypes
 import hashlib
 import os
@@ -452,7 +453,7 @@ class _FsBase:
         try:
             self._call(C.fs_delete, self._handle(), _path(path), bool(recursive))
         except errors.InvalidError as e:
-            if e.errno == 39:  # ENOTEMPTY
+            if e.errno == _errno.ENOTEMPTY:
                 raise errors.IsADirectoryErr(e.message, e.code, e.reason, e.errno) from None
             raise
 

@@ -100,6 +100,11 @@ def test_read_slices_lines(fs, ws):
     assert (r.offset, r.limit, r.total_lines, r.truncated) == (3, 2, 10, True)
     r = fs.read("f.txt", offset=8, limit=5)
     assert r.content == "line 8\nline 9\n" and not r.truncated
+    r = fs.read("f.txt", offset=50)
+    assert r.content == "" and r.total_lines == 10 and not r.truncated
+    (ws / "nonl").write_text("x\ny")
+    r = fs.read("nonl")
+    assert r.content == "x\ny" and r.total_lines == 2
 
 
 def test_read_default_limit_is_2000_lines(fs, ws):

@@ -2,6 +2,7 @@
 python3-setuptools; PEP 668, so into a venv), and the installed package
 works from anywhere with no PYTHONPATH."""
 
+import importlib.util
 import os
 import shutil
 import subprocess
@@ -13,12 +14,7 @@ SRC = os.path.join(os.path.dirname(__file__), "..", "..", "..", "contrib", "pyth
 
 
 def test_pip_install_offline(tmp_path):
-    try:
-        import ensurepip  # noqa: F401
-        import setuptools  # noqa: F401
-        ok = True
-    except ImportError:
-        ok = False
+    ok = all(importlib.util.find_spec(m) for m in ("ensurepip", "setuptools", "pip"))
     need("python3-venv and python3-setuptools", ok)
     # Install from a copy: pip leaves build/ and *.egg-info in the source.
     src = tmp_path / "src"
