@@ -124,9 +124,12 @@ class SnapshotRestoreError(SnapshotError):
 
 def from_code(message: str, code: int, reason: int = R_NONE, sys_errno: int = 0) -> Error:
     """The exception for a C error: the most specific class for code+reason."""
-    if reason == R_IS_DIRECTORY or (code == ERROR and sys_errno == _errno.EISDIR):
+    # libsandpod reports "is a folder" / "not a folder" as SP_EINVAL (or
+    # SP_ERROR) with the errno behind it.
+    plain = code in (ERROR, EINVAL)
+    if reason == R_IS_DIRECTORY or (plain and sys_errno == _errno.EISDIR):
         cls: type[Error] = IsADirectoryErr
-    elif reason == R_NOT_DIRECTORY or (code == ERROR and sys_errno == _errno.ENOTDIR):
+    elif reason == R_NOT_DIRECTORY or (plain and sys_errno == _errno.ENOTDIR):
         cls = NotADirectoryErr
     elif code == ENOTFOUND:
         cls = NotFoundError

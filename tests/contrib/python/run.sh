@@ -21,6 +21,14 @@ if [ -z "$py" ]; then
   exit 77
 fi
 export SANDPOD_LIBRARY=$lib
+# A library built with ASan+UBSan (contrib/test.sh's build/asan) needs their
+# runtimes loaded before the interpreter; CPython's own allocations are not
+# leaks of ours.
+pre=$(ldd "$lib" 2>/dev/null | awk '/lib(asan|ubsan)\.so/ {print $3}' | paste -sd:)
+if [ -n "$pre" ]; then
+  export LD_PRELOAD=$pre${LD_PRELOAD:+:$LD_PRELOAD}
+  export ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0
+fi
 export PYTHONPATH=$src/contrib/python${PYTHONPATH:+:$PYTHONPATH}
 export PYTHONDONTWRITEBYTECODE=1
 exec "$py" -m pytest -q -p no:cacheprovider "$here" "$@"
