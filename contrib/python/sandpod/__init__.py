@@ -7,6 +7,12 @@ from __future__ import annotations
 
 from .errors import Error, SnapshotError, SnapshotRestoreError
 from ._native import LibraryNotFound
+from .sandbox import ApplyResult, Change, Diff, Mount, RunResult, Sandbox, Snapshot, Status
+from .session import SessionInfo, SessionOutput
+from .tools import Tools, tools
+from .aio import AsyncSandbox
 
 __all__ = ["Error", "SnapshotError", "SnapshotRestoreError", "LibraryNotFound"]
+__all__ += ["Sandbox", "AsyncSandbox", "Mount", "RunResult", "Status", "Snapshot", "Change",
+            "Diff", "ApplyResult", "SessionInfo", "SessionOutput", "Tools", "tools"]
 __version__ = "0.1.0"
