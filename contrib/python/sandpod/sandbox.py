@@ -462,9 +462,11 @@ class Sandbox:
 
     def _give_back(self, h: c_void_p) -> None:
         with self._pool_lock:
-            if self._closed:
+            if not self._closed:
+                self._pool.append(h)
                 return
-            self._pool.append(h)
+            self._all.remove(h)
+        _free(h)  # closed while it was in use: its caller frees it
 
     def _on_close(self, cb: Any) -> None:
         """Run cb first at close (a tool suite borrowing one of the handles)."""
@@ -480,10 +482,13 @@ class Sandbox:
                 closers, self._closers = self._closers, []
             for cb in closers:
                 cb()
+            # Handles lent to running commands stay: _give_back frees them.
             with self._pool_lock:
                 self._closed = True
-                extra, self._all, self._pool = self._all, [], []
-            for h in extra:
+                idle, self._pool = self._pool, []
+                for h in idle:
+                    self._all.remove(h)
+            for h in idle:
                 _free(h)
             _free(self._handle)
 

@@ -362,3 +362,39 @@ def test_async_shell_and_cancel_kills(sb):
         snap = await a.snapshot("py-async")
         assert snap.tag == "py-async"
     asyncio.run(main())
+
+
+def test_close_while_a_command_runs_waits_for_its_handle(sb, monkeypatch):
+    from sandpod import sandbox as mod
+
+    freed, bad = [], []
+    real_free, real_shell = mod._free, mod._shell
+
+    def free(h):
+        freed.append(h.value)
+        real_free(h)
+
+    def shell(out, h, *rest):
+        rc = real_shell(out, h, *rest)
+        if h.value in freed:
+            bad.append("the handle of a running command was freed under it")
+        return rc
+
+    monkeypatch.setattr(mod, "_free", free)
+    monkeypatch.setattr(mod, "_shell", shell)
+    other = sandpod.Sandbox.open(sb.name)
+    out = {}
+
+    def run():
+        out["r"] = other.shell("sleep 1; echo done")
+
+    t = threading.Thread(target=run)
+    t.start()
+    time.sleep(0.4)
+    other.close()  # the running command's handle is freed when it comes back
+    t.join()
+    assert out["r"].stdout == "done\n"
+    assert bad == [] and len(freed) == 2  # the main handle and the command's
+    with pytest.raises(ValueError):
+        other.shell("true")
+    assert sb.shell("echo still").stdout == "still\n"
