@@ -107,7 +107,7 @@ class AsyncSandbox:
         try:
             return await asyncio.shield(af)
         except asyncio.CancelledError:
-            await self._kill(token)
+            await self._kill(token, kw.get("user"))
             # The command is gone; wait for its call to come back so its
             # handle returns to the pool (and nothing still runs on return).
             try:
@@ -116,11 +116,12 @@ class AsyncSandbox:
                 pass
             raise
 
-    async def _kill(self, token: str) -> None:
-        # Not in the pool: every worker may be busy with commands.
+    async def _kill(self, token: str, user: str | None) -> None:
+        # Not in the pool: every worker may be busy with commands. As the
+        # command's user, who may signal it.
         loop = asyncio.get_running_loop()
         await loop.run_in_executor(None, functools.partial(
-            self.sandbox.exec, ["/bin/sh", "-c", _KILL.format(t=token)], timeout=30))
+            self.sandbox.exec, ["/bin/sh", "-c", _KILL.format(t=token)], timeout=30, user=user))
 
     # -- the rest, in the pool ----------------------------------------------
 

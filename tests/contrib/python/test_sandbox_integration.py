@@ -360,6 +360,13 @@ def test_async_shell_and_cancel_kills(sb):
         with pytest.raises(asyncio.TimeoutError):
             await asyncio.wait_for(a.exec(["sleep", "4444"]), 1)
         assert not [p for p in _procs(sb) if "sleep 4444" in p]
+        # A command run as another user is killed as that user.
+        task = asyncio.create_task(a.exec(["sleep", "4545"], user="1001:1001"))
+        await asyncio.sleep(1.5)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        assert not [p for p in _procs(sb) if "sleep 4545" in p]
         snap = await a.snapshot("py-async")
         assert snap.tag == "py-async"
     asyncio.run(main())
