@@ -328,6 +328,23 @@ def test_tools_specs_and_calls(sb):
         assert r["ok"] is False and "bogus" in r["error"]["message"]
 
 
+def test_tools_cancel_from_another_thread(sb):
+    with sandpod.tools(sb) as t:
+        out = {}
+        th = threading.Thread(target=lambda: out.update(
+            r=t.call("shell", {"command": "sleep 4646", "timeout_ms": 60000})))
+        th.start()
+        time.sleep(1.5)
+        assert [p for p in _procs(sb) if "sleep 4646" in p]
+        t0 = time.monotonic()
+        t.cancel()
+        th.join(30)
+        assert not th.is_alive() and time.monotonic() - t0 < 30
+        assert out["r"]["ok"] is False
+        assert not [p for p in _procs(sb) if "sleep 4646" in p]
+        assert t.call("shell", {"command": "echo after"})["ok"]
+
+
 def test_example_agent_loop(sb, home):
     env = dict(os.environ)
     r = subprocess.run([os.environ.get("PYTHON", "/usr/bin/python3"),
