@@ -71,6 +71,20 @@ else
 $(head -n 20 "$T/sym.diff")"
 fi
 
+# libsandpod_tools.so (the tool suite for the Python package) exports the
+# functions tools.h declares and nothing else: the base helpers compiled into
+# it stay hidden.
+grep -E '^[a-z].*[ *]sp_[a-z0-9_]+\(' "$src/contrib/tools/tools.h" | grep -oE 'sp_[a-z0-9_]+\(' |
+    tr -d '(' | sort -u >"$T/tools_declared"
+nm -D --defined-only "$libdir/libsandpod_tools.so" | awk '{sub(/@.*/, "", $NF); print $NF}' |
+    grep -vE '^(_init|_fini|_edata|_end|__bss_start|SANDPOD_TOOLS_0)$' | sort -u >"$T/tools_exported"
+if diff "$T/tools_declared" "$T/tools_exported" >"$T/tools_sym.diff"; then
+    ok "libsandpod_tools.so exports exactly the $(wc -l <"$T/tools_declared") functions of tools.h"
+else
+    bad "libsandpod_tools.so exports differ from tools.h (< declared only, > exported only):
+$(head -n 20 "$T/tools_sym.diff")"
+fi
+
 # The README's C examples, as written there. A sanitized build's library
 # needs its programs built the same way (the runtime must come first).
 san=

@@ -10,9 +10,15 @@ from ._native import LibraryNotFound
 from .filesystem import (FileEntry, FileStat, Filesystem, FilesystemSnapshot, GlobMatch,
                          GrepMatch, HostFilesystem, ReadBytesResult, ReadResult,
                          SandboxFilesystem, SnapshotableFilesystem, WriteResult)
+from .sandbox import ApplyResult, Change, Diff, Mount, RunResult, Sandbox, Snapshot, Status
+from .session import SessionInfo, SessionOutput
+from .tools import Tools, tools
+from .aio import AsyncSandbox
 
 __all__ = ["Error", "SnapshotError", "SnapshotRestoreError", "LibraryNotFound",
            "Filesystem", "SnapshotableFilesystem", "HostFilesystem", "SandboxFilesystem",
            "FileStat", "FileEntry", "GlobMatch", "GrepMatch", "ReadResult",
            "ReadBytesResult", "WriteResult", "FilesystemSnapshot"]
+__all__ += ["Sandbox", "AsyncSandbox", "Mount", "RunResult", "Status", "Snapshot", "Change",
+            "Diff", "ApplyResult", "SessionInfo", "SessionOutput", "Tools", "tools"]
 __version__ = "0.1.0"

@@ -36,12 +36,18 @@ def _candidates() -> list[str]:
     here = os.path.dirname(os.path.abspath(__file__))
     for name in (LIBRARY_NAME, "libsandpod.so"):
         out.append(os.path.join(here, name))
-    found = ctypes.util.find_library("sandpod")
+    return out + installed("sandpod", LIBRARY_NAME)
+
+
+def installed(short: str, file_name: str) -> list[str]:
+    """Where an installed prefix may hold lib<short>.so (file_name)."""
+    out: list[str] = []
+    found = ctypes.util.find_library(short)
     if found:
         out.append(found)
     for prefix in ("/usr/local", "/usr"):
         for libdir in ("lib", "lib64", "lib/x86_64-linux-gnu", "lib/aarch64-linux-gnu"):
-            out.append(os.path.join(prefix, libdir, LIBRARY_NAME))
+            out.append(os.path.join(prefix, libdir, file_name))
     return out
 
 
@@ -84,8 +90,13 @@ lib.sp_strerror.restype = ctypes.c_char_p
 
 
 def fn(name: str, restype: Any, *argtypes: Any) -> Callable[..., Any]:
-    """Declare a C function's prototype once and return it."""
-    f = getattr(lib, name)
+    """A C function with this prototype.
+
+    Each call gets a function object of its own (``lib[name]``, not the one
+    ``lib.name`` caches and shares), so two modules that declare the same
+    function with different but compatible types never overwrite each
+    other's ``argtypes``."""
+    f = lib[name]
     f.restype = restype
     f.argtypes = list(argtypes)
     return f

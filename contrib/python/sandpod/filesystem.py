@@ -242,6 +242,9 @@ class _FsBase:
 
     def _call(self, f: Any, *args: Any) -> int:
         with self._lock:
+            # Checked again under the lock: a close() on another thread may
+            # have freed the handle since the caller read it.
+            self._handle()
             return _native.call(f, *args)
 
     def _handle(self) -> ctypes.c_void_p:
@@ -667,8 +670,15 @@ class SandboxFilesystem(_FsBase):
         self._fs = ctypes.c_void_p(fs)
         self._root = os.fsdecode(C.sandbox_workspace(handle))
 
+    def _detach(self) -> None:
+        """The sandbox's handle is being freed: every later call fails cleanly."""
+        with self._lock:
+            self._fs = ctypes.c_void_p()
+            self._sb = ctypes.c_void_p()
+
     def _with_store(self, git_dir: str | None, body: Any, wrap: type[SnapshotError]) -> Any:
         with self._lock:
+            self._handle()
             h = ctypes.c_void_p()
             try:
                 _native.call(C.sandbox_snapshot_open, ctypes.byref(h), self._sb, None)

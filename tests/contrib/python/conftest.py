@@ -1,4 +1,5 @@
-"""Shared fixtures: a HostFilesystem on a scratch folder, its store outside."""
+"""Shared fixtures: a HostFilesystem on a scratch folder, its store outside;
+the markers of the tests that need Podman."""
 
 import os
 
@@ -31,7 +32,9 @@ def need(what: str, ok: bool) -> None:
 
 
 def pytest_configure(config):
-    config.addinivalue_line("markers", "podman: needs a Podman service (CTest: test_python_podman)")
+    config.addinivalue_line("markers", "podman: needs a Podman service (CTest: test_python_integration)")
+    config.addinivalue_line(
+        "markers", "integration: needs a real Podman service (CTest test_python_integration)")
 
 
 def pytest_sessionfinish(session, exitstatus):

@@ -1,0 +1,774 @@
+"""Sandboxes: create, open, run commands, sessions, snapshots (sandbox.h & co).
+
+Threads: a :class:`Sandbox` may be shared by any number of threads. The C
+handle (``sp_sandbox``) is not thread-safe, so the object keeps one main
+handle, used under a lock for lifecycle, sessions and snapshots, and a pool
+of extra handles opened on the same sandbox for :meth:`Sandbox.shell` and
+:meth:`Sandbox.exec`, one per concurrent call: commands from several threads
+run at the same time. ctypes releases the GIL during every C call.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import threading
+from ctypes import POINTER, byref, c_bool, c_char_p, c_int, c_void_p
+from dataclasses import dataclass
+from typing import Any, Iterable, Literal
+
+from . import _structs as S, errors
+from ._native import ErrorPtr, call, enc, fn
+from .session import SessionInfo, SessionOutput, _Sessions
+
+_P = c_void_p
+_PP = POINTER(c_void_p)
+
+_create = fn("sp_sandbox_create", c_int, _PP, POINTER(S.SandboxOpts), POINTER(ErrorPtr))
+_open = fn("sp_sandbox_open", c_int, _PP, c_char_p, POINTER(S.SandboxOpts), POINTER(ErrorPtr))
+_free = fn("sp_sandbox_free", None, _P)
+_name = fn("sp_sandbox_name", c_char_p, _P)
+_workspace = fn("sp_sandbox_workspace", c_char_p, _P)
+_state_dir = fn("sp_sandbox_state_dir", c_char_p, _P)
+_image = fn("sp_sandbox_image", c_char_p, _P)
+_container_id = fn("sp_sandbox_container_id", c_char_p, _P)
+_created_at = fn("sp_sandbox_created_at", c_char_p, _P)
+_status_get = fn("sp_sandbox_status_get", c_int, POINTER(POINTER(S.Status)), _P, POINTER(ErrorPtr))
+_status_free = fn("sp_sandbox_status_free", None, POINTER(S.Status))
+_start = fn("sp_sandbox_start", c_int, _P, POINTER(ErrorPtr))
+_stop = fn("sp_sandbox_stop", c_int, _P, c_int, POINTER(ErrorPtr))
+_restart = fn("sp_sandbox_restart", c_int, _P, POINTER(ErrorPtr))
+_pause = fn("sp_sandbox_pause", c_int, _P, POINTER(ErrorPtr))
+_unpause = fn("sp_sandbox_unpause", c_int, _P, POINTER(ErrorPtr))
+_remove = fn("sp_sandbox_remove", c_int, _P, c_bool, POINTER(ErrorPtr))
+_list = fn("sp_sandbox_list", c_int, POINTER(POINTER(c_char_p)), c_char_p, POINTER(ErrorPtr))
+_shell = fn("sp_sandbox_shell", c_int, POINTER(POINTER(S.RunResult)), _P, c_char_p,
+            POINTER(S.RunOpts), POINTER(ErrorPtr))
+_exec = fn("sp_sandbox_exec", c_int, POINTER(POINTER(S.RunResult)), _P, S.StrV,
+           POINTER(S.RunOpts), POINTER(ErrorPtr))
+_run_free = fn("sp_run_result_free", None, POINTER(S.RunResult))
+_fork = fn("sp_sandbox_fork", c_int, _PP, _P, c_char_p, POINTER(S.SandboxOpts), POINTER(ErrorPtr))
+_snap_open = fn("sp_sandbox_snapshot_open", c_int, _PP, _P, c_void_p, POINTER(ErrorPtr))
+_snap_store = fn("sp_sandbox_snapshot_store", c_void_p, _P)
+_snap_close = fn("sp_sandbox_snapshot_close", None, _P)
+_snapshot_create = fn("sp_snapshot_create", c_int, POINTER(POINTER(S.Snapshot)), _P, c_char_p,
+                      POINTER(ErrorPtr))
+_snapshot_list = fn("sp_snapshot_list", c_int, POINTER(POINTER(S.Snapshots)), _P,
+                    POINTER(ErrorPtr))
+_snapshot_get = fn("sp_snapshot_get", c_int, POINTER(POINTER(S.Snapshot)), _P, c_char_p,
+                   POINTER(ErrorPtr))
+_snapshot_restore = fn("sp_snapshot_restore", c_int, POINTER(POINTER(S.Snapshot)), _P, c_char_p,
+                       POINTER(ErrorPtr))
+_snapshot_delete = fn("sp_snapshot_delete", c_int, _P, c_char_p, POINTER(ErrorPtr))
+_snapshot_free = fn("sp_snapshot_free", None, POINTER(S.Snapshot))
+_snapshots_free = fn("sp_snapshots_free", None, POINTER(S.Snapshots))
+_snapshot_diff = fn("sp_snapshot_diff", c_int, POINTER(POINTER(S.SnapDiff)), _P, c_char_p,
+                    c_char_p, POINTER(S.SnapshotDiffOpts), POINTER(ErrorPtr))
+_snapdiff_free = fn("sp_snapdiff_free", None, POINTER(S.SnapDiff))
+_change_name = fn("sp_snapshot_change_name", c_char_p, c_int)
+_snapshot_export = fn("sp_snapshot_export", c_int, _P, c_char_p, c_char_p, c_int, c_int,
+                      POINTER(ErrorPtr))
+_snapshot_import = fn("sp_snapshot_import", c_int, POINTER(POINTER(S.Snapshot)), _P, c_char_p,
+                      c_int, c_char_p, POINTER(ErrorPtr))
+_apply = fn("sp_sandbox_apply", c_int, POINTER(POINTER(S.ApplyResult)), _P,
+            POINTER(S.ApplyOpts), POINTER(ErrorPtr))
+_apply_free = fn("sp_apply_result_free", None, POINTER(S.ApplyResult))
+_apply_action_name = fn("sp_apply_action_name", c_char_p, c_int)
+
+_libc = ctypes.CDLL(None)
+_libc_free = _libc.free
+_libc_free.argtypes = [c_void_p]
+_libc_free.restype = None
+
+_NETWORKS = {"none": 0, "default": 1, "bridge": 1, "host": 2}
+_EXEC_PATHS = {"auto": 0, "rest": 1, "fast": 2}
+_USERNS = {"private": 0, "host": 1}
+_SECCOMP = {"sandpod": 0, "podman": 1, "unconfined": 2}
+_PULL = {None: 0, "default": 0, "missing": 1, "always": 2, "never": 3}
+
+
+def _s(b: bytes | None) -> str | None:
+    return None if b is None else b.decode("utf-8", "replace")
+
+
+def _choice(table: dict[Any, int], value: Any, what: str) -> int:
+    try:
+        return table[value]
+    except KeyError:
+        names = ", ".join(repr(k) for k in table if k is not None)
+        raise errors.InvalidError(f"unknown {what} {value!r}: one of {names}",
+                                  errors.EINVAL) from None
+
+
+# ---------------------------------------------------------------- results --
+
+
+@dataclass(frozen=True)
+class Mount:
+    """A host folder to hydrate the workspace from (sp_mount).
+
+    ``dst`` is where it lands in the workspace (None: its root).
+    """
+
+    src: str | os.PathLike[str]
+    dst: str | None = None
+    include: tuple[str, ...] = ()
+    exclude: tuple[str, ...] = ()
+    max_bytes: int = 0
+    follow_symlinks: bool = False
+    gitignore: bool = False
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """The outcome of :meth:`Sandbox.shell` / :meth:`Sandbox.exec`.
+
+    A non-zero exit is a result, not an exception. ``stdout``/``stderr`` are
+    the captured streams decoded as UTF-8 (``errors="replace"``), capped to
+    a head and a tail (``stdout_truncated``); ``stdout_bytes`` is the raw
+    capture and ``stdout_total`` what the command wrote in all.
+    ``exit_code`` is 128+N when killed by signal N, -1 when unknown.
+    """
+
+    exit_code: int
+    stdout_bytes: bytes
+    stderr_bytes: bytes
+    stdout_truncated: bool
+    stderr_truncated: bool
+    stdout_total: int
+    stderr_total: int
+    timed_out: bool
+    duration_ms: int
+
+    @property
+    def stdout(self) -> str:
+        return self.stdout_bytes.decode("utf-8", "replace")
+
+    @property
+    def stderr(self) -> str:
+        return self.stderr_bytes.decode("utf-8", "replace")
+
+    @property
+    def truncated(self) -> bool:
+        return self.stdout_truncated or self.stderr_truncated
+
+    @property
+    def ok(self) -> bool:
+        return self.exit_code == 0 and not self.timed_out
+
+
+@dataclass(frozen=True)
+class Status:
+    """What a sandbox's container is doing (sp_sandbox_status)."""
+
+    state: str
+    running: bool
+    oom_killed: bool
+    exit_code: int
+    container: str | None
+    pid: int
+    rootless: bool
+    limits_apply: bool
+    host_uid: int
+    host_gid: int
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """A snapshot record (sp_snapshot)."""
+
+    id: str
+    tag: str | None
+    commit: str
+    root: str
+    store: str
+    created_at: str
+    files: int
+    dirs: int
+    symlinks: int
+    bytes: int
+
+
+@dataclass(frozen=True)
+class Change:
+    """One changed path of a diff: kind is added/modified/deleted/type_changed."""
+
+    path: str
+    kind: str
+    content_changed: bool
+    old_mode: int
+    new_mode: int
+
+
+@dataclass(frozen=True)
+class Diff:
+    """What changed between two snapshots, or a snapshot and the workspace."""
+
+    from_commit: str
+    to: str
+    changes: tuple[Change, ...]
+    added: int
+    modified: int
+    deleted: int
+    type_changed: int
+    patch: str | None = None
+
+
+@dataclass(frozen=True)
+class ApplyResult:
+    """What :meth:`Sandbox.apply` did (or would do) to the host folder."""
+
+    to: str
+    from_snapshot: str
+    changes: tuple[tuple[str, str], ...]  # (action, path)
+    conflicts: tuple[tuple[str, str], ...]  # (path, reason)
+    skipped: int
+    applied: bool
+    patch: str | None = None
+
+
+def _snapshot(p: Any) -> Snapshot:
+    c = p.contents
+    return Snapshot(id=_s(c.id) or "", tag=_s(c.tag), commit=_s(c.commit) or "",
+                    root=_s(c.root) or "", store=_s(c.store) or "",
+                    created_at=_s(c.created_at) or "", files=c.files, dirs=c.dirs,
+                    symlinks=c.symlinks, bytes=c.bytes)
+
+
+def _take_snapshot(p: Any) -> Snapshot:
+    try:
+        return _snapshot(p)
+    finally:
+        _snapshot_free(p)
+
+
+def _run_result(p: Any) -> RunResult:
+    c = p.contents
+    try:
+        return RunResult(
+            exit_code=c.exit_code,
+            stdout_bytes=ctypes.string_at(c.out, c.out_len) if c.out else b"",
+            stderr_bytes=ctypes.string_at(c.err, c.err_len) if c.err else b"",
+            stdout_truncated=c.out_truncated, stderr_truncated=c.err_truncated,
+            stdout_total=c.out_total, stderr_total=c.err_total,
+            timed_out=c.timed_out, duration_ms=c.duration_ms)
+    finally:
+        _run_free(p)
+
+
+def _run_opts(timeout: float | None, cwd: str | None, env: dict[str, str] | None,
+              stdin: bytes | str | None, user: str | None, max_bytes: int,
+              max_lines: int, keep: list[object]) -> S.RunOpts:
+    o = S.RunOpts(version=S.RUN_OPTS_VERSION)
+    # timeout in seconds: None = the library's 60 s; 0 or negative = none.
+    if timeout is not None:
+        o.timeout_ms = -1 if timeout <= 0 else max(1, int(timeout * 1000))
+    o.workdir = enc(cwd)
+    o.env = S.strv_ptr([f"{k}={v}" for k, v in env.items()] if env else None, keep)
+    if stdin is not None:
+        data = stdin.encode() if isinstance(stdin, str) else bytes(stdin)
+        buf = ctypes.create_string_buffer(data, len(data) or 1)
+        keep.append(buf)
+        o.stdin_data = ctypes.cast(buf, c_void_p)
+        o.stdin_len = len(data)
+    o.user = enc(user)
+    o.max_bytes = max_bytes
+    o.max_lines = max_lines
+    return o
+
+
+def _base_opts(state_root: str | os.PathLike[str] | None, url: str | None,
+               exec_path: str | None) -> S.SandboxOpts:
+    o = S.SandboxOpts(version=S.SANDBOX_OPTS_VERSION)
+    o.state_root = enc(state_root)
+    o.podman_url = enc(url)
+    if exec_path is not None:
+        o.exec_path = _choice(_EXEC_PATHS, exec_path, "exec path")
+    return o
+
+
+# ---------------------------------------------------------------- sandbox --
+
+
+class Sandbox:
+    """A sandbox: a workspace folder and a hardened container around it.
+
+    Make one with :meth:`create` or :meth:`open`. As a context manager,
+    ``with Sandbox.create(...) as sb:`` removes the sandbox on exit (unless
+    created or opened with ``keep=True``); ``close()`` only frees the
+    handles and leaves the sandbox. Safe to share between threads (see the
+    module's notes).
+    """
+
+    def __init__(self, handle: c_void_p, *, keep: bool, state_root: Any, url: str | None,
+                 exec_path: str | None) -> None:
+        self._handle = handle
+        self._keep = keep
+        self._state_root = state_root
+        self._url = url
+        self._exec_path = exec_path
+        self._lock = threading.RLock()
+        self._pool: list[c_void_p] = []
+        self._all: list[c_void_p] = []
+        self._pool_lock = threading.Lock()
+        self._closed = False
+        self._removed = False
+        self._closers: list[Any] = []
+        self.name: str = _s(_name(handle)) or ""
+        self.workspace: str = _s(_workspace(handle)) or ""
+        self.state_dir: str = _s(_state_dir(handle)) or ""
+        self.sessions = _Sessions(self)
+
+    # -- making and finding --------------------------------------------------
+
+    @classmethod
+    def create(cls, name: str | None = None, *, image: str | None = None,
+               mounts: Iterable[Mount | str | os.PathLike[str]] = (),
+               allowed_roots: Iterable[str] | None = None,
+               network: Literal["none", "default", "bridge", "host"] = "none",
+               env: dict[str, str] | None = None, env_pass: Iterable[str] | None = None,
+               workdir: str | None = None, user: str | None = None,
+               memory: int | None = None, cpus: float | None = None,
+               pids_limit: int | None = None, tmpfs: int | None = None,
+               writable_root: bool = False, cap_add: Iterable[str] | None = None,
+               setup: Iterable[str] | None = None, setup_network: bool = False,
+               setup_timeout: float | None = None,
+               pull: Literal["default", "missing", "always", "never"] | None = None,
+               pull_no_tls_verify: bool = False, userns: str | None = None,
+               seccomp: str | None = None, exec_path: str | None = None,
+               state_root: str | os.PathLike[str] | None = None, url: str | None = None,
+               keep: bool = False) -> Sandbox:
+        """Create and start a sandbox (sp_sandbox_create); nothing is left on failure.
+
+        ``memory`` is bytes (None: 1 GiB), ``cpus`` a CPU count (None: 1),
+        ``tmpfs`` the size of /tmp in bytes, ``setup`` shell commands run
+        once after hydration (one that fails makes create fail). Raises
+        ``FileExistsError`` for a name in use, ``ValueError`` for bad options.
+        """
+        keep_alive: list[object] = []
+        o = _base_opts(state_root, url, exec_path)
+        o.name = enc(name)
+        o.image = enc(image)
+        ms = [m if isinstance(m, Mount) else Mount(src=m) for m in mounts]
+        if ms:
+            arr = (S.Mount * len(ms))()
+            for i, m in enumerate(ms):
+                arr[i].host_path = enc(m.src)
+                arr[i].mount_path = enc(m.dst)
+                arr[i].include = S.strv_ptr(list(m.include) or None, keep_alive)
+                arr[i].exclude = S.strv_ptr(list(m.exclude) or None, keep_alive)
+                arr[i].max_bytes = m.max_bytes
+                arr[i].follow_symlinks = m.follow_symlinks
+                arr[i].gitignore = m.gitignore
+            keep_alive.append(arr)
+            o.mounts = ctypes.cast(arr, POINTER(S.Mount))
+            o.n_mounts = len(ms)
+        o.allowed_roots = S.strv_ptr(list(allowed_roots) if allowed_roots is not None else None,
+                                     keep_alive)
+        o.env = S.strv_ptr([f"{k}={v}" for k, v in env.items()] if env else None, keep_alive)
+        o.env_pass = S.strv_ptr(list(env_pass) if env_pass else None, keep_alive)
+        o.workdir = enc(workdir)
+        o.user = enc(user)
+        o.network = _choice(_NETWORKS, network, "network")
+        if memory is not None:
+            o.memory_bytes = int(memory)
+        if cpus is not None:
+            o.nano_cpus = int(cpus * 1e9)
+        if pids_limit is not None:
+            o.pids_limit = int(pids_limit)
+        if tmpfs is not None:
+            o.tmpfs_bytes = int(tmpfs)
+        o.writable_root = writable_root
+        o.cap_add = S.strv_ptr(list(cap_add) if cap_add else None, keep_alive)
+        o.setup = S.strv_ptr(list(setup) if setup else None, keep_alive)
+        o.setup_network = setup_network
+        if setup_timeout is not None:
+            o.setup_timeout_ms = -1 if setup_timeout <= 0 else int(setup_timeout * 1000)
+        o.pull = _choice(_PULL, pull, "pull policy")
+        o.pull_no_tls_verify = pull_no_tls_verify
+        if userns is not None:
+            o.userns = _choice(_USERNS, userns, "user namespace")
+        if seccomp is not None:
+            o.seccomp = _choice(_SECCOMP, seccomp, "seccomp profile")
+        h = c_void_p()
+        call(_create, byref(h), byref(o))
+        return cls(h, keep=keep, state_root=state_root, url=url, exec_path=exec_path)
+
+    @classmethod
+    def open(cls, name: str, *, state_root: str | os.PathLike[str] | None = None,
+             url: str | None = None, exec_path: str | None = None,
+             keep: bool = True) -> Sandbox:
+        """Open an existing sandbox by name. ``FileNotFoundError`` when there is none.
+
+        ``keep`` defaults to True here: leaving a ``with`` block does not
+        remove a sandbox that was merely opened.
+        """
+        o = _base_opts(state_root, url, exec_path)
+        h = c_void_p()
+        call(_open, byref(h), enc(name), byref(o))
+        return cls(h, keep=keep, state_root=state_root, url=url, exec_path=exec_path)
+
+    @staticmethod
+    def list(state_root: str | os.PathLike[str] | None = None) -> list[str]:
+        """Names of the sandboxes under a state root, sorted."""
+        out = POINTER(c_char_p)()
+        call(_list, byref(out), enc(state_root))
+        names: list[str] = []
+        try:
+            i = 0
+            while out[i] is not None:
+                names.append(out[i].decode())
+                i += 1
+        finally:
+            if out:
+                i = 0
+                raw = ctypes.cast(out, POINTER(c_void_p))
+                while raw[i]:
+                    _libc_free(raw[i])
+                    i += 1
+                _libc_free(ctypes.cast(out, c_void_p))
+        return names
+
+    def fork(self, name: str | None = None, snapshot: str | None = None, *,
+             keep: bool = False) -> Sandbox:
+        """A new sandbox from one of this one's snapshots (None: the newest)."""
+        o = _base_opts(self._state_root, self._url, None)
+        o.name = enc(name)
+        h = c_void_p()
+        with self._lock:
+            call(_fork, byref(h), self._main(), enc(snapshot), byref(o))
+        return Sandbox(h, keep=keep, state_root=self._state_root, url=self._url,
+                       exec_path=self._exec_path)
+
+    # -- handles ------------------------------------------------------------
+
+    def _main(self) -> c_void_p:
+        if self._closed:
+            raise errors.InvalidError(f"sandbox {self.name} is closed", errors.EINVAL)
+        return self._handle
+
+    def _borrow(self) -> c_void_p:
+        """A handle of its own for one command (the C handle is single-threaded)."""
+        self._main()
+        with self._pool_lock:
+            if self._pool:
+                return self._pool.pop()
+        o = _base_opts(self._state_root, self._url, self._exec_path)
+        h = c_void_p()
+        call(_open, byref(h), enc(self.name), byref(o))
+        with self._pool_lock:
+            self._all.append(h)
+        return h
+
+    def _give_back(self, h: c_void_p) -> None:
+        with self._pool_lock:
+            if not self._closed:
+                self._pool.append(h)
+                return
+            self._all.remove(h)
+        _free(h)  # closed while it was in use: its caller frees it
+
+    def _on_close(self, cb: Any) -> None:
+        """Run cb first at close (a tool suite borrowing one of the handles)."""
+        with self._pool_lock:
+            self._closers.append(cb)
+
+    def close(self) -> None:
+        """Free the handles (and kill the sessions started here); the sandbox stays."""
+        with self._lock:
+            if self._closed:
+                return
+            with self._pool_lock:
+                closers, self._closers = self._closers, []
+            for cb in closers:
+                cb()
+            # Handles lent to running commands stay: _give_back frees them.
+            with self._pool_lock:
+                self._closed = True
+                idle, self._pool = self._pool, []
+                for h in idle:
+                    self._all.remove(h)
+            for h in idle:
+                _free(h)
+            fs = getattr(self, "_fs", None)
+            if fs is not None:
+                fs._detach()
+            _free(self._handle)
+
+    def __enter__(self) -> Sandbox:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        try:
+            if not self._keep and not self._removed and not self._closed:
+                self.remove()
+        finally:
+            self.close()
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:
+            pass
+
+    def __repr__(self) -> str:
+        return f"Sandbox({self.name!r})"
+
+    # -- facts and lifecycle -------------------------------------------------
+
+    @property
+    def image(self) -> str | None:
+        with self._lock:
+            return _s(_image(self._main()))
+
+    @property
+    def container_id(self) -> str | None:
+        with self._lock:
+            return _s(_container_id(self._main()))
+
+    @property
+    def created_at(self) -> str | None:
+        with self._lock:
+            return _s(_created_at(self._main()))
+
+    @property
+    def fs(self) -> Any:
+        """The workspace as the seeds' ``Filesystem`` and
+        ``SnapshotableFilesystem`` protocols (:class:`sandpod.SandboxFilesystem`;
+        its snapshots pause the container). One per sandbox, sharing the
+        sandbox's lock: the C handle under it is not thread-safe."""
+        from .filesystem import SandboxFilesystem
+
+        with self._lock:
+            fs = getattr(self, "_fs", None)
+            if fs is None:
+                fs = SandboxFilesystem(self._main(), self, lock=self._lock)
+                self._fs = fs
+            return fs
+
+    def status(self) -> Status:
+        """Ask Podman what the container is doing."""
+        p = POINTER(S.Status)()
+        with self._lock:
+            call(_status_get, byref(p), self._main())
+        try:
+            c = p.contents
+            return Status(state=_s(c.state) or "", running=c.running, oom_killed=c.oom_killed,
+                          exit_code=c.exit_code, container=_s(c.container), pid=c.pid,
+                          rootless=c.rootless, limits_apply=c.limits_apply,
+                          host_uid=c.host_uid, host_gid=c.host_gid)
+        finally:
+            _status_free(p)
+
+    def start(self) -> None:
+        with self._lock:
+            call(_start, self._main())
+
+    def stop(self, timeout: int = -1) -> None:
+        """SIGTERM, then SIGKILL after ``timeout`` seconds (negative: 10)."""
+        with self._lock:
+            call(_stop, self._main(), int(timeout))
+
+    def restart(self) -> None:
+        with self._lock:
+            call(_restart, self._main())
+
+    def pause(self) -> None:
+        with self._lock:
+            call(_pause, self._main())
+
+    def unpause(self) -> None:
+        with self._lock:
+            call(_unpause, self._main())
+
+    def remove(self, keep_workspace: bool = False) -> None:
+        """Remove the container and the state folder, then close the handles."""
+        with self._lock:
+            call(_remove, self._main(), keep_workspace)
+            self._removed = True
+        self.close()
+
+    # -- commands -----------------------------------------------------------
+
+    def shell(self, command: str, *, timeout: float | None = None, cwd: str | None = None,
+              env: dict[str, str] | None = None, stdin: bytes | str | None = None,
+              user: str | None = None, max_bytes: int = 0, max_lines: int = 0) -> RunResult:
+        """Run ``sh -c command`` to completion.
+
+        ``timeout`` in seconds (None: 60; 0: none); on timeout the command's
+        process group is killed and ``timed_out`` set. ``max_bytes`` /
+        ``max_lines`` cap each stream (0: 8192 bytes, 200 lines; head and
+        tail kept).
+        """
+        keep: list[object] = []
+        o = _run_opts(timeout, cwd, env, stdin, user, max_bytes, max_lines, keep)
+        return self._run(_shell, enc(command), o)
+
+    def exec(self, argv: list[str] | tuple[str, ...], *, timeout: float | None = None,
+             cwd: str | None = None, env: dict[str, str] | None = None,
+             stdin: bytes | str | None = None, user: str | None = None,
+             max_bytes: int = 0, max_lines: int = 0) -> RunResult:
+        """Run ``argv`` without a shell; as :meth:`shell` otherwise."""
+        if not argv:
+            raise errors.InvalidError("exec needs a command", errors.EINVAL)
+        keep: list[object] = []
+        o = _run_opts(timeout, cwd, env, stdin, user, max_bytes, max_lines, keep)
+        return self._run(_exec, S.strv_ptr(list(argv), keep), o)
+
+    def _run(self, f: Any, what: Any, o: S.RunOpts) -> RunResult:
+        h = self._borrow()
+        try:
+            p = POINTER(S.RunResult)()
+            call(f, byref(p), h, what, byref(o))
+            return _run_result(p)
+        finally:
+            self._give_back(h)
+
+    # -- sessions (see session.py) ------------------------------------------
+
+    def exec_command(self, command: str, *, tty: bool = True, yield_time_ms: int = 0,
+                     max_output_tokens: int = 0, cwd: str | None = None,
+                     env: dict[str, str] | None = None, user: str | None = None,
+                     rows: int = 0, cols: int = 0, close_stdin: bool = False) -> SessionOutput:
+        """Start an interactive session; returns its first output and ``session_id``."""
+        return self.sessions.start(command, tty=tty, yield_time_ms=yield_time_ms,
+                                   max_output_tokens=max_output_tokens, cwd=cwd, env=env,
+                                   user=user, rows=rows, cols=cols, close_stdin=close_stdin)
+
+    def write_stdin(self, session_id: int, chars: str | bytes = "", *, yield_time_ms: int = 0,
+                    max_output_tokens: int = 0, close_stdin: bool = False) -> SessionOutput:
+        """Send input (or nothing, to poll) to a session; returns what it printed since."""
+        return self.sessions.write(session_id, chars, yield_time_ms=yield_time_ms,
+                                   max_output_tokens=max_output_tokens, close_stdin=close_stdin)
+
+    def kill_session(self, session_id: int) -> None:
+        """Kill a session's whole process tree."""
+        self.sessions.kill(session_id)
+
+    def list_sessions(self) -> list[SessionInfo]:
+        return self.sessions.list()
+
+    # -- snapshots ----------------------------------------------------------
+
+    def _with_store(self, fn_: Any, wrap: type[errors.Error] = errors.SnapshotError) -> Any:
+        with self._lock:
+            h = c_void_p()
+            call(_snap_open, byref(h), self._main(), None, wrap=wrap)
+            try:
+                return fn_(_snap_store(h))
+            finally:
+                _snap_close(h)
+
+    def snapshot(self, tag: str | None = None) -> Snapshot:
+        """Snapshot the workspace (the container is paused meanwhile)."""
+        def go(store: Any) -> Snapshot:
+            p = POINTER(S.Snapshot)()
+            call(_snapshot_create, byref(p), store, enc(tag), wrap=errors.SnapshotError)
+            return _take_snapshot(p)
+        return self._with_store(go)
+
+    def snapshots(self) -> list[Snapshot]:
+        """Every snapshot, oldest first."""
+        def go(store: Any) -> list[Snapshot]:
+            p = POINTER(S.Snapshots)()
+            call(_snapshot_list, byref(p), store, wrap=errors.SnapshotError)
+            try:
+                return [_snapshot(p.contents.v[i]) for i in range(p.contents.n)]
+            finally:
+                _snapshots_free(p)
+        return self._with_store(go)
+
+    def get_snapshot(self, ref: str) -> Snapshot:
+        """One snapshot by id, tag or prefix."""
+        def go(store: Any) -> Snapshot:
+            p = POINTER(S.Snapshot)()
+            call(_snapshot_get, byref(p), store, enc(ref), wrap=errors.SnapshotError)
+            return _take_snapshot(p)
+        return self._with_store(go)
+
+    def restore(self, ref: str | Snapshot) -> Snapshot:
+        """Make the workspace equal to a snapshot. Raises SnapshotRestoreError."""
+        r = ref.id if isinstance(ref, Snapshot) else ref
+
+        def go(store: Any) -> Snapshot:
+            p = POINTER(S.Snapshot)()
+            call(_snapshot_restore, byref(p), store, enc(r), wrap=errors.SnapshotRestoreError)
+            return _take_snapshot(p)
+        return self._with_store(go, errors.SnapshotRestoreError)
+
+    def delete_snapshot(self, ref: str | Snapshot) -> None:
+        r = ref.id if isinstance(ref, Snapshot) else ref
+        self._with_store(lambda store: call(_snapshot_delete, store, enc(r),
+                                            wrap=errors.SnapshotError))
+
+    def diff(self, a: str | Snapshot, b: str | Snapshot | None = None, *,
+             patch: bool = False, context_lines: int = 0) -> Diff:
+        """What changed from snapshot ``a`` to ``b`` (None: the live workspace)."""
+        ra = a.id if isinstance(a, Snapshot) else a
+        rb = b.id if isinstance(b, Snapshot) else b
+        o = S.SnapshotDiffOpts(version=S.SNAPSHOT_DIFF_OPTS_VERSION, patch=patch,
+                               context_lines=context_lines)
+
+        def go(store: Any) -> Diff:
+            p = POINTER(S.SnapDiff)()
+            call(_snapshot_diff, byref(p), store, enc(ra), enc(rb), byref(o),
+                 wrap=errors.SnapshotError)
+            try:
+                d = p.contents
+                ch = tuple(Change(path=_s(d.v[i].path) or "",
+                                  kind=_s(_change_name(d.v[i].kind)) or "",
+                                  content_changed=d.v[i].content_changed,
+                                  old_mode=d.v[i].old_mode, new_mode=d.v[i].new_mode)
+                           for i in range(d.n))
+                return Diff(from_commit=_s(d.from_) or "", to=_s(d.to) or "", changes=ch,
+                            added=d.added, modified=d.modified, deleted=d.deleted,
+                            type_changed=d.type_changed, patch=_s(d.patch))
+            finally:
+                _snapdiff_free(p)
+        return self._with_store(go)
+
+    def export(self, ref: str | Snapshot, path: str | os.PathLike[str], *,
+               gzip: bool | None = None) -> None:
+        """Write a snapshot as a tar archive (gzip: by default when path ends in .gz/.tgz)."""
+        r = ref.id if isinstance(ref, Snapshot) else ref
+        if gzip is None:
+            gzip = os.fspath(path).endswith((".gz", ".tgz"))
+        self._with_store(lambda store: call(_snapshot_export, store, enc(r), enc(path), -1,
+                                            1 if gzip else 0, wrap=errors.SnapshotError))
+
+    def import_(self, path: str | os.PathLike[str], tag: str | None = None) -> Snapshot:
+        """Read a tar archive into a new snapshot (the workspace is untouched)."""
+        def go(store: Any) -> Snapshot:
+            p = POINTER(S.Snapshot)()
+            call(_snapshot_import, byref(p), store, enc(path), -1, enc(tag),
+                 wrap=errors.SnapshotError)
+            return _take_snapshot(p)
+        return self._with_store(go)
+
+    def apply(self, *, to: str | os.PathLike[str] | None = None, from_: str | None = None,
+              subdir: str | None = None, dry_run: bool = False, force: bool = False,
+              patch: bool = False, max_file_bytes: int = 0) -> ApplyResult:
+        """Copy the sandbox's changes back to a host folder (sp_sandbox_apply).
+
+        ``to`` None: the first mount's source; conflicts (the host changed
+        too) stop the apply unless ``force``.
+        """
+        o = S.ApplyOpts(version=S.APPLY_OPTS_VERSION, dry_run=dry_run, force=force,
+                        patch=patch, max_file_bytes=max_file_bytes)
+        o.from_ = enc(from_)
+        o.to = enc(to)
+        o.subdir = enc(subdir)
+        p = POINTER(S.ApplyResult)()
+        with self._lock:
+            call(_apply, byref(p), self._main(), byref(o))
+        try:
+            r = p.contents
+            return ApplyResult(
+                to=_s(r.to) or "", from_snapshot=_s(r.from_) or "",
+                changes=tuple((_s(_apply_action_name(r.changes[i].action)) or "",
+                               _s(r.changes[i].path) or "") for i in range(r.n_changes)),
+                conflicts=tuple((_s(r.conflicts[i].path) or "", _s(r.conflicts[i].reason) or "")
+                                for i in range(r.n_conflicts)),
+                skipped=r.skipped, applied=r.applied, patch=_s(r.patch))
+        finally:
+            _apply_free(p)
