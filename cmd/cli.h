@@ -51,6 +51,7 @@ int cmd_gc(int argc, char **argv);
 int cmd_exec(int argc, char **argv);
 int cmd_logs(int argc, char **argv);
 int cmd_fork(int argc, char **argv);
+int cmd_template(int argc, char **argv);
 int cmd_sh(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_image(int argc, char **argv);
@@ -213,6 +214,7 @@ struct cli_create {
     size_t n_roots, n_env, n_caps, n_pass, n_setup;
     bool json;        /* --json: no progress summary line (cmd/progress.h) */
     const char *from; /* --from NAME[:SNAP]: fork that sandbox (cmd_fork.c) */
+    const char *tmpl; /* --template TEMPLATE: start from that template */
 };
 
 /* Prepare for up to argc repeated options. Returns 0 or an exit code. */

@@ -451,6 +451,13 @@ int cli_create_sandbox(sp_sandbox **out, struct cli_create *c, sp_error **err)
     }
     if (o.setup_network && !c->n_setup)
         fputs("sandpod: warning: --setup-network without --setup does nothing\n", stderr);
+    if (c->tmpl) {
+        o.setup_done = c->n_setup ? setup_done : NULL;
+        int r = sp_sandbox_create_from_template(out, c->tmpl, &o, err);
+        for (const char *const *w = r == 0 ? sp_sandbox_warnings(*out) : NULL; w && *w; w++)
+            fprintf(stderr, "sandpod: warning: %s\n", *w);
+        return r;
+    }
     if (c->from) {
         /* NAME or NAME:SNAP (a sandbox name has no ':'). */
         char *origin = strdup(c->from);
@@ -501,6 +508,11 @@ const struct cli_spec cli_spec_create = {
                                            "fork sandbox NAME at snapshot SNAP (default: its "
                                            "newest), as `sandpod fork`; the options given here "
                                            "replace NAME's configuration; no --mount"),
+                                 CLI_VALUE("template", 0, "TEMPLATE", 'T', CLI_COMP_NONE,
+                                           "start from template TEMPLATE (`sandpod template`): its "
+                                           "workspace, configuration and image, its setup not run "
+                                           "again; the options given here replace its "
+                                           "configuration; no --mount"),
                                  CLI_FLAG("json", 0, 'j',
                                           "print {ok, name, state, container, image, created_at, "
                                           "workspace, state_dir}"))),
@@ -534,6 +546,10 @@ int cmd_create(int argc, char **argv)
             c.from = optarg;
             continue;
         }
+        if (opt == 'T') {
+            c.tmpl = optarg;
+            continue;
+        }
         int took = cli_create_option(&c, "create", opt, optarg);
         if (took < 0) {
             rc = CLI_EXIT_USAGE;
@@ -545,6 +561,11 @@ int cmd_create(int argc, char **argv)
         goto done;
     }
 
+    if (c.tmpl && (c.from || c.n_mounts)) {
+        rc = cli_usage("create", "--template does not go with %s: the workspace is the template's",
+                       c.from ? "--from" : "--mount");
+        goto done;
+    }
     if (c.from && c.n_mounts) {
         rc = cli_usage("create", "--from and --mount do not go together: a fork's workspace is "
                                  "the snapshot");

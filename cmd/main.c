@@ -48,6 +48,7 @@ const struct cli_spec *const cli_commands[] = {
     &cli_spec_sh,
     &cli_spec_logs,
     &cli_spec_fork,
+    &cli_spec_template,
     &cli_spec_run,
     &cli_spec_image,
     &cli_spec_snapshot,

@@ -188,8 +188,7 @@ static int name_index(const char *const *names, size_t n, const char *s)
     return 0;
 }
 
-/* Write sandbox.json atomically: temp file, fsync, rename. */
-int sp_sandbox_save(sp_sandbox *sb, sp_error **err)
+struct cJSON *sp_sandbox_config_json(const sp_sandbox *sb)
 {
     const sp_sandbox_config *c = &sb->cfg;
     cJSON *o = cJSON_CreateObject();
@@ -227,6 +226,14 @@ int sp_sandbox_save(sp_sandbox *sb, sp_error **err)
     cJSON_AddItemToObject(o, "warnings", sp_json_strv((const char *const *)c->warnings));
     cJSON_AddItemToObject(o, "mounts", mounts_json(c));
     cJSON_AddNumberToObject(o, "init_pid", sb->init_pid);
+    cJSON_AddItemToObject(o, "setup", sp_json_strv((const char *const *)c->setup));
+    return o;
+}
+
+/* Write sandbox.json atomically: temp file, fsync, rename. */
+int sp_sandbox_save(sp_sandbox *sb, sp_error **err)
+{
+    cJSON *o = sp_sandbox_config_json(sb);
     sp_buf text = SP_BUF_INIT;
     char *js = cJSON_Print(o);
     cJSON_Delete(o);
@@ -257,7 +264,12 @@ static uint64_t jnum_u64(const cJSON *o, const char *k, uint64_t def)
 static int load(sp_sandbox *sb, sp_error **err)
 {
     cleanup_free char *path = sp_xasprintf("%s/sandbox.json", sb->state_dir);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    return sp_sandbox_config_load(sb, path, err);
+}
+
+int sp_sandbox_config_load(sp_sandbox *sb, const char *path, sp_error **err)
+{
+    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0) {
         if (errno == ENOENT)
             return sp_err_set(err, SP_ENOTFOUND, ENOENT, "no sandbox named %s", sb->name);
@@ -317,6 +329,7 @@ static int load(sp_sandbox *sb, sp_error **err)
     const cJSON *la = cJSON_GetObjectItemCaseSensitive(o, "limits_apply");
     c->limits_apply = la ? cJSON_IsTrue(la) : true;
     c->warnings = json_strv(cJSON_GetObjectItemCaseSensitive(o, "warnings"));
+    c->setup = json_strv(cJSON_GetObjectItemCaseSensitive(o, "setup"));
     /* Sandboxes made before mounts were recorded have none: nothing to show. */
     const cJSON *ms = cJSON_GetObjectItemCaseSensitive(o, "mounts");
     const cJSON *it;
@@ -384,6 +397,7 @@ void sp_sandbox_free(sp_sandbox *sb)
     sp_strv_free(sb->cfg.cap_add);
     sp_strv_free(sb->cfg.env_pass);
     sp_strv_free(sb->cfg.warnings);
+    sp_strv_free(sb->cfg.setup);
     mounts_free(&sb->cfg);
     free(sb);
 }
@@ -865,7 +879,7 @@ static int create_and_set_up(sp_sandbox *sb, const sp_sandbox_opts *o, sp_error 
     return r;
 }
 
-static char *now_rfc3339(void)
+char *sp_now_rfc3339(void)
 {
     char buf[64];
     time_t t = time(NULL);
@@ -1004,8 +1018,9 @@ int sp_sandbox_create_seeded(sp_sandbox **out, const sp_sandbox_opts *opts, sp_s
     c->userns = o.userns;
     c->seccomp = o.seccomp;
     c->env_pass = strv_dup(o.env_pass);
+    c->setup = strv_dup(o.setup);
     c->host_uid = c->host_gid = -1;
-    sb->created_at = now_rfc3339();
+    sb->created_at = sp_now_rfc3339();
 
     if ((r = sp_sandbox_lock(sb, err)) < 0)
         goto fail;

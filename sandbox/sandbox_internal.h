@@ -63,6 +63,8 @@ typedef struct sp_sandbox_config {
     bool rootless;
     bool limits_apply;
     char **warnings; /* what Podman and sandpod warned about then */
+    /* The setup commands that made the workspace what it is (never NULL). */
+    char **setup;
     /* The host folders hydrated at create (strings owned here). */
     sp_sandbox_mount *mounts;
     size_t n_mounts;
@@ -102,6 +104,12 @@ int sp_sandbox_create_seeded(sp_sandbox **out, const sp_sandbox_opts *opts, sp_s
 int sp_sandbox_lock(sp_sandbox *sb, sp_error **err);
 void sp_sandbox_unlock(sp_sandbox *sb);
 int sp_sandbox_save(sp_sandbox *sb, sp_error **err);
+/* sandbox.json's content, and reading one such file (sandbox.json, or a
+ * template's template.json) into sb's configuration. */
+/* The time now, RFC 3339 UTC ("2024-05-01T12:00:00Z"); free(). */
+char *sp_now_rfc3339(void);
+struct cJSON *sp_sandbox_config_json(const sp_sandbox *sb);
+int sp_sandbox_config_load(sp_sandbox *sb, const char *path, sp_error **err);
 /* 0 when the container runs; otherwise SP_EPODMAN saying why and what to do. */
 int sp_sandbox_require_running(sp_sandbox *sb, sp_error **err);
 /* The environment of one command: the sandbox's, the passed-through

@@ -7,6 +7,7 @@
 
 #include "sandpod/error.h"
 #include "sandpod/fork.h"
+#include "sandpod/template.h"
 #include "sandpod/fs.h"
 #include "sandpod/hydrate.h"
 #include "sandpod/log.h"

@@ -46,6 +46,31 @@ int sp_podman_image_exists(bool *out, sp_podman *p, const char *name, sp_error *
     return r;
 }
 
+int sp_podman_image_id(char **out, sp_podman *p, const char *name, sp_error **err)
+{
+    *out = NULL;
+    if (!name || !*name)
+        return sp_err_set(err, SP_EINVAL, 0, "image id: name is missing");
+    cleanup_free char *n = sp_podman_escape(p, name);
+    cleanup_free char *path = sp_xasprintf(SP_PODMAN_API "/images/%s/json", n);
+    cleanup_free char *what = sp_xasprintf("inspect image %s", name);
+    sp_http_req req = SP_HTTP_REQ_INIT;
+    req.path = path;
+    cJSON *j = NULL;
+    int r = sp_podman_call_json(p, &req, &j, what, err);
+    if (r < 0)
+        return r;
+    const char *id = sp_json_str(j, "Id");
+    if (id && strncmp(id, "sha256:", 7) == 0)
+        id += 7;
+    if (id && *id)
+        *out = sp_xstrdup(id);
+    else
+        r = sp_err_set(err, SP_EPODMAN, 0, "%s: the answer has no id", what);
+    cJSON_Delete(j);
+    return r;
+}
+
 typedef struct pull_ctx {
     sp_podman_progress_fn fn;
     void *ud;

@@ -8,7 +8,7 @@
 #   SANDPOD_URL (default: discovered)
 #
 # The tree: 10,000 files (0.5-7 KB, about 38 MB) in 300 folders. An origin
-# sandbox is created from it and snapshotted once (untimed). Then N rounds
+# sandbox is created from it (untimed; its baseline is the snapshot forked). Then N rounds
 # (default 20), interleaved so that a drift in the machine's load weighs on
 # all three alike; in each:
 #   fork      `sandpod fork ORIGIN SNAP --name fN`: a new sandbox, started,
@@ -16,6 +16,13 @@
 #   cp -a     `cp -a` of the origin's workspace (a copy only: no container)
 #   hydrate   `sandpod create --mount TREE --name hN`: a new sandbox, started,
 #             its workspace hydrated from the host tree
+#   template  `sandpod create --template TPL --name tN`: a new sandbox from a
+#             template saved (untimed) from the origin after its setup
+#   setup     `sandpod create --mount TREE --setup SETUP --name sN`: what a
+#             template saves, the hydration and the setup run again
+# The origin is made with --setup "$SETUP" (env BENCH_SETUP; default: 500
+# files written into /workspace/build), so fork and template start from the
+# prepared state.
 # `sync` runs before every timed command; what a round made is removed
 # after it, untimed. Medians (and the samples) are reported.
 set -euo pipefail
@@ -66,12 +73,15 @@ bytes=$(du -sb "$SRC" | cut -f1)
 echo "   $files files, $((bytes / 1000000)) MB"
 find "$SRC" -type f -exec cat {} + >/dev/null
 
-echo "== origin: create and snapshot (untimed)"
-"$SP" create "${url[@]}" --name origin --mount "$SRC" >/dev/null
-"$SP" snapshot "${url[@]}" origin -t base >/dev/null
+SETUP=${BENCH_SETUP:-'mkdir -p /workspace/build && i=0 && while [ $i -lt 500 ]; do echo $i > /workspace/build/o$i; i=$((i+1)); done'}
+# create's baseline, tagged base, is the snapshot forked.
+echo "== origin: create with setup, template (untimed)"
+"$SP" create "${url[@]}" --name origin --mount "$SRC" --setup "$SETUP" >/dev/null 2>&1
+"$SP" template save "${url[@]}" origin tpl >/dev/null
 WS=$SANDPOD_HOME/sandboxes/origin/workspace
 
-names=("sandpod fork" "cp -a (workspace)" "sandpod create --mount")
+names=("sandpod fork" "cp -a (workspace)" "sandpod create --mount"
+    "sandpod create --template" "sandpod create --mount --setup")
 declare -A samples
 timed() { # NAME CMD...
     local name=$1
@@ -88,7 +98,10 @@ for ((i = 1; i <= N; i++)); do
     timed "sandpod fork" "$SP" fork "${url[@]}" origin base --name "f$i"
     timed "cp -a (workspace)" cp -a "$WS" "$W/copy"
     timed "sandpod create --mount" "$SP" create "${url[@]}" --mount "$SRC" --name "h$i"
-    "$SP" rm --force "${url[@]}" "f$i" "h$i" >/dev/null
+    timed "sandpod create --template" "$SP" create "${url[@]}" --template tpl --name "t$i"
+    timed "sandpod create --mount --setup" "$SP" create "${url[@]}" --mount "$SRC" \
+        --setup "$SETUP" --name "s$i" 2>/dev/null
+    "$SP" rm --force "${url[@]}" "f$i" "h$i" "t$i" "s$i" >/dev/null
     rm -rf "$W/copy"
     printf '   round %d: %s\n' "$i" "$(for n in "${names[@]}"; do
         s=${samples[$n]% }
@@ -99,13 +112,16 @@ done
 mkdir -p "$(dirname "$OUT")"
 python3 - "$OUT" "$files" "$bytes" "$N" "$(uname -r)" "$(nproc)" "$(cat /proc/loadavg)" \
     "${samples["sandpod fork"]}" "${samples["cp -a (workspace)"]}" \
-    "${samples["sandpod create --mount"]}" <<'PY'
+    "${samples["sandpod create --mount"]}" "${samples["sandpod create --template"]}" \
+    "${samples["sandpod create --mount --setup"]}" <<'PY'
 import json, sys, datetime, statistics
-out, files, nbytes, n, kernel, cpus, load, s_fork, s_cp, s_hyd = sys.argv[1:]
+out, files, nbytes, n, kernel, cpus, load, s_fork, s_cp, s_hyd, s_tpl, s_set = sys.argv[1:]
 samples = {
     "sandpod fork": [float(x) for x in s_fork.split()],
     "cp -a (workspace)": [float(x) for x in s_cp.split()],
     "sandpod create --mount": [float(x) for x in s_hyd.split()],
+    "sandpod create --template": [float(x) for x in s_tpl.split()],
+    "sandpod create --mount --setup": [float(x) for x in s_set.split()],
 }
 med = {k: statistics.median(v) for k, v in samples.items()}
 res = {
@@ -118,6 +134,9 @@ res = {
     "ratios": {
         "cp_over_fork": round(med["cp -a (workspace)"] / med["sandpod fork"], 3),
         "hydrate_over_fork": round(med["sandpod create --mount"] / med["sandpod fork"], 3),
+        "setup_over_template": round(
+            med["sandpod create --mount --setup"] / med["sandpod create --template"], 3
+        ),
     },
 }
 with open(out, "w") as fh:

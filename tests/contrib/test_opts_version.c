@@ -68,6 +68,44 @@ static int c_sandbox_fork(sp_error **err)
     return sp_sandbox_fork(&sb, NULL, NULL, &o, err);
 }
 
+static int c_sandbox_create_from_template(sp_error **err)
+{
+    sp_sandbox *sb = NULL;
+    sp_sandbox_opts o = SP_SANDBOX_OPTS_INIT;
+    o.version = BAD;
+    return sp_sandbox_create_from_template(&sb, "t", &o, err);
+}
+
+static int c_template_save(sp_error **err)
+{
+    sp_template_opts o = SP_TEMPLATE_OPTS_INIT;
+    o.version = BAD;
+    return sp_template_save(NULL, NULL, "t", &o, err);
+}
+
+static int c_template_list(sp_error **err)
+{
+    char **names = NULL;
+    sp_template_opts o = SP_TEMPLATE_OPTS_INIT;
+    o.version = BAD;
+    return sp_template_list(&names, &o, err);
+}
+
+static int c_template_info_get(sp_error **err)
+{
+    sp_template_info *t = NULL;
+    sp_template_opts o = SP_TEMPLATE_OPTS_INIT;
+    o.version = BAD;
+    return sp_template_info_get(&t, "t", &o, err);
+}
+
+static int c_template_remove(sp_error **err)
+{
+    sp_template_opts o = SP_TEMPLATE_OPTS_INIT;
+    o.version = BAD;
+    return sp_template_remove("t", &o, err);
+}
+
 static int c_sandbox_open(sp_error **err)
 {
     sp_sandbox *sb = NULL;
@@ -281,6 +319,11 @@ static const row rows[] = {
     {"sp_podman_image_build", "sp_podman_build_opts", c_image_build},
     {"sp_sandbox_create", "sp_sandbox_opts", c_sandbox_create},
     {"sp_sandbox_fork", "sp_sandbox_opts", c_sandbox_fork},
+    {"sp_sandbox_create_from_template", "sp_sandbox_opts", c_sandbox_create_from_template},
+    {"sp_template_save", "sp_template_opts", c_template_save},
+    {"sp_template_list", "sp_template_opts", c_template_list},
+    {"sp_template_info_get", "sp_template_opts", c_template_info_get},
+    {"sp_template_remove", "sp_template_opts", c_template_remove},
     {"sp_sandbox_open", "sp_sandbox_opts", c_sandbox_open},
     {"sp_sandbox_exec", "sp_run_opts", c_sandbox_exec},
     {"sp_sandbox_shell", "sp_run_opts", c_sandbox_shell},

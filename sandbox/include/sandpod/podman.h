@@ -167,6 +167,14 @@ int sp_podman_host_info(const sp_podman_host **out, sp_podman *p, sp_error **err
 /** Whether an image exists locally. @return 0 with *out set, or an error. */
 int sp_podman_image_exists(bool *out, sp_podman *p, const char *name, sp_error **err);
 
+/**
+ * The id of the local image `name` (a reference or an id).
+ *
+ * @param out  receives the full id, hex without "sha256:" (free())
+ * @return 0; SP_ENOTFOUND when no local image has that name; SP_EPODMAN
+ */
+int sp_podman_image_id(char **out, sp_podman *p, const char *name, sp_error **err);
+
 /** Called with each progress line ("Trying to pull ...") during a pull. */
 typedef void (*sp_podman_progress_fn)(const char *line, void *userdata);
 
