@@ -1,7 +1,10 @@
 /* The RFC 6455 frame codec, SHA-1 and base64 against their RFCs' vectors,
  * and the Kubernetes exec channel parser. */
+#include <poll.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #include "base.h"
 #include "kube_exec.h"
@@ -449,6 +452,218 @@ static void test_exec_status(void **state)
         assert_int_equal(status_of(bad[i], NULL), SP_ERROR);
 }
 
+/* ---------------------------------------------- handshake (socketpair) -- */
+
+/* The far end of a socketpair, in a thread: reads the request, answers
+ * with `answer` ("{ACCEPT}" replaced by the right Sec-WebSocket-Accept),
+ * then sends `after`, then reads what the client sends for a moment. */
+typedef struct canned {
+    int fd;
+    const char *answer;
+    const uint8_t *after;
+    size_t after_len;
+    bool hang_up; /* close right after reading the request */
+    char request[4096];
+    uint8_t got[256]; /* what came after the request */
+    size_t got_len;
+} canned;
+
+static void *serve_canned(void *arg)
+{
+    canned *c = arg;
+    size_t n = 0;
+    while (n < sizeof(c->request) - 1 && !strstr(c->request, "\r\n\r\n")) {
+        ssize_t r = read(c->fd, c->request + n, sizeof(c->request) - 1 - n);
+        if (r <= 0)
+            break;
+        n += (size_t)r;
+        c->request[n] = '\0';
+    }
+    if (c->hang_up) {
+        close(c->fd);
+        return NULL;
+    }
+    if (c->answer) {
+        char acc[29] = "";
+        const char *k = strstr(c->request, "Sec-WebSocket-Key: ");
+        if (k) {
+            char key[25];
+            memcpy(key, k + 19, 24);
+            key[24] = '\0';
+            sp_ws_accept_for(acc, key);
+        }
+        sp_buf b = SP_BUF_INIT;
+        const char *at = strstr(c->answer, "{ACCEPT}");
+        if (at) {
+            sp_buf_add(&b, c->answer, (size_t)(at - c->answer));
+            sp_buf_adds(&b, acc);
+            sp_buf_adds(&b, at + 8);
+        } else {
+            sp_buf_adds(&b, c->answer);
+        }
+        sp_buf_add(&b, c->after, c->after_len);
+        /* No cmocka assert in a thread; a short write shows in the test. */
+        if (send(c->fd, b.data, b.len, MSG_NOSIGNAL) != (ssize_t)b.len)
+            c->got_len = sizeof(c->got);
+        sp_buf_dispose(&b);
+    }
+    struct pollfd p = {.fd = c->fd, .events = POLLIN};
+    while (c->got_len < sizeof(c->got) && poll(&p, 1, 500) > 0) {
+        ssize_t r = read(c->fd, c->got + c->got_len, sizeof(c->got) - c->got_len);
+        if (r <= 0)
+            break;
+        c->got_len += (size_t)r;
+    }
+    close(c->fd);
+    return NULL;
+}
+
+#define OK_HEAD                                                                                    \
+    "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"            \
+    "Sec-WebSocket-Accept: {ACCEPT}\r\n"
+
+/* Run a handshake against c; returns its code, the connection in *out. */
+static int handshake_with(canned *c, sp_ws **out, const sp_ws_opts *o, const char *path, char **msg)
+{
+    int sv[2];
+    assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+    c->fd = sv[1];
+    pthread_t th;
+    pthread_create(&th, NULL, serve_canned, c);
+    sp_error *err = NULL;
+    int rc = sp_ws_handshake(out, sp_ws_transport_fd(sv[0]), "example:443", path, o, &err);
+    if (rc < 0) {
+        assert_null(*out);
+        assert_null(strchr(err->message, '\n'));
+        if (msg)
+            *msg = sp_xstrdup(err->message);
+        sp_error_free(err);
+    }
+    if (*out == NULL || !c->answer)
+        pthread_join(th, NULL);
+    else
+        pthread_detach(th); /* the caller ends it by freeing *out */
+    return rc;
+}
+
+static void expect_refused(const char *answer, int code, const char *needle)
+{
+    canned c = {.answer = answer};
+    sp_ws *ws = NULL;
+    char *msg = NULL;
+    sp_ws_opts o = SP_WS_OPTS_INIT;
+    o.protocols = sp_kube_exec_protocols;
+    /* A silent server (no answer) stays for 500 ms: time out before. */
+    o.timeout_ms = answer ? 2000 : 200;
+    int rc = handshake_with(&c, &ws, &o, "/x", &msg);
+    if (rc != code)
+        fail_msg("code %d, not %d: %s", rc, code, msg);
+    if (!strstr(msg, needle))
+        fail_msg("\"%s\" does not say \"%s\"", msg, needle);
+    free(msg);
+}
+
+static void test_handshake_request_and_early_frame(void **state)
+{
+    (void)state;
+    static const uint8_t frame[] = {0x82, 0x03, 1, 'h', 'i'};
+    canned c = {.answer = OK_HEAD "Sec-WebSocket-Protocol: v4.channel.k8s.io\r\n\r\n",
+                .after = frame,
+                .after_len = sizeof(frame)};
+    sp_ws *ws = NULL;
+    sp_ws_opts o = SP_WS_OPTS_INIT;
+    o.protocols = sp_kube_exec_protocols;
+    o.bearer_token = "tok";
+    assert_int_equal(handshake_with(&c, &ws, &o, "/api/v1/exec?command=sh", NULL), 0);
+    assert_string_equal(sp_ws_protocol(ws), SP_KUBE_PROTO_V4);
+    /* The frame that came in the same packet as the head is not lost. */
+    sp_ws_msg m;
+    assert_int_equal(sp_ws_recv(ws, &m, 2000, NULL), 0);
+    assert_int_equal(m.len, 3);
+    assert_memory_equal(m.data, "\x01hi", 3);
+    sp_ws_free(ws);
+    const char *r = c.request;
+    assert_true(strncmp(r, "GET /api/v1/exec?command=sh HTTP/1.1\r\n", 38) == 0);
+    assert_non_null(strstr(r, "\r\nHost: example:443\r\n"));
+    assert_non_null(strstr(r, "\r\nUpgrade: websocket\r\n"));
+    assert_non_null(strstr(r, "\r\nSec-WebSocket-Version: 13\r\n"));
+    assert_non_null(strstr(r, "\r\nAuthorization: Bearer tok\r\n"));
+    const char *v5 = strstr(r, "Sec-WebSocket-Protocol: v5.channel.k8s.io\r\n");
+    const char *v4 = strstr(r, "Sec-WebSocket-Protocol: v4.channel.k8s.io\r\n");
+    assert_true(v5 && v4 && v5 < v4);
+}
+
+static void test_handshake_refusals(void **state)
+{
+    (void)state;
+    expect_refused("HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\n\r\n", SP_EDENIED,
+                   "403 Forbidden");
+    expect_refused("HTTP/1.1 401 Unauthorized\r\n\r\n", SP_EDENIED, "401");
+    expect_refused("HTTP/1.1 404 Not Found\r\n\r\n", SP_ENOTFOUND, "404");
+    expect_refused("HTTP/1.0 101 Switching Protocols\r\n\r\n", SP_ERROR, "HTTP/1.1");
+    expect_refused("HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\n"
+                   "Sec-WebSocket-Accept: {ACCEPT}\r\nSec-WebSocket-Protocol: "
+                   "v5.channel.k8s.io\r\n\r\n",
+                   SP_ERROR, "Upgrade: websocket");
+    expect_refused("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n"
+                   "Sec-WebSocket-Accept: {ACCEPT}\r\n\r\n",
+                   SP_ERROR, "Connection: upgrade");
+    expect_refused(OK_HEAD "Sec-WebSocket-Protocol: v5.channel.k8s.io\r\n"
+                           "Sec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\n\r\n",
+                   SP_ERROR, "Sec-WebSocket-Accept");
+    expect_refused("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: "
+                   "Upgrade\r\nSec-WebSocket-Accept: AAAA\r\n\r\n",
+                   SP_ERROR, "Sec-WebSocket-Accept");
+    expect_refused(OK_HEAD "\r\n", SP_ERROR, "none of the offered subprotocols");
+    expect_refused(OK_HEAD "Sec-WebSocket-Protocol: v9.channel.k8s.io\r\n\r\n", SP_ERROR,
+                   "not offered: v9.channel.k8s.io");
+    expect_refused(OK_HEAD "Sec-WebSocket-Protocol: v5.channel.k8s.io\r\n"
+                           "Sec-WebSocket-Extensions: permessage-deflate\r\n\r\n",
+                   SP_ERROR, "extension");
+    expect_refused(NULL, SP_ETIMEOUT, "timed out");
+}
+
+static void test_handshake_hang_up_and_bad_input(void **state)
+{
+    (void)state;
+    canned c = {.hang_up = true};
+    sp_ws *ws = NULL;
+    char *msg = NULL;
+    assert_int_equal(handshake_with(&c, &ws, NULL, "/x", &msg), SP_ERROR);
+    assert_non_null(strstr(msg, "closed the connection during the handshake"));
+    free(msg);
+    canned c2 = {.hang_up = true};
+    assert_int_equal(handshake_with(&c2, &ws, NULL, "/x\r\nEvil: 1", &msg), SP_EINVAL);
+    free(msg);
+}
+
+static void test_protocol_error_sends_close(void **state)
+{
+    (void)state;
+    /* A masked frame from the server: recv fails and the client says 1002. */
+    static const uint8_t masked[] = {0x81, 0x81, 1, 2, 3, 4, 'x'};
+    canned c = {.answer = OK_HEAD "\r\n", .after = masked, .after_len = sizeof(masked)};
+    sp_ws *ws = NULL;
+    assert_int_equal(handshake_with(&c, &ws, NULL, "/x", NULL), 0);
+    sp_ws_msg m;
+    sp_error *err = NULL;
+    assert_int_equal(sp_ws_recv(ws, &m, 2000, &err), SP_ERROR);
+    assert_non_null(strstr(err->message, "masked frame from the server"));
+    sp_error_free(err);
+    err = NULL;
+    /* The connection is closed: no more sends. */
+    assert_true(sp_ws_send(ws, SP_WS_TEXT, "x", 1, 0, &err) < 0);
+    sp_error_free(err);
+    sp_ws_free(ws);
+    /* Give the thread its moment to read, then check the close frame. */
+    for (int i = 0; i < 100 && c.got_len < 8; i++)
+        usleep(10000);
+    assert_int_equal(c.got_len, 8); /* 0x88, 0x82, mask, 2 bytes */
+    assert_int_equal(c.got[0], 0x88);
+    assert_int_equal(c.got[1], 0x82);
+    assert_int_equal((c.got[6] ^ c.got[2]) << 8 | (c.got[7] ^ c.got[3]), 1002);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -466,6 +681,10 @@ int main(void)
         cmocka_unit_test(test_decode_stops_after_error),
         cmocka_unit_test(test_exec_split),
         cmocka_unit_test(test_exec_status),
+        cmocka_unit_test(test_handshake_request_and_early_frame),
+        cmocka_unit_test(test_handshake_refusals),
+        cmocka_unit_test(test_handshake_hang_up_and_bad_input),
+        cmocka_unit_test(test_protocol_error_sends_close),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
