@@ -301,7 +301,9 @@ int sp_ws_handshake(sp_ws **out, sp_ws_transport t, const char *host, const char
                   "Sec-WebSocket-Key: %s\r\nSec-WebSocket-Version: 13\r\n",
                   path, host, key);
     for (size_t i = 0; o.protocols && o.protocols[i]; i++) {
-        if (!header_safe(o.protocols[i]) || strchr(o.protocols[i], ',') || !o.protocols[i][0]) {
+        size_t pl = strlen(o.protocols[i]);
+        if (!header_safe(o.protocols[i]) || strchr(o.protocols[i], ',') || pl == 0 ||
+            pl >= sizeof(ws->protocol)) {
             rc = sp_err_set(err, SP_EINVAL, 0, "websocket: a bad subprotocol name");
             goto done;
         }

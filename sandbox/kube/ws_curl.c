@@ -88,6 +88,9 @@ int sp_ws_connect(sp_ws **out, const char *url, const sp_ws_opts *opts, sp_error
     curl_easy_setopt(c, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
     curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, (long)timeout);
     curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    /* Through a proxy, always a CONNECT tunnel: the Upgrade request is
+     * ours to send and must reach the server as written. */
+    curl_easy_setopt(c, CURLOPT_HTTPPROXYTUNNEL, 1L);
     curl_easy_setopt(c, CURLOPT_SSL_VERIFYPEER, 1L);
     curl_easy_setopt(c, CURLOPT_SSL_VERIFYHOST, 2L);
     if (opts && opts->ca_file)

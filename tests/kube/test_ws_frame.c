@@ -635,6 +635,17 @@ static void test_handshake_hang_up_and_bad_input(void **state)
     canned c2 = {.hang_up = true};
     assert_int_equal(handshake_with(&c2, &ws, NULL, "/x\r\nEvil: 1", &msg), SP_EINVAL);
     free(msg);
+    /* A subprotocol name too long to record is refused before sending. */
+    char longname[80];
+    memset(longname, 'p', sizeof(longname) - 1);
+    longname[sizeof(longname) - 1] = '\0';
+    const char *const protos[] = {longname, NULL};
+    sp_ws_opts o = SP_WS_OPTS_INIT;
+    o.protocols = protos;
+    canned c3 = {.hang_up = true};
+    assert_int_equal(handshake_with(&c3, &ws, &o, "/x", &msg), SP_EINVAL);
+    assert_non_null(strstr(msg, "subprotocol"));
+    free(msg);
 }
 
 static void test_protocol_error_sends_close(void **state)
