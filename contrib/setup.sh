@@ -8,7 +8,9 @@ set -euo pipefail
 # fish and groff-base: the completion and man page tests; ripgrep: grep is
 # compared with rg (test_search_ref; bash globstar is the glob reference);
 # docker-registry: the image tests pull from a registry on 127.0.0.1;
-# python3-pytest/-setuptools/-pip/-venv: the Python package and its tests.
+# python3-pytest/-setuptools/-pip/-venv: the Python package and its tests;
+# python3-websockets: an independent RFC 6455 server the WebSocket client is
+# tested against (test_ws_live); openssl: that test's TLS certificate.
 pkgs=(
   gcc make cmake pkg-config git python3 clang-format
   libcurl4-openssl-dev libcjson-dev libgit2-dev libarchive-dev libpcre2-dev
@@ -20,6 +22,7 @@ pkgs=(
   ripgrep
   docker-registry
   python3-pytest python3-setuptools python3-pip python3-venv
+  python3-websockets openssl
 )
 # The MCP test through the official TypeScript SDK (tests/contrib/mcp_sdk)
 # needs Node.js 18 or later with npm; a Node.js from elsewhere (NodeSource,

@@ -25,6 +25,7 @@
 #include "base.h"
 #include "dir.h"
 #include "json.h"
+#include "sha1.h"
 #include "sandpod/snapshot.h"
 
 /* Folders nested deeper than this cannot be snapshotted (each level holds
@@ -53,17 +54,6 @@
 #define SNAP_META_NAME "~sandpod-meta"
 
 /* ---------------------------------------------------------- sha1, oid -- */
-
-typedef struct sp_sha1 {
-    uint32_t h[5];
-    uint64_t len;
-    uint8_t buf[64];
-    size_t n;
-} sp_sha1;
-
-void sp_sha1_init(sp_sha1 *c);
-void sp_sha1_update(sp_sha1 *c, const void *data, size_t len);
-void sp_sha1_final(sp_sha1 *c, uint8_t out[20]);
 
 typedef struct sp_oid {
     uint8_t id[20];

@@ -9,6 +9,7 @@
 #include "fs_json.h"
 #include "base.h"
 #include "json.h"
+#include "sha1.h"
 
 const char *sp_json_code_name(int code)
 {
@@ -244,28 +245,11 @@ cJSON *sp_json_fs_text(const sp_fs_text *t)
 
 char *sp_base64_encode(const uint8_t *d, size_t n)
 {
-    static const char tab[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
     if (n > (SIZE_MAX - 4) / 4 * 3)
         return NULL;
     char *out = malloc((n + 2) / 3 * 4 + 1);
-    if (!out)
-        return NULL;
-    size_t o = 0, i = 0;
-    for (; i + 3 <= n; i += 3) {
-        uint32_t v = (uint32_t)d[i] << 16 | (uint32_t)d[i + 1] << 8 | d[i + 2];
-        out[o++] = tab[v >> 18];
-        out[o++] = tab[(v >> 12) & 63];
-        out[o++] = tab[(v >> 6) & 63];
-        out[o++] = tab[v & 63];
-    }
-    if (i < n) {
-        uint32_t v = (uint32_t)d[i] << 16 | (i + 1 < n ? (uint32_t)d[i + 1] << 8 : 0);
-        out[o++] = tab[v >> 18];
-        out[o++] = tab[(v >> 12) & 63];
-        out[o++] = i + 1 < n ? tab[(v >> 6) & 63] : '=';
-        out[o++] = '=';
-    }
-    out[o] = '\0';
+    if (out)
+        sp_base64_write(out, d, n);
     return out;
 }
 

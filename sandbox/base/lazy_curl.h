@@ -20,7 +20,9 @@
     X(curl_easy_escape)                                                                            \
     X(curl_free)                                                                                   \
     X(curl_slist_append)                                                                           \
-    X(curl_slist_free_all)
+    X(curl_slist_free_all)                                                                         \
+    X(curl_easy_send)                                                                              \
+    X(curl_easy_recv)
 
 typedef struct sp_curl_api {
 #define SP_X(f) __typeof__(f) *f;
@@ -45,6 +47,8 @@ extern sp_curl_api sp_curl;
 #define curl_free           (sp_curl.curl_free)
 #define curl_slist_append   (sp_curl.curl_slist_append)
 #define curl_slist_free_all (sp_curl.curl_slist_free_all)
+#define curl_easy_send      (sp_curl.curl_easy_send)
+#define curl_easy_recv      (sp_curl.curl_easy_recv)
 #endif
 
 #endif
