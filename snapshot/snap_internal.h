@@ -296,6 +296,7 @@ typedef struct sp_scan {
     bool durable;    /* restore: fsync what it writes */
     bool keep_setid; /* restore: write the set-id bits of files too */
     uint64_t budget; /* bytes of file data the operation may read, and write */
+    bool trust_ids;  /* sp_snapstore_opts.trust_ids: same but ctime and racy is the same */
 } sp_scan;
 
 /* SP_ETOOBIG for `path`, whose `need` bytes of file data would take an

@@ -8,7 +8,8 @@
 #   SANDPOD_URL (default: discovered)
 #
 # The tree: 10,000 files (0.5-7 KB, about 38 MB) in 300 folders. An origin
-# sandbox is created from it and snapshotted once (untimed). Then N rounds
+# sandbox is created from it (untimed; create takes its baseline snapshot
+# `base`, which the forks start from). Then N rounds
 # (default 20), interleaved so that a drift in the machine's load weighs on
 # all three alike; in each:
 #   fork      `sandpod fork ORIGIN SNAP --name fN`: a new sandbox, started,
@@ -66,9 +67,8 @@ bytes=$(du -sb "$SRC" | cut -f1)
 echo "   $files files, $((bytes / 1000000)) MB"
 find "$SRC" -type f -exec cat {} + >/dev/null
 
-echo "== origin: create and snapshot (untimed)"
+echo "== origin: create, with its baseline snapshot base (untimed)"
 "$SP" create "${url[@]}" --name origin --mount "$SRC" >/dev/null
-"$SP" snapshot "${url[@]}" origin -t base >/dev/null
 WS=$SANDPOD_HOME/sandboxes/origin/workspace
 
 names=("sandpod fork" "cp -a (workspace)" "sandpod create --mount")
