@@ -399,6 +399,7 @@ static int look_at(sp_scan *sc, int dfd, const char *name, struct stat *st, snod
             if (!fresh && sc->trust_ids && same_but_ctime(n, st)) {
                 sp_snode_set_stat(n, st);
                 set_racy(sc, n);
+                sc->trusted++;
                 *out = n;
                 return 0;
             }

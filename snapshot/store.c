@@ -220,7 +220,7 @@ int sp_snap_refresh(sp_snapstore *s, sp_scan *sc, sp_error **err)
             sp_track_reset(s->track);
         return r;
     }
-    if ((s->tree->flags & SN_DIRTY) || s->stats.files_hashed != hashed)
+    if ((s->tree->flags & SN_DIRTY) || s->stats.files_hashed != hashed || sc->trusted)
         s->cache_dirty = true;
     return sp_tree_finalize(&s->odb, s->tree, err);
 }
