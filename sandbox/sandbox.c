@@ -903,12 +903,18 @@ static int rm_state_dir(sp_sandbox *sb, sp_error **err);
  * load, runc's pause was seen to fail. After setup commands, something
  * they started may still write, so the container is paused as for any
  * snapshot. */
-static int take_baseline(sp_sandbox *sb, bool ran_setup, sp_error **err)
+static int take_baseline(sp_sandbox *sb, bool ran_setup, bool seeded, sp_error **err)
 {
     if (!ran_setup) {
         cleanup_free char *store = sp_xasprintf("%s/snapshots.git", sb->state_dir);
         sp_snapstore *s = NULL;
-        int r = sp_snapstore_open(&s, sb->workspace, store, NULL, err);
+        /* A seed (a fork's restore) left the store's stat cache naming
+         * every file it wrote; since then only the hand-over changed
+         * owners (and so ctimes): trust those ids rather than read every
+         * file again. */
+        sp_snapstore_opts so = SP_SNAPSTORE_OPTS_INIT;
+        so.trust_ids = seeded;
+        int r = sp_snapstore_open(&s, sb->workspace, store, &so, err);
         if (r == 0)
             r = sp_snapshot_create(NULL, s, SP_SANDBOX_BASELINE_TAG, err);
         sp_snapstore_free(s);
@@ -1052,7 +1058,7 @@ int sp_sandbox_create_seeded(sp_sandbox **out, const sp_sandbox_opts *opts, sp_s
         goto fail;
     if ((r = sp_sandbox_save(sb, err)) < 0)
         goto fail;
-    if ((r = take_baseline(sb, o.setup && o.setup[0], err)) < 0)
+    if ((r = take_baseline(sb, o.setup && o.setup[0], seed != NULL, err)) < 0)
         goto fail;
     sp_sandbox_unlock(sb);
     *out = sb;

@@ -130,9 +130,13 @@ int sp_snapshot_share(sp_snapshot **out, sp_snapstore *dst, sp_snapstore *src, c
         return r;
     }
     uint64_t linked = 0;
+    /* A dup shares the fd's offset: rewind, or a second share from the
+     * same source handle would find the folder already read to its end. */
     DIR *d = fdopendir(dup(src->odb.objfd));
     if (!d)
         r = sp_err_errno(err, errno, "read", src->store);
+    else
+        rewinddir(d);
     struct dirent *e;
     while (r == 0 && d && (e = readdir(d)))
         if (is_fanout(e->d_name) || strcmp(e->d_name, "pack") == 0)

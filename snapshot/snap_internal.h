@@ -283,9 +283,11 @@ typedef struct sp_scan {
     bool new_links;
     uid_t euid; /* who we are, for restore's ownership rules */
     gid_t egid;
-    bool durable;    /* restore: fsync what it writes */
-    bool keep_setid; /* restore: write the set-id bits of files too */
-    uint64_t budget; /* bytes of file data the operation may read, and write */
+    bool durable;     /* restore: fsync what it writes */
+    bool keep_setid;  /* restore: write the set-id bits of files too */
+    uint64_t budget;  /* bytes of file data the operation may read, and write */
+    bool trust_ids;   /* sp_snapstore_opts.trust_ids: same but ctime and racy is the same */
+    uint64_t trusted; /* entries kept that way: their new stat data is for the cache */
 } sp_scan;
 
 /* SP_ETOOBIG for `path`, whose `need` bytes of file data would take an

@@ -158,6 +158,7 @@ void sp_snap_begin_op(sp_snapstore *s, sp_scan *sc)
     sc->budget = s->opts.max_data_bytes ? s->opts.max_data_bytes : SNAP_DEFAULT_BUDGET;
     sc->progress = s->opts.progress;
     sc->progress_ud = s->opts.progress_userdata;
+    sc->trust_ids = s->opts.trust_ids;
 }
 
 void sp_snap_end_op(sp_snapstore *s, sp_scan *sc)
@@ -219,7 +220,7 @@ int sp_snap_refresh(sp_snapstore *s, sp_scan *sc, sp_error **err)
             sp_track_reset(s->track);
         return r;
     }
-    if ((s->tree->flags & SN_DIRTY) || s->stats.files_hashed != hashed)
+    if ((s->tree->flags & SN_DIRTY) || s->stats.files_hashed != hashed || sc->trusted)
         s->cache_dirty = true;
     return sp_tree_finalize(&s->odb, s->tree, err);
 }
@@ -287,6 +288,9 @@ int sp_snapstore_open(sp_snapstore **out, const char *workspace, const char *sto
     if (opts && opts->version == 1) {
         /* A caller built against the first layout: its struct ends there. */
         memcpy(&o, opts, offsetof(sp_snapstore_opts, keep_setid));
+        o.version = SP_SNAPSTORE_OPTS_VERSION;
+    } else if (opts && opts->version == 2) {
+        memcpy(&o, opts, offsetof(sp_snapstore_opts, trust_ids));
         o.version = SP_SNAPSTORE_OPTS_VERSION;
     } else if (opts) {
         o = *opts;

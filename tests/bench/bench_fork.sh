@@ -5,10 +5,14 @@
 #
 # Usage: tests/bench/bench_fork.sh [PATH/TO/sandpod] [N]
 #   env BENCH_DIR (default /tmp), BENCH_OUT (default tests/bench/results/fork.json),
-#   SANDPOD_URL (default: discovered)
+#   SANDPOD_URL (default: discovered), BENCH_COMPARE (another sandpod binary,
+#   say one built from the previous commit: its fork and create are timed in
+#   the same rounds, as rows marked "[compare]", so a before/after comparison
+#   sees the same load)
 #
 # The tree: 10,000 files (0.5-7 KB, about 38 MB) in 300 folders. An origin
-# sandbox is created from it (untimed; its baseline is the snapshot forked). Then N rounds
+# sandbox is created from it with a setup (untimed; create takes its baseline
+# snapshot `base`, which the forks start from). Then N rounds
 # (default 20), interleaved so that a drift in the machine's load weighs on
 # all three alike; in each:
 #   fork      `sandpod fork ORIGIN SNAP --name fN`: a new sandbox, started,
@@ -23,7 +27,8 @@
 # The origin is made with --setup "$SETUP" (env BENCH_SETUP; default: 500
 # files written into /workspace/build), so fork and template start from the
 # prepared state.
-# `sync` runs before every timed command; what a round made is removed
+# With BENCH_COMPARE, also its fork and create, in the same round. `sync`
+# runs before every timed command; what a round made is removed
 # after it, untimed. Medians (and the samples) are reported.
 set -euo pipefail
 
@@ -42,6 +47,7 @@ command -v python3 >/dev/null || {
     exit 77
 }
 
+BENCH_LOAD_START=$(cat /proc/loadavg)
 W=$(mktemp -d "$BASE/sandpod-bench-fork.XXXXXX")
 export SANDPOD_HOME=$W/home
 mkdir -p "$SANDPOD_HOME"
@@ -82,6 +88,12 @@ WS=$SANDPOD_HOME/sandboxes/origin/workspace
 
 names=("sandpod fork" "cp -a (workspace)" "sandpod create --mount"
     "sandpod create --template" "sandpod create --mount --setup")
+CMP=${BENCH_COMPARE:-}
+[ -z "$CMP" ] || [ -x "$CMP" ] || {
+    echo "bench_fork: BENCH_COMPARE is not an executable: $CMP" >&2
+    exit 2
+}
+[ -z "$CMP" ] || names+=("sandpod fork [compare]" "sandpod create --mount [compare]")
 declare -A samples
 timed() { # NAME CMD...
     local name=$1
@@ -102,6 +114,12 @@ for ((i = 1; i <= N; i++)); do
     timed "sandpod create --mount --setup" "$SP" create "${url[@]}" --mount "$SRC" \
         --setup "$SETUP" --name "s$i" 2>/dev/null
     "$SP" rm --force "${url[@]}" "f$i" "h$i" "t$i" "s$i" >/dev/null
+    if [ -n "$CMP" ]; then
+        timed "sandpod fork [compare]" "$CMP" fork "${url[@]}" origin base --name "cf$i"
+        timed "sandpod create --mount [compare]" "$CMP" create "${url[@]}" --mount "$SRC" \
+            --name "ch$i"
+        "$SP" rm --force "${url[@]}" "cf$i" "ch$i" >/dev/null
+    fi
     rm -rf "$W/copy"
     printf '   round %d: %s\n' "$i" "$(for n in "${names[@]}"; do
         s=${samples[$n]% }
@@ -110,34 +128,40 @@ for ((i = 1; i <= N; i++)); do
 done
 
 mkdir -p "$(dirname "$OUT")"
+rows=()
+for n in "${names[@]}"; do
+    rows+=("$n" "${samples[$n]}")
+done
 python3 - "$OUT" "$files" "$bytes" "$N" "$(uname -r)" "$(nproc)" "$(cat /proc/loadavg)" \
-    "${samples["sandpod fork"]}" "${samples["cp -a (workspace)"]}" \
-    "${samples["sandpod create --mount"]}" "${samples["sandpod create --template"]}" \
-    "${samples["sandpod create --mount --setup"]}" <<'PY'
+    "${BENCH_LOAD_START:-}" "${rows[@]}" <<'PY'
 import json, sys, datetime, statistics
-out, files, nbytes, n, kernel, cpus, load, s_fork, s_cp, s_hyd, s_tpl, s_set = sys.argv[1:]
-samples = {
-    "sandpod fork": [float(x) for x in s_fork.split()],
-    "cp -a (workspace)": [float(x) for x in s_cp.split()],
-    "sandpod create --mount": [float(x) for x in s_hyd.split()],
-    "sandpod create --template": [float(x) for x in s_tpl.split()],
-    "sandpod create --mount --setup": [float(x) for x in s_set.split()],
-}
+out, files, nbytes, n, kernel, cpus, load, load_start = sys.argv[1:9]
+rest = sys.argv[9:]
+samples = {rest[i]: [float(x) for x in rest[i + 1].split()] for i in range(0, len(rest), 2)}
 med = {k: statistics.median(v) for k, v in samples.items()}
+fork = med["sandpod fork"]
+ratios = {
+    "cp_over_fork": round(med["cp -a (workspace)"] / fork, 3),
+    "hydrate_over_fork": round(med["sandpod create --mount"] / fork, 3),
+}
+if "sandpod create --template" in med:
+    ratios["setup_over_template"] = round(
+        med["sandpod create --mount --setup"] / med["sandpod create --template"], 3)
+if "sandpod fork [compare]" in med:
+    ratios["compare_fork_over_fork"] = round(med["sandpod fork [compare]"] / fork, 3)
+    ratios["compare_create_over_create"] = round(
+        med["sandpod create --mount [compare]"] / med["sandpod create --mount"], 3)
+machine = {"kernel": kernel, "cpus": int(cpus), "loadavg_at_end": load}
+if load_start:
+    machine["loadavg_at_start"] = load_start
 res = {
     "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-    "machine": {"kernel": kernel, "cpus": int(cpus), "loadavg_at_end": load},
+    "machine": machine,
     "tree": {"files": int(files), "bytes": int(nbytes)},
     "method": "%s interleaved rounds, sync before each timed command, median" % n,
     "median_seconds": med,
     "samples_seconds": samples,
-    "ratios": {
-        "cp_over_fork": round(med["cp -a (workspace)"] / med["sandpod fork"], 3),
-        "hydrate_over_fork": round(med["sandpod create --mount"] / med["sandpod fork"], 3),
-        "setup_over_template": round(
-            med["sandpod create --mount --setup"] / med["sandpod create --template"], 3
-        ),
-    },
+    "ratios": ratios,
 }
 with open(out, "w") as fh:
     json.dump(res, fh, indent=2)
@@ -146,6 +170,6 @@ print()
 print("| command | median (s) | vs fork |")
 print("|---|---:|---:|")
 for k, v in med.items():
-    print(f"| `{k}` | {v:.3f} | {v / med['sandpod fork']:.2f}x |")
+    print(f"| `{k}` | {v:.3f} | {v / fork:.2f}x |")
 print("results written to", out)
 PY

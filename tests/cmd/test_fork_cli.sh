@@ -90,6 +90,15 @@ out_is 'sub/b.txt\ndir\nran\n' "symlink, empty folder and exec bit come through"
 run diff "$F" first
 expect 0 "diff the fork against the snapshot"
 out_is '' "the fork's workspace equals the snapshot"
+run diff "$F"
+expect 0 "diff the fork against its baseline"
+out_is '' "the fork's first diff (against its baseline, taken trusting the restore) is empty"
+run diff "$F" first base
+out_is '' "the fork's baseline is the forked snapshot"
+run exec "$F" -- sh -c 'printf "version ONE\n" > /workspace/a.txt'
+run diff "$F"
+out_has 'a.txt' "a same-size change in the fork after the fork shows up against the baseline"
+run exec "$F" -- sh -c 'printf "version one\n" > /workspace/a.txt'
 run exec "$F" -- sh -c 'id -u; echo "$GREETING"; echo w > /workspace/written && echo wrote'
 out_is '1000\nhi\nwrote\n' "the fork runs commands as the origin's user, with its env, and may write"
 run inspect --json "$F"

@@ -175,6 +175,110 @@ static void test_share_across_filesystems(void **state)
     free(dir);
 }
 
+/* A store opened with trust_ids, in a workspace freshly restored into and
+ * handed over (owners, so ctimes, changed; simulated here with chmod to
+ * the same bits): the first snapshot reads no file and equals the restored
+ * one; a file changed afterwards is read and shows up; the stat data it
+ * recorded lets a plain handle's next snapshot read nothing either.
+ * Without trust_ids the same workspace is read whole (the control). */
+#define N_TRUST 24
+
+static void restore_and_touch(const char *dir, const char *ws, const char *store, sp_snapstore *src,
+                              const char *snap_id)
+{
+    sp_snapstore *dst = open_store(dir, ws, store);
+    OK(sp_snapshot_share(NULL, dst, src, snap_id, E));
+    OK(sp_snapshot_restore(NULL, dst, snap_id, E));
+    sp_snapstore_free(dst);
+    char *w = tu_join(dir, ws);
+    for (int i = 0; i < N_TRUST; i++) {
+        char rel[32];
+        snprintf(rel, sizeof(rel), "d%d/f%d.txt", i % 3, i);
+        char *p = tu_join(w, rel);
+        assert_int_equal(chmod(p, i % 2 ? 0755 : 0644), 0); /* ctime only */
+        free(p);
+    }
+    free(w);
+    usleep(20 * 1000); /* past the coarse clock's tick: the new ctimes are not racy */
+}
+
+static uint64_t snapshot_reads(const char *dir, const char *ws, const char *store, bool trust,
+                               const char *tag)
+{
+    char *w = tu_join(dir, ws), *s = tu_join(dir, store);
+    sp_snapstore_opts so = SP_SNAPSTORE_OPTS_INIT;
+    so.trust_ids = trust;
+    sp_snapstore *st = NULL;
+    OK(sp_snapstore_open(&st, w, s, &so, E));
+    OK(sp_snapshot_create(NULL, st, tag, E));
+    sp_snapstore_stats stats;
+    sp_snapstore_last_stats(st, &stats);
+    sp_snapstore_free(st);
+    free(w);
+    free(s);
+    return stats.files_hashed;
+}
+
+static size_t diff_count(const char *dir, const char *ws, const char *store, const char *from,
+                         const char *to)
+{
+    char *w = tu_join(dir, ws), *s = tu_join(dir, store);
+    sp_snapstore *st = NULL;
+    OK(sp_snapstore_open(&st, w, s, NULL, E));
+    sp_snapdiff *d = NULL;
+    OK(sp_snapshot_diff(&d, st, from, to, NULL, E));
+    size_t n = d->n;
+    sp_snapdiff_free(d);
+    sp_snapstore_free(st);
+    free(w);
+    free(s);
+    return n;
+}
+
+static void test_trusted_baseline_after_restore(void **state)
+{
+    (void)state;
+    char *dir = tu_mkdtemp();
+    sp_snapstore *src = open_store(dir, "ws-a", "a.git");
+    char *wa = tu_join(dir, "ws-a");
+    for (int i = 0; i < N_TRUST; i++) {
+        char rel[32], body[64];
+        snprintf(rel, sizeof(rel), "d%d/f%d.txt", i % 3, i);
+        snprintf(body, sizeof(body), "file %d\n", i);
+        if (i < 3)
+            tu_mkdir(wa, rel[1] == '0' ? "d0" : rel[1] == '1' ? "d1" : "d2");
+        tu_write(wa, rel, body, i % 2 ? 0755 : 0644);
+    }
+    tu_symlink("d0/f0.txt", wa, "link");
+    sp_snapshot *snap = NULL;
+    OK(sp_snapshot_create(&snap, src, "s", E));
+
+    /* The control: a plain handle reads every file again. */
+    restore_and_touch(dir, "ws-c", "c.git", src, snap->id);
+    assert_int_equal(snapshot_reads(dir, "ws-c", "c.git", false, "base"), N_TRUST);
+
+    restore_and_touch(dir, "ws-b", "b.git", src, snap->id);
+    assert_int_equal(snapshot_reads(dir, "ws-b", "b.git", true, "base"), 0);
+    assert_int_equal(diff_count(dir, "ws-b", "b.git", snap->id, "base"), 0);
+
+    /* Changed after the trusted look: read, and seen. */
+    char *wb = tu_join(dir, "ws-b");
+    tu_write(wb, "d1/f4.txt", "changed in the fork\n", 0644);
+    usleep(20 * 1000); /* the write is not racy for the next snapshot */
+    assert_int_equal(snapshot_reads(dir, "ws-b", "b.git", false, "later"), 1);
+    assert_int_equal(diff_count(dir, "ws-b", "b.git", "base", "later"), 1);
+    assert_int_equal(diff_count(dir, "ws-b", "b.git", "base", NULL), 1);
+    /* And the stat data recorded makes the next plain snapshot read nothing. */
+    assert_int_equal(snapshot_reads(dir, "ws-b", "b.git", false, "again"), 0);
+
+    sp_snapshot_free(snap);
+    sp_snapstore_free(src);
+    free(wa);
+    free(wb);
+    tu_rmtree(dir);
+    free(dir);
+}
+
 static void test_share_missing(void **state)
 {
     (void)state;
@@ -203,6 +307,7 @@ int main(void)
         cmocka_unit_test(test_share_then_source_gone),
         cmocka_unit_test(test_share_across_filesystems),
         cmocka_unit_test(test_share_missing),
+        cmocka_unit_test(test_trusted_baseline_after_restore),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

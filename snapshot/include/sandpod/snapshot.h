@@ -61,7 +61,7 @@ typedef struct sp_snapshot_progress {
     uint64_t paths_changed; /**< restore: entries written or removed so far */
 } sp_snapshot_progress;
 
-#define SP_SNAPSTORE_OPTS_VERSION 2
+#define SP_SNAPSTORE_OPTS_VERSION 3
 
 /** Options for sp_snapstore_open(). Zero values select the defaults. */
 typedef struct sp_snapstore_opts {
@@ -120,6 +120,21 @@ typedef struct sp_snapstore_opts {
      * the workspace. 0 selects the default, 16 GiB; UINT64_MAX is no limit.
      */
     uint64_t max_data_bytes;
+    /* ----- version 3 ----- */
+    /**
+     * The caller vouches that since this store last looked at the
+     * workspace (a restore, a snapshot) nothing changed a file's content:
+     * only its owner or ctime may have moved (sandpod's fork hands a
+     * freshly restored workspace to the container's user before any of
+     * the workload ran). The next snapshot then keeps the stored id of
+     * every file and symlink whose type, bits, device, inode, size and
+     * mtime are those the store recorded, without reading it, even when
+     * its stat data was too recent to vouch for it (racy) or its ctime
+     * moved; anything else is read as always. It records the new stat
+     * data, so later snapshots compare against it the usual way. Wrong if
+     * the promise is broken; off by default.
+     */
+    bool trust_ids;
 } sp_snapstore_opts;
 
 #define SP_SNAPSTORE_OPTS_INIT                                                                     \
