@@ -24,7 +24,7 @@ SP_FS_WRITE_OPTS_VERSION = 1
 SP_FS_LIST_OPTS_VERSION = 2
 SP_FS_GLOB_OPTS_VERSION = 1
 SP_FS_GREP_OPTS_VERSION = 2
-SP_SNAPSTORE_OPTS_VERSION = 2
+SP_SNAPSTORE_OPTS_VERSION = 3
 SP_SANDBOX_SNAPSHOT_OPTS_VERSION = 1
 
 # sp_fs_write_mode
@@ -122,7 +122,7 @@ class SnapstoreOpts(ctypes.Structure):
                 ("userdata", c_void_p), ("track_changes", c_bool), ("no_create", c_bool),
                 ("durable", c_bool), ("progress", ProgressFn),
                 ("progress_userdata", c_void_p), ("keep_setid", c_bool),
-                ("max_data_bytes", c_uint64)]
+                ("max_data_bytes", c_uint64), ("trust_ids", c_bool)]
 
 
 class Snapshot(ctypes.Structure):
