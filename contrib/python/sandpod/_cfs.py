@@ -13,7 +13,7 @@ import ctypes
 from ctypes import (POINTER, c_bool, c_char_p, c_int, c_int64, c_size_t, c_uint,
                     c_uint64, c_void_p)
 
-from ._native import ErrorPtr, fn
+from ._native import ErrorPtr, c_free, fn
 
 ErrPP = POINTER(ErrorPtr)
 StrList = POINTER(c_char_p)
@@ -24,7 +24,7 @@ SP_FS_WRITE_OPTS_VERSION = 1
 SP_FS_LIST_OPTS_VERSION = 2
 SP_FS_GLOB_OPTS_VERSION = 1
 SP_FS_GREP_OPTS_VERSION = 2
-SP_SNAPSTORE_OPTS_VERSION = 2
+SP_SNAPSTORE_OPTS_VERSION = 3
 SP_SANDBOX_SNAPSHOT_OPTS_VERSION = 1
 
 # sp_fs_write_mode
@@ -122,7 +122,7 @@ class SnapstoreOpts(ctypes.Structure):
                 ("userdata", c_void_p), ("track_changes", c_bool), ("no_create", c_bool),
                 ("durable", c_bool), ("progress", ProgressFn),
                 ("progress_userdata", c_void_p), ("keep_setid", c_bool),
-                ("max_data_bytes", c_uint64)]
+                ("max_data_bytes", c_uint64), ("trust_ids", c_bool)]
 
 
 class Snapshot(ctypes.Structure):
@@ -188,7 +188,3 @@ sandbox_snapshot_open = fn("sp_sandbox_snapshot_open", c_int, P(vp), vp,
 sandbox_snapshot_store = fn("sp_sandbox_snapshot_store", vp, vp)
 sandbox_snapshot_close = fn("sp_sandbox_snapshot_close", None, vp)
 
-_libc = ctypes.CDLL(None)
-c_free = _libc.free
-c_free.argtypes = [vp]
-c_free.restype = None

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Literal
 
 from . import _structs as S, errors
-from ._native import ErrorPtr, call, enc, fn
+from ._native import ErrorPtr, c_free, call, enc, fn
 from .session import SessionInfo, SessionOutput, _Sessions
 
 _P = c_void_p
@@ -74,11 +74,6 @@ _apply = fn("sp_sandbox_apply", c_int, POINTER(POINTER(S.ApplyResult)), _P,
             POINTER(S.ApplyOpts), POINTER(ErrorPtr))
 _apply_free = fn("sp_apply_result_free", None, POINTER(S.ApplyResult))
 _apply_action_name = fn("sp_apply_action_name", c_char_p, c_int)
-
-_libc = ctypes.CDLL(None)
-_libc_free = _libc.free
-_libc_free.argtypes = [c_void_p]
-_libc_free.restype = None
 
 _NETWORKS = {"none": 0, "default": 1, "bridge": 1, "host": 2}
 _EXEC_PATHS = {"auto": 0, "rest": 1, "fast": 2}
@@ -424,9 +419,9 @@ class Sandbox:
                 i = 0
                 raw = ctypes.cast(out, POINTER(c_void_p))
                 while raw[i]:
-                    _libc_free(raw[i])
+                    c_free(raw[i])
                     i += 1
-                _libc_free(ctypes.cast(out, c_void_p))
+                c_free(ctypes.cast(out, c_void_p))
         return names
 
     def fork(self, name: str | None = None, snapshot: str | None = None, *,

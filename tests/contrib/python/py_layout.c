@@ -148,6 +148,7 @@ int main(void)
     F(sp_snapstore_opts, progress_userdata);
     F(sp_snapstore_opts, keep_setid);
     F(sp_snapstore_opts, max_data_bytes);
+    F(sp_snapstore_opts, trust_ids);
     S(sp_snapshot);
     F(sp_snapshot, id);
     F(sp_snapshot, tag);
