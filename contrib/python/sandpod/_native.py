@@ -105,6 +105,22 @@ c_free.argtypes = [ctypes.c_void_p]
 c_free.restype = None
 
 
+def take_strv(out: Any) -> list[str]:
+    """The strings of a malloc'd NULL-terminated ``char **`` (each string and
+    the array freed with free())."""
+    names: list[str] = []
+    if not out:
+        return names
+    raw = ctypes.cast(out, ctypes.POINTER(ctypes.c_void_p))
+    i = 0
+    while raw[i]:
+        names.append((ctypes.string_at(raw[i]) or b"").decode("utf-8", "surrogateescape"))
+        c_free(raw[i])
+        i += 1
+    c_free(ctypes.cast(out, ctypes.c_void_p))
+    return names
+
+
 def fn(name: str, restype: Any, *argtypes: Any) -> Callable[..., Any]:
     """A C function with this prototype.
 
