@@ -3,9 +3,12 @@
 Threads: a :class:`Sandbox` may be shared by any number of threads. The C
 handle (``sp_sandbox``) is not thread-safe, so the object keeps one main
 handle, used under a lock for lifecycle, sessions and snapshots, and a pool
-of extra handles opened on the same sandbox for :meth:`Sandbox.shell` and
-:meth:`Sandbox.exec`, one per concurrent call: commands from several threads
-run at the same time. ctypes releases the GIL during every C call.
+of extra handles opened on the same sandbox for :meth:`Sandbox.shell`,
+:meth:`Sandbox.exec` and :meth:`Sandbox.logs`, one per concurrent call:
+commands from several threads run at the same time. Templates, events and
+forks go through the main handle; :meth:`Sandbox.gc` and :meth:`Sandbox.list`
+use none. Callables given for progress or logs run on the calling thread.
+ctypes releases the GIL during every C call.
 """
 
 from __future__ import annotations
@@ -385,6 +388,7 @@ class Sandbox:
                seccomp: str | None = None, exec_path: str | None = None,
                state_root: str | os.PathLike[str] | None = None, url: str | None = None,
                keep: bool = False, template: str | None = None,
+               from_: str | tuple[str, str | None] | None = None,
                progress: Callable[[HydrateProgress], Any] | None = None,
                pull_progress: Callable[[str], Any] | None = None) -> Sandbox:
         """Create and start a sandbox (sp_sandbox_create); nothing is left on failure.
@@ -396,7 +400,10 @@ class Sandbox:
 
         ``template``: start from a saved template (its image, settings and
         workspace; the other options override or add, as
-        sp_sandbox_create_from_template documents). ``progress`` is called
+        sp_sandbox_create_from_template documents); ``from_``: fork an
+        existing sandbox, ``name`` or ``(name, snapshot)`` (None: its newest
+        snapshot), these options replacing its configuration where given
+        (sp_sandbox_fork). ``progress`` is called
         with a :class:`HydrateProgress` while the mounts are copied,
         ``pull_progress`` with each line of an image pull; both on the
         calling thread. An exception either raises removes the new sandbox
@@ -439,8 +446,18 @@ class Sandbox:
         o.pull_progress = ctypes.cast(cbs.lines(pull_progress), c_void_p)
         h = c_void_p()
         try:
+            if template is not None and from_ is not None:
+                raise errors.InvalidError("template and from_ exclude each other", errors.EINVAL)
             if template is not None:
                 call(_create_from_template, byref(h), enc(template), byref(o))
+            elif from_ is not None:
+                src, snap = (from_, None) if isinstance(from_, str) else from_
+                s_h = c_void_p()
+                call(_open, byref(s_h), enc(src), byref(_base_opts(state_root, url, None)))
+                try:
+                    call(_fork, byref(h), s_h, enc(snap), byref(o))
+                finally:
+                    _free(s_h)
             else:
                 call(_create, byref(h), byref(o))
         except errors.Error:

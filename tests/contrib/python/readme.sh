@@ -93,10 +93,17 @@ podman_ok=1
 probe=$(cd "$T" && "$venv_py" -c 'import sandpod; print(sandpod.Sandbox.list())' 2>&1) || podman_ok=0
 if [ $podman_ok = 1 ]; then
     out=$(cd "$T" && "$venv_py" -c '
-import sandpod
+import os, sandpod
 with sandpod.Sandbox.create(network="none") as sb:
-    print(sb.shell("echo up").stdout, end="")' 2>&1) || podman_ok=0
+    agent = os.path.exists(os.path.join(sb.state_dir, "agent", "sandpod-agent"))
+    print(sb.shell("echo up").stdout.strip(), "agent" if agent else "no-agent")' 2>&1) ||
+        podman_ok=0
     probe=$out
+    if [ $podman_ok = 1 ]; then
+        # The library found the agent where cmake --install put it.
+        [ "$out" = "up agent" ] && ok "a sandbox gets the installed agent" ||
+            bad "a sandbox from the installed library: $out"
+    fi
 fi
 
 for py in "$venv_py" /usr/bin/python3; do

@@ -34,6 +34,16 @@ def test_create_with_progress_then_template_round_trip(home, src_dir):
         with pytest.raises(FileExistsError):
             sb.save_template("py-tmpl")
         assert sb.save_template("py-tmpl", force=True).snapshot != ""
+        first = sb.snapshot("first")
+        sb.shell("echo later > later.txt")
+        with sandpod.Sandbox.create(name="py-forked", from_=("py-tmpl-src", first.id),
+                                    env={"EXTRA": "1"}) as fk:
+            assert fk.shell("cat prepared.txt; ls later.txt; echo $EXTRA").stdout == \
+                "prepared\n1\n"
+        with pytest.raises(FileNotFoundError):
+            sandpod.Sandbox.create(from_="no-such-sandbox")
+        with pytest.raises(ValueError):
+            sandpod.Sandbox.create(from_="py-tmpl-src", template="py-tmpl")
     finally:
         sb.remove()
     with sandpod.Sandbox.create(name="py-from-tmpl", template="py-tmpl") as child:
