@@ -82,8 +82,13 @@ case $where in
 "$HOME"/.venvs/sandpod/*) ok "the venv imports the pip-installed package" ;;
 *) bad "the venv imports sandpod from $where" ;;
 esac
-where=$(cd / && /usr/bin/python3 -c 'import sandpod; from sandpod.tools import _load; _load(); print(sandpod.__file__)' 2>&1)
-case $where in
+if grep -q '^SANDPOD_PYTHON:BOOL=ON' "$build/CMakeCache.txt"; then
+    sys_py=/usr/bin/python3
+else
+    sys_py= # -DSANDPOD_PYTHON=OFF: cmake --install left the package out
+fi
+[ -n "$sys_py" ] && where=$(cd / && /usr/bin/python3 -c 'import sandpod; from sandpod.tools import _load; _load(); print(sandpod.__file__)' 2>&1)
+[ -n "$sys_py" ] && case $where in
 /usr/local/lib/python3*/dist-packages/sandpod/__init__.py) ok "python3 imports the package cmake --install put in /usr/local" ;;
 *) bad "python3 imports sandpod from $where" ;;
 esac
@@ -106,7 +111,7 @@ with sandpod.Sandbox.create(network="none") as sb:
     fi
 fi
 
-for py in "$venv_py" /usr/bin/python3; do
+for py in "$venv_py" $sys_py; do
     for b in "$T/blocks"/*.python; do
         name="$(basename "$b") with $py"
         if grep -q 'Sandbox\.' "$b" && [ $podman_ok = 0 ]; then
