@@ -44,6 +44,30 @@ for f in share/man/man1/sandpod.1 share/man/man1/sandpod-create.1 \
     if [ -s "$P/$f" ]; then ok "$f installed"; else bad "$f is not installed"; fi
 done
 
+# The Python package, where the system's python3 reads it under this prefix
+# (SANDPOD_PYTHON); imported from the moved prefix it loads that prefix's
+# libraries, with nothing set.
+site=$(sed -n 's/^SANDPOD_PYTHON_SITEDIR:STRING=//p' "$build/CMakeCache.txt")
+if grep -q '^SANDPOD_PYTHON:BOOL=ON' "$build/CMakeCache.txt"; then
+    if [ -f "$P/$site/sandpod/__init__.py" ] && [ -f "$P/$site/sandpod/py.typed" ] &&
+        [ ! -e "$P/$site/sandpod/__pycache__" ]; then
+        ok "the Python package is installed in $site"
+    else
+        bad "the Python package is not in $P/$site: $(ls "$P/$site" 2>&1)"
+    fi
+    got=$(cd / && env -u SANDPOD_LIBRARY -u SANDPOD_TOOLS_LIBRARY -u PYTHONPATH \
+        PYTHONPATH="$P/$site" PYTHONDONTWRITEBYTECODE=1 /usr/bin/python3 -c '
+import sandpod._native as n
+from sandpod.tools import _load
+print(n.lib._name, _load()._name)' 2>&1)
+    if [ "$got" = "$P/lib/libsandpod.so.0 $P/lib/libsandpod_tools.so.0" ] ||
+        [ "$got" = "$P/${site%%/python*}/libsandpod.so.0 $P/${site%%/python*}/libsandpod_tools.so.0" ]; then
+        ok "the installed package loads the moved prefix's libraries"
+    else
+        bad "the installed package loads: $got"
+    fi
+fi
+
 # Every public header alone, and sandpod.h with everything.
 for h in "$P"/include/sandpod.h "$P"/include/sandpod/*.h; do
     rel=${h#"$P"/include/}

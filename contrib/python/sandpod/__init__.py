@@ -10,7 +10,13 @@ from ._native import LibraryNotFound
 from .filesystem import (FileEntry, FileStat, Filesystem, FilesystemSnapshot, GlobMatch,
                          GrepMatch, HostFilesystem, ReadBytesResult, ReadResult,
                          SandboxFilesystem, SnapshotableFilesystem, WriteResult)
-from .sandbox import ApplyResult, Change, Diff, Mount, RunResult, Sandbox, Snapshot, Status
+from .sandbox import (ApplyResult, Change, Diff, GcResult, Mount, Orphan, RunResult, Sandbox,
+                      Snapshot, Status)
+from ._callbacks import HydrateProgress
+from . import images, templates
+from .hydrate import HydrateResult, hydrate
+from .images import Image
+from .templates import Template
 from .session import SessionInfo, SessionOutput
 from .tools import Tools, tools
 from .aio import AsyncSandbox
@@ -21,4 +27,6 @@ __all__ = ["Error", "SnapshotError", "SnapshotRestoreError", "LibraryNotFound",
            "ReadBytesResult", "WriteResult", "FilesystemSnapshot"]
 __all__ += ["Sandbox", "AsyncSandbox", "Mount", "RunResult", "Status", "Snapshot", "Change",
             "Diff", "ApplyResult", "SessionInfo", "SessionOutput", "Tools", "tools"]
+__all__ += ["GcResult", "Orphan", "HydrateProgress", "HydrateResult", "hydrate", "images",
+            "Image", "templates", "Template"]
 __version__ = "0.1.0"

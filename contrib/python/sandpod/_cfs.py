@@ -13,7 +13,7 @@ import ctypes
 from ctypes import (POINTER, c_bool, c_char_p, c_int, c_int64, c_size_t, c_uint,
                     c_uint64, c_void_p)
 
-from ._native import ErrorPtr, fn
+from ._native import ErrorPtr, c_free, fn
 
 ErrPP = POINTER(ErrorPtr)
 StrList = POINTER(c_char_p)
@@ -188,7 +188,3 @@ sandbox_snapshot_open = fn("sp_sandbox_snapshot_open", c_int, P(vp), vp,
 sandbox_snapshot_store = fn("sp_sandbox_snapshot_store", vp, vp)
 sandbox_snapshot_close = fn("sp_sandbox_snapshot_close", None, vp)
 
-_libc = ctypes.CDLL(None)
-c_free = _libc.free
-c_free.argtypes = [vp]
-c_free.restype = None

@@ -7,8 +7,9 @@ The library is looked for, in order:
 
 1. ``$SANDPOD_LIBRARY`` (a path to ``libsandpod.so``);
 2. next to this package (a build tree's ``cmake --install`` or a copy);
-3. the installed prefix (``ctypes.util.find_library`` and the usual
-   ``lib`` folders of ``/usr/local`` and ``/usr``).
+3. the installed prefix (``ctypes.util.find_library``, then the usual
+   ``lib`` folders of the prefix ``cmake --install`` put this package in,
+   of ``/usr/local`` and of ``/usr``).
 """
 
 from __future__ import annotations
@@ -39,13 +40,23 @@ def _candidates() -> list[str]:
     return out + installed("sandpod", LIBRARY_NAME)
 
 
+def _own_prefix() -> str:
+    """The prefix this package was installed under by ``cmake --install``
+    (``<prefix>/lib/python3.X/dist-packages/sandpod``), wherever it moved."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    return os.path.normpath(os.path.join(here, "..", "..", "..", ".."))
+
+
 def installed(short: str, file_name: str) -> list[str]:
-    """Where an installed prefix may hold lib<short>.so (file_name)."""
+    """Where an installed prefix may hold lib<short>.so (file_name): the
+    dynamic linker's cache (after ``ldconfig``), then the lib folders of
+    this package's own prefix, ``/usr/local`` (where ``cmake --install``
+    puts it by default; no ``ldconfig`` needed) and ``/usr``."""
     out: list[str] = []
     found = ctypes.util.find_library(short)
     if found:
         out.append(found)
-    for prefix in ("/usr/local", "/usr"):
+    for prefix in dict.fromkeys((_own_prefix(), "/usr/local", "/usr")):
         for libdir in ("lib", "lib64", "lib/x86_64-linux-gnu", "lib/aarch64-linux-gnu"):
             out.append(os.path.join(prefix, libdir, file_name))
     return out
@@ -87,6 +98,27 @@ lib.sp_error_free.argtypes = [ErrorPtr]
 lib.sp_error_free.restype = None
 lib.sp_strerror.argtypes = [ctypes.c_int]
 lib.sp_strerror.restype = ctypes.c_char_p
+
+# libc's free(), for the few results libsandpod documents as plain malloc'd.
+c_free = ctypes.CDLL(None).free
+c_free.argtypes = [ctypes.c_void_p]
+c_free.restype = None
+
+
+def take_strv(out: Any) -> list[str]:
+    """The strings of a malloc'd NULL-terminated ``char **`` (each string and
+    the array freed with free())."""
+    names: list[str] = []
+    if not out:
+        return names
+    raw = ctypes.cast(out, ctypes.POINTER(ctypes.c_void_p))
+    i = 0
+    while raw[i]:
+        names.append((ctypes.string_at(raw[i]) or b"").decode("utf-8", "surrogateescape"))
+        c_free(raw[i])
+        i += 1
+    c_free(ctypes.cast(out, ctypes.c_void_p))
+    return names
 
 
 def fn(name: str, restype: Any, *argtypes: Any) -> Callable[..., Any]:

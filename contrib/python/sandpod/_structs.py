@@ -24,6 +24,13 @@ SNAPSHOT_DIFF_OPTS_VERSION = 1
 APPLY_OPTS_VERSION = 1
 TOOLS_OPTS_VERSION = 2
 TOOLS_SPECS_OPTS_VERSION = 1
+TEMPLATE_OPTS_VERSION = 1
+LOGS_OPTS_VERSION = 1
+PODMAN_OPTS_VERSION = 1
+PODMAN_PULL_OPTS_VERSION = 1
+PODMAN_BUILD_OPTS_VERSION = 1
+HYDRATE_OPTS_VERSION = 1
+SANDBOX_EVENT_VERSION = 1
 
 
 class Mount(ctypes.Structure):
@@ -317,6 +324,217 @@ class ToolsSpecsOpts(ctypes.Structure):
     _fields_ = [("version", c_uint), ("strict", c_bool)]
 
 
+class HydrateProgress(ctypes.Structure):
+    """sp_hydrate_progress (sandpod/hydrate.h)."""
+
+    _fields_ = [
+        ("phase", c_int),
+        ("files", c_uint64),
+        ("bytes", c_uint64),
+        ("total_files", c_uint64),
+        ("total_bytes", c_uint64),
+        ("path", c_char_p),
+    ]
+
+
+# Callbacks (the Python side keeps each CFUNCTYPE object alive for the call).
+HydrateProgressFn = ctypes.CFUNCTYPE(None, c_void_p, POINTER(HydrateProgress))
+PodmanProgressFn = ctypes.CFUNCTYPE(None, c_char_p, c_void_p)
+LogsFn = ctypes.CFUNCTYPE(c_int, c_int, c_void_p, c_size_t, c_void_p)
+
+
+class HydrateOpts(ctypes.Structure):
+    """sp_hydrate_opts (sandpod/hydrate.h)."""
+
+    _fields_ = [
+        ("version", c_uint),
+        ("allowed_roots", StrV),
+        ("progress", HydrateProgressFn),
+        ("progress_userdata", c_void_p),
+    ]
+
+
+class HydrateEntry(ctypes.Structure):
+    """sp_hydrate_entry (sandpod/hydrate.h)."""
+
+    _fields_ = [("path", c_char_p), ("type", c_int), ("size", c_uint64), ("mount", c_size_t)]
+
+
+class HydrateSkip(ctypes.Structure):
+    """sp_hydrate_skip (sandpod/hydrate.h)."""
+
+    _fields_ = [("path", c_char_p), ("mount", c_size_t), ("reason", c_int),
+                ("detail", c_char_p)]
+
+
+class HydrateOverride(ctypes.Structure):
+    """sp_hydrate_override (sandpod/hydrate.h)."""
+
+    _fields_ = [("path", c_char_p), ("mount", c_size_t), ("previous", ctypes.c_long)]
+
+
+class HydrateMountStats(ctypes.Structure):
+    """sp_hydrate_mount_stats (sandpod/hydrate.h)."""
+
+    _fields_ = [("host_path", c_char_p), ("mount_path", c_char_p), ("files", c_uint64),
+                ("dirs", c_uint64), ("symlinks", c_uint64), ("bytes", c_uint64)]
+
+
+class HydrateResult(ctypes.Structure):
+    """sp_hydrate_result (sandpod/hydrate.h)."""
+
+    _fields_ = [
+        ("files", c_uint64),
+        ("dirs", c_uint64),
+        ("symlinks", c_uint64),
+        ("bytes", c_uint64),
+        ("excluded", c_uint64),
+        ("hardlinks", c_uint64),
+        ("reflinked", c_uint64),
+        ("sparse", c_uint64),
+        ("elapsed_ms", c_int64),
+        ("entries", POINTER(HydrateEntry)),
+        ("n_entries", c_size_t),
+        ("skipped", POINTER(HydrateSkip)),
+        ("n_skipped", c_size_t),
+        ("overridden", POINTER(HydrateOverride)),
+        ("n_overridden", c_size_t),
+        ("mounts", POINTER(HydrateMountStats)),
+        ("n_mounts", c_size_t),
+    ]
+
+
+class TemplateOpts(ctypes.Structure):
+    """sp_template_opts (sandpod/template.h)."""
+
+    _fields_ = [
+        ("version", c_uint),
+        ("state_root", c_char_p),
+        ("podman_url", c_char_p),
+        ("snapshot", c_char_p),
+        ("force", c_bool),
+    ]
+
+
+class TemplateInfo(ctypes.Structure):
+    """sp_template_info (sandpod/template.h)."""
+
+    _fields_ = [
+        ("name", c_char_p),
+        ("path", c_char_p),
+        ("origin", c_char_p),
+        ("snapshot", c_char_p),
+        ("created_at", c_char_p),
+        ("image", c_char_p),
+        ("image_id", c_char_p),
+        ("setup", StrV),
+        ("env_names", StrV),
+        ("env_pass", StrV),
+        ("workdir", c_char_p),
+        ("user", c_char_p),
+        ("network", c_int),
+        ("memory_bytes", c_uint64),
+        ("nano_cpus", c_uint64),
+        ("pids_limit", c_int64),
+        ("n_mounts", c_size_t),
+    ]
+
+
+class LogsOpts(ctypes.Structure):
+    """sp_logs_opts (sandpod/podman.h)."""
+
+    _fields_ = [
+        ("version", c_uint),
+        ("follow", c_bool),
+        ("tail", c_int64),
+        ("since", c_char_p),
+        ("timestamps", c_bool),
+    ]
+
+
+class SandboxOrphan(ctypes.Structure):
+    """sp_sandbox_orphan (sandpod/sandbox.h)."""
+
+    _fields_ = [
+        ("kind", c_int),
+        ("container", c_char_p),
+        ("state_dir", c_char_p),
+        ("reason", c_char_p),
+        ("pid", c_int),
+        ("removed", c_bool),
+        ("error", c_char_p),
+    ]
+
+
+class SandboxOrphans(ctypes.Structure):
+    """sp_sandbox_orphans (sandpod/sandbox.h)."""
+
+    _fields_ = [("items", POINTER(SandboxOrphan)), ("n", c_size_t), ("unlabelled", c_size_t)]
+
+
+class PodmanOpts(ctypes.Structure):
+    """sp_podman_opts (sandpod/podman.h)."""
+
+    _fields_ = [
+        ("version", c_uint),
+        ("url", c_char_p),
+        ("state_root", c_char_p),
+        ("no_autostart", c_bool),
+        ("podman_path", c_char_p),
+        ("runtime", c_char_p),
+        ("connect_timeout_ms", c_uint),
+        ("timeout_ms", c_uint),
+        ("transfer_timeout_ms", c_uint),
+        ("start_timeout_ms", c_uint),
+        ("private_service", c_bool),
+    ]
+
+
+class PodmanPullOpts(ctypes.Structure):
+    """sp_podman_pull_opts (sandpod/podman.h)."""
+
+    _fields_ = [
+        ("version", c_uint),
+        ("no_tls_verify", c_bool),
+        ("progress", PodmanProgressFn),
+        ("userdata", c_void_p),
+    ]
+
+
+class PodmanBuildOpts(ctypes.Structure):
+    """sp_podman_build_opts (sandpod/podman.h)."""
+
+    _fields_ = [
+        ("version", c_uint),
+        ("containerfile", c_char_p),
+        ("tag", c_char_p),
+        ("output", PodmanProgressFn),
+        ("userdata", c_void_p),
+    ]
+
+
+class PodmanImageInfo(ctypes.Structure):
+    """sp_podman_image_info (sandpod/podman.h)."""
+
+    _fields_ = [("id", c_char_p), ("names", StrV), ("created", c_int64), ("size", c_int64)]
+
+
+class SandboxEvent(ctypes.Structure):
+    """sp_sandbox_event (sandpod/sandbox_events.h)."""
+
+    _fields_ = [
+        ("version", c_uint),
+        ("command", c_char_p),
+        ("source", c_char_p),
+        ("summary", c_char_p),
+        ("paths", StrV),
+        ("ok", c_bool),
+        ("code", c_int),
+        ("status", c_int),
+        ("duration_ms", c_int64),
+    ]
+
+
 # C type name -> (ctypes struct, C type name); a field named "x_" is C's "x".
 LAYOUTS: dict[str, tuple[type[ctypes.Structure], str]] = {
     "sp_mount": (Mount, "sp_mount"),
@@ -339,6 +557,23 @@ LAYOUTS: dict[str, tuple[type[ctypes.Structure], str]] = {
     "sp_sandbox_apply_opts": (ApplyOpts, "sp_sandbox_apply_opts"),
     "sp_tools_opts": (ToolsOpts, "sp_tools_opts"),
     "sp_tools_specs_opts": (ToolsSpecsOpts, "sp_tools_specs_opts"),
+    "sp_hydrate_progress": (HydrateProgress, "sp_hydrate_progress"),
+    "sp_hydrate_opts": (HydrateOpts, "sp_hydrate_opts"),
+    "sp_hydrate_entry": (HydrateEntry, "sp_hydrate_entry"),
+    "sp_hydrate_skip": (HydrateSkip, "sp_hydrate_skip"),
+    "sp_hydrate_override": (HydrateOverride, "sp_hydrate_override"),
+    "sp_hydrate_mount_stats": (HydrateMountStats, "sp_hydrate_mount_stats"),
+    "sp_hydrate_result": (HydrateResult, "sp_hydrate_result"),
+    "sp_template_opts": (TemplateOpts, "sp_template_opts"),
+    "sp_template_info": (TemplateInfo, "sp_template_info"),
+    "sp_logs_opts": (LogsOpts, "sp_logs_opts"),
+    "sp_sandbox_orphan": (SandboxOrphan, "sp_sandbox_orphan"),
+    "sp_sandbox_orphans": (SandboxOrphans, "sp_sandbox_orphans"),
+    "sp_podman_opts": (PodmanOpts, "sp_podman_opts"),
+    "sp_podman_pull_opts": (PodmanPullOpts, "sp_podman_pull_opts"),
+    "sp_podman_build_opts": (PodmanBuildOpts, "sp_podman_build_opts"),
+    "sp_podman_image_info": (PodmanImageInfo, "sp_podman_image_info"),
+    "sp_sandbox_event": (SandboxEvent, "sp_sandbox_event"),
 }
 
 

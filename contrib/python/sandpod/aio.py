@@ -18,7 +18,7 @@ import os
 import secrets
 from typing import Any, Callable, TypeVar
 
-from .sandbox import Diff, RunResult, Sandbox, Snapshot, Status
+from .sandbox import ApplyResult, Diff, GcResult, RunResult, Sandbox, Snapshot, Status
 from .session import SessionInfo, SessionOutput
 
 T = TypeVar("T")
@@ -56,6 +56,26 @@ class AsyncSandbox:
     @property
     def workspace(self) -> str:
         return self.sandbox.workspace
+
+    @property
+    def state_dir(self) -> str:
+        return self.sandbox.state_dir
+
+    @property
+    def sessions(self) -> Any:
+        return self.sandbox.sessions
+
+    @property
+    def image(self) -> str | None:
+        return self.sandbox.image
+
+    @property
+    def container_id(self) -> str | None:
+        return self.sandbox.container_id
+
+    @property
+    def created_at(self) -> str | None:
+        return self.sandbox.created_at
 
     @classmethod
     async def create(cls, *args: Any, workers: int = 8, **kw: Any) -> AsyncSandbox:
@@ -172,3 +192,51 @@ class AsyncSandbox:
 
     async def import_(self, path: str | os.PathLike[str], tag: str | None = None) -> Snapshot:
         return await self._run(self.sandbox.import_, path, tag)
+
+    async def pause(self) -> None:
+        await self._run(self.sandbox.pause)
+
+    async def unpause(self) -> None:
+        await self._run(self.sandbox.unpause)
+
+    async def get_snapshot(self, ref: str) -> Snapshot:
+        return await self._run(self.sandbox.get_snapshot, ref)
+
+    async def delete_snapshot(self, ref: str | Snapshot) -> None:
+        await self._run(self.sandbox.delete_snapshot, ref)
+
+    async def apply(self, **kw: Any) -> ApplyResult:
+        return await self._run(self.sandbox.apply, **kw)
+
+    async def fork(self, name: str | None = None, snapshot: str | None = None, *,
+                   keep: bool = False, workers: int = 8) -> AsyncSandbox:
+        sb = await self._run(self.sandbox.fork, name, snapshot, keep=keep)
+        return AsyncSandbox(sb, workers=workers)
+
+    async def logs(self, **kw: Any) -> str | None:
+        """:meth:`Sandbox.logs`; a ``callback`` runs on a worker thread."""
+        return await self._run(self.sandbox.logs, **kw)
+
+    async def save_template(self, name: str, **kw: Any) -> Any:
+        return await self._run(self.sandbox.save_template, name, **kw)
+
+    async def record_event(self, command: str, **kw: Any) -> int:
+        return await self._run(self.sandbox.record_event, command, **kw)
+
+    async def events(self) -> list[dict[str, Any]]:
+        return await self._run(self.sandbox.events)
+
+    @staticmethod
+    async def gc(**kw: Any) -> GcResult:
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(None, functools.partial(Sandbox.gc, **kw))
+
+    @staticmethod
+    async def list(state_root: str | os.PathLike[str] | None = None) -> list[str]:
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(None, Sandbox.list, state_root)
+
+    @property
+    def fs(self) -> Any:
+        """The workspace's Filesystem (synchronous; see :attr:`Sandbox.fs`)."""
+        return self.sandbox.fs

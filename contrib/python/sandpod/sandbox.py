@@ -3,9 +3,12 @@
 Threads: a :class:`Sandbox` may be shared by any number of threads. The C
 handle (``sp_sandbox``) is not thread-safe, so the object keeps one main
 handle, used under a lock for lifecycle, sessions and snapshots, and a pool
-of extra handles opened on the same sandbox for :meth:`Sandbox.shell` and
-:meth:`Sandbox.exec`, one per concurrent call: commands from several threads
-run at the same time. ctypes releases the GIL during every C call.
+of extra handles opened on the same sandbox for :meth:`Sandbox.shell`,
+:meth:`Sandbox.exec` and :meth:`Sandbox.logs`, one per concurrent call:
+commands from several threads run at the same time. Templates, events and
+forks go through the main handle; :meth:`Sandbox.gc` and :meth:`Sandbox.list`
+use none. Callables given for progress or logs run on the calling thread.
+ctypes releases the GIL during every C call.
 """
 
 from __future__ import annotations
@@ -15,10 +18,11 @@ import os
 import threading
 from ctypes import POINTER, byref, c_bool, c_char_p, c_int, c_void_p
 from dataclasses import dataclass
-from typing import Any, Iterable, Literal
+from typing import Any, Callable, Iterable, Literal
 
 from . import _structs as S, errors
-from ._native import ErrorPtr, call, enc, fn
+from ._callbacks import Callbacks, HydrateProgress
+from ._native import ErrorPtr, call, enc, fn, take_strv
 from .session import SessionInfo, SessionOutput, _Sessions
 
 _P = c_void_p
@@ -74,11 +78,16 @@ _apply = fn("sp_sandbox_apply", c_int, POINTER(POINTER(S.ApplyResult)), _P,
             POINTER(S.ApplyOpts), POINTER(ErrorPtr))
 _apply_free = fn("sp_apply_result_free", None, POINTER(S.ApplyResult))
 _apply_action_name = fn("sp_apply_action_name", c_char_p, c_int)
-
-_libc = ctypes.CDLL(None)
-_libc_free = _libc.free
-_libc_free.argtypes = [c_void_p]
-_libc_free.restype = None
+_create_from_template = fn("sp_sandbox_create_from_template", c_int, _PP, c_char_p,
+                           POINTER(S.SandboxOpts), POINTER(ErrorPtr))
+_logs = fn("sp_sandbox_logs", c_int, _P, POINTER(S.LogsOpts), S.LogsFn, c_void_p,
+           POINTER(ErrorPtr))
+_gc = fn("sp_sandbox_gc", c_int, POINTER(POINTER(S.SandboxOrphans)), c_char_p, c_char_p, c_bool,
+         POINTER(ErrorPtr))
+_orphans_free = fn("sp_sandbox_orphans_free", None, POINTER(S.SandboxOrphans))
+_event_append = fn("sp_sandbox_event_append", c_int, POINTER(ctypes.c_uint64), _P,
+                   POINTER(S.SandboxEvent), POINTER(ErrorPtr))
+_ORPHAN_KINDS = {0: "container", 1: "runtime", 2: "service"}
 
 _NETWORKS = {"none": 0, "default": 1, "bridge": 1, "host": 2}
 _EXEC_PATHS = {"auto": 0, "rest": 1, "fast": 2}
@@ -227,6 +236,29 @@ class ApplyResult:
     patch: str | None = None
 
 
+@dataclass(frozen=True)
+class Orphan:
+    """Something :meth:`Sandbox.gc` found that no sandbox owns (sp_sandbox_orphan).
+
+    ``kind`` is "container", "runtime" (a lost conmon) or "service"."""
+
+    kind: str
+    container: str
+    state_dir: str | None
+    reason: str
+    pid: int
+    removed: bool
+    error: str | None
+
+
+@dataclass(frozen=True)
+class GcResult:
+    """What :meth:`Sandbox.gc` found (and removed unless a dry run)."""
+
+    orphans: tuple[Orphan, ...]
+    unlabelled: int
+
+
 def _snapshot(p: Any) -> Snapshot:
     c = p.contents
     return Snapshot(id=_s(c.id) or "", tag=_s(c.tag), commit=_s(c.commit) or "",
@@ -275,6 +307,24 @@ def _run_opts(timeout: float | None, cwd: str | None, env: dict[str, str] | None
     o.max_bytes = max_bytes
     o.max_lines = max_lines
     return o
+
+
+def _mounts(mounts: Iterable[Mount | str | os.PathLike[str]], keep: list[object]) -> tuple[Any, int]:
+    """sp_mount[] for a list of Mounts or paths (kept alive by ``keep``)."""
+    ms = [m if isinstance(m, Mount) else Mount(src=m) for m in mounts]
+    if not ms:
+        return None, 0
+    arr = (S.Mount * len(ms))()
+    for i, m in enumerate(ms):
+        arr[i].host_path = enc(m.src)
+        arr[i].mount_path = enc(m.dst)
+        arr[i].include = S.strv_ptr(list(m.include) or None, keep)
+        arr[i].exclude = S.strv_ptr(list(m.exclude) or None, keep)
+        arr[i].max_bytes = m.max_bytes
+        arr[i].follow_symlinks = m.follow_symlinks
+        arr[i].gitignore = m.gitignore
+    keep.append(arr)
+    return ctypes.cast(arr, POINTER(S.Mount)), len(ms)
 
 
 def _base_opts(state_root: str | os.PathLike[str] | None, url: str | None,
@@ -337,32 +387,33 @@ class Sandbox:
                pull_no_tls_verify: bool = False, userns: str | None = None,
                seccomp: str | None = None, exec_path: str | None = None,
                state_root: str | os.PathLike[str] | None = None, url: str | None = None,
-               keep: bool = False) -> Sandbox:
+               keep: bool = False, template: str | None = None,
+               from_: str | tuple[str, str | None] | None = None,
+               progress: Callable[[HydrateProgress], Any] | None = None,
+               pull_progress: Callable[[str], Any] | None = None) -> Sandbox:
         """Create and start a sandbox (sp_sandbox_create); nothing is left on failure.
 
         ``memory`` is bytes (None: 1 GiB), ``cpus`` a CPU count (None: 1),
         ``tmpfs`` the size of /tmp in bytes, ``setup`` shell commands run
         once after hydration (one that fails makes create fail). Raises
         ``FileExistsError`` for a name in use, ``ValueError`` for bad options.
+
+        ``template``: start from a saved template (its image, settings and
+        workspace; the other options override or add, as
+        sp_sandbox_create_from_template documents); ``from_``: fork an
+        existing sandbox, ``name`` or ``(name, snapshot)`` (None: its newest
+        snapshot), these options replacing its configuration where given
+        (sp_sandbox_fork). ``progress`` is called
+        with a :class:`HydrateProgress` while the mounts are copied,
+        ``pull_progress`` with each line of an image pull; both on the
+        calling thread. An exception either raises removes the new sandbox
+        and propagates.
         """
         keep_alive: list[object] = []
         o = _base_opts(state_root, url, exec_path)
         o.name = enc(name)
         o.image = enc(image)
-        ms = [m if isinstance(m, Mount) else Mount(src=m) for m in mounts]
-        if ms:
-            arr = (S.Mount * len(ms))()
-            for i, m in enumerate(ms):
-                arr[i].host_path = enc(m.src)
-                arr[i].mount_path = enc(m.dst)
-                arr[i].include = S.strv_ptr(list(m.include) or None, keep_alive)
-                arr[i].exclude = S.strv_ptr(list(m.exclude) or None, keep_alive)
-                arr[i].max_bytes = m.max_bytes
-                arr[i].follow_symlinks = m.follow_symlinks
-                arr[i].gitignore = m.gitignore
-            keep_alive.append(arr)
-            o.mounts = ctypes.cast(arr, POINTER(S.Mount))
-            o.n_mounts = len(ms)
+        o.mounts, o.n_mounts = _mounts(mounts, keep_alive)
         o.allowed_roots = S.strv_ptr(list(allowed_roots) if allowed_roots is not None else None,
                                      keep_alive)
         o.env = S.strv_ptr([f"{k}={v}" for k, v in env.items()] if env else None, keep_alive)
@@ -390,9 +441,35 @@ class Sandbox:
             o.userns = _choice(_USERNS, userns, "user namespace")
         if seccomp is not None:
             o.seccomp = _choice(_SECCOMP, seccomp, "seccomp profile")
+        cbs = Callbacks()
+        o.progress = ctypes.cast(cbs.hydrate(progress), c_void_p)
+        o.pull_progress = ctypes.cast(cbs.lines(pull_progress), c_void_p)
         h = c_void_p()
-        call(_create, byref(h), byref(o))
-        return cls(h, keep=keep, state_root=state_root, url=url, exec_path=exec_path)
+        try:
+            if template is not None and from_ is not None:
+                raise errors.InvalidError("template and from_ exclude each other", errors.EINVAL)
+            if template is not None:
+                call(_create_from_template, byref(h), enc(template), byref(o))
+            elif from_ is not None:
+                src, snap = (from_, None) if isinstance(from_, str) else from_
+                s_h = c_void_p()
+                call(_open, byref(s_h), enc(src), byref(_base_opts(state_root, url, None)))
+                try:
+                    call(_fork, byref(h), s_h, enc(snap), byref(o))
+                finally:
+                    _free(s_h)
+            else:
+                call(_create, byref(h), byref(o))
+        except errors.Error:
+            cbs.check()
+            raise
+        sb = cls(h, keep=keep, state_root=state_root, url=url, exec_path=exec_path)
+        if cbs.error is not None:
+            try:
+                sb.remove()
+            finally:
+                cbs.check()
+        return sb
 
     @classmethod
     def open(cls, name: str, *, state_root: str | os.PathLike[str] | None = None,
@@ -413,21 +490,7 @@ class Sandbox:
         """Names of the sandboxes under a state root, sorted."""
         out = POINTER(c_char_p)()
         call(_list, byref(out), enc(state_root))
-        names: list[str] = []
-        try:
-            i = 0
-            while out[i] is not None:
-                names.append(out[i].decode())
-                i += 1
-        finally:
-            if out:
-                i = 0
-                raw = ctypes.cast(out, POINTER(c_void_p))
-                while raw[i]:
-                    _libc_free(raw[i])
-                    i += 1
-                _libc_free(ctypes.cast(out, c_void_p))
-        return names
+        return take_strv(out)
 
     def fork(self, name: str | None = None, snapshot: str | None = None, *,
              keep: bool = False) -> Sandbox:
@@ -772,3 +835,95 @@ class Sandbox:
                 skipped=r.skipped, applied=r.applied, patch=_s(r.patch))
         finally:
             _apply_free(p)
+
+    # -- logs, templates, events, gc ------------------------------------------
+
+    def logs(self, *, tail: int | None = None, since: str | None = None,
+             timestamps: bool = False, follow: bool = False,
+             callback: Callable[[str, bytes], Any] | None = None) -> str | None:
+        """What the container's main process (the agent) printed (sp_sandbox_logs).
+
+        Without ``callback``, returns it all as one str; with one, calls
+        ``callback(stream, data)`` ("stdout"/"stderr", bytes, pieces that need
+        not end at a line) as it comes and returns None; an exception from
+        it stops the logs and propagates. ``tail``: only the last lines;
+        ``since``: RFC 3339 or Unix seconds; ``follow``: until the
+        container stops.
+        """
+        chunks: list[bytes] = []
+        cbs = Callbacks()
+        fp = cbs.logs(callback if callback is not None else
+                      (lambda _stream, data: chunks.append(data)))
+        o = S.LogsOpts(version=S.LOGS_OPTS_VERSION, follow=follow,
+                       tail=-1 if tail is None else int(tail), timestamps=timestamps)
+        o.since = enc(since)
+        h = self._borrow()  # a follow may take long: not under the main lock
+        try:
+            try:
+                call(_logs, h, byref(o), fp, None)
+            except errors.Error:
+                cbs.check()
+                raise
+        finally:
+            self._give_back(h)
+        cbs.check()
+        return None if callback is not None else b"".join(chunks).decode("utf-8", "replace")
+
+    def save_template(self, name: str, *, snapshot: str | Snapshot | None = None,
+                      force: bool = False) -> Any:
+        """Save this sandbox as a template (sp_template_save): its settings
+        and a snapshot (None: a fresh one now). ``force`` replaces one of
+        that name. Returns its :class:`sandpod.templates.Template`."""
+        from . import templates
+
+        snap = snapshot.id if isinstance(snapshot, Snapshot) else snapshot
+        with self._lock:
+            return templates._save(self._main(), name, snap, force)
+
+    def record_event(self, command: str, *, source: str | None = None,
+                     summary: str | None = None, paths: Iterable[str] | None = None,
+                     ok: bool = True, code: int = 0, status: int = 0,
+                     duration_ms: int = 0) -> int:
+        """Append a "command" record to the sandbox's events.jsonl
+        (sp_sandbox_event_append); returns its ``call`` number."""
+        keep: list[object] = []
+        ev = S.SandboxEvent(version=S.SANDBOX_EVENT_VERSION, ok=ok, code=code, status=status,
+                            duration_ms=duration_ms)
+        ev.command = enc(command)
+        ev.source = enc(source)
+        ev.summary = enc(summary)
+        ev.paths = S.strv_ptr(list(paths) if paths is not None else None, keep)
+        n = ctypes.c_uint64()
+        with self._lock:
+            call(_event_append, byref(n), self._main(), byref(ev))
+        return n.value
+
+    def events(self) -> list[dict[str, Any]]:
+        """The records of the sandbox's events.jsonl (tool calls, commands), oldest first."""
+        import json
+
+        try:
+            with open(os.path.join(self.state_dir, "events.jsonl"), encoding="utf-8") as f:
+                return [json.loads(line) for line in f if line.strip()]
+        except FileNotFoundError:
+            return []
+
+    @staticmethod
+    def gc(*, url: str | None = None, state_root: str | os.PathLike[str] | None = None,
+           dry_run: bool = False) -> GcResult:
+        """Find and (unless ``dry_run``) remove what sandpod left that nothing
+        owns: orphaned containers, lost conmons, unreachable services
+        (sp_sandbox_gc). ``state_root`` limits it to that root's containers."""
+        p = POINTER(S.SandboxOrphans)()
+        root = os.path.abspath(state_root) if state_root is not None else None
+        call(_gc, byref(p), enc(url), enc(root), dry_run)
+        try:
+            o = p.contents
+            items = tuple(Orphan(kind=_ORPHAN_KINDS.get(it.kind, str(it.kind)),
+                                 container=_s(it.container) or "", state_dir=_s(it.state_dir),
+                                 reason=_s(it.reason) or "", pid=it.pid, removed=it.removed,
+                                 error=_s(it.error))
+                          for it in (o.items[i] for i in range(o.n)))
+            return GcResult(orphans=items, unlabelled=o.unlabelled)
+        finally:
+            _orphans_free(p)

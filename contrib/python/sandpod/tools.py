@@ -97,9 +97,6 @@ def _load() -> ctypes.CDLL:
         return lib
 
 
-_libc = ctypes.CDLL(None)
-_libc.free.argtypes = [c_void_p]
-_libc.free.restype = None
 
 
 def _take_text(p: int | None) -> str:
@@ -109,7 +106,7 @@ def _take_text(p: int | None) -> str:
     try:
         return ctypes.string_at(p).decode("utf-8", "replace")
     finally:
-        _libc.free(p)
+        _native.c_free(p)
 
 
 def tool_names() -> list[str]:

@@ -704,14 +704,3 @@ def test_root_must_be_a_folder(tmp_path):
     with pytest.raises(NotADirectoryError):
         sandpod.HostFilesystem(tmp_path / "file")
 
-
-def test_readme_filesystem_example(ws, tmp_path, monkeypatch):
-    """The README's Python filesystem example, run as written (the project
-    path pointed at a scratch folder)."""
-    readme = open(os.path.join(os.path.dirname(__file__), "../../../README.md")).read()
-    section = readme.split("\n### Filesystem\n", 1)[1]
-    code = section.split("```python\n", 1)[1].split("```", 1)[0]
-    assert "HostFilesystem(" in code
-    monkeypatch.setenv("SANDPOD_HOME", str(tmp_path / "home"))
-    exec(compile(code.replace("/path/to/project", str(ws)), "README.md", "exec"), {})
-    assert (ws / "config.py").read_text() == "DEBUG = True"

@@ -19,7 +19,8 @@ SRC = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 INCLUDES = ["sandbox/include", "sandbox/base/include", "overlay/include", "snapshot/include",
             "contrib/tools"]
 HEADERS = ["sandpod/sandbox.h", "sandpod/session.h", "sandpod/snapshot.h", "sandpod/apply.h",
-           "sandpod/fork.h", "sandpod/sandbox_snapshot.h", "tools.h"]
+           "sandpod/fork.h", "sandpod/sandbox_snapshot.h", "sandpod/template.h",
+           "sandpod/podman.h", "sandpod/hydrate.h", "sandpod/sandbox_events.h", "tools.h"]
 
 
 def c_field(name):
@@ -69,7 +70,14 @@ def test_opts_versions_match_headers():
                          ("SP_SNAPSHOT_DIFF_OPTS_VERSION", _structs.SNAPSHOT_DIFF_OPTS_VERSION),
                          ("SP_SANDBOX_APPLY_OPTS_VERSION", _structs.APPLY_OPTS_VERSION),
                          ("SP_TOOLS_OPTS_VERSION", _structs.TOOLS_OPTS_VERSION),
-                         ("SP_TOOLS_SPECS_OPTS_VERSION", _structs.TOOLS_SPECS_OPTS_VERSION)]:
+                         ("SP_TOOLS_SPECS_OPTS_VERSION", _structs.TOOLS_SPECS_OPTS_VERSION),
+                         ("SP_TEMPLATE_OPTS_VERSION", _structs.TEMPLATE_OPTS_VERSION),
+                         ("SP_LOGS_OPTS_VERSION", _structs.LOGS_OPTS_VERSION),
+                         ("SP_PODMAN_OPTS_VERSION", _structs.PODMAN_OPTS_VERSION),
+                         ("SP_PODMAN_PULL_OPTS_VERSION", _structs.PODMAN_PULL_OPTS_VERSION),
+                         ("SP_PODMAN_BUILD_OPTS_VERSION", _structs.PODMAN_BUILD_OPTS_VERSION),
+                         ("SP_HYDRATE_OPTS_VERSION", _structs.HYDRATE_OPTS_VERSION),
+                         ("SP_SANDBOX_EVENT_VERSION", _structs.SANDBOX_EVENT_VERSION)]:
         assert f"#define {macro} {value}\n" in allh, macro
 
 
@@ -78,7 +86,7 @@ def header_fields(cname):
     import re
 
     for i in INCLUDES:
-        for h in HEADERS + ["sandpod/hydrate.h"]:
+        for h in HEADERS:
             p = os.path.join(SRC, i, h)
             if not os.path.exists(p):
                 continue

@@ -9,7 +9,6 @@ import asyncio
 import os
 import shutil
 import subprocess
-import sys
 import tarfile
 import tempfile
 import threading
@@ -423,21 +422,6 @@ def test_close_while_a_command_runs_waits_for_its_handle(sb, monkeypatch):
     with pytest.raises(ValueError):
         other.shell("true")
     assert sb.shell("echo still").stdout == "still\n"
-
-
-def test_readme_example_runs_verbatim(home, tmp_path):
-    text = open(os.path.join(SRC, "README.md")).read()
-    section = text[text.index("### Sandboxes, commands, tools and asyncio"):]
-    code = section[section.index("```python\n") + 10:]
-    code = code[:code.index("```\n")]
-    for name in ("a.txt", "b.txt"):
-        (tmp_path / name).write_text(name)
-    r = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True,
-                       text=True, timeout=300)
-    assert r.returncode == 0, r.stderr
-    assert r.stdout.splitlines()[:3] == ["3 a.txt", "b.txt", " oops"]
-    assert "fed on stdin" in r.stdout and "[('added', 'new.txt')]" in r.stdout
-    assert r.stdout.rstrip().endswith("hi")
 
 
 def test_fs_property_is_the_protocol_over_the_workspace(sb):
