@@ -247,22 +247,26 @@ static int check_opts(const sp_sandbox_opts *o, const sp_kube_render_opts *ro, s
     return 0;
 }
 
-/* What the Pod leaves to the cluster, for a reader of the manifest. */
+/* What the Pod leaves to the cluster, as short tokens (`sandpod render
+ * --help` and the README say what each means): Podman's kube play refuses
+ * an annotation value over 63 characters, though Kubernetes takes more.
+ *   pids=N        the pids limit (only the node's podPidsLimit applies)
+ *   rlimits       nofile and nproc (no Pod field)
+ *   network=none  a Pod always has eth0 (a deny-all NetworkPolicy is needed)
+ *   seccomp       RuntimeDefault, not sandpod's stricter profile
+ *   userns        no user namespace unless the cluster supports hostUsers */
 static char *gaps(const sp_sandbox_opts *o)
 {
     sp_buf b = {0};
     int64_t pids = o->pids_limit == 0 ? 256 : o->pids_limit;
     if (pids > 0)
-        sp_buf_printf(
-            &b, "pids limit %" PRId64 ": no Pod field (the node's podPidsLimit applies); ", pids);
-    sp_buf_adds(&b, "rlimits (nofile, nproc): no Pod field (the runtime's defaults apply); ");
+        sp_buf_printf(&b, "pids=%" PRId64 ",", pids);
+    sp_buf_adds(&b, "rlimits,");
     if (o->network == SP_PODMAN_NET_NONE)
-        sp_buf_adds(&b, "network none: a Pod always has eth0; a deny-all NetworkPolicy selecting "
-                        "sandpod=1 (and a CNI that enforces it) is needed; ");
+        sp_buf_adds(&b, "network=none,");
     if (o->seccomp == SP_PODMAN_SECCOMP_SANDPOD)
-        sp_buf_adds(&b, "seccomp: RuntimeDefault, which unlike sandpod's profile allows keyctl "
-                        "and new user namespaces; ");
-    sp_buf_adds(&b, "user namespace: none unless the cluster supports hostUsers: false");
+        sp_buf_adds(&b, "seccomp,");
+    sp_buf_adds(&b, "userns");
     return sp_buf_steal(&b);
 }
 

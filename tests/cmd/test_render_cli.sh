@@ -24,6 +24,7 @@ expect 0 "render --help"
 out_has "anyone who may read Pods sees it" "help warns that -e values are in the spec"
 out_has "podPidsLimit" "help names the pids gap"
 out_has "NetworkPolicy" "help names the network gap"
+out_has "network=none" "help explains the gap tokens"
 
 run render --name box -e KEY=visible -e PASSED --memory 512M --cpus 0.5
 expect 0 "render"
