@@ -284,7 +284,7 @@ int sp_kube_render_pod(char **out, const sp_sandbox_opts *o, const sp_kube_rende
     ro = ro ? ro : &rd;
     if ((r = check_opts(o, ro, err)) < 0)
         return r;
-    int64_t uid, gid;
+    int64_t uid = 0, gid = 0;
     if ((r = parse_user(&uid, &gid, o->user ? o->user : SP_SANDBOX_DEFAULT_USER, err)) < 0)
         return r;
     sp_strv caps = {0};
