@@ -227,6 +227,8 @@ int cli_create_option(struct cli_create *c, const char *cmd, int opt, const char
 
 /* Create the sandbox, drawing hydration progress on stderr when it is a
  * terminal. */
+/* The sandbox options the parsed create options come to (pointing into c). */
+sp_sandbox_opts cli_create_opts(const struct cli_create *c);
 int cli_create_sandbox(sp_sandbox **out, struct cli_create *c, sp_error **err);
 
 /* Fork sandbox `origin` at snapshot `snap` (NULL: its newest) with the

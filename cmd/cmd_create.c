@@ -433,7 +433,7 @@ static void setup_done(void *ud, size_t i, const char *cmd, const struct sp_run_
     fflush(stderr);
 }
 
-int cli_create_sandbox(sp_sandbox **out, struct cli_create *c, sp_error **err)
+sp_sandbox_opts cli_create_opts(const struct cli_create *c)
 {
     sp_sandbox_opts o = c->opts;
     o.state_root = c->conn.state_root;
@@ -445,6 +445,12 @@ int cli_create_sandbox(sp_sandbox **out, struct cli_create *c, sp_error **err)
     o.cap_add = c->n_caps ? c->caps : NULL;
     o.env_pass = c->n_pass ? c->pass : NULL;
     o.setup = c->n_setup ? c->setup : NULL;
+    return o;
+}
+
+int cli_create_sandbox(sp_sandbox **out, struct cli_create *c, sp_error **err)
+{
+    sp_sandbox_opts o = cli_create_opts(c);
     if (c->n_setup) {
         o.setup_done = setup_done;
         o.setup_userdata = c;

@@ -1,0 +1,325 @@
+/* sandpod peer: the halves of sandpod that run inside a sandbox's Pod
+ * (sandbox/kube/render.c lays the Pod out). `serve` is the peer container's
+ * process: the tool suite over the shared workspace, as MCP on a unix
+ * socket in a folder only the peer mounts; `connect` relays stdio to that
+ * socket (what a client runs through pods/exec); `install-agent` is the
+ * init container's copy of sandpod-agent. */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "base.h"
+#include "cli.h"
+#include "mcp.h"
+
+enum {
+    OPT_ROOT = 0x3500,
+    OPT_STORE,
+    OPT_SOCKET,
+    OPT_VERBOSE,
+};
+
+static int cmd_peer(int argc, char **argv);
+
+const struct cli_spec cli_spec_peer = {
+    .name = "peer",
+    .fn = cmd_peer,
+    .summary = "The sandpod side of a Kubernetes sandbox (runs inside its Pod)",
+    .usage = CLI_USAGE("serve --root DIR --store DIR --socket PATH [--verbose]",
+                       "connect --socket PATH", "install-agent DIR"),
+    .description =
+        "What `sandpod render` puts in a Pod; not for use on a host.\n"
+        "\n"
+        "  serve          serve the tool suite over the folder DIR (filesystem tools,\n"
+        "                 apply_patch, and snapshots kept in the --store folder, which\n"
+        "                 must be outside DIR) as MCP, one connection at a time, on the\n"
+        "                 unix socket PATH (made 0600; its folder should be one only\n"
+        "                 the peer mounts). Shell commands through the workload's\n"
+        "                 agent are not served yet. Stops on SIGINT/SIGTERM.\n"
+        "  connect        relay stdin to the socket PATH and its answers to stdout,\n"
+        "                 until either side ends (a client runs this through\n"
+        "                 pods/exec)\n"
+        "  install-agent  copy sandpod-agent ($SANDPOD_AGENT, else the one beside this\n"
+        "                 program) into DIR as DIR/agent, mode 0555",
+    .groups = CLI_GROUPS(CLI_OWN(
+        CLI_VALUE("root", 0, "DIR", OPT_ROOT, CLI_COMP_DIR, "serve: the workspace folder"),
+        CLI_VALUE("store", 0, "DIR", OPT_STORE, CLI_COMP_DIR,
+                  "serve: the snapshot store (created when missing; outside DIR)"),
+        CLI_VALUE("socket", 0, "PATH", OPT_SOCKET, CLI_COMP_FILE, "the peer's unix socket"),
+        CLI_FLAG("verbose", 0, OPT_VERBOSE, "serve: log connections and requests to stderr"))),
+    .operands = CLI_OPERANDS({"OP", CLI_COMP_CHOICES, "serve|connect|install-agent"},
+                             {"DIR", CLI_COMP_DIR, NULL}),
+    .exit_status = "0 ok, 1 error, 2 bad usage.",
+};
+
+struct peer_args {
+    const char *root, *store, *socket;
+    bool verbose;
+};
+
+static bool should_stop(void *ud)
+{
+    (void)ud;
+    return cli_signal_caught() != 0;
+}
+
+static int socket_address(struct sockaddr_un *sa, const char *path)
+{
+    memset(sa, 0, sizeof(*sa));
+    sa->sun_family = AF_UNIX;
+    if (strlen(path) >= sizeof(sa->sun_path))
+        return cli_error("socket path too long (at most %zu bytes): %s", sizeof(sa->sun_path) - 1,
+                         path);
+    memcpy(sa->sun_path, path, strlen(path) + 1);
+    return 0;
+}
+
+/* Bind `path` as a listening socket only its owner may connect to. A
+ * socket left by an earlier peer is replaced; anything else is refused. */
+static int listen_on(int *out, const char *path)
+{
+    struct sockaddr_un sa;
+    if (socket_address(&sa, path))
+        return CLI_EXIT_ERROR;
+    struct stat st;
+    if (lstat(path, &st) == 0) {
+        if (!S_ISSOCK(st.st_mode))
+            return cli_error("%s exists and is not a socket", path);
+        if (unlink(path) < 0)
+            return cli_error("removing the old socket %s: %s", path, strerror(errno));
+    }
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return cli_error("socket: %s", strerror(errno));
+    mode_t old = umask(0177);
+    int r = bind(fd, (struct sockaddr *)&sa, sizeof(sa));
+    int e = errno;
+    umask(old);
+    if (r < 0 || chmod(path, 0600) < 0 || listen(fd, 4) < 0) {
+        e = r < 0 ? e : errno;
+        close(fd);
+        return cli_error("listening on %s: %s", path, strerror(e));
+    }
+    *out = fd;
+    return 0;
+}
+
+static int peer_serve(const struct peer_args *a)
+{
+    if (!a->root || !a->store || !a->socket)
+        return cli_usage("peer", "serve needs --root DIR, --store DIR and --socket PATH");
+    sp_tools_opts to = SP_TOOLS_OPTS_INIT;
+    to.snapshot_store = a->store;
+    sp_tools *t = NULL;
+    sp_error *err = NULL;
+    int r = sp_tools_open_root(&t, a->root, &to, &err);
+    if (r < 0)
+        return cli_fail(false, r, err);
+    cli_signals_catch();
+    int lfd = -1;
+    int rc = listen_on(&lfd, a->socket);
+    if (rc) {
+        sp_tools_free(t);
+        return rc;
+    }
+    if (a->verbose)
+        fprintf(stderr, "sandpod peer: serving %s on %s\n", a->root, a->socket);
+    sp_mcp_opts mo = SP_MCP_OPTS_INIT;
+    mo.verbose = a->verbose;
+    mo.should_stop = should_stop;
+    mo.server_version = SANDPOD_VERSION;
+    while (!cli_signal_caught()) {
+        struct pollfd p = {lfd, POLLIN, 0};
+        int n = poll(&p, 1, 500);
+        if (n < 0 && errno != EINTR) {
+            rc = cli_error("waiting for connections: %s", strerror(errno));
+            break;
+        }
+        if (n <= 0)
+            continue;
+        int cfd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+        if (cfd < 0)
+            continue; /* the client went away before we took it */
+        if (a->verbose)
+            fputs("sandpod peer: client connected\n", stderr);
+        /* The tools context outlives the connection: a client that comes
+         * back finds the same state (what was read, the edit lock). */
+        if (sp_mcp_serve(t, cfd, cfd, &mo, &err) < 0 && a->verbose)
+            cli_sp_error(SP_ERROR, err);
+        sp_error_free(err);
+        err = NULL;
+        close(cfd);
+        if (a->verbose)
+            fputs("sandpod peer: client gone\n", stderr);
+    }
+    close(lfd);
+    unlink(a->socket);
+    sp_tools_free(t);
+    return rc;
+}
+
+/* Copy everything readable on `from` to `to`; 0, or the errno. */
+static int pump(int from, int to, bool *eof)
+{
+    char buf[65536];
+    ssize_t n = read(from, buf, sizeof(buf));
+    if (n < 0)
+        return errno == EINTR || errno == EAGAIN ? 0 : errno;
+    if (n == 0) {
+        *eof = true;
+        return 0;
+    }
+    return sp_write_all(to, buf, (size_t)n) < 0 ? (errno ? errno : EIO) : 0;
+}
+
+static int peer_connect(const struct peer_args *a)
+{
+    if (!a->socket)
+        return cli_usage("peer", "connect needs --socket PATH");
+    struct sockaddr_un sa;
+    if (socket_address(&sa, a->socket))
+        return CLI_EXIT_ERROR;
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return cli_error("socket: %s", strerror(errno));
+    if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+        int e = errno;
+        close(fd);
+        return cli_error("connecting to the peer at %s: %s", a->socket, strerror(e));
+    }
+    signal(SIGPIPE, SIG_IGN);
+    bool in_eof = false, peer_eof = false;
+    int rc = 0;
+    while (!peer_eof) {
+        struct pollfd p[2] = {{fd, POLLIN, 0}, {in_eof ? -1 : STDIN_FILENO, POLLIN, 0}};
+        if (poll(p, 2, -1) < 0) {
+            if (errno == EINTR)
+                continue;
+            rc = cli_error("poll: %s", strerror(errno));
+            break;
+        }
+        int e = 0;
+        if (p[0].revents)
+            e = pump(fd, STDOUT_FILENO, &peer_eof);
+        if (!e && p[1].revents) {
+            e = pump(STDIN_FILENO, fd, &in_eof);
+            /* The request stream is over: the peer answers what it has,
+             * then closes its side. */
+            if (!e && in_eof)
+                shutdown(fd, SHUT_WR);
+        }
+        if (e == EPIPE || e == ECONNRESET)
+            break; /* either side went away: the session is over */
+        if (e) {
+            rc = cli_error("relaying to the peer: %s", strerror(e));
+            break;
+        }
+    }
+    close(fd);
+    return rc;
+}
+
+/* The agent to install: $SANDPOD_AGENT, else sandpod-agent beside us. */
+static char *agent_source(void)
+{
+    const char *env = getenv("SANDPOD_AGENT");
+    if (env && *env)
+        return strdup(env);
+    char self[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+    if (n <= 0)
+        return NULL;
+    self[n] = '\0';
+    char *slash = strrchr(self, '/');
+    if (!slash)
+        return NULL;
+    *slash = '\0';
+    size_t len = strlen(self) + sizeof("/sandpod-agent");
+    char *out = malloc(len);
+    if (out)
+        snprintf(out, len, "%s/sandpod-agent", self);
+    return out;
+}
+
+/* The agent is small (a static binary of about a megabyte): read whole,
+ * written atomically, so a copy cut short never looks installed. */
+static int peer_install_agent(const char *dir)
+{
+    char *src = agent_source();
+    if (!src)
+        return cli_error("cannot tell where sandpod-agent is: set SANDPOD_AGENT");
+    int rc = 0;
+    sp_buf b = {0};
+    sp_error *err = NULL;
+    char *dst = sp_xasprintf("%s/agent", dir);
+    int in = open(src, O_RDONLY | O_CLOEXEC);
+    if (in < 0 || sp_read_all(in, &b, 64u << 20) < 0)
+        rc = cli_error("reading the agent %s: %s", src, strerror(errno));
+    else if (sp_write_file_atomic(dst, b.data ? b.data : "", b.len, 0555, &err) < 0)
+        rc = cli_fail(false, SP_ERROR, err);
+    if (in >= 0)
+        close(in);
+    sp_buf_dispose(&b);
+    free(dst);
+    free(src);
+    return rc;
+}
+
+static int cmd_peer(int argc, char **argv)
+{
+    struct peer_args a = {0};
+    optind = 0;
+    int opt;
+    while ((opt = cli_next(&cli_spec_peer, argc, argv, 0)) != -1) {
+        switch (opt) {
+        case CLI_GETOPT_HELP:
+            return CLI_EXIT_OK;
+        case OPT_ROOT:
+            a.root = optarg;
+            break;
+        case OPT_STORE:
+            a.store = optarg;
+            break;
+        case OPT_SOCKET:
+            a.socket = optarg;
+            break;
+        case OPT_VERBOSE:
+            a.verbose = true;
+            break;
+        default:
+            return CLI_EXIT_USAGE;
+        }
+    }
+    if (optind >= argc)
+        return cli_usage("peer", "missing operation: serve, connect or install-agent");
+    const char *op = argv[optind++];
+    if (strcmp(op, "install-agent") == 0) {
+        if (optind >= argc)
+            return cli_usage("peer", "install-agent needs a folder DIR");
+        if (optind + 1 < argc)
+            return cli_usage("peer", "unexpected argument '%s'", argv[optind + 1]);
+        if (a.root || a.store || a.socket)
+            return cli_usage("peer", "install-agent takes only DIR");
+        return peer_install_agent(argv[optind]);
+    }
+    if (optind < argc)
+        return cli_usage("peer", "unexpected argument '%s'", argv[optind]);
+    if (strcmp(op, "serve") == 0)
+        return peer_serve(&a);
+    if (strcmp(op, "connect") == 0) {
+        if (a.root || a.store || a.verbose)
+            return cli_usage("peer", "connect takes only --socket PATH");
+        return peer_connect(&a);
+    }
+    const char *ops[] = {"serve", "connect", "install-agent", NULL};
+    return cli_usage_near("peer", cli_suggest(op, ops), "unknown operation '%s'", op);
+}

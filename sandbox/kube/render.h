@@ -1,0 +1,60 @@
+/* The Pod a sandbox runs as on Kubernetes: the hardening of a local sandbox
+ * (sp_sandbox_opts) mapped onto Pod fields, plus the sandpod containers
+ * around the workload (an init container installing the agent, the peer
+ * serving the workspace). Internal to kube/ and the CLI until the engine
+ * has a public API: the Pod's shape is still moving (issue 16). */
+#ifndef SANDPOD_KUBE_RENDER_H
+#define SANDPOD_KUBE_RENDER_H
+
+#include <stdint.h>
+
+#include "base.h"
+#include "sandpod/sandbox.h"
+
+/* Where things are in a rendered Pod. The agent volume is mounted flat
+ * (read-only) beside the socket volume, so the agent's path is not the
+ * local SPA_AGENT_PATH; the run folder is the protocol's SPA_RUN_DIR. */
+#define SP_KUBE_AGENT_DIR   "/.sandpod/bin"
+#define SP_KUBE_AGENT_PATH  SP_KUBE_AGENT_DIR "/agent"
+#define SP_KUBE_RUN_DIR     "/.sandpod/run"
+#define SP_KUBE_WORKSPACE   "/workspace"
+#define SP_KUBE_STORE_DIR   "/sandpod/store"
+#define SP_KUBE_PEER_RUN    "/sandpod/run"
+#define SP_KUBE_PEER_SOCKET SP_KUBE_PEER_RUN "/peer.sock"
+/* The sandpod image's programs (contrib/image/build-sandpod-image.sh). */
+#define SP_KUBE_SANDPOD_BIN      "/sandpod/bin/sandpod"
+#define SP_KUBE_DEFAULT_IMAGE    "localhost/sandpod:" SANDPOD_VERSION
+#define SP_KUBE_DEFAULT_DEADLINE 7200
+
+#define SP_KUBE_RENDER_OPTS_VERSION 1
+
+typedef struct sp_kube_render_opts {
+    unsigned version;
+    /** metadata.namespace (a DNS label); NULL = none (the client's). */
+    const char *ns;
+    /** The image of the init and peer containers; NULL = SP_KUBE_DEFAULT_IMAGE. */
+    const char *sandpod_image;
+    /** activeDeadlineSeconds: 0 = SP_KUBE_DEFAULT_DEADLINE, negative = none. */
+    int64_t deadline_seconds;
+    /** runtimeClassName (gvisor, kata...); NULL = the cluster's default. */
+    const char *runtime_class;
+} sp_kube_render_opts;
+
+#define SP_KUBE_RENDER_OPTS_INIT                                                                   \
+    {                                                                                              \
+        .version = SP_KUBE_RENDER_OPTS_VERSION                                                     \
+    }
+
+/* Render the Pod of a sandbox made with `o` as JSON text (*out, free()).
+ * Values of o->env (KEY=VALUE) are written into the Pod spec; o->env_pass
+ * names only go into an annotation. What a Pod cannot say (the pids limit,
+ * rlimits, network none, sandpod's own seccomp profile) is listed in the
+ * annotation "sandpod.gaps". Fields of `o` that the Pod has no place for
+ * (mounts, setup, a plain-HTTP pull) are SP_EINVAL rather than dropped.
+ *
+ * @return 0; SP_EINVAL (a name, namespace, user, size or capability a Pod
+ *         cannot carry, with what and why) */
+int sp_kube_render_pod(char **out, const sp_sandbox_opts *o, const sp_kube_render_opts *ro,
+                       sp_error **err);
+
+#endif
