@@ -15,6 +15,7 @@ struct emit {
     sp_tools *t;
     sp_tools_event *ev;
     const char *error;
+    char ts[64]; /* one time for the file's line and the callback's */
 };
 
 /* The event as one JSON line, numbered `call`. */
@@ -26,9 +27,7 @@ static char *event_line(void *ud, uint64_t call)
     ev->call = call;
     cJSON *o = cJSON_CreateObject();
     cJSON *paths = cJSON_CreateArray();
-    char ts[64];
-    sp_events_now(ts, sizeof(ts));
-    bool ok = o && paths && sp_json_add_string(o, "ts", ts) &&
+    bool ok = o && paths && sp_json_add_string(o, "ts", x->ts) &&
               sp_json_add_string(o, "event", ev->event) && sp_json_add_u64(o, "call", ev->call) &&
               sp_json_add_string(o, "tool", ev->tool) &&
               sp_json_add_string(o, "tier", sp_tool_tier_name(ev->tier)) &&
@@ -64,7 +63,8 @@ static char *event_line(void *ud, uint64_t call)
  * no file, from the context's own. The end event reuses it. */
 void tools_emit_event(sp_tools *t, sp_tools_event *ev, const char *error)
 {
-    struct emit x = {t, ev, error};
+    struct emit x = {t, ev, error, {0}};
+    sp_events_now(x.ts, sizeof(x.ts));
     bool start = strcmp(ev->event, "start") == 0;
     uint64_t n = start ? 0 : ev->call;
     if (!t->events_path || sp_events_append(t->events_path, &n, event_line, &x, NULL) < 0) {
