@@ -76,6 +76,8 @@ typedef struct sp_kube_opts {
         SP_KUBE_OPTS_VERSION, 0, 0, 0, 0, NULL, NULL                                               \
     }
 
+/* A client holds one libcurl handle (connections are reused): one thread
+ * at a time. */
 typedef struct sp_kube sp_kube;
 
 /* A client for creds, which it takes over (*creds is emptied, also on

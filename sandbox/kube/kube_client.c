@@ -825,9 +825,11 @@ int sp_kube_pod_watch(sp_kube *k, const char *name, int timeout_ms, sp_kube_watc
         if (cb == WATCH_RELIST)
             continue;
         if (rc < 0) {
-            if (err && *err && (*err)->code == SP_ERROR && x.status == 410) {
-                sp_error_free(*err);
-                *err = NULL;
+            if (x.status == 410) {
+                if (err) {
+                    sp_error_free(*err);
+                    *err = NULL;
+                }
                 w.gone = true;
                 continue;
             }

@@ -380,6 +380,27 @@ static int refuse(sp_kube_event_type t, const cJSON *pod, void *ud, sp_error **e
     return sp_err_set(err, SP_EINVAL, 0, "refused");
 }
 
+static int until_ready(sp_kube_event_type t, const cJSON *pod, void *ud, sp_error **err)
+{
+    (void)ud;
+    sp_kube_pod_state st;
+    if (t == SP_KUBE_DELETED || sp_kube_pod_state_of(&st, pod, err) < 0)
+        return SP_ERROR;
+    return st.ready ? 1 : 0;
+}
+
+/* A caller that wants no error object still gets the 410 relist. */
+static void test_watch_without_err(void **state)
+{
+    (void)state;
+    sp_kube *k = open_token(NULL);
+    fault(k, "{\"watch_gone\":1}");
+    create(k, "no-err", "fake/ready-slow");
+    assert_int_equal(sp_kube_pod_watch(k, "no-err", 10000, until_ready, NULL, NULL), 0);
+    assert_int_equal(sp_kube_pod_delete(k, "no-err", 0, NULL), 0);
+    sp_kube_free(k);
+}
+
 static void test_watch_until_deleted(void **state)
 {
     (void)state;
@@ -795,13 +816,13 @@ static void test_pod_state(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_status_errors),       cmocka_unit_test(test_kubeconfig_parse),
-        cmocka_unit_test(test_pod_state),           cmocka_unit_test(test_pod_calls),
-        cmocka_unit_test(test_wait_failures),       cmocka_unit_test(test_watch_faults),
-        cmocka_unit_test(test_watch_until_deleted), cmocka_unit_test(test_throttling),
-        cmocka_unit_test(test_debug_log),           cmocka_unit_test(test_kubeconfig_token),
-        cmocka_unit_test(test_client_cert),         cmocka_unit_test(test_tls_verified),
-        cmocka_unit_test(test_in_cluster),
+        cmocka_unit_test(test_status_errors),     cmocka_unit_test(test_kubeconfig_parse),
+        cmocka_unit_test(test_pod_state),         cmocka_unit_test(test_pod_calls),
+        cmocka_unit_test(test_wait_failures),     cmocka_unit_test(test_watch_faults),
+        cmocka_unit_test(test_watch_without_err), cmocka_unit_test(test_watch_until_deleted),
+        cmocka_unit_test(test_throttling),        cmocka_unit_test(test_debug_log),
+        cmocka_unit_test(test_kubeconfig_token),  cmocka_unit_test(test_client_cert),
+        cmocka_unit_test(test_tls_verified),      cmocka_unit_test(test_in_cluster),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
