@@ -57,10 +57,17 @@ static char *read_small(const char *path)
     return sp_buf_steal(&b);
 }
 
+/* http(s)://host[:port][/path]: a host, no credentials, nothing that
+ * would split a request line. */
 static bool server_ok(const char *s)
 {
-    return s && (strncmp(s, "https://", 8) == 0 || strncmp(s, "http://", 7) == 0) &&
-           strcspn(s, " \t\r\n\"") == strlen(s);
+    if (!s || strcspn(s, " \t\r\n\"") != strlen(s))
+        return false;
+    const char *h = strncmp(s, "https://", 8) == 0  ? s + 8
+                    : strncmp(s, "http://", 7) == 0 ? s + 7
+                                                    : NULL;
+    size_t hl = h ? strcspn(h, "/?#") : 0;
+    return hl > 0 && !memchr(h, '@', hl) && h[hl] != '?' && h[hl] != '#';
 }
 
 static void set_server(sp_kube_creds *c, const char *s)

@@ -717,6 +717,13 @@ static void test_kubeconfig_parse(void **state)
         {"{\"contexts\":[{\"name\":\"a\",\"context\":{\"cluster\":\"c\"}}],"
          "\"clusters\":[{\"name\":\"c\",\"cluster\":{\"server\":\"ftp://x\"}}]}",
          SP_EINVAL, "no http(s) server"},
+        /* fuzz_kube_json found "https://" passing as a server. */
+        {"{\"contexts\":[{\"name\":\"a\",\"context\":{\"cluster\":\"c\"}}],"
+         "\"clusters\":[{\"name\":\"c\",\"cluster\":{\"server\":\"https://\"}}]}",
+         SP_EINVAL, "no http(s) server"},
+        {"{\"contexts\":[{\"name\":\"a\",\"context\":{\"cluster\":\"c\"}}],"
+         "\"clusters\":[{\"name\":\"c\",\"cluster\":{\"server\":\"https://u:p@h/\"}}]}",
+         SP_EINVAL, "no http(s) server"},
         {"{\"contexts\":[{\"name\":\"a\",\"context\":{\"cluster\":\"c\",\"user\":\"u\"}}],"
          "\"clusters\":[{\"name\":\"c\",\"cluster\":{\"server\":\"https://h\"}}],"
          "\"users\":[{\"name\":\"u\",\"user\":{\"exec\":{\"command\":\"gke-auth\"}}}]}",
