@@ -1,0 +1,377 @@
+#!/usr/bin/python3
+"""A fake Kubernetes API server for the REST client's tests (standard
+library only). kubectl is run against it by the tests to hold it to the real
+protocol.
+
+Usage: fake_apiserver.py DIR [--client-cert]
+  Serves HTTPS on 127.0.0.1 with DIR/server.pem + DIR/server.key (made by the
+  test with openssl, signed by DIR/ca.pem). Bearer tokens are accepted when
+  they equal the current contents of DIR/tokens (one per line, re-read on
+  each request so a test can rotate them). With --client-cert a client
+  certificate signed by DIR/ca.pem is required and is enough.
+  Prints "PORT n" once listening.
+
+Pods behave by their first container's image:
+  .../ready*        Pending, then Running and Ready 0.2 s later
+  .../ready-slow*   the same 1.5 s later (time for faults to happen first)
+  .../nosuchimage*  Pending, waiting ImagePullBackOff, a Warning event
+  .../unschedulable* Pending, PodScheduled False Unschedulable, FailedScheduling
+  anything else     Pending for ever
+
+Test controls (not Kubernetes paths):
+  POST /fake/faults  {"throttle": n, "unavailable": n, "watch_gone": n,
+                      "watch_error_gone": n, "drop_watch": n, "compact": true}
+    throttle: the next n API requests answer 429 Retry-After: 1
+    unavailable: the next n answer 503 Retry-After: 1
+    watch_gone: the next n watches answer HTTP 410
+    watch_error_gone: the next n watches send an ERROR event with code 410
+    drop_watch: the next n watches send headers then drop the connection
+  GET /fake/requests  the requests seen: [{"method","path","auth"}]
+"""
+import json
+import os
+import socket
+import ssl
+import sys
+import threading
+import time
+import urllib.parse
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+DIR = sys.argv[1]
+CLIENT_CERT = "--client-cert" in sys.argv[2:]
+
+lock = threading.Condition()
+state = {"rv": 100, "pods": {}, "history": [], "events": [], "faults": {}, "requests": []}
+
+
+def now():
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+def next_rv():
+    state["rv"] += 1
+    return str(state["rv"])
+
+
+def status_obj(code, reason, message):
+    return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+            "message": message, "reason": reason, "code": code}
+
+
+def record(kind, pod):
+    """A change to pod: a new resourceVersion and a watch event (under lock)."""
+    pod["metadata"]["resourceVersion"] = next_rv()
+    state["history"].append((int(pod["metadata"]["resourceVersion"]), kind,
+                             json.loads(json.dumps(pod))))
+    lock.notify_all()
+
+
+def add_event(pod, typ, reason, message):
+    name = pod["metadata"]["name"]
+    ev = {"kind": "Event", "apiVersion": "v1",
+          "metadata": {"name": "%s.%d" % (name, len(state["events"])),
+                       "namespace": pod["metadata"]["namespace"],
+                       "resourceVersion": next_rv(), "creationTimestamp": now()},
+          "involvedObject": {"kind": "Pod", "name": name,
+                             "namespace": pod["metadata"]["namespace"],
+                             "uid": pod["metadata"]["uid"]},
+          "reason": reason, "message": message, "type": typ, "count": 1,
+          "firstTimestamp": now(), "lastTimestamp": now(),
+          "source": {"component": "fake"}}
+    state["events"].append(ev)
+
+
+def behave(pod):
+    """Move a new Pod along, by its image (under lock)."""
+    image = pod["spec"]["containers"][0].get("image", "")
+    st = pod["status"]
+    cname = pod["spec"]["containers"][0].get("name", "c")
+    if "nosuchimage" in image:
+        add_event(pod, "Normal", "Scheduled", "Successfully assigned to fake-node")
+        add_event(pod, "Warning", "Failed",
+                  'Failed to pull image "%s": manifest unknown' % image)
+        st["containerStatuses"] = [{"name": cname, "ready": False, "restartCount": 0,
+                                    "image": image, "imageID": "",
+                                    "state": {"waiting": {"reason": "ImagePullBackOff",
+                                                          "message": "Back-off pulling image"}}}]
+        record("MODIFIED", pod)
+    elif "unschedulable" in image:
+        add_event(pod, "Warning", "FailedScheduling",
+                  "0/3 nodes are available: 3 Insufficient memory.")
+        st["conditions"] = [{"type": "PodScheduled", "status": "False",
+                             "reason": "Unschedulable",
+                             "message": "0/3 nodes are available: 3 Insufficient memory."}]
+        record("MODIFIED", pod)
+    elif "ready" in image:
+        def later():
+            time.sleep(1.5 if "ready-slow" in image else 0.2)
+            with lock:
+                if pod["metadata"]["name"] not in state["pods"]:
+                    return
+                add_event(pod, "Normal", "Started", "Started container %s" % cname)
+                st["phase"] = "Running"
+                st["conditions"] = [{"type": "Ready", "status": "True"},
+                                    {"type": "PodScheduled", "status": "True"}]
+                st["containerStatuses"] = [{"name": cname, "ready": True, "restartCount": 0,
+                                            "image": image, "imageID": "",
+                                            "state": {"running": {"startedAt": now()}}}]
+                record("MODIFIED", pod)
+        threading.Thread(target=later, daemon=True).start()
+
+
+def api_resources():
+    verbs = ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]
+    return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": "v1",
+            "resources": [
+                {"name": "pods", "singularName": "pod", "namespaced": True, "kind": "Pod",
+                 "verbs": verbs, "shortNames": ["po"], "categories": ["all"]},
+                {"name": "events", "singularName": "event", "namespaced": True,
+                 "kind": "Event", "verbs": verbs, "shortNames": ["ev"]}]}
+
+
+def field_match(obj, selector):
+    for term in filter(None, (selector or "").split(",")):
+        key, _, want = term.partition("=")
+        v = obj
+        for part in key.split("."):
+            v = v.get(part, {}) if isinstance(v, dict) else {}
+        if v != want:
+            return False
+    return True
+
+
+def label_match(obj, selector):
+    labels = obj["metadata"].get("labels", {}) or {}
+    for term in filter(None, (selector or "").split(",")):
+        if "=" in term:
+            k, _, v = term.partition("=")
+            if labels.get(k.rstrip("=")) != v.lstrip("="):
+                return False
+        elif term not in labels:
+            return False
+    return True
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, fmt, *args):
+        pass
+
+    def send_json(self, code, obj, extra=None):
+        body = json.dumps(obj).encode()
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        for k, v in (extra or {}).items():
+            self.send_header(k, v)
+        self.end_headers()
+        self.wfile.write(body)
+
+    def fail(self, code, reason, message, extra=None):
+        self.send_json(code, status_obj(code, reason, message), extra)
+
+    def authorized(self):
+        if CLIENT_CERT:
+            return self.connection.getpeercert() is not None
+        auth = self.headers.get("Authorization", "")
+        try:
+            with open(os.path.join(DIR, "tokens")) as f:
+                good = [t.strip() for t in f if t.strip()]
+        except OSError:
+            good = []
+        return auth.startswith("Bearer ") and auth[7:] in good
+
+    def body(self):
+        n = int(self.headers.get("Content-Length", "0") or 0)
+        return self.rfile.read(n) if n else b""
+
+    def handle_any(self, method):
+        u = urllib.parse.urlsplit(self.path)
+        q = {k: v[-1] for k, v in urllib.parse.parse_qs(u.query).items()}
+        parts = [p for p in u.path.split("/") if p]
+        data = self.body()
+        if parts[:1] == ["fake"]:
+            return self.control(method, parts, data)
+        with lock:
+            auth = self.headers.get("Authorization", "")
+            state["requests"].append({"method": method, "path": self.path,
+                                      "auth": auth[7:] if auth.startswith("Bearer ") else ""})
+            if not self.authorized():
+                return self.fail(401, "Unauthorized", "Unauthorized")
+            f = state["faults"]
+            for fault, code, reason in (("throttle", 429, "TooManyRequests"),
+                                        ("unavailable", 503, "ServiceUnavailable")):
+                if f.get(fault, 0) > 0:
+                    f[fault] -= 1
+                    return self.fail(code, reason, "the server is busy, try again",
+                                     {"Retry-After": "1"})
+        if parts == ["version"]:
+            return self.send_json(200, {"major": "1", "minor": "32", "gitVersion": "v1.32.0-fake",
+                                        "platform": "linux/amd64"})
+        if parts == ["api"]:
+            return self.send_json(200, {"kind": "APIVersions", "versions": ["v1"],
+                                        "serverAddressByClientCIDRs": [
+                                            {"clientCIDR": "0.0.0.0/0",
+                                             "serverAddress": "127.0.0.1"}]})
+        if parts == ["apis"]:
+            return self.send_json(200, {"kind": "APIGroupList", "apiVersion": "v1",
+                                        "groups": []})
+        if parts == ["api", "v1"]:
+            return self.send_json(200, api_resources())
+        if len(parts) >= 5 and parts[:3] == ["api", "v1", "namespaces"]:
+            ns, res, name = parts[3], parts[4], parts[5] if len(parts) > 5 else None
+            if res == "pods":
+                return self.pods(method, ns, name, q, data)
+            if res == "events" and method == "GET" and not name:
+                with lock:
+                    items = [e for e in state["events"] if e["metadata"]["namespace"] == ns
+                             and field_match(e, q.get("fieldSelector"))]
+                    return self.send_json(200, {"kind": "EventList", "apiVersion": "v1",
+                                                "metadata": {"resourceVersion": str(state["rv"])},
+                                                "items": items})
+        return self.fail(404, "NotFound", "the server could not find the requested resource")
+
+    def pods(self, method, ns, name, q, data):
+        if method == "POST" and not name:
+            try:
+                pod = json.loads(data)
+                pname = pod["metadata"]["name"]
+                assert pod["spec"]["containers"][0]["image"]
+            except (ValueError, KeyError, IndexError, TypeError, AssertionError):
+                return self.fail(422, "Invalid", "Pod is invalid: metadata.name or an image "
+                                 "is missing")
+            with lock:
+                if pname in state["pods"]:
+                    return self.fail(409, "AlreadyExists", 'pods "%s" already exists' % pname)
+                pod["apiVersion"], pod["kind"] = "v1", "Pod"
+                pod["metadata"].update({"namespace": ns, "uid": "uid-%s-%d" % (pname, state["rv"]),
+                                        "creationTimestamp": now()})
+                pod["status"] = {"phase": "Pending", "conditions": []}
+                state["pods"][pname] = pod
+                record("ADDED", pod)
+                behave(pod)
+                return self.send_json(201, pod)
+        if method == "GET" and name:
+            with lock:
+                pod = state["pods"].get(name)
+                if not pod or pod["metadata"]["namespace"] != ns:
+                    return self.fail(404, "NotFound", 'pods "%s" not found' % name)
+                return self.send_json(200, pod)
+        if method == "DELETE" and name:
+            with lock:
+                pod = state["pods"].pop(name, None)
+                if not pod:
+                    return self.fail(404, "NotFound", 'pods "%s" not found' % name)
+                pod["metadata"]["deletionTimestamp"] = now()
+                pod["metadata"]["deletionGracePeriodSeconds"] = int(
+                    q.get("gracePeriodSeconds", "30"))
+                record("DELETED", pod)
+                return self.send_json(200, pod)
+        if method == "GET" and not name:
+            if q.get("watch") in ("1", "true"):
+                return self.watch(ns, q)
+            with lock:
+                items = [p for p in state["pods"].values() if p["metadata"]["namespace"] == ns
+                         and field_match(p, q.get("fieldSelector"))
+                         and label_match(p, q.get("labelSelector"))]
+                return self.send_json(200, {"kind": "PodList", "apiVersion": "v1",
+                                            "metadata": {"resourceVersion": str(state["rv"])},
+                                            "items": items})
+        return self.fail(405, "MethodNotAllowed", "the server does not allow this method")
+
+    def chunk(self, obj):
+        line = (json.dumps(obj) + "\n").encode()
+        self.wfile.write(b"%x\r\n%s\r\n" % (len(line), line))
+        self.wfile.flush()
+
+    def watch(self, ns, q):
+        f = state["faults"]
+        with lock:
+            if f.get("watch_gone", 0) > 0:
+                f["watch_gone"] -= 1
+                return self.fail(410, "Expired", "too old resource version")
+            # One fault per watch, so a test can count them.
+            error_gone = f.get("watch_error_gone", 0) > 0
+            drop = not error_gone and f.get("drop_watch", 0) > 0
+            if error_gone:
+                f["watch_error_gone"] -= 1
+            if drop:
+                f["drop_watch"] -= 1
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        if error_gone:
+            self.chunk({"type": "ERROR", "object": status_obj(410, "Expired",
+                                                              "too old resource version")})
+            self.wfile.write(b"0\r\n\r\n")
+            return
+        if drop:
+            self.wfile.flush()
+            self.connection.shutdown(socket.SHUT_RDWR)
+            self.close_connection = True
+            return
+        try:
+            self.stream(ns, q)
+        except (OSError, ssl.SSLError):
+            self.close_connection = True  # the client went away
+
+    def stream(self, ns, q):
+        since = int(q.get("resourceVersion") or 0)
+        deadline = time.time() + min(int(q.get("timeoutSeconds", "30")), 30)
+        with lock:
+            while True:
+                for rv, kind, pod in state["history"]:
+                    if rv > since and pod["metadata"]["namespace"] == ns and \
+                            field_match(pod, q.get("fieldSelector")) and \
+                            label_match(pod, q.get("labelSelector")):
+                        self.chunk({"type": kind, "object": pod})
+                        since = rv
+                left = deadline - time.time()
+                if left <= 0:
+                    break
+                lock.wait(left)
+        self.wfile.write(b"0\r\n\r\n")
+
+    def control(self, method, parts, data):
+        with lock:
+            if parts == ["fake", "faults"] and method == "POST":
+                state["faults"].update(json.loads(data or b"{}"))
+                return self.send_json(200, state["faults"])
+            if parts == ["fake", "requests"]:
+                return self.send_json(200, state["requests"])
+        return self.fail(404, "NotFound", "no such control")
+
+    def do_GET(self):
+        self.handle_any("GET")
+
+    def do_POST(self):
+        self.handle_any("POST")
+
+    def do_DELETE(self):
+        self.handle_any("DELETE")
+
+    def do_PUT(self):
+        self.handle_any("PUT")
+
+    def do_PATCH(self):
+        self.handle_any("PATCH")
+
+
+def main():
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(os.path.join(DIR, "server.pem"), os.path.join(DIR, "server.key"))
+    if CLIENT_CERT:
+        ctx.verify_mode = ssl.CERT_REQUIRED
+        ctx.load_verify_locations(os.path.join(DIR, "ca.pem"))
+    srv = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    srv.daemon_threads = True
+    srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
+    print("PORT %d" % srv.server_address[1], flush=True)
+    srv.serve_forever()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,61 @@
+# Start the fake API server in a scratch folder: sourced with T set; gives
+# PORT, FAKE_PID, a kubeconfig at $T/kubeconfig (token or client-cert user)
+# and stop_fake. Skips (77) without python3 or openssl, except under CI=true.
+# shellcheck shell=bash
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+need() {
+    if ! command -v "$1" >/dev/null 2>&1; then
+        if [ "${CI:-}" = true ]; then
+            echo "FAIL: $1 is missing"
+            exit 1
+        fi
+        echo "skip: $1 is missing"
+        exit 77
+    fi
+}
+need /usr/bin/python3
+need openssl
+sh "$here/make_certs.sh" "$T"
+
+# start_fake [--client-cert]
+start_fake() {
+    /usr/bin/python3 "$here/fake_apiserver.py" "$T" "$@" >"$T/port" 2>"$T/fake.err" &
+    FAKE_PID=$!
+    for _ in $(seq 100); do
+        [ -s "$T/port" ] && break
+        sleep 0.05
+    done
+    PORT=$(awk '{print $2}' "$T/port")
+    [ -n "$PORT" ] || { echo "FAIL: the fake did not start"; cat "$T/fake.err"; exit 1; }
+}
+
+stop_fake() {
+    [ -n "${FAKE_PID:-}" ] && kill "$FAKE_PID" 2>/dev/null && wait "$FAKE_PID" 2>/dev/null
+    FAKE_PID=
+}
+
+# write_kubeconfig token|cert
+write_kubeconfig() {
+    {
+        echo "apiVersion: v1"
+        echo "kind: Config"
+        echo "clusters:"
+        echo "- name: fake"
+        echo "  cluster:"
+        echo "    server: https://127.0.0.1:$PORT"
+        echo "    certificate-authority-data: $(base64 -w0 "$T/ca.pem")"
+        echo "users:"
+        echo "- name: u"
+        echo "  user:"
+        if [ "$1" = token ]; then
+            echo "    token: token-one"
+        else
+            echo "    client-certificate-data: $(base64 -w0 "$T/client.pem")"
+            echo "    client-key-data: $(base64 -w0 "$T/client.key")"
+        fi
+        echo "contexts:"
+        echo "- name: fake"
+        echo "  context: {cluster: fake, user: u, namespace: default}"
+        echo "current-context: fake"
+    } >"$T/kubeconfig"
+}
