@@ -466,6 +466,8 @@ typedef struct canned {
     char request[4096];
     uint8_t got[256]; /* what came after the request */
     size_t got_len;
+    pthread_t th; /* the server thread: joined by canned_end() */
+    bool running;
 } canned;
 
 static void *serve_canned(void *arg)
@@ -522,14 +524,26 @@ static void *serve_canned(void *arg)
     "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"            \
     "Sec-WebSocket-Accept: {ACCEPT}\r\n"
 
-/* Run a handshake against c; returns its code, the connection in *out. */
+/* Wait for c's server thread, which ends when the client's end of the
+ * socket is closed (sp_ws_free) or after its last read: the canned state
+ * lives in the test's frame, so the thread never outlives it. */
+static void canned_end(canned *c)
+{
+    if (c->running) {
+        pthread_join(c->th, NULL);
+        c->running = false;
+    }
+}
+
+/* Run a handshake against c; returns its code, the connection in *out
+ * (then free it and call canned_end(c)). */
 static int handshake_with(canned *c, sp_ws **out, const sp_ws_opts *o, const char *path, char **msg)
 {
     int sv[2];
     assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
     c->fd = sv[1];
-    pthread_t th;
-    pthread_create(&th, NULL, serve_canned, c);
+    assert_int_equal(pthread_create(&c->th, NULL, serve_canned, c), 0);
+    c->running = true;
     sp_error *err = NULL;
     int rc = sp_ws_handshake(out, sp_ws_transport_fd(sv[0]), "example:443", path, o, &err);
     if (rc < 0) {
@@ -540,9 +554,7 @@ static int handshake_with(canned *c, sp_ws **out, const sp_ws_opts *o, const cha
         sp_error_free(err);
     }
     if (*out == NULL || !c->answer)
-        pthread_join(th, NULL);
-    else
-        pthread_detach(th); /* the caller ends it by freeing *out */
+        canned_end(c);
     return rc;
 }
 
@@ -582,6 +594,7 @@ static void test_handshake_request_and_early_frame(void **state)
     assert_int_equal(m.len, 3);
     assert_memory_equal(m.data, "\x01hi", 3);
     sp_ws_free(ws);
+    canned_end(&c);
     const char *r = c.request;
     assert_true(strncmp(r, "GET /api/v1/exec?command=sh HTTP/1.1\r\n", 38) == 0);
     assert_non_null(strstr(r, "\r\nHost: example:443\r\n"));
@@ -666,9 +679,7 @@ static void test_protocol_error_sends_close(void **state)
     assert_true(sp_ws_send(ws, SP_WS_TEXT, "x", 1, 0, &err) < 0);
     sp_error_free(err);
     sp_ws_free(ws);
-    /* Give the thread its moment to read, then check the close frame. */
-    for (int i = 0; i < 100 && c.got_len < 8; i++)
-        usleep(10000);
+    canned_end(&c);                 /* it has read all the client sent, the close frame too */
     assert_int_equal(c.got_len, 8); /* 0x88, 0x82, mask, 2 bytes */
     assert_int_equal(c.got[0], 0x88);
     assert_int_equal(c.got[1], 0x82);
