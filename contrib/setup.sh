@@ -5,7 +5,8 @@ set -euo pipefail
 
 # clang and libclang-rt: the fuzzers; gdb: tests print every thread's stack
 # when they crash (tu_crash_reports), the only trace a CI run keeps; zsh,
-# fish and groff-base: the completion and man page tests; ripgrep: grep is
+# fish and groff-base: the completion and man page tests; man-db: the
+# README's `man -l` (tests/cmd/test_readme_blocks.sh); ripgrep: grep is
 # compared with rg (test_search_ref; bash globstar is the glob reference);
 # docker-registry: the image tests pull from a registry on 127.0.0.1;
 # python3-pytest/-setuptools/-pip/-venv: the Python package and its tests;
@@ -18,7 +19,7 @@ pkgs=(
   podman runc catatonit busybox-static uidmap slirp4netns iptables curl
   clang libclang-rt-14-dev
   gdb
-  zsh fish groff-base
+  zsh fish groff-base man-db
   ripgrep
   docker-registry
   python3-pytest python3-setuptools python3-pip python3-venv

@@ -55,6 +55,18 @@ expect() {
     fi
 }
 
+# ran_ok DESC OUT ERR [N]: a script just run (its status in rc) exited 0;
+# else the last N (20) lines of its stdout and stderr files go with the FAIL.
+ran_ok() {
+    if [ "$rc" -eq 0 ]; then
+        ok
+        return
+    fi
+    bad "$1 exits $rc"
+    tail -n "${4:-20}" "$2" | sed 's/^/    stdout: /'
+    tail -n "${4:-20}" "$3" | sed 's/^/    stderr: /'
+}
+
 # expect_rc RC DESC: the exit status alone.
 expect_rc() {
     if [ "$rc" -eq "$1" ]; then ok; else bad "$2: exit $rc, wanted $1"; fi

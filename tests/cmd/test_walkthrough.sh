@@ -43,13 +43,7 @@ mkdir -p "$T/cache"
             bash -e -o pipefail "$T/walk.sh"
 ) >"$T/out" 2>"$T/err"
 rc=$?
-if [ "$rc" -ne 0 ]; then
-    bad "the walk-through exits $rc"
-    tail -n 20 "$T/out" | sed 's/^/    stdout: /'
-    tail -n 20 "$T/err" | sed 's/^/    stderr: /'
-else
-    ok
-fi
+ran_ok "the walk-through" "$T/out" "$T/err"
 
 # The project it made under TMPDIR=$T: the agent's work is there, its
 # deletion too, .env and the ignored build.log never left it (nor came back).
