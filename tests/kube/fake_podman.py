@@ -35,7 +35,7 @@ import os
 import pty
 import random
 import resource
-import select
+import signal
 import socket
 import struct
 import subprocess
@@ -165,6 +165,8 @@ def status_of(pod):
         found = {c["Name"]: c for c in json.loads(r.stdout or "[]")}
     except ValueError:
         found = {}
+    if r.returncode != 0 and "no such" not in r.stderr.lower():
+        return None  # Podman did not answer (a busy host): no news
     statuses, running, exited, failed = [], 0, 0, 0
     for c in pod["spec"]["containers"]:
         st = (found.get("%s-%s" % (pod["metadata"]["name"], c["name"])) or {}).get("State")
@@ -205,6 +207,8 @@ def poller():
                     if plays.get(n, {}).get("played") and not plays[n]["error"]]
         for pod in todo:
             st = status_of(pod)
+            if st is None:
+                continue
             with lock:
                 p = state["pods"].get(pod["metadata"]["name"])
                 if p and p["metadata"]["uid"] == pod["metadata"]["uid"]:
@@ -327,6 +331,11 @@ class Handler(base.Handler):
             return self.exec(parts[5], q)
         return super().handle_any(method)
 
+    def fail(self, code, reason, message, extra=None):
+        if code == 400:
+            sys.stderr.write("fake_podman: 400 %s %s: %s\n" % (self.command, self.path, message))
+        super().fail(code, reason, message, extra)
+
     def exec(self, name, q):
         with lock:
             pod = state["pods"].get(name)
@@ -344,7 +353,10 @@ class Handler(base.Handler):
         cmd = q.get("command") or []
         if not cmd:
             return self.fail(400, "BadRequest", "you must specify at least 1 command")
-        offered = [p.strip() for p in self.headers.get("Sec-WebSocket-Protocol", "").split(",")]
+        # One header with a list (kubectl) or one header each (RFC 6455
+        # allows both; sandpod's client sends several).
+        offered = [p.strip() for h in self.headers.get_all("Sec-WebSocket-Protocol", [])
+                   for p in h.split(",")]
         with lock:
             v4_only = V4_ONLY or state["faults"].get("v4_only")
         proto = V5 if V5 in offered and not v4_only else V4 if V4 in offered else None
@@ -374,8 +386,12 @@ class Handler(base.Handler):
         master = None
         if tty:
             master, slave = pty.openpty()
+            fcntl.ioctl(master, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 80, 0, 0))
+            # The pty is the command's controlling terminal: a resize
+            # (TIOCSWINSZ on the master) signals podman, which passes it on.
             p = subprocess.Popen(args, stdin=slave, stdout=slave, stderr=slave,
-                                 start_new_session=True)
+                                 start_new_session=True,
+                                 preexec_fn=lambda: fcntl.ioctl(0, termios.TIOCSCTTY, 0))
             os.close(slave)
             outs = [(master, 1)]
             in_fd = master
@@ -437,6 +453,10 @@ class Handler(base.Handler):
                         size = json.loads(body)
                         fcntl.ioctl(master, termios.TIOCSWINSZ,
                                     struct.pack("HHHH", size["Height"], size["Width"], 0, 0))
+                        # The kernel's SIGWINCH is lost when it comes before
+                        # podman listens for it: once more, later.
+                        threading.Timer(0.5, lambda: p.poll() is None and
+                                        os.kill(p.pid, signal.SIGWINCH)).start()
                     except (ValueError, KeyError, OSError):
                         pass
 
