@@ -26,10 +26,10 @@ IMG=localhost/sandpod:fakepod-test-$$
 # Pod only when asked).
 fakepod_cleanup() {
     stop_fake
-    for p in $(cat "$T/pods" 2>/dev/null); do
+    [ -f "$T/pods" ] && while read -r p; do
         podman pod rm -f -t 0 "$p" >/dev/null 2>&1
         podman volume ls --quiet | grep "^$p-" | xargs -r podman volume rm -f >/dev/null 2>&1
-    done
+    done <"$T/pods"
     podman rmi "$IMG" >/dev/null 2>&1
     cleanup
 }
