@@ -17,9 +17,10 @@ need /usr/bin/python3
 need openssl
 sh "$here/make_certs.sh" "$T"
 
-# start_fake [--client-cert]
+# start_fake [--client-cert]: the canned fake, or the one FAKE names
+# (fake_podman.py: Pods run by Podman).
 start_fake() {
-    /usr/bin/python3 "$here/fake_apiserver.py" "$T" "$@" >"$T/port" 2>"$T/fake.err" &
+    /usr/bin/python3 "$here/${FAKE:-fake_apiserver.py}" "$T" "$@" >"$T/port" 2>"$T/fake.err" &
     FAKE_PID=$!
     for _ in $(seq 100); do
         [ -s "$T/port" ] && break

@@ -9,12 +9,12 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 
 #include "base.h"
 #include "kube.h"
+#include "kube_testutil.h"
 #include "sha1.h"
 #include "testutil.h"
 
@@ -29,53 +29,23 @@ static bool have_kubectl;
 
 static bool ci(void)
 {
-    return getenv("CI") && strcmp(getenv("CI"), "true") == 0;
-}
-
-static int run_wait(char *const argv[])
-{
-    pid_t pid = fork();
-    if (pid == 0) {
-        int nul = open("/dev/null", O_WRONLY);
-        dup2(nul, 1);
-        execv(argv[0], argv);
-        _exit(127);
-    }
-    int st = 0;
-    waitpid(pid, &st, 0);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+    return kt_ci();
 }
 
 static int start_fake(fake *f, bool client_cert)
 {
-    int p[2];
-    if (pipe2(p, O_CLOEXEC) < 0)
-        return -1;
-    f->pid = fork();
-    if (f->pid == 0) {
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
-        dup2(p[1], 1);
-        execl("/usr/bin/python3", "python3", FAKE_SERVER, scratch,
-              client_cert ? "--client-cert" : (char *)NULL, (char *)NULL);
-        _exit(127);
-    }
-    close(p[1]);
-    char line[64] = "";
-    FILE *fp = fdopen(p[0], "r");
-    bool got = fgets(line, sizeof(line), fp) != NULL;
-    fclose(fp);
-    if (!got || sscanf(line, "PORT %d", &f->port) != 1)
+    char line[64];
+    int st;
+    if (kt_start_server(&f->pid, &st, line, sizeof(line), FAKE_SERVER, scratch,
+                        client_cert ? "--client-cert" : NULL) < 0 ||
+        sscanf(line, "PORT %d", &f->port) != 1)
         return -1;
     return 0;
 }
 
 static void stop_fake(fake *f)
 {
-    if (f->pid > 0) {
-        kill(f->pid, SIGTERM);
-        waitpid(f->pid, NULL, 0);
-    }
-    f->pid = -1;
+    kt_stop_server(&f->pid);
 }
 
 static void skip_or_fail(const char *what)
@@ -129,7 +99,7 @@ static int setup(void **state)
         skip_or_fail("python3 is missing");
     scratch = tu_mkdtemp();
     char *argv[] = {"/bin/sh", MAKE_CERTS, scratch, NULL};
-    if (run_wait(argv) != 0)
+    if (kt_run_quiet(argv) != 0)
         skip_or_fail("openssl could not make the test certificates");
     if (start_fake(&tok_fake, false) < 0 || start_fake(&cert_fake, true) < 0) {
         fprintf(stderr, "the fake API server did not start\n");

@@ -6,11 +6,11 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/wait.h>
 
 #include "base.h"
 #include "kube_exec.h"
+#include "kube_testutil.h"
 #include "testutil.h"
 #include "ws.h"
 
@@ -22,27 +22,12 @@ static int start_server(void **state)
 {
     (void)state;
     scratch = tu_mkdtemp();
-    int p[2];
-    if (pipe2(p, O_CLOEXEC) < 0)
-        return -1;
-    server_pid = fork();
-    if (server_pid == 0) {
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
-        dup2(p[1], 1);
-        execl("/usr/bin/python3", "python3", WS_SERVER, scratch, (char *)NULL);
-        _exit(127);
-    }
-    close(p[1]);
-    char line[128] = "";
-    FILE *f = fdopen(p[0], "r");
-    bool got = fgets(line, sizeof(line), f) != NULL;
-    fclose(f);
-    if (!got || sscanf(line, "PORTS %d %d %d", &port_main, &port_v4, &port_tls) != 3) {
-        int st = 0;
-        waitpid(server_pid, &st, 0);
-        server_pid = -1;
-        bool ci = getenv("CI") && strcmp(getenv("CI"), "true") == 0;
-        if (WIFEXITED(st) && WEXITSTATUS(st) == 77 && !ci) {
+    char line[128];
+    int st;
+    if (kt_start_server(&server_pid, &st, line, sizeof(line), WS_SERVER, scratch, NULL) < 0 ||
+        sscanf(line, "PORTS %d %d %d", &port_main, &port_v4, &port_tls) != 3) {
+        kt_stop_server(&server_pid);
+        if (WIFEXITED(st) && WEXITSTATUS(st) == 77 && !kt_ci()) {
             fprintf(stderr, "skip: python3-websockets is not installed\n");
             exit(77);
         }
@@ -299,25 +284,12 @@ static void test_exec_channels(void **state)
     assert_int_equal(sp_kube_exec_resize(ws, 80, 24, NULL), 0);
     assert_int_equal(sp_kube_exec_close_stdin(ws, NULL), 0);
     sp_buf out = SP_BUF_INIT, errb = SP_BUF_INIT;
-    int code = -1;
-    for (;;) {
-        sp_ws_msg m;
-        recv_ok(ws, &m);
-        if (m.opcode == SP_WS_CLOSE) {
-            assert_int_equal(m.close_code, 1000);
-            break;
-        }
-        int ch;
-        const uint8_t *d;
-        size_t n;
-        assert_int_equal(sp_kube_exec_split(&ch, &d, &n, m.data, m.len, NULL), 0);
-        if (ch == SP_KUBE_STDOUT)
-            sp_buf_add(&out, d, n);
-        else if (ch == SP_KUBE_STDERR)
-            sp_buf_add(&errb, d, n);
-        else
-            assert_int_equal(sp_kube_exec_status(&code, (const char *)d, n, NULL), 0);
-    }
+    int code;
+    unsigned close_code = 0;
+    sp_error *err = NULL;
+    if (kt_exec_collect(ws, &out, &errb, &code, &close_code, 10000, &err) < 0)
+        fail_msg("exec: %s", err->message);
+    assert_int_equal(close_code, 1000);
     assert_string_equal(out.data, "abc\nresize 80x24\n");
     assert_string_equal(errb.data, "err");
     assert_int_equal(code, 3);

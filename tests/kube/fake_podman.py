@@ -1,0 +1,492 @@
+#!/usr/bin/python3
+"""The fake API server (fake_apiserver.py) backed by Podman: standard
+library only. kubectl is run against it by the tests to hold it to the real
+protocol, and real containers run the real Pod.
+
+Usage: fake_podman.py DIR [--client-cert] [--v4-only]
+  (POST /fake/faults {"v4_only": true} turns --v4-only on at run time.)
+  Everything fake_apiserver.py does for auth, discovery, faults, lists,
+  watches and Events, with Pods that are Podman's:
+  - POST pods: the name comes from generateName when there is none, each
+    volume gets the Pod's name as a prefix (Podman 4.3's kube play turns an
+    emptyDir into a named volume every Pod with that volume name would
+    share), and `podman kube play` runs the rest as it is, with runc and
+    the host's nofile/nproc limits from DIR/containers.conf (kube play takes
+    them from there only). A Pod that cannot be played stays Pending with a
+    waiting ErrImagePull (or CreateContainerError) and a Warning event
+    carrying Podman's message.
+  - status: polled from `podman inspect` of the Pod's containers (named
+    POD-CONTAINER): Pending, Running (every container running, all Ready),
+    Succeeded (all exited 0) or Failed; each change is a MODIFIED event with
+    a new resourceVersion.
+  - DELETE: `podman pod rm -f` and the Pod's volumes, before the answer.
+  - pods/exec over WebSocket (RFC 6455, server side here):
+    v5.channel.k8s.io (v4.channel.k8s.io with --v4-only, or when the client
+    offers no v5), channels 0-4, `podman exec -i [-t] POD-CONTAINER cmd...`;
+    the channel-3 Status carries the exit code (ExitCode cause); v5's
+    [255, 0] closes the command's stdin; channel 4 resizes a tty.
+"""
+import errno
+import fcntl
+import hashlib
+import base64
+import json
+import os
+import pty
+import random
+import resource
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import termios
+import threading
+import time
+import urllib.parse
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import fake_apiserver as base  # noqa: E402  (reads DIR and --client-cert from argv)
+
+V4_ONLY = "--v4-only" in sys.argv[2:]
+V5, V4 = "v5.channel.k8s.io", "v4.channel.k8s.io"
+WS_GUID = b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
+lock, state = base.lock, base.state
+plays = {}  # Pod name -> {"error": message or None, "played": bool}
+
+
+def containers_conf():
+    """runc and nofile/nproc limits the host allows: kube play reads them
+    from containers.conf only."""
+    def cap(limit, most):
+        hard = resource.getrlimit(limit)[1]
+        return most if hard == resource.RLIM_INFINITY or hard > most else hard
+    path = os.path.join(base.DIR, "containers.conf")
+    with open(path, "w") as f:
+        n, p = cap(resource.RLIMIT_NOFILE, 1024), cap(resource.RLIMIT_NPROC, 4096)
+        f.write('[containers]\ndefault_ulimits = ["nofile=%d:%d", "nproc=%d:%d"]\n'
+                '[engine]\nruntime = "runc"\n' % (n, n, p, p))
+    os.environ["CONTAINERS_CONF"] = path
+
+
+def podman(*args, timeout=300):
+    return subprocess.run(["podman"] + list(args), stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, timeout=timeout, text=True)
+
+
+def for_play(pod):
+    """The Pod as kube play needs it: its volumes named after it."""
+    pod = json.loads(json.dumps(pod))
+    name = pod["metadata"]["name"]
+    pod.pop("status", None)
+    spec = pod["spec"]
+    for v in spec.get("volumes") or []:
+        v["name"] = name + "-" + v["name"]
+    for key in ("initContainers", "containers"):
+        for c in spec.get(key) or []:
+            for m in c.get("volumeMounts") or []:
+                m["name"] = name + "-" + m["name"]
+    return pod
+
+
+def play(pod):
+    """`podman kube play` in the background; the poller reports the rest."""
+    name = pod["metadata"]["name"]
+    path = os.path.join(base.DIR, "play-%s.json" % name)
+    with open(path, "w") as f:
+        json.dump(for_play(pod), f)
+    r = podman("kube", "play", path)
+    if r.returncode != 0 and os.geteuid() != 0 and "cgroup" in r.stderr:
+        # Rootless where cgroups are not delegated (v1): no limit can be
+        # set, as the library drops them for local sandboxes.
+        remove(name)
+        played = for_play(pod)
+        for key in ("initContainers", "containers"):
+            for c in played["spec"].get(key) or []:
+                c.pop("resources", None)
+        with open(path, "w") as f:
+            json.dump(played, f)
+        r = podman("kube", "play", path)
+    with lock:
+        if r.returncode != 0:
+            msg = (r.stderr.strip().splitlines() or ["exit %d" % r.returncode])[-1]
+            plays[name] = {"error": msg, "played": True}
+            p = state["pods"].get(name)
+            if p:
+                pull = "pull" in msg or "image" in msg
+                reason = "ErrImagePull" if pull else "CreateContainerError"
+                base.add_event(p, "Warning", "Failed",
+                               ('Failed to pull image "%s": %s' % (
+                                   p["spec"]["containers"][0]["image"], msg)) if pull
+                               else "Error: " + msg)
+                p["status"]["containerStatuses"] = [
+                    {"name": c["name"], "ready": False, "restartCount": 0,
+                     "image": c.get("image", ""), "imageID": "",
+                     "state": {"waiting": {"reason": reason, "message": msg}}}
+                    for c in p["spec"]["containers"]]
+                base.record("MODIFIED", p)
+        else:
+            plays[name] = {"error": None, "played": True}
+            p = state["pods"].get(name)
+            if p:
+                base.add_event(p, "Normal", "Started", "podman kube play started the Pod")
+    if r.returncode != 0:
+        remove(name)
+
+
+def grace(q, data):
+    """The grace period asked for (the query's, else DeleteOptions'), at
+    most 10 s, Podman's own stop timeout."""
+    g = q.get("gracePeriodSeconds")
+    try:
+        g = json.loads(data or b"{}").get("gracePeriodSeconds", g)
+    except (ValueError, AttributeError):
+        pass
+    try:
+        return max(0, min(int(g), 10))
+    except (TypeError, ValueError):
+        return 10
+
+
+def remove(name, timeout=0):
+    podman("pod", "rm", "-f", "-t", str(timeout), name, timeout=120)
+    vols = podman("volume", "ls", "--quiet").stdout.split()
+    mine = [v for v in vols if v.startswith(name + "-")]
+    if mine:
+        podman("volume", "rm", "-f", *mine, timeout=120)
+
+
+def status_of(pod):
+    """The Pod's status from its containers' Podman state."""
+    names = [c["name"] for c in pod["spec"]["containers"]]
+    r = podman("inspect", "--type", "container",
+               *["%s-%s" % (pod["metadata"]["name"], n) for n in names], timeout=60)
+    try:
+        found = {c["Name"]: c for c in json.loads(r.stdout or "[]")}
+    except ValueError:
+        found = {}
+    if r.returncode != 0 and "no such" not in r.stderr.lower():
+        return None  # Podman did not answer (a busy host): no news
+    statuses, running, exited, failed = [], 0, 0, 0
+    for c in pod["spec"]["containers"]:
+        st = (found.get("%s-%s" % (pod["metadata"]["name"], c["name"])) or {}).get("State")
+        cs = {"name": c["name"], "ready": False, "restartCount": 0,
+              "image": c.get("image", ""), "imageID": ""}
+        if not st or st.get("Status") in ("created", "configured", "initialized"):
+            cs["state"] = {"waiting": {"reason": "ContainerCreating"}}
+        elif st.get("Running"):
+            running += 1
+            cs["ready"] = True
+            cs["started"] = True
+            cs["state"] = {"running": {"startedAt": st.get("StartedAt", "")}}
+        else:
+            exited += 1
+            code = st.get("ExitCode", 0)
+            failed += code != 0
+            cs["state"] = {"terminated": {"exitCode": code,
+                                          "reason": "Completed" if code == 0 else "Error"}}
+        statuses.append(cs)
+    n = len(names)
+    phase = ("Running" if running == n else
+             "Failed" if exited == n and failed else
+             "Succeeded" if exited == n else
+             "Running" if running else "Pending")
+    ready = "True" if running == n else "False"
+    return {"phase": phase, "containerStatuses": statuses,
+            "conditions": [{"type": "PodScheduled", "status": "True"},
+                           {"type": "ContainersReady", "status": ready},
+                           {"type": "Ready", "status": ready}]}
+
+
+def poller():
+    """Podman's state into the Pods, a MODIFIED event for each change."""
+    while True:
+        time.sleep(0.3)
+        with lock:
+            todo = [json.loads(json.dumps(p)) for n, p in state["pods"].items()
+                    if plays.get(n, {}).get("played") and not plays[n]["error"]]
+        for pod in todo:
+            st = status_of(pod)
+            if st is None:
+                continue
+            with lock:
+                p = state["pods"].get(pod["metadata"]["name"])
+                if p and p["metadata"]["uid"] == pod["metadata"]["uid"]:
+                    old = dict(p["status"])
+                    new = dict(old)
+                    new.update(st)
+                    if json.dumps(new, sort_keys=True) != json.dumps(old, sort_keys=True):
+                        p["status"] = new
+                        base.record("MODIFIED", p)
+
+
+def ws_accept(key):
+    return base64.b64encode(hashlib.sha1(key.encode() + WS_GUID).digest()).decode()
+
+
+class WS:
+    """The server side of RFC 6455 on the handler's socket."""
+
+    def __init__(self, rfile, wfile):
+        self.r, self.w = rfile, wfile
+        self.wlock = threading.Lock()
+
+    def read_exact(self, n):
+        b = self.r.read(n)
+        if b is None or len(b) < n:
+            raise EOFError
+        return b
+
+    def send(self, opcode, data):
+        n = len(data)
+        head = bytes([0x80 | opcode])
+        if n < 126:
+            head += bytes([n])
+        elif n < 65536:
+            head += bytes([126]) + struct.pack("!H", n)
+        else:
+            head += bytes([127]) + struct.pack("!Q", n)
+        with self.wlock:
+            self.w.write(head + data)
+            self.w.flush()
+
+    def recv(self):
+        """One message: (opcode, payload); pings answered, fragments joined."""
+        msg, op = b"", None
+        while True:
+            b0, b1 = self.read_exact(2)
+            fin, opcode, n = b0 & 0x80, b0 & 0x0F, b1 & 0x7F
+            if not b1 & 0x80:
+                raise ValueError("unmasked client frame")
+            if n == 126:
+                n = struct.unpack("!H", self.read_exact(2))[0]
+            elif n == 127:
+                n = struct.unpack("!Q", self.read_exact(8))[0]
+            mask = self.read_exact(4)
+            data = bytes(c ^ mask[i % 4] for i, c in enumerate(self.read_exact(n)))
+            if opcode == 9:
+                self.send(10, data)
+                continue
+            if opcode == 10:
+                continue
+            if opcode == 8:
+                return 8, data
+            if opcode:
+                op = opcode
+            msg += data
+            if fin:
+                return op, msg
+
+
+class Handler(base.Handler):
+    def pods(self, method, ns, name, q, data):
+        if method == "POST" and not name:
+            return self.create(ns, data)
+        if method == "DELETE" and name:
+            with lock:
+                known = name in state["pods"]
+            if known:
+                with lock:
+                    plays[name] = {"error": "deleted", "played": True}
+                remove(name, grace(q, data))
+        return super().pods(method, ns, name, q, data)
+
+    def create(self, ns, data):
+        try:
+            pod = json.loads(data)
+            md = pod["metadata"]
+            if not md.get("name"):
+                md["name"] = md.pop("generateName") + "".join(
+                    random.choice("bcdfghjklmnpqrstvwxz2456789") for _ in range(5))
+            assert pod["spec"]["containers"][0]["image"]
+        except (ValueError, KeyError, IndexError, TypeError, AssertionError):
+            return self.fail(422, "Invalid", "Pod is invalid: metadata.name (or generateName) "
+                             "or an image is missing")
+        md.pop("generateName", None)
+        name = md["name"]
+        with lock:
+            if name in state["pods"]:
+                return self.fail(409, "AlreadyExists", 'pods "%s" already exists' % name)
+            pod["apiVersion"], pod["kind"] = "v1", "Pod"
+            md.update({"namespace": ns, "uid": "uid-%s-%d" % (name, state["rv"]),
+                       "creationTimestamp": base.now()})
+            pod["status"] = {"phase": "Pending", "conditions": []}
+            state["pods"][name] = pod
+            plays[name] = {"error": None, "played": False}
+            base.add_event(pod, "Normal", "Scheduled", "Successfully assigned to podman")
+            base.record("ADDED", pod)
+            out = json.loads(json.dumps(pod))
+        threading.Thread(target=play, args=(out,), daemon=True).start()
+        return self.send_json(201, out)
+
+    def handle_any(self, method):
+        u = urllib.parse.urlsplit(self.path)
+        parts = [p for p in u.path.split("/") if p]
+        if len(parts) == 7 and parts[:3] == ["api", "v1", "namespaces"] and \
+                parts[4] == "pods" and parts[6] == "exec":
+            with lock:
+                if not self.authorized():
+                    return self.fail(401, "Unauthorized", "Unauthorized")
+            q = urllib.parse.parse_qs(u.query)
+            return self.exec(parts[5], q)
+        return super().handle_any(method)
+
+    def fail(self, code, reason, message, extra=None):
+        if code == 400:
+            sys.stderr.write("fake_podman: 400 %s %s: %s\n" % (self.command, self.path, message))
+        super().fail(code, reason, message, extra)
+
+    def exec(self, name, q):
+        with lock:
+            pod = state["pods"].get(name)
+            pod = json.loads(json.dumps(pod)) if pod else None
+        if not pod:
+            return self.fail(404, "NotFound", 'pods "%s" not found' % name)
+        names = [c["name"] for c in pod["spec"]["containers"]]
+        container = (q.get("container") or [names[0]])[-1]
+        if container not in names:
+            return self.fail(400, "BadRequest", "container %s is not valid for pod %s" %
+                             (container, name))
+        if pod["status"].get("phase") != "Running":
+            return self.fail(400, "BadRequest", "pod %s is not running (phase %s)" %
+                             (name, pod["status"].get("phase")))
+        cmd = q.get("command") or []
+        if not cmd:
+            return self.fail(400, "BadRequest", "you must specify at least 1 command")
+        # One header with a list (kubectl) or one header each (RFC 6455
+        # allows both; sandpod's client sends several).
+        offered = [p.strip() for h in self.headers.get_all("Sec-WebSocket-Protocol", [])
+                   for p in h.split(",")]
+        with lock:
+            v4_only = V4_ONLY or state["faults"].get("v4_only")
+        proto = V5 if V5 in offered and not v4_only else V4 if V4 in offered else None
+        key = self.headers.get("Sec-WebSocket-Key")
+        if self.headers.get("Upgrade", "").lower() != "websocket" or not key or not proto:
+            return self.fail(400, "BadRequest", "pods/exec needs a WebSocket upgrade offering "
+                             "%s" % (V4 if v4_only else V5 + " or " + V4))
+        flag = lambda k: (q.get(k) or ["false"])[-1] in ("true", "1")  # noqa: E731
+        stdin, stdout, stderr, tty = flag("stdin"), flag("stdout"), flag("stderr"), flag("tty")
+        self.send_response(101)
+        self.send_header("Upgrade", "websocket")
+        self.send_header("Connection", "Upgrade")
+        self.send_header("Sec-WebSocket-Accept", ws_accept(key))
+        self.send_header("Sec-WebSocket-Protocol", proto)
+        self.end_headers()
+        self.wfile.flush()
+        self.close_connection = True
+        ws = WS(self.rfile, self.wfile)
+        try:
+            self.relay(ws, proto, "%s-%s" % (name, container), cmd, stdin, stdout, stderr, tty)
+        except (OSError, EOFError, ValueError):
+            pass
+
+    def relay(self, ws, proto, target, cmd, stdin, stdout, stderr, tty):
+        args = ["podman", "exec"] + (["-i"] if stdin else []) + (["-t"] if tty else [])
+        args += [target] + cmd
+        master = None
+        if tty:
+            master, slave = pty.openpty()
+            fcntl.ioctl(master, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 80, 0, 0))
+            # The pty is the command's controlling terminal: a resize
+            # (TIOCSWINSZ on the master) signals podman, which passes it on.
+            p = subprocess.Popen(args, stdin=slave, stdout=slave, stderr=slave,
+                                 start_new_session=True,
+                                 preexec_fn=lambda: fcntl.ioctl(0, termios.TIOCSCTTY, 0))
+            os.close(slave)
+            outs = [(master, 1)]
+            in_fd = master
+        else:
+            p = subprocess.Popen(args, stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+            outs = [(p.stdout.fileno(), 1), (p.stderr.fileno(), 2)]
+            in_fd = p.stdin.fileno() if stdin else None
+        want = {1: stdout, 2: stderr}
+
+        def pump(fd, ch):
+            while True:
+                try:
+                    b = os.read(fd, 65536)
+                except OSError as e:  # a pty's master reads EIO once the child is gone
+                    if e.errno != errno.EIO:
+                        raise
+                    b = b""
+                if not b:
+                    return
+                if want[ch]:
+                    try:
+                        ws.send(2, bytes([ch]) + b)
+                    except OSError:
+                        return
+
+        pumps = [threading.Thread(target=pump, args=o, daemon=True) for o in outs]
+        for t in pumps:
+            t.start()
+
+        def reader():
+            nonlocal in_fd
+            while True:
+                try:
+                    op, msg = ws.recv()
+                except (OSError, EOFError, ValueError):
+                    op, msg = 8, b""
+                if op == 8:
+                    # The client went away: so does the command.
+                    if p.poll() is None:
+                        p.kill()
+                    return
+                if not msg:
+                    continue
+                ch, body = msg[0], msg[1:]
+                if ch == 0 and in_fd is not None and body:
+                    try:
+                        os.write(in_fd, body)
+                    except OSError:
+                        pass
+                elif ch == 255 and proto == V5 and body == b"\x00" and in_fd is not None:
+                    if tty:
+                        os.write(master, b"\x04")
+                    else:
+                        p.stdin.close()
+                    in_fd = None
+                elif ch == 4 and tty:
+                    try:
+                        size = json.loads(body)
+                        fcntl.ioctl(master, termios.TIOCSWINSZ,
+                                    struct.pack("HHHH", size["Height"], size["Width"], 0, 0))
+                        # The kernel's SIGWINCH is lost when it comes before
+                        # podman listens for it: once more, later.
+                        threading.Timer(0.5, lambda: p.poll() is None and
+                                        os.kill(p.pid, signal.SIGWINCH)).start()
+                    except (ValueError, KeyError, OSError):
+                        pass
+
+        threading.Thread(target=reader, daemon=True).start()
+        rc = p.wait()
+        for t in pumps:
+            t.join(5)
+        if rc == 0:
+            status = {"metadata": {}, "status": "Success"}
+        else:
+            status = {"metadata": {}, "status": "Failure", "reason": "NonZeroExitCode",
+                      "message": "command terminated with non-zero exit code: exit status %d"
+                      % rc,
+                      "details": {"causes": [{"reason": "ExitCode", "message": str(rc)}]}}
+        ws.send(2, b"\x03" + json.dumps(status).encode())
+        ws.send(8, struct.pack("!H", 1000))
+        if master is not None:
+            os.close(master)
+        try:
+            self.connection.shutdown(socket.SHUT_WR)
+        except OSError:
+            pass
+
+
+def main():
+    containers_conf()
+    base.Handler = Handler
+    threading.Thread(target=poller, daemon=True).start()
+    base.main()
+
+
+if __name__ == "__main__":
+    main()
