@@ -291,9 +291,27 @@ int sp_podman_image_list(sp_podman_image_info **out, size_t *out_n, sp_podman *p
     sp_http_req req = SP_HTTP_REQ_INIT;
     req.path = SP_PODMAN_API "/images/json";
     cJSON *j = NULL;
-    int r = sp_podman_call_json(p, &req, &j, "list images", err);
-    if (r < 0)
-        return r;
+    /* Podman 4.3 fails the whole list ("image not known", a 500 we read as
+     * not found) when an image is removed while it lists: a list has
+     * nothing to be missing, so it is asked again. */
+    int r = SP_ENOTFOUND;
+    for (int attempt = 0; attempt < 4 && r == SP_ENOTFOUND; attempt++) {
+        sp_error *e = NULL;
+        r = sp_podman_call_json(p, &req, &j, "list images", &e);
+        if (r == SP_ENOTFOUND && attempt < 3) {
+            sp_log(SP_LOG_DEBUG, "list images: %s; asking again", e ? e->message : "not found");
+            sp_error_free(e);
+            continue;
+        }
+        if (r < 0) {
+            if (err)
+                *err = e;
+            else
+                sp_error_free(e);
+            return r;
+        }
+        sp_error_free(e);
+    }
     if (!cJSON_IsArray(j)) {
         cJSON_Delete(j);
         return sp_err_set(err, SP_EPODMAN, 0, "list images: the answer is not a list");

@@ -138,6 +138,19 @@ static void route(int c, const char *method, const char *path)
             json(c, 500, "{\"message\":\"runc: unable to freeze: OCI runtime error\"}");
         else
             answer(c, 204, "text/plain", "");
+    } else if (strcmp(p, "/images/json") == 0) {
+        /* An image removed while Podman lists: the first answer fails. */
+        char *mark = tu_join(DIR_, "images.once");
+        int fd = open(mark, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0600);
+        free(mark);
+        if (fd >= 0) {
+            close(fd);
+            json(c, 500, "{\"cause\":\"image not known\",\"message\":\"3c2f: image not known\"}");
+        } else {
+            json(c, 200,
+                 "[{\"Id\":\"sha256:abc\",\"RepoTags\":[\"localhost/x:1\"],"
+                 "\"Created\":1,\"Size\":2}]");
+        }
     } else if (strcmp(p, "/info") == 0) {
         json(c, 200,
              "{\"host\": {\"cgroupVersion\": \"v1\", \"security\": {\"rootless\": false}},"
@@ -459,6 +472,14 @@ static void test_bodies(void **state)
     expect(sp_podman_container_pause(P, "stopped", &err), &err, SP_EPODMAN, "is not running");
     err = NULL;
     assert_int_equal(count_marks("pause.s."), 1);
+
+    /* A list that fails on an image removed meanwhile is asked again. */
+    sp_podman_image_info *imgs = NULL;
+    size_t nimg = 0;
+    assert_int_equal(sp_podman_image_list(&imgs, &nimg, P, &err), 0);
+    assert_int_equal(nimg, 1);
+    assert_string_equal(imgs[0].id, "abc");
+    sp_podman_image_list_free(imgs, nimg);
 
     sp_podman_version *v = NULL;
     expect(sp_podman_get_version(&v, P, &err), &err, SP_EPODMAN,
