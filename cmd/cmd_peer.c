@@ -25,6 +25,8 @@ enum {
     OPT_ROOT = 0x3500,
     OPT_STORE,
     OPT_SOCKET,
+    OPT_AGENT,
+    OPT_AGENT_UID,
     OPT_VERBOSE,
 };
 
@@ -34,7 +36,8 @@ const struct cli_spec cli_spec_peer = {
     .name = "peer",
     .fn = cmd_peer,
     .summary = "The sandpod side of a Kubernetes sandbox (runs inside its Pod)",
-    .usage = CLI_USAGE("serve --root DIR --store DIR --socket PATH [--verbose]",
+    .usage = CLI_USAGE("serve --root DIR --store DIR --socket PATH [--agent PATH [--agent-uid UID]]"
+                       " [--verbose]",
                        "connect --socket PATH", "install-agent DIR"),
     .description =
         "What `sandpod render` puts in a Pod; not for use on a host.\n"
@@ -43,8 +46,23 @@ const struct cli_spec cli_spec_peer = {
         "                 apply_patch, and snapshots kept in the --store folder, which\n"
         "                 must be outside DIR) as MCP, one connection at a time, on the\n"
         "                 unix socket PATH (made 0600; its folder should be one only\n"
-        "                 the peer mounts). Shell commands through the workload's\n"
-        "                 agent are not served yet. Stops on SIGINT/SIGTERM.\n"
+        "                 the peer mounts). With --agent, also the command tools\n"
+        "                 (shell, exec_command, write_stdin), run by the workload's\n"
+        "                 sandpod-agent through its socket PATH; DIR must be where the\n"
+        "                 workload sees the workspace too (/workspace in a Pod).\n"
+        "                 Stops on SIGINT/SIGTERM.\n"
+        "\n"
+        "                 Each command connects anew and, before sending a byte,\n"
+        "                 refuses a socket name that is a symlink or not a socket,\n"
+        "                 or that is owned, or served, by another uid than the\n"
+        "                 workload's (--agent-uid, default: ours) or by this process.\n"
+        "                 This proves the listener runs as the workload's uid in our\n"
+        "                 user namespace: the workload could have replaced its agent\n"
+        "                 with a program of its own (it gains nothing it lacked), but\n"
+        "                 no other uid's socket, and nothing outside the shared\n"
+        "                 folder, is ever reached. Pids are never used: a command is\n"
+        "                 killed by the agent (a kill frame, or its connection\n"
+        "                 closing), not by signalling a pid.\n"
         "  connect        relay stdin to the socket PATH and its answers to stdout,\n"
         "                 until either side ends (a client runs this through\n"
         "                 pods/exec)\n"
@@ -55,6 +73,10 @@ const struct cli_spec cli_spec_peer = {
         CLI_VALUE("store", 0, "DIR", OPT_STORE, CLI_COMP_DIR,
                   "serve: the snapshot store (created when missing; outside DIR)"),
         CLI_VALUE("socket", 0, "PATH", OPT_SOCKET, CLI_COMP_FILE, "the peer's unix socket"),
+        CLI_VALUE("agent", 0, "PATH", OPT_AGENT, CLI_COMP_FILE,
+                  "serve: the workload's agent socket (serves the command tools)"),
+        CLI_VALUE("agent-uid", 0, "UID", OPT_AGENT_UID, CLI_COMP_NONE,
+                  "serve: the uid the agent's socket and process must have (default: ours)"),
         CLI_FLAG("verbose", 0, OPT_VERBOSE, "serve: log connections and requests to stderr"))),
     .operands = CLI_OPERANDS({"OP", CLI_COMP_CHOICES, "serve|connect|install-agent"},
                              {"DIR", CLI_COMP_DIR, NULL}),
@@ -62,7 +84,8 @@ const struct cli_spec cli_spec_peer = {
 };
 
 struct peer_args {
-    const char *root, *store, *socket;
+    const char *root, *store, *socket, *agent;
+    long long agent_uid; /* -1: ours */
     bool verbose;
 };
 
@@ -121,7 +144,24 @@ static int peer_serve(const struct peer_args *a)
     to.snapshot_store = a->store;
     sp_tools *t = NULL;
     sp_error *err = NULL;
-    int r = sp_tools_open_root(&t, a->root, &to, &err);
+    sp_sandbox *agent = NULL;
+    int r;
+    if (a->agent) {
+        /* The workload must find the workspace where we name it. */
+        char *cwd = a->root[0] == '/' ? NULL : getcwd(NULL, 0);
+        char *abs = cwd ? sp_xasprintf("%s/%s", cwd, a->root) : sp_xstrdup(a->root);
+        free(cwd);
+        sp_sandbox_agent_opts ao = SP_SANDBOX_AGENT_OPTS_INIT;
+        ao.workspace = abs;
+        ao.socket = a->agent;
+        ao.uid = a->agent_uid;
+        r = sp_sandbox_open_agent(&agent, &ao, &err);
+        if (r == 0 && (r = sp_tools_open_agent(&t, abs, agent, &to, &err)) < 0)
+            sp_sandbox_free(agent);
+        free(abs);
+    } else {
+        r = sp_tools_open_root(&t, a->root, &to, &err);
+    }
     if (r < 0)
         return cli_fail(false, r, err);
     cli_signals_catch();
@@ -129,6 +169,7 @@ static int peer_serve(const struct peer_args *a)
     int rc = listen_on(&lfd, a->socket);
     if (rc) {
         sp_tools_free(t);
+        sp_sandbox_free(agent);
         return rc;
     }
     if (a->verbose)
@@ -164,6 +205,7 @@ static int peer_serve(const struct peer_args *a)
     close(lfd);
     unlink(a->socket);
     sp_tools_free(t);
+    sp_sandbox_free(agent);
     return rc;
 }
 
@@ -276,7 +318,7 @@ static int peer_install_agent(const char *dir)
 
 static int cmd_peer(int argc, char **argv)
 {
-    struct peer_args a = {0};
+    struct peer_args a = {.agent_uid = -1};
     optind = 0;
     int opt;
     while ((opt = cli_next(&cli_spec_peer, argc, argv, 0)) != -1) {
@@ -291,6 +333,13 @@ static int cmd_peer(int argc, char **argv)
             break;
         case OPT_SOCKET:
             a.socket = optarg;
+            break;
+        case OPT_AGENT:
+            a.agent = optarg;
+            break;
+        case OPT_AGENT_UID:
+            if (cli_parse_ll("peer", "--agent-uid", optarg, 0, UINT32_MAX - 1, &a.agent_uid))
+                return CLI_EXIT_USAGE;
             break;
         case OPT_VERBOSE:
             a.verbose = true;
@@ -307,16 +356,19 @@ static int cmd_peer(int argc, char **argv)
             return cli_usage("peer", "install-agent needs a folder DIR");
         if (optind + 1 < argc)
             return cli_usage("peer", "unexpected argument '%s'", argv[optind + 1]);
-        if (a.root || a.store || a.socket)
+        if (a.root || a.store || a.socket || a.agent || a.agent_uid >= 0)
             return cli_usage("peer", "install-agent takes only DIR");
         return peer_install_agent(argv[optind]);
     }
     if (optind < argc)
         return cli_usage("peer", "unexpected argument '%s'", argv[optind]);
-    if (strcmp(op, "serve") == 0)
+    if (strcmp(op, "serve") == 0) {
+        if (a.agent_uid >= 0 && !a.agent)
+            return cli_usage("peer", "--agent-uid goes with --agent PATH");
         return peer_serve(&a);
+    }
     if (strcmp(op, "connect") == 0) {
-        if (a.root || a.store || a.verbose)
+        if (a.root || a.store || a.verbose || a.agent || a.agent_uid >= 0)
             return cli_usage("peer", "connect takes only --socket PATH");
         return peer_connect(&a);
     }

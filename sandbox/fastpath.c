@@ -229,6 +229,68 @@ static bool frame_too_long(const sp_fast *f)
 
 /* ------------------------------------------------------------------ start -- */
 
+/* Connect to the socket `name` in the folder rd, by inode: the name is
+ * opened O_PATH | O_NOFOLLOW (a symlink is -ELOOP), must be a socket (and
+ * owned by uid `owner` unless it is -1), and connect() goes through that
+ * fd (/proc/self/fd/N), so nothing is followed between the check and the
+ * use. *cred gets the listener's SO_PEERCRED. */
+static int connect_inode(int *out, struct ucred *cred, int rd, const char *name, int64_t owner)
+{
+    cleanup_close int sk = openat(rd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+    if (sk < 0)
+        return -errno;
+    struct stat st;
+    if (fstat(sk, &st) < 0)
+        return -errno;
+    if (S_ISLNK(st.st_mode))
+        return -ELOOP;
+    if (!S_ISSOCK(st.st_mode))
+        return -ENOTSOCK;
+    if (owner >= 0 && (int64_t)st.st_uid != owner)
+        return -EPERM;
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    snprintf(sa.sun_path, sizeof(sa.sun_path), "/proc/self/fd/%d", sk);
+    cleanup_close int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return -errno;
+    int one = 1;
+    setsockopt(fd, SOL_SOCKET, SO_PASSCRED, &one, sizeof(one));
+    if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
+        return -errno;
+    socklen_t len = sizeof(*cred);
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, cred, &len) < 0)
+        return -errno;
+    *out = steal_fd(&fd);
+    return 0;
+}
+
+/* An agent-only handle's connect (sp_sandbox_open_agent()). The folder
+ * holding the socket is shared with the workload (an emptyDir in a Pod),
+ * which may put anything under the name: the folder and the name are
+ * opened O_NOFOLLOW, the name must be a socket its uid owns, and the
+ * listener must run as that uid and not be us. The pid SO_PEERCRED gives
+ * is 0 when the agent's PID namespace is not ours (a Pod's containers):
+ * it is never matched against anything. */
+static int agent_connect(int *out, sp_sandbox *sb)
+{
+    const char *path = sb->agent_socket;
+    const char *slash = strrchr(path, '/');
+    cleanup_free char *dir = slash ? sp_xstrndup(path, (size_t)(slash - path)) : sp_xstrdup(".");
+    cleanup_close int rd = open(*dir ? dir : "/", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (rd < 0)
+        return -errno;
+    struct ucred cred;
+    cleanup_close int fd = -1;
+    int r = connect_inode(&fd, &cred, rd, slash ? slash + 1 : path, sb->agent_uid);
+    if (r < 0)
+        return r;
+    if ((int64_t)cred.uid != sb->agent_uid || cred.pid == getpid())
+        return -EPERM;
+    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+    *out = steal_fd(&fd);
+    return 0;
+}
+
 /* Contract: connects to the socket *inode* in <state_dir>/agent/run and
  * only when the peer is the sandbox's own pid 1. The run folder is the
  * workload's (bind-mounted at /.sandpod/run), so the name agent.sock may be
@@ -243,6 +305,8 @@ static bool frame_too_long(const sp_fast *f)
 int sp_fast_connect(int *out, sp_sandbox *sb)
 {
     *out = -1;
+    if (sb->agent_socket)
+        return agent_connect(out, sb);
     cleanup_free char *agent_dir = sp_xasprintf("%s/agent", sb->state_dir);
     cleanup_close int ad = open(agent_dir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (ad < 0)
@@ -250,27 +314,11 @@ int sp_fast_connect(int *out, sp_sandbox *sb)
     cleanup_close int rd = openat(ad, "run", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (rd < 0)
         return -errno;
-    cleanup_close int sk = openat(rd, SPA_SOCKET_NAME, O_PATH | O_NOFOLLOW | O_CLOEXEC);
-    if (sk < 0)
-        return -errno;
-    struct stat st;
-    if (fstat(sk, &st) < 0)
-        return -errno;
-    if (!S_ISSOCK(st.st_mode))
-        return -ENOTSOCK;
-    struct sockaddr_un sa = {.sun_family = AF_UNIX};
-    snprintf(sa.sun_path, sizeof(sa.sun_path), "/proc/self/fd/%d", sk);
-    cleanup_close int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0)
-        return -errno;
-    int one = 1;
-    setsockopt(fd, SOL_SOCKET, SO_PASSCRED, &one, sizeof(one));
-    if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
-        return -errno;
     struct ucred cred;
-    socklen_t len = sizeof(cred);
-    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0)
-        return -errno;
+    cleanup_close int fd = -1;
+    int r = connect_inode(&fd, &cred, rd, SPA_SOCKET_NAME, -1);
+    if (r < 0)
+        return r == -ELOOP ? -ENOTSOCK : r;
     if (cred.pid != sb->init_pid && sp_sandbox_refresh_init_pid(sb) < 0)
         return -ESRCH;
     if (cred.pid <= 0 || cred.pid != sb->init_pid)
@@ -285,6 +333,15 @@ int sp_fast_start(sp_fast **out, sp_sandbox *sb, const sp_fast_spec *spec, sp_er
     *out = NULL;
     int fd = -1;
     int c = sp_fast_connect(&fd, sb);
+    if (c < 0 && sb->agent_socket)
+        return sp_err_set(err, SP_ENOTFOUND, -c, "cannot use the workload's agent at %s: %s",
+                          sb->agent_socket,
+                          c == -ELOOP      ? "it is a symbolic link"
+                          : c == -ENOTSOCK ? "it is not a socket"
+                          : c == -EPERM    ? "another uid than the workload's owns or serves it "
+                                             "(or this process does)"
+                          : c == -ENOENT   ? "no such socket (is the workload's agent running?)"
+                                           : strerror(-c));
     if (c < 0)
         return sp_err_set(err, SP_ENOTFOUND, -c,
                           "the exec agent of sandbox %s does not answer (%s)", sb->name,
@@ -326,7 +383,8 @@ int sp_fast_start(sp_fast **out, sp_sandbox *sb, const sp_fast_spec *spec, sp_er
             sp_log(SP_LOG_DEBUG, "agent: received frame %c, %zu bytes", type, n);
             if (type == SPA_STARTED && n == 4) {
                 f->pid = (int)get32(p);
-                f->host_pid = cred;
+                /* Across PID namespaces a pid names nothing of ours. */
+                f->host_pid = sb->agent_socket ? 0 : cred;
                 f->in_off += SPA_HEADER_LEN + n;
                 break;
             }

@@ -90,6 +90,10 @@ struct sp_sandbox {
     sp_session_table *sessions; /* NULL until the first session starts */
     int init_pid;               /* host pid of the container's pid 1; 0 = unknown */
     bool init_pid_asked;        /* refreshed from Podman once for this handle */
+    /* Agent-only handles (sp_sandbox_open_agent()): the agent's socket
+     * path and the uid that must own it; NULL for a Podman sandbox. */
+    char *agent_socket;
+    int64_t agent_uid;
 };
 
 int sp_sandbox_resolve_root(char **out, const char *state_root, sp_error **err);

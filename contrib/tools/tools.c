@@ -297,7 +297,7 @@ int sp_tools_call_freeform(char **result, sp_tools *t, const char *name, const c
 static void kill_token(sp_tools *t, const char *token)
 {
     pthread_mutex_lock(&t->kill_mu);
-    if (!t->kill_sb && t->sb_name) {
+    if (!t->kill_sb && t->sb_name && !t->agent) {
         sp_sandbox_opts o = SP_SANDBOX_OPTS_INIT;
         pthread_mutex_lock(&t->mu);
         char *url = t->podman_url ? sp_xstrdup(t->podman_url) : NULL;
@@ -308,7 +308,10 @@ static void kill_token(sp_tools *t, const char *token)
             t->kill_sb = NULL;
         free(url);
     }
-    if (t->kill_sb) {
+    /* An agent-only handle keeps no connection between commands: each
+     * opens its own, so another thread may use it too. */
+    sp_sandbox *ks = t->agent ? t->sb : t->kill_sb;
+    if (ks) {
         char *script = sp_xasprintf(
             "k=SANDPOD_TOOL_CALL=%s; for i in 1 2 3; do "
             "for f in $(grep -l \"$k\" /proc/[0-9]*/environ 2>/dev/null); do "
@@ -318,7 +321,7 @@ static void kill_token(sp_tools *t, const char *token)
         sp_run_opts ro = SP_RUN_OPTS_INIT;
         ro.timeout_ms = 10000;
         sp_run_result *res = NULL;
-        if (sp_sandbox_shell(&res, t->kill_sb, script, &ro, NULL) == 0)
+        if (sp_sandbox_shell(&res, ks, script, &ro, NULL) == 0)
             sp_run_result_free(res);
         free(script);
     }

@@ -209,6 +209,20 @@ int sp_tools_open_sandbox(sp_tools **out, sp_sandbox *sb, const sp_tools_opts *o
  */
 int sp_tools_open_root(sp_tools **out, const char *root, const sp_tools_opts *opts, sp_error **err);
 
+/**
+ * Make a context over a bare folder (as sp_tools_open_root()) whose
+ * command tools (shell, exec_command, write_stdin) run through a
+ * workload's agent: `agent` comes from sp_sandbox_open_agent() on the same
+ * folder, and stays the caller's to free after the context. Snapshots are
+ * taken without pausing the workload; no edit lock is taken (the caller
+ * is the one process that edits).
+ *
+ * @return 0; SP_EINVAL (no agent, unrestricted fs_mode); the errors of
+ *         sp_tools_open_root()
+ */
+int sp_tools_open_agent(sp_tools **out, const char *root, sp_sandbox *agent,
+                        const sp_tools_opts *opts, sp_error **err);
+
 /** Free a context; kills the sessions it started. Accepts NULL. */
 void sp_tools_free(sp_tools *t);
 

@@ -74,6 +74,17 @@ static void open_events(sp_tools *t, const char *path)
     t->events_path = sp_xstrdup(path);
 }
 
+/* Whether opts ask for unrestricted paths, which only a bare folder with
+ * no commands beside it may have (*err says so). */
+static bool unrestricted(const sp_tools_opts *opts, sp_error **err)
+{
+    if (!opts || opts->fs_mode != SP_FS_MODE_UNRESTRICTED)
+        return false;
+    sp_err_set(err, SP_EINVAL, 0,
+               "unrestricted fs_mode is only for a bare --root folder without a container");
+    return true;
+}
+
 int sp_tools_open_sandbox(sp_tools **out, sp_sandbox *sb, const sp_tools_opts *opts, sp_error **err)
 {
     *out = NULL;
@@ -81,10 +92,8 @@ int sp_tools_open_sandbox(sp_tools **out, sp_sandbox *sb, const sp_tools_opts *o
         return SP_EINVAL;
     if (!sb)
         return sp_err_set(err, SP_EINVAL, 0, "no sandbox given");
-    if (opts && opts->fs_mode == SP_FS_MODE_UNRESTRICTED)
-        return sp_err_set(err, SP_EINVAL, 0,
-                          "unrestricted fs_mode is only for a bare --root folder without a "
-                          "container");
+    if (unrestricted(opts, err))
+        return SP_EINVAL;
     sp_tools *t = tools_new(opts);
     t->sb = sb;
     t->root = sp_xstrdup(sp_sandbox_workspace(sb));
@@ -140,6 +149,24 @@ int sp_tools_open_root(sp_tools **out, const char *root, const sp_tools_opts *op
     if (opts && opts->events_path)
         open_events(t, opts->events_path);
     *out = t;
+    return 0;
+}
+
+int sp_tools_open_agent(sp_tools **out, const char *root, sp_sandbox *agent,
+                        const sp_tools_opts *opts, sp_error **err)
+{
+    *out = NULL;
+    if (SP_OPTS_CHECK(opts, 1, SP_TOOLS_OPTS_VERSION, "sp_tools_opts", err) < 0)
+        return SP_EINVAL;
+    if (!agent)
+        return sp_err_set(err, SP_EINVAL, 0, "no agent given");
+    if (unrestricted(opts, err))
+        return SP_EINVAL;
+    int r = sp_tools_open_root(out, root, opts, err);
+    if (r < 0)
+        return r;
+    (*out)->sb = agent;
+    (*out)->agent = true;
     return 0;
 }
 

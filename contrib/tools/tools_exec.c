@@ -38,14 +38,15 @@ static char *make_token(void)
     return sp_xasprintf("%016" PRIx64, r);
 }
 
-/* A working folder for the container: relative ones are below /workspace. */
-static char *container_dir(const char *workdir)
+/* A working folder for the container: relative ones are below /workspace
+ * (an agent's workload sees the workspace where we do). */
+static char *container_dir(const sp_tools *t, const char *workdir)
 {
     if (!workdir || !*workdir)
         return NULL;
     if (workdir[0] == '/')
         return sp_xstrdup(workdir);
-    return sp_xasprintf(SP_WORKSPACE_MOUNT "/%s", workdir);
+    return sp_xasprintf("%s/%s", t->agent ? t->root : SP_WORKSPACE_MOUNT, workdir);
 }
 
 static void format_secs(sp_buf *b, int64_t ms)
@@ -88,7 +89,7 @@ static void token_end(sp_tools *t)
 int tool_shell(sp_tools *t, const cJSON *a, tool_call *c)
 {
     const char *command = sp_json_str_or(a, "command", "");
-    char *workdir = container_dir(sp_json_str_or(a, "workdir", NULL));
+    char *workdir = container_dir(t, sp_json_str_or(a, "workdir", NULL));
     long long timeout = sp_json_int(a, "timeout_ms", t->opts.timeout_ms);
     if (workdir)
         call_path(c, workdir);
@@ -266,7 +267,7 @@ static int cancelled_fail(tool_call *c)
 int tool_exec_command(sp_tools *t, const cJSON *a, tool_call *c)
 {
     const char *cmd = sp_json_str_or(a, "cmd", "");
-    char *workdir = container_dir(sp_json_str_or(a, "workdir", NULL));
+    char *workdir = container_dir(t, sp_json_str_or(a, "workdir", NULL));
     char *token = make_token();
     char *env_tok = sp_xasprintf("SANDPOD_TOOL_CALL=%s", token);
     const char *env[] = {env_tok, NULL};
@@ -376,8 +377,8 @@ static int store_open(sp_tools *t, tool_call *c)
     if (t->store)
         return 0;
     sp_error *err = NULL;
-    int r = t->sb ? sp_sandbox_snapshot_open(&t->snap, t->sb, NULL, &err)
-                  : sp_snapstore_open(&t->store, t->root, t->store_path, NULL, &err);
+    int r = t->sb && !t->agent ? sp_sandbox_snapshot_open(&t->snap, t->sb, NULL, &err)
+                               : sp_snapstore_open(&t->store, t->root, t->store_path, NULL, &err);
     if (t->snap)
         t->store = sp_sandbox_snapshot_store(t->snap);
     if (r < 0) {

@@ -32,7 +32,7 @@
 int tools_edit_lock(int *fd, sp_tools *t, tool_call *c)
 {
     *fd = -1;
-    if (!t->sb || t->opts.read_only)
+    if (!t->sb || t->agent || t->opts.read_only)
         return 0;
     sp_error *err = NULL;
     int r = sp_sandbox_edit_lock(t->sb, &err);
@@ -124,7 +124,7 @@ static char *abs_display(const sp_tools *t, const char *rel)
 {
     if (t->fs_any)
         return fs_display(t, rel);
-    const char *base = t->sb ? SP_WORKSPACE_MOUNT : t->root;
+    const char *base = t->sb && !t->agent ? SP_WORKSPACE_MOUNT : t->root;
     if (strcmp(rel, ".") == 0)
         return sp_xstrdup(base);
     return sp_xasprintf("%s/%s", base, rel);

@@ -134,7 +134,10 @@ int json_nul_check(const char *text, size_t len, char **msg);
 
 struct sp_tools {
     sp_tools_opts opts;
-    sp_sandbox *sb;   /* borrowed; NULL for a bare folder */
+    sp_sandbox *sb; /* borrowed; NULL for a bare folder */
+    /* sb is an agent-only handle (sp_tools_open_agent()): commands go to a
+     * workload's agent, files and snapshots are the bare folder's. */
+    bool agent;
     char *root;       /* host path of the workspace or folder */
     sp_fs *fs;        /* contained on root */
     sp_fs *fs_any;    /* unrestricted mode: on "/" */

@@ -411,9 +411,24 @@ int sp_kube_render_pod(char **out, const sp_sandbox_opts *o, const sp_kube_rende
     cJSON_AddItemToArray(ctrs, p);
     cJSON_AddStringToObject(p, "name", "peer");
     cJSON_AddStringToObject(p, "image", sp_image);
-    const char *peer_cmd[] = {SP_KUBE_SANDPOD_BIN, "peer",    "serve",           "--root",
-                              SP_KUBE_WORKSPACE,   "--store", SP_KUBE_STORE_DIR, "--socket",
-                              SP_KUBE_PEER_SOCKET, NULL};
+    /* The command tools go to the workload's agent, whose socket and
+     * process must be the workload's uid (see `sandpod peer --help`). */
+    char agent_uid[24];
+    snprintf(agent_uid, sizeof(agent_uid), "%lld", (long long)uid);
+    const char *peer_cmd[] = {SP_KUBE_SANDPOD_BIN,
+                              "peer",
+                              "serve",
+                              "--root",
+                              SP_KUBE_WORKSPACE,
+                              "--store",
+                              SP_KUBE_STORE_DIR,
+                              "--socket",
+                              SP_KUBE_PEER_SOCKET,
+                              "--agent",
+                              SP_KUBE_AGENT_SOCKET,
+                              "--agent-uid",
+                              agent_uid,
+                              NULL};
     cJSON_AddItemToObject(p, "command", strings(peer_cmd));
     cJSON_AddItemToObject(p, "securityContext", security_context(puid, pgid, true, NULL));
     cJSON_AddItemToObject(p, "resources", resources(peer_mem, peer_cpu));

@@ -14,13 +14,14 @@
 /* Where things are in a rendered Pod. The agent volume is mounted flat
  * (read-only) beside the socket volume, so the agent's path is not the
  * local SPA_AGENT_PATH; the run folder is the protocol's SPA_RUN_DIR. */
-#define SP_KUBE_AGENT_DIR   "/.sandpod/bin"
-#define SP_KUBE_AGENT_PATH  SP_KUBE_AGENT_DIR "/agent"
-#define SP_KUBE_RUN_DIR     "/.sandpod/run"
-#define SP_KUBE_WORKSPACE   "/workspace"
-#define SP_KUBE_STORE_DIR   "/sandpod/store"
-#define SP_KUBE_PEER_RUN    "/sandpod/run"
-#define SP_KUBE_PEER_SOCKET SP_KUBE_PEER_RUN "/peer.sock"
+#define SP_KUBE_AGENT_DIR    "/.sandpod/bin"
+#define SP_KUBE_AGENT_PATH   SP_KUBE_AGENT_DIR "/agent"
+#define SP_KUBE_RUN_DIR      "/.sandpod/run"
+#define SP_KUBE_AGENT_SOCKET SP_KUBE_RUN_DIR "/agent.sock"
+#define SP_KUBE_WORKSPACE    "/workspace"
+#define SP_KUBE_STORE_DIR    "/sandpod/store"
+#define SP_KUBE_PEER_RUN     "/sandpod/run"
+#define SP_KUBE_PEER_SOCKET  SP_KUBE_PEER_RUN "/peer.sock"
 /* The sandpod image's programs (contrib/image/build-sandpod-image.sh). */
 #define SP_KUBE_SANDPOD_BIN      "/sandpod/bin/sandpod"
 #define SP_KUBE_DEFAULT_IMAGE    "localhost/sandpod:" SANDPOD_VERSION

@@ -179,6 +179,13 @@ expect_rc 1 "restore removed what came after the snapshot"
 wx sh -c 'echo from-workload >/workspace/w.txt'
 session '[["snapshot", {"tag": "t2"}], ["read_file", {"path": "w.txt"}]]'
 json "the peer reads what the workload wrote" '"from-workload" in j["results"][1]["content"][0]["text"]'
+# A shell call through the peer runs in the workload's container, by its agent.
+session '[["shell", {"command": "tr \"\\\\0\" \" \" </proc/1/cmdline; echo; id -u; pwd; test -e /sandpod/store || echo no-store; echo made >by-shell.txt"}]]'
+expect 0 "a shell call through the peer"
+json "it ran in the workload (pid 1 the agent, uid 1000, in /workspace, no store)" \
+    'j["results"][0]["structuredContent"]["value"]["stdout"] == "/.sandpod/bin/agent /.sandpod/run \n1000\n/workspace\nno-store\n"'
+wx cat /workspace/by-shell.txt
+out_is 'made\n' "the workload has the shell call's file"
 
 if podman kube down "$T/pod.json" >"$T/down.log" 2>&1; then ok; else bad "kube down: $(tail -n 2 "$T/down.log")"; fi
 check "no Pod left" sh -c "! podman pod exists '$POD'"

@@ -309,6 +309,24 @@ static int c_podman_container_logs(sp_error **err)
     return sp_podman_container_logs(NULL, "x", &o, no_logs, NULL, err);
 }
 
+static int c_sandbox_open_agent(sp_error **err)
+{
+    sp_sandbox *sb = NULL;
+    sp_sandbox_agent_opts o = SP_SANDBOX_AGENT_OPTS_INIT;
+    o.version = BAD;
+    o.workspace = dir;
+    o.socket = "agent.sock";
+    return sp_sandbox_open_agent(&sb, &o, err);
+}
+
+static int c_tools_open_agent(sp_error **err)
+{
+    sp_tools *t = NULL;
+    sp_tools_opts o = SP_TOOLS_OPTS_INIT;
+    o.version = BAD;
+    return sp_tools_open_agent(&t, dir, NULL, &o, err);
+}
+
 static const row rows[] = {
     {"sp_sandbox_attach", "sp_attach_opts", c_sandbox_attach},
     {"sp_sandbox_logs", "sp_logs_opts", c_sandbox_logs},
@@ -325,6 +343,7 @@ static const row rows[] = {
     {"sp_template_info_get", "sp_template_opts", c_template_info_get},
     {"sp_template_remove", "sp_template_opts", c_template_remove},
     {"sp_sandbox_open", "sp_sandbox_opts", c_sandbox_open},
+    {"sp_sandbox_open_agent", "sp_sandbox_agent_opts", c_sandbox_open_agent},
     {"sp_sandbox_exec", "sp_run_opts", c_sandbox_exec},
     {"sp_sandbox_shell", "sp_run_opts", c_sandbox_shell},
     {"sp_session_start", "sp_session_opts", c_session_start},
@@ -345,6 +364,7 @@ static const row rows[] = {
     {"sp_snapshot_diff", "sp_snapshot_diff_opts", c_snapshot_diff},
     {"sp_tools_open_sandbox", "sp_tools_opts", c_tools_open_sandbox},
     {"sp_tools_open_root", "sp_tools_opts", c_tools_open_root},
+    {"sp_tools_open_agent", "sp_tools_opts", c_tools_open_agent},
     {"sp_mcp_serve", "sp_mcp_opts", c_mcp_serve},
 };
 

@@ -6,6 +6,8 @@ relay ends early or a JSON-RPC error comes back.
 
 usage: peer_session.py CALLS_JSON -- COMMAND...
   CALLS_JSON: [["write_file", {"path": "a", "content": "x"}], ...]
+  An argument "@session" stands for the session_id of the latest answer
+  that carried one (exec_command's).
 """
 import json
 import subprocess
@@ -39,10 +41,15 @@ def main():
     init = answer(0)
     send({"jsonrpc": "2.0", "method": "notifications/initialized"})
     results = []
+    session = None
     for i, (name, args) in enumerate(calls, start=1):
+        args = {k: (session if v == "@session" else v) for k, v in args.items()}
         send({"jsonrpc": "2.0", "id": i, "method": "tools/call",
               "params": {"name": name, "arguments": args}})
         results.append(answer(i))
+        sid = ((results[-1].get("structuredContent") or {}).get("value") or {}).get("session_id")
+        if sid is not None:
+            session = sid
     p.stdin.close()
     rest = p.stdout.read()
     rc = p.wait()

@@ -183,6 +183,10 @@ static void test_defaults(void **state)
     assert_string_equal(str_at(p, "image"), SP_KUBE_DEFAULT_IMAGE);
     assert_string_equal(str_at(p, "command/#1"), "peer");
     assert_string_equal(str_at(p, "command/#2"), "serve");
+    assert_string_equal(str_at(p, "command/#9"), "--agent");
+    assert_string_equal(str_at(p, "command/#10"), "/.sandpod/run/agent.sock");
+    assert_string_equal(str_at(p, "command/#11"), "--agent-uid");
+    assert_string_equal(str_at(p, "command/#12"), "1000");
     assert_hardened(p, 1000, true);
     assert_string_equal(str_at(mount_at(p, "/sandpod/store"), "name"), "store");
     assert_string_equal(str_at(mount_at(p, "/workspace"), "name"), "workspace");

@@ -327,6 +327,57 @@ static void test_kill_and_close(void **state)
     agent_alive();
 }
 
+/* An agent-only handle (sp_sandbox_open_agent()), as `peer serve --agent`
+ * uses one: commands through the agent by socket path and owner, no pid
+ * learned, never Podman. */
+static void test_agent_only_handle(void **state)
+{
+    (void)state;
+    sp_sandbox_agent_opts ao = SP_SANDBOX_AGENT_OPTS_INIT;
+    sp_sandbox *sb = NULL;
+    ao.workspace = "relative";
+    ao.socket = "x.sock";
+    assert_int_equal(sp_sandbox_open_agent(&sb, &ao, NULL), SP_EINVAL);
+    ao.workspace = dir;
+    ao.socket = "";
+    assert_int_equal(sp_sandbox_open_agent(&sb, &ao, NULL), SP_EINVAL);
+    assert_null(sb);
+
+    char *sock = tu_join(run_dir, SPA_SOCKET_NAME);
+    ao.socket = sock;
+    assert_int_equal(sp_sandbox_open_agent(&sb, &ao, NULL), 0);
+    sp_run_result *res = NULL;
+    sp_error *err = NULL;
+    assert_int_equal(sp_sandbox_shell(&res, sb, "pwd; exit 5", NULL, &err), 0);
+    assert_int_equal(res->exit_code, 5);
+    char *want = sp_xasprintf("%s\n", dir);
+    assert_string_equal(res->out, want);
+    free(want);
+    sp_run_result_free(res);
+    assert_null(sp_sandbox_podman(sb, &err));
+    assert_non_null(strstr(err->message, "no Podman service"));
+    sp_error_free(err);
+    err = NULL;
+    /* The pid SO_PEERCRED names is never taken for a host pid. */
+    sp_fast *f = NULL;
+    const char *argv[] = {"/bin/true", NULL};
+    sp_fast_spec spec = {.argv = argv};
+    assert_int_equal(sp_fast_start(&f, sb, &spec, NULL), 0);
+    assert_int_equal(sp_fast_host_pid(f), 0);
+    sp_fast_free(f);
+    sp_sandbox_free(sb);
+
+    /* Another uid than the socket's: refused before a byte is sent. */
+    ao.uid = (int64_t)geteuid() + 1;
+    assert_int_equal(sp_sandbox_open_agent(&sb, &ao, NULL), 0);
+    assert_true(sp_sandbox_shell(&res, sb, "true", NULL, &err) < 0);
+    assert_non_null(strstr(err->message, "another uid than the workload's"));
+    sp_error_free(err);
+    sp_sandbox_free(sb);
+    free(sock);
+    agent_alive();
+}
+
 int main(void)
 {
     if (access(SANDPOD_AGENT_PATH, X_OK) != 0) {
@@ -334,10 +385,9 @@ int main(void)
         return 77;
     }
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_pipes_and_codes),
-        cmocka_unit_test(test_tty),
-        cmocka_unit_test(test_bad_frames),
-        cmocka_unit_test(test_kill_and_close),
+        cmocka_unit_test(test_pipes_and_codes),   cmocka_unit_test(test_tty),
+        cmocka_unit_test(test_bad_frames),        cmocka_unit_test(test_kill_and_close),
+        cmocka_unit_test(test_agent_only_handle),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

@@ -161,6 +161,45 @@ int sp_sandbox_create(sp_sandbox **out, const sp_sandbox_opts *opts, sp_error **
 int sp_sandbox_open(sp_sandbox **out, const char *name, const sp_sandbox_opts *opts,
                     sp_error **err);
 
+#define SP_SANDBOX_AGENT_OPTS_VERSION 1
+
+/** What sp_sandbox_open_agent() needs. */
+typedef struct sp_sandbox_agent_opts {
+    unsigned version;
+    /** The workspace folder, at the same path as the workload sees it
+     *  (/workspace in a Pod): relative working folders are below it. */
+    const char *workspace;
+    /** The agent's socket: a path in a folder the workload shares with us
+     *  (/.sandpod/run/agent.sock in a Pod). */
+    const char *socket;
+    /** The workload's uid: the socket's owner and the agent's; -1 = ours. */
+    int64_t uid;
+} sp_sandbox_agent_opts;
+
+#define SP_SANDBOX_AGENT_OPTS_INIT                                                                 \
+    {                                                                                              \
+        .version = SP_SANDBOX_AGENT_OPTS_VERSION, .uid = -1                                        \
+    }
+
+/**
+ * A handle on a running workload's sandpod-agent alone, without Podman:
+ * what `sandpod peer serve --agent` uses inside a Pod, where the agent is
+ * pid 1 of another container. sp_sandbox_shell(), sp_sandbox_exec() and
+ * the sp_session_* calls go through the agent only (never a Podman exec);
+ * everything that needs Podman (status, stop, snapshots with pausing, the
+ * edit lock) fails or is absent. Kills never use pids: the agent kills a
+ * command's tree on a KILL frame or when its connection closes.
+ *
+ * Each command's connection checks, before sending a byte: the socket's
+ * folder and name are opened O_NOFOLLOW (a symlink is refused), the name
+ * is a socket owned by opts->uid, and the process listening on it runs as
+ * opts->uid and is not this one (SO_PEERCRED's uid; its pid, which
+ * across PID namespaces is 0, is never used otherwise).
+ *
+ * Does not connect yet. @return 0; SP_EINVAL
+ */
+int sp_sandbox_open_agent(sp_sandbox **out, const sp_sandbox_agent_opts *opts, sp_error **err);
+
 /** Free a handle; accepts NULL. The sandbox itself stays. */
 void sp_sandbox_free(sp_sandbox *sb);
 
