@@ -55,7 +55,11 @@ if grep -q '^SANDPOD_PYTHON:BOOL=ON' "$build/CMakeCache.txt"; then
     else
         bad "the Python package is not in $P/$site: $(ls "$P/$site" 2>&1)"
     fi
+    # A sanitized build's library loads in python with its runtime first.
+    san=$(ldd "$P/${site%%/python*}/libsandpod.so.0" "$P/lib/libsandpod.so.0" 2>/dev/null |
+        awk '/lib(asan|ubsan)\.so/ {print $3}' | sort -u | paste -sd:)
     got=$(cd / && env -u SANDPOD_LIBRARY -u SANDPOD_TOOLS_LIBRARY -u PYTHONPATH \
+        ${san:+LD_PRELOAD=$san ASAN_OPTIONS=detect_leaks=0} \
         PYTHONPATH="$P/$site" PYTHONDONTWRITEBYTECODE=1 /usr/bin/python3 -c '
 import sandpod._native as n
 from sandpod.tools import _load

@@ -22,6 +22,12 @@ if [ "${SP_README_INSIDE:-}" != 1 ]; then
         echo "skip: this build's prefix is $prefix, the README's is /usr/local"
         exit 77
     fi
+    # A user installs a plain build: a sanitized library loads in python
+    # only with its runtime preloaded (run.sh does that for the unit tests).
+    if ldd "$build/libsandpod.so" 2>/dev/null | grep -q 'lib\(a\|ub\)san\.so'; then
+        echo "skip: a sanitized build; the README's install is of a plain one"
+        exit 77
+    fi
     # The README installs into /usr/local as root (cmake --install); as
     # another user a fake root in a user namespace would reach neither the
     # rootful service nor its own rootless one, so the run is root's.
