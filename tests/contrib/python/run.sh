@@ -26,6 +26,18 @@ export SANDPOD_LIBRARY=$lib
 # leaks of ours.
 pre=$(ldd "$lib" 2>/dev/null | awk '/lib(asan|ubsan)\.so/ {print $3}' | paste -sd:)
 if [ -n "$pre" ]; then
+  # The preload reaches every program the integration tests start (curl,
+  # docker-registry, podman, sandpod): under it one hung in CI's ASan
+  # stage (registry.sh waiting on the registry). Those tests run against
+  # the plain build (CI's normal and rootless stages); here only the
+  # unit half, which exercises the library in-process.
+  case " $* " in
+  *"not podman"*) ;;
+  *integration* | *podman*)
+    echo "skip: the Python integration tests run against the plain build, not a sanitized one"
+    exit 77
+    ;;
+  esac
   export LD_PRELOAD=$pre${LD_PRELOAD:+:$LD_PRELOAD}
   export ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0
 fi
