@@ -139,7 +139,8 @@ if [ $quick = 0 ] && [ "$fuzz_secs" != 0 ]; then
       # go to a folder of our own, removed below.
       if SP_FUZZ_TMPDIR=$tmp build/fuzz/tests/fuzz/fuzz_"$t" -max_total_time="$fuzz_secs" -timeout=10 \
            -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$art"/ \
-           "$work" tests/fuzz/regressions/"$t" >build/fuzz/fuzz-"$t".log 2>&1; then
+           "$work" $([ -d tests/fuzz/regressions/"$t" ] && echo tests/fuzz/regressions/"$t") \
+           >build/fuzz/fuzz-"$t".log 2>&1; then
         echo "fuzz_$t: $(grep -h 'stat::number_of_executed_units' build/fuzz/fuzz-"$t".log |
           awk '{print $2}') runs, $(grep -h 'stat::average_exec_per_sec' build/fuzz/fuzz-"$t".log |
           awk '{print $2}') exec/s"
