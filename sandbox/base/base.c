@@ -305,6 +305,28 @@ void sp_buf_adds(sp_buf *b, const char *s)
     sp_buf_add(b, s, strlen(s));
 }
 
+int sp_buf_lines(sp_buf *pending, const void *data, size_t n, size_t max_partial,
+                 int (*fn)(const char *line, size_t len, void *ud, sp_error **err), void *ud,
+                 sp_error **err)
+{
+    sp_buf_add(pending, data, n);
+    size_t start = 0;
+    char *nl;
+    int r = 0;
+    while (!r && (nl = memchr(pending->data + start, '\n', pending->len - start))) {
+        size_t l = (size_t)(nl - (pending->data + start));
+        *nl = '\0';
+        r = fn(pending->data + start, l, ud, err);
+        start += l + 1;
+    }
+    memmove(pending->data, pending->data + start, pending->len - start);
+    pending->len -= start;
+    pending->data[pending->len] = '\0';
+    if (!r && pending->len > max_partial)
+        r = SP_ETOOBIG;
+    return r;
+}
+
 void sp_buf_addc(sp_buf *b, char c)
 {
     sp_buf_add(b, &c, 1);

@@ -97,6 +97,13 @@ void sp_buf_addc(sp_buf *b, char c);
 void sp_buf_printf(sp_buf *b, const char *fmt, ...) SP_PRINTF(2, 3);
 char *sp_buf_steal(sp_buf *b);
 void sp_buf_dispose(sp_buf *b);
+/* A streamed body read line by line: append `data` to `pending` and call
+ * `fn` with each whole line (NUL-terminated, without its '\n'; empty lines
+ * too). Returns 0, the first non-zero value `fn` returned, or SP_ETOOBIG
+ * when the unfinished line outgrows `max_partial`. */
+int sp_buf_lines(sp_buf *pending, const void *data, size_t n, size_t max_partial,
+                 int (*fn)(const char *line, size_t len, void *ud, sp_error **err), void *ud,
+                 sp_error **err);
 
 /* A growable array of owned strings. */
 typedef struct sp_strv {

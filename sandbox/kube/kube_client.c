@@ -196,32 +196,24 @@ static bool ok_status(xfer *x)
     return x->status >= 200 && x->status < 300;
 }
 
+/* Watch streams send empty lines as keep-alives: not events. */
+static int line_cb(const char *line, size_t len, void *ud, sp_error **err)
+{
+    xfer *x = ud;
+    return len ? x->on_line(line, len, x->ud, err) : 0;
+}
+
 static size_t on_write(char *data, size_t size, size_t nmemb, void *ud)
 {
     xfer *x = ud;
     size_t n = size * nmemb;
     if (x->on_line && ok_status(x)) {
-        sp_buf_add(&x->line, data, n);
-        size_t start = 0;
-        char *nl;
-        while ((nl = memchr(x->line.data + start, '\n', x->line.len - start))) {
-            size_t l = (size_t)(nl - (x->line.data + start));
-            *nl = '\0';
-            int r = l ? x->on_line(x->line.data + start, l, x->ud, &x->cb_err) : 0;
-            if (r != 0) {
-                x->cb_code = r;
-                return 0;
-            }
-            start += l + 1;
-        }
-        memmove(x->line.data, x->line.data + start, x->line.len - start);
-        x->line.len -= start;
-        x->line.data[x->line.len] = '\0';
-        if (x->line.len > MAX_BODY) {
+        int r = sp_buf_lines(&x->line, data, n, MAX_BODY, line_cb, x, &x->cb_err);
+        if (r == SP_ETOOBIG)
             x->too_big = true;
-            return 0;
-        }
-        return n;
+        else if (r != 0)
+            x->cb_code = r;
+        return r ? 0 : n;
     }
     if (x->body.len + n > MAX_BODY) {
         x->too_big = true;

@@ -328,27 +328,13 @@ static size_t on_write(char *data, size_t size, size_t nmemb, void *ud)
         return n;
     }
     if (is_2xx(x) && x->req->on_line) {
-        sp_buf_add(&x->line, data, n);
-        char *start = x->line.data;
-        char *nl;
-        while ((nl = memchr(start, '\n', x->line.len - (size_t)(start - x->line.data)))) {
-            *nl = '\0';
-            int r = x->req->on_line(start, (size_t)(nl - start), x->req->ud, &x->cb_err);
-            if (r < 0) {
-                x->cb_code = r;
-                return 0;
-            }
-            start = nl + 1;
-        }
-        size_t rest = x->line.len - (size_t)(start - x->line.data);
-        memmove(x->line.data, start, rest);
-        x->line.len = rest;
-        x->line.data[rest] = '\0';
-        if (rest > SP_PODMAN_MAX_BODY) {
+        int r = sp_buf_lines(&x->line, data, n, SP_PODMAN_MAX_BODY, x->req->on_line, x->req->ud,
+                             &x->cb_err);
+        if (r == SP_ETOOBIG)
             x->too_big = true;
-            return 0;
-        }
-        return n;
+        else if (r < 0)
+            x->cb_code = r;
+        return r < 0 ? 0 : n;
     }
     if (x->body->len + n > SP_PODMAN_MAX_BODY) {
         x->too_big = true;

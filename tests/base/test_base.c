@@ -670,14 +670,54 @@ static void test_events_counter(void **state)
     free(d);
 }
 
+/* Collects lines as "a|b|" and stops at "stop". */
+static int collect_line(const char *line, size_t len, void *ud, sp_error **err)
+{
+    (void)err;
+    assert_int_equal(strlen(line), len);
+    if (strcmp(line, "stop") == 0)
+        return -42;
+    sp_buf_add(ud, line, len);
+    sp_buf_addc(ud, '|');
+    return 0;
+}
+
+static void test_buf_lines(void **state)
+{
+    (void)state;
+    sp_buf pend = SP_BUF_INIT, got = SP_BUF_INIT;
+    /* Lines split across chunks, empty lines kept, the tail held back. */
+    assert_int_equal(sp_buf_lines(&pend, "ab", 2, 100, collect_line, &got, NULL), 0);
+    assert_int_equal(got.len, 0);
+    assert_int_equal(sp_buf_lines(&pend, "c\n\nd", 4, 100, collect_line, &got, NULL), 0);
+    assert_string_equal(got.data, "abc||");
+    assert_string_equal(pend.data, "d");
+    /* The callback's failure ends the feed and is returned. */
+    assert_int_equal(sp_buf_lines(&pend, "\nstop\nx\n", 9, 100, collect_line, &got, NULL), -42);
+    assert_string_equal(got.data, "abc||d|");
+    /* An unfinished line over the limit. */
+    sp_buf_dispose(&pend);
+    pend = (sp_buf)SP_BUF_INIT;
+    assert_int_equal(sp_buf_lines(&pend, "0123456789", 10, 8, collect_line, &got, NULL),
+                     SP_ETOOBIG);
+    sp_buf_dispose(&pend);
+    sp_buf_dispose(&got);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_errors),    cmocka_unit_test(test_dir_read),
-        cmocka_unit_test(test_utf8),      cmocka_unit_test(test_buf),
-        cmocka_unit_test(test_normalize), cmocka_unit_test(test_cap),
-        cmocka_unit_test(test_lazy),      cmocka_unit_test(test_state_root_check),
-        cmocka_unit_test(test_json),      cmocka_unit_test(test_events_counter),
+        cmocka_unit_test(test_buf_lines),
+        cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_dir_read),
+        cmocka_unit_test(test_utf8),
+        cmocka_unit_test(test_buf),
+        cmocka_unit_test(test_normalize),
+        cmocka_unit_test(test_cap),
+        cmocka_unit_test(test_lazy),
+        cmocka_unit_test(test_state_root_check),
+        cmocka_unit_test(test_json),
+        cmocka_unit_test(test_events_counter),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
