@@ -305,6 +305,32 @@ void sp_buf_adds(sp_buf *b, const char *s)
     sp_buf_add(b, s, strlen(s));
 }
 
+char *sp_request_log_line(const char *who, const char *method, const char *path, long status,
+                          int64_t sent, int64_t received, int64_t ms)
+{
+    sp_buf b = SP_BUF_INIT;
+    const char *q = strchr(path, '?');
+    sp_buf_add(&b, path, q ? (size_t)(q - path) : strlen(path));
+    while (q && *q) {
+        size_t k = strcspn(q + 1, "=&");
+        sp_buf_addc(&b, *q);
+        sp_buf_add(&b, q + 1, k);
+        q += 1 + k;
+        if (*q == '=')
+            sp_buf_adds(&b, "=...");
+        q = strchr(q, '&');
+    }
+    sp_buf_addc(&b, '\0');
+    char *line = status > 0 ? sp_xasprintf("%s: %s %s -> %ld, %lld bytes sent, %lld received, "
+                                           "%lld ms",
+                                           who, method, b.data, status, (long long)sent,
+                                           (long long)received, (long long)ms)
+                            : sp_xasprintf("%s: %s %s -> no answer after %lld ms", who, method,
+                                           b.data, (long long)ms);
+    sp_buf_dispose(&b);
+    return line;
+}
+
 int sp_buf_lines(sp_buf *pending, const void *data, size_t n, size_t max_partial,
                  int (*fn)(const char *line, size_t len, void *ud, sp_error **err), void *ud,
                  sp_error **err)

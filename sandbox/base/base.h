@@ -97,6 +97,12 @@ void sp_buf_addc(sp_buf *b, char c);
 void sp_buf_printf(sp_buf *b, const char *fmt, ...) SP_PRINTF(2, 3);
 char *sp_buf_steal(sp_buf *b);
 void sp_buf_dispose(sp_buf *b);
+/* One debug line for an HTTP request ("WHO: METHOD PATH -> STATUS, N bytes
+ * sent, N received, N ms", or "no answer" when status is 0), with query
+ * values left out (`?name=...`): they may name things a log should not
+ * hold (a selector, a reference with credentials). Free the result. */
+char *sp_request_log_line(const char *who, const char *method, const char *path, long status,
+                          int64_t sent, int64_t received, int64_t ms);
 /* A streamed body read line by line: append `data` to `pending` and call
  * `fn` with each whole line (NUL-terminated, without its '\n'; empty lines
  * too). Returns 0, the first non-zero value `fn` returned, or SP_ETOOBIG

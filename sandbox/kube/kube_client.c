@@ -230,27 +230,9 @@ static void log_request(sp_kube *k, const char *method, const char *path, long s
 {
     if (!k->o.log)
         return;
-    sp_buf b = SP_BUF_INIT;
-    const char *q = strchr(path, '?');
-    sp_buf_add(&b, path, q ? (size_t)(q - path) : strlen(path));
-    while (q && *q) {
-        size_t kl = strcspn(q + 1, "=&");
-        sp_buf_addc(&b, *q);
-        sp_buf_add(&b, q + 1, kl);
-        q += 1 + kl;
-        if (*q == '=')
-            sp_buf_adds(&b, "=...");
-        q = strchr(q, '&');
-    }
-    char *line = status > 0 ? sp_xasprintf("kubernetes: %s %s -> %ld, %lld bytes sent, %lld "
-                                           "received, %lld ms",
-                                           method, b.data, status, (long long)sent, (long long)got,
-                                           (long long)ms)
-                            : sp_xasprintf("kubernetes: %s %s -> no answer after %lld ms", method,
-                                           b.data, (long long)ms);
+    char *line = sp_request_log_line("kubernetes", method, path, status, sent, got, ms);
     k->o.log(line, k->o.log_userdata);
     free(line);
-    sp_buf_dispose(&b);
 }
 
 /* The bearer token for this request: the file's current contents when

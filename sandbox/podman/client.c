@@ -415,28 +415,9 @@ void sp_podman_log_request(const char *method, const char *path, long status, in
 {
     if (!sp_log_on(SP_LOG_DEBUG))
         return;
-    /* Query values may name things a log should not hold (a filter, a
-     * reference with credentials): their keys say enough. */
-    sp_buf b = SP_BUF_INIT;
-    const char *q = strchr(path, '?');
-    sp_buf_add(&b, path, q ? (size_t)(q - path) : strlen(path));
-    while (q && *q) {
-        size_t k = strcspn(q + 1, "=&");
-        sp_buf_addc(&b, *q);
-        sp_buf_add(&b, q + 1, k);
-        q += 1 + k;
-        if (*q == '=')
-            sp_buf_add(&b, "=...", 4);
-        q = strchr(q, '&');
-    }
-    sp_buf_addc(&b, '\0');
-    if (status > 0)
-        sp_log(SP_LOG_DEBUG, "podman: %s %s -> %ld, %lld bytes sent, %lld received, %lld ms",
-               method, b.data, status, (long long)sent, (long long)received, (long long)ms);
-    else
-        sp_log(SP_LOG_DEBUG, "podman: %s %s -> no answer after %lld ms", method, b.data,
-               (long long)ms);
-    sp_buf_dispose(&b);
+    char *line = sp_request_log_line("podman", method, path, status, sent, received, ms);
+    sp_log(SP_LOG_DEBUG, "%s", line);
+    free(line);
 }
 
 int sp_podman_http(sp_podman *p, const sp_http_req *req, sp_http_resp *resp, const char *what,
