@@ -17,6 +17,7 @@
 
 #include "base.h"
 #include "json.h"
+#include "ws.h"
 
 /* Where the API server is and who we are. Every string is owned. */
 typedef struct sp_kube_creds {
@@ -166,5 +167,21 @@ int sp_kube_pod_wait_ready(sp_kube *k, const char *name, int timeout_ms, sp_erro
 int sp_kube_pod_events_line(sp_kube *k, const char *name, char **out, sp_error **err);
 /* The same from an EventList object. */
 char *sp_kube_events_pick(const cJSON *list);
+
+/* pods/exec: a command in a container of a Pod, over a WebSocket with
+ * the exec channel protocol (kube_exec.h). */
+typedef struct sp_kube_exec_spec {
+    const char *pod;
+    const char *container;        /* NULL: the Pod's only one */
+    const char *const *argv;      /* NULL-terminated, required */
+    bool stdin_open;              /* the command gets a stdin (channel 0) */
+    bool tty;                     /* a terminal: stdout only, resizable */
+    int timeout_ms;               /* the handshake; 0: the client's */
+    const char *const *protocols; /* NULL: v5 then v4 */
+} sp_kube_exec_spec;
+
+/* Open the stream with the client's credentials and TLS settings (a 401
+ * with a token file re-reads it once). Errors as sp_ws_connect(). */
+int sp_kube_exec_connect(sp_ws **out, sp_kube *k, const sp_kube_exec_spec *s, sp_error **err);
 
 #endif

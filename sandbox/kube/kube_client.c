@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "kube.h"
+#include "kube_exec.h"
 #include "lazy_curl.h"
 
 #define DEFAULT_TIMEOUT_MS      30000
@@ -888,5 +889,68 @@ int sp_kube_pod_wait_ready(sp_kube *k, const char *name, int timeout_ms, sp_erro
         rc = sp_err_set(err, SP_ERROR, 0, "kubernetes: pod %s cannot start: %s", name, why);
     }
     free(line);
+    return rc;
+}
+
+/* ----------------------------------------------------------- pods/exec -- */
+
+static void exec_tls(void *ud, void *curl)
+{
+    set_tls(ud, curl);
+}
+
+int sp_kube_exec_connect(sp_ws **out, sp_kube *k, const sp_kube_exec_spec *s, sp_error **err)
+{
+    *out = NULL;
+    int rc = check_name(s->pod, err);
+    if (rc < 0)
+        return rc;
+    if (!s->argv || !s->argv[0])
+        return sp_err_set(err, SP_EINVAL, 0, "kubernetes: exec needs a command");
+    sp_buf url = {0};
+    cleanup_free char *base = pods_path(k);
+    sp_buf_printf(&url, "%s%s/%s/exec?", k->c.server, base, s->pod);
+    if (s->container) {
+        cleanup_free char *c = esc(k, s->container);
+        sp_buf_printf(&url, "container=%s&", c);
+    }
+    for (size_t i = 0; s->argv[i]; i++) {
+        cleanup_free char *a = esc(k, s->argv[i]);
+        sp_buf_printf(&url, "command=%s&", a);
+    }
+    sp_buf_printf(&url, "stdin=%s&stdout=true&stderr=%s&tty=%s", s->stdin_open ? "true" : "false",
+                  s->tty ? "false" : "true", s->tty ? "true" : "false");
+    for (int attempt = 0;; attempt++) {
+        cleanup_free char *token = current_token(k, err);
+        if (k->c.token_file && !token) {
+            rc = SP_ERROR;
+            break;
+        }
+        sp_ws_opts o = SP_WS_OPTS_INIT;
+        o.protocols = s->protocols ? s->protocols : sp_kube_exec_protocols;
+        o.bearer_token = token && *token ? token : NULL;
+        o.timeout_ms = s->timeout_ms > 0 ? s->timeout_ms : k->o.timeout_ms;
+        o.configure = exec_tls;
+        o.configure_userdata = k;
+        int64_t t0 = sp_now_ms();
+        rc = sp_ws_connect(out, url.data, &o, err);
+        if (token)
+            explicit_bzero(token, strlen(token));
+        if (k->o.log) {
+            cleanup_free char *line = sp_xasprintf(
+                "kubernetes: exec %s/%s %s: %s (%lld ms)", s->pod, s->container ? s->container : "",
+                s->argv[0], rc == 0 ? sp_ws_protocol(*out) : "failed",
+                (long long)(sp_now_ms() - t0));
+            k->o.log(line, k->o.log_userdata);
+        }
+        /* A rotated token: read the file once more. */
+        if (rc == SP_EDENIED && k->c.token_file && attempt == 0) {
+            sp_error_free(*err);
+            *err = NULL;
+            continue;
+        }
+        break;
+    }
+    sp_buf_dispose(&url);
     return rc;
 }

@@ -41,10 +41,15 @@ typedef struct sp_ws_opts {
     const char *ca_file;
     int timeout_ms;     /* the handshake, each send, close; 0: 30 s */
     size_t max_message; /* 0: SP_WS_DEFAULT_LIMIT */
+    /* sp_ws_connect(): called with the libcurl handle (a CURL *) after
+     * sandpod's settings, before it connects: client certificates, a CA
+     * held in memory (the Kubernetes client's TLS settings). NULL: none. */
+    void (*configure)(void *userdata, void *curl);
+    void *configure_userdata;
 } sp_ws_opts;
 #define SP_WS_OPTS_INIT                                                                            \
     {                                                                                              \
-        NULL, NULL, NULL, 0, 0                                                                     \
+        NULL, NULL, NULL, 0, 0, NULL, NULL                                                         \
     }
 
 typedef struct sp_ws sp_ws;

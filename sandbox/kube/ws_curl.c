@@ -95,6 +95,8 @@ int sp_ws_connect(sp_ws **out, const char *url, const sp_ws_opts *opts, sp_error
     curl_easy_setopt(c, CURLOPT_SSL_VERIFYHOST, 2L);
     if (opts && opts->ca_file)
         curl_easy_setopt(c, CURLOPT_CAINFO, opts->ca_file);
+    if (opts && opts->configure)
+        opts->configure(opts->configure_userdata, c);
     CURLcode cc = curl_easy_perform(c);
     if (cc != CURLE_OK) {
         rc = curl_fail(err, cc, url);
