@@ -17,6 +17,7 @@
 
 #include "base.h"
 #include "json.h"
+#include "sandpod/engine.h"
 #include "ws.h"
 
 /* Where the API server is and who we are. Every string is owned. */
@@ -167,6 +168,12 @@ int sp_kube_pod_wait_ready(sp_kube *k, const char *name, int timeout_ms, sp_erro
 int sp_kube_pod_events_line(sp_kube *k, const char *name, char **out, sp_error **err);
 /* The same from an EventList object. */
 char *sp_kube_events_pick(const cJSON *list);
+
+/* A client for a kubernetes engine: credentials by the rule of
+ * sandpod/engine.h (server with token_file/ca_file; else kubeconfig/context
+ * through kubectl; else in-cluster; else kubectl's defaults), the
+ * engine's namespace over the credentials'. SP_EINVAL for another kind. */
+int sp_kube_open_engine(sp_kube **out, const sp_engine *e, const sp_kube_opts *ko, sp_error **err);
 
 /* pods/exec: a command in a container of a Pod, over a WebSocket with
  * the exec channel protocol (kube_exec.h). */

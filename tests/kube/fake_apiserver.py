@@ -26,6 +26,8 @@ Test controls (not Kubernetes paths):
     watch_gone: the next n watches answer HTTP 410
     watch_error_gone: the next n watches send an ERROR event with code 410
     drop_watch: the next n watches send headers then drop the connection
+    deny: ["VERB RESOURCE[/SUBRESOURCE]", ...] SelfSubjectAccessReviews
+          answer allowed false for these (every other one is allowed)
   GET /fake/requests  the requests seen: [{"method","path","auth"}]
 """
 import json
@@ -52,6 +54,51 @@ def now():
 def next_rv():
     state["rv"] += 1
     return str(state["rv"])
+
+
+def pb_fields(buf):
+    """The fields of a protobuf message: {number: [value, ...]}, values
+    bytes (length-delimited) or int (varint); others are skipped."""
+    out, i = {}, 0
+
+    def varint():
+        nonlocal i
+        v, shift = 0, 0
+        while True:
+            b = buf[i]
+            i += 1
+            v |= (b & 0x7f) << shift
+            shift += 7
+            if not b & 0x80:
+                return v
+    while i < len(buf):
+        key = varint()
+        num, wire = key >> 3, key & 7
+        if wire == 0:
+            val = varint()
+        elif wire == 2:
+            n = varint()
+            val, i = buf[i:i + n], i + n
+        elif wire in (1, 5):
+            i += 8 if wire == 1 else 4
+            continue
+        else:
+            raise ValueError("protobuf wire type %d" % wire)
+        out.setdefault(num, []).append(val)
+    return out
+
+
+def ssar_from_protobuf(buf):
+    """A SelfSubjectAccessReview from Kubernetes' protobuf envelope
+    (runtime.Unknown{typeMeta=1, raw=2}): spec=2, resourceAttributes=1 with
+    namespace=1 verb=2 group=3 version=4 resource=5 subresource=6 name=7."""
+    raw = pb_fields(buf)[2][0]
+    spec = pb_fields(pb_fields(raw)[2][0])
+    ra = pb_fields(spec[1][0])
+    names = {1: "namespace", 2: "verb", 3: "group", 4: "version", 5: "resource",
+             6: "subresource", 7: "name"}
+    attrs = {names[k]: v[0].decode() for k, v in ra.items() if k in names}
+    return {"spec": {"resourceAttributes": attrs}}
 
 
 def status_obj(code, reason, message):
@@ -220,6 +267,9 @@ class Handler(BaseHTTPRequestHandler):
                                         "groups": []})
         if parts == ["api", "v1"]:
             return self.send_json(200, api_resources())
+        if parts == ["apis", "authorization.k8s.io", "v1", "selfsubjectaccessreviews"] and \
+                method == "POST":
+            return self.access_review(data)
         if len(parts) >= 5 and parts[:3] == ["api", "v1", "namespaces"]:
             ns, res, name = parts[3], parts[4], parts[5] if len(parts) > 5 else None
             if res == "pods":
@@ -232,6 +282,29 @@ class Handler(BaseHTTPRequestHandler):
                                                 "metadata": {"resourceVersion": str(state["rv"])},
                                                 "items": items})
         return self.fail(404, "NotFound", "the server could not find the requested resource")
+
+    def access_review(self, data):
+        """SelfSubjectAccessReview: allowed unless the deny fault names it."""
+        try:
+            if data[:4] == b"k8s\x00":  # kubectl sends built-in kinds as protobuf
+                review = ssar_from_protobuf(data[4:])
+            else:
+                review = json.loads(data)
+            ra = review["spec"]["resourceAttributes"]
+            verb, res = ra["verb"], ra["resource"]
+        except (ValueError, KeyError, TypeError, IndexError):
+            return self.fail(422, "Invalid", "SelfSubjectAccessReview is invalid: "
+                             "spec.resourceAttributes with verb and resource is required")
+        key = "%s %s%s" % (verb, res, "/" + ra["subresource"] if ra.get("subresource") else "")
+        with lock:
+            denied = key in state["faults"].get("deny", [])
+        review.update({"apiVersion": "authorization.k8s.io/v1",
+                       "kind": "SelfSubjectAccessReview"})
+        review.setdefault("metadata", {})["creationTimestamp"] = None
+        review["status"] = {"allowed": not denied}
+        if denied:
+            review["status"]["reason"] = "denied by the fake's deny fault"
+        return self.send_json(201, review)
 
     def pods(self, method, ns, name, q, data):
         if method == "POST" and not name:

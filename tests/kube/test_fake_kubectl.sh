@@ -59,6 +59,18 @@ for mode in token cert; do
         fails=$((fails + 1))
     fi
     grep -q 'NotFound\|not found' "$T/err" || { echo "FAIL: $mode: no NotFound"; fails=$((fails + 1)); }
+    # SelfSubjectAccessReview: allowed by default, denied by the deny fault.
+    check "$mode: kubectl auth can-i create pods/exec" k auth can-i create pods --subresource=exec
+    expect_out "$mode: can-i yes" "^yes"
+    curl -sf --cacert "$T/ca.pem" --cert "$T/client.pem" --key "$T/client.key" \
+        -X POST "https://127.0.0.1:$PORT/fake/faults" -d '{"deny": ["create pods/exec"]}' >/dev/null
+    if k auth can-i create pods --subresource=exec >"$T/out" 2>"$T/err"; then
+        echo "FAIL: $mode: can-i says yes to a denied verb"
+        fails=$((fails + 1))
+    fi
+    expect_out "$mode: can-i no" "^no"
+    check "$mode: kubectl auth can-i watch pods" k auth can-i watch pods
+    expect_out "$mode: others still yes" "^yes"
     stop_fake
 done
 # Without the client certificate, the cert-mode fake refuses the TLS session.
