@@ -64,6 +64,7 @@ const struct cli_spec *const cli_commands[] = {
     &cli_spec_call,
     &cli_spec_render,
     &cli_spec_peer,
+    &cli_spec_engine,
     &cli_spec_completion,
     &spec_help,
     &cli_spec_version,

@@ -1,0 +1,418 @@
+/* sandpod engine test NAME: what an engine lets sandpod do, one timed
+ * check at a time. Kubernetes: credentials, /version, a
+ * SelfSubjectAccessReview per verb sandpod uses, then a probe Pod (created,
+ * Ready, an exec in its workload, an MCP round trip through its peer,
+ * deleted whatever happened). Podman: the service answers. */
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "cmd_engine.h"
+#include "json.h"
+#include "kube.h"
+#include "kube_exec.h"
+#include "render.h"
+
+#define MAX_CHECKS 24
+
+struct check {
+    char name[48];
+    bool ok;
+    char *detail;
+    int64_t ms;
+};
+
+struct run {
+    struct check c[MAX_CHECKS];
+    size_t n;
+    bool json;
+    const char *failed; /* the first check that failed */
+};
+
+/* Record one check that started at t0; detail is formatted. Prints its
+ * line at once in text mode. Returns ok. */
+static bool record(struct run *R, const char *name, bool ok, int64_t t0, const char *fmt, ...)
+    CLI_PRINTF(5, 6);
+static bool record(struct run *R, const char *name, bool ok, int64_t t0, const char *fmt, ...)
+{
+    if (R->n == MAX_CHECKS)
+        return ok;
+    struct check *c = &R->c[R->n++];
+    snprintf(c->name, sizeof(c->name), "%s", name);
+    c->ok = ok;
+    c->ms = sp_now_ms() - t0;
+    va_list ap;
+    va_start(ap, fmt);
+    c->detail = sp_xvasprintf(fmt, ap);
+    va_end(ap);
+    if (!ok && !R->failed)
+        R->failed = c->name;
+    if (!R->json) {
+        printf("%-4s  %-26s %6" PRId64 " ms  %s\n", ok ? "ok" : "FAIL", c->name, c->ms, c->detail);
+        fflush(stdout);
+    }
+    return ok;
+}
+
+/* An sp_error as a check's detail (freed). */
+static bool record_err(struct run *R, const char *name, int64_t t0, sp_error *err)
+{
+    record(R, name, false, t0, "%s", err ? err->message : "failed");
+    sp_error_free(err);
+    return false;
+}
+
+static int finish(struct run *R, const char *engine)
+{
+    bool ok = R->n > 0 && !R->failed;
+    int rc = ok ? CLI_EXIT_OK : CLI_EXIT_ERROR;
+    if (R->json) {
+        cJSON *res = cJSON_CreateObject();
+        cJSON *arr = cJSON_CreateArray();
+        bool good = res && arr && cJSON_AddBoolToObject(res, "ok", ok) &&
+                    sp_json_add(res, "engine", cJSON_CreateString(engine));
+        for (size_t i = 0; good && i < R->n; i++) {
+            cJSON *o = cJSON_CreateObject();
+            good = o && cJSON_AddItemToArray(arr, o) &&
+                   sp_json_add(o, "name", cJSON_CreateString(R->c[i].name)) &&
+                   cJSON_AddBoolToObject(o, "ok", R->c[i].ok) &&
+                   sp_json_add(o, "detail", cJSON_CreateString(R->c[i].detail)) &&
+                   cJSON_AddNumberToObject(o, "ms", (double)R->c[i].ms);
+        }
+        good = good && sp_json_add(res, "checks", arr);
+        if (!good)
+            cJSON_Delete(arr);
+        if (cli_print_json(sp_json_finish(res, good)) != 0)
+            rc = CLI_EXIT_ERROR;
+    }
+    if (R->failed)
+        cli_error("engine test %s: check '%s' failed", engine, R->failed);
+    for (size_t i = 0; i < R->n; i++)
+        free(R->c[i].detail);
+    return rc;
+}
+
+/* ------------------------------------------------------------- podman -- */
+
+static void test_podman(struct run *R, const sp_engine *e, const struct cli_engine_test *t)
+{
+    int64_t t0 = sp_now_ms();
+    sp_podman_opts po = SP_PODMAN_OPTS_INIT;
+    po.url = e->podman_url ? e->podman_url : t->url;
+    po.state_root = t->state_root;
+    sp_podman *p = NULL;
+    sp_error *err = NULL;
+    if (sp_podman_open(&p, &po, &err) < 0) {
+        record_err(R, "service", t0, err);
+        return;
+    }
+    if (sp_podman_ping(p, &err) < 0)
+        record_err(R, "service", t0, err);
+    else
+        record(R, "service", true, t0, "%s answers _ping", sp_podman_url(p));
+    t0 = sp_now_ms();
+    sp_podman_version *v = NULL;
+    if (sp_podman_get_version(&v, p, &err) < 0) {
+        record_err(R, "version", t0, err);
+    } else {
+        record(R, "version", true, t0, "Podman %s (API %s)%s%s", v->version, v->api_version,
+               v->runtime ? ", " : "", v->runtime ? v->runtime : "");
+        sp_podman_version_free(v);
+    }
+    t0 = sp_now_ms();
+    const sp_podman_host *h = NULL;
+    if (sp_podman_host_info(&h, p, &err) < 0)
+        record_err(R, "host", t0, err);
+    else
+        record(R, "host", true, t0, "%s, cgroup v%d, limits %s",
+               h->rootless ? "rootless" : "rootful", h->cgroup_version,
+               h->limits_apply ? "apply" : "do not apply");
+    sp_podman_free(p);
+}
+
+/* --------------------------------------------------------- kubernetes -- */
+
+/* A SelfSubjectAccessReview: *allowed. */
+static int can_i(bool *allowed, sp_kube *k, const char *verb, const char *resource, const char *sub,
+                 sp_error **err)
+{
+    cJSON *ra = cJSON_CreateObject();
+    cJSON_AddStringToObject(ra, "namespace", sp_kube_namespace(k));
+    cJSON_AddStringToObject(ra, "verb", verb);
+    cJSON_AddStringToObject(ra, "resource", resource);
+    if (sub)
+        cJSON_AddStringToObject(ra, "subresource", sub);
+    cJSON *body = cJSON_CreateObject();
+    cJSON_AddStringToObject(body, "apiVersion", "authorization.k8s.io/v1");
+    cJSON_AddStringToObject(body, "kind", "SelfSubjectAccessReview");
+    cJSON_AddItemToObject(cJSON_AddObjectToObject(body, "spec"), "resourceAttributes", ra);
+    char *text = cJSON_PrintUnformatted(body);
+    cJSON_Delete(body);
+    cJSON *out = NULL;
+    int r = sp_kube_call(k, "POST", "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", text,
+                         &out, "SelfSubjectAccessReview", err);
+    cJSON_free(text);
+    if (r == 0) {
+        const cJSON *st = sp_json_get(out, "status");
+        if (!cJSON_IsBool(sp_json_get(st, "allowed")))
+            r = sp_err_set(err, SP_ERROR, 0, "SelfSubjectAccessReview: no status.allowed");
+        *allowed = sp_json_bool(st, "allowed", false);
+    }
+    cJSON_Delete(out);
+    return r;
+}
+
+/* What an exec gave. */
+struct exec_out {
+    sp_buf out, err;
+    int code;
+};
+
+/* Read the exec's channels until the server closes, stop() says so (it
+ * sees stdout so far), or the deadline. */
+static int exec_read(sp_ws *ws, struct exec_out *x, int timeout_ms, bool (*stop)(const sp_buf *),
+                     sp_error **err)
+{
+    int64_t end = sp_now_ms() + timeout_ms;
+    for (;;) {
+        int left = (int)(end - sp_now_ms());
+        if (left <= 0)
+            return sp_err_set(err, SP_ETIMEOUT, 0, "no answer within %d ms", timeout_ms);
+        sp_ws_msg m;
+        if (sp_ws_recv(ws, &m, left, err) < 0)
+            return -1;
+        if (m.opcode == SP_WS_CLOSE)
+            return 0;
+        int ch;
+        const uint8_t *d;
+        size_t n;
+        if (sp_kube_exec_split(&ch, &d, &n, m.data, m.len, err) < 0)
+            return -1;
+        if (ch == SP_KUBE_STDOUT)
+            sp_buf_add(&x->out, d, n);
+        else if (ch == SP_KUBE_STDERR)
+            sp_buf_add(&x->err, d, n);
+        else if (ch == SP_KUBE_STATUS && sp_kube_exec_status(&x->code, (const char *)d, n, err) < 0)
+            return -1;
+        if (stop && stop(&x->out))
+            return 0;
+    }
+}
+
+static const char *const version_argv[] = {SP_KUBE_SANDPOD_BIN, "version", NULL};
+static const char *const connect_argv[] = {SP_KUBE_SANDPOD_BIN, "peer", "connect", "--socket",
+                                           SP_KUBE_PEER_SOCKET, NULL};
+
+/* A command in the workload: exec works there (the image has sandpod, not
+ * a shell: `sandpod version` is its `true`). */
+static bool probe_exec(struct run *R, sp_kube *k, const char *pod)
+{
+    int64_t t0 = sp_now_ms();
+    sp_kube_exec_spec s = {.pod = pod, .container = "workload", .argv = version_argv};
+    sp_ws *ws = NULL;
+    sp_error *err = NULL;
+    if (sp_kube_exec_connect(&ws, k, &s, &err) < 0)
+        return record_err(R, "exec in workload", t0, err);
+    struct exec_out x = {SP_BUF_INIT, SP_BUF_INIT, -1};
+    int r = exec_read(ws, &x, 30000, NULL, &err);
+    sp_ws_free(ws);
+    bool ok = r == 0 && x.code == 0;
+    if (r < 0)
+        record_err(R, "exec in workload", t0, err);
+    else
+        record(R, "exec in workload", ok, t0, "%s version: exit %d%s%.*s", version_argv[0], x.code,
+               x.err.len ? ", " : "", (int)(x.err.len > 200 ? 200 : x.err.len),
+               x.err.data ? x.err.data : "");
+    sp_buf_dispose(&x.out);
+    sp_buf_dispose(&x.err);
+    return ok;
+}
+
+/* The answer to tools/list (id 2) has arrived. */
+static bool have_tools_answer(const sp_buf *out)
+{
+    return out->len && memmem(out->data, out->len, "\"id\":2", 6) != NULL;
+}
+
+/* initialize + tools/list through `sandpod peer connect` in the peer. */
+static bool probe_mcp(struct run *R, sp_kube *k, const char *pod)
+{
+    int64_t t0 = sp_now_ms();
+    sp_kube_exec_spec s = {
+        .pod = pod, .container = "peer", .argv = connect_argv, .stdin_open = true};
+    sp_ws *ws = NULL;
+    sp_error *err = NULL;
+    if (sp_kube_exec_connect(&ws, k, &s, &err) < 0)
+        return record_err(R, "mcp through peer", t0, err);
+    static const char req[] =
+        "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"protocolVersion\":"
+        "\"2025-06-18\",\"capabilities\":{},\"clientInfo\":{\"name\":\"sandpod-engine-test\","
+        "\"version\":\"1\"}}}\n"
+        "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n"
+        "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/list\"}\n";
+    struct exec_out x = {SP_BUF_INIT, SP_BUF_INIT, -1};
+    int r = sp_kube_exec_write(ws, req, sizeof(req) - 1, &err);
+    if (r == 0)
+        r = exec_read(ws, &x, 30000, have_tools_answer, &err);
+    if (r == 0 && strcmp(sp_ws_protocol(ws), SP_KUBE_PROTO_V5) == 0)
+        sp_kube_exec_close_stdin(ws, NULL);
+    sp_ws_close(ws, 1000, "", NULL);
+    sp_ws_free(ws);
+    bool ok = false;
+    if (r < 0) {
+        record_err(R, "mcp through peer", t0, err);
+    } else {
+        /* The lines: id 1 (initialize) and id 2 (tools/list). */
+        sp_buf_addc(&x.out, '\0');
+        const char *server = NULL, *version = NULL;
+        int tools = -1;
+        cJSON *docs[8] = {0};
+        size_t nd = 0;
+        for (char *line = x.out.data, *nl; line && *line && nd < 8; line = nl ? nl + 1 : NULL) {
+            nl = strchr(line, '\n');
+            cJSON *m = sp_json_parse(line, nl ? (size_t)(nl - line) : strlen(line));
+            if (!m)
+                continue;
+            docs[nd++] = m;
+            const cJSON *res = sp_json_get(m, "result");
+            int64_t id = sp_json_int(m, "id", -1);
+            if (id == 1) {
+                server = sp_json_str(sp_json_get(res, "serverInfo"), "name");
+                version = sp_json_str(sp_json_get(res, "serverInfo"), "version");
+            } else if (id == 2 && cJSON_IsArray(sp_json_get(res, "tools"))) {
+                tools = cJSON_GetArraySize(sp_json_get(res, "tools"));
+            }
+        }
+        ok = server && tools > 0;
+        if (ok)
+            record(R, "mcp through peer", true, t0, "initialize: %s %s; tools/list: %d tools",
+                   server, version ? version : "", tools);
+        else
+            record(R, "mcp through peer", false, t0, "no %s answer; stderr: %.*s",
+                   server ? "tools/list" : "initialize", (int)(x.err.len > 200 ? 200 : x.err.len),
+                   x.err.data ? x.err.data : "");
+        for (size_t i = 0; i < nd; i++)
+            cJSON_Delete(docs[i]);
+    }
+    sp_buf_dispose(&x.out);
+    sp_buf_dispose(&x.err);
+    return ok;
+}
+
+static void probe(struct run *R, sp_kube *k, const sp_engine *e, const struct cli_engine_test *t)
+{
+    int64_t t0 = sp_now_ms();
+    const char *image = e->image ? e->image : SP_KUBE_DEFAULT_IMAGE;
+    sp_sandbox_opts o = SP_SANDBOX_OPTS_INIT;
+    o.name = "engine-probe";
+    o.image = image;
+    sp_kube_render_opts ro = SP_KUBE_RENDER_OPTS_INIT;
+    ro.sandpod_image = image;
+    ro.runtime_class = e->runtime_class;
+    /* A probe left behind (sandpod killed) ends by itself soon. */
+    ro.deadline_seconds = t->timeout_s + 300;
+    char *spec = NULL;
+    cJSON *made = NULL;
+    sp_error *err = NULL;
+    if (sp_kube_render_pod(&spec, &o, &ro, &err) < 0 ||
+        sp_kube_pod_create(k, spec, &made, &err) < 0) {
+        free(spec);
+        record_err(R, "probe pod create", t0, err);
+        return;
+    }
+    free(spec);
+    char *pod = sp_xstrdup(sp_json_str_or(sp_json_get(made, "metadata"), "name", ""));
+    cJSON_Delete(made);
+    record(R, "probe pod create", true, t0, "%s (image %s)", pod, image);
+
+    t0 = sp_now_ms();
+    bool ok = true;
+    if (sp_kube_pod_wait_ready(k, pod, t->timeout_s * 1000, &err) < 0)
+        ok = record_err(R, "probe pod ready", t0, err);
+    else
+        record(R, "probe pod ready", true, t0, "Running and Ready");
+    if (ok)
+        ok = probe_exec(R, k, pod);
+    if (ok)
+        probe_mcp(R, k, pod);
+
+    t0 = sp_now_ms();
+    if (sp_kube_pod_delete(k, pod, 0, &err) < 0)
+        record_err(R, "probe pod delete", t0, err);
+    else
+        record(R, "probe pod delete", true, t0, "%s deleted", pod);
+    free(pod);
+}
+
+static void test_kube(struct run *R, const sp_engine *e, const struct cli_engine_test *t)
+{
+    int64_t t0 = sp_now_ms();
+    sp_kube_opts ko = SP_KUBE_OPTS_INIT;
+    ko.timeout_ms = 15000;
+    ko.max_retries = 2;
+    sp_kube *k = NULL;
+    sp_error *err = NULL;
+    if (sp_kube_open_engine(&k, e, &ko, &err) < 0) {
+        record_err(R, "credentials", t0, err);
+        return;
+    }
+    record(R, "credentials", true, t0, "%s, namespace %s", sp_kube_server(k), sp_kube_namespace(k));
+
+    t0 = sp_now_ms();
+    cJSON *v = NULL;
+    if (sp_kube_call(k, "GET", "/version", NULL, &v, "server version", &err) < 0) {
+        record_err(R, "server version", t0, err);
+        sp_kube_free(k);
+        return;
+    }
+    record(R, "server version", true, t0, "Kubernetes %s (%s)",
+           sp_json_str_or(v, "gitVersion", "?"), sp_json_str_or(v, "platform", "?"));
+    cJSON_Delete(v);
+
+    static const struct {
+        const char *verb, *res, *sub;
+    } verbs[] = {{"create", "pods", NULL}, {"get", "pods", NULL},    {"list", "pods", NULL},
+                 {"watch", "pods", NULL},  {"delete", "pods", NULL}, {"create", "pods", "exec"},
+                 {"get", "pods", "exec"},  {"list", "events", NULL}};
+    bool all = true;
+    for (size_t i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++) {
+        t0 = sp_now_ms();
+        char name[48];
+        snprintf(name, sizeof(name), "can %s %s%s%s", verbs[i].verb, verbs[i].res,
+                 verbs[i].sub ? "/" : "", verbs[i].sub ? verbs[i].sub : "");
+        bool allowed = false;
+        if (can_i(&allowed, k, verbs[i].verb, verbs[i].res, verbs[i].sub, &err) < 0)
+            all = record_err(R, name, t0, err);
+        else if (!record(R, name, allowed, t0, "%s in namespace %s", allowed ? "allowed" : "denied",
+                         sp_kube_namespace(k)))
+            all = false;
+    }
+    if (!t->no_probe) {
+        if (all)
+            probe(R, k, e, t);
+        else if (!R->json)
+            printf("      (no probe Pod: sandpod may not do what it needs)\n");
+    }
+    sp_kube_free(k);
+}
+
+int cli_engine_test(const struct cli_engine_test *t)
+{
+    sp_engine *e = NULL;
+    sp_error *err = NULL;
+    int r = sp_engine_get(&e, t->state_root, t->name, &err);
+    if (r < 0)
+        return cli_fail(t->json, r, err);
+    struct run R = {.json = t->json};
+    if (!t->json)
+        printf("engine %s (%s)\n", e->name, sp_engine_kind_name(e->kind));
+    if (e->kind == SP_ENGINE_KUBERNETES)
+        test_kube(&R, e, t);
+    else
+        test_podman(&R, e, t);
+    r = finish(&R, e->name);
+    sp_engine_free(e);
+    return r;
+}
