@@ -7,6 +7,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "cli.h"
 #include "cmd_engine.h"
@@ -28,7 +29,7 @@ struct run {
     struct check c[MAX_CHECKS];
     size_t n;
     bool json;
-    const char *failed; /* the first check that failed */
+    const struct check *failed; /* the first check that failed */
 };
 
 /* Record one check that started at t0; detail is formatted. Prints its
@@ -48,7 +49,7 @@ static bool record(struct run *R, const char *name, bool ok, int64_t t0, const c
     c->detail = sp_xvasprintf(fmt, ap);
     va_end(ap);
     if (!ok && !R->failed)
-        R->failed = c->name;
+        R->failed = c;
     if (!R->json) {
         printf("%-4s  %-26s %6" PRId64 " ms  %s\n", ok ? "ok" : "FAIL", c->name, c->ms, c->detail);
         fflush(stdout);
@@ -88,7 +89,8 @@ static int finish(struct run *R, const char *engine)
             rc = CLI_EXIT_ERROR;
     }
     if (R->failed)
-        cli_error("engine test %s: check '%s' failed", engine, R->failed);
+        cli_error("engine test %s: check '%s' failed: %s", engine, R->failed->name,
+                  R->failed->detail);
     for (size_t i = 0; i < R->n; i++)
         free(R->c[i].detail);
     return rc;
@@ -230,75 +232,99 @@ static bool probe_exec(struct run *R, sp_kube *k, const char *pod)
     return ok;
 }
 
-/* The answer to tools/list (id 2) has arrived. */
-static bool have_tools_answer(const sp_buf *out)
+/* The serverInfo name of the initialize answer (id 1) and the number of
+ * tools of the tools/list one (id 2) in stdout's lines; whether id 2
+ * was answered. */
+static bool mcp_parse(const sp_buf *out, char *server, size_t size, int *tools)
 {
-    return out->len && memmem(out->data, out->len, "\"id\":2", 6) != NULL;
+    bool answered = false;
+    *server = '\0';
+    *tools = -1;
+    const char *p = out->data, *end = out->data + out->len;
+    while (p && p < end) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        cJSON *m = sp_json_parse(p, nl ? (size_t)(nl - p) : (size_t)(end - p));
+        const cJSON *res = sp_json_get(m, "result");
+        int64_t id = sp_json_int(m, "id", -1);
+        const cJSON *info = sp_json_get(res, "serverInfo");
+        if (id == 1 && sp_json_str(info, "name"))
+            snprintf(server, size, "%s %s", sp_json_str(info, "name"),
+                     sp_json_str_or(info, "version", ""));
+        else if (id == 2 && cJSON_IsArray(sp_json_get(res, "tools")))
+            *tools = cJSON_GetArraySize(sp_json_get(res, "tools"));
+        answered = answered || id == 2;
+        cJSON_Delete(m);
+        p = nl ? nl + 1 : NULL;
+    }
+    return answered;
 }
 
-/* initialize + tools/list through `sandpod peer connect` in the peer. */
-static bool probe_mcp(struct run *R, sp_kube *k, const char *pod)
+/* The answer to tools/list (id 2), a result or an error, has arrived. */
+static bool have_tools_answer(const sp_buf *out)
 {
-    int64_t t0 = sp_now_ms();
+    char server[8];
+    int tools;
+    return mcp_parse(out, server, sizeof(server), &tools);
+}
+
+/* One MCP session: initialize + tools/list through `sandpod peer connect`
+ * in the peer; *server and *tools from the answers (x keeps the output). */
+static int mcp_once(sp_kube *k, const char *pod, struct exec_out *x, sp_error **err)
+{
     sp_kube_exec_spec s = {
         .pod = pod, .container = "peer", .argv = connect_argv, .stdin_open = true};
     sp_ws *ws = NULL;
-    sp_error *err = NULL;
-    if (sp_kube_exec_connect(&ws, k, &s, &err) < 0)
-        return record_err(R, "mcp through peer", t0, err);
+    if (sp_kube_exec_connect(&ws, k, &s, err) < 0)
+        return -1;
     static const char req[] =
         "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"protocolVersion\":"
         "\"2025-06-18\",\"capabilities\":{},\"clientInfo\":{\"name\":\"sandpod-engine-test\","
         "\"version\":\"1\"}}}\n"
         "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n"
         "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/list\"}\n";
-    struct exec_out x = {SP_BUF_INIT, SP_BUF_INIT, -1};
-    int r = sp_kube_exec_write(ws, req, sizeof(req) - 1, &err);
+    int r = sp_kube_exec_write(ws, req, sizeof(req) - 1, err);
     if (r == 0)
-        r = exec_read(ws, &x, 30000, have_tools_answer, &err);
-    if (r == 0 && strcmp(sp_ws_protocol(ws), SP_KUBE_PROTO_V5) == 0)
-        sp_kube_exec_close_stdin(ws, NULL);
-    sp_ws_close(ws, 1000, "", NULL);
-    sp_ws_free(ws);
-    bool ok = false;
-    if (r < 0) {
-        record_err(R, "mcp through peer", t0, err);
-    } else {
-        /* The lines: id 1 (initialize) and id 2 (tools/list). */
-        sp_buf_addc(&x.out, '\0');
-        const char *server = NULL, *version = NULL;
-        int tools = -1;
-        cJSON *docs[8] = {0};
-        size_t nd = 0;
-        for (char *line = x.out.data, *nl; line && *line && nd < 8; line = nl ? nl + 1 : NULL) {
-            nl = strchr(line, '\n');
-            cJSON *m = sp_json_parse(line, nl ? (size_t)(nl - line) : strlen(line));
-            if (!m)
-                continue;
-            docs[nd++] = m;
-            const cJSON *res = sp_json_get(m, "result");
-            int64_t id = sp_json_int(m, "id", -1);
-            if (id == 1) {
-                server = sp_json_str(sp_json_get(res, "serverInfo"), "name");
-                version = sp_json_str(sp_json_get(res, "serverInfo"), "version");
-            } else if (id == 2 && cJSON_IsArray(sp_json_get(res, "tools"))) {
-                tools = cJSON_GetArraySize(sp_json_get(res, "tools"));
-            }
-        }
-        ok = server && tools > 0;
-        if (ok)
-            record(R, "mcp through peer", true, t0, "initialize: %s %s; tools/list: %d tools",
-                   server, version ? version : "", tools);
-        else
-            record(R, "mcp through peer", false, t0, "no %s answer; stderr: %.*s",
-                   server ? "tools/list" : "initialize", (int)(x.err.len > 200 ? 200 : x.err.len),
-                   x.err.data ? x.err.data : "");
-        for (size_t i = 0; i < nd; i++)
-            cJSON_Delete(docs[i]);
+        r = exec_read(ws, x, 30000, have_tools_answer, err);
+    if (r == 0 && have_tools_answer(&x->out)) {
+        if (strcmp(sp_ws_protocol(ws), SP_KUBE_PROTO_V5) == 0)
+            sp_kube_exec_close_stdin(ws, NULL);
+        sp_ws_close(ws, 1000, "", NULL);
     }
-    sp_buf_dispose(&x.out);
-    sp_buf_dispose(&x.err);
-    return ok;
+    sp_ws_free(ws);
+    return r;
+}
+
+/* The MCP round trip. The peer binds its socket a moment after it starts
+ * (the Pod may be Ready first): a session that ends with no answer and a
+ * failing exit is tried again for up to 20 s. */
+static bool probe_mcp(struct run *R, sp_kube *k, const char *pod)
+{
+    int64_t t0 = sp_now_ms();
+    for (;;) {
+        struct exec_out x = {SP_BUF_INIT, SP_BUF_INIT, -1};
+        sp_error *err = NULL;
+        int r = mcp_once(k, pod, &x, &err);
+        char server[128];
+        int tools;
+        mcp_parse(&x.out, server, sizeof(server), &tools);
+        bool ok = r == 0 && *server && tools > 0;
+        bool again = !ok && r == 0 && x.out.len == 0 && x.code != 0 && sp_now_ms() - t0 < 20000;
+        if (ok)
+            record(R, "mcp through peer", true, t0, "initialize: %s; tools/list: %d tools", server,
+                   tools);
+        else if (r < 0)
+            record_err(R, "mcp through peer", t0, err);
+        else if (!again)
+            record(R, "mcp through peer", false, t0, "no %s answer (exit %d)%s%.*s",
+                   *server ? "tools/list" : "initialize", x.code, x.err.len ? ": " : "",
+                   (int)(x.err.len > 200 ? 200 : x.err.len), x.err.data ? x.err.data : "");
+        sp_buf_dispose(&x.out);
+        sp_buf_dispose(&x.err);
+        if (!again)
+            return ok;
+        struct timespec ts = {0, 200 * 1000000};
+        nanosleep(&ts, NULL);
+    }
 }
 
 static void probe(struct run *R, sp_kube *k, const sp_engine *e, const struct cli_engine_test *t)
