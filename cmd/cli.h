@@ -155,6 +155,7 @@ enum {
     CLI_OPT_SETUP_TIMEOUT,
     CLI_OPT_PULL,
     CLI_OPT_TLS_VERIFY,
+    CLI_OPT_ENGINE,
 };
 
 /* The --state-root row of cli_group_conn, for a command that takes it alone. */
@@ -293,6 +294,12 @@ struct cli_snap {
     bool progress;         /* a progress line is on stderr */
     bool none_ok;          /* a store never made is no error: cli_snap_open() sets none */
     bool none;             /* no store, so no snapshots (c->s is NULL) */
+    /* A sandbox on another engine has its store beside its workload: the
+     * command is then this tool call there (NULL: not possible), which
+     * cli_snap_open() makes, printing its answer; it sets handled. */
+    const char *remote_tool;
+    char *remote_args; /* JSON object text (owned) */
+    bool handled;
 };
 
 /* Take --root, --store, --state-root or --url. Returns 1 when taken, 0

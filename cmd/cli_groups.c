@@ -16,6 +16,9 @@ static const struct cli_optdesc create_opts[] = {
               "the sandbox's name (default: a generated sp-xxxxxxxx)"),
     CLI_VALUE("image", 0, "IMG", CLI_OPT_IMAGE, CLI_COMP_NONE,
               "image to run (default " SP_PODMAN_DEFAULT_IMAGE ", built offline when missing)"),
+    CLI_VALUE("engine", 0, "NAME", CLI_OPT_ENGINE, CLI_COMP_NONE,
+              "where it runs: an engine of `sandpod engine ls` (default: the default engine, "
+              "normally local Podman)"),
     CLI_CHOICE("pull", 0, "POLICY", CLI_OPT_PULL, "missing|always|never",
                "pull the image from its registry: missing (default for a reference with a "
                "registry host), always, never (default for localhost/ and short names)"),

@@ -288,6 +288,13 @@ int cli_create_option(struct cli_create *c, const char *cmd, int opt, const char
     case CLI_OPT_IMAGE:
         o->image = arg;
         return 1;
+    case CLI_OPT_ENGINE:
+        if (!*arg) {
+            cli_usage(cmd, "--engine needs an engine's name (see `sandpod engine ls`)");
+            return -1;
+        }
+        o->engine = arg;
+        return 1;
     case CLI_OPT_MOUNT: {
         sp_mount *m = NULL;
         if (sp_mount_spec_parse(&m, arg, &err) < 0) {

@@ -112,7 +112,7 @@ int cmd_diff(int argc, char **argv)
      * must exist already (SNAP is in it). With NAME alone, a sandbox
      * with no store has no baseline, which sp_sandbox_baseline() says. */
     c.none_ok = !from;
-    if ((rc = cli_snap_open(&c, name, false)) != 0)
+    if ((rc = cli_snap_open(&c, name, false)) != 0 || c.handled)
         goto done;
     sp_snapdiff *d = NULL;
     sp_error *err = NULL;

@@ -108,7 +108,7 @@ int cmd_export(int argc, char **argv)
         rc = cli_usage("export", "--json needs -o FILE (stdout carries the archive)");
         goto done;
     }
-    if ((rc = cli_snap_open(&c, name, false)) != 0)
+    if ((rc = cli_snap_open(&c, name, false)) != 0 || c.handled)
         goto done;
     sp_snapshot *snap = NULL;
     sp_error *err = NULL;

@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base.h"
 #include "cli.h"
 #include "fs_json.h"
 
@@ -1268,6 +1269,14 @@ int cmd_fs(int argc, char **argv)
         }
         c.root = sp_sandbox_workspace(sb);
         c.sb = sb;
+        if (!c.root) {
+            sp_err_set(&err, SP_EINVAL, 0,
+                       "sandbox %s runs on engine %s: its files are reached through its tools, "
+                       "e.g. sandpod call %s read_file '{\"path\": \"a.txt\"}'",
+                       c.sandbox, sp_sandbox_engine(sb), c.sandbox);
+            rc = fail(&c, SP_EINVAL, err);
+            goto done;
+        }
     }
     sp_fs_opts fo = SP_FS_OPTS_INIT;
     fo.read_only = c.read_only;

@@ -2,11 +2,12 @@
  * more (a state folder deleted by hand, a create killed half-way), the
  * processes a killed Podman service lost, and services nobody can reach. */
 #include <stdio.h>
+#include <string.h>
 
 #include "cli.h"
 #include "fs_json.h"
 
-enum { OPT_JSON = 256, OPT_DRY };
+enum { OPT_JSON = 256, OPT_DRY, OPT_ENGINE };
 
 const struct cli_spec cli_spec_gc = {
     .name = "gc",
@@ -25,16 +26,19 @@ const struct cli_spec cli_spec_gc = {
                    "a container is judged against that state root only when its state folder\n"
                    "lies beneath it, and the Podman service is the one of that state root.",
     .groups = CLI_GROUPS(CLI_OWN(CLI_FLAG("dry-run", 'n', 'n', "only print what would be removed"),
+                                 CLI_VALUE("engine", 0, "NAME", OPT_ENGINE, CLI_COMP_NONE,
+                                           "collect on that engine instead: its workloads (Pods) "
+                                           "made from this state root that no sandbox owns"),
                                  CLI_FLAG("json", 0, OPT_JSON,
                                           "print {ok, orphans: [{kind, container, state_dir, pid, "
                                           "reason, removed, error}], unlabelled}; kind is "
-                                          "container, runtime or service")),
+                                          "container, runtime, service or pod")),
                          &cli_group_conn),
     .exit_status = "0 when every orphan is removed (or none found), 1 when any removal failed or "
                    "Podman cannot be reached, 2 bad usage.",
 };
 
-static const char *const kind_names[] = {"container", "runtime", "service"};
+static const char *const kind_names[] = {"container", "runtime", "service", "pod"};
 
 static cJSON *orphans_json(const sp_sandbox_orphans *o)
 {
@@ -68,6 +72,7 @@ int cmd_gc(int argc, char **argv)
 {
     struct cli_conn conn = {0};
     bool json = false, dry = false;
+    const char *engine = NULL;
     int rc = 0;
 
     optind = 0;
@@ -89,6 +94,9 @@ int cmd_gc(int argc, char **argv)
         case OPT_JSON:
             json = true;
             break;
+        case OPT_ENGINE:
+            engine = optarg;
+            break;
         }
     }
     if (optind < argc) {
@@ -98,7 +106,9 @@ int cmd_gc(int argc, char **argv)
 
     sp_sandbox_orphans *o = NULL;
     sp_error *err = NULL;
-    int r = sp_sandbox_gc(&o, conn.url, conn.state_root, dry, &err);
+    int r = engine && strcmp(engine, SP_ENGINE_LOCAL) != 0
+                ? sp_sandbox_gc_engine(&o, conn.state_root, engine, dry, &err)
+                : sp_sandbox_gc(&o, conn.url, conn.state_root, dry, &err);
     if (r < 0) {
         rc = cli_fail(json, r, err);
         goto done;

@@ -185,6 +185,7 @@ static void print_human(const cJSON *o)
     }
     if (cJSON_IsTrue(get(o, "oom_killed")))
         field("oom killed:", "yes");
+    field("engine:", str(o, "engine"));
     field("container:", str(o, "container"));
     field("image:", str(o, "image"));
     const char *created = str(o, "created_at");

@@ -63,7 +63,10 @@ static int print_table(const cJSON *list)
         cli_local_time(created, sizeof(created), str_field(it, "created_at"));
         printf("%-*s  %-*s  %-*s  %-*s  ", width[0], str_field(it, "name"), width[1],
                str_field(it, "state"), width[2], str_field(it, "image"), width[3], created);
-        cli_put_name(stdout, str_field(it, "workspace"));
+        if (sp_json_str(it, "workspace"))
+            cli_put_name(stdout, str_field(it, "workspace"));
+        else
+            printf("(engine %s)", str_field(it, "engine"));
         putchar('\n');
     }
     return CLI_EXIT_OK;

@@ -81,7 +81,14 @@ int cmd_restore(int argc, char **argv)
         rc = cli_usage("restore", "unexpected argument '%s'", argv[optind]);
         goto done;
     }
-    if ((rc = cli_snap_open(&c, name, false)) != 0)
+    c.remote_tool = "restore";
+    {
+        cJSON *a = cJSON_CreateObject();
+        cJSON_AddStringToObject(a, "snapshot", ref);
+        c.remote_args = cJSON_PrintUnformatted(a);
+        cJSON_Delete(a);
+    }
+    if ((rc = cli_snap_open(&c, name, false)) != 0 || c.handled)
         goto done;
     sp_snapshot *snap = NULL;
     sp_error *err = NULL;

@@ -59,9 +59,14 @@ static int remove_one(sp_sandbox **sbp, const char *name, const sp_sandbox_opts 
         sp_sandbox_status_free(st);
         if (running) {
             char msg[256];
-            snprintf(msg, sizeof(msg),
-                     "sandbox %s is running; stop it first ('sandpod stop %s') or use --force",
-                     name, name);
+            if (sp_sandbox_is_remote(*sbp))
+                snprintf(msg, sizeof(msg),
+                         "sandbox %s is running (on engine %s); use --force to remove it", name,
+                         sp_sandbox_engine(*sbp));
+            else
+                snprintf(msg, sizeof(msg),
+                         "sandbox %s is running; stop it first ('sandpod stop %s') or use --force",
+                         name, name);
             return own_error(err, SP_EINVAL, msg);
         }
     }

@@ -11,8 +11,11 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base.h"
 #include "cli.h"
 #include "fs_json.h"
+#include "json.h"
+#include "tools.h"
 #include "snapshot_json.h"
 
 /* ------------------------------------------------------------- shared -- */
@@ -130,6 +133,45 @@ void cli_snap_progress_end(struct cli_snap *c)
     c->progress = false;
 }
 
+/* The NAME form on a sandbox of another engine: c->remote_tool through
+ * its tools; the text for people, the tool's value under --json. */
+static int snap_remote(struct cli_snap *c)
+{
+    c->handled = true;
+    sp_error *err = NULL;
+    if (!c->remote_tool) {
+        sp_err_set(&err, SP_EINVAL, 0,
+                   "sandbox %s runs on engine %s: this works on local sandboxes only, for now "
+                   "(snapshot, snapshots and restore work there)",
+                   sp_sandbox_name(c->sb), sp_sandbox_engine(c->sb));
+        return cli_fail(c->json, SP_EINVAL, err);
+    }
+    sp_tools_opts to = SP_TOOLS_OPTS_INIT;
+    sp_tools *t = NULL;
+    int r = sp_tools_open_sandbox(&t, c->sb, &to, &err);
+    if (r < 0)
+        return cli_fail(c->json, r, err);
+    const char *args = c->remote_args ? c->remote_args : "{}";
+    char *res = NULL;
+    r = sp_tools_call(&res, t, c->remote_tool, args, strlen(args));
+    sp_tools_free(t);
+    cJSON *o = sp_json_parse(res, strlen(res));
+    free(res);
+    const cJSON *e = sp_json_get(o, "error");
+    if (r < 0) {
+        sp_err_set(&err, r, 0, "%s", sp_json_str_or(e, "message", "the tool failed"));
+        cJSON_Delete(o);
+        return cli_fail(c->json, r, err);
+    }
+    int rc = CLI_EXIT_OK;
+    if (c->json)
+        rc = cli_print_result(cJSON_DetachItemFromObjectCaseSensitive(o, "value"));
+    else
+        fputs(sp_json_str_or(o, "message", ""), stdout);
+    cJSON_Delete(o);
+    return rc;
+}
+
 int cli_snap_open(struct cli_snap *c, const char *name, bool create)
 {
     sp_snapstore_opts o = SP_SNAPSTORE_OPTS_INIT;
@@ -144,6 +186,8 @@ int cli_snap_open(struct cli_snap *c, const char *name, bool create)
         int rc = cli_sandbox_open(&c->sb, name, &c->conn, c->json);
         if (rc != 0)
             return rc;
+        if (sp_sandbox_is_remote(c->sb))
+            return snap_remote(c);
         sp_sandbox_snapshot_opts so = SP_SANDBOX_SNAPSHOT_OPTS_INIT;
         so.store = &o;
         r = sp_sandbox_snapshot_open(&c->snap, c->sb, &so, &err);
@@ -182,6 +226,8 @@ void cli_snap_close(struct cli_snap *c)
     c->s = NULL;
     sp_sandbox_free(c->sb);
     c->sb = NULL;
+    free(c->remote_args);
+    c->remote_args = NULL;
     cli_conn_dispose(&c->conn);
 }
 
@@ -367,7 +413,15 @@ int cmd_snapshot(int argc, char **argv)
         rc = cli_usage(cmd, "unexpected argument '%s'", argv[optind]);
         goto done;
     }
-    if ((rc = cli_snap_open(&c, name, sub == SUB_NONE || sub == SUB_IMPORT)) != 0)
+    if (sub == SUB_NONE) {
+        c.remote_tool = "snapshot";
+        cJSON *a = cJSON_CreateObject();
+        if (tag)
+            cJSON_AddStringToObject(a, "tag", tag);
+        c.remote_args = cJSON_PrintUnformatted(a);
+        cJSON_Delete(a);
+    }
+    if ((rc = cli_snap_open(&c, name, sub == SUB_NONE || sub == SUB_IMPORT)) != 0 || c.handled)
         goto done;
 
     sp_error *err = NULL;

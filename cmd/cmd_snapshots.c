@@ -79,7 +79,8 @@ int cmd_snapshots(int argc, char **argv)
     sp_snapshots *l = NULL, none = {NULL, 0};
     sp_error *err = NULL;
     c.none_ok = true; /* a store that was never made holds no snapshots */
-    if ((rc = cli_snap_open(&c, name, false)) != 0)
+    c.remote_tool = "list_snapshots";
+    if ((rc = cli_snap_open(&c, name, false)) != 0 || c.handled)
         goto done;
     int r = c.none ? 0 : sp_snapshot_list(&l, c.s, &err);
     if (r < 0) {

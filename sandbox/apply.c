@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "base.h"
+#include "sandbox_internal.h"
 #include "sandpod/apply.h"
 
 int sp_sandbox_baseline(sp_snapshot **out, const sp_sandbox *sb, sp_snapstore *s, sp_error **err)
@@ -597,6 +598,8 @@ int sp_sandbox_apply(sp_apply_result **out, sp_sandbox *sb, const sp_sandbox_app
                      sp_error **err)
 {
     *out = NULL;
+    if (sp_sandbox_is_remote(sb))
+        return sp_sandbox_not_local(sb, "apply", err);
     if (SP_OPTS_CHECK(opts, 1, SP_SANDBOX_APPLY_OPTS_VERSION, "sp_sandbox_apply_opts", err) < 0)
         return SP_EINVAL;
     sp_sandbox_apply_opts o = SP_SANDBOX_APPLY_OPTS_INIT;

@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "remote.h"
 #include "sandbox_internal.h"
 #include "sandpod/attach.h"
 
@@ -28,7 +29,8 @@
 struct sp_attach {
     sp_sandbox *sb;
     sp_cmd io;
-    char *exec_id; /* REST */
+    sp_remote_stream *rs; /* a sandbox on another engine */
+    char *exec_id;        /* REST */
     bool tty;
     bool ended;
     int noexec;
@@ -127,6 +129,19 @@ int sp_sandbox_attach(sp_attach **out, sp_sandbox *sb, const char *const *argv,
     unsigned rows = o.rows ? o.rows : 24, cols = o.cols ? o.cols : 80;
     if (o.tty && (rows > 0xffff || cols > 0xffff))
         return sp_err_set(err, SP_EINVAL, 0, "attach: bad terminal size %ux%u", rows, cols);
+    if (sp_sandbox_is_remote(sb)) {
+        sp_remote_stream *rs = NULL;
+        int rr = sp_remote_stream_open(&rs, sb, argv, o.workdir, o.env, o.user, o.tty, rows, cols,
+                                       o.stdin_open, err);
+        if (rr < 0)
+            return rr;
+        sp_attach *a = sp_xcalloc(1, sizeof(*a));
+        a->sb = sb;
+        a->rs = rs;
+        a->tty = o.tty;
+        *out = a;
+        return 0;
+    }
     char **env = sp_sandbox_command_env(sb, o.env);
     const char *workdir = o.workdir ? o.workdir : sb->cfg.workdir;
     sp_cmd io = {0};
@@ -175,11 +190,15 @@ int sp_sandbox_attach(sp_attach **out, sp_sandbox *sb, const char *const *argv,
 
 int sp_attach_fd(const sp_attach *a)
 {
+    if (a->rs)
+        return a->sb->rops->stream_fd(a->rs);
     return sp_cmd_fd(&a->io);
 }
 
 bool sp_attach_buffered(const sp_attach *a)
 {
+    if (a->rs)
+        return a->sb->rops->stream_buffered(a->rs);
     return a->q[0].b.len > a->q[0].off || a->q[1].b.len > a->q[1].off || sp_cmd_buffered(&a->io);
 }
 
@@ -189,6 +208,13 @@ int sp_attach_read(size_t *n, int *stream, sp_attach *a, void *buf, size_t cap, 
     *n = 0;
     if (stream)
         *stream = SP_EXEC_STDOUT;
+    if (a->rs) {
+        int st = 1;
+        int r = a->sb->rops->stream_read(a->rs, n, &st, buf, cap, timeout_ms, err);
+        if (stream)
+            *stream = st == 2 ? SP_EXEC_STDERR : SP_EXEC_STDOUT;
+        return r;
+    }
     if (dequeue(n, stream, a, buf, cap) || a->ended)
         return 0;
     int st = SP_EXEC_STDOUT;
@@ -251,11 +277,15 @@ int sp_attach_read(size_t *n, int *stream, sp_attach *a, void *buf, size_t cap, 
 
 int sp_attach_write(sp_attach *a, const void *data, size_t len, sp_error **err)
 {
+    if (a->rs)
+        return a->sb->rops->stream_write(a->rs, data, len, err);
     return sp_cmd_write_stdin(&a->io, data, len, err);
 }
 
 int sp_attach_close_stdin(sp_attach *a, sp_error **err)
 {
+    if (a->rs)
+        return a->sb->rops->stream_close_stdin(a->rs, err);
     return sp_cmd_close_stdin(&a->io, err);
 }
 
@@ -265,6 +295,8 @@ int sp_attach_resize(sp_attach *a, unsigned rows, unsigned cols, sp_error **err)
         return sp_err_set(err, SP_EINVAL, 0, "attach: the command has no terminal to resize");
     if (!rows || !cols || rows > 0xffff || cols > 0xffff)
         return sp_err_set(err, SP_EINVAL, 0, "attach: bad terminal size %ux%u", rows, cols);
+    if (a->rs)
+        return a->sb->rops->stream_resize(a->rs, rows, cols, err);
     if (a->io.fast)
         return sp_fast_resize(a->io.fast, rows, cols, err);
     return sp_podman_exec_resize(a->sb->podman, a->exec_id, rows, cols, err);
@@ -273,6 +305,12 @@ int sp_attach_resize(sp_attach *a, unsigned rows, unsigned cols, sp_error **err)
 int sp_attach_wait(int *exit_code, sp_attach *a, int timeout_ms, sp_error **err)
 {
     *exit_code = -1;
+    if (a->rs) {
+        if (!a->sb->rops->stream_exit(a->rs, exit_code))
+            return sp_err_set(err, SP_ERROR, 0, "the command in sandbox %s has not ended",
+                              a->sb->name);
+        return 0;
+    }
     if (a->io.fast) {
         if (!sp_fast_exited(a->io.fast, exit_code))
             return sp_err_set(err, SP_EPODMAN, 0,
@@ -304,6 +342,8 @@ void sp_attach_free(sp_attach *a)
 {
     if (!a)
         return;
+    if (a->rs)
+        a->sb->rops->stream_free(a->rs);
     sp_fast_free(a->io.fast);
     sp_exec_free(a->io.rest);
     free(a->exec_id);

@@ -99,6 +99,8 @@ int sp_sandbox_fork(sp_sandbox **out, sp_sandbox *origin, const char *snapshot,
                     const sp_sandbox_opts *opts, sp_error **err)
 {
     *out = NULL;
+    if (sp_sandbox_is_remote(origin))
+        return sp_sandbox_not_local(origin, "a fork", err);
     if (SP_OPTS_CHECK(opts, 1, SP_SANDBOX_OPTS_VERSION, "sp_sandbox_opts", err) < 0)
         return SP_EINVAL;
     sp_sandbox_opts in = SP_SANDBOX_OPTS_INIT;

@@ -5,6 +5,8 @@
 int sp_sandbox_logs(sp_sandbox *sb, const sp_logs_opts *opts, sp_logs_fn fn, void *userdata,
                     sp_error **err)
 {
+    if (sp_sandbox_is_remote(sb))
+        return sp_sandbox_not_local(sb, "logs", err);
     if (SP_OPTS_CHECK(opts, 1, SP_LOGS_OPTS_VERSION, "sp_logs_opts", err) < 0)
         return SP_EINVAL;
     sp_podman *p = sp_sandbox_podman(sb, err);

@@ -219,6 +219,10 @@ int sp_sandbox_exec(sp_run_result **out, sp_sandbox *sb, const char *const *argv
     if (!argv || !argv[0])
         return sp_err_set(err, SP_EINVAL, 0, "exec: no command given");
     int timeout = o.timeout_ms == 0 ? DEFAULT_TIMEOUT_MS : o.timeout_ms;
+    if (sp_sandbox_is_remote(sb)) {
+        o.timeout_ms = timeout;
+        return sp_remote_exec(out, sb, argv, &o, err);
+    }
     int r = fast_exec(out, sb, argv, &o, timeout, err);
     if (r < 0 || *out)
         return r;

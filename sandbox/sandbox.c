@@ -229,6 +229,7 @@ struct cJSON *sp_sandbox_config_json(const sp_sandbox *sb)
     cJSON_AddItemToObject(o, "mounts", mounts_json(c));
     cJSON_AddNumberToObject(o, "init_pid", sb->init_pid);
     cJSON_AddItemToObject(o, "setup", sp_json_strv((const char *const *)c->setup));
+    sp_remote_config_json(sb, o);
     return o;
 }
 
@@ -358,8 +359,9 @@ int sp_sandbox_config_load(sp_sandbox *sb, const char *path, sp_error **err)
     const char *ws = sp_json_str_or(o, "workspace", NULL);
     free(sb->workspace);
     sb->workspace = ws ? sp_xstrdup(ws) : sp_xasprintf("%s/workspace", sb->state_dir);
+    int r = sp_remote_config_load(sb, o, path, err);
     cJSON_Delete(o);
-    return 0;
+    return r;
 }
 
 /* ------------------------------------------------------------- handles -- */
@@ -393,6 +395,7 @@ void sp_sandbox_free(sp_sandbox *sb)
     free(sb->container_id);
     free(sb->created_at);
     free(sb->agent_socket);
+    sp_remote_free(sb);
     free(sb->cfg.image);
     free(sb->cfg.workdir);
     free(sb->cfg.user);
@@ -449,6 +452,10 @@ const char *const *sp_sandbox_warnings(const sp_sandbox *sb)
 
 sp_fs *sp_sandbox_fs(sp_sandbox *sb, sp_error **err)
 {
+    if (sp_sandbox_is_remote(sb)) {
+        sp_sandbox_not_local(sb, "a filesystem handle on the workspace", err);
+        return NULL;
+    }
     if (!sb->fs && sp_fs_open(&sb->fs, sb->workspace, NULL, err) < 0)
         return NULL;
     return sb->fs;
@@ -462,6 +469,10 @@ sp_podman *sp_sandbox_podman(sp_sandbox *sb, sp_error **err)
         sp_err_set(err, SP_EINVAL, 0,
                    "the workload behind the agent at %s has no Podman service to ask",
                    sb->agent_socket);
+        return NULL;
+    }
+    if (sp_sandbox_is_remote(sb)) {
+        sp_sandbox_not_local(sb, "this", err);
         return NULL;
     }
     sp_podman_opts o = SP_PODMAN_OPTS_INIT;
@@ -1030,9 +1041,24 @@ int sp_sandbox_create_seeded(sp_sandbox **out, const sp_sandbox_opts *opts, sp_s
         return r;
     if ((r = sp_state_root_check(root, true, err)) < 0)
         return r;
-    cleanup_free char *boxes = sp_xasprintf("%s/sandboxes", root);
-    if ((r = mkdirs(boxes, err)) < 0)
+    sp_engine *eng = NULL;
+    if ((r = sp_engine_get(&eng, root, o.engine, err)) < 0)
         return r;
+    bool remote = eng->kind != SP_ENGINE_PODMAN;
+    if (!remote && eng->podman_url && !o.podman_url)
+        o.podman_url = eng->podman_url;
+    if (remote && seed) {
+        r = sp_err_set(err, SP_EINVAL, 0,
+                       "engine %s: forks and templates start local sandboxes only, for now",
+                       eng->name);
+        sp_engine_free(eng);
+        return r;
+    }
+    cleanup_free char *boxes = sp_xasprintf("%s/sandboxes", root);
+    if ((r = mkdirs(boxes, err)) < 0) {
+        sp_engine_free(eng);
+        return r;
+    }
 
     sp_sandbox *sb = sandbox_new(root, name, o.podman_url);
     if (mkdir(sb->state_dir, 0700) < 0) {
@@ -1040,6 +1066,7 @@ int sp_sandbox_create_seeded(sp_sandbox **out, const sp_sandbox_opts *opts, sp_s
                 ? sp_err_set(err, SP_EEXISTS, EEXIST, "a sandbox named %s already exists", name)
                 : sp_err_errno(err, errno, "mkdir", sb->state_dir);
         sp_sandbox_free(sb);
+        sp_engine_free(eng);
         return r;
     }
     sp_sandbox_config *c = &sb->cfg;
@@ -1064,6 +1091,15 @@ int sp_sandbox_create_seeded(sp_sandbox **out, const sp_sandbox_opts *opts, sp_s
 
     if ((r = sp_sandbox_lock(sb, err)) < 0)
         goto fail;
+    if (remote) {
+        /* The workload, its workspace and its store are the engine's. */
+        if ((r = sp_remote_create(sb, &o, eng, err)) < 0 || (r = sp_sandbox_save(sb, err)) < 0)
+            goto fail;
+        sp_engine_free(eng);
+        sp_sandbox_unlock(sb);
+        *out = sb;
+        return 0;
+    }
     if (mkdir(sb->workspace, 0755) < 0) {
         r = sp_err_errno(err, errno, "mkdir", sb->workspace);
         goto fail;
@@ -1094,11 +1130,14 @@ int sp_sandbox_create_seeded(sp_sandbox **out, const sp_sandbox_opts *opts, sp_s
         goto fail;
     if ((r = take_baseline(sb, o.setup && o.setup[0], seed != NULL, err)) < 0)
         goto fail;
+    sp_engine_free(eng);
     sp_sandbox_unlock(sb);
     *out = sb;
     return 0;
 
 fail:
+    sp_engine_free(eng);
+    sp_remote_discard(sb);
     if (sb->container_id && sb->podman)
         sp_podman_container_delete(sb->podman, sb->container_id, true, true, NULL);
     sp_sandbox_unlock(sb);
@@ -1158,6 +1197,8 @@ int sp_sandbox_require_running(sp_sandbox *sb, sp_error **err)
 int sp_sandbox_status_get(sp_sandbox_status **out, sp_sandbox *sb, sp_error **err)
 {
     *out = NULL;
+    if (sp_sandbox_is_remote(sb))
+        return sp_remote_status(out, sb, err);
     sp_podman *p = sp_sandbox_podman(sb, err);
     if (!p)
         return SP_EPODMAN;
@@ -1338,7 +1379,16 @@ int sp_sandbox_remove(sp_sandbox *sb, bool keep_workspace, sp_error **err)
     if (r < 0)
         return r;
     sp_sandbox_sessions_close(sb);
-    if (sb->container_id) {
+    if (sp_sandbox_is_remote(sb)) {
+        if (keep_workspace) {
+            sp_sandbox_unlock(sb);
+            return sp_sandbox_not_local(sb, "keeping the workspace", err);
+        }
+        if ((r = sp_remote_remove(sb, err)) < 0) {
+            sp_sandbox_unlock(sb);
+            return r;
+        }
+    } else if (sb->container_id) {
         sp_podman *p = sp_sandbox_podman(sb, err);
         if (!p) {
             sp_sandbox_unlock(sb);

@@ -4,6 +4,7 @@
 
 #include "base.h"
 #include "log_internal.h"
+#include "sandpod/engine.h"
 #include "sandpod/sandbox.h"
 
 /* An id map as /proc/PID/uid_map writes it: container id, host id, count. */
@@ -94,7 +95,38 @@ struct sp_sandbox {
      * path and the uid that must own it; NULL for a Podman sandbox. */
     char *agent_socket;
     int64_t agent_uid;
+    /* A sandbox on another engine (remote.c): its engine's name and kind,
+     * the engine's record from sandbox.json, and the engine's handle
+     * (opened on first use). engine NULL: the local engine. */
+    char *engine;
+    sp_engine_kind engine_kind;
+    struct cJSON *remote_record;
+    const struct sp_remote_ops *rops;
+    struct sp_remote *remote;
 };
+
+/* remote.c: the calls on a sandbox of another engine. */
+char *sp_remote_owner(const char *state_root);
+/* SP_EINVAL saying that `what` needs a local sandbox. */
+int sp_sandbox_not_local(const sp_sandbox *sb, const char *what, sp_error **err);
+int sp_remote_create(sp_sandbox *sb, const sp_sandbox_opts *o, const sp_engine *e, sp_error **err);
+void sp_remote_discard(sp_sandbox *sb);
+void sp_remote_free(sp_sandbox *sb);
+void sp_remote_config_json(const sp_sandbox *sb, struct cJSON *o);
+int sp_remote_config_load(sp_sandbox *sb, const struct cJSON *o, const char *path, sp_error **err);
+int sp_remote_exec(sp_run_result **out, sp_sandbox *sb, const char *const *argv,
+                   const sp_run_opts *o, sp_error **err);
+int sp_remote_status(sp_sandbox_status **out, sp_sandbox *sb, sp_error **err);
+int sp_remote_remove(sp_sandbox *sb, sp_error **err);
+/* A command whose streams the caller drives (attach.c); its calls are
+ * sb->rops->stream_*. */
+struct sp_remote_stream;
+int sp_remote_stream_open(struct sp_remote_stream **out, sp_sandbox *sb, const char *const *argv,
+                          const char *workdir, const char *const *env, const char *user, bool tty,
+                          unsigned rows, unsigned cols, bool stdin_open, sp_error **err);
+/* peer import / export through the engine. */
+int sp_remote_import(sp_sandbox *sb, int fd, char **result, sp_error **err);
+int sp_remote_export(sp_sandbox *sb, const char *ref, int fd, sp_error **err);
 
 int sp_sandbox_resolve_root(char **out, const char *state_root, sp_error **err);
 /* sp_sandbox_create() with the workspace filled by seed (called with the

@@ -92,6 +92,8 @@ int sp_session_start(sp_session_output **out, sp_sandbox *sb, const char *comman
                      const sp_session_opts *opts, sp_error **err)
 {
     *out = NULL;
+    if (sp_sandbox_is_remote(sb))
+        return sp_sandbox_not_local(sb, "an interactive session (use exec_command)", err);
     if (SP_OPTS_CHECK(opts, 1, SP_SESSION_OPTS_VERSION, "sp_session_opts", err) < 0)
         return SP_EINVAL;
     int64_t t0 = sp_now_ms();

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "base.h"
+#include "sandbox_internal.h"
 #include "sandpod/sandbox_snapshot.h"
 
 struct sp_sandbox_snap {
@@ -45,6 +46,9 @@ int sp_sandbox_snapshot_open(sp_sandbox_snap **out, sp_sandbox *sb,
                              const sp_sandbox_snapshot_opts *opts, sp_error **err)
 {
     *out = NULL;
+    if (sp_sandbox_is_remote(sb))
+        return sp_sandbox_not_local(sb, "snapshots through the library (use the snapshot tools)",
+                                    err);
     int r =
         SP_OPTS_CHECK(opts, 1, SP_SANDBOX_SNAPSHOT_OPTS_VERSION, "sp_sandbox_snapshot_opts", err);
     if (r < 0)

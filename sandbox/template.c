@@ -253,6 +253,8 @@ static int install(int dfd, const char *tmp, const char *name, bool force, sp_er
 int sp_template_save(sp_template_info **out, sp_sandbox *sb, const char *name,
                      const sp_template_opts *opts, sp_error **err)
 {
+    if (sp_sandbox_is_remote(sb))
+        return sp_sandbox_not_local(sb, "a template", err);
     if (out)
         *out = NULL;
     if (SP_OPTS_CHECK(opts, 1, SP_TEMPLATE_OPTS_VERSION, "sp_template_opts", err) < 0)

@@ -236,6 +236,7 @@ cJSON *sp_json_sandbox_ext(const sp_sandbox *sb, const sp_sandbox_status *st, un
         st && st->state && (strcmp(st->state, "exited") == 0 || strcmp(st->state, "stopped") == 0);
     bool ok =
         sp_json_add_string(o, "name", sp_sandbox_name(sb)) &&
+        sp_json_add_string(o, "engine", sp_sandbox_engine(sb)) &&
         sp_json_add_string(o, "state", st && st->state ? st->state : "unknown") &&
         add_bool(o, "running", st && st->running) &&
         (exited ? sp_json_add_i64(o, "exit_code", st->exit_code) : add_null(o, "exit_code")) &&

@@ -201,7 +201,9 @@ static int dispatch(char **result, sp_tools *t, const char *name, const char *ra
     bool solo = freeform || !tool_concurrent(d);
     if (solo)
         begin_running(t);
-    if (freeform)
+    if (t->remote)
+        tools_remote_call(t, d, raw, freeform, ff_len, &c);
+    else if (freeform)
         tools_apply_patch(t, freeform, ff_len, &c);
     else
         d->fn(t, args, &c);
@@ -340,6 +342,8 @@ void sp_tools_cancel(sp_tools *t)
     atomic_store(&t->cancelled, true);
     char *token = t->run_token ? sp_xstrdup(t->run_token) : NULL;
     pthread_mutex_unlock(&t->mu);
+    if (t->remote)
+        tools_remote_cancel(t);
     if (token)
         kill_token(t, token);
     free(token);

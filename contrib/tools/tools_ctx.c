@@ -96,14 +96,20 @@ int sp_tools_open_sandbox(sp_tools **out, sp_sandbox *sb, const sp_tools_opts *o
         return SP_EINVAL;
     sp_tools *t = tools_new(opts);
     t->sb = sb;
-    t->root = sp_xstrdup(sp_sandbox_workspace(sb));
-    int r = open_fs(&t->fs, t, t->root, false, err);
+    int r = 0;
+    if (sp_sandbox_is_remote(sb))
+        r = tools_open_remote(t, sb, err);
+    else {
+        t->root = sp_xstrdup(sp_sandbox_workspace(sb));
+        r = open_fs(&t->fs, t, t->root, false, err);
+    }
     if (r < 0) {
         sp_tools_free(t);
         return r;
     }
     const char *state = sp_sandbox_state_dir(sb);
-    t->store_path = sp_xasprintf("%s/snapshots.git", state);
+    if (!t->store_path)
+        t->store_path = sp_xasprintf("%s/snapshots.git", state);
     t->sb_name = sp_xstrdup(sp_sandbox_name(sb));
     /* The state root holds sandboxes/<name>: two levels up. */
     char *sr = sp_xstrdup(state);

@@ -135,6 +135,8 @@ int json_nul_check(const char *text, size_t len, char **msg);
 struct sp_tools {
     sp_tools_opts opts;
     sp_sandbox *sb; /* borrowed; NULL for a bare folder */
+    /* sb runs on another engine: calls go to its peer (tools_remote.c). */
+    bool remote;
     /* sb is an agent-only handle (sp_tools_open_agent()): commands go to a
      * workload's agent, files and snapshots are the bare folder's. */
     bool agent;
@@ -236,6 +238,13 @@ int tools_stale_check_patch(sp_tools *t, const char *patch, size_t len,
 void tools_stale_note_patch(sp_tools *t, const struct sp_patch_result *res);
 #endif
 void tools_stale_dispose(sp_tools *t);
+
+/* A sandbox on another engine (tools_remote.c): set the context up, run
+ * one call in its peer, cancel the running one. */
+int tools_open_remote(sp_tools *t, sp_sandbox *sb, sp_error **err);
+int tools_remote_call(sp_tools *t, const tool_def *d, const char *raw, const char *freeform,
+                      size_t ff_len, tool_call *c);
+void tools_remote_cancel(sp_tools *t);
 
 /* Session bookkeeping (tools_exec.c). */
 void tools_sessions_kill(sp_tools *t);

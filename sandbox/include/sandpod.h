@@ -5,6 +5,7 @@
 #ifndef SANDPOD_H
 #define SANDPOD_H
 
+#include "sandpod/engine.h"
 #include "sandpod/error.h"
 #include "sandpod/fork.h"
 #include "sandpod/template.h"

@@ -329,6 +329,8 @@ int sp_kube_render_pod(char **out, const sp_sandbox_opts *o, const sp_kube_rende
     cJSON *labels = cJSON_AddObjectToObject(md, "labels");
     cJSON_AddStringToObject(labels, "sandpod", "1");
     cJSON_AddStringToObject(labels, "sandpod.name", name);
+    if (ro->owner)
+        cJSON_AddStringToObject(labels, "sandpod.owner", ro->owner);
     cJSON *ann = cJSON_AddObjectToObject(md, "annotations");
     cJSON_AddStringToObject(ann, "sandpod.gaps", gap_text);
     if (o->env_pass && *o->env_pass) {

@@ -39,6 +39,8 @@ typedef struct sp_kube_render_opts {
     int64_t deadline_seconds;
     /** runtimeClassName (gvisor, kata...); NULL = the cluster's default. */
     const char *runtime_class;
+    /** The label sandpod.owner (who may collect the Pod); NULL = none. */
+    const char *owner;
 } sp_kube_render_opts;
 
 #define SP_KUBE_RENDER_OPTS_INIT                                                                   \

@@ -503,3 +503,13 @@ void sp_ws_free(sp_ws *ws)
     free(ws->in);
     free(ws);
 }
+
+int sp_ws_fd(sp_ws *ws)
+{
+    return ws->open ? ws->t.fd(ws->t.ctx) : -1;
+}
+
+bool sp_ws_buffered(const sp_ws *ws)
+{
+    return ws->open && ws->pos < ws->len;
+}

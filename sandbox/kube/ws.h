@@ -87,6 +87,13 @@ int sp_ws_ping(sp_ws *ws, const void *data, size_t len, sp_error **err);
 
 void sp_ws_free(sp_ws *ws);
 
+/* For a caller's own poll(): the transport's fd, and whether bytes already
+ * read wait in the buffer (then sp_ws_recv() may have a message without
+ * the fd becoming readable). A receive that times out keeps the
+ * connection and what it had read of a message. */
+int sp_ws_fd(sp_ws *ws);
+bool sp_ws_buffered(const sp_ws *ws);
+
 /* Base64 of 16 random bytes, and the Sec-WebSocket-Accept a server must
  * answer for key: base64(SHA-1(key + the RFC 6455 GUID)). */
 int sp_ws_make_key(char out[25], sp_error **err);

@@ -60,3 +60,28 @@ write_kubeconfig() {
         echo "current-context: fake"
     } >"$T/kubeconfig"
 }
+
+# need_busybox_image: the default workload image, built from /bin/busybox
+# when missing (skip without it).
+need_busybox_image() {
+    podman image exists localhost/sandpod-busybox:latest && return 0
+    [ -x /bin/busybox ] || skip "the busybox image is missing and /bin/busybox is not there"
+    "$SRC/contrib/image/build-image.sh" >"$T/build.log" 2>&1 ||
+        skip "build-image.sh: $(tail -n 1 "$T/build.log")"
+}
+
+# build_sandpod_image IMG: the sandpod image of $SP's build; a failure ends
+# the test as failed.
+build_sandpod_image() {
+    if ! SANDPOD=$SP "$SRC/contrib/image/build-sandpod-image.sh" --force "$1" >"$T/build.log" 2>&1; then
+        bad "build-sandpod-image.sh: $(tail -n 3 "$T/build.log")"
+        finish
+        exit 1
+    fi
+}
+
+# fault JSON: set faults on the running fake (POST /fake/faults).
+fault() {
+    curl -sf --cacert "$T/ca.pem" -H 'Authorization: Bearer token-one' \
+        -X POST "https://127.0.0.1:$PORT/fake/faults" -d "$1" >/dev/null
+}

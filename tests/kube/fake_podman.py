@@ -25,6 +25,9 @@ Usage: fake_podman.py DIR [--client-cert] [--v4-only]
     offers no v5), channels 0-4, `podman exec -i [-t] POD-CONTAINER cmd...`;
     the channel-3 Status carries the exit code (ExitCode cause); v5's
     [255, 0] closes the command's stdin; channel 4 resizes a tty.
+  - fault {"drop_exec_after_stdin": k}: the next exec drops its connection
+    (no close frame, no Status) 0.3 s after its k-th stdin message reached
+    the command, as an API server or load balancer going away mid-call.
 """
 import errno
 import fcntl
@@ -288,6 +291,12 @@ class Handler(base.Handler):
             if known:
                 with lock:
                     plays[name] = {"error": "deleted", "played": True}
+                    # As a real API server: marked first, then its
+                    # containers are stopped.
+                    pod = state["pods"].get(name)
+                    if pod and not pod["metadata"].get("deletionTimestamp"):
+                        pod["metadata"]["deletionTimestamp"] = base.now()
+                        base.record("MODIFIED", pod)
                 remove(name, grace(q, data))
         return super().pods(method, ns, name, q, data)
 
@@ -359,6 +368,7 @@ class Handler(base.Handler):
                    for p in h.split(",")]
         with lock:
             v4_only = V4_ONLY or state["faults"].get("v4_only")
+            drop_at = state["faults"].pop("drop_exec_after_stdin", 0)
         proto = V5 if V5 in offered and not v4_only else V4 if V4 in offered else None
         key = self.headers.get("Sec-WebSocket-Key")
         if self.headers.get("Upgrade", "").lower() != "websocket" or not key or not proto:
@@ -376,11 +386,12 @@ class Handler(base.Handler):
         self.close_connection = True
         ws = WS(self.rfile, self.wfile)
         try:
-            self.relay(ws, proto, "%s-%s" % (name, container), cmd, stdin, stdout, stderr, tty)
+            self.relay(ws, proto, "%s-%s" % (name, container), cmd, stdin, stdout, stderr, tty,
+                       drop_at)
         except (OSError, EOFError, ValueError):
             pass
 
-    def relay(self, ws, proto, target, cmd, stdin, stdout, stderr, tty):
+    def relay(self, ws, proto, target, cmd, stdin, stdout, stderr, tty, drop_at=0):
         args = ["podman", "exec"] + (["-i"] if stdin else []) + (["-t"] if tty else [])
         args += [target] + cmd
         master = None
@@ -422,8 +433,20 @@ class Handler(base.Handler):
         for t in pumps:
             t.start()
 
+        dropped = threading.Event()
+
+        def drop():
+            dropped.set()
+            try:
+                self.connection.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            if p.poll() is None:
+                p.kill()
+
         def reader():
             nonlocal in_fd
+            seen = 0
             while True:
                 try:
                     op, msg = ws.recv()
@@ -442,6 +465,9 @@ class Handler(base.Handler):
                         os.write(in_fd, body)
                     except OSError:
                         pass
+                    seen += 1
+                    if drop_at and seen == drop_at:
+                        threading.Timer(0.3, drop).start()
                 elif ch == 255 and proto == V5 and body == b"\x00" and in_fd is not None:
                     if tty:
                         os.write(master, b"\x04")
@@ -464,6 +490,8 @@ class Handler(base.Handler):
         rc = p.wait()
         for t in pumps:
             t.join(5)
+        if dropped.is_set():
+            return
         if rc == 0:
             status = {"metadata": {}, "status": "Success"}
         else:

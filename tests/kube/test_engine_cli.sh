@@ -32,10 +32,6 @@ else
 fi
 . "$HERE/fake_lib.sh"
 unset SANDPOD_ENGINE KUBECONFIG
-fault() { # fault JSON: POST /fake/faults
-    curl -sf --cacert "$T/ca.pem" -H 'Authorization: Bearer token-one' \
-        -X POST "https://127.0.0.1:$PORT/fake/faults" -d "$1" >/dev/null
-}
 
 if [ "$MODE" = fake ]; then
     trap 'stop_fake; cleanup' EXIT
@@ -193,11 +189,7 @@ probe_cleanup() {
     cleanup
 }
 trap probe_cleanup EXIT
-if ! SANDPOD=$SP "$SRC/contrib/image/build-sandpod-image.sh" --force "$IMG" >"$T/build.log" 2>&1; then
-    bad "build-sandpod-image.sh: $(tail -n 3 "$T/build.log")"
-    finish
-    exit 1
-fi
+build_sandpod_image "$IMG"
 FAKE=fake_podman.py start_fake
 write_kubeconfig token
 run engine add probe --kind kubernetes --server "https://127.0.0.1:$PORT" \

@@ -35,15 +35,8 @@ fakepod_cleanup() {
 }
 trap fakepod_cleanup EXIT
 
-if ! podman image exists localhost/sandpod-busybox:latest; then
-    [ -x /bin/busybox ] || skip "the busybox image is missing and /bin/busybox is not there"
-    "$SRC/contrib/image/build-image.sh" >"$T/build.log" 2>&1 || skip "build-image.sh: $(tail -n 1 "$T/build.log")"
-fi
-if ! SANDPOD=$SP "$SRC/contrib/image/build-sandpod-image.sh" --force "$IMG" >"$T/build.log" 2>&1; then
-    bad "build-sandpod-image.sh: $(tail -n 3 "$T/build.log")"
-    finish
-    exit 1
-fi
+need_busybox_image
+build_sandpod_image "$IMG"
 
 FAKE=fake_podman.py start_fake
 write_kubeconfig token
@@ -121,10 +114,6 @@ out_is 'via kubectl\n' "the workload sees the peer's write"
 # A v4-only server: kubectl 1.32 offers v5 alone over WebSocket and falls
 # back to SPDY, which the fake does not speak: a clear refusal, not a hang.
 # (v4 itself is held to sandpod's client in test_kube_podman.)
-fault() {
-    curl -sf --cacert "$T/ca.pem" -H 'Authorization: Bearer token-one' \
-        -X POST "https://127.0.0.1:$PORT/fake/faults" -d "$1" >/dev/null
-}
 fault '{"v4_only": true}'
 kx exec "$POD" -c workload -- true
 check "v4-only: kubectl fails" [ "$rc" -ne 0 ]

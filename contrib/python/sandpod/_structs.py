@@ -83,6 +83,7 @@ class SandboxOpts(ctypes.Structure):
         ("pull", c_int),
         ("pull_no_tls_verify", c_bool),
         ("pull_progress", c_void_p),
+        ("engine", c_char_p),
     ]
 
 

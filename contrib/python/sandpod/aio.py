@@ -74,6 +74,17 @@ class AsyncSandbox:
         return self.sandbox.container_id
 
     @property
+    def engine(self) -> str:
+        return self.sandbox.engine
+
+    @property
+    def is_remote(self) -> bool:
+        return self.sandbox.is_remote
+
+    async def rpc(self, method: str, params: dict[str, Any] | None = None) -> Any:
+        return await self._run(self.sandbox.rpc, method, params)
+
+    @property
     def created_at(self) -> str | None:
         return self.sandbox.created_at
 

@@ -14,6 +14,7 @@ ctypes releases the GIL during every C call.
 from __future__ import annotations
 
 import ctypes
+import json
 import os
 import threading
 from ctypes import POINTER, byref, c_bool, c_char_p, c_int, c_void_p
@@ -22,7 +23,7 @@ from typing import Any, Callable, Iterable, Literal
 
 from . import _structs as S, errors
 from ._callbacks import Callbacks, HydrateProgress
-from ._native import ErrorPtr, call, enc, fn, take_strv
+from ._native import ErrorPtr, c_free, call, enc, fn, take_strv
 from .session import SessionInfo, SessionOutput, _Sessions
 
 _P = c_void_p
@@ -37,6 +38,9 @@ _state_dir = fn("sp_sandbox_state_dir", c_char_p, _P)
 _image = fn("sp_sandbox_image", c_char_p, _P)
 _container_id = fn("sp_sandbox_container_id", c_char_p, _P)
 _created_at = fn("sp_sandbox_created_at", c_char_p, _P)
+_engine = fn("sp_sandbox_engine", c_char_p, _P)
+_is_remote = fn("sp_sandbox_is_remote", c_bool, _P)
+_rpc = fn("sp_sandbox_rpc", c_int, _P, c_char_p, c_char_p, POINTER(c_void_p), POINTER(ErrorPtr))
 _status_get = fn("sp_sandbox_status_get", c_int, POINTER(POINTER(S.Status)), _P, POINTER(ErrorPtr))
 _status_free = fn("sp_sandbox_status_free", None, POINTER(S.Status))
 _start = fn("sp_sandbox_start", c_int, _P, POINTER(ErrorPtr))
@@ -365,8 +369,11 @@ class Sandbox:
         self._removed = False
         self._closers: list[Any] = []
         self.name: str = _s(_name(handle)) or ""
+        # "" for a sandbox on another engine: its workspace is in its Pod.
         self.workspace: str = _s(_workspace(handle)) or ""
         self.state_dir: str = _s(_state_dir(handle)) or ""
+        self.engine: str = _s(_engine(handle)) or "local"
+        self.is_remote: bool = bool(_is_remote(handle))
         self.sessions = _Sessions(self)
 
     # -- making and finding --------------------------------------------------
@@ -390,7 +397,8 @@ class Sandbox:
                keep: bool = False, template: str | None = None,
                from_: str | tuple[str, str | None] | None = None,
                progress: Callable[[HydrateProgress], Any] | None = None,
-               pull_progress: Callable[[str], Any] | None = None) -> Sandbox:
+               pull_progress: Callable[[str], Any] | None = None,
+               engine: str | None = None) -> Sandbox:
         """Create and start a sandbox (sp_sandbox_create); nothing is left on failure.
 
         ``memory`` is bytes (None: 1 GiB), ``cpus`` a CPU count (None: 1),
@@ -408,6 +416,13 @@ class Sandbox:
         ``pull_progress`` with each line of an image pull; both on the
         calling thread. An exception either raises removes the new sandbox
         and propagates.
+
+        ``engine``: where it runs, an engine of ``sandpod engine ls`` (None:
+        the state root's default, normally local Podman). On a kubernetes
+        engine the sandbox is a Pod: commands, :meth:`rpc` and
+        ``sandpod.tools(...)`` work on it; the host-side filesystem
+        (:attr:`fs`), sessions, attach, logs and lifecycle calls raise
+        ``InvalidError`` saying so (see :attr:`is_remote`).
         """
         keep_alive: list[object] = []
         o = _base_opts(state_root, url, exec_path)
@@ -444,6 +459,7 @@ class Sandbox:
         cbs = Callbacks()
         o.progress = ctypes.cast(cbs.hydrate(progress), c_void_p)
         o.pull_progress = ctypes.cast(cbs.lines(pull_progress), c_void_p)
+        o.engine = enc(engine)
         h = c_void_p()
         try:
             if template is not None and from_ is not None:
@@ -588,6 +604,21 @@ class Sandbox:
     def container_id(self) -> str | None:
         with self._lock:
             return _s(_container_id(self._main()))
+
+    def rpc(self, method: str, params: dict[str, Any] | None = None) -> Any:
+        """One JSON-RPC request to the sandpod peer of a sandbox on another
+        engine (sp_sandbox_rpc): MCP's ``tools/list``, ``tools/call``...;
+        returns the answer's ``result``, parsed. A dropped stream is opened
+        again and the request resent under the same key: it runs once.
+        Raises ``InvalidError`` on a local sandbox."""
+        out = c_void_p()
+        text = json.dumps(params if params is not None else {})
+        with self._lock:
+            call(_rpc, self._main(), enc(method), enc(text), byref(out))
+        try:
+            return json.loads(ctypes.string_at(out.value).decode("utf-8", "surrogateescape"))
+        finally:
+            c_free(out)
 
     @property
     def created_at(self) -> str | None:

@@ -135,6 +135,10 @@ typedef struct sp_sandbox_opts {
     bool pull_no_tls_verify;
     /** Each line of a pull's progress (may be NULL); gets progress_userdata. */
     sp_podman_progress_fn pull_progress;
+    /** The engine to create on (sandpod/engine.h; NULL: the state root's
+     *  default, normally "local"). A sandbox remembers its engine: open()
+     *  and every later call ignore this. */
+    const char *engine;
 } sp_sandbox_opts;
 
 #define SP_SANDBOX_OPTS_INIT                                                                       \
@@ -204,8 +208,34 @@ int sp_sandbox_open_agent(sp_sandbox **out, const sp_sandbox_agent_opts *opts, s
 void sp_sandbox_free(sp_sandbox *sb);
 
 const char *sp_sandbox_name(const sp_sandbox *sb);
-/** Host path of the workspace folder. */
+/** Host path of the workspace folder; NULL for a sandbox on another
+ *  engine (its workspace is beside its workload, not on this host). */
 const char *sp_sandbox_workspace(const sp_sandbox *sb);
+/** The engine the sandbox runs on ("local" unless made elsewhere). */
+const char *sp_sandbox_engine(const sp_sandbox *sb);
+/** Whether it runs on another engine than local Podman (a Kubernetes Pod):
+ *  then sp_sandbox_fs(), snapshots through sandpod/sandbox_snapshot.h,
+ *  sessions, attach, logs, start/stop/pause, apply, fork and templates are
+ *  SP_EINVAL saying so; commands (sp_sandbox_shell(), sp_sandbox_exec()),
+ *  status, removal and the tool suite (sp_sandbox_rpc(), which sp_tools
+ *  uses) work. */
+bool sp_sandbox_is_remote(const sp_sandbox *sb);
+/**
+ * One JSON-RPC request to the sandpod peer beside a remote sandbox's
+ * workload: the MCP methods (initialize is done already; tools/list,
+ * tools/call) with params as JSON text (NULL: {}). *result receives the
+ * answer's "result" as JSON text (free()). A dropped stream is opened again
+ * and the request sent again under the same key: the peer runs it once.
+ * Thread-safe: requests of one handle run one at a time.
+ *
+ * @return 0; SP_EINVAL for a local sandbox; SP_ERROR with the peer's
+ *         message for a JSON-RPC error or an engine that cannot be reached
+ */
+int sp_sandbox_rpc(sp_sandbox *sb, const char *method, const char *params, char **result,
+                   sp_error **err);
+/** Cancel the sp_sandbox_rpc() running on another thread (MCP
+ *  notifications/cancelled); it returns an error soon after. */
+void sp_sandbox_rpc_cancel(sp_sandbox *sb);
 /** Host path of the sandbox's state folder. */
 const char *sp_sandbox_state_dir(const sp_sandbox *sb);
 /** Container id, or NULL if none was created yet. */
@@ -335,6 +365,9 @@ typedef enum sp_orphan_kind {
     /** A `podman system service` whose socket's folder is gone: nobody
      *  can reach it (a private service of a deleted state root). */
     SP_ORPHAN_SERVICE,
+    /** A Pod (of a kubernetes engine) sandpod made from this state root
+     *  that no sandbox owns any more (sp_sandbox_gc_engine()). */
+    SP_ORPHAN_POD,
 } sp_orphan_kind;
 
 typedef struct sp_sandbox_orphan {
@@ -376,6 +409,17 @@ typedef struct sp_sandbox_orphans {
 int sp_sandbox_gc(sp_sandbox_orphans **out, const char *podman_url, const char *state_root,
                   bool dry_run, sp_error **err);
 void sp_sandbox_orphans_free(sp_sandbox_orphans *o);
+
+/**
+ * sp_sandbox_gc() for an engine that runs sandboxes elsewhere: its
+ * workloads labelled with this state root's owner id (a Pod keeps the
+ * label sandpod.owner) whose sandbox record is gone, or names another
+ * workload, are removed (listed only when dry_run). A sandbox being
+ * created (its folder without sandbox.json yet) is left alone. Items are
+ * SP_ORPHAN_POD, `container` the workload's name.
+ */
+int sp_sandbox_gc_engine(sp_sandbox_orphans **out, const char *state_root, const char *engine,
+                         bool dry_run, sp_error **err);
 
 /* ------------------------------------------------------------ commands -- */
 

@@ -1,0 +1,105 @@
+/* The boundary between the engine-neutral sandbox code (sandbox/remote.c)
+ * and an engine that runs sandboxes elsewhere (sandbox/kube/kube_remote.c).
+ * Internal: the sandbox module and the engines see it, nothing else.
+ *
+ * A remote sandbox has a state folder like a local one (sandbox.json, the
+ * lock, events.jsonl) but no workspace on this machine: the workspace, its
+ * snapshot store and sandpod's tool suite (the peer) are beside the
+ * workload, reached through the engine. What the engine must keep to find
+ * the sandbox again is its record, a JSON object stored in sandbox.json. */
+#ifndef SANDPOD_ENGINE_REMOTE_H
+#define SANDPOD_ENGINE_REMOTE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <cJSON.h>
+
+#include "sandpod/engine.h"
+#include "sandpod/error.h"
+#include "sandpod/sandbox.h"
+
+typedef struct sp_remote sp_remote;
+
+typedef struct sp_remote_spec {
+    const sp_engine *engine;
+    const char *name;  /* the sandbox's */
+    const char *owner; /* the state root's id (label sandpod.owner) */
+    const sp_sandbox_opts *opts;
+    int timeout_ms; /* until the workload is ready; 0: 5 minutes */
+} sp_remote_spec;
+
+/* One command run in the workload. Its stdin is stdin_data (sent whole,
+ * then closed), else what stdin_fd gives until its end, else none (-1).
+ * Its stdout goes to out_fd when that is >= 0; the rest (and stdout when
+ * out_fd is -1) to the callback as it comes. */
+typedef struct sp_remote_cmd {
+    const char *const *argv;
+    int stdin_fd;
+    const void *stdin_data;
+    size_t stdin_len;
+    int out_fd;
+    bool tty;
+    unsigned rows, cols;
+    int timeout_ms; /* 0: none; then *timed_out and the stream is dropped */
+    void (*out)(void *ud, int stream, const void *data, size_t len); /* 1 stdout, 2 stderr */
+    void *ud;
+} sp_remote_cmd;
+
+/* A command whose streams the caller drives (sp_sandbox_attach()). */
+typedef struct sp_remote_stream sp_remote_stream;
+
+typedef struct sp_remote_ops {
+    const char *kind;
+    /* Make the workload (and its peer), wait until it serves; *record gets
+     * what open() needs. On failure nothing is left behind. */
+    int (*create)(sp_remote **out, cJSON **record, const sp_remote_spec *c, sp_error **err);
+    int (*open)(sp_remote **out, const sp_engine *e, const cJSON *record, sp_error **err);
+    /* A JSON-RPC request to the peer (MCP plus sandpod's methods): result
+     * receives the answer's "result" as JSON text; a JSON-RPC error is
+     * SP_ERROR with its message. */
+    int (*rpc)(sp_remote *r, const char *method, const char *params, char **result, sp_error **err);
+    /* Cancel the rpc running on another thread. */
+    void (*cancel)(sp_remote *r);
+    /* Run a command in the workload; *exit_code its status. */
+    int (*exec)(sp_remote *r, const sp_remote_cmd *x, int *exit_code, bool *timed_out,
+                sp_error **err);
+    /* Start x->argv (x->tty, rows, cols; stdin open when x->stdin_fd >= 0,
+     * which is not read: the caller writes) and hand its streams over. */
+    int (*stream_open)(sp_remote_stream **out, sp_remote *r, const sp_remote_cmd *x,
+                       sp_error **err);
+    int (*stream_fd)(sp_remote_stream *s);
+    bool (*stream_buffered)(const sp_remote_stream *s);
+    /* Up to cap bytes of output (*stream 1 or 2); *n 0 at its end, then
+     * stream_exit tells the status; SP_ETIMEOUT when nothing came. */
+    int (*stream_read)(sp_remote_stream *s, size_t *n, int *stream, void *buf, size_t cap,
+                       int timeout_ms, sp_error **err);
+    int (*stream_write)(sp_remote_stream *s, const void *data, size_t len, sp_error **err);
+    int (*stream_close_stdin)(sp_remote_stream *s, sp_error **err);
+    int (*stream_resize)(sp_remote_stream *s, unsigned rows, unsigned cols, sp_error **err);
+    /* The exit status once the output ended; false before. */
+    bool (*stream_exit)(const sp_remote_stream *s, int *code);
+    void (*stream_free)(sp_remote_stream *s);
+    /* Stream a snapshot archive from fd into the workspace (all or
+     * nothing); *result (may be NULL) gets the peer's JSON line. */
+    int (*import_tar)(sp_remote *r, int fd, char **result, sp_error **err);
+    /* Write snapshot ref (NULL: a fresh one of the workspace) as tar to fd. */
+    int (*export_tar)(sp_remote *r, const char *ref, int fd, sp_error **err);
+    /* "running", "pending", "failed", "succeeded", "missing"; *why (may be
+     * NULL) one line when it is not running. */
+    int (*state)(sp_remote *r, char **state, char **why, sp_error **err);
+    /* Delete the workload (gone already is success). */
+    int (*remove)(sp_remote *r, sp_error **err);
+    /* Where it is, for people: "pod sp-box-x7k2q in namespace default". */
+    const char *(*where)(const sp_remote *r);
+    void (*free)(sp_remote *r);
+    /* The workloads of owner on engine e: a JSON array of {name (the
+     * sandbox's), id (the engine's), state}. */
+    int (*list)(cJSON **out, const sp_engine *e, const char *owner, sp_error **err);
+    /* Delete workload id of engine e. */
+    int (*remove_id)(const sp_engine *e, const char *id, sp_error **err);
+} sp_remote_ops;
+
+extern const sp_remote_ops sp_kube_remote_ops;
+
+#endif

@@ -1,0 +1,871 @@
+/* The kubernetes engine behind sandbox/engine/remote.h: a sandbox is one
+ * Pod rendered by render.c (the workload with sandpod-agent as pid 1, the
+ * peer serving the workspace beside it), reached through the API server —
+ * REST for the Pod, pods/exec over WebSocket for everything else:
+ *
+ *   - the peer's JSON-RPC (MCP plus sandpod's methods) through one
+ *     long-lived exec of `sandpod peer connect` in the peer container,
+ *     opened on first use and again after it drops; a call carries a
+ *     resumable key (params._meta["sandpod/call"]) so that sending it again
+ *     on the new stream neither loses nor repeats it (the peer's
+ *     multiplexer remembers it);
+ *   - commands in the workload container, one exec each;
+ *   - archives through `sandpod peer import|export`, raw on the exec's
+ *     stdin/stdout. */
+#include <errno.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <unistd.h>
+
+#include "kube.h"
+#include "kube_exec.h"
+#include "remote.h"
+#include "render.h"
+
+/* How long the peer may take to answer initialize. */
+#define PEER_HELLO_MS 30000
+
+struct sp_remote {
+    sp_kube *k;
+    char *pod;
+    char *where;
+    pthread_mutex_t mu; /* the peer stream: one rpc at a time */
+    sp_ws *peer;
+    sp_buf in;    /* channel-1 bytes not yet a whole line */
+    sp_buf perr;  /* the relay's stderr, for errors */
+    int64_t next; /* JSON-RPC ids */
+    atomic_bool cancel;
+};
+
+/* ------------------------------------------------------------ helpers -- */
+
+static void key_hex(char out[33])
+{
+    uint8_t b[16];
+    if (getrandom(b, sizeof(b), 0) != (ssize_t)sizeof(b)) {
+        uint64_t t = (uint64_t)sp_now_ms() ^ (uint64_t)getpid() << 32;
+        memcpy(b, &t, 8);
+        memcpy(b + 8, &t, 8);
+    }
+    for (int i = 0; i < 16; i++)
+        snprintf(out + 2 * i, 3, "%02x", b[i]);
+}
+
+static void remote_free(sp_remote *r)
+{
+    if (!r)
+        return;
+    sp_ws_free(r->peer);
+    sp_kube_free(r->k);
+    pthread_mutex_destroy(&r->mu);
+    sp_buf_dispose(&r->in);
+    sp_buf_dispose(&r->perr);
+    free(r->pod);
+    free(r->where);
+    free(r);
+}
+
+static sp_remote *remote_new(sp_kube *k, const char *pod)
+{
+    sp_remote *r = sp_xcalloc(1, sizeof(*r));
+    r->k = k;
+    r->pod = sp_xstrdup(pod);
+    r->where = sp_xasprintf("pod %s in namespace %s", pod, sp_kube_namespace(k));
+    pthread_mutex_init(&r->mu, NULL);
+    r->next = 1;
+    return r;
+}
+
+static int open_client(sp_kube **out, const sp_engine *e, sp_error **err)
+{
+    sp_kube_opts ko = SP_KUBE_OPTS_INIT;
+    return sp_kube_open_engine(out, e, &ko, err);
+}
+
+/* One line of why a Pod is not serving, from its status and Events. */
+static char *pod_why(sp_remote *r)
+{
+    char *line = NULL;
+    if (sp_kube_pod_events_line(r->k, r->pod, &line, NULL) == 0 && line)
+        return line;
+    free(line);
+    return NULL;
+}
+
+/* A stream that failed, or a command killed by a signal: when the Pod is
+ * gone or not running, say so in its words ("the command was cut short:
+ * ..."), as an error (rc when it is one, else SP_ERROR); 0 when the Pod
+ * runs. */
+static int explain_down(sp_remote *r, int rc, sp_error **err)
+{
+    cJSON *pod = NULL;
+    sp_kube_pod_state s;
+    int g = sp_kube_pod_get(r->k, r->pod, &pod, NULL);
+    int out = 0;
+    rc = rc < 0 ? rc : SP_ERROR;
+    if (g == SP_ENOTFOUND) {
+        out = err && *err
+                  ? sp_err_wrap(err, rc, "the command was cut short: %s was deleted", r->where)
+                  : sp_err_set(err, rc, 0, "the command was cut short: %s was deleted", r->where);
+    } else if (g == 0 && sp_kube_pod_state_of(&s, pod, NULL) == 0 &&
+               (s.deleting || s.phase != SP_KUBE_POD_RUNNING)) {
+        cleanup_free char *why =
+            s.reason[0] ? sp_xasprintf("%s: %s", s.reason, s.message) : pod_why(r);
+        const char *st = s.deleting ? "being deleted" : "not running";
+        out = err && *err ? sp_err_wrap(err, rc, "the command was cut short: %s is %s%s%s",
+                                        r->where, st, why ? ": " : "", why ? why : "")
+                          : sp_err_set(err, rc, 0, "the command was cut short: %s is %s%s%s",
+                                       r->where, st, why ? ": " : "", why ? why : "");
+    }
+    cJSON_Delete(pod);
+    return out;
+}
+
+/* ------------------------------------------------------------- create -- */
+
+static int kr_create(sp_remote **out, cJSON **record, const sp_remote_spec *c, sp_error **err)
+{
+    *out = NULL;
+    *record = NULL;
+    sp_kube *k = NULL;
+    int rc = open_client(&k, c->engine, err);
+    if (rc < 0)
+        return rc;
+    sp_kube_render_opts ro = SP_KUBE_RENDER_OPTS_INIT;
+    ro.ns = sp_kube_namespace(k);
+    ro.sandpod_image = c->engine->image;
+    ro.deadline_seconds = c->engine->ttl_seconds;
+    ro.runtime_class = c->engine->runtime_class;
+    ro.owner = c->owner;
+    sp_sandbox_opts o = *c->opts;
+    o.name = c->name;
+    cleanup_free char *spec = NULL;
+    if ((rc = sp_kube_render_pod(&spec, &o, &ro, err)) < 0) {
+        sp_kube_free(k);
+        return rc;
+    }
+    cJSON *made = NULL;
+    if ((rc = sp_kube_pod_create(k, spec, &made, err)) < 0) {
+        sp_kube_free(k);
+        return rc;
+    }
+    const cJSON *md = sp_json_get(made, "metadata");
+    const char *pod = sp_json_str(md, "name");
+    if (!pod) {
+        cJSON_Delete(made);
+        sp_kube_free(k);
+        return sp_err_set(err, SP_ERROR, 0, "kubernetes: the created Pod has no name");
+    }
+    sp_remote *r = remote_new(k, pod);
+    cJSON *rec = cJSON_CreateObject();
+    cJSON_AddStringToObject(rec, "namespace", sp_kube_namespace(k));
+    cJSON_AddStringToObject(rec, "pod", pod);
+    const char *uid = sp_json_str(md, "uid");
+    if (uid)
+        cJSON_AddStringToObject(rec, "uid", uid);
+    cJSON_AddStringToObject(rec, "server", sp_kube_server(k));
+    cJSON_Delete(made);
+    rc = sp_kube_pod_wait_ready(k, r->pod, c->timeout_ms > 0 ? c->timeout_ms : 300000, err);
+    if (rc < 0) {
+        sp_err_wrap(err, rc, "the sandbox's %s did not start", r->where);
+        sp_kube_pod_delete(k, r->pod, 0, NULL);
+        cJSON_Delete(rec);
+        remote_free(r);
+        return rc;
+    }
+    *out = r;
+    *record = rec;
+    return 0;
+}
+
+static int kr_open(sp_remote **out, const sp_engine *e, const cJSON *record, sp_error **err)
+{
+    *out = NULL;
+    const char *pod = sp_json_str(record, "pod");
+    if (!pod)
+        return sp_err_set(err, SP_EINVAL, 0, "the sandbox's record names no Pod");
+    sp_engine ee = *e;
+    const char *ns = sp_json_str(record, "namespace");
+    if (ns)
+        ee.ns = (char *)ns; /* where it was made, whatever the engine says now */
+    sp_kube *k = NULL;
+    int rc = open_client(&k, &ee, err);
+    if (rc < 0)
+        return rc;
+    *out = remote_new(k, pod);
+    return 0;
+}
+
+/* ------------------------------------------------------- the peer rpc -- */
+
+static void peer_drop(sp_remote *r)
+{
+    sp_ws_free(r->peer);
+    r->peer = NULL;
+    r->in.len = 0;
+}
+
+static int peer_send(sp_remote *r, const char *line, sp_error **err)
+{
+    sp_buf b = {0};
+    sp_buf_printf(&b, "%s\n", line);
+    int rc = sp_kube_exec_write(r->peer, b.data, b.len, err);
+    sp_buf_dispose(&b);
+    return rc;
+}
+
+/* The next whole line from the peer (a JSON-RPC message), waiting up to
+ * timeout_ms; 1 when none came in time. */
+static int peer_line(sp_remote *r, char **line, int timeout_ms, sp_error **err)
+{
+    int64_t end = sp_now_ms() + timeout_ms;
+    for (;;) {
+        char *nl = r->in.len ? memchr(r->in.data, '\n', r->in.len) : NULL;
+        if (nl) {
+            size_t n = (size_t)(nl - r->in.data);
+            *line = sp_xstrndup(r->in.data, n);
+            memmove(r->in.data, nl + 1, r->in.len - n - 1);
+            r->in.len -= n + 1;
+            return 0;
+        }
+        int left = (int)(end - sp_now_ms());
+        if (left <= 0)
+            return 1;
+        sp_ws_msg m;
+        sp_error *e = NULL;
+        int rc = sp_ws_recv(r->peer, &m, left, &e);
+        if (rc == SP_ETIMEOUT) {
+            sp_error_free(e);
+            return 1;
+        }
+        if (rc < 0) {
+            if (err)
+                *err = e;
+            else
+                sp_error_free(e);
+            return rc;
+        }
+        if (m.opcode == SP_WS_CLOSE)
+            return sp_err_set(err, SP_ERROR, 0, "the connection to the peer closed");
+        int ch;
+        const uint8_t *d;
+        size_t dl;
+        if ((rc = sp_kube_exec_split(&ch, &d, &dl, m.data, m.len, err)) < 0)
+            return rc;
+        if (ch == SP_KUBE_STDOUT) {
+            sp_buf_add(&r->in, d, dl);
+        } else if (ch == SP_KUBE_STDERR) {
+            if (r->perr.len < 4096)
+                sp_buf_add(&r->perr, d, dl);
+        } else if (ch == SP_KUBE_STATUS) {
+            int code = 0;
+            sp_error *se = NULL;
+            if (sp_kube_exec_status(&code, (const char *)d, dl, &se) < 0) {
+                int src = sp_err_set(err, SP_ERROR, 0, "the peer relay ended: %s", se->message);
+                sp_error_free(se);
+                return src;
+            }
+            return sp_err_set(err, SP_ERROR, 0, "the peer relay ended (exit %d)%s%.*s", code,
+                              r->perr.len ? ": " : "", (int)r->perr.len,
+                              r->perr.data ? r->perr.data : "");
+        }
+    }
+}
+
+/* The answer to request id: 0 with *msg the whole message, skipping
+ * notifications and other ids. Cancellation is sent once when asked.
+ * timeout_ms < 0: wait as long as the call runs. */
+static int peer_wait(sp_remote *r, int64_t id, int timeout_ms, cJSON **msg, sp_error **err)
+{
+    bool cancelled = false;
+    int64_t give_up = timeout_ms < 0 ? -1 : sp_now_ms() + timeout_ms;
+    for (;;) {
+        if (!cancelled && atomic_load(&r->cancel)) {
+            cancelled = true;
+            cleanup_free char *c = sp_xasprintf("{\"jsonrpc\":\"2.0\",\"method\":"
+                                                "\"notifications/cancelled\",\"params\":"
+                                                "{\"requestId\":%" PRId64 "}}",
+                                                id);
+            int rc = peer_send(r, c, err);
+            if (rc < 0)
+                return rc;
+            give_up = sp_now_ms() + 10000;
+            timeout_ms = -1;
+        }
+        char *line = NULL;
+        int rc = peer_line(r, &line, 200, err);
+        if (rc < 0)
+            return rc;
+        if (rc == 1) {
+            /* A cancelled call gets no answer (MCP): stop waiting once the
+             * peer has had time to end it. */
+            if (give_up >= 0 && sp_now_ms() > give_up)
+                return cancelled ? sp_err_set(err, SP_ERROR, 0, "the call was cancelled")
+                                 : sp_err_set(err, SP_ETIMEOUT, 0,
+                                              "the sandpod peer in %s did not answer in %d s",
+                                              r->where, timeout_ms / 1000);
+            continue;
+        }
+        cJSON *j = sp_json_parse(line, strlen(line));
+        free(line);
+        const cJSON *jid = j ? cJSON_GetObjectItemCaseSensitive(j, "id") : NULL;
+        if (jid && cJSON_IsNumber(jid) && (int64_t)jid->valuedouble == id &&
+            !cJSON_GetObjectItemCaseSensitive(j, "method")) {
+            *msg = j;
+            return 0;
+        }
+        cJSON_Delete(j); /* progress, log, or an answer nobody waits for */
+    }
+}
+
+static int peer_request(sp_remote *r, const char *method, const char *params, int timeout_ms,
+                        cJSON **msg, sp_error **err)
+{
+    int64_t id = r->next++;
+    cleanup_free char *line =
+        sp_xasprintf("{\"jsonrpc\":\"2.0\",\"id\":%" PRId64 ",\"method\":\"%s\",\"params\":%s}", id,
+                     method, params && *params ? params : "{}");
+    int rc = peer_send(r, line, err);
+    return rc < 0 ? rc : peer_wait(r, id, timeout_ms, msg, err);
+}
+
+static int peer_connect(sp_remote *r, sp_error **err)
+{
+    if (r->peer)
+        return 0;
+    const char *argv[] = {SP_KUBE_SANDPOD_BIN, "peer", "connect", "--socket",
+                          SP_KUBE_PEER_SOCKET, NULL};
+    sp_kube_exec_spec s = {.pod = r->pod, .container = "peer", .argv = argv, .stdin_open = true};
+    r->in.len = r->perr.len = 0;
+    int rc = sp_kube_exec_connect(&r->peer, r->k, &s, err);
+    if (rc < 0)
+        return sp_err_wrap(err, rc, "reaching the sandpod peer in %s", r->where);
+    cJSON *msg = NULL;
+    rc = peer_request(r, "initialize",
+                      "{\"protocolVersion\":\"2025-06-18\",\"capabilities\":{},"
+                      "\"clientInfo\":{\"name\":\"sandpod\",\"version\":\"" SANDPOD_VERSION "\"}}",
+                      PEER_HELLO_MS, &msg, err);
+    cJSON_Delete(msg);
+    if (rc == 0)
+        rc = peer_send(r, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}", err);
+    if (rc < 0) {
+        peer_drop(r);
+        return sp_err_wrap(err, rc, "starting a session with the sandpod peer in %s", r->where);
+    }
+    return 0;
+}
+
+/* params with _meta["sandpod/call"] = key added. */
+static char *with_key(const char *params, const char *key, sp_error **err)
+{
+    cJSON *p =
+        sp_json_parse(params && *params ? params : "{}", params && *params ? strlen(params) : 2);
+    if (!p || !cJSON_IsObject(p)) {
+        cJSON_Delete(p);
+        sp_err_set(err, SP_EINVAL, 0, "the parameters of a peer call must be a JSON object");
+        return NULL;
+    }
+    cJSON *meta = cJSON_GetObjectItemCaseSensitive(p, "_meta");
+    if (!cJSON_IsObject(meta)) {
+        cJSON_DeleteItemFromObjectCaseSensitive(p, "_meta");
+        meta = cJSON_AddObjectToObject(p, "_meta");
+    }
+    cJSON_AddStringToObject(meta, "sandpod/call", key);
+    char *s = cJSON_PrintUnformatted(p);
+    cJSON_Delete(p);
+    return s;
+}
+
+static int kr_rpc(sp_remote *r, const char *method, const char *params, char **result,
+                  sp_error **err)
+{
+    *result = NULL;
+    char key[33];
+    key_hex(key);
+    cleanup_free char *keyed = with_key(params, key, err);
+    if (!keyed)
+        return SP_EINVAL;
+    pthread_mutex_lock(&r->mu);
+    atomic_store(&r->cancel, false);
+    cJSON *msg = NULL;
+    int rc = 0;
+    /* A stream that drops is opened again and the call sent again under
+     * the same key: the peer answers it once. */
+    for (int attempt = 0; attempt < 3; attempt++) {
+        sp_error *e = NULL;
+        rc = peer_connect(r, &e);
+        if (rc == 0)
+            rc = peer_request(r, method, keyed, -1, &msg, &e);
+        if (rc == 0) {
+            sp_error_free(e);
+            break;
+        }
+        peer_drop(r);
+        if (attempt == 2 || atomic_load(&r->cancel)) {
+            if (err)
+                *err = e;
+            else
+                sp_error_free(e);
+            break;
+        }
+        sp_error_free(e);
+    }
+    pthread_mutex_unlock(&r->mu);
+    if (rc < 0)
+        return rc;
+    const cJSON *res = cJSON_GetObjectItemCaseSensitive(msg, "result");
+    const cJSON *jerr = cJSON_GetObjectItemCaseSensitive(msg, "error");
+    if (res) {
+        *result = cJSON_PrintUnformatted(res);
+    } else {
+        rc = sp_err_set(err, SP_ERROR, 0, "the sandpod peer in %s: %s", r->where,
+                        sp_json_str_or(jerr, "message", "an error without a message"));
+    }
+    cJSON_Delete(msg);
+    return rc;
+}
+
+static void kr_cancel(sp_remote *r)
+{
+    atomic_store(&r->cancel, true);
+}
+
+/* --------------------------------------------------------- exec, tars -- */
+
+static int run_in(sp_remote *r, const char *ctr, const sp_remote_cmd *io, int *exit_code,
+                  bool *timed_out, sp_error **err)
+{
+    *exit_code = -1;
+    *timed_out = false;
+    sp_ws *ws = NULL;
+    bool has_in = io->stdin_fd >= 0 || io->stdin_data;
+    sp_kube_exec_spec s = {
+        .pod = r->pod, .container = ctr, .argv = io->argv, .stdin_open = has_in, .tty = io->tty};
+    int rc = sp_kube_exec_connect(&ws, r->k, &s, err);
+    if (rc < 0)
+        return sp_err_wrap(err, rc, "running a command in %s", r->where);
+    if (io->tty && io->rows && io->cols)
+        sp_kube_exec_resize(ws, io->cols, io->rows, NULL);
+    bool v5 = strcmp(sp_ws_protocol(ws), SP_KUBE_PROTO_V5) == 0;
+    bool in_open = io->stdin_fd >= 0;
+    if (io->stdin_data) {
+        if (io->stdin_len)
+            rc = sp_kube_exec_write(ws, io->stdin_data, io->stdin_len, err);
+        /* v4 has no way to say end of input: the command keeps its stdin
+         * until it ends by itself. */
+        if (rc == 0 && v5)
+            rc = sp_kube_exec_close_stdin(ws, err);
+    }
+    int64_t deadline = io->timeout_ms > 0 ? sp_now_ms() + io->timeout_ms : -1;
+    bool done = false;
+    char buf[65536];
+    while (!done && rc == 0) {
+        int wait = 1000;
+        if (deadline >= 0) {
+            int64_t left = deadline - sp_now_ms();
+            if (left <= 0) {
+                *timed_out = true;
+                break;
+            }
+            wait = left < wait ? (int)left : wait;
+        }
+        struct pollfd p[2] = {{sp_ws_fd(ws), POLLIN, 0}, {in_open ? io->stdin_fd : -1, POLLIN, 0}};
+        if (!sp_ws_buffered(ws) && poll(p, 2, wait) < 0 && errno != EINTR) {
+            rc = sp_err_errno(err, errno, "poll", NULL);
+            break;
+        }
+        if (in_open && (p[1].revents & (POLLIN | POLLHUP | POLLERR))) {
+            ssize_t n = read(io->stdin_fd, buf, sizeof(buf));
+            if (n > 0) {
+                rc = sp_kube_exec_write(ws, buf, (size_t)n, err);
+            } else if (n == 0 || (errno != EINTR && errno != EAGAIN)) {
+                in_open = false;
+                if (v5)
+                    rc = sp_kube_exec_close_stdin(ws, err);
+            }
+        }
+        if (rc < 0 || !(sp_ws_buffered(ws) || (p[0].revents & (POLLIN | POLLHUP | POLLERR))))
+            continue;
+        sp_ws_msg m;
+        if ((rc = sp_ws_recv(ws, &m, 30000, err)) < 0)
+            break;
+        if (m.opcode == SP_WS_CLOSE) {
+            rc = sp_err_set(err, SP_ERROR, 0,
+                            "the command's stream in %s closed before it said how it ended",
+                            r->where);
+            break;
+        }
+        int ch;
+        const uint8_t *d;
+        size_t dl;
+        if ((rc = sp_kube_exec_split(&ch, &d, &dl, m.data, m.len, err)) < 0)
+            break;
+        if (ch == SP_KUBE_STATUS) {
+            rc = sp_kube_exec_status(exit_code, (const char *)d, dl, err);
+            done = true;
+        } else if (ch == SP_KUBE_STDOUT && io->out_fd >= 0) {
+            if (sp_write_all(io->out_fd, d, dl) < 0)
+                rc = sp_err_errno(err, errno, "writing the output", NULL);
+        } else if (io->out) {
+            io->out(io->ud, ch, d, dl);
+        }
+    }
+    if (rc < 0 && !done)
+        explain_down(r, rc, err);
+    else if (rc == 0 && *exit_code >= 128 && (rc = explain_down(r, 0, err)) < 0)
+        *exit_code = -1; /* killed with its Pod: no exit of its own */
+    sp_ws_free(ws);
+    return rc;
+}
+
+static int kr_exec(sp_remote *r, const sp_remote_cmd *x, int *exit_code, bool *timed_out,
+                   sp_error **err)
+{
+    return run_in(r, "workload", x, exit_code, timed_out, err);
+}
+
+typedef struct bulk_out {
+    sp_buf *out; /* stdout, when not written to an fd */
+    sp_buf err;
+} bulk_out;
+
+/* ------------------------------------------------------------ streams -- */
+
+struct sp_remote_stream {
+    sp_remote *r;
+    sp_ws *ws;
+    bool v5;
+    bool ended;
+    int exit_code;
+    int pend_stream; /* a message handed out in parts */
+    sp_buf pend;
+    size_t pend_off;
+};
+
+static int ks_open(sp_remote_stream **out, sp_remote *r, const sp_remote_cmd *x, sp_error **err)
+{
+    *out = NULL;
+    sp_ws *ws = NULL;
+    sp_kube_exec_spec s = {.pod = r->pod,
+                           .container = "workload",
+                           .argv = x->argv,
+                           .stdin_open = x->stdin_fd >= 0,
+                           .tty = x->tty};
+    int rc = sp_kube_exec_connect(&ws, r->k, &s, err);
+    if (rc < 0)
+        return sp_err_wrap(err, rc, "running a command in %s", r->where);
+    if (x->tty && x->rows && x->cols)
+        sp_kube_exec_resize(ws, x->cols, x->rows, NULL);
+    sp_remote_stream *st = sp_xcalloc(1, sizeof(*st));
+    st->r = r;
+    st->ws = ws;
+    st->v5 = strcmp(sp_ws_protocol(ws), SP_KUBE_PROTO_V5) == 0;
+    st->exit_code = -1;
+    *out = st;
+    return 0;
+}
+
+static int ks_fd(sp_remote_stream *s)
+{
+    return sp_ws_fd(s->ws);
+}
+
+static bool ks_buffered(const sp_remote_stream *s)
+{
+    return s->pend.len > s->pend_off || sp_ws_buffered(s->ws);
+}
+
+static int ks_read(sp_remote_stream *s, size_t *n, int *stream, void *buf, size_t cap,
+                   int timeout_ms, sp_error **err)
+{
+    *n = 0;
+    *stream = 1;
+    int64_t end = timeout_ms < 0 ? -1 : sp_now_ms() + timeout_ms;
+    while (s->pend.len == s->pend_off) {
+        if (s->ended)
+            return 0;
+        int left = end < 0 ? -1 : (int)(end - sp_now_ms());
+        if (end >= 0 && left < 0)
+            left = 0;
+        sp_ws_msg m;
+        int rc = sp_ws_recv(s->ws, &m, left, err);
+        if (rc < 0) {
+            if (rc != SP_ETIMEOUT)
+                explain_down(s->r, rc, err);
+            return rc;
+        }
+        if (m.opcode == SP_WS_CLOSE)
+            return sp_err_set(err, SP_ERROR, 0,
+                              "the command's stream in %s closed before it said how it ended",
+                              s->r->where);
+        int ch;
+        const uint8_t *d;
+        size_t dl;
+        if ((rc = sp_kube_exec_split(&ch, &d, &dl, m.data, m.len, err)) < 0)
+            return rc;
+        if (ch == SP_KUBE_STATUS) {
+            s->ended = true;
+            rc = sp_kube_exec_status(&s->exit_code, (const char *)d, dl, err);
+            if (rc == 0 && s->exit_code >= 128 && (rc = explain_down(s->r, 0, err)) < 0)
+                s->exit_code = -1;
+            return rc;
+        }
+        s->pend.len = s->pend_off = 0;
+        s->pend_stream = ch == SP_KUBE_STDERR ? 2 : 1;
+        sp_buf_add(&s->pend, d, dl);
+    }
+    size_t k = s->pend.len - s->pend_off;
+    k = k < cap ? k : cap;
+    memcpy(buf, s->pend.data + s->pend_off, k);
+    s->pend_off += k;
+    *n = k;
+    *stream = s->pend_stream;
+    return 0;
+}
+
+static int ks_write(sp_remote_stream *s, const void *data, size_t len, sp_error **err)
+{
+    return sp_kube_exec_write(s->ws, data, len, err);
+}
+
+static int ks_close_stdin(sp_remote_stream *s, sp_error **err)
+{
+    /* v4 has no end of input: the command keeps its stdin open. */
+    return s->v5 ? sp_kube_exec_close_stdin(s->ws, err) : 0;
+}
+
+static int ks_resize(sp_remote_stream *s, unsigned rows, unsigned cols, sp_error **err)
+{
+    return sp_kube_exec_resize(s->ws, cols, rows, err);
+}
+
+static bool ks_exit(const sp_remote_stream *s, int *code)
+{
+    *code = s->exit_code;
+    return s->ended;
+}
+
+static void ks_free(sp_remote_stream *s)
+{
+    if (!s)
+        return;
+    sp_ws_free(s->ws);
+    sp_buf_dispose(&s->pend);
+    free(s);
+}
+
+/* -------------------------------------------------------------- bulk -- */
+
+static void keep_output(void *ud, int stream, const void *data, size_t len)
+{
+    bulk_out *b = ud;
+    if (stream == SP_KUBE_STDOUT && b->out && b->out->len < (1u << 20))
+        sp_buf_add(b->out, data, len);
+    else if (stream == SP_KUBE_STDERR && b->err.len < 8192)
+        sp_buf_add(&b->err, data, len);
+}
+
+/* A peer subcommand with raw data on stdin (in_fd) and on stdout (to
+ * out_fd, or kept in *out). */
+static int peer_bulk(sp_remote *r, const char *const *argv, int in_fd, int out_fd, sp_buf *out,
+                     sp_error **err)
+{
+    bulk_out b = {.out = out};
+    int code = -1;
+    sp_remote_cmd io = {
+        .argv = argv, .stdin_fd = in_fd, .out_fd = out ? -1 : out_fd, .out = keep_output, .ud = &b};
+    bool timed_out = false;
+    int rc = run_in(r, "peer", &io, &code, &timed_out, err);
+    if (rc == 0 && code != 0) {
+        while (b.err.len && b.err.data[b.err.len - 1] == '\n')
+            b.err.data[--b.err.len] = '\0';
+        const char *m = b.err.len ? b.err.data : "no message";
+        if (strncmp(m, "sandpod: ", 9) == 0)
+            m += 9;
+        rc = sp_err_set(err, SP_ERROR, 0, "%s (in %s, exit %d)", m, r->where, code);
+    }
+    sp_buf_dispose(&b.err);
+    return rc;
+}
+
+static int kr_import(sp_remote *r, int fd, char **result, sp_error **err)
+{
+    if (result)
+        *result = NULL;
+    const char *argv[] = {SP_KUBE_SANDPOD_BIN, "peer",    "import",          "--root",
+                          SP_KUBE_WORKSPACE,   "--store", SP_KUBE_STORE_DIR, NULL};
+    sp_buf out = {0};
+    int rc = peer_bulk(r, argv, fd, -1, &out, err);
+    if (rc == 0 && result) {
+        while (out.len && out.data[out.len - 1] == '\n')
+            out.data[--out.len] = '\0';
+        *result = out.data ? sp_buf_steal(&out) : sp_xstrdup("{}");
+    }
+    sp_buf_dispose(&out);
+    return rc;
+}
+
+static int kr_export(sp_remote *r, const char *ref, int fd, sp_error **err)
+{
+    const char *argv[] = {
+        SP_KUBE_SANDPOD_BIN, "peer", "export", "--root", SP_KUBE_WORKSPACE, "--store",
+        SP_KUBE_STORE_DIR,   ref,    NULL};
+    return peer_bulk(r, argv, -1, fd, NULL, err);
+}
+
+/* ------------------------------------------------------- state, remove -- */
+
+static const char *phase_name(const sp_kube_pod_state *s)
+{
+    if (s->deleting)
+        return "removing";
+    switch (s->phase) {
+    case SP_KUBE_POD_RUNNING:
+        return s->ready ? "running" : "starting";
+    case SP_KUBE_POD_PENDING:
+        return "pending";
+    case SP_KUBE_POD_SUCCEEDED:
+        return "exited";
+    case SP_KUBE_POD_FAILED:
+        return "failed";
+    default:
+        return "unknown";
+    }
+}
+
+static int kr_state(sp_remote *r, char **state, char **why, sp_error **err)
+{
+    *state = NULL;
+    if (why)
+        *why = NULL;
+    cJSON *pod = NULL;
+    sp_error *e = NULL;
+    int rc = sp_kube_pod_get(r->k, r->pod, &pod, &e);
+    if (rc == SP_ENOTFOUND) {
+        sp_error_free(e);
+        *state = sp_xstrdup("missing");
+        if (why)
+            *why = sp_xasprintf("its %s is gone", r->where);
+        return 0;
+    }
+    if (rc < 0) {
+        if (err)
+            *err = e;
+        else
+            sp_error_free(e);
+        return rc;
+    }
+    sp_kube_pod_state s;
+    rc = sp_kube_pod_state_of(&s, pod, err);
+    cJSON_Delete(pod);
+    if (rc < 0)
+        return rc;
+    *state = sp_xstrdup(phase_name(&s));
+    if (why && strcmp(*state, "running") != 0) {
+        if (s.reason[0])
+            *why = sp_xasprintf("%s: %s", s.reason, s.message);
+        else
+            *why = pod_why(r);
+    }
+    return 0;
+}
+
+static int kr_remove(sp_remote *r, sp_error **err)
+{
+    pthread_mutex_lock(&r->mu);
+    peer_drop(r);
+    pthread_mutex_unlock(&r->mu);
+    sp_error *e = NULL;
+    int rc = sp_kube_pod_delete(r->k, r->pod, 0, &e);
+    if (rc == SP_ENOTFOUND) {
+        sp_error_free(e);
+        return 0;
+    }
+    if (rc < 0 && err)
+        *err = e;
+    else
+        sp_error_free(e);
+    return rc;
+}
+
+static const char *kr_where(const sp_remote *r)
+{
+    return r->where;
+}
+
+static int kr_list(cJSON **out, const sp_engine *e, const char *owner, sp_error **err)
+{
+    *out = NULL;
+    sp_kube *k = NULL;
+    int rc = open_client(&k, e, err);
+    if (rc < 0)
+        return rc;
+    cleanup_free char *sel = sp_xasprintf("sandpod=1,sandpod.owner=%s", owner);
+    cJSON *list = NULL;
+    rc = sp_kube_pod_list(k, sel, &list, err);
+    sp_kube_free(k);
+    if (rc < 0)
+        return rc;
+    cJSON *arr = cJSON_CreateArray();
+    const cJSON *items = sp_json_get(list, "items");
+    const cJSON *it;
+    cJSON_ArrayForEach(it, items)
+    {
+        const cJSON *md = sp_json_get(it, "metadata");
+        sp_kube_pod_state s;
+        if (sp_kube_pod_state_of(&s, it, NULL) < 0)
+            continue;
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "name",
+                                sp_json_str_or(sp_json_get(md, "labels"), "sandpod.name", ""));
+        cJSON_AddStringToObject(o, "id", sp_json_str_or(md, "name", ""));
+        cJSON_AddStringToObject(o, "state", phase_name(&s));
+        cJSON_AddItemToArray(arr, o);
+    }
+    cJSON_Delete(list);
+    *out = arr;
+    return 0;
+}
+
+static int kr_remove_id(const sp_engine *e, const char *id, sp_error **err)
+{
+    sp_kube *k = NULL;
+    int rc = open_client(&k, e, err);
+    if (rc < 0)
+        return rc;
+    rc = sp_kube_pod_delete(k, id, 0, err);
+    sp_kube_free(k);
+    return rc;
+}
+
+const sp_remote_ops sp_kube_remote_ops = {
+    .kind = "kubernetes",
+    .create = kr_create,
+    .open = kr_open,
+    .rpc = kr_rpc,
+    .cancel = kr_cancel,
+    .exec = kr_exec,
+    .stream_open = ks_open,
+    .stream_fd = ks_fd,
+    .stream_buffered = ks_buffered,
+    .stream_read = ks_read,
+    .stream_write = ks_write,
+    .stream_close_stdin = ks_close_stdin,
+    .stream_resize = ks_resize,
+    .stream_exit = ks_exit,
+    .stream_free = ks_free,
+    .import_tar = kr_import,
+    .export_tar = kr_export,
+    .state = kr_state,
+    .remove = kr_remove,
+    .where = kr_where,
+    .free = remote_free,
+    .list = kr_list,
+    .remove_id = kr_remove_id,
+};
