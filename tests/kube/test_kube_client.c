@@ -1060,6 +1060,49 @@ static void test_exec_plugin(void **state)
     sp_kube_free(k);
 }
 
+/* The plugin's stderr, with and without debug logging: *out what reached
+ * ours, *log the debug log. */
+static void plugin_stderr(bool debug, char **out, sp_buf *log)
+{
+    tu_write(scratch, "tokens", "token-one\ntok-1\n", 0600);
+    plugin_reset("fresh");
+    cleanup_free char *path = tu_join(scratch, "stderr");
+    fflush(stderr);
+    int saved = dup(2);
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    assert_true(saved >= 0 && fd >= 0);
+    dup2(fd, 2);
+    close(fd);
+    sp_kube_opts o = SP_KUBE_OPTS_INIT;
+    o.log = debug ? log_line : NULL;
+    o.log_userdata = log;
+    sp_kube *k = open_plugin(&tok_fake, NULL, NULL, &o);
+    list_ok(k);
+    sp_kube_free(k);
+    dup2(saved, 2);
+    close(saved);
+    *out = tu_read(scratch, "stderr", NULL);
+    tu_write(scratch, "tokens", "token-one\n", 0600);
+}
+
+static void test_exec_plugin_debug(void **state)
+{
+    (void)state;
+    tu_write(scratch, "plugin.py", plugin_py, 0600);
+    sp_buf log = SP_BUF_INIT;
+    char *err_out = NULL;
+    plugin_stderr(true, &err_out, &log);
+    assert_non_null(strstr(err_out, "fake plugin: run 1\n"));
+    free(err_out);
+    assert_non_null(strstr(log.data, "kubernetes: exec credential plugin python3: ok ("));
+    assert_null(strstr(log.data, "tok-"));
+    sp_buf_dispose(&log);
+    plugin_stderr(false, &err_out, &log);
+    assert_string_equal(err_out, "");
+    free(err_out);
+    assert_null(log.data);
+}
+
 /* The plugin as kubectl hands it over (its JSON of our kubeconfig). */
 static void test_exec_plugin_kubectl(void **state)
 {
@@ -1216,6 +1259,7 @@ int main(void)
         cmocka_unit_test(test_exec_plugin_kubectl),
         cmocka_unit_test(test_exec_plugin_pods_exec),
         cmocka_unit_test(test_pods_exec_client_cert),
+        cmocka_unit_test(test_exec_plugin_debug),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
