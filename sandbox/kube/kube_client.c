@@ -306,6 +306,17 @@ static int current_token(sp_kube *k, char **out, sp_error **err)
     close(fd);
     while (b.len && strchr(" \t\r\n", b.data[b.len - 1]))
         b.data[--b.len] = '\0';
+    /* A line break would end the Authorization header early. */
+    for (size_t i = 0; i < b.len; i++) {
+        if ((unsigned char)b.data[i] < 0x20 || b.data[i] == 0x7f) {
+            explicit_bzero(b.data, b.len);
+            sp_buf_dispose(&b);
+            return sp_err_set(err, SP_EINVAL, 0,
+                              "kubernetes: the token file %s holds more than one line or control "
+                              "characters",
+                              k->c.token_file);
+        }
+    }
     *out = b.data ? sp_buf_steal(&b) : sp_xstrdup("");
     return 0;
 }

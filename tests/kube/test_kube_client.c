@@ -1103,6 +1103,18 @@ static void test_exec_plugin_debug(void **state)
     assert_null(log.data);
 }
 
+/* A token file of two lines (the fake's list of good tokens) is refused
+ * before it can split the Authorization header. */
+static void test_token_file_lines(void **state)
+{
+    (void)state;
+    tu_write(scratch, "tokens", "token-one\ntok-1\n", 0600);
+    sp_kube *k = open_token(NULL);
+    list_fails(k, SP_EINVAL, "holds more than one line or control characters");
+    sp_kube_free(k);
+    tu_write(scratch, "tokens", "token-one\n", 0600);
+}
+
 /* The plugin as kubectl hands it over (its JSON of our kubeconfig). */
 static void test_exec_plugin_kubectl(void **state)
 {
@@ -1228,7 +1240,7 @@ static void test_pods_exec_client_cert(void **state)
     sp_kube *nocert = open_explicit(&cert_fake, "ca.pem", NULL);
     int rc = exec_echo(nocert, "exec-cert", &out, &err);
     if (rc != SP_EDENIED && rc != SP_ERROR)
-        fail_msg("exec without a client certificate: %d", rc);
+        fail_msg("exec without a client certificate: %d %s", rc, err ? err->message : "");
     sp_error_free(err);
     err = NULL;
     sp_buf_dispose(&out);
@@ -1260,6 +1272,7 @@ int main(void)
         cmocka_unit_test(test_exec_plugin_pods_exec),
         cmocka_unit_test(test_pods_exec_client_cert),
         cmocka_unit_test(test_exec_plugin_debug),
+        cmocka_unit_test(test_token_file_lines),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
