@@ -20,6 +20,16 @@
 #include "sandpod/engine.h"
 #include "ws.h"
 
+/* An exec credential plugin (a kubeconfig user's `exec`), run by the
+ * client when it needs a credential (see sp_kube_plugin_run). */
+typedef struct sp_kube_plugin {
+    char *api_version;  /* client.authentication.k8s.io/v1 or v1beta1 */
+    char **argv;        /* command, then args; NULL-terminated */
+    char **env;         /* "NAME=value" added to ours; NULL-terminated */
+    char *install_hint; /* one line, or NULL */
+    bool cluster_info;  /* provideClusterInfo: the cluster goes to the plugin */
+} sp_kube_plugin;
+
 /* Where the API server is and who we are. Every string is owned. */
 typedef struct sp_kube_creds {
     char *server;     /* https://host:port (no trailing slash) */
@@ -31,9 +41,38 @@ typedef struct sp_kube_creds {
     sp_buf cert_pem;  /* a client certificate and its key (both or neither) */
     sp_buf key_pem;
     bool insecure; /* insecure-skip-tls-verify: only from a kubeconfig */
+    /* Run for a token or a client certificate (a fixed token above wins,
+     * as with kubectl), or NULL. */
+    sp_kube_plugin *plugin;
 } sp_kube_creds;
 
 void sp_kube_creds_dispose(sp_kube_creds *c);
+
+/* What an exec credential plugin returned. */
+typedef struct sp_kube_plugin_cred {
+    char *token;     /* or NULL */
+    sp_buf cert_pem; /* a client certificate and its key, or empty */
+    sp_buf key_pem;
+    int64_t expires_ms; /* wall clock (ms since the epoch); 0: never */
+} sp_kube_plugin_cred;
+
+void sp_kube_plugin_cred_dispose(sp_kube_plugin_cred *c);
+
+/* Run c->plugin as kubectl does: argv[0] looked up in PATH (never a
+ * shell), our environment plus its env and KUBERNETES_EXEC_INFO (an
+ * ExecCredential with spec.interactive false, and spec.cluster when it
+ * asks for cluster info), stdin /dev/null, its stderr passed to ours only
+ * when show_stderr (debug), killed after timeout_ms. Errors: a missing
+ * command SP_ENOTFOUND (with its installHint), a non-zero exit SP_ERROR, no
+ * valid ExecCredential on stdout SP_EINVAL, timeout SP_ETIMEOUT. Nothing
+ * it printed reaches the message. */
+int sp_kube_plugin_run(sp_kube_plugin_cred *out, const sp_kube_creds *c, int timeout_ms,
+                       bool show_stderr, sp_error **err);
+
+/* The parser behind sp_kube_plugin_run: json is the plugin's stdout,
+ * api_version the one it was configured with (the answer must match). */
+int sp_kube_plugin_parse(sp_kube_plugin_cred *out, const char *api_version, const char *json,
+                         size_t len, sp_error **err);
 
 /* The defaults of an in-cluster Pod. */
 #define SP_KUBE_SA_DIR "/var/run/secrets/kubernetes.io/serviceaccount"
@@ -49,8 +88,10 @@ int sp_kube_creds_incluster(sp_kube_creds *out, const char *dir, sp_error **err)
 int sp_kube_creds_kubeconfig(sp_kube_creds *out, const char *kubectl, const char *kubeconfig,
                              const char *context, sp_error **err);
 
-/* The parser behind sp_kube_creds_kubeconfig, for kubectl's JSON. Exec
- * plugins, auth providers and basic auth are SP_EINVAL naming the user. */
+/* The parser behind sp_kube_creds_kubeconfig, for kubectl's JSON. Auth
+ * providers, basic auth and an exec plugin that wants a terminal
+ * (interactiveMode Always) or speaks another apiVersion are SP_EINVAL
+ * naming the user. */
 int sp_kube_creds_parse_kubeconfig(sp_kube_creds *out, const char *json, size_t len,
                                    sp_error **err);
 
@@ -71,11 +112,12 @@ typedef struct sp_kube_opts {
      * elided, status, bytes, duration). NULL: none. */
     sp_kube_log_fn log;
     void *log_userdata;
+    int plugin_timeout_ms; /* an exec credential plugin's run; 0: 60 s */
 } sp_kube_opts;
 #define SP_KUBE_OPTS_VERSION 1
 #define SP_KUBE_OPTS_INIT                                                                          \
     {                                                                                              \
-        SP_KUBE_OPTS_VERSION, 0, 0, 0, 0, NULL, NULL                                               \
+        SP_KUBE_OPTS_VERSION, 0, 0, 0, 0, NULL, NULL, 0                                            \
     }
 
 /* A client holds one libcurl handle (connections are reused): one thread
@@ -188,7 +230,8 @@ typedef struct sp_kube_exec_spec {
 } sp_kube_exec_spec;
 
 /* Open the stream with the client's credentials and TLS settings (a 401
- * with a token file re-reads it once). Errors as sp_ws_connect(). */
+ * with a token file re-reads it once, with an exec plugin runs it once
+ * more). Errors as sp_ws_connect(). */
 int sp_kube_exec_connect(sp_ws **out, sp_kube *k, const sp_kube_exec_spec *s, sp_error **err);
 
 #endif

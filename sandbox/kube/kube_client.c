@@ -18,11 +18,15 @@
 #define DEFAULT_MAX_RETRY_MS    10000
 #define MAX_BODY                (16u << 20)
 #define RETRY_WITHOUT_HEADER_MS 1000
+#define DEFAULT_PLUGIN_MS       60000
 
 struct sp_kube {
     CURL *curl;
     sp_kube_creds c;
     sp_kube_opts o;
+    /* The exec plugin's latest answer, used until it expires or a 401. */
+    sp_kube_plugin_cred pc;
+    bool have_pc;
 };
 
 static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
@@ -66,6 +70,8 @@ int sp_kube_open(sp_kube **out, sp_kube_creds *creds, const sp_kube_opts *opts, 
         o.max_retries = 0;
     if (o.max_retry_after_ms <= 0)
         o.max_retry_after_ms = DEFAULT_MAX_RETRY_MS;
+    if (o.plugin_timeout_ms <= 0)
+        o.plugin_timeout_ms = DEFAULT_PLUGIN_MS;
     k->o = o;
     *out = k;
     return 0;
@@ -78,6 +84,7 @@ void sp_kube_free(sp_kube *k)
     if (k->curl)
         curl_easy_cleanup(k->curl);
     sp_kube_creds_dispose(&k->c);
+    sp_kube_plugin_cred_dispose(&k->pc);
     free(k);
 }
 
@@ -236,25 +243,82 @@ static void log_request(sp_kube *k, const char *method, const char *path, long s
     free(line);
 }
 
-/* The bearer token for this request: the file's current contents when
- * there is one (rotation), else the fixed token. */
-static char *current_token(sp_kube *k, sp_error **err)
+static int64_t wall_ms(void)
 {
-    if (!k->c.token_file)
-        return k->c.token ? sp_xstrdup(k->c.token) : NULL;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Run the exec plugin unless its last answer still holds. */
+static int plugin_refresh(sp_kube *k, sp_error **err)
+{
+    if (!k->c.plugin || (k->have_pc && (k->pc.expires_ms == 0 || wall_ms() < k->pc.expires_ms)))
+        return 0;
+    sp_kube_plugin_cred_dispose(&k->pc);
+    k->have_pc = false;
+    int64_t t0 = sp_now_ms();
+    int rc = sp_kube_plugin_run(&k->pc, &k->c, k->o.plugin_timeout_ms, k->o.log != NULL, err);
+    if (k->o.log) {
+        cleanup_free char *line = sp_xasprintf(
+            "kubernetes: exec credential plugin %s: %s (%lld ms)", k->c.plugin->argv[0],
+            rc == 0 ? "ok" : "failed", (long long)(sp_now_ms() - t0));
+        k->o.log(line, k->o.log_userdata);
+    }
+    k->have_pc = rc == 0;
+    return rc;
+}
+
+/* Whether a 401 is worth one more try: the credential can change. */
+static bool may_reauth(sp_kube *k)
+{
+    if (k->c.token_file)
+        return true;
+    if (!k->c.plugin)
+        return false;
+    k->have_pc = false; /* the next request runs the plugin again */
+    return true;
+}
+
+/* The bearer token for this request (*out NULL: none): the file's
+ * current contents when there is one (rotation), else the fixed token,
+ * else the exec plugin's. */
+static int current_token(sp_kube *k, char **out, sp_error **err)
+{
+    *out = NULL;
+    int rc = plugin_refresh(k, err);
+    if (rc < 0)
+        return rc;
+    if (!k->c.token_file) {
+        const char *t = k->c.token ? k->c.token : k->have_pc ? k->pc.token : NULL;
+        *out = t ? sp_xstrdup(t) : NULL;
+        return 0;
+    }
     int fd = open(k->c.token_file, O_RDONLY | O_CLOEXEC);
     sp_buf b = SP_BUF_INIT;
     if (fd < 0 || sp_read_all(fd, &b, 64u << 10) < 0) {
-        sp_err_errno(err, errno, "kubernetes: reading the token", k->c.token_file);
+        rc = sp_err_errno(err, errno, "kubernetes: reading the token", k->c.token_file);
         if (fd >= 0)
             close(fd);
         sp_buf_dispose(&b);
-        return NULL;
+        return rc;
     }
     close(fd);
     while (b.len && strchr(" \t\r\n", b.data[b.len - 1]))
         b.data[--b.len] = '\0';
-    return b.data ? sp_buf_steal(&b) : sp_xstrdup("");
+    /* A line break would end the Authorization header early. */
+    for (size_t i = 0; i < b.len; i++) {
+        if ((unsigned char)b.data[i] < 0x20 || b.data[i] == 0x7f) {
+            explicit_bzero(b.data, b.len);
+            sp_buf_dispose(&b);
+            return sp_err_set(err, SP_EINVAL, 0,
+                              "kubernetes: the token file %s holds more than one line or control "
+                              "characters",
+                              k->c.token_file);
+        }
+    }
+    *out = b.data ? sp_buf_steal(&b) : sp_xstrdup("");
+    return 0;
 }
 
 typedef struct req {
@@ -276,9 +340,15 @@ static void set_tls(sp_kube *k, CURL *c)
     } else if (k->c.ca_file) {
         curl_easy_setopt(c, CURLOPT_CAINFO, k->c.ca_file);
     }
-    if (k->c.cert_pem.len && k->c.key_pem.len) {
-        struct curl_blob cb = {k->c.cert_pem.data, k->c.cert_pem.len, CURL_BLOB_COPY};
-        struct curl_blob kb = {k->c.key_pem.data, k->c.key_pem.len, CURL_BLOB_COPY};
+    /* The plugin's certificate, else the kubeconfig's. */
+    const sp_buf *cert = &k->c.cert_pem, *key = &k->c.key_pem;
+    if (k->have_pc && k->pc.cert_pem.len) {
+        cert = &k->pc.cert_pem;
+        key = &k->pc.key_pem;
+    }
+    if (cert->len && key->len) {
+        struct curl_blob cb = {cert->data, cert->len, CURL_BLOB_COPY};
+        struct curl_blob kb = {key->data, key->len, CURL_BLOB_COPY};
         curl_easy_setopt(c, CURLOPT_SSLCERT_BLOB, &cb);
         curl_easy_setopt(c, CURLOPT_SSLCERTTYPE, "PEM");
         curl_easy_setopt(c, CURLOPT_SSLKEY_BLOB, &kb);
@@ -295,9 +365,10 @@ static int attempt(sp_kube *k, const req *r, xfer *x, const char *what, sp_error
     char ebuf[CURL_ERROR_SIZE] = "";
     int64_t t0 = sp_now_ms();
     cleanup_free char *url = sp_xasprintf("%s%s", k->c.server, r->path);
-    cleanup_free char *token = current_token(k, err);
-    if (k->c.token_file && !token)
-        return SP_ERROR;
+    cleanup_free char *token = NULL;
+    int trc = current_token(k, &token, err);
+    if (trc < 0)
+        return trc;
     struct curl_slist *h = NULL;
     h = curl_slist_append(h, "Accept: application/json");
     h = curl_slist_append(h, "Expect:");
@@ -369,7 +440,7 @@ static int attempt(sp_kube *k, const req *r, xfer *x, const char *what, sp_error
 }
 
 /* A request with the retries: 429/503 wait for Retry-After (bounded),
- * 401 once more with the token file re-read. On return x holds the last
+ * 401 once more with the token file re-read or the exec plugin rerun. On return x holds the last
  * answer; a >= 400 status is already turned into *err. */
 static int perform(sp_kube *k, req *r, xfer *x, int timeout_ms, const char *what, sp_error **err)
 {
@@ -388,7 +459,7 @@ static int perform(sp_kube *k, req *r, xfer *x, int timeout_ms, const char *what
         int rc = attempt(k, r, x, what, err);
         if (rc < 0 || x->cb_code != 0)
             return rc;
-        if (x->status == 401 && k->c.token_file && !reauth) {
+        if (x->status == 401 && !reauth && may_reauth(k)) {
             reauth = true;
             continue;
         }
@@ -921,11 +992,9 @@ int sp_kube_exec_connect(sp_ws **out, sp_kube *k, const sp_kube_exec_spec *s, sp
     sp_buf_printf(&url, "stdin=%s&stdout=true&stderr=%s&tty=%s", s->stdin_open ? "true" : "false",
                   s->tty ? "false" : "true", s->tty ? "true" : "false");
     for (int attempt = 0;; attempt++) {
-        cleanup_free char *token = current_token(k, err);
-        if (k->c.token_file && !token) {
-            rc = SP_ERROR;
+        cleanup_free char *token = NULL;
+        if ((rc = current_token(k, &token, err)) < 0)
             break;
-        }
         sp_ws_opts o = SP_WS_OPTS_INIT;
         o.protocols = s->protocols ? s->protocols : sp_kube_exec_protocols;
         o.bearer_token = token && *token ? token : NULL;
@@ -943,8 +1012,8 @@ int sp_kube_exec_connect(sp_ws **out, sp_kube *k, const sp_kube_exec_spec *s, sp
                 (long long)(sp_now_ms() - t0));
             k->o.log(line, k->o.log_userdata);
         }
-        /* A rotated token: read the file once more. */
-        if (rc == SP_EDENIED && k->c.token_file && attempt == 0) {
+        /* A rotated token: read the file, or run the plugin, once more. */
+        if (rc == SP_EDENIED && attempt == 0 && may_reauth(k)) {
             sp_error_free(*err);
             *err = NULL;
             continue;

@@ -1,12 +1,13 @@
 /* Fuzz target: the Kubernetes REST client's JSON parsers: a Pod's status,
- * a watch event, a Status error body, an Events list and kubectl's
- * kubeconfig JSON.
+ * a watch event, a Status error body, an Events list, kubectl's
+ * kubeconfig JSON and an exec credential plugin's ExecCredential.
  *
- * Input: a selector byte (mod 5), then the JSON. Properties: nothing
+ * Input: a selector byte (mod 6), then the JSON. Properties: nothing
  * crashes or leaks; errors and every extracted line are one line; a
  * parsed kubeconfig names an http(s) server and a namespace, and has a
  * client certificate exactly when it has its key; a failed one leaves the
- * credentials empty. */
+ * credentials empty; a parsed ExecCredential has a token without control
+ * characters or a certificate with its key, and a failed one nothing. */
 #include "fuzz.h"
 #include "kube.h"
 
@@ -25,7 +26,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (size < 1 || size > 1 << 20)
         return 0;
-    int which = data[0] % 5;
+    int which = data[0] % 6;
     const char *json = (const char *)data + 1;
     size_t len = size - 1;
     sp_error *err = NULL;
@@ -44,6 +45,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             FZ_ASSERT(!c.cert_pem.len == !c.key_pem.len, "a certificate without its key");
         }
         sp_kube_creds_dispose(&c);
+        sp_error_free(err);
+        return 0;
+    }
+    if (which == 5) {
+        sp_kube_plugin_cred pc;
+        rc = sp_kube_plugin_parse(&pc, "client.authentication.k8s.io/v1", json, len, &err);
+        if (rc < 0) {
+            check_error(rc, err);
+            FZ_ASSERT(!pc.token && !pc.cert_pem.len && !pc.key_pem.len, "a credential on failure");
+        } else {
+            FZ_ASSERT(pc.token || (pc.cert_pem.len && pc.key_pem.len), "no credential");
+            if (pc.token)
+                one_line(pc.token);
+        }
+        sp_kube_plugin_cred_dispose(&pc);
         sp_error_free(err);
         return 0;
     }

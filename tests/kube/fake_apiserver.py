@@ -29,9 +29,16 @@ Test controls (not Kubernetes paths):
     deny: ["VERB RESOURCE[/SUBRESOURCE]", ...] SelfSubjectAccessReviews
           answer allowed false for these (every other one is allowed)
   GET /fake/requests  the requests seen: [{"method","path","auth"}]
+
+pods/exec (a WebSocket, v5.channel.k8s.io or v4) on a Running Pod runs
+nothing: it answers the command's words on stdout ("ran: a b c\n"), then a
+Success status on channel 3, then a close (fake_podman.py runs real ones).
 """
+import base64
+import hashlib
 import json
 import os
+import struct
 import socket
 import ssl
 import sys
@@ -254,6 +261,9 @@ class Handler(BaseHTTPRequestHandler):
                     f[fault] -= 1
                     return self.fail(code, reason, "the server is busy, try again",
                                      {"Retry-After": "1"})
+        if len(parts) == 7 and parts[:3] == ["api", "v1", "namespaces"] and \
+                parts[4] == "pods" and parts[6] == "exec":
+            return self.echo_exec(parts[3], parts[5], urllib.parse.parse_qs(u.query))
         if parts == ["version"]:
             return self.send_json(200, {"major": "1", "minor": "32", "gitVersion": "v1.32.0-fake",
                                         "platform": "linux/amd64"})
@@ -353,6 +363,41 @@ class Handler(BaseHTTPRequestHandler):
                                             "metadata": {"resourceVersion": str(state["rv"])},
                                             "items": items})
         return self.fail(405, "MethodNotAllowed", "the server does not allow this method")
+
+    def echo_exec(self, ns, name, q):
+        with lock:
+            pod = state["pods"].get(name)
+            running = pod and pod["metadata"]["namespace"] == ns and \
+                pod["status"].get("phase") == "Running"
+        if not running:
+            return self.fail(404, "NotFound", 'pods "%s" not found or not running' % name)
+        offered = [p.strip() for h in self.headers.get_all("Sec-WebSocket-Protocol", [])
+                   for p in h.split(",")]
+        proto = next((p for p in ("v5.channel.k8s.io", "v4.channel.k8s.io") if p in offered),
+                     None)
+        key = self.headers.get("Sec-WebSocket-Key")
+        if self.headers.get("Upgrade", "").lower() != "websocket" or not key or not proto:
+            return self.fail(400, "BadRequest", "pods/exec needs a WebSocket upgrade")
+        accept = base64.b64encode(hashlib.sha1(
+            key.encode() + b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11").digest()).decode()
+        self.send_response(101)
+        self.send_header("Upgrade", "websocket")
+        self.send_header("Connection", "Upgrade")
+        self.send_header("Sec-WebSocket-Accept", accept)
+        self.send_header("Sec-WebSocket-Protocol", proto)
+        self.end_headers()
+        self.close_connection = True
+
+        def frame(op, payload):
+            n = len(payload)
+            head = struct.pack("!BB", 0x80 | op, n) if n < 126 else \
+                struct.pack("!BBH", 0x80 | op, 126, n)
+            self.wfile.write(head + payload)
+
+        frame(2, b"\x01ran: " + " ".join(q.get("command", [])).encode() + b"\n")
+        frame(2, b"\x03" + json.dumps({"metadata": {}, "status": "Success"}).encode())
+        frame(8, struct.pack("!H", 1000))
+        self.wfile.flush()
 
     def chunk(self, obj):
         line = (json.dumps(obj) + "\n").encode()

@@ -694,10 +694,28 @@ static void test_kubeconfig_parse(void **state)
         {"{\"contexts\":[{\"name\":\"a\",\"context\":{\"cluster\":\"c\"}}],"
          "\"clusters\":[{\"name\":\"c\",\"cluster\":{\"server\":\"https://u:p@h/\"}}]}",
          SP_EINVAL, "no http(s) server"},
+#define EXEC_USER(e)                                                                               \
+    "{\"contexts\":[{\"name\":\"a\",\"context\":{\"cluster\":\"c\",\"user\":\"u\"}}],"             \
+    "\"clusters\":[{\"name\":\"c\",\"cluster\":{\"server\":\"https://h\"}}],"                      \
+    "\"users\":[{\"name\":\"u\",\"user\":{\"exec\":" e "}}]}"
+        {EXEC_USER("{\"apiVersion\":\"client.authentication.k8s.io/v1\"}"), SP_EINVAL,
+         "user u's exec plugin has no command"},
+        {EXEC_USER("{\"apiVersion\":\"client.authentication.k8s.io/v1alpha1\",\"command\":\"a\"}"),
+         SP_EINVAL, "speaks apiVersion client.authentication.k8s.io/v1alpha1"},
+        {EXEC_USER("{\"command\":\"a\"}"), SP_EINVAL, "speaks apiVersion (none)"},
+        {EXEC_USER("{\"apiVersion\":\"client.authentication.k8s.io/v1\",\"command\":\"a\","
+                   "\"interactiveMode\":\"Always\"}"),
+         SP_EINVAL, "needs a terminal (interactiveMode Always)"},
+        {EXEC_USER("{\"apiVersion\":\"client.authentication.k8s.io/v1\",\"command\":\"a\","
+                   "\"args\":[1]}"),
+         SP_EINVAL, "args or env of the wrong shape"},
+        {EXEC_USER("{\"apiVersion\":\"client.authentication.k8s.io/v1\",\"command\":\"a\","
+                   "\"env\":[{\"name\":\"A=B\",\"value\":\"x\"}]}"),
+         SP_EINVAL, "args or env of the wrong shape"},
         {"{\"contexts\":[{\"name\":\"a\",\"context\":{\"cluster\":\"c\",\"user\":\"u\"}}],"
          "\"clusters\":[{\"name\":\"c\",\"cluster\":{\"server\":\"https://h\"}}],"
-         "\"users\":[{\"name\":\"u\",\"user\":{\"exec\":{\"command\":\"gke-auth\"}}}]}",
-         SP_EINVAL, "user u uses an exec credential plugin"},
+         "\"users\":[{\"name\":\"u\",\"user\":{\"auth-provider\":{\"name\":\"gcp\"}}}]}",
+         SP_EINVAL, "user u uses an auth provider, not supported yet"},
         {"{\"contexts\":[{\"name\":\"a\",\"context\":{\"cluster\":\"c\",\"user\":\"u\"}}],"
          "\"clusters\":[{\"name\":\"c\",\"cluster\":{\"server\":\"https://h\","
          "\"certificate-authority-data\":\"not base64!\"}}]}",
@@ -730,6 +748,26 @@ static void test_kubeconfig_parse(void **state)
     assert_string_equal(c.token_file, "/t");
     assert_int_equal(c.ca_pem.len, 3);
     assert_memory_equal(c.ca_pem.data, "ABC", 3);
+    assert_null(c.plugin);
+    sp_kube_creds_dispose(&c);
+    /* An exec plugin: its command, args, env and hint, v1beta1 without an
+     * interactiveMode. */
+    const char *ex = EXEC_USER(
+        "{\"apiVersion\":\"client.authentication.k8s.io/v1beta1\",\"command\":\"gke-auth\","
+        "\"args\":[\"--a\",\"b c\"],\"env\":[{\"name\":\"K\",\"value\":\"v=1\"}],"
+        "\"installHint\":\"apt install\\ngke-auth\",\"provideClusterInfo\":true}");
+    if (sp_kube_creds_parse_kubeconfig(&c, ex, strlen(ex), &err) < 0)
+        fail_msg("exec user: %s", err->message);
+    assert_non_null(c.plugin);
+    assert_string_equal(c.plugin->api_version, "client.authentication.k8s.io/v1beta1");
+    assert_string_equal(c.plugin->argv[0], "gke-auth");
+    assert_string_equal(c.plugin->argv[1], "--a");
+    assert_string_equal(c.plugin->argv[2], "b c");
+    assert_null(c.plugin->argv[3]);
+    assert_string_equal(c.plugin->env[0], "K=v=1");
+    assert_null(c.plugin->env[1]);
+    assert_string_equal(c.plugin->install_hint, "apt install gke-auth");
+    assert_true(c.plugin->cluster_info);
     sp_kube_creds_dispose(&c);
     /* Explicit credentials are checked too. */
     assert_int_equal(sp_kube_creds_explicit(&c, "127.0.0.1:6443", NULL, NULL, NULL, &err),
@@ -790,16 +828,451 @@ static void test_pod_state(void **state)
     cJSON_Delete(j);
 }
 
+/* ---------------------------------------------- exec credential plugins -- */
+
+#define V1 "client.authentication.k8s.io/v1"
+
+static void test_plugin_parse(void **state)
+{
+    (void)state;
+    struct {
+        const char *json;
+        int rc;
+        const char *msg;
+        int64_t expires_ms;
+    } cases[] = {
+        {"not json tok-secret", SP_EINVAL, "printed no ExecCredential with a status", 0},
+        {"{\"kind\":\"Other\",\"apiVersion\":\"" V1 "\",\"status\":{\"token\":\"t\"}}", SP_EINVAL,
+         "no ExecCredential", 0},
+        {"{\"kind\":\"ExecCredential\",\"apiVersion\":\"" V1 "\"}", SP_EINVAL, "no ExecCredential",
+         0},
+        {"{\"kind\":\"ExecCredential\",\"apiVersion\":\"client.authentication.k8s.io/v1beta1\","
+         "\"status\":{\"token\":\"t\"}}",
+         SP_EINVAL, "answered apiVersion client.authentication.k8s.io/v1beta1; its kubeconfig", 0},
+        {"{\"kind\":\"ExecCredential\",\"apiVersion\":\"" V1 "\",\"status\":{}}", SP_EINVAL,
+         "neither a token nor a client certificate", 0},
+        {"{\"kind\":\"ExecCredential\",\"apiVersion\":\"" V1 "\",\"status\":{\"token\":\"\"}}",
+         SP_EINVAL, "neither a token", 0},
+        {"{\"kind\":\"ExecCredential\",\"apiVersion\":\"" V1
+         "\",\"status\":{\"clientCertificateData\":\"C\"}}",
+         SP_EINVAL, "without its key", 0},
+        {"{\"kind\":\"ExecCredential\",\"apiVersion\":\"" V1
+         "\",\"status\":{\"token\":\"a\\r\\nX-Evil: 1\"}}",
+         SP_EINVAL, "control characters", 0},
+        {"{\"kind\":\"ExecCredential\",\"apiVersion\":\"" V1
+         "\",\"status\":{\"token\":\"t\",\"expirationTimestamp\":\"tomorrow\"}}",
+         SP_EINVAL, "not an RFC 3339 time", 0},
+        {"{\"kind\":\"ExecCredential\",\"apiVersion\":\"" V1
+         "\",\"status\":{\"token\":\"t\",\"expirationTimestamp\":\"2026-13-01T00:00:00Z\"}}",
+         SP_EINVAL, "not an RFC 3339 time", 0},
+        {"{\"kind\":\"ExecCredential\",\"apiVersion\":\"" V1
+         "\",\"status\":{\"token\":\"t\",\"expirationTimestamp\":\"2026-11-26T18:00:00Z\"}}",
+         0, NULL, 1795716000000},
+        /* Fractions and offsets, as Go's RFC3339Nano writes them. */
+        {"{\"kind\":\"ExecCredential\",\"apiVersion\":\"" V1
+         "\",\"status\":{\"token\":\"t\",\"expirationTimestamp\":\"2026-11-26T19:30:00.25+01:30\"}"
+         "}",
+         0, NULL, 1795716000250},
+        {"{\"kind\":\"ExecCredential\",\"apiVersion\":\"" V1
+         "\",\"status\":{\"clientCertificateData\":\"C\",\"clientKeyData\":\"K\"}}",
+         0, NULL, 0},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        sp_kube_plugin_cred pc;
+        sp_error *err = NULL;
+        int rc = sp_kube_plugin_parse(&pc, V1, cases[i].json, strlen(cases[i].json), &err);
+        if (rc != cases[i].rc)
+            fail_msg("case %zu: %d %s", i, rc, err ? err->message : "");
+        if (rc < 0) {
+            if (!strstr(err->message, cases[i].msg) || strstr(err->message, "secret") ||
+                strstr(err->message, "Evil"))
+                fail_msg("case %zu: %s", i, err->message);
+            assert_null(pc.token);
+            sp_error_free(err);
+            continue;
+        }
+        assert_int_equal(pc.expires_ms, cases[i].expires_ms);
+        if (pc.cert_pem.len)
+            assert_string_equal(pc.key_pem.data, "K");
+        else
+            assert_string_equal(pc.token, "t");
+        sp_kube_plugin_cred_dispose(&pc);
+    }
+}
+
+/* The fake plugin: counts its runs in plugin-runs, keeps what it was given
+ * in plugin-info, answers by plugin-mode with token tok-N (N its run). */
+static const char plugin_py[] =
+    "import json, os, sys, time\n"
+    "d = sys.argv[1]\n"
+    "runs = os.path.join(d, 'plugin-runs')\n"
+    "n = int(open(runs).read()) + 1 if os.path.exists(runs) else 1\n"
+    "open(runs, 'w').write(str(n))\n"
+    "info = os.environ.get('KUBERNETES_EXEC_INFO', '')\n"
+    "open(os.path.join(d, 'plugin-info'), 'w').write(info + '\\n' + "
+    "os.environ.get('PLUGIN_VAR', '') + '\\n' + ' '.join(sys.argv[2:]))\n"
+    "sys.stderr.write('fake plugin: run %d\\n' % n)\n"
+    "mode = open(os.path.join(d, 'plugin-mode')).read().strip()\n"
+    "if mode == 'bad':\n"
+    "    print('tok-%d {' % n); sys.exit(0)\n"
+    "if mode == 'fail':\n"
+    "    sys.exit(3)\n"
+    "if mode == 'sleep':\n"
+    "    time.sleep(20)\n"
+    "exp = '2020-01-01T00:00:00Z' if mode == 'expired' else '2999-01-01T00:00:00Z'\n"
+    "st = {'token': 'tok-%d' % n, 'expirationTimestamp': exp}\n"
+    "if mode == 'cert':\n"
+    "    st = {'clientCertificateData': open(os.path.join(d, 'client.pem')).read(),\n"
+    "          'clientKeyData': open(os.path.join(d, 'client.key')).read()}\n"
+    "print(json.dumps({'apiVersion': json.loads(info)['apiVersion'],\n"
+    "                  'kind': 'ExecCredential', 'status': st}))\n";
+
+/* A kubeconfig whose user runs command (python3 from PATH by default). */
+static char *plugin_kubeconfig(const fake *f, const char *command, const char *extra)
+{
+    cleanup_free char *ca = b64_file("ca.pem");
+    cleanup_free char *py = tu_join(scratch, "plugin.py");
+    return sp_xasprintf(
+        "{\"apiVersion\":\"v1\",\"kind\":\"Config\",\"clusters\":[{\"name\":\"fake\",\"cluster\":"
+        "{\"server\":\"https://127.0.0.1:%d\",\"certificate-authority-data\":\"%s\"}}],"
+        "\"users\":[{\"name\":\"p\",\"user\":{\"exec\":{\"apiVersion\":\"" V1 "\","
+        "\"command\":\"%s\",\"args\":[\"%s\",\"%s\",\"an arg\"],\"env\":[{\"name\":"
+        "\"PLUGIN_VAR\",\"value\":\"from-kubeconfig\"}],\"interactiveMode\":\"IfAvailable\","
+        "\"provideClusterInfo\":true%s}}}],"
+        "\"contexts\":[{\"name\":\"fake\",\"context\":{\"cluster\":\"fake\",\"user\":\"p\"}}],"
+        "\"current-context\":\"fake\"}",
+        f->port, ca, command ? command : "python3", py, scratch, extra ? extra : "");
+}
+
+static sp_kube *open_plugin(const fake *f, const char *command, const char *extra,
+                            const sp_kube_opts *o)
+{
+    cleanup_free char *kc = plugin_kubeconfig(f, command, extra);
+    sp_kube_creds c;
+    sp_error *err = NULL;
+    if (sp_kube_creds_parse_kubeconfig(&c, kc, strlen(kc), &err) < 0)
+        fail_msg("plugin kubeconfig: %s", err->message);
+    sp_kube *k = NULL;
+    if (sp_kube_open(&k, &c, o, &err) < 0)
+        fail_msg("open: %s", err->message);
+    return k;
+}
+
+static int plugin_runs(void)
+{
+    cleanup_free char *s = tu_read(scratch, "plugin-runs", NULL);
+    return s ? (int)strtol(s, NULL, 10) : 0;
+}
+
+static void plugin_reset(const char *mode)
+{
+    cleanup_free char *runs = tu_join(scratch, "plugin-runs");
+    unlink(runs);
+    tu_write(scratch, "plugin-mode", mode, 0600);
+}
+
+/* A call that must fail with rc, its message holding want and no token. */
+static void list_fails(sp_kube *k, int rc, const char *want)
+{
+    cJSON *list = NULL;
+    sp_error *err = NULL;
+    assert_int_equal(sp_kube_pod_list(k, NULL, &list, &err), rc);
+    if (!strstr(err->message, want) || strstr(err->message, "tok-"))
+        fail_msg("%s", err->message);
+    assert_null(strchr(err->message, '\n'));
+    sp_error_free(err);
+}
+
+static void list_ok(sp_kube *k)
+{
+    cJSON *list = NULL;
+    sp_error *err = NULL;
+    if (sp_kube_pod_list(k, NULL, &list, &err) < 0)
+        fail_msg("list: %s", err->message);
+    cJSON_Delete(list);
+}
+
+static void test_exec_plugin(void **state)
+{
+    (void)state;
+    tu_write(scratch, "plugin.py", plugin_py, 0600);
+    /* Cached: one run for many calls, with what kubectl gives a plugin. */
+    tu_write(scratch, "tokens", "token-one\ntok-1\n", 0600);
+    plugin_reset("fresh");
+    sp_kube *k = open_plugin(&tok_fake, NULL, NULL, NULL);
+    for (int i = 0; i < 3; i++)
+        list_ok(k);
+    assert_int_equal(plugin_runs(), 1);
+    cleanup_free char *info = tu_read(scratch, "plugin-info", NULL);
+    cleanup_free char *server = sp_xasprintf("\"server\":\"https://127.0.0.1:%d\"", tok_fake.port);
+    assert_non_null(strstr(info, "{\"kind\":\"ExecCredential\",\"apiVersion\":\"" V1 "\","
+                                 "\"spec\":{\"interactive\":false,\"cluster\":{"));
+    assert_non_null(strstr(info, server));
+    assert_non_null(strstr(info, "\"certificate-authority-data\":\"LS0t"));
+    assert_non_null(strstr(info, "\nfrom-kubeconfig\nan arg"));
+    /* A 401 (the token was revoked): the plugin runs once more. */
+    tu_write(scratch, "tokens", "token-one\ntok-2\n", 0600);
+    list_ok(k);
+    assert_int_equal(plugin_runs(), 2);
+    list_ok(k);
+    assert_int_equal(plugin_runs(), 2);
+    /* Still refused after the rerun: SP_EDENIED, one rerun only. */
+    tu_write(scratch, "tokens", "token-one\n", 0600);
+    list_fails(k, SP_EDENIED, "Unauthorized");
+    assert_int_equal(plugin_runs(), 3);
+    sp_kube_free(k);
+
+    /* Expired at once: a run for every call. */
+    tu_write(scratch, "tokens", "token-one\ntok-1\ntok-2\ntok-3\n", 0600);
+    plugin_reset("expired");
+    k = open_plugin(&tok_fake, NULL, NULL, NULL);
+    list_ok(k);
+    list_ok(k);
+    list_ok(k);
+    assert_int_equal(plugin_runs(), 3);
+    sp_kube_free(k);
+    tu_write(scratch, "tokens", "token-one\n", 0600);
+
+    /* Bad answers: one clear line each, nothing the plugin printed. */
+    plugin_reset("bad");
+    k = open_plugin(&tok_fake, NULL, NULL, NULL);
+    list_fails(k, SP_EINVAL, "the exec credential plugin printed no ExecCredential");
+    tu_write(scratch, "plugin-mode", "fail", 0600);
+    list_fails(k, SP_ERROR, "plugin python3 exited with status 3");
+    sp_kube_free(k);
+    sp_kube_opts o = SP_KUBE_OPTS_INIT;
+    o.plugin_timeout_ms = 300;
+    plugin_reset("sleep");
+    k = open_plugin(&tok_fake, NULL, NULL, &o);
+    int64_t t0 = sp_now_ms();
+    list_fails(k, SP_ETIMEOUT, "did not finish within 300 ms");
+    assert_true(sp_now_ms() - t0 < 5000);
+    sp_kube_free(k);
+    /* Not installed, in PATH or at a path: its installHint. */
+    k = open_plugin(&tok_fake, "sandpod-no-such-plugin",
+                    ",\"installHint\":\"get it with: apt install sandpod-no-such-plugin\"", NULL);
+    list_fails(k, SP_ENOTFOUND,
+               "the exec credential plugin sandpod-no-such-plugin is not installed: get it with: "
+               "apt install sandpod-no-such-plugin");
+    sp_kube_free(k);
+    k = open_plugin(&tok_fake, "/nonexistent/auth", NULL, NULL);
+    list_fails(k, SP_ENOTFOUND, "plugin /nonexistent/auth is not installed");
+    sp_kube_free(k);
+}
+
+/* The plugin's stderr, with and without debug logging: *out what reached
+ * ours, *log the debug log. */
+static void plugin_stderr(bool debug, char **out, sp_buf *log)
+{
+    tu_write(scratch, "tokens", "token-one\ntok-1\n", 0600);
+    plugin_reset("fresh");
+    cleanup_free char *path = tu_join(scratch, "stderr");
+    fflush(stderr);
+    int saved = dup(2);
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    assert_true(saved >= 0 && fd >= 0);
+    dup2(fd, 2);
+    close(fd);
+    sp_kube_opts o = SP_KUBE_OPTS_INIT;
+    o.log = debug ? log_line : NULL;
+    o.log_userdata = log;
+    sp_kube *k = open_plugin(&tok_fake, NULL, NULL, &o);
+    list_ok(k);
+    sp_kube_free(k);
+    dup2(saved, 2);
+    close(saved);
+    *out = tu_read(scratch, "stderr", NULL);
+    tu_write(scratch, "tokens", "token-one\n", 0600);
+}
+
+static void test_exec_plugin_debug(void **state)
+{
+    (void)state;
+    tu_write(scratch, "plugin.py", plugin_py, 0600);
+    sp_buf log = SP_BUF_INIT;
+    char *err_out = NULL;
+    plugin_stderr(true, &err_out, &log);
+    assert_non_null(strstr(err_out, "fake plugin: run 1\n"));
+    free(err_out);
+    assert_non_null(strstr(log.data, "kubernetes: exec credential plugin python3: ok ("));
+    assert_null(strstr(log.data, "tok-"));
+    sp_buf_dispose(&log);
+    plugin_stderr(false, &err_out, &log);
+    assert_string_equal(err_out, "");
+    free(err_out);
+    assert_null(log.data);
+}
+
+/* A token file of two lines (the fake's list of good tokens) is refused
+ * before it can split the Authorization header. */
+static void test_token_file_lines(void **state)
+{
+    (void)state;
+    tu_write(scratch, "tokens", "token-one\ntok-1\n", 0600);
+    sp_kube *k = open_token(NULL);
+    list_fails(k, SP_EINVAL, "holds more than one line or control characters");
+    sp_kube_free(k);
+    tu_write(scratch, "tokens", "token-one\n", 0600);
+}
+
+/* The plugin as kubectl hands it over (its JSON of our kubeconfig). */
+static void test_exec_plugin_kubectl(void **state)
+{
+    (void)state;
+    if (!have_kubectl)
+        skip();
+    cleanup_free char *kc = plugin_kubeconfig(&tok_fake, NULL, ",\"installHint\":\"hint\"");
+    tu_write(scratch, "kc-plugin", kc, 0600);
+    cleanup_free char *path = tu_join(scratch, "kc-plugin");
+    /* The kubectl here (gcloud's dispatcher) runs the plugin itself during
+     * config view: it must answer. */
+    tu_write(scratch, "plugin.py", plugin_py, 0600);
+    plugin_reset("fresh");
+    sp_kube_creds c;
+    sp_error *err = NULL;
+    if (sp_kube_creds_kubeconfig(&c, "/usr/bin/kubectl", path, NULL, &err) < 0)
+        fail_msg("kubeconfig: %s", err->message);
+    assert_non_null(c.plugin);
+    assert_string_equal(c.plugin->api_version, V1);
+    assert_string_equal(c.plugin->argv[0], "python3");
+    assert_string_equal(c.plugin->argv[3], "an arg");
+    assert_string_equal(c.plugin->env[0], "PLUGIN_VAR=from-kubeconfig");
+    assert_string_equal(c.plugin->install_hint, "hint");
+    assert_true(c.plugin->cluster_info);
+    tu_write(scratch, "tokens", "token-one\ntok-1\n", 0600);
+    plugin_reset("fresh");
+    sp_kube *k = NULL;
+    assert_int_equal(sp_kube_open(&k, &c, NULL, &err), 0);
+    list_ok(k);
+    assert_int_equal(plugin_runs(), 1);
+    sp_kube_free(k);
+    tu_write(scratch, "tokens", "token-one\n", 0600);
+}
+
+/* pods/exec against the fake's echoing exec; *out its stdout. */
+static int exec_echo(sp_kube *k, const char *pod, sp_buf *out, sp_error **err)
+{
+    const char *argv[] = {"echo", "hi there", NULL};
+    sp_kube_exec_spec s = {.pod = pod, .argv = argv, .timeout_ms = 5000};
+    sp_ws *ws = NULL;
+    int rc = sp_kube_exec_connect(&ws, k, &s, err);
+    if (rc < 0)
+        return rc;
+    sp_buf errb = SP_BUF_INIT;
+    int code = -2;
+    unsigned close_code = 0;
+    rc = kt_exec_collect(ws, out, &errb, &code, &close_code, 5000, err);
+    sp_buf_dispose(&errb);
+    sp_ws_free(ws);
+    if (rc == 0)
+        assert_int_equal(code, 0);
+    return rc;
+}
+
+static void test_exec_plugin_pods_exec(void **state)
+{
+    (void)state;
+    tu_write(scratch, "plugin.py", plugin_py, 0600);
+    sp_error *err = NULL;
+    /* A token from the plugin, rerun after a 401 on the upgrade. */
+    tu_write(scratch, "tokens", "token-one\ntok-1\n", 0600);
+    plugin_reset("fresh");
+    sp_kube *k = open_plugin(&tok_fake, NULL, NULL, NULL);
+    create(k, "exec-by-plugin", "fake/ready");
+    assert_int_equal(sp_kube_pod_wait_ready(k, "exec-by-plugin", 10000, &err), 0);
+    sp_buf out = SP_BUF_INIT;
+    if (exec_echo(k, "exec-by-plugin", &out, &err) < 0)
+        fail_msg("exec: %s", err->message);
+    assert_string_equal(out.data, "ran: echo hi there\n");
+    assert_int_equal(plugin_runs(), 1);
+    tu_write(scratch, "tokens", "token-one\ntok-2\n", 0600);
+    sp_buf_dispose(&out);
+    if (exec_echo(k, "exec-by-plugin", &out, &err) < 0)
+        fail_msg("exec after 401: %s", err->message);
+    assert_int_equal(plugin_runs(), 2);
+    sp_buf_dispose(&out);
+    tu_write(scratch, "tokens", "token-one\n", 0600);
+    assert_int_equal(exec_echo(k, "exec-by-plugin", &out, &err), SP_EDENIED);
+    assert_null(strstr(err->message, "tok-"));
+    sp_error_free(err);
+    err = NULL;
+    assert_int_equal(plugin_runs(), 3);
+    sp_buf_dispose(&out);
+    sp_kube_free(k);
+    k = open_token(NULL);
+    assert_int_equal(sp_kube_pod_delete(k, "exec-by-plugin", 0, &err), 0);
+    sp_kube_free(k);
+
+    /* A client certificate from the plugin, over REST and the WebSocket. */
+    plugin_reset("cert");
+    k = open_plugin(&cert_fake, NULL, NULL, NULL);
+    create(k, "exec-by-cert", "fake/ready");
+    assert_int_equal(sp_kube_pod_wait_ready(k, "exec-by-cert", 10000, &err), 0);
+    if (exec_echo(k, "exec-by-cert", &out, &err) < 0)
+        fail_msg("exec: %s", err->message);
+    assert_string_equal(out.data, "ran: echo hi there\n");
+    sp_buf_dispose(&out);
+    assert_int_equal(plugin_runs(), 1);
+    sp_kube_free(k);
+}
+
+/* pods/exec with the kubeconfig's client certificate and no token; the
+ * same server refuses the upgrade without it. */
+static void test_pods_exec_client_cert(void **state)
+{
+    (void)state;
+    cleanup_free char *kc = tu_read(scratch, "kc-cert", NULL);
+    sp_kube_creds c;
+    sp_error *err = NULL;
+    if (sp_kube_creds_parse_kubeconfig(&c, kc, strlen(kc), &err) < 0)
+        fail_msg("kubeconfig: %s", err->message);
+    assert_null(c.token);
+    sp_kube *k = NULL;
+    assert_int_equal(sp_kube_open(&k, &c, NULL, &err), 0);
+    create(k, "exec-cert", "fake/ready");
+    assert_int_equal(sp_kube_pod_wait_ready(k, "exec-cert", 10000, &err), 0);
+    sp_buf out = SP_BUF_INIT;
+    if (exec_echo(k, "exec-cert", &out, &err) < 0)
+        fail_msg("exec: %s", err->message);
+    assert_string_equal(out.data, "ran: echo hi there\n");
+    sp_buf_dispose(&out);
+
+    sp_kube *nocert = open_explicit(&cert_fake, "ca.pem", NULL);
+    int rc = exec_echo(nocert, "exec-cert", &out, &err);
+    if (rc != SP_EDENIED && rc != SP_ERROR)
+        fail_msg("exec without a client certificate: %d %s", rc, err ? err->message : "");
+    sp_error_free(err);
+    err = NULL;
+    sp_buf_dispose(&out);
+    sp_kube_free(nocert);
+    assert_int_equal(sp_kube_pod_delete(k, "exec-cert", 0, &err), 0);
+    sp_kube_free(k);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_status_errors),     cmocka_unit_test(test_kubeconfig_parse),
-        cmocka_unit_test(test_pod_state),         cmocka_unit_test(test_pod_calls),
-        cmocka_unit_test(test_wait_failures),     cmocka_unit_test(test_watch_faults),
-        cmocka_unit_test(test_watch_without_err), cmocka_unit_test(test_watch_until_deleted),
-        cmocka_unit_test(test_throttling),        cmocka_unit_test(test_debug_log),
-        cmocka_unit_test(test_kubeconfig_token),  cmocka_unit_test(test_client_cert),
-        cmocka_unit_test(test_tls_verified),      cmocka_unit_test(test_in_cluster),
+        cmocka_unit_test(test_status_errors),
+        cmocka_unit_test(test_kubeconfig_parse),
+        cmocka_unit_test(test_pod_state),
+        cmocka_unit_test(test_pod_calls),
+        cmocka_unit_test(test_wait_failures),
+        cmocka_unit_test(test_watch_faults),
+        cmocka_unit_test(test_watch_without_err),
+        cmocka_unit_test(test_watch_until_deleted),
+        cmocka_unit_test(test_throttling),
+        cmocka_unit_test(test_debug_log),
+        cmocka_unit_test(test_kubeconfig_token),
+        cmocka_unit_test(test_client_cert),
+        cmocka_unit_test(test_tls_verified),
+        cmocka_unit_test(test_in_cluster),
+        cmocka_unit_test(test_plugin_parse),
+        cmocka_unit_test(test_exec_plugin),
+        cmocka_unit_test(test_exec_plugin_kubectl),
+        cmocka_unit_test(test_exec_plugin_pods_exec),
+        cmocka_unit_test(test_pods_exec_client_cert),
+        cmocka_unit_test(test_exec_plugin_debug),
+        cmocka_unit_test(test_token_file_lines),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
