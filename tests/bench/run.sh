@@ -8,7 +8,7 @@
 #   COLD_REPS (default 10), GREP_REPS (default 3), MCP_CALLS (default 10000),
 #   HYDRATE_REPS (default 5), SNAPSHOT_REPS (default 3),
 #   BENCH_SKIP (space-separated rows to leave out: roundtrip cold grep mcp
-#   hydrate snapshot), SANDPOD_URL (default unix:///run/podman/podman.sock).
+#   hydrate snapshot kube), SANDPOD_URL (default unix:///run/podman/podman.sock).
 # Writes tests/bench/results/bench.json (machine info and every row) and
 # prints a markdown table.
 #
@@ -23,6 +23,8 @@
 #              JSON-RPC over stdio) vs a `cat` process per read
 #   hydrate, snapshot: tests/bench/bench_hydrate.sh and bench_snapshot.sh,
 #              their JSON merged in
+#   kube       tests/bench/bench_kube.sh (the Kubernetes path over the
+#              Podman-backed fake, beside kubectl exec), its JSON merged in
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -33,7 +35,9 @@ cold_reps=${COLD_REPS:-10}
 grep_reps=${GREP_REPS:-3}
 mcp_calls=${MCP_CALLS:-10000}
 skip=" ${BENCH_SKIP:-} "
+quick=
 if [ "${1:-}" = --quick ]; then
+    quick=--quick
     reps=30 cold_reps=3 grep_reps=1 mcp_calls=300 skip="$skip hydrate snapshot "
 fi
 export SANDPOD_URL=${SANDPOD_URL:-unix:///run/podman/podman.sock}
@@ -222,6 +226,11 @@ if want snapshot && [ -x "$here/bench_snapshot.sh" ]; then
         say "bench_snapshot.sh failed"
 fi
 
+if want kube; then
+    say "== kube (tests/bench/bench_kube.sh)"
+    BUILD=$build "$here/bench_kube.sh" $quick >&2 || say "bench_kube.sh failed"
+fi
+
 # ----------------------------------------------------------------- report
 python3 - "$work" "$out" "$skip" <<'EOF'
 import json, os, platform, subprocess, sys
@@ -331,7 +340,7 @@ if os.path.exists(p):
 elif "mcp" not in skip:
     res["mcp_note"] = "sandpod mcp not available in this build; row left out"
 
-for name in ("hydrate", "snapshot"):
+for name in ("hydrate", "snapshot", "kube"):
     p = os.path.join(out, name + ".json")
     if os.path.exists(p) and name not in skip:
         try:
@@ -349,7 +358,7 @@ print("\n".join(table))
 for r in rows:
     if r["note"]:
         print("\n- %s: %s" % (r["name"], r["note"]))
-for name in ("hydrate", "snapshot"):
+for name in ("hydrate", "snapshot", "kube"):
     if name in res:
         print("\n- %s: merged from tests/bench/results/%s.json" % (name, name))
 print("\nwritten: %s" % os.path.join(out, "bench.json"))
