@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -28,6 +29,8 @@ enum {
     OPT_AGENT,
     OPT_AGENT_UID,
     OPT_VERBOSE,
+    OPT_TAG,
+    OPT_GZIP,
 };
 
 static int cmd_peer(int argc, char **argv);
@@ -38,7 +41,9 @@ const struct cli_spec cli_spec_peer = {
     .summary = "The sandpod side of a Kubernetes sandbox (runs inside its Pod)",
     .usage = CLI_USAGE("serve --root DIR --store DIR --socket PATH [--agent PATH [--agent-uid UID]]"
                        " [--verbose]",
-                       "connect --socket PATH", "install-agent DIR"),
+                       "connect --socket PATH", "install-agent DIR",
+                       "import --root DIR --store DIR [--tag TAG] < ARCHIVE",
+                       "export --store DIR [--root DIR] [--gzip] [REF] > ARCHIVE"),
     .description =
         "What `sandpod render` puts in a Pod; not for use on a host.\n"
         "\n"
@@ -67,26 +72,42 @@ const struct cli_spec cli_spec_peer = {
         "                 until either side ends (a client runs this through\n"
         "                 pods/exec)\n"
         "  install-agent  copy sandpod-agent ($SANDPOD_AGENT, else the one beside this\n"
-        "                 program) into DIR as DIR/agent, mode 0555",
+        "                 program) into DIR as DIR/agent, mode 0555\n"
+        "  import         read a snapshot archive (tar, or tar compressed with gzip,\n"
+        "                 bzip2, xz or zstd) from stdin into the --store folder as a\n"
+        "                 new snapshot, then make the folder DIR exactly that snapshot.\n"
+        "                 All or nothing: a bad, truncated or escaping archive changes\n"
+        "                 nothing, and a restore failing half-way is rolled back to\n"
+        "                 what DIR held (kept as a snapshot first, removed after);\n"
+        "                 the store's snapshots are then as they were. Imports into\n"
+        "                 one store run one at a time (an flock on its\n"
+        "                 sandpod/peer.lock). Prints {\"id\", \"files\", \"bytes\"}.\n"
+        "  export         write snapshot REF of the --store folder as a tar to stdout\n"
+        "                 (not a terminal); without REF, a fresh snapshot of --root\n"
+        "                 DIR when given, else the newest snapshot",
     .groups = CLI_GROUPS(CLI_OWN(
-        CLI_VALUE("root", 0, "DIR", OPT_ROOT, CLI_COMP_DIR, "serve: the workspace folder"),
+        CLI_VALUE("root", 0, "DIR", OPT_ROOT, CLI_COMP_DIR,
+                  "serve, import, export: the workspace folder"),
         CLI_VALUE("store", 0, "DIR", OPT_STORE, CLI_COMP_DIR,
-                  "serve: the snapshot store (created when missing; outside DIR)"),
+                  "serve, import, export: the snapshot store (created when missing; outside "
+                  "DIR)"),
         CLI_VALUE("socket", 0, "PATH", OPT_SOCKET, CLI_COMP_FILE, "the peer's unix socket"),
         CLI_VALUE("agent", 0, "PATH", OPT_AGENT, CLI_COMP_FILE,
                   "serve: the workload's agent socket (serves the command tools)"),
         CLI_VALUE("agent-uid", 0, "UID", OPT_AGENT_UID, CLI_COMP_NONE,
                   "serve: the uid the agent's socket and process must have (default: ours)"),
-        CLI_FLAG("verbose", 0, OPT_VERBOSE, "serve: log connections and requests to stderr"))),
-    .operands = CLI_OPERANDS({"OP", CLI_COMP_CHOICES, "serve|connect|install-agent"},
+        CLI_FLAG("verbose", 0, OPT_VERBOSE, "serve: log connections and requests to stderr"),
+        CLI_VALUE("tag", 0, "TAG", OPT_TAG, CLI_COMP_NONE, "import: the new snapshot's tag"),
+        CLI_FLAG("gzip", 0, OPT_GZIP, "export: compress the archive with gzip"))),
+    .operands = CLI_OPERANDS({"OP", CLI_COMP_CHOICES, "serve|connect|install-agent|import|export"},
                              {"DIR", CLI_COMP_DIR, NULL}),
     .exit_status = "0 ok, 1 error, 2 bad usage.",
 };
 
 struct peer_args {
-    const char *root, *store, *socket, *agent;
+    const char *root, *store, *socket, *agent, *tag;
     long long agent_uid; /* -1: ours */
-    bool verbose;
+    bool verbose, gzip;
 };
 
 static bool should_stop(void *ud)
@@ -316,6 +337,188 @@ static int peer_install_agent(const char *dir)
     return rc;
 }
 
+/* ------------------------------------------------------ import, export -- */
+
+/* Imports into one store run one at a time: an exclusive flock on
+ * <store>/sandpod/peer.lock, held from the moment DIR is first read until
+ * it is what the archive holds. (The peer's tools take no edit lock on a
+ * bare folder, so this orders imports among themselves only.) Returns the
+ * fd, or -1 after the error is printed. */
+static int import_lock(sp_snapstore *s)
+{
+    char *path = sp_xasprintf("%s/sandpod/peer.lock", sp_snapstore_path(s));
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+    int e = errno;
+    if (fd >= 0) {
+        while (flock(fd, LOCK_EX) < 0) {
+            if (errno != EINTR) {
+                e = errno;
+                close(fd);
+                fd = -1;
+                break;
+            }
+        }
+    }
+    if (fd < 0)
+        cli_error("locking %s: %s", path, strerror(e));
+    free(path);
+    return fd;
+}
+
+/* Delete a snapshot record we made; a failure is reported, not fatal. */
+static void drop_snapshot(sp_snapstore *s, const char *id)
+{
+    sp_error *err = NULL;
+    if (sp_snapshot_delete(s, id, &err) < 0)
+        cli_sp_error(SP_ERROR, err);
+    sp_error_free(err);
+}
+
+/* The archive becomes a snapshot first (the workspace untouched; a bad
+ * archive leaves no record), then, under the lock, DIR is kept as a
+ * snapshot and the import restored over it; a restore that fails
+ * half-way restores DIR's own snapshot again. Both records go at the end:
+ * the store lists what it listed before, plus the import. */
+static int peer_import(const struct peer_args *a)
+{
+    if (!a->root || !a->store)
+        return cli_usage("peer", "import needs --root DIR and --store DIR");
+    if (isatty(STDIN_FILENO))
+        return cli_usage("peer", "import reads an archive from stdin, not a terminal");
+    sp_snapstore *s = NULL;
+    sp_snapshot *imp = NULL, *pre = NULL;
+    sp_error *err = NULL;
+    int rc = 0, lock = -1;
+    int r = sp_snapstore_open(&s, a->root, a->store, NULL, &err);
+    if (r == 0)
+        r = sp_snapshot_import(&imp, s, NULL, STDIN_FILENO, a->tag, &err);
+    if (r < 0) {
+        rc = cli_fail(false, r, err);
+        err = NULL;
+        goto done;
+    }
+    if ((lock = import_lock(s)) < 0) {
+        rc = CLI_EXIT_ERROR;
+        drop_snapshot(s, imp->id);
+        goto done;
+    }
+    if ((r = sp_snapshot_create(&pre, s, NULL, &err)) < 0) {
+        rc = cli_fail(false, r, err);
+        err = NULL;
+        drop_snapshot(s, imp->id);
+        goto done;
+    }
+    if ((r = sp_snapshot_restore(NULL, s, imp->id, &err)) < 0) {
+        rc = cli_fail(false, r, err);
+        err = NULL;
+        drop_snapshot(s, imp->id);
+        if (sp_snapshot_restore(NULL, s, pre->id, &err) < 0) {
+            cli_sp_error(SP_ERROR, err);
+            cli_error("%s was left half-way; what it held is snapshot %s of %s", a->root, pre->id,
+                      a->store);
+            goto done; /* keep the record it can be restored from */
+        }
+        drop_snapshot(s, pre->id);
+        goto done;
+    }
+    drop_snapshot(s, pre->id);
+    cJSON *o = cJSON_CreateObject();
+    if (o && !(cJSON_AddStringToObject(o, "id", imp->id) &&
+               cJSON_AddNumberToObject(o, "files", (double)imp->files) &&
+               cJSON_AddNumberToObject(o, "bytes", (double)imp->bytes))) {
+        cJSON_Delete(o);
+        o = NULL;
+    }
+    rc = cli_print_json(o);
+done:
+    sp_error_free(err);
+    if (lock >= 0)
+        close(lock);
+    sp_snapshot_free(pre);
+    sp_snapshot_free(imp);
+    sp_snapstore_free(s);
+    return rc;
+}
+
+/* The newest snapshot of the store, or NULL after an error. */
+static char *newest_snapshot(sp_snapstore *s, sp_error **err)
+{
+    sp_snapshots *l = NULL;
+    if (sp_snapshot_list(&l, s, err) < 0)
+        return NULL;
+    char *id = l->n ? sp_xstrdup(l->v[l->n - 1]->id) : NULL;
+    if (!id)
+        sp_err_set(err, SP_ENOTFOUND, 0, "no snapshot in %s", sp_snapstore_path(s));
+    sp_snapshots_free(l);
+    return id;
+}
+
+static int peer_export(const struct peer_args *a, const char *ref)
+{
+    if (!a->store)
+        return cli_usage("peer", "export needs --store DIR");
+    if (isatty(STDOUT_FILENO))
+        return cli_usage("peer", "refusing to write an archive to a terminal");
+    /* Without --root the workspace is never read: an empty private folder
+     * in the store stands in for it (a Pod's /tmp may be read-only). */
+    char *tmp = sp_xasprintf("%s/sandpod/export-XXXXXX", a->store);
+    if (!a->root && !mkdtemp(tmp)) {
+        int e = errno;
+        free(tmp);
+        return cli_error("%s: %s", a->store, e == ENOENT ? "not a snapshot store" : strerror(e));
+    }
+    sp_snapstore_opts o = SP_SNAPSTORE_OPTS_INIT;
+    o.no_create = !a->root;
+    sp_snapstore *s = NULL;
+    sp_snapshot *snap = NULL;
+    sp_error *err = NULL;
+    char *id = NULL;
+    int r = sp_snapstore_open(&s, a->root ? a->root : tmp, a->store, &o, &err);
+    if (r == 0 && !ref && a->root) {
+        r = sp_snapshot_create(&snap, s, NULL, &err);
+        if (r == 0)
+            id = sp_xstrdup(snap->id);
+    } else if (r == 0 && !ref) {
+        id = newest_snapshot(s, &err);
+        r = id ? 0 : SP_ENOTFOUND;
+    } else if (r == 0) {
+        r = sp_snapshot_get(&snap, s, ref, &err);
+        if (r == 0)
+            id = sp_xstrdup(snap->id);
+    }
+    if (r == 0)
+        r = sp_snapshot_export(s, id, NULL, STDOUT_FILENO,
+                               a->gzip ? SP_SNAPSHOT_TAR_GZ : SP_SNAPSHOT_TAR, &err);
+    int rc = r < 0 ? cli_fail(false, r, err) : 0;
+    free(id);
+    sp_snapshot_free(snap);
+    sp_snapstore_free(s);
+    if (!a->root)
+        rmdir(tmp);
+    free(tmp);
+    return rc;
+}
+
+/* import and export: the operands after OP are args[0..n). */
+static int peer_io(const struct peer_args *a, const char *op, int n, char **args)
+{
+    if (a->socket || a->agent || a->verbose || a->agent_uid >= 0)
+        return cli_usage("peer", "%s takes --root, --store%s", op,
+                         op[0] == 'i' ? " and --tag" : ", --gzip and REF");
+    if (op[0] == 'i') {
+        if (a->gzip)
+            return cli_usage("peer", "--gzip goes with export");
+        if (n > 0)
+            return cli_usage("peer", "unexpected argument '%s'", args[0]);
+        return peer_import(a);
+    }
+    if (a->tag)
+        return cli_usage("peer", "--tag goes with import");
+    if (n > 1)
+        return cli_usage("peer", "unexpected argument '%s'", args[1]);
+    return peer_export(a, n ? args[0] : NULL);
+}
+
 static int cmd_peer(int argc, char **argv)
 {
     struct peer_args a = {.agent_uid = -1};
@@ -344,12 +547,19 @@ static int cmd_peer(int argc, char **argv)
         case OPT_VERBOSE:
             a.verbose = true;
             break;
+        case OPT_TAG:
+            a.tag = optarg;
+            break;
+        case OPT_GZIP:
+            a.gzip = true;
+            break;
         default:
             return CLI_EXIT_USAGE;
         }
     }
     if (optind >= argc)
-        return cli_usage("peer", "missing operation: serve, connect or install-agent");
+        return cli_usage("peer",
+                         "missing operation: serve, connect, install-agent, import or export");
     const char *op = argv[optind++];
     if (strcmp(op, "install-agent") == 0) {
         if (optind >= argc)
@@ -360,6 +570,10 @@ static int cmd_peer(int argc, char **argv)
             return cli_usage("peer", "install-agent takes only DIR");
         return peer_install_agent(argv[optind]);
     }
+    if (strcmp(op, "import") == 0 || strcmp(op, "export") == 0)
+        return peer_io(&a, op, argc - optind, argv + optind);
+    if (a.tag || a.gzip)
+        return cli_usage("peer", "--tag and --gzip go with import and export");
     if (optind < argc)
         return cli_usage("peer", "unexpected argument '%s'", argv[optind]);
     if (strcmp(op, "serve") == 0) {
@@ -372,6 +586,6 @@ static int cmd_peer(int argc, char **argv)
             return cli_usage("peer", "connect takes only --socket PATH");
         return peer_connect(&a);
     }
-    const char *ops[] = {"serve", "connect", "install-agent", NULL};
+    const char *ops[] = {"serve", "connect", "install-agent", "import", "export", NULL};
     return cli_usage_near("peer", cli_suggest(op, ops), "unknown operation '%s'", op);
 }

@@ -17,6 +17,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <zlib.h>
@@ -126,6 +127,14 @@ int sp_odb_open(sp_odb *o, const char *path, bool create, sp_error **err)
     o->path = sp_xstrdup(path);
 
     struct stat st;
+    /* Two processes making the same new store: the first to take the
+     * folder's flock writes it (HEAD last), the other then finds HEAD. */
+    bool locked = false;
+    if (fstatat(fd, "HEAD", &st, 0) < 0 && create) {
+        while (flock(fd, LOCK_EX) < 0 && errno == EINTR)
+            ;
+        locked = true;
+    }
     if (fstatat(fd, "HEAD", &st, 0) < 0) {
         if (!dir_is_empty(fd)) {
             r = sp_err_set(err, SP_EINVAL, 0,
@@ -143,6 +152,8 @@ int sp_odb_open(sp_odb *o, const char *path, bool create, sp_error **err)
         if ((r = init_repo(fd, err)) < 0)
             goto fail;
     }
+    if (locked)
+        flock(fd, LOCK_UN); /* on failure, closing the fd releases it */
     /* Someone else's repository in sha256 form would hold ids we cannot
      * name. */
     int cfd = openat(fd, "config", O_RDONLY | O_CLOEXEC);

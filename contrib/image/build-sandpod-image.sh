@@ -2,7 +2,7 @@
 # Build the sandpod image of a Kubernetes sandbox's init and peer containers
 # (`sandpod render`), offline: a rootfs holding the built `sandpod` at
 # /sandpod/bin/sandpod with the shared libraries it needs (as ldd lists them,
-# at the same paths), the static `sandpod-agent` beside it, and a `sandbox`
+# at the same paths, and libarchive, which it loads when used), the static `sandpod-agent` beside it, and a `sandbox`
 # user (uid/gid 1000), imported into Podman. No registry is needed; push the
 # result to one for a real cluster.
 #
@@ -71,7 +71,14 @@ install -m 0755 "$agent" "$root/sandpod/bin/sandpod-agent"
 
 # Every library ldd resolves, and the dynamic loader, at the path the
 # binary looks for it (the file itself, not a symlink to it).
-LC_ALL=C ldd "$sandpod" | awk '
+# libarchive is loaded only when used (sandbox/base/lazy.c), which ldd
+# cannot see: `peer import` and `peer export` need it, with what it needs.
+archive=$(/sbin/ldconfig -p 2>/dev/null | awk '$1 == "libarchive.so.13" && $NF ~ /^\// { print $NF; exit }')
+if [ -z "$archive" ]; then
+  echo "build-sandpod-image: libarchive.so.13 is missing (apt-get install libarchive13)" >&2
+  exit 1
+fi
+{ LC_ALL=C ldd "$sandpod"; LC_ALL=C ldd "$archive"; echo "$archive"; } | awk '
   $2 == "=>" && $3 ~ /^\// { print $3 }
   $1 ~ /^\// { print $1 }' | sort -u | while read -r lib; do
   mkdir -p "$root$(dirname "$lib")"

@@ -5,7 +5,8 @@
 # it over WebSocket v5 (output, stderr, exit code, stdin, an MCP session
 # with the peer through `sandpod peer connect`), is refused by a v4-only
 # server (kubectl 1.32 offers only v5), reads the
-# Events of a Pod whose image cannot be had, and deletes both; Podman is
+# Events of a Pod whose image cannot be had, and deletes both; a host tar
+# goes in through `peer import` and back through `peer export`; Podman is
 # left with no Pod, container or volume of theirs.
 #
 # Usage: test_fake_podman.sh PATH/TO/sandpod
@@ -110,6 +111,42 @@ json "initialize answered, the call succeeded" \
     'j["server"].get("name") and not j["results"][0]["isError"]'
 kx exec "$POD" -c workload -- cat /workspace/k.txt
 out_is 'via kubectl\n' "the workload sees the peer's write"
+
+# A workspace over the wire: a tar made on the host streams through
+# kubectl exec -i into `peer import`, which makes /workspace exactly it;
+# `peer export` streams it back.
+mkdir -p "$T/seed/sub dir/empty"
+printf 'seeded\n' >"$T/seed/sub dir/s.txt"
+printf '#!/bin/sh\n' >"$T/seed/run.sh"
+chmod 0755 "$T/seed/run.sh"
+ln -s run.sh "$T/seed/link"
+"$SP" peer export --store "$T/seed-store" --root "$T/seed" >"$T/seed.tar" 2>"$T/err"
+rc=$?
+expect 0 "peer export of the host folder"
+timeout 120 kubectl --kubeconfig "$T/kubeconfig" exec -i "$POD" -c peer -- \
+    /sandpod/bin/sandpod peer import --root /workspace --store /sandpod/store --tag seeded \
+    <"$T/seed.tar" >"$T/out" 2>"$T/err"
+rc=$?
+expect_rc 0 "peer import through kubectl exec -i"
+json "peer import says what it imported" 'j["files"] == 2 and j["bytes"] == 7 + 10'
+kx exec "$POD" -c workload -- sh -c 'cat "/workspace/sub dir/s.txt"; ls -A /workspace | sort | tr "\n" " "; echo; stat -c %a /workspace/run.sh; readlink /workspace/link'
+out_is 'seeded\nlink run.sh sub dir \n755\nrun.sh\n' "the workload sees exactly the archive (the MCP write is gone)"
+timeout 120 kubectl --kubeconfig "$T/kubeconfig" exec "$POD" -c peer -- \
+    /sandpod/bin/sandpod peer export --store /sandpod/store seeded <"$T/empty" >"$T/back.tar" 2>"$T/err"
+rc=$?
+expect_rc 0 "peer export through kubectl exec"
+# Entries, modes, link targets and contents; mtimes are each snapshot's time.
+tar_entries() {
+    python3 -c '
+import hashlib, sys, tarfile
+with tarfile.open(sys.argv[1]) as t:
+    for m in sorted(t.getmembers(), key=lambda m: m.name):
+        f = t.extractfile(m) if m.isfile() else None
+        print(repr(m.name), m.type, oct(m.mode), m.linkname,
+              hashlib.sha256(f.read()).hexdigest() if f else "")' "$1"
+}
+check "the archive comes back the same (entries, modes, contents)" \
+    test "$(tar_entries "$T/seed.tar")" = "$(tar_entries "$T/back.tar")"
 
 # A v4-only server: kubectl 1.32 offers v5 alone over WebSocket and falls
 # back to SPDY, which the fake does not speak: a clear refusal, not a hang.
