@@ -13,6 +13,7 @@
 
 #include "remote.h"
 #include "sandbox_internal.h"
+#include "seed.h"
 #include "json.h"
 #include "sha1.h"
 
@@ -82,6 +83,8 @@ static sp_remote *handle(sp_sandbox *sb, sp_error **err)
 
 /* ------------------------------------------------------------- create -- */
 
+static int seed(sp_sandbox *sb, const sp_sandbox_opts *o, sp_error **err);
+
 int sp_remote_create(sp_sandbox *sb, const sp_sandbox_opts *o, const sp_engine *e, sp_error **err)
 {
     sb->engine = sp_xstrdup(e->name);
@@ -90,12 +93,10 @@ int sp_remote_create(sp_sandbox *sb, const sp_sandbox_opts *o, const sp_engine *
     if (!sb->rops)
         return sp_err_set(err, SP_EINVAL, 0, "engine %s: kind %s runs no sandboxes here", e->name,
                           sp_engine_kind_name(e->kind));
-    if (o->n_mounts)
-        return sp_err_set(err, SP_EINVAL, 0,
-                          "--mount on engine %s: hydrating a remote workspace is not built yet",
-                          e->name);
     sp_sandbox_opts ro = *o;
-    ro.setup = NULL; /* run below, as commands */
+    ro.setup = NULL;  /* run below, as commands */
+    ro.mounts = NULL; /* streamed below, into the peer */
+    ro.n_mounts = 0;
     cleanup_free char *owner = sp_remote_owner(sb->state_root);
     sp_remote_spec c = {.engine = e, .name = sb->name, .owner = owner, .opts = &ro};
     int r = sb->rops->create(&sb->remote, &sb->remote_record, &c, err);
@@ -104,6 +105,8 @@ int sp_remote_create(sp_sandbox *sb, const sp_sandbox_opts *o, const sp_engine *
     /* What local code would take for a workspace on this host: nothing. */
     free(sb->workspace);
     sb->workspace = NULL;
+    if (o->n_mounts && (r = seed(sb, o, err)) < 0)
+        return r;
     for (size_t i = 0; o->setup && o->setup[i]; i++) {
         sp_run_result *res = NULL;
         sp_run_opts so = SP_RUN_OPTS_INIT;
@@ -119,6 +122,75 @@ int sp_remote_create(sp_sandbox *sb, const sp_sandbox_opts *o, const sp_engine *
             return r;
         }
         sp_run_result_free(res);
+    }
+    return 0;
+}
+
+/* Hydrate the mounts here and stream them, as a snapshot archive, into
+ * the peer's import (all or nothing there): a thread writes the archive
+ * into a pipe the import reads. */
+typedef struct seed_job {
+    int fd;
+    const sp_sandbox_opts *o;
+    const char *state_root;
+    sp_error *err;
+    int rc;
+} seed_job;
+
+static void *seed_writer(void *arg)
+{
+    seed_job *j = arg;
+    sp_hydrate_opts ho = SP_HYDRATE_OPTS_INIT;
+    ho.allowed_roots = j->o->allowed_roots;
+    ho.progress = j->o->progress;
+    ho.progress_userdata = j->o->progress_userdata;
+    j->rc = sp_seed_tar(j->fd, j->o->mounts, j->o->n_mounts, &ho, j->state_root, &j->err);
+    close(j->fd); /* the end of the archive, or a cut the import refuses */
+    return NULL;
+}
+
+static int seed(sp_sandbox *sb, const sp_sandbox_opts *o, sp_error **err)
+{
+    int p[2];
+    if (pipe2(p, O_CLOEXEC) < 0)
+        return sp_err_errno(err, errno, "pipe", NULL);
+    seed_job j = {.fd = p[1], .o = o, .state_root = sb->state_root};
+    pthread_t th;
+    if (pthread_create(&th, NULL, seed_writer, &j) != 0) {
+        close(p[0]);
+        close(p[1]);
+        return sp_err_set(err, SP_ERROR, 0, "could not start the hydration thread");
+    }
+    char *res = NULL;
+    sp_error *ie = NULL;
+    int r = sp_remote_import(sb, p[0], &res, &ie);
+    close(p[0]); /* a writer still going gets EPIPE and stops */
+    pthread_join(th, NULL);
+    if (j.rc < 0) { /* the hydration's own error says more than the import's */
+        sp_error_free(ie);
+        if (err)
+            *err = j.err;
+        else
+            sp_error_free(j.err);
+        free(res);
+        return j.rc;
+    }
+    sp_error_free(j.err);
+    if (r < 0) {
+        if (err)
+            *err = ie;
+        else
+            sp_error_free(ie);
+        return sp_err_wrap(err, r, "seeding the workspace of sandbox %s", sb->name);
+    }
+    free(res);
+    sp_sandbox_record_mounts(&sb->cfg, o->mounts, o->n_mounts, NULL);
+    for (size_t i = 0; i < sb->cfg.n_mounts; i++) {
+        char *abs = realpath(sb->cfg.mounts[i].host_path, NULL);
+        if (abs) {
+            free((char *)sb->cfg.mounts[i].host_path);
+            sb->cfg.mounts[i].host_path = abs;
+        }
     }
     return 0;
 }

@@ -977,8 +977,8 @@ static int take_baseline(sp_sandbox *sb, bool ran_setup, bool seeded, sp_error *
 /* Remember what the workspace was hydrated from: the folders as resolved
  * and where they landed (from the result), their filters and caps (from
  * the request). */
-static void record_mounts(sp_sandbox_config *c, const sp_mount *req, size_t n,
-                          const sp_hydrate_result *hr)
+void sp_sandbox_record_mounts(sp_sandbox_config *c, const sp_mount *req, size_t n,
+                              const sp_hydrate_result *hr)
 {
     c->mounts = n ? sp_xcalloc(n, sizeof(*c->mounts)) : NULL;
     c->n_mounts = n;
@@ -1117,7 +1117,7 @@ int sp_sandbox_create_seeded(sp_sandbox **out, const sp_sandbox_opts *opts, sp_s
         sp_hydrate_result *hr = NULL;
         r = sp_hydrate(&hr, sb->workspace, o.mounts, o.n_mounts, &ho, err);
         if (r == 0)
-            record_mounts(c, o.mounts, o.n_mounts, hr);
+            sp_sandbox_record_mounts(c, o.mounts, o.n_mounts, hr);
         sp_hydrate_result_free(hr);
         if (r < 0)
             goto fail;

@@ -105,6 +105,11 @@ struct sp_sandbox {
     struct sp_remote *remote;
 };
 
+/* Record the mounts a create hydrated (hr: what hydration reported, or
+ * NULL: the requests as given). */
+void sp_sandbox_record_mounts(sp_sandbox_config *c, const sp_mount *req, size_t n,
+                              const sp_hydrate_result *hr);
+
 /* remote.c: the calls on a sandbox of another engine. */
 char *sp_remote_owner(const char *state_root);
 /* SP_EINVAL saying that `what` needs a local sandbox. */

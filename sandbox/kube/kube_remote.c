@@ -698,8 +698,10 @@ static int kr_import(sp_remote *r, int fd, char **result, sp_error **err)
 {
     if (result)
         *result = NULL;
-    const char *argv[] = {SP_KUBE_SANDPOD_BIN, "peer",    "import",          "--root",
-                          SP_KUBE_WORKSPACE,   "--store", SP_KUBE_STORE_DIR, NULL};
+    /* Tagged "base": what the workspace was made from. */
+    const char *argv[] = {
+        SP_KUBE_SANDPOD_BIN, "peer",  "import", "--root", SP_KUBE_WORKSPACE, "--store",
+        SP_KUBE_STORE_DIR,   "--tag", "base",   NULL};
     sp_buf out = {0};
     int rc = peer_bulk(r, argv, fd, -1, &out, err);
     if (rc == 0 && result) {

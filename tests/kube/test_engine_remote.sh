@@ -112,6 +112,29 @@ else
         "curl -sf --cacert '$T/ca.pem' -H 'Authorization: Bearer token-one' 'https://127.0.0.1:$PORT/api/v1/namespaces/default/pods/$POD' | grep -q sandpod.owner"
 fi
 
+# A workspace hydrated here and streamed into the Pod (peer import): the
+# same filters as a local --mount, the import tagged base.
+mkdir -p "$T/proj/src" "$T/proj/build"
+printf 'int main;\n' >"$T/proj/src/main.c"
+printf 'SECRET=1\n' >"$T/proj/.env"
+printf 'obj\n' >"$T/proj/build/out.o"
+printf 'build/\n' >"$T/proj/.gitignore"
+chmod 0750 "$T/proj/src"
+run create --engine fake --name "rt$$-m" --image "$WIMG" --mount "src=$T/proj,exclude=.env,gitignore"
+expect 0 "create --engine --mount"
+run sh "rt$$-m" 'cd /workspace && find . | sort && stat -c %a src && cat src/main.c'
+out_is '.\n./.gitignore\n./src\n./src/main.c\n750\nint main;\n' \
+    "--mount on the engine: the files, not .env nor the ignored build/, modes kept"
+run snapshots "rt$$-m" --json
+json "the import is the snapshot tagged base" 'len(j["snapshots"]) == 1 and j["snapshots"][0]["tag"] == "base"'
+run inspect "rt$$-m" --json
+json "inspect records the mount" 'j["mounts"][0]["host_path"] == "'"$T/proj"'"'
+run rm --force "rt$$-m"
+expect 0 "rm --force rt$$-m"
+run create --engine fake --name "rt$$-n" --image "$WIMG" --mount "src=$T/no-such-folder"
+expect 1 "create --mount of a folder that is not there fails"
+check "... leaving no sandbox" [ ! -e "$SANDPOD_HOME/sandboxes/rt$$-n" ]
+
 # Commands.
 run sh "$B" 'echo out; echo "$GREETING"; pwd; id -u; echo err >&2; exit 3'
 expect_rc 3 "sh: the command's exit code"
