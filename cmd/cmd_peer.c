@@ -21,6 +21,7 @@
 #include "base.h"
 #include "cli.h"
 #include "mcp.h"
+#include "peer_mux.h"
 
 enum {
     OPT_ROOT = 0x3500,
@@ -49,9 +50,18 @@ const struct cli_spec cli_spec_peer = {
         "\n"
         "  serve          serve the tool suite over the folder DIR (filesystem tools,\n"
         "                 apply_patch, and snapshots kept in the --store folder, which\n"
-        "                 must be outside DIR) as MCP, one connection at a time, on the\n"
-        "                 unix socket PATH (made 0600; its folder should be one only\n"
-        "                 the peer mounts). With --agent, also the command tools\n"
+        "                 must be outside DIR) as MCP on the unix socket PATH (made\n"
+        "                 0600; its folder should be one only the peer mounts), to\n"
+        "                 any number of connections at once, sharing one server (one\n"
+        "                 edit lane, the same sessions); each sees its own ids and\n"
+        "                 progress tokens. A client's calls are cancelled when it\n"
+        "                 disconnects, but for resumable ones: a request whose\n"
+        "                 params._meta has \"sandpod/call\": KEY (unique, at most 128\n"
+        "                 bytes) runs once per KEY; the same KEY again, on any\n"
+        "                 connection, gets the running call's answer or the finished\n"
+        "                 one's (kept 10 minutes or for the newest 256 KEYs), never a\n"
+        "                 second run. A client that leaves 16 MiB of answers unread\n"
+        "                 is disconnected. With --agent, also the command tools\n"
         "                 (shell, exec_command, write_stdin), run by the workload's\n"
         "                 sandpod-agent through its socket PATH; DIR must be where the\n"
         "                 workload sees the workspace too (/workspace in a Pod).\n"
@@ -148,7 +158,7 @@ static int listen_on(int *out, const char *path)
     int r = bind(fd, (struct sockaddr *)&sa, sizeof(sa));
     int e = errno;
     umask(old);
-    if (r < 0 || chmod(path, 0600) < 0 || listen(fd, 4) < 0) {
+    if (r < 0 || chmod(path, 0600) < 0 || listen(fd, SOMAXCONN) < 0) {
         e = r < 0 ? e : errno;
         close(fd);
         return cli_error("listening on %s: %s", path, strerror(e));
@@ -199,30 +209,11 @@ static int peer_serve(const struct peer_args *a)
     mo.verbose = a->verbose;
     mo.should_stop = should_stop;
     mo.server_version = SANDPOD_VERSION;
-    while (!cli_signal_caught()) {
-        struct pollfd p = {lfd, POLLIN, 0};
-        int n = poll(&p, 1, 500);
-        if (n < 0 && errno != EINTR) {
-            rc = cli_error("waiting for connections: %s", strerror(errno));
-            break;
-        }
-        if (n <= 0)
-            continue;
-        int cfd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
-        if (cfd < 0)
-            continue; /* the client went away before we took it */
-        if (a->verbose)
-            fputs("sandpod peer: client connected\n", stderr);
-        /* The tools context outlives the connection: a client that comes
-         * back finds the same state (what was read, the edit lock). */
-        if (sp_mcp_serve(t, cfd, cfd, &mo, &err) < 0 && a->verbose)
-            cli_sp_error(SP_ERROR, err);
-        sp_error_free(err);
-        err = NULL;
-        close(cfd);
-        if (a->verbose)
-            fputs("sandpod peer: client gone\n", stderr);
-    }
+    /* Every client shares the one server and tools context: a client that
+     * comes back finds the same state (what was read, the edit lock, its
+     * sessions and, by their "sandpod/call" keys, its calls). */
+    if (peer_mux_serve(t, lfd, &mo, &err) < 0)
+        rc = cli_fail(false, SP_ERROR, err);
     close(lfd);
     unlink(a->socket);
     sp_tools_free(t);
