@@ -299,8 +299,16 @@ struct cli_snap {
      * cli_snap_open() makes, printing its answer; it sets handled. */
     const char *remote_tool;
     char *remote_args; /* JSON object text (owned) */
+    /* Or, when set, this does the command there (an archive's way). */
+    int (*remote_fn)(struct cli_snap *c, void *ud);
+    void *remote_ud;
     bool handled;
 };
+
+/* Write an archive to `output` ("-": stdout) through write(fd): a file is
+ * written beside its name and renamed into place when write succeeds, and
+ * removed when it fails. Returns write's result. */
+int cli_write_output(const char *output, int (*write)(int fd, void *ud), void *ud);
 
 /* Take --root, --store, --state-root or --url. Returns 1 when taken, 0
  * when `opt` is none of them, -1 after a usage error. */

@@ -1,5 +1,9 @@
 /* sandpod export: write a snapshot's tree as a tar archive. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -39,6 +43,86 @@ static bool ends_with(const char *s, const char *suffix)
 {
     size_t a = strlen(s), b = strlen(suffix);
     return a >= b && strcmp(s + a - b, suffix) == 0;
+}
+
+int cli_write_output(const char *output, int (*write)(int fd, void *ud), void *ud)
+{
+    if (strcmp(output, "-") == 0) {
+        fflush(stdout);
+        return write(STDOUT_FILENO, ud);
+    }
+    size_t n = strlen(output) + 16;
+    char *tmp = malloc(n);
+    if (!tmp)
+        return SP_ERROR;
+    snprintf(tmp, n, "%s.tmp-XXXXXX", output);
+    int fd = mkstemp(tmp);
+    if (fd < 0) {
+        int e = errno;
+        free(tmp);
+        cli_error("%s: %s", output, strerror(e));
+        return SP_ERROR;
+    }
+    mode_t um = umask(0);
+    umask(um);
+    fchmod(fd, 0644 & ~um);
+    int r = write(fd, ud);
+    if (r == 0 && fsync(fd) < 0)
+        r = SP_ERROR;
+    if (close(fd) < 0 && r == 0)
+        r = SP_ERROR;
+    if (r == 0 && rename(tmp, output) < 0) {
+        cli_error("%s: %s", output, strerror(errno));
+        r = SP_ERROR;
+    }
+    if (r < 0)
+        unlink(tmp);
+    free(tmp);
+    return r;
+}
+
+/* export on a sandbox of another engine: the peer writes the archive,
+ * which streams here. */
+struct remote_export {
+    const char *ref, *output;
+    sp_snapshot_format fmt;
+    sp_sandbox *sb;
+    sp_error *err;
+};
+
+static int export_write(int fd, void *ud)
+{
+    struct remote_export *x = ud;
+    return sp_sandbox_snapshot_export_fd(x->sb, x->ref, fd, x->fmt, &x->err);
+}
+
+static int export_remote(struct cli_snap *c, void *ud)
+{
+    struct remote_export *x = ud;
+    x->sb = c->sb;
+    int r = cli_write_output(x->output, export_write, x);
+    if (r < 0) {
+        if (!x->err)
+            return CLI_EXIT_ERROR; /* said already */
+        return cli_fail(c->json, r, x->err);
+    }
+    if (c->json) {
+        cJSON *o = cJSON_CreateObject();
+        if (o &&
+            !(sp_json_add_string(o, "snapshot", x->ref) &&
+              sp_json_add_string(o, "output", x->output) &&
+              sp_json_add_string(o, "format", x->fmt == SP_SNAPSHOT_TAR_GZ ? "tar.gz" : "tar"))) {
+            cJSON_Delete(o);
+            o = NULL;
+        }
+        return cli_print_result(o);
+    }
+    if (strcmp(x->output, "-") != 0) {
+        printf("exported %s to ", x->ref);
+        cli_put_name(stdout, x->output);
+        putchar('\n');
+    }
+    return CLI_EXIT_OK;
 }
 
 int cmd_export(int argc, char **argv)
@@ -108,6 +192,9 @@ int cmd_export(int argc, char **argv)
         rc = cli_usage("export", "--json needs -o FILE (stdout carries the archive)");
         goto done;
     }
+    struct remote_export rx = {.ref = ref, .output = output, .fmt = fmt};
+    c.remote_fn = export_remote;
+    c.remote_ud = &rx;
     if ((rc = cli_snap_open(&c, name, false)) != 0 || c.handled)
         goto done;
     sp_snapshot *snap = NULL;

@@ -32,6 +32,7 @@ enum {
     OPT_VERBOSE,
     OPT_TAG,
     OPT_GZIP,
+    OPT_NO_RESTORE,
 };
 
 static int cmd_peer(int argc, char **argv);
@@ -43,58 +44,58 @@ const struct cli_spec cli_spec_peer = {
     .usage = CLI_USAGE("serve --root DIR --store DIR --socket PATH [--agent PATH [--agent-uid UID]]"
                        " [--verbose]",
                        "connect --socket PATH", "install-agent DIR",
-                       "import --root DIR --store DIR [--tag TAG] < ARCHIVE",
+                       "import --root DIR --store DIR [--tag TAG] [--no-restore] < ARCHIVE",
                        "export --store DIR [--root DIR] [--gzip] [REF] > ARCHIVE"),
-    .description =
-        "What `sandpod render` puts in a Pod; not for use on a host.\n"
-        "\n"
-        "  serve          serve the tool suite over the folder DIR (filesystem tools,\n"
-        "                 apply_patch, and snapshots kept in the --store folder, which\n"
-        "                 must be outside DIR) as MCP on the unix socket PATH (made\n"
-        "                 0600; its folder should be one only the peer mounts), to\n"
-        "                 any number of connections at once, sharing one server (one\n"
-        "                 edit lane, the same sessions); each sees its own ids and\n"
-        "                 progress tokens. A client's calls are cancelled when it\n"
-        "                 disconnects, but for resumable ones: a request whose\n"
-        "                 params._meta has \"sandpod/call\": KEY (unique, at most 128\n"
-        "                 bytes) runs once per KEY; the same KEY again, on any\n"
-        "                 connection, gets the running call's answer or the finished\n"
-        "                 one's (kept 10 minutes or for the newest 256 KEYs), never a\n"
-        "                 second run. A client that leaves 16 MiB of answers unread\n"
-        "                 is disconnected. With --agent, also the command tools\n"
-        "                 (shell, exec_command, write_stdin), run by the workload's\n"
-        "                 sandpod-agent through its socket PATH; DIR must be where the\n"
-        "                 workload sees the workspace too (/workspace in a Pod).\n"
-        "                 Stops on SIGINT/SIGTERM.\n"
-        "\n"
-        "                 Each command connects anew and, before sending a byte,\n"
-        "                 refuses a socket name that is a symlink or not a socket,\n"
-        "                 or that is owned, or served, by another uid than the\n"
-        "                 workload's (--agent-uid, default: ours) or by this process.\n"
-        "                 This proves the listener runs as the workload's uid in our\n"
-        "                 user namespace: the workload could have replaced its agent\n"
-        "                 with a program of its own (it gains nothing it lacked), but\n"
-        "                 no other uid's socket, and nothing outside the shared\n"
-        "                 folder, is ever reached. Pids are never used: a command is\n"
-        "                 killed by the agent (a kill frame, or its connection\n"
-        "                 closing), not by signalling a pid.\n"
-        "  connect        relay stdin to the socket PATH and its answers to stdout,\n"
-        "                 until either side ends (a client runs this through\n"
-        "                 pods/exec)\n"
-        "  install-agent  copy sandpod-agent ($SANDPOD_AGENT, else the one beside this\n"
-        "                 program) into DIR as DIR/agent, mode 0555\n"
-        "  import         read a snapshot archive (tar, or tar compressed with gzip,\n"
-        "                 bzip2, xz or zstd) from stdin into the --store folder as a\n"
-        "                 new snapshot, then make the folder DIR exactly that snapshot.\n"
-        "                 All or nothing: a bad, truncated or escaping archive changes\n"
-        "                 nothing, and a restore failing half-way is rolled back to\n"
-        "                 what DIR held (kept as a snapshot first, removed after);\n"
-        "                 the store's snapshots are then as they were. Imports into\n"
-        "                 one store run one at a time (an flock on its\n"
-        "                 sandpod/peer.lock). Prints {\"id\", \"files\", \"bytes\"}.\n"
-        "  export         write snapshot REF of the --store folder as a tar to stdout\n"
-        "                 (not a terminal); without REF, a fresh snapshot of --root\n"
-        "                 DIR when given, else the newest snapshot",
+    .description = "What `sandpod render` puts in a Pod; not for use on a host.\n"
+                   "\n"
+                   "  serve          serve the tool suite over the folder DIR (filesystem tools,\n"
+                   "                 apply_patch, and snapshots kept in the --store folder, which\n"
+                   "                 must be outside DIR) as MCP on the unix socket PATH (made\n"
+                   "                 0600; its folder should be one only the peer mounts), to\n"
+                   "                 any number of connections at once, sharing one server (one\n"
+                   "                 edit lane, the same sessions); each sees its own ids and\n"
+                   "                 progress tokens. A client's calls are cancelled when it\n"
+                   "                 disconnects, but for resumable ones: a request whose\n"
+                   "                 params._meta has \"sandpod/call\": KEY (unique, at most 128\n"
+                   "                 bytes) runs once per KEY; the same KEY again, on any\n"
+                   "                 connection, gets the running call's answer or the finished\n"
+                   "                 one's (kept 10 minutes or for the newest 256 KEYs), never a\n"
+                   "                 second run. A client that leaves 16 MiB of answers unread\n"
+                   "                 is disconnected. With --agent, also the command tools\n"
+                   "                 (shell, exec_command, write_stdin), run by the workload's\n"
+                   "                 sandpod-agent through its socket PATH; DIR must be where the\n"
+                   "                 workload sees the workspace too (/workspace in a Pod).\n"
+                   "                 Stops on SIGINT/SIGTERM.\n"
+                   "\n"
+                   "                 Each command connects anew and, before sending a byte,\n"
+                   "                 refuses a socket name that is a symlink or not a socket,\n"
+                   "                 or that is owned, or served, by another uid than the\n"
+                   "                 workload's (--agent-uid, default: ours) or by this process.\n"
+                   "                 This proves the listener runs as the workload's uid in our\n"
+                   "                 user namespace: the workload could have replaced its agent\n"
+                   "                 with a program of its own (it gains nothing it lacked), but\n"
+                   "                 no other uid's socket, and nothing outside the shared\n"
+                   "                 folder, is ever reached. Pids are never used: a command is\n"
+                   "                 killed by the agent (a kill frame, or its connection\n"
+                   "                 closing), not by signalling a pid.\n"
+                   "  connect        relay stdin to the socket PATH and its answers to stdout,\n"
+                   "                 until either side ends (a client runs this through\n"
+                   "                 pods/exec)\n"
+                   "  install-agent  copy sandpod-agent ($SANDPOD_AGENT, else the one beside this\n"
+                   "                 program) into DIR as DIR/agent, mode 0555\n"
+                   "  import         read a snapshot archive (tar, or tar compressed with gzip,\n"
+                   "                 bzip2, xz or zstd) from stdin into the --store folder as a\n"
+                   "                 new snapshot, then make the folder DIR exactly that snapshot\n"
+                   "                 (with --no-restore: only the snapshot, DIR left alone).\n"
+                   "                 All or nothing: a bad, truncated or escaping archive changes\n"
+                   "                 nothing, and a restore failing half-way is rolled back to\n"
+                   "                 what DIR held (kept as a snapshot first, removed after);\n"
+                   "                 the store's snapshots are then as they were. Imports into\n"
+                   "                 one store run one at a time (an flock on its\n"
+                   "                 sandpod/peer.lock). Prints {\"id\", \"files\", \"bytes\"}.\n"
+                   "  export         write snapshot REF of the --store folder as a tar to stdout\n"
+                   "                 (not a terminal); without REF, a fresh snapshot of --root\n"
+                   "                 DIR when given, else the newest snapshot",
     .groups = CLI_GROUPS(CLI_OWN(
         CLI_VALUE("root", 0, "DIR", OPT_ROOT, CLI_COMP_DIR,
                   "serve, import, export: the workspace folder"),
@@ -108,7 +109,9 @@ const struct cli_spec cli_spec_peer = {
                   "serve: the uid the agent's socket and process must have (default: ours)"),
         CLI_FLAG("verbose", 0, OPT_VERBOSE, "serve: log connections and requests to stderr"),
         CLI_VALUE("tag", 0, "TAG", OPT_TAG, CLI_COMP_NONE, "import: the new snapshot's tag"),
-        CLI_FLAG("gzip", 0, OPT_GZIP, "export: compress the archive with gzip"))),
+        CLI_FLAG("gzip", 0, OPT_GZIP, "export: compress the archive with gzip"),
+        CLI_FLAG("no-restore", 0, OPT_NO_RESTORE,
+                 "import: only add the snapshot to the store; the folder stays as it is"))),
     .operands = CLI_OPERANDS({"OP", CLI_COMP_CHOICES, "serve|connect|install-agent|import|export"},
                              {"DIR", CLI_COMP_DIR, NULL}),
     .exit_status = "0 ok, 1 error, 2 bad usage.",
@@ -116,6 +119,7 @@ const struct cli_spec cli_spec_peer = {
 
 struct peer_args {
     const char *root, *store, *socket, *agent, *tag;
+    bool no_restore;
     long long agent_uid; /* -1: ours */
     bool verbose, gzip;
 };
@@ -388,6 +392,8 @@ static int peer_import(const struct peer_args *a)
         err = NULL;
         goto done;
     }
+    if (a->no_restore)
+        goto print; /* the folder stays as it is */
     if ((lock = import_lock(s)) < 0) {
         rc = CLI_EXIT_ERROR;
         drop_snapshot(s, imp->id);
@@ -413,6 +419,7 @@ static int peer_import(const struct peer_args *a)
         goto done;
     }
     drop_snapshot(s, pre->id);
+print:;
     cJSON *o = cJSON_CreateObject();
     if (o && !(cJSON_AddStringToObject(o, "id", imp->id) &&
                cJSON_AddNumberToObject(o, "files", (double)imp->files) &&
@@ -503,8 +510,8 @@ static int peer_io(const struct peer_args *a, const char *op, int n, char **args
             return cli_usage("peer", "unexpected argument '%s'", args[0]);
         return peer_import(a);
     }
-    if (a->tag)
-        return cli_usage("peer", "--tag goes with import");
+    if (a->tag || a->no_restore)
+        return cli_usage("peer", "--tag and --no-restore go with import");
     if (n > 1)
         return cli_usage("peer", "unexpected argument '%s'", args[1]);
     return peer_export(a, n ? args[0] : NULL);
@@ -544,6 +551,9 @@ static int cmd_peer(int argc, char **argv)
         case OPT_GZIP:
             a.gzip = true;
             break;
+        case OPT_NO_RESTORE:
+            a.no_restore = true;
+            break;
         default:
             return CLI_EXIT_USAGE;
         }
@@ -563,8 +573,8 @@ static int cmd_peer(int argc, char **argv)
     }
     if (strcmp(op, "import") == 0 || strcmp(op, "export") == 0)
         return peer_io(&a, op, argc - optind, argv + optind);
-    if (a.tag || a.gzip)
-        return cli_usage("peer", "--tag and --gzip go with import and export");
+    if (a.tag || a.gzip || a.no_restore)
+        return cli_usage("peer", "--tag, --no-restore and --gzip go with import and export");
     if (optind < argc)
         return cli_usage("peer", "unexpected argument '%s'", argv[optind]);
     if (strcmp(op, "serve") == 0) {

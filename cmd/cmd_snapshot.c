@@ -6,6 +6,8 @@
  * restore, diff, export) share: the NAME | --root/--store target, opening
  * the store with the container paused around reads and writes, and the
  * progress line. */
+#include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -139,6 +141,8 @@ static int snap_remote(struct cli_snap *c)
 {
     c->handled = true;
     sp_error *err = NULL;
+    if (c->remote_fn)
+        return c->remote_fn(c, c->remote_ud);
     if (!c->remote_tool) {
         sp_err_set(&err, SP_EINVAL, 0,
                    "sandbox %s runs on engine %s: this works on local sandboxes only, for now "
@@ -328,6 +332,41 @@ static int finish_record(struct cli_snap *c, sp_snapshot *snap, bool stats)
 
 enum sub { SUB_NONE, SUB_RM, SUB_GC, SUB_IMPORT };
 
+/* snapshot import on a sandbox of another engine: the archive streams to
+ * the peer, which adds it to its store. */
+struct remote_import {
+    const char *file, *tag;
+};
+
+static int import_remote(struct cli_snap *c, void *ud)
+{
+    const struct remote_import *ri = ud;
+    bool in = strcmp(ri->file, "-") == 0;
+    int fd = in ? STDIN_FILENO : open(ri->file, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return cli_error("%s: %s", ri->file, strerror(errno));
+    char *id = NULL;
+    sp_error *err = NULL;
+    int r = sp_sandbox_snapshot_import_fd(&id, c->sb, fd, ri->tag, &err);
+    if (!in)
+        close(fd);
+    if (r < 0)
+        return cli_fail(c->json, r, err);
+    int rc = CLI_EXIT_OK;
+    if (c->json) {
+        cJSON *o = cJSON_CreateObject();
+        if (o && !sp_json_add_string(o, "id", id)) {
+            cJSON_Delete(o);
+            o = NULL;
+        }
+        rc = cli_print_result(o);
+    } else {
+        printf("imported snapshot %s\n", id);
+    }
+    free(id);
+    return rc;
+}
+
 int cmd_snapshot(int argc, char **argv)
 {
     struct cli_snap c = {0};
@@ -420,6 +459,11 @@ int cmd_snapshot(int argc, char **argv)
             cJSON_AddStringToObject(a, "tag", tag);
         c.remote_args = cJSON_PrintUnformatted(a);
         cJSON_Delete(a);
+    }
+    struct remote_import ri = {operand, tag};
+    if (sub == SUB_IMPORT) {
+        c.remote_fn = import_remote;
+        c.remote_ud = &ri;
     }
     if ((rc = cli_snap_open(&c, name, sub == SUB_NONE || sub == SUB_IMPORT)) != 0 || c.handled)
         goto done;

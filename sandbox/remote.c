@@ -163,7 +163,8 @@ static int seed(sp_sandbox *sb, const sp_sandbox_opts *o, sp_error **err)
     }
     char *res = NULL;
     sp_error *ie = NULL;
-    int r = sp_remote_import(sb, p[0], &res, &ie);
+    /* Tagged "base": what the workspace was made from. */
+    int r = sp_remote_import(sb, p[0], "base", true, &res, &ie);
     close(p[0]); /* a writer still going gets EPIPE and stops */
     pthread_join(th, NULL);
     if (j.rc < 0) { /* the hydration's own error says more than the import's */
@@ -406,20 +407,21 @@ int sp_remote_remove(sp_sandbox *sb, sp_error **err)
     return sb->rops->remove(r, err);
 }
 
-int sp_remote_import(sp_sandbox *sb, int fd, char **result, sp_error **err)
+int sp_remote_import(sp_sandbox *sb, int fd, const char *tag, bool restore, char **result,
+                     sp_error **err)
 {
     sp_remote *r = handle(sb, err);
     if (!r)
         return SP_ERROR;
-    return sb->rops->import_tar(r, fd, result, err);
+    return sb->rops->import_tar(r, fd, tag, restore, result, err);
 }
 
-int sp_remote_export(sp_sandbox *sb, const char *ref, int fd, sp_error **err)
+int sp_remote_export(sp_sandbox *sb, const char *ref, bool gzip, int fd, sp_error **err)
 {
     sp_remote *r = handle(sb, err);
     if (!r)
         return SP_ERROR;
-    return sb->rops->export_tar(r, ref, fd, err);
+    return sb->rops->export_tar(r, ref, gzip, fd, err);
 }
 
 /* ----------------------------------------------------------------- gc -- */

@@ -130,8 +130,9 @@ int sp_remote_stream_open(struct sp_remote_stream **out, sp_sandbox *sb, const c
                           const char *workdir, const char *const *env, const char *user, bool tty,
                           unsigned rows, unsigned cols, bool stdin_open, sp_error **err);
 /* peer import / export through the engine. */
-int sp_remote_import(sp_sandbox *sb, int fd, char **result, sp_error **err);
-int sp_remote_export(sp_sandbox *sb, const char *ref, int fd, sp_error **err);
+int sp_remote_import(sp_sandbox *sb, int fd, const char *tag, bool restore, char **result,
+                     sp_error **err);
+int sp_remote_export(sp_sandbox *sb, const char *ref, bool gzip, int fd, sp_error **err);
 
 int sp_sandbox_resolve_root(char **out, const char *state_root, sp_error **err);
 /* sp_sandbox_create() with the workspace filled by seed (called with the

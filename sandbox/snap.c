@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "base.h"
+#include "json.h"
 #include "sandbox_internal.h"
 #include "sandpod/sandbox_snapshot.h"
 
@@ -99,4 +100,58 @@ void sp_sandbox_snapshot_close(sp_sandbox_snap *h)
     if (h->paused)
         (void)sp_sandbox_unpause(h->sb, NULL);
     free(h);
+}
+
+/* ------------------------------------------ archives, on any engine -- */
+
+int sp_sandbox_snapshot_export_fd(sp_sandbox *sb, const char *ref, int fd,
+                                  sp_snapshot_format format, sp_error **err)
+{
+    if (!ref || !*ref)
+        return sp_err_set(err, SP_EINVAL, 0, "export: which snapshot? (an id, tag or prefix)");
+    if (sp_sandbox_is_remote(sb))
+        return sp_remote_export(sb, ref, format == SP_SNAPSHOT_TAR_GZ, fd, err);
+    sp_sandbox_snap *h = NULL;
+    int r = sp_sandbox_snapshot_open(&h, sb, NULL, err);
+    if (r < 0)
+        return r;
+    sp_snapshot *snap = NULL;
+    r = sp_snapshot_get(&snap, h->store, ref, err);
+    if (r == 0)
+        r = sp_snapshot_export(h->store, snap->id, NULL, fd, format, err);
+    sp_snapshot_free(snap);
+    sp_sandbox_snapshot_close(h);
+    return r;
+}
+
+int sp_sandbox_snapshot_import_fd(char **id, sp_sandbox *sb, int fd, const char *tag,
+                                  sp_error **err)
+{
+    if (id)
+        *id = NULL;
+    if (sp_sandbox_is_remote(sb)) {
+        char *res = NULL;
+        int r = sp_remote_import(sb, fd, tag, false, &res, err);
+        if (r == 0 && id) {
+            cJSON *o = sp_json_parse(res, strlen(res));
+            const char *s = sp_json_str(o, "id");
+            *id = s ? sp_xstrdup(s) : NULL;
+            cJSON_Delete(o);
+            if (!*id)
+                r = sp_err_set(err, SP_ERROR, 0, "the peer's import said no id: %.200s", res);
+        }
+        free(res);
+        return r;
+    }
+    sp_sandbox_snap *h = NULL;
+    int r = sp_sandbox_snapshot_open(&h, sb, NULL, err);
+    if (r < 0)
+        return r;
+    sp_snapshot *snap = NULL;
+    r = sp_snapshot_import(&snap, h->store, NULL, fd, tag, err);
+    if (r == 0 && id)
+        *id = sp_xstrdup(snap->id);
+    sp_snapshot_free(snap);
+    sp_sandbox_snapshot_close(h);
+    return r;
 }

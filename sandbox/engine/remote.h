@@ -80,11 +80,15 @@ typedef struct sp_remote_ops {
     /* The exit status once the output ended; false before. */
     bool (*stream_exit)(const sp_remote_stream *s, int *code);
     void (*stream_free)(sp_remote_stream *s);
-    /* Stream a snapshot archive from fd into the workspace (all or
-     * nothing); *result (may be NULL) gets the peer's JSON line. */
-    int (*import_tar)(sp_remote *r, int fd, char **result, sp_error **err);
-    /* Write snapshot ref (NULL: a fresh one of the workspace) as tar to fd. */
-    int (*export_tar)(sp_remote *r, const char *ref, int fd, sp_error **err);
+    /* Stream a snapshot archive from fd into the store as a new snapshot
+     * (tag may be NULL), then, with restore, make the workspace exactly it
+     * (all or nothing); *result (may be NULL) gets the peer's JSON line
+     * {id, files, bytes}. */
+    int (*import_tar)(sp_remote *r, int fd, const char *tag, bool restore, char **result,
+                      sp_error **err);
+    /* Write snapshot ref (NULL: a fresh one of the workspace) as tar (gzip:
+     * compressed) to fd. */
+    int (*export_tar)(sp_remote *r, const char *ref, bool gzip, int fd, sp_error **err);
     /* "running", "pending", "failed", "succeeded", "missing"; *why (may be
      * NULL) one line when it is not running. */
     int (*state)(sp_remote *r, char **state, char **why, sp_error **err);

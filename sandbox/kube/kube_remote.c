@@ -694,14 +694,20 @@ static int peer_bulk(sp_remote *r, const char *const *argv, int in_fd, int out_f
     return rc;
 }
 
-static int kr_import(sp_remote *r, int fd, char **result, sp_error **err)
+static int kr_import(sp_remote *r, int fd, const char *tag, bool restore, char **result,
+                     sp_error **err)
 {
     if (result)
         *result = NULL;
-    /* Tagged "base": what the workspace was made from. */
-    const char *argv[] = {
-        SP_KUBE_SANDPOD_BIN, "peer",  "import", "--root", SP_KUBE_WORKSPACE, "--store",
-        SP_KUBE_STORE_DIR,   "--tag", "base",   NULL};
+    const char *argv[11] = {SP_KUBE_SANDPOD_BIN, "peer",    "import",          "--root",
+                            SP_KUBE_WORKSPACE,   "--store", SP_KUBE_STORE_DIR, NULL};
+    size_t n = 7;
+    if (tag) {
+        argv[n++] = "--tag";
+        argv[n++] = tag;
+    }
+    if (!restore)
+        argv[n++] = "--no-restore";
     sp_buf out = {0};
     int rc = peer_bulk(r, argv, fd, -1, &out, err);
     if (rc == 0 && result) {
@@ -713,11 +719,15 @@ static int kr_import(sp_remote *r, int fd, char **result, sp_error **err)
     return rc;
 }
 
-static int kr_export(sp_remote *r, const char *ref, int fd, sp_error **err)
+static int kr_export(sp_remote *r, const char *ref, bool gzip, int fd, sp_error **err)
 {
-    const char *argv[] = {
-        SP_KUBE_SANDPOD_BIN, "peer", "export", "--root", SP_KUBE_WORKSPACE, "--store",
-        SP_KUBE_STORE_DIR,   ref,    NULL};
+    const char *argv[10] = {SP_KUBE_SANDPOD_BIN, "peer",    "export",          "--root",
+                            SP_KUBE_WORKSPACE,   "--store", SP_KUBE_STORE_DIR, NULL};
+    size_t n = 7;
+    if (gzip)
+        argv[n++] = "--gzip";
+    if (ref)
+        argv[n++] = ref;
     return peer_bulk(r, argv, -1, fd, NULL, err);
 }
 

@@ -190,6 +190,37 @@ expect 0 "restore t1"
 run sh "$B" 'cat /workspace/src/a.txt /workspace/m.txt'
 out_is 'one\nvia-mcp\n' "restore brought the workspace back"
 
+# Snapshots cross engines as archives: out of the Pod's store (peer
+# export) and into another store (peer import --no-restore), both ways.
+run call "$B" write_file '{"path": "moved.txt", "content": "from the pod\n"}'
+run snapshot "$B" --tag out
+run export "$B" out -o "$T/out.tar.gz"
+expect 0 "export of a remote snapshot"
+check "... a gzip tar holding the file" sh -c "tar tzf '$T/out.tar.gz' | grep -qx 'moved.txt'"
+run export "$B" no-such-snapshot -o "$T/none.tar"
+expect 1 "export of a snapshot that is not there"
+check "... leaves no file" sh -c "! ls '$T'/none.tar* 2>/dev/null"
+if [ "$E2E" != 1 ]; then
+    run create --name "rt$$-local"
+    expect 0 "a local sandbox beside it"
+    run snapshot import "rt$$-local" "$T/out.tar.gz" --tag frompod
+    expect 0 "snapshot import of the Pod's archive into a local store"
+    run restore "rt$$-local" frompod
+    run sh "rt$$-local" 'cat /workspace/moved.txt'
+    out_is 'from the pod\n' "remote → local: the file arrived"
+    run sh "rt$$-local" 'echo from the host > /workspace/back.txt'
+    run snapshot "rt$$-local" --tag back
+    run export "rt$$-local" back -o "$T/back.tar"
+    run snapshot import "$B" "$T/back.tar" --tag fromhost
+    expect 0 "snapshot import of a local archive into the Pod's store"
+    run sh "$B" 'cat /workspace/back.txt'
+    expect_rc 1 "... which leaves the workspace alone"
+    run restore "$B" fromhost
+    run sh "$B" 'cat /workspace/back.txt /workspace/moved.txt'
+    out_is 'from the host\nfrom the pod\n' "local → remote: restored there"
+    run rm --force "rt$$-local"
+fi
+
 # Not there yet: one clear line each.
 for c in "diff $B" "fork $B f" "logs $B" "stop $B" "fs $B read src/a.txt"; do
     # shellcheck disable=SC2086

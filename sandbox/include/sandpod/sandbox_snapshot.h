@@ -73,6 +73,25 @@ bool sp_sandbox_snapshot_ran_unpaused(sp_sandbox_snap *h);
  * Accepts NULL. */
 void sp_sandbox_snapshot_close(sp_sandbox_snap *h);
 
+/**
+ * Write snapshot `ref` (id, tag or prefix) of the sandbox's store to `fd`
+ * as an archive (sp_snapshot_export()'s format), on any engine: for a
+ * sandbox of another engine the peer beside its workload writes it and it
+ * streams here. Moves snapshots between engines with
+ * sp_sandbox_snapshot_import_fd().
+ */
+int sp_sandbox_snapshot_export_fd(sp_sandbox *sb, const char *ref, int fd,
+                                  sp_snapshot_format format, sp_error **err);
+
+/**
+ * Read an archive from `fd` into the sandbox's store as a new snapshot
+ * (tag may be NULL), on any engine; the workspace is left as it is
+ * (restore the snapshot to use it). *id (may be NULL) receives its id
+ * (free()).
+ */
+int sp_sandbox_snapshot_import_fd(char **id, sp_sandbox *sb, int fd, const char *tag,
+                                  sp_error **err);
+
 #ifdef __cplusplus
 }
 #endif
