@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "kube.h"
@@ -35,13 +36,30 @@ struct sp_remote {
     sp_kube *k;
     char *pod;
     char *where;
-    pthread_mutex_t mu; /* the peer stream: one rpc at a time */
+    /* The peer stream, shared by every request of this handle (the peer
+     * multiplexes; answers come back by id). mu guards everything below;
+     * one waiting request at a time reads the stream (reading) and hands
+     * the others their answers through cv. */
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
     sp_ws *peer;
-    sp_buf in;    /* channel-1 bytes not yet a whole line */
-    sp_buf perr;  /* the relay's stderr, for errors */
-    int64_t next; /* JSON-RPC ids */
+    uint64_t gen; /* counts the streams opened */
+    bool reading;
+    struct rpc_call *calls; /* the requests waiting for an answer */
+    sp_buf in;              /* channel-1 bytes not yet a whole line */
+    sp_buf perr;            /* the relay's stderr, for errors */
+    int64_t next;           /* JSON-RPC ids */
     atomic_bool cancel;
 };
+
+/* One request waiting for its answer. */
+typedef struct rpc_call {
+    int64_t id;
+    cJSON *msg;  /* the answer */
+    bool resend; /* its stream dropped: send it again */
+    bool cancel_sent;
+    struct rpc_call *next;
+} rpc_call;
 
 /* ------------------------------------------------------------ helpers -- */
 
@@ -64,6 +82,7 @@ static void remote_free(sp_remote *r)
     sp_ws_free(r->peer);
     sp_kube_free(r->k);
     pthread_mutex_destroy(&r->mu);
+    pthread_cond_destroy(&r->cv);
     sp_buf_dispose(&r->in);
     sp_buf_dispose(&r->perr);
     free(r->pod);
@@ -78,6 +97,7 @@ static sp_remote *remote_new(sp_kube *k, const char *pod)
     r->pod = sp_xstrdup(pod);
     r->where = sp_xasprintf("pod %s in namespace %s", pod, sp_kube_namespace(k));
     pthread_mutex_init(&r->mu, NULL);
+    pthread_cond_init(&r->cv, NULL);
     r->next = 1;
     return r;
 }
@@ -204,11 +224,18 @@ static int kr_open(sp_remote **out, const sp_engine *e, const cJSON *record, sp_
 
 /* ------------------------------------------------------- the peer rpc -- */
 
+/* The stream is gone (or going): every waiting request is sent again on
+ * the next one, under its key. With mu held. */
 static void peer_drop(sp_remote *r)
 {
     sp_ws_free(r->peer);
     r->peer = NULL;
     r->in.len = 0;
+    r->gen++;
+    for (rpc_call *c = r->calls; c; c = c->next)
+        if (!c->msg)
+            c->resend = true;
+    pthread_cond_broadcast(&r->cv);
 }
 
 static int peer_send(sp_remote *r, const char *line, sp_error **err)
@@ -225,6 +252,7 @@ static int peer_send(sp_remote *r, const char *line, sp_error **err)
 static int peer_line(sp_remote *r, char **line, int timeout_ms, sp_error **err)
 {
     int64_t end = sp_now_ms() + timeout_ms;
+    bool tried = false; /* timeout 0 still reads what has come */
     for (;;) {
         char *nl = r->in.len ? memchr(r->in.data, '\n', r->in.len) : NULL;
         if (nl) {
@@ -235,11 +263,12 @@ static int peer_line(sp_remote *r, char **line, int timeout_ms, sp_error **err)
             return 0;
         }
         int left = (int)(end - sp_now_ms());
-        if (left <= 0)
+        if (left <= 0 && tried)
             return 1;
+        tried = true;
         sp_ws_msg m;
         sp_error *e = NULL;
-        int rc = sp_ws_recv(r->peer, &m, left, &e);
+        int rc = sp_ws_recv(r->peer, &m, left > 0 ? left : 0, &e);
         if (rc == SP_ETIMEOUT) {
             sp_error_free(e);
             return 1;
@@ -382,6 +411,67 @@ static char *with_key(const char *params, const char *key, sp_error **err)
     return s;
 }
 
+/* Hand each whole line read so far to the request it answers. */
+static void peer_dispatch(sp_remote *r, char *line)
+{
+    cJSON *j = sp_json_parse(line, strlen(line));
+    free(line);
+    const cJSON *jid = j ? cJSON_GetObjectItemCaseSensitive(j, "id") : NULL;
+    if (jid && cJSON_IsNumber(jid) && !cJSON_GetObjectItemCaseSensitive(j, "method")) {
+        for (rpc_call *c = r->calls; c; c = c->next) {
+            if (!c->msg && !c->resend && c->id == (int64_t)jid->valuedouble) {
+                c->msg = j;
+                pthread_cond_broadcast(&r->cv);
+                return;
+            }
+        }
+    }
+    cJSON_Delete(j); /* progress, a log line, an answer nobody waits for */
+}
+
+/* Read the stream for up to 200 ms as the one reader, with mu held on
+ * entry and exit (released while waiting for bytes). */
+static void peer_read_some(sp_remote *r)
+{
+    r->reading = true;
+    uint64_t gen = r->gen;
+    int fd = sp_ws_fd(r->peer);
+    bool ready = sp_ws_buffered(r->peer) || r->in.len;
+    pthread_mutex_unlock(&r->mu);
+    if (!ready) {
+        struct pollfd p = {fd, POLLIN, 0};
+        ready = poll(&p, 1, 200) > 0;
+    }
+    pthread_mutex_lock(&r->mu);
+    if (ready && gen == r->gen && r->peer) {
+        for (;;) {
+            char *line = NULL;
+            sp_error *e = NULL;
+            int rc = peer_line(r, &line, 0, &e);
+            sp_error_free(e);
+            if (rc < 0) {
+                peer_drop(r); /* the waiting requests go again */
+                break;
+            }
+            if (rc == 1)
+                break;
+            peer_dispatch(r, line);
+        }
+    }
+    r->reading = false;
+    pthread_cond_broadcast(&r->cv);
+}
+
+static void call_unlink(sp_remote *r, rpc_call *me)
+{
+    for (rpc_call **pp = &r->calls; *pp; pp = &(*pp)->next) {
+        if (*pp == me) {
+            *pp = me->next;
+            return;
+        }
+    }
+}
+
 static int kr_rpc(sp_remote *r, const char *method, const char *params, char **result,
                   sp_error **err)
 {
@@ -391,49 +481,109 @@ static int kr_rpc(sp_remote *r, const char *method, const char *params, char **r
     cleanup_free char *keyed = with_key(params, key, err);
     if (!keyed)
         return SP_EINVAL;
+    rpc_call me = {.resend = true};
+    int rc = 0, sends = 0;
+    int64_t give_up = -1;
+    sp_error *last = NULL;
     pthread_mutex_lock(&r->mu);
-    atomic_store(&r->cancel, false);
-    cJSON *msg = NULL;
-    int rc = 0;
-    /* A stream that drops is opened again and the call sent again under
-     * the same key: the peer answers it once. */
-    for (int attempt = 0; attempt < 3; attempt++) {
-        sp_error *e = NULL;
-        rc = peer_connect(r, &e);
-        if (rc == 0)
-            rc = peer_request(r, method, keyed, -1, &msg, &e);
-        if (rc == 0) {
-            sp_error_free(e);
+    me.next = r->calls;
+    r->calls = &me;
+    while (!me.msg) {
+        if (me.resend) {
+            /* First, or again after the stream dropped: under the same key
+             * the peer runs it once. */
+            if (sends++ == 3) {
+                rc = SP_ERROR;
+                break;
+            }
+            sp_error_free(last);
+            last = NULL;
+            me.resend = false;
+            rc = peer_connect(r, &last);
+            if (rc == 0) {
+                me.id = r->next++;
+                cleanup_free char *line = sp_xasprintf("{\"jsonrpc\":\"2.0\",\"id\":%" PRId64
+                                                       ",\"method\":\"%s\",\"params\":%s}",
+                                                       me.id, method, keyed);
+                rc = peer_send(r, line, &last);
+            }
+            if (rc < 0) {
+                peer_drop(r);
+                if (atomic_load(&r->cancel))
+                    break;
+            }
+            continue;
+        }
+        if (atomic_load(&r->cancel) && !me.cancel_sent) {
+            me.cancel_sent = true;
+            give_up = sp_now_ms() + 10000;
+            cleanup_free char *c = sp_xasprintf("{\"jsonrpc\":\"2.0\",\"method\":"
+                                                "\"notifications/cancelled\",\"params\":"
+                                                "{\"requestId\":%" PRId64 "}}",
+                                                me.id);
+            if (peer_send(r, c, NULL) < 0)
+                peer_drop(r);
+        }
+        /* A cancelled call gets no answer (MCP): stop waiting once the peer
+         * has had time to end it. */
+        if (give_up >= 0 && sp_now_ms() > give_up) {
+            sp_error_free(last);
+            last = NULL;
+            rc = sp_err_set(&last, SP_ERROR, 0, "the call was cancelled");
             break;
         }
-        peer_drop(r);
-        if (attempt == 2 || atomic_load(&r->cancel)) {
-            if (err)
-                *err = e;
-            else
-                sp_error_free(e);
-            break;
+        if (!r->reading && r->peer) {
+            peer_read_some(r);
+        } else {
+            struct timespec ts;
+            clock_gettime(CLOCK_REALTIME, &ts);
+            ts.tv_nsec += 200 * 1000000L;
+            if (ts.tv_nsec >= 1000000000L) {
+                ts.tv_sec++;
+                ts.tv_nsec -= 1000000000L;
+            }
+            pthread_cond_timedwait(&r->cv, &r->mu, &ts);
         }
-        sp_error_free(e);
     }
+    call_unlink(r, &me);
+    if (!r->calls)
+        atomic_store(&r->cancel, false);
     pthread_mutex_unlock(&r->mu);
-    if (rc < 0)
+    if (!me.msg) {
+        if (rc >= 0)
+            rc = SP_ERROR;
+        if (!last)
+            sp_err_set(&last, rc, 0, "the stream to the sandpod peer in %s kept dropping",
+                       r->where);
+        if (err)
+            *err = last;
+        else
+            sp_error_free(last);
         return rc;
-    const cJSON *res = cJSON_GetObjectItemCaseSensitive(msg, "result");
-    const cJSON *jerr = cJSON_GetObjectItemCaseSensitive(msg, "error");
+    }
+    sp_error_free(last);
+    const cJSON *res = cJSON_GetObjectItemCaseSensitive(me.msg, "result");
+    const cJSON *jerr = cJSON_GetObjectItemCaseSensitive(me.msg, "error");
+    rc = 0;
     if (res) {
         *result = cJSON_PrintUnformatted(res);
     } else {
         rc = sp_err_set(err, SP_ERROR, 0, "the sandpod peer in %s: %s", r->where,
                         sp_json_str_or(jerr, "message", "an error without a message"));
     }
-    cJSON_Delete(msg);
+    cJSON_Delete(me.msg);
     return rc;
 }
 
+/* Cancel every request waiting on this handle (the tool suite cancels its
+ * one running call; reads beside it are cancelled too). */
 static void kr_cancel(sp_remote *r)
 {
-    atomic_store(&r->cancel, true);
+    pthread_mutex_lock(&r->mu);
+    if (r->calls)
+        atomic_store(&r->cancel, true);
+    pthread_cond_broadcast(&r->cv);
+    pthread_mutex_unlock(&r->mu);
 }
 
 /* --------------------------------------------------------- exec, tars -- */
