@@ -303,6 +303,11 @@ struct cli_snap {
     int (*remote_fn)(struct cli_snap *c, void *ud);
     void *remote_ud;
     bool handled;
+    /* Else the command line itself runs in the peer's container, NAME
+     * replaced by its workspace and store (cli_snap_target() keeps it). */
+    const char *cmd;
+    int argc, name_at;
+    char **argv;
 };
 
 /* Write an archive to `output` ("-": stdout) through write(fd): a file is

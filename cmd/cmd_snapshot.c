@@ -71,6 +71,10 @@ int cli_snap_target(struct cli_snap *c, const char *cmd, int argc, char **argv, 
     }
     if (optind >= argc)
         return cli_usage(cmd, "missing sandbox NAME (or --root DIR --store DIR)");
+    c->cmd = cmd;
+    c->argc = argc;
+    c->argv = argv;
+    c->name_at = optind;
     *name = argv[optind++];
     return 0;
 }
@@ -135,6 +139,55 @@ void cli_snap_progress_end(struct cli_snap *c)
     c->progress = false;
 }
 
+/* The NAME form on a sandbox of another engine, as the same command line
+ * run by the sandpod peer beside the workload on its workspace and store
+ * (its output and status are this command's). --state-root and --url stay
+ * here. */
+static int snap_in_peer(struct cli_snap *c)
+{
+    const char **args = calloc((size_t)c->argc + 8, sizeof(char *));
+    if (!args)
+        return cli_error("out of memory");
+    size_t n = 0;
+    args[n++] = c->cmd;
+    if (strcmp(c->argv[0], c->cmd) != 0)
+        args[n++] = c->argv[0]; /* snapshot rm, snapshot gc */
+    args[n++] = "--root";
+    args[n++] = "/workspace";
+    args[n++] = "--store";
+    args[n++] = "/sandpod/store";
+    for (int i = 1; i < c->argc; i++) {
+        const char *a = c->argv[i];
+        if (i == c->name_at)
+            continue;
+        if (strcmp(a, "--state-root") == 0 || strcmp(a, "--url") == 0) {
+            i++;
+            continue;
+        }
+        if (strncmp(a, "--state-root=", 13) == 0 || strncmp(a, "--url=", 6) == 0)
+            continue;
+        if (strcmp(a, "--") == 0)
+            break;
+        args[n++] = a;
+    }
+    /* diff NAME alone compares with the baseline, which the --root/--store
+     * form must be told. */
+    bool snap_given = false;
+    for (int i = c->name_at + 1; i < c->argc; i++)
+        snap_given |= c->argv[i][0] != '-';
+    if (strcmp(c->cmd, "diff") == 0 && !snap_given)
+        args[n++] = "base";
+    args[n] = NULL;
+    fflush(stdout);
+    int code = -1;
+    sp_error *err = NULL;
+    int r = sp_sandbox_peer_command(c->sb, args, STDOUT_FILENO, STDERR_FILENO, &code, &err);
+    free(args);
+    if (r < 0)
+        return cli_fail(c->json, r, err);
+    return code < 0 || code > 125 ? CLI_EXIT_ERROR : code;
+}
+
 /* The NAME form on a sandbox of another engine: c->remote_tool through
  * its tools; the text for people, the tool's value under --json. */
 static int snap_remote(struct cli_snap *c)
@@ -143,6 +196,8 @@ static int snap_remote(struct cli_snap *c)
     sp_error *err = NULL;
     if (c->remote_fn)
         return c->remote_fn(c, c->remote_ud);
+    if (!c->remote_tool && c->argv)
+        return snap_in_peer(c);
     if (!c->remote_tool) {
         sp_err_set(&err, SP_EINVAL, 0,
                    "sandbox %s runs on engine %s: this works on local sandboxes only, for now "

@@ -123,7 +123,15 @@ int sp_remote_create(sp_sandbox *sb, const sp_sandbox_opts *o, const sp_engine *
         }
         sp_run_result_free(res);
     }
-    return 0;
+    /* The baseline, as a local create takes it: the prepared workspace. */
+    char *out = NULL;
+    r = sp_sandbox_rpc(sb, "tools/call", "{\"name\":\"snapshot\",\"arguments\":{\"tag\":\"base\"}}",
+                       &out, err);
+    if (r == 0 && (!out || !strstr(out, "\"isError\":false")))
+        r = sp_err_set(err, SP_ERROR, 0, "the baseline snapshot of sandbox %s failed: %.300s",
+                       sb->name, out ? out : "");
+    free(out);
+    return r;
 }
 
 /* Hydrate the mounts here and stream them, as a snapshot archive, into
@@ -163,8 +171,8 @@ static int seed(sp_sandbox *sb, const sp_sandbox_opts *o, sp_error **err)
     }
     char *res = NULL;
     sp_error *ie = NULL;
-    /* Tagged "base": what the workspace was made from. */
-    int r = sp_remote_import(sb, p[0], "base", true, &res, &ie);
+    /* Tagged: what the mounts brought, before any setup command. */
+    int r = sp_remote_import(sb, p[0], "hydrated", true, &res, &ie);
     close(p[0]); /* a writer still going gets EPIPE and stops */
     pthread_join(th, NULL);
     if (j.rc < 0) { /* the hydration's own error says more than the import's */
@@ -405,6 +413,20 @@ int sp_remote_remove(sp_sandbox *sb, sp_error **err)
     if (!r)
         return SP_ERROR;
     return sb->rops->remove(r, err);
+}
+
+int sp_sandbox_peer_command(sp_sandbox *sb, const char *const *args, int out_fd, int err_fd,
+                            int *exit_code, sp_error **err)
+{
+    *exit_code = -1;
+    if (!sp_sandbox_is_remote(sb))
+        return sp_err_set(err, SP_EINVAL, 0, "sandbox %s is local: it has no peer", sb->name);
+    if (!args || !args[0])
+        return sp_err_set(err, SP_EINVAL, 0, "no sandpod command given");
+    sp_remote *r = handle(sb, err);
+    if (!r)
+        return SP_ERROR;
+    return sb->rops->peer_command(r, args, out_fd, err_fd, exit_code, err);
 }
 
 int sp_remote_import(sp_sandbox *sb, int fd, const char *tag, bool restore, char **result,

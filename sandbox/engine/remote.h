@@ -80,6 +80,10 @@ typedef struct sp_remote_ops {
     /* The exit status once the output ended; false before. */
     bool (*stream_exit)(const sp_remote_stream *s, int *code);
     void (*stream_free)(sp_remote_stream *s);
+    /* Run `sandpod ARGS...` in the peer's container (its store commands),
+     * its stdout to out_fd and stderr to err_fd; *exit_code its status. */
+    int (*peer_command)(sp_remote *r, const char *const *args, int out_fd, int err_fd,
+                        int *exit_code, sp_error **err);
     /* Stream a snapshot archive from fd into the store as a new snapshot
      * (tag may be NULL), then, with restore, make the workspace exactly it
      * (all or nothing); *result (may be NULL) gets the peer's JSON line

@@ -844,6 +844,30 @@ static int peer_bulk(sp_remote *r, const char *const *argv, int in_fd, int out_f
     return rc;
 }
 
+static void to_fd(void *ud, int stream, const void *data, size_t len)
+{
+    (void)stream; /* only stderr comes here */
+    sp_write_all(*(int *)ud, data, len);
+}
+
+static int kr_peer_command(sp_remote *r, const char *const *args, int out_fd, int err_fd,
+                           int *exit_code, sp_error **err)
+{
+    sp_strv argv = {0};
+    sp_strv_push(&argv, sp_xstrdup(SP_KUBE_SANDPOD_BIN));
+    for (size_t i = 0; args[i]; i++)
+        sp_strv_push(&argv, sp_xstrdup(args[i]));
+    sp_remote_cmd io = {.argv = (const char *const *)argv.v,
+                        .stdin_fd = -1,
+                        .out_fd = out_fd,
+                        .out = to_fd,
+                        .ud = &err_fd};
+    bool timed_out = false;
+    int rc = run_in(r, "peer", &io, exit_code, &timed_out, err);
+    sp_strv_dispose(&argv);
+    return rc;
+}
+
 static int kr_import(sp_remote *r, int fd, const char *tag, bool restore, char **result,
                      sp_error **err)
 {
@@ -1022,6 +1046,7 @@ const sp_remote_ops sp_kube_remote_ops = {
     .stream_resize = ks_resize,
     .stream_exit = ks_exit,
     .stream_free = ks_free,
+    .peer_command = kr_peer_command,
     .import_tar = kr_import,
     .export_tar = kr_export,
     .state = kr_state,

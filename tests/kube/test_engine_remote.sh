@@ -126,7 +126,23 @@ run sh "rt$$-m" 'cd /workspace && find . | sort && stat -c %a src && cat src/mai
 out_is '.\n./.gitignore\n./src\n./src/main.c\n750\nint main;\n' \
     "--mount on the engine: the files, not .env nor the ignored build/, modes kept"
 run snapshots "rt$$-m" --json
-json "the import is the snapshot tagged base" 'len(j["snapshots"]) == 1 and j["snapshots"][0]["tag"] == "base"'
+json "the import (hydrated), then the baseline (base)" '[s["tag"] for s in j["snapshots"]] == ["hydrated", "base"]'
+# diff and the store's commands run by the peer on its store, as locally.
+run sh "rt$$-m" 'echo "int main(void);" > /workspace/src/main.c; echo n > /workspace/new.txt'
+run diff "rt$$-m"
+expect 0 "diff NAME on the engine: from the baseline"
+out_is 'A  new.txt\nM  src/main.c\n' "... what changed since create"
+run diff --json "rt$$-m"
+json "diff --json" 'j["ok"] and sorted(c["path"] for c in j["changes"]) == ["new.txt", "src/main.c"]'
+run snapshot "rt$$-m" --tag x
+run snapshot rm "rt$$-m" x
+expect 0 "snapshot rm on the engine"
+out_has "deleted snapshot" "... says so"
+run snapshot gc "rt$$-m"
+expect 0 "snapshot gc on the engine"
+run diff "rt$$-m" no-such-snapshot
+expect 1 "diff from a snapshot that is not there"
+err_has "no snapshot 'no-such-snapshot'" "... says which"
 run inspect "rt$$-m" --json
 json "inspect records the mount" 'j["mounts"][0]["host_path"] == "'"$T/proj"'"'
 run rm --force "rt$$-m"
@@ -188,7 +204,7 @@ run snapshot "$B" --tag t1
 expect 0 "snapshot --tag t1"
 run sh "$B" 'echo two > /workspace/src/a.txt; rm /workspace/m.txt'
 run snapshots "$B" --json
-json "snapshots --json lists t1" 'len(j["snapshots"]) == 1 and j["snapshots"][0]["tag"] == "t1"'
+json "snapshots --json lists base and t1" '[s["tag"] for s in j["snapshots"]] == ["base", "t1"]'
 run restore "$B" t1
 expect 0 "restore t1"
 run sh "$B" 'cat /workspace/src/a.txt /workspace/m.txt'
@@ -226,7 +242,7 @@ if [ "$E2E" != 1 ]; then
 fi
 
 # Not there yet: one clear line each.
-for c in "diff $B" "fork $B f" "logs $B" "stop $B" "fs $B read src/a.txt"; do
+for c in "apply $B" "fork $B f" "logs $B" "stop $B" "fs $B read src/a.txt"; do
     # shellcheck disable=SC2086
     run $c
     expect 1 "$c: refused"

@@ -233,6 +233,18 @@ bool sp_sandbox_is_remote(const sp_sandbox *sb);
  */
 int sp_sandbox_rpc(sp_sandbox *sb, const char *method, const char *params, char **result,
                    sp_error **err);
+/**
+ * Run `sandpod ARGS...` in the container of the sandpod peer beside a
+ * remote sandbox's workload, where its workspace is /workspace and its
+ * store /sandpod/store (the store commands: `diff --root /workspace --store
+ * /sandpod/store base`, `snapshot rm ...`). Its stdout goes to out_fd and
+ * its stderr to err_fd as they come; *exit_code is its status.
+ *
+ * @return 0 (whatever the status); SP_EINVAL for a local sandbox; the
+ *         engine's errors when the command could not run
+ */
+int sp_sandbox_peer_command(sp_sandbox *sb, const char *const *args, int out_fd, int err_fd,
+                            int *exit_code, sp_error **err);
 /** Cancel the sp_sandbox_rpc() running on another thread (MCP
  *  notifications/cancelled); it returns an error soon after. */
 void sp_sandbox_rpc_cancel(sp_sandbox *sb);
