@@ -169,6 +169,10 @@ run exec --user 0 "$B" -- id -u
 expect_rc 125 "exec as another user: refused (sandpod's own failure)"
 err_has "commands run as its user" "... saying why"
 
+run run --engine fake --image "$WIMG" -- sh -c 'echo ran; exit 5'
+expect_rc 5 "run --engine: create, the command, remove"
+out_is 'ran\n' "... its output"
+
 # The tool suite, through the peer.
 run call "$B" write_file '{"path": "src/a.txt", "content": "one\n"}'
 expect 0 "call write_file"
