@@ -199,6 +199,9 @@ err_has "Unknown tool: write_file" "... and refuses the call"
 run sh "$B" 'test -e /workspace/denied.txt'
 expect_rc 1 "... and nothing reached the workspace"
 
+run mcp "$B" --deny 'secret*'
+expect 1 "mcp --deny on a remote sandbox: refused, not silently dropped"
+err_has "deny globs" "... saying why"
 timeout 120 python3 "$HERE/mcp_concurrent.py" "$SP" mcp "$B" --approval never >"$T/out" 2>"$T/err"
 rc=$?
 expect_rc 0 "mcp: a read answered while a shell call runs (one peer stream, answers by id)"
