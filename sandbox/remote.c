@@ -40,7 +40,7 @@ char *sp_remote_owner(const char *state_root)
 
 bool sp_sandbox_is_remote(const sp_sandbox *sb)
 {
-    return sb->engine_kind != SP_ENGINE_PODMAN;
+    return sb && sb->engine_kind != SP_ENGINE_PODMAN;
 }
 
 const char *sp_sandbox_engine(const sp_sandbox *sb)
