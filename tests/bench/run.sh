@@ -8,7 +8,7 @@
 #   COLD_REPS (default 10), GREP_REPS (default 3), MCP_CALLS (default 10000),
 #   HYDRATE_REPS (default 5), SNAPSHOT_REPS (default 3),
 #   BENCH_SKIP (space-separated rows to leave out: roundtrip cold grep mcp
-#   hydrate snapshot kube), SANDPOD_URL (default unix:///run/podman/podman.sock).
+#   hydrate snapshot kube kube_fleet), SANDPOD_URL (default unix:///run/podman/podman.sock).
 # Writes tests/bench/results/bench.json (machine info and every row) and
 # prints a markdown table.
 #
@@ -25,6 +25,8 @@
 #              their JSON merged in
 #   kube       tests/bench/bench_kube.sh (the Kubernetes path over the
 #              Podman-backed fake, beside kubectl exec), its JSON merged in
+#   kube_fleet tests/bench/bench_kube_fleet.sh (50 sandboxes created, used
+#              and removed through the CLI, beside kubectl), merged in
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -230,6 +232,10 @@ if want kube; then
     say "== kube (tests/bench/bench_kube.sh)"
     BUILD=$build "$here/bench_kube.sh" $quick >&2 || say "bench_kube.sh failed"
 fi
+if want kube_fleet; then
+    say "== kube_fleet (tests/bench/bench_kube_fleet.sh)"
+    BUILD=$build "$here/bench_kube_fleet.sh" $quick >&2 || say "bench_kube_fleet.sh failed"
+fi
 
 # ----------------------------------------------------------------- report
 python3 - "$work" "$out" "$skip" <<'EOF'
@@ -340,7 +346,7 @@ if os.path.exists(p):
 elif "mcp" not in skip:
     res["mcp_note"] = "sandpod mcp not available in this build; row left out"
 
-for name in ("hydrate", "snapshot", "kube"):
+for name in ("hydrate", "snapshot", "kube", "kube_fleet"):
     p = os.path.join(out, name + ".json")
     if os.path.exists(p) and name not in skip:
         try:
@@ -358,7 +364,7 @@ print("\n".join(table))
 for r in rows:
     if r["note"]:
         print("\n- %s: %s" % (r["name"], r["note"]))
-for name in ("hydrate", "snapshot", "kube"):
+for name in ("hydrate", "snapshot", "kube", "kube_fleet"):
     if name in res:
         print("\n- %s: merged from tests/bench/results/%s.json" % (name, name))
 print("\nwritten: %s" % os.path.join(out, "bench.json"))
