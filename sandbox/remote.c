@@ -254,26 +254,38 @@ int sp_remote_config_load(sp_sandbox *sb, const cJSON *o, const char *path, sp_e
 
 /* ------------------------------------------------------------ the peer -- */
 
-int sp_sandbox_rpc(sp_sandbox *sb, const char *method, const char *params, char **result,
-                   sp_error **err)
+int sp_sandbox_rpc_keyed(sp_sandbox *sb, const char *method, const char *params, const char *key,
+                         char **result, sp_error **err)
 {
     *result = NULL;
     if (!sp_sandbox_is_remote(sb))
         return sp_err_set(err, SP_EINVAL, 0,
                           "sandbox %s is local: its tools run in this process (sp_tools)",
-                          sb->name);
+                          sb ? sb->name : "(none)");
     if (!method || !*method)
         return sp_err_set(err, SP_EINVAL, 0, "no method given");
     sp_remote *r = handle(sb, err);
     if (!r)
         return SP_ERROR;
-    return sb->rops->rpc(r, method, params, result, err);
+    return sb->rops->rpc(r, method, params, key, result, err);
+}
+
+int sp_sandbox_rpc(sp_sandbox *sb, const char *method, const char *params, char **result,
+                   sp_error **err)
+{
+    return sp_sandbox_rpc_keyed(sb, method, params, NULL, result, err);
+}
+
+void sp_sandbox_rpc_cancel_key(sp_sandbox *sb, const char *key)
+{
+    if (sb && sb->remote && key)
+        sb->rops->cancel(sb->remote, key);
 }
 
 void sp_sandbox_rpc_cancel(sp_sandbox *sb)
 {
-    if (sb->remote)
-        sb->rops->cancel(sb->remote);
+    if (sb && sb->remote)
+        sb->rops->cancel(sb->remote, NULL);
 }
 
 /* ------------------------------------------------------------ commands -- */

@@ -4,8 +4,13 @@
  * in the sandpod peer beside the workload, reached with sp_sandbox_rpc()
  * as an MCP tools/call. Its answer (text + structuredContent) becomes
  * this call's result again, field for field. */
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
+#include <unistd.h>
 
 #include "fs_json.h"
 #include "tools_internal.h"
@@ -47,9 +52,26 @@ static int reason_of(const char *name)
     return SP_R_NONE;
 }
 
+/* The running (solo) call only: reads beside it go on. */
 void tools_remote_cancel(sp_tools *t)
 {
-    sp_sandbox_rpc_cancel(t->sb);
+    char key[sizeof(t->run_key)];
+    pthread_mutex_lock(&t->mu);
+    memcpy(key, t->run_key, sizeof(key));
+    pthread_mutex_unlock(&t->mu);
+    if (key[0])
+        sp_sandbox_rpc_cancel_key(t->sb, key);
+}
+
+static void new_key(char out[33])
+{
+    uint8_t b[16] = {0};
+    if (getrandom(b, sizeof(b), 0) != (ssize_t)sizeof(b)) {
+        uint64_t x = (uint64_t)sp_now_ms() ^ (uint64_t)getpid() << 20 ^ (uint64_t)(uintptr_t)out;
+        memcpy(b, &x, sizeof(x));
+    }
+    for (int i = 0; i < 16; i++)
+        snprintf(out + 2 * i, 3, "%02x", b[i]);
 }
 
 int tools_remote_call(sp_tools *t, const tool_def *d, const char *raw, const char *freeform,
@@ -73,7 +95,25 @@ int tools_remote_call(sp_tools *t, const tool_def *d, const char *raw, const cha
     cJSON_Delete(p);
     char *res = NULL;
     sp_error *err = NULL;
-    int rc = sp_sandbox_rpc(t->sb, "tools/call", params, &res, &err);
+    /* A solo call (a command, a write) is the one sp_tools_cancel() means:
+     * its key is where the cancel finds it, set before it is sent, and a
+     * cancel that came first means it is never sent. */
+    bool solo = freeform || !tool_concurrent(d);
+    char key[33];
+    new_key(key);
+    if (solo) {
+        pthread_mutex_lock(&t->mu);
+        memcpy(t->run_key, key, sizeof(key));
+        pthread_mutex_unlock(&t->mu);
+    }
+    int rc = solo && atomic_load(&t->cancelled)
+                 ? sp_err_set(&err, SP_ERROR, 0, "the call was cancelled before it reached the peer")
+                 : sp_sandbox_rpc_keyed(t->sb, "tools/call", params, key, &res, &err);
+    if (solo) {
+        pthread_mutex_lock(&t->mu);
+        t->run_key[0] = '\0';
+        pthread_mutex_unlock(&t->mu);
+    }
     free(params);
     if (rc < 0)
         return call_fail_err(c, rc, err, NULL);

@@ -49,11 +49,13 @@ struct sp_remote {
     sp_buf in;              /* channel-1 bytes not yet a whole line */
     sp_buf perr;            /* the relay's stderr, for errors */
     int64_t next;           /* JSON-RPC ids */
-    atomic_bool cancel;
+    char cancelled_key[SP_RPC_KEY_MAX + 1]; /* a cancel that came before its request */
 };
 
 /* One request waiting for its answer. */
 typedef struct rpc_call {
+    const char *key;
+    bool cancel; /* asked to */
     int64_t id;
     cJSON *msg;  /* the answer */
     bool resend; /* its stream dropped: send it again */
@@ -307,38 +309,22 @@ static int peer_line(sp_remote *r, char **line, int timeout_ms, sp_error **err)
     }
 }
 
-/* The answer to request id: 0 with *msg the whole message, skipping
- * notifications and other ids. Cancellation is sent once when asked.
- * timeout_ms < 0: wait as long as the call runs. */
+/* The answer to request id (initialize's, on a fresh stream): 0 with *msg
+ * the whole message, skipping notifications and other ids; timeout_ms < 0:
+ * wait as long as it takes. */
 static int peer_wait(sp_remote *r, int64_t id, int timeout_ms, cJSON **msg, sp_error **err)
 {
-    bool cancelled = false;
     int64_t give_up = timeout_ms < 0 ? -1 : sp_now_ms() + timeout_ms;
     for (;;) {
-        if (!cancelled && atomic_load(&r->cancel)) {
-            cancelled = true;
-            cleanup_free char *c = sp_xasprintf("{\"jsonrpc\":\"2.0\",\"method\":"
-                                                "\"notifications/cancelled\",\"params\":"
-                                                "{\"requestId\":%" PRId64 "}}",
-                                                id);
-            int rc = peer_send(r, c, err);
-            if (rc < 0)
-                return rc;
-            give_up = sp_now_ms() + 10000;
-            timeout_ms = -1;
-        }
         char *line = NULL;
         int rc = peer_line(r, &line, 200, err);
         if (rc < 0)
             return rc;
         if (rc == 1) {
-            /* A cancelled call gets no answer (MCP): stop waiting once the
-             * peer has had time to end it. */
             if (give_up >= 0 && sp_now_ms() > give_up)
-                return cancelled ? sp_err_set(err, SP_ERROR, 0, "the call was cancelled")
-                                 : sp_err_set(err, SP_ETIMEOUT, 0,
-                                              "the sandpod peer in %s did not answer in %d s",
-                                              r->where, timeout_ms / 1000);
+                return sp_err_set(err, SP_ETIMEOUT, 0,
+                                  "the sandpod peer in %s did not answer in %d s", r->where,
+                                  timeout_ms / 1000);
             continue;
         }
         cJSON *j = sp_json_parse(line, strlen(line));
@@ -472,23 +458,40 @@ static void call_unlink(sp_remote *r, rpc_call *me)
     }
 }
 
-static int kr_rpc(sp_remote *r, const char *method, const char *params, char **result,
-                  sp_error **err)
+static int kr_rpc(sp_remote *r, const char *method, const char *params, const char *given,
+                  char **result, sp_error **err)
 {
     *result = NULL;
-    char key[33];
-    key_hex(key);
+    char key[SP_RPC_KEY_MAX + 1];
+    if (given && (!*given || strlen(given) > SP_RPC_KEY_MAX))
+        return sp_err_set(err, SP_EINVAL, 0, "a request key is 1 to %d bytes",
+                          SP_RPC_KEY_MAX);
+    if (given)
+        snprintf(key, sizeof(key), "%s", given);
+    else
+        key_hex(key);
     cleanup_free char *keyed = with_key(params, key, err);
     if (!keyed)
         return SP_EINVAL;
-    rpc_call me = {.resend = true};
+    rpc_call me = {.resend = true, .key = key};
     int rc = 0, sends = 0;
     int64_t give_up = -1;
     sp_error *last = NULL;
     pthread_mutex_lock(&r->mu);
     me.next = r->calls;
     r->calls = &me;
+    if (r->cancelled_key[0] && strcmp(r->cancelled_key, key) == 0) {
+        me.cancel = true; /* cancelled before it came */
+        r->cancelled_key[0] = '\0';
+    }
     while (!me.msg) {
+        if (me.cancel && !me.cancel_sent && (me.resend || !me.id)) {
+            /* Never sent (or lost with its stream): nothing to tell. */
+            sp_error_free(last);
+            last = NULL;
+            rc = sp_err_set(&last, SP_ERROR, 0, "the call was cancelled before it reached the peer");
+            break;
+        }
         if (me.resend) {
             /* First, or again after the stream dropped: under the same key
              * the peer runs it once. */
@@ -507,14 +510,11 @@ static int kr_rpc(sp_remote *r, const char *method, const char *params, char **r
                                                        me.id, method, keyed);
                 rc = peer_send(r, line, &last);
             }
-            if (rc < 0) {
+            if (rc < 0)
                 peer_drop(r);
-                if (atomic_load(&r->cancel))
-                    break;
-            }
             continue;
         }
-        if (atomic_load(&r->cancel) && !me.cancel_sent) {
+        if (me.cancel && !me.cancel_sent) {
             me.cancel_sent = true;
             give_up = sp_now_ms() + 10000;
             cleanup_free char *c = sp_xasprintf("{\"jsonrpc\":\"2.0\",\"method\":"
@@ -546,8 +546,6 @@ static int kr_rpc(sp_remote *r, const char *method, const char *params, char **r
         }
     }
     call_unlink(r, &me);
-    if (!r->calls)
-        atomic_store(&r->cancel, false);
     pthread_mutex_unlock(&r->mu);
     if (!me.msg) {
         if (rc >= 0)
@@ -575,13 +573,20 @@ static int kr_rpc(sp_remote *r, const char *method, const char *params, char **r
     return rc;
 }
 
-/* Cancel every request waiting on this handle (the tool suite cancels its
- * one running call; reads beside it are cancelled too). */
-static void kr_cancel(sp_remote *r)
+/* Cancel the request with this key (NULL: every request of the handle).
+ * A key no request has yet is kept for the request that comes with it. */
+static void kr_cancel(sp_remote *r, const char *key)
 {
     pthread_mutex_lock(&r->mu);
-    if (r->calls)
-        atomic_store(&r->cancel, true);
+    bool found = false;
+    for (rpc_call *c = r->calls; c; c = c->next) {
+        if (!key || strcmp(c->key, key) == 0) {
+            c->cancel = true;
+            found = true;
+        }
+    }
+    if (!found && key && strlen(key) <= SP_RPC_KEY_MAX)
+        snprintf(r->cancelled_key, sizeof(r->cancelled_key), "%s", key);
     pthread_cond_broadcast(&r->cv);
     pthread_mutex_unlock(&r->mu);
 }

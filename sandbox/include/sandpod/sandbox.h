@@ -233,6 +233,21 @@ bool sp_sandbox_is_remote(const sp_sandbox *sb);
  */
 int sp_sandbox_rpc(sp_sandbox *sb, const char *method, const char *params, char **result,
                    sp_error **err);
+
+/** The longest request key. */
+#define SP_RPC_KEY_MAX 128
+
+/**
+ * sp_sandbox_rpc() under a key of the caller's (1 to SP_RPC_KEY_MAX bytes,
+ * unique per request): the peer runs a request once per key, so sending it
+ * again (after this process restarted, say) gets the first run's answer;
+ * and sp_sandbox_rpc_cancel_key() cancels just this request.
+ */
+int sp_sandbox_rpc_keyed(sp_sandbox *sb, const char *method, const char *params, const char *key,
+                         char **result, sp_error **err);
+/** Cancel the request of this key, running on another thread (or about
+ *  to be sent: then it never is). */
+void sp_sandbox_rpc_cancel_key(sp_sandbox *sb, const char *key);
 /**
  * Run `sandpod ARGS...` in the container of the sandpod peer beside a
  * remote sandbox's workload, where its workspace is /workspace and its
@@ -245,8 +260,8 @@ int sp_sandbox_rpc(sp_sandbox *sb, const char *method, const char *params, char 
  */
 int sp_sandbox_peer_command(sp_sandbox *sb, const char *const *args, int out_fd, int err_fd,
                             int *exit_code, sp_error **err);
-/** Cancel the sp_sandbox_rpc() running on another thread (MCP
- *  notifications/cancelled); it returns an error soon after. */
+/** Cancel every sp_sandbox_rpc() of this handle running on other threads
+ *  (MCP notifications/cancelled); each returns an error soon after. */
 void sp_sandbox_rpc_cancel(sp_sandbox *sb);
 /** Host path of the sandbox's state folder. */
 const char *sp_sandbox_state_dir(const sp_sandbox *sb);
