@@ -48,6 +48,7 @@ static sp_tools *tools_new(const sp_tools_opts *opts)
     pthread_mutex_init(&t->mu, NULL);
     pthread_mutex_init(&t->stale_mu, NULL);
     pthread_mutex_init(&t->kill_mu, NULL);
+    pthread_cond_init(&t->stream_cond, NULL);
     atomic_init(&t->cancelled, false);
     return t;
 }
@@ -200,6 +201,7 @@ void sp_tools_free(sp_tools *t)
     pthread_mutex_destroy(&t->stale_mu);
     pthread_mutex_destroy(&t->mu);
     pthread_mutex_destroy(&t->kill_mu);
+    pthread_cond_destroy(&t->stream_cond);
     free(t);
 }
 

@@ -160,6 +160,11 @@ struct sp_tools {
     bool running;
     atomic_bool cancelled;
     char *run_token; /* SANDPOD_TOOL_CALL value of a running shell */
+    /* A remote sandbox's peer stream takes one call at a time: the call
+     * on it (tools_remote.c), under mu; a cancel wakes a solo call still
+     * waiting for it. */
+    bool stream_busy, stream_solo;
+    pthread_cond_t stream_cond;
     char *sb_name, *state_root, *podman_url;
     pthread_mutex_t kill_mu;
     sp_sandbox *kill_sb; /* a second handle for the kill, opened on demand */

@@ -4,6 +4,7 @@
  * in the sandpod peer beside the workload, reached with sp_sandbox_rpc()
  * as an MCP tools/call. Its answer (text + structuredContent) becomes
  * this call's result again, field for field. */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -47,9 +48,41 @@ static int reason_of(const char *name)
     return SP_R_NONE;
 }
 
+/* The running (solo) call is cancelled: the peer is told only when that
+ * call is the one on the stream, not a read beside it; a solo call still
+ * waiting for the stream wakes and gives up (stream_take()). */
 void tools_remote_cancel(sp_tools *t)
 {
-    sp_sandbox_rpc_cancel(t->sb);
+    pthread_mutex_lock(&t->mu);
+    bool on_stream = t->stream_busy && t->stream_solo;
+    pthread_cond_broadcast(&t->stream_cond);
+    pthread_mutex_unlock(&t->mu);
+    if (on_stream)
+        sp_sandbox_rpc_cancel(t->sb);
+}
+
+/* Wait for the peer stream; false when a solo call was cancelled while
+ * it waited (it is then never sent). */
+static bool stream_take(sp_tools *t, bool solo)
+{
+    pthread_mutex_lock(&t->mu);
+    while (t->stream_busy && !(solo && atomic_load(&t->cancelled)))
+        pthread_cond_wait(&t->stream_cond, &t->mu);
+    bool go = !(solo && atomic_load(&t->cancelled));
+    if (go) {
+        t->stream_busy = true;
+        t->stream_solo = solo;
+    }
+    pthread_mutex_unlock(&t->mu);
+    return go;
+}
+
+static void stream_give(sp_tools *t)
+{
+    pthread_mutex_lock(&t->mu);
+    t->stream_busy = false;
+    pthread_cond_broadcast(&t->stream_cond);
+    pthread_mutex_unlock(&t->mu);
 }
 
 int tools_remote_call(sp_tools *t, const tool_def *d, const char *raw, const char *freeform,
@@ -73,7 +106,13 @@ int tools_remote_call(sp_tools *t, const tool_def *d, const char *raw, const cha
     cJSON_Delete(p);
     char *res = NULL;
     sp_error *err = NULL;
+    bool solo = freeform || !tool_concurrent(d);
+    if (!stream_take(t, solo)) {
+        free(params);
+        return call_fail(c, SP_ERROR, "the call was cancelled before it reached the peer");
+    }
     int rc = sp_sandbox_rpc(t->sb, "tools/call", params, &res, &err);
+    stream_give(t);
     free(params);
     if (rc < 0)
         return call_fail_err(c, rc, err, NULL);

@@ -62,7 +62,8 @@ sdk "$R" remote
 #  2. Reads beside a running shell: on a local sandbox they are answered
 #     at once; on the remote one they wait for the shell to end, as every
 #     call goes through one peer stream and sp_sandbox_rpc() serialises
-#     the requests of one handle.
+#     the requests of one handle. (A command cancelled while it waits
+#     behind such a read is never run, as locally: test.mjs checks it.)
 python3 - "$T/local.json" "$T/remote.json" "$SANDPOD_HOME/sandboxes/$L" >"$T/cmp" 2>&1 <<'EOF2'
 import json, re, sys
 l, r = (json.load(open(f)) for f in sys.argv[1:3])

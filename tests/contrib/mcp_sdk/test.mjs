@@ -198,6 +198,28 @@ if (SANDBOX) {
     await call('shell', { command: 'echo partial; exit 3' });
     await call('restore', { snapshot: 'no-such' });
 
+
+    // A command cancelled while it waits behind a read never runs: shell 1
+    // runs, shell 2 waits for it, a grep sent after shell 2 runs beside it
+    // (remotely it waits for the peer stream, then holds it); shell 2 is
+    // aborted just as shell 1 ends, while the grep has the stream.
+    {
+        await client.callTool({ name: 'shell', arguments: { command: 'mkdir big; cd big; i=0; while [ $i -lt 3000 ]; do seq 1 6000 > f$i; i=$((i+1)); done' } });
+        const s1 = client.callTool({ name: 'shell', arguments: { command: 'sleep 2' } });
+        await new Promise(res => setTimeout(res, 200));
+        const ac = new AbortController();
+        const s2 = client.callTool({ name: 'shell', arguments: { command: 'sleep 1; echo ran > ran.txt' } }, undefined, { signal: ac.signal }).then(() => 'answered', () => 'rejected');
+        await new Promise(res => setTimeout(res, 200));
+        const g = client.callTool({ name: 'grep', arguments: { pattern: '[0-9]*[0-9]*[0-9]*q', path: 'big', case_insensitive: true } });
+        await s1;
+        ac.abort('test');
+        check('the aborted shell is not answered', await s2 === 'rejected');
+        const gr = await g;
+        check('the grep beside it is answered', /no matches \(3000 files/.test(text(gr)), gr);
+        await new Promise(res => setTimeout(res, 2000));
+        const st = await client.callTool({ name: 'shell', arguments: { command: 'cat ran.txt 2>/dev/null || echo not-run; rm -rf big ran.txt' } });
+        check('a shell cancelled while it waited behind a read never ran', /not-run/.test(text(st)), text(st));
+    }
     // Reads beside a running shell: each read's time while `sleep 3` runs.
     const t0 = Date.now();
     const sh = client.callTool({ name: 'shell', arguments: { command: 'sleep 3; echo slept' } });
