@@ -85,3 +85,34 @@ fault() {
     curl -sf --cacert "$T/ca.pem" -H 'Authorization: Bearer token-one' \
         -X POST "https://127.0.0.1:$PORT/fake/faults" -d "$1" >/dev/null
 }
+
+# fake_engine SANDBOX_PREFIX: the engine "fake" in $SANDPOD_HOME/engines.json
+# on the Podman-backed fake with the sandpod image of $SP's build (IMG);
+# WIMG is the workload image. At exit the fake stops and the Pods of
+# sandboxes named SANDBOX_PREFIX* (their volumes too) and IMG are removed,
+# then podman_lib.sh's cleanup.
+fake_engine() {
+    FAKE_ENGINE_PREFIX=$1
+    IMG=localhost/sandpod:fake-engine-$$
+    # shellcheck disable=SC2034 # for the sourcing test
+    WIMG=localhost/sandpod-busybox:latest
+    trap fake_engine_cleanup EXIT
+    need_busybox_image
+    build_sandpod_image "$IMG"
+    FAKE=fake_podman.py start_fake
+    write_kubeconfig token
+    cat >"$SANDPOD_HOME/engines.json" <<EOF2
+{"engines": {"fake": {"kind": "kubernetes", "kubeconfig": "$T/kubeconfig",
+                      "image": "$IMG", "namespace": "default"}}}
+EOF2
+}
+
+fake_engine_cleanup() {
+    stop_fake
+    podman pod ls --format '{{.Name}}' 2>/dev/null | grep "^sp-$FAKE_ENGINE_PREFIX" | while read -r p; do
+        podman pod rm -f -t 0 "$p" >/dev/null 2>&1
+        podman volume ls --quiet | grep "^$p-" | xargs -r podman volume rm -f >/dev/null 2>&1
+    done
+    podman rmi "$IMG" >/dev/null 2>&1
+    cleanup
+}

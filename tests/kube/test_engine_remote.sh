@@ -58,30 +58,8 @@ else
 . "$SRC/tests/cmd/podman_lib.sh"
 podman info >/dev/null 2>&1 || skip "podman does not work for $(id -un): $(podman info 2>&1 | tail -n 1)"
 . "$HERE/fake_lib.sh"
-WIMG=localhost/sandpod-busybox:latest
 pod_exists() { podman pod exists "$1"; }
-
-IMG=localhost/sandpod:remote-test-$$
-remote_cleanup() {
-    stop_fake
-    podman pod ls --format '{{.Name}}' 2>/dev/null | grep "^sp-rt$$-" | while read -r p; do
-        podman pod rm -f -t 0 "$p" >/dev/null 2>&1
-        podman volume ls --quiet | grep "^$p-" | xargs -r podman volume rm -f >/dev/null 2>&1
-    done
-    podman rmi "$IMG" >/dev/null 2>&1
-    cleanup
-}
-trap remote_cleanup EXIT
-
-need_busybox_image
-build_sandpod_image "$IMG"
-
-FAKE=fake_podman.py start_fake
-write_kubeconfig token
-cat >"$SANDPOD_HOME/engines.json" <<EOF
-{"engines": {"fake": {"kind": "kubernetes", "kubeconfig": "$T/kubeconfig",
-                      "image": "$IMG", "namespace": "default"}}}
-EOF
+fake_engine "rt$$-"
 fi
 # Sandbox names carry the run's pid: Pods are sp-<name>-xxxxx.
 B=rt$$-a
