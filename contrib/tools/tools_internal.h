@@ -159,7 +159,7 @@ struct sp_tools {
     pthread_mutex_t mu;
     bool running;
     atomic_bool cancelled;
-    char *run_token; /* SANDPOD_TOOL_CALL value of a running shell */
+    char *run_token;  /* SANDPOD_TOOL_CALL value of a running shell */
     char run_key[33]; /* a remote sandbox: the request key of the running call */
     char *sb_name, *state_root, *podman_url;
     pthread_mutex_t kill_mu;

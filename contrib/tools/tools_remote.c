@@ -106,9 +106,10 @@ int tools_remote_call(sp_tools *t, const tool_def *d, const char *raw, const cha
         memcpy(t->run_key, key, sizeof(key));
         pthread_mutex_unlock(&t->mu);
     }
-    int rc = solo && atomic_load(&t->cancelled)
-                 ? sp_err_set(&err, SP_ERROR, 0, "the call was cancelled before it reached the peer")
-                 : sp_sandbox_rpc_keyed(t->sb, "tools/call", params, key, &res, &err);
+    int rc =
+        solo && atomic_load(&t->cancelled)
+            ? sp_err_set(&err, SP_ERROR, 0, "the call was cancelled before it reached the peer")
+            : sp_sandbox_rpc_keyed(t->sb, "tools/call", params, key, &res, &err);
     if (solo) {
         pthread_mutex_lock(&t->mu);
         t->run_key[0] = '\0';

@@ -58,8 +58,8 @@ typedef struct sp_remote_ops {
     /* A JSON-RPC request to the peer (MCP plus sandpod's methods): result
      * receives the answer's "result" as JSON text; a JSON-RPC error is
      * SP_ERROR with its message. */
-    int (*rpc)(sp_remote *r, const char *method, const char *params, const char *key,
-               char **result, sp_error **err);
+    int (*rpc)(sp_remote *r, const char *method, const char *params, const char *key, char **result,
+               sp_error **err);
     /* Cancel the rpc running on another thread. */
     void (*cancel)(sp_remote *r, const char *key); /* key NULL: every request */
     /* Run a command in the workload; *exit_code its status. */

@@ -45,10 +45,10 @@ struct sp_remote {
     sp_ws *peer;
     uint64_t gen; /* counts the streams opened */
     bool reading;
-    struct rpc_call *calls; /* the requests waiting for an answer */
-    sp_buf in;              /* channel-1 bytes not yet a whole line */
-    sp_buf perr;            /* the relay's stderr, for errors */
-    int64_t next;           /* JSON-RPC ids */
+    struct rpc_call *calls;                 /* the requests waiting for an answer */
+    sp_buf in;                              /* channel-1 bytes not yet a whole line */
+    sp_buf perr;                            /* the relay's stderr, for errors */
+    int64_t next;                           /* JSON-RPC ids */
     char cancelled_key[SP_RPC_KEY_MAX + 1]; /* a cancel that came before its request */
 };
 
@@ -464,8 +464,7 @@ static int kr_rpc(sp_remote *r, const char *method, const char *params, const ch
     *result = NULL;
     char key[SP_RPC_KEY_MAX + 1];
     if (given && (!*given || strlen(given) > SP_RPC_KEY_MAX))
-        return sp_err_set(err, SP_EINVAL, 0, "a request key is 1 to %d bytes",
-                          SP_RPC_KEY_MAX);
+        return sp_err_set(err, SP_EINVAL, 0, "a request key is 1 to %d bytes", SP_RPC_KEY_MAX);
     if (given)
         snprintf(key, sizeof(key), "%s", given);
     else
@@ -489,7 +488,8 @@ static int kr_rpc(sp_remote *r, const char *method, const char *params, const ch
             /* Never sent (or lost with its stream): nothing to tell. */
             sp_error_free(last);
             last = NULL;
-            rc = sp_err_set(&last, SP_ERROR, 0, "the call was cancelled before it reached the peer");
+            rc =
+                sp_err_set(&last, SP_ERROR, 0, "the call was cancelled before it reached the peer");
             break;
         }
         if (me.resend) {

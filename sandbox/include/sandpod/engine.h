@@ -79,8 +79,7 @@ int sp_engine_get(sp_engine **out, const char *state_root, const char *name, sp_
  * each with sp_engine_free() and the array with free()); *default_name
  * (may be NULL) gets the default's name (free()).
  */
-int sp_engine_list(sp_engine ***out, char **default_name, const char *state_root,
-                   sp_error **err);
+int sp_engine_list(sp_engine ***out, char **default_name, const char *state_root, sp_error **err);
 
 /**
  * Add (or, with replace, redefine) an engine. Names are [a-z0-9][a-z0-9-]*
