@@ -116,7 +116,7 @@ fi
 # The README's C examples, as written there. A sanitized build's library
 # needs its programs built the same way (the runtime must come first).
 san=
-readelf -d "$libdir/libsandpod.so" | grep -q 'libasan' && san="-fsanitize=address,undefined"
+readelf -d "$libdir/libsandpod.so" | grep 'libasan' >/dev/null && san="-fsanitize=address,undefined"
 awk '/^```c$/ {on = 1; n++; next} /^```$/ {on = 0} on {print > (dir "/example" n ".c")}' \
     dir="$T" "$src/README.md"
 n=0

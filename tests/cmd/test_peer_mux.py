@@ -34,6 +34,7 @@ import threading
 import time
 
 SP = os.path.abspath(sys.argv[1])
+SANITIZED = b"libasan" in subprocess.run(["ldd", SP], capture_output=True).stdout
 AGENT = os.path.join(os.path.dirname(SP), "sandpod-agent")
 if not os.access(AGENT, os.X_OK):
     print("no sandpod-agent beside", SP, ": skipping")
@@ -345,67 +346,70 @@ try:
     g.close()
     f.close()
 
-    # --------------------------- a flood that never reads is disconnected
-    h = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    h.connect(SOCK)
-    req = (json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}) + "\n").encode()
-    flood_end = {}
+    # The flood and the 80 MiB line are left to the plain build (CI's normal
+    # and rootless runs): a sanitized peer takes minutes over them.
+    if not SANITIZED:
+        # --------------------------- a flood that never reads is disconnected
+        h = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        h.connect(SOCK)
+        req = (json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}) + "\n").encode()
+        flood_end = {}
 
-    def flood():
-        try:
-            for _ in range(20000):
-                h.sendall(req * 10)
-            flood_end["how"] = "sent all"
-        except OSError as ex:
-            flood_end["how"] = "cut off: %s" % ex
+        def flood():
+            try:
+                for _ in range(20000):
+                    h.sendall(req * 10)
+                flood_end["how"] = "sent all"
+            except OSError as ex:
+                flood_end["how"] = "cut off: %s" % ex
 
-    th = threading.Thread(target=flood)
-    th.start()
-    # Served meanwhile: B, round trips while H piles up answers.
-    for i in range(20):
-        b.request(100 + i, "ping")
-        if not b.answer(100 + i):
-            break
-    check("another client is served during the flood",
-          sum(1 for m in b.seen if isinstance(m.get("id"), int) and m["id"] >= 100) == 20)
-    th.join()
-    check("the flooding client is cut off", flood_end.get("how", "").startswith("cut off"),
-          flood_end)
-    got = 0
-    try:
-        while True:
-            chunk = h.recv(1 << 20)
-            if not chunk:
+        th = threading.Thread(target=flood)
+        th.start()
+        # Served meanwhile: B, round trips while H piles up answers.
+        for i in range(20):
+            b.request(100 + i, "ping")
+            if not b.answer(100 + i):
                 break
-            got += len(chunk)
-    except OSError:
-        pass
-    h.close()
-    check("what it was sent is bounded (%d MiB)" % (got >> 20), got <= (17 << 20) + (8 << 20), got)
-    b.request(200, "tools/list")
-    check("the others are still served", b.answer(200).get("result", {}).get("tools"))
-
-    # ------------------------------------------ a line past the limit
-    big = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    big.connect(SOCK)
-    how = "sent all"
-    try:
-        chunk = b"x" * (1 << 20)
-        for _ in range(80):  # 80 MiB without a newline
-            big.sendall(chunk)
-    except OSError as ex:
-        how = "cut off: %s" % ex
-    if how == "sent all":
-        big.settimeout(30)
+        check("another client is served during the flood",
+              sum(1 for m in b.seen if isinstance(m.get("id"), int) and m["id"] >= 100) == 20)
+        th.join()
+        check("the flooding client is cut off", flood_end.get("how", "").startswith("cut off"),
+              flood_end)
+        got = 0
         try:
-            how = "closed" if big.recv(1) == b"" else "answered"
+            while True:
+                chunk = h.recv(1 << 20)
+                if not chunk:
+                    break
+                got += len(chunk)
+        except OSError:
+            pass
+        h.close()
+        check("what it was sent is bounded (%d MiB)" % (got >> 20), got <= (17 << 20) + (8 << 20), got)
+        b.request(200, "tools/list")
+        check("the others are still served", b.answer(200).get("result", {}).get("tools"))
+
+        # ------------------------------------------ a line past the limit
+        big = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        big.connect(SOCK)
+        how = "sent all"
+        try:
+            chunk = b"x" * (1 << 20)
+            for _ in range(80):  # 80 MiB without a newline
+                big.sendall(chunk)
         except OSError as ex:
             how = "cut off: %s" % ex
-    big.close()
-    check("a line past the limit disconnects its client", how != "sent all" and how != "answered",
-          how)
-    b.request(201, "ping")
-    check("the others are still served", b.answer(201) is not None)
+        if how == "sent all":
+            big.settimeout(30)
+            try:
+                how = "closed" if big.recv(1) == b"" else "answered"
+            except OSError as ex:
+                how = "cut off: %s" % ex
+        big.close()
+        check("a line past the limit disconnects its client", how != "sent all" and how != "answered",
+              how)
+        b.request(201, "ping")
+        check("the others are still served", b.answer(201) is not None)
 
     # ------------------------------------------------------ bad input
     b.w.write(b"{not json\n")

@@ -24,7 +24,7 @@ if [ "${SP_README_INSIDE:-}" != 1 ]; then
     fi
     # A user installs a plain build: a sanitized library loads in python
     # only with its runtime preloaded (run.sh does that for the unit tests).
-    if ldd "$build/libsandpod.so" 2>/dev/null | grep -q 'lib\(a\|ub\)san\.so'; then
+    if ldd "$build/libsandpod.so" 2>/dev/null | grep 'lib\(a\|ub\)san\.so' >/dev/null; then
         echo "skip: a sanitized build; the README's install is of a plain one"
         exit 77
     fi
