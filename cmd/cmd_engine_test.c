@@ -177,30 +177,9 @@ struct exec_out {
 static int exec_read(sp_ws *ws, struct exec_out *x, int timeout_ms, bool (*stop)(const sp_buf *),
                      sp_error **err)
 {
-    int64_t end = sp_now_ms() + timeout_ms;
-    for (;;) {
-        int left = (int)(end - sp_now_ms());
-        if (left <= 0)
-            return sp_err_set(err, SP_ETIMEOUT, 0, "no answer within %d ms", timeout_ms);
-        sp_ws_msg m;
-        if (sp_ws_recv(ws, &m, left, err) < 0)
-            return -1;
-        if (m.opcode == SP_WS_CLOSE)
-            return 0;
-        int ch;
-        const uint8_t *d;
-        size_t n;
-        if (sp_kube_exec_split(&ch, &d, &n, m.data, m.len, err) < 0)
-            return -1;
-        if (ch == SP_KUBE_STDOUT)
-            sp_buf_add(&x->out, d, n);
-        else if (ch == SP_KUBE_STDERR)
-            sp_buf_add(&x->err, d, n);
-        else if (ch == SP_KUBE_STATUS && sp_kube_exec_status(&x->code, (const char *)d, n, err) < 0)
-            return -1;
-        if (stop && stop(&x->out))
-            return 0;
-    }
+    return sp_kube_exec_collect(ws, &x->out, &x->err, &x->code, NULL, timeout_ms, stop, err) < 0
+               ? -1
+               : 0;
 }
 
 static const char *const version_argv[] = {SP_KUBE_SANDPOD_BIN, "version", NULL};

@@ -126,3 +126,40 @@ int sp_kube_exec_resize(sp_ws *ws, unsigned width, unsigned height, sp_error **e
     int n = snprintf(j, sizeof(j), "{\"Width\":%u,\"Height\":%u}", width, height);
     return send_on(ws, SP_KUBE_RESIZE, j, (size_t)n, err);
 }
+
+int sp_kube_exec_collect(sp_ws *ws, sp_buf *out, sp_buf *errb, int *code, unsigned *close_code,
+                         int timeout_ms, bool (*stop)(const sp_buf *out), sp_error **err)
+{
+    *code = -1;
+    sp_buf_adds(out, "");
+    sp_buf_adds(errb, "");
+    int64_t end = sp_now_ms() + timeout_ms;
+    for (;;) {
+        int left = (int)(end - sp_now_ms());
+        if (left <= 0)
+            return sp_err_set(err, SP_ETIMEOUT, 0, "no answer within %d ms", timeout_ms);
+        sp_ws_msg m;
+        int rc = sp_ws_recv(ws, &m, left, err);
+        if (rc < 0)
+            return rc;
+        if (m.opcode == SP_WS_CLOSE) {
+            if (close_code)
+                *close_code = m.close_code;
+            return 0;
+        }
+        int ch;
+        const uint8_t *d;
+        size_t n;
+        if ((rc = sp_kube_exec_split(&ch, &d, &n, m.data, m.len, err)) < 0)
+            return rc;
+        if (ch == SP_KUBE_STDOUT)
+            sp_buf_add(out, d, n);
+        else if (ch == SP_KUBE_STDERR)
+            sp_buf_add(errb, d, n);
+        else if (ch == SP_KUBE_STATUS &&
+                 (rc = sp_kube_exec_status(code, (const char *)d, n, err)) < 0)
+            return rc;
+        if (stop && stop(out))
+            return 0;
+    }
+}

@@ -44,4 +44,11 @@ int sp_kube_exec_close_stdin(sp_ws *ws, sp_error **err);
 /* Tell the terminal's size (channel 4). */
 int sp_kube_exec_resize(sp_ws *ws, unsigned width, unsigned height, sp_error **err);
 
+/* Read an exec's channels into out and errb (both left NUL-terminated)
+ * and *code (-1 until the Status comes) until the server closes (its code
+ * in *close_code when not NULL), stop(out) says enough (may be NULL), or
+ * timeout_ms passes in all (SP_ETIMEOUT). */
+int sp_kube_exec_collect(sp_ws *ws, sp_buf *out, sp_buf *errb, int *code, unsigned *close_code,
+                         int timeout_ms, bool (*stop)(const sp_buf *out), sp_error **err);
+
 #endif

@@ -149,7 +149,7 @@ static double exec_true(const char *pod)
     sp_buf out = SP_BUF_INIT, errb = SP_BUF_INIT;
     int code = -1;
     unsigned close_code = 0;
-    if (kt_exec_collect(ws, &out, &errb, &code, &close_code, 60000, &err) < 0)
+    if (sp_kube_exec_collect(ws, &out, &errb, &code, &close_code, 60000, NULL, &err) < 0)
         die("exec", err);
     double t = now_ms();
     sp_ws_free(ws);

@@ -68,31 +68,3 @@ bool kt_ci(void)
     const char *ci = getenv("CI");
     return ci && strcmp(ci, "true") == 0;
 }
-
-int kt_exec_collect(sp_ws *ws, sp_buf *out, sp_buf *errb, int *code, unsigned *close_code,
-                    int timeout_ms, sp_error **err)
-{
-    *code = -1;
-    sp_buf_adds(out, "");
-    sp_buf_adds(errb, "");
-    for (;;) {
-        sp_ws_msg m;
-        if (sp_ws_recv(ws, &m, timeout_ms, err) < 0)
-            return -1;
-        if (m.opcode == SP_WS_CLOSE) {
-            *close_code = m.close_code;
-            return 0;
-        }
-        int ch;
-        const uint8_t *d;
-        size_t n;
-        if (sp_kube_exec_split(&ch, &d, &n, m.data, m.len, err) < 0)
-            return -1;
-        if (ch == SP_KUBE_STDOUT)
-            sp_buf_add(out, d, n);
-        else if (ch == SP_KUBE_STDERR)
-            sp_buf_add(errb, d, n);
-        else if (sp_kube_exec_status(code, (const char *)d, n, err) < 0)
-            return -1;
-    }
-}

@@ -22,11 +22,4 @@ int kt_run_quiet(char *const argv[]);
 /* CI=true: prerequisites are there, so a skip is a failure. */
 bool kt_ci(void);
 
-/* Read an exec's messages until the server's close: stdout and stderr
- * added to out and errb (NUL-terminated, also when empty), *code from the
- * channel-3 Status (-1 without one), *close_code the close's. < 0 with
- * *err set on an error or a message no exec server sends. */
-int kt_exec_collect(sp_ws *ws, sp_buf *out, sp_buf *errb, int *code, unsigned *close_code,
-                    int timeout_ms, sp_error **err);
-
 #endif

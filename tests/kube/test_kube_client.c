@@ -14,6 +14,7 @@
 
 #include "base.h"
 #include "kube.h"
+#include "kube_exec.h"
 #include "kube_testutil.h"
 #include "sha1.h"
 #include "testutil.h"
@@ -1161,7 +1162,7 @@ static int exec_echo(sp_kube *k, const char *pod, sp_buf *out, sp_error **err)
     sp_buf errb = SP_BUF_INIT;
     int code = -2;
     unsigned close_code = 0;
-    rc = kt_exec_collect(ws, out, &errb, &code, &close_code, 5000, err);
+    rc = sp_kube_exec_collect(ws, out, &errb, &code, &close_code, 5000, NULL, err);
     sp_buf_dispose(&errb);
     sp_ws_free(ws);
     if (rc == 0)

@@ -140,7 +140,7 @@ static void exec_in(exec_result *r, const char *name, const char *query, const c
     r->out = (sp_buf)SP_BUF_INIT;
     r->err = (sp_buf)SP_BUF_INIT;
     unsigned close_code = 0;
-    if (kt_exec_collect(ws, &r->out, &r->err, &r->code, &close_code, 60000, &err) < 0)
+    if (sp_kube_exec_collect(ws, &r->out, &r->err, &r->code, &close_code, 60000, NULL, &err) < 0)
         fail_msg("exec: %s", err->message);
     assert_int_equal(close_code, 1000);
     sp_ws_free(ws);

@@ -287,7 +287,7 @@ static void test_exec_channels(void **state)
     int code;
     unsigned close_code = 0;
     sp_error *err = NULL;
-    if (kt_exec_collect(ws, &out, &errb, &code, &close_code, 10000, &err) < 0)
+    if (sp_kube_exec_collect(ws, &out, &errb, &code, &close_code, 10000, NULL, &err) < 0)
         fail_msg("exec: %s", err->message);
     assert_int_equal(close_code, 1000);
     assert_string_equal(out.data, "abc\nresize 80x24\n");
