@@ -7,6 +7,7 @@
 
 #include "cli.h"
 #include "fs_json.h"
+#include "json.h"
 
 enum { OPT_FREEFORM = 0x3100, OPT_TEXT };
 

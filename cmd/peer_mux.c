@@ -8,6 +8,7 @@
  * requests wait in the server's (the clients are not read while it is
  * full; the server reads eagerly and answers a flood as busy). */
 #include "peer_mux.h"
+#include "json.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -543,7 +544,9 @@ static int server_line(const char *line, size_t len, void *ud, sp_error **err)
 {
     (void)err;
     mux *m = ud;
-    cJSON *msg = cJSON_ParseWithLength(line, len);
+    /* Exact: a result's integers past 2^53 (mtime_ns) reach the client as
+     * the server wrote them. */
+    cJSON *msg = sp_json_parse_exact(line, len);
     if (!msg)
         return 0;
     const cJSON *method = cJSON_GetObjectItemCaseSensitive(msg, "method");

@@ -88,15 +88,6 @@ cJSON *sp_json_error_code(int code, const char *message);
 cJSON *sp_json_error_reason(int code, int reason, const char *message);
 
 /**
- * Parse JSON text keeping integers beyond 2^53 exact: cJSON alone turns
- * `1795600000123456789` into a double that prints as
- * `1.7956000001234568e+18`; here such a number becomes a raw item holding
- * its literal, which prints back unchanged. Use it wherever a result made
- * by these functions is parsed again to be printed. NULL on bad JSON.
- */
-cJSON *sp_json_parse_exact(const char *text, size_t len);
-
-/**
  * `{path, content, total_lines, offset, limit, lines, lines_cut, truncated}`,
  * plus `next_offset` (the offset that continues the read) when truncated.
  * Offsets are 1-based line numbers, as the read_file tool's offset and

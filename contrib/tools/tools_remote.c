@@ -118,7 +118,7 @@ int tools_remote_call(sp_tools *t, const tool_def *d, const char *raw, const cha
     free(params);
     if (rc < 0)
         return call_fail_err(c, rc, err, NULL);
-    cJSON *r = sp_json_parse(res, strlen(res));
+    cJSON *r = sp_json_parse_exact(res, strlen(res));
     free(res);
     const cJSON *sc = sp_json_get(r, "structuredContent");
     const cJSON *content = sp_json_get(r, "content");

@@ -3,6 +3,7 @@
 
 #include <pthread.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "base.h"
 
@@ -104,4 +105,63 @@ cJSON *sp_json_finish(cJSON *obj, bool ok)
         return NULL;
     }
     return obj;
+}
+
+/* ------------------------------------------------------- exact parse -- */
+
+/* The number literals of a JSON text, in document order: a string scan
+ * that skips string contents. */
+static void number_literals(const char *s, size_t len, sp_strv *out)
+{
+    size_t i = 0;
+    while (i < len) {
+        char ch = s[i];
+        if (ch == '"') {
+            for (i++; i < len && s[i] != '"'; i++)
+                if (s[i] == '\\')
+                    i++;
+            i++;
+        } else if (ch == '-' || (ch >= '0' && ch <= '9')) {
+            size_t st = i;
+            while (i < len && strchr("+-.eE0123456789", s[i]))
+                i++;
+            sp_strv_push(out, sp_xstrndup(s + st, i - st));
+        } else {
+            i++;
+        }
+    }
+}
+
+/* Walk the tree in document order; an integer of 16 digits or more gets
+ * its literal back as a raw item. */
+static void restore_numbers(cJSON *node, const sp_strv *lits, size_t *k)
+{
+    for (cJSON *c = node; c; c = c->next) {
+        if (cJSON_IsNumber(c)) {
+            /* cJSON prints 16 digits and more in exponent form, or rounded. */
+            if (*k < lits->n && (c->valuedouble >= 1e15 || c->valuedouble <= -1e15)) {
+                const char *lit = lits->v[*k];
+                if (!strpbrk(lit, ".eE")) { /* an integer */
+                    c->type = cJSON_Raw;
+                    c->valuestring = sp_xstrdup(lit);
+                }
+            }
+            (*k)++;
+        } else if (c->child) {
+            restore_numbers(c->child, lits, k);
+        }
+    }
+}
+
+cJSON *sp_json_parse_exact(const char *text, size_t len)
+{
+    cJSON *o = sp_json_parse(text, len);
+    if (!o)
+        return NULL;
+    sp_strv lits = {0};
+    number_literals(text, len, &lits);
+    size_t k = 0;
+    restore_numbers(o, &lits, &k);
+    sp_strv_dispose(&lits);
+    return o;
 }

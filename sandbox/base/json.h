@@ -24,6 +24,16 @@ void sp_json_init(void);
 /* Parse len bytes (need not be NUL-terminated); NULL when invalid. */
 cJSON *sp_json_parse(const char *s, size_t len);
 
+/**
+ * Parse JSON text keeping integers beyond 2^53 exact: cJSON alone turns
+ * `1795600000123456789` into a double that prints as
+ * `1.7956000001234568e+18`; here such a number becomes a raw item holding
+ * its literal, which prints back unchanged. Use it wherever JSON made
+ * elsewhere is parsed to be printed again (tool results relayed from a
+ * peer, `sandpod call`). NULL on bad JSON.
+ */
+cJSON *sp_json_parse_exact(const char *text, size_t len);
+
 /* The member `key` of object o (case-sensitive), or NULL. */
 const cJSON *sp_json_get(const cJSON *o, const char *key);
 /* Its string, or NULL when missing or not a string. */

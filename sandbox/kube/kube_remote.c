@@ -327,7 +327,7 @@ static int peer_wait(sp_remote *r, int64_t id, int timeout_ms, cJSON **msg, sp_e
                                   timeout_ms / 1000);
             continue;
         }
-        cJSON *j = sp_json_parse(line, strlen(line));
+        cJSON *j = sp_json_parse_exact(line, strlen(line));
         free(line);
         const cJSON *jid = j ? cJSON_GetObjectItemCaseSensitive(j, "id") : NULL;
         if (jid && cJSON_IsNumber(jid) && (int64_t)jid->valuedouble == id &&
@@ -400,7 +400,7 @@ static char *with_key(const char *params, const char *key, sp_error **err)
 /* Hand each whole line read so far to the request it answers. */
 static void peer_dispatch(sp_remote *r, char *line)
 {
-    cJSON *j = sp_json_parse(line, strlen(line));
+    cJSON *j = sp_json_parse_exact(line, strlen(line));
     free(line);
     const cJSON *jid = j ? cJSON_GetObjectItemCaseSensitive(j, "id") : NULL;
     if (jid && cJSON_IsNumber(jid) && !cJSON_GetObjectItemCaseSensitive(j, "method")) {

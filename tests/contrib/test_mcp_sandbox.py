@@ -7,6 +7,11 @@ exec_command / write_stdin sessions, snapshots and restore, the events
 file, removal of the sandbox at exit with --rm (kept by default, with a hint on
 stderr), and .env* files left out of the mounts unless --with-dotenv.
 
+The same suite runs against a remote engine (tests/kube/test_suites_remote.sh
+sets SANDPOD_TEST_ENGINES to an engines.json and SANDPOD_ENGINE to one of
+its engines): what the test looked at in the host workspace it then looks at
+through `sandpod exec` in the workload, as a user of that engine would.
+
 Usage: test_mcp_sandbox.py PATH/TO/sandpod
 Exits 77 (skip) without Podman, unless CI=true. Prints 'N passed, M failed'."""
 
@@ -50,12 +55,30 @@ for envf in [".env", ".env.local", os.path.join("pkg", ".env")]:
     with open(os.path.join(src, envf), "w") as f:
         f.write("SECRET=1\n")
 env = dict(os.environ, SANDPOD_HOME=home)
+ENGINES = os.environ.get("SANDPOD_TEST_ENGINES")
+REMOTE = bool(ENGINES)
+if REMOTE:
+    shutil.copy(ENGINES, os.path.join(home, "engines.json"))
 name = "mcp-test-%d" % os.getpid()
 
 
 def val(resp):
     """The value of a tool result (an empty dict when there is none)."""
     return structured(resp).get("value") or {}
+
+
+def ws_files(sb):
+    """The workspace's files (relative paths) of sandbox SB: the host folder
+    of a local sandbox, `find` in the workload of a remote one."""
+    if not REMOTE:
+        ws = os.path.join(home, "sandboxes", sb, "workspace")
+        return sorted(os.path.relpath(os.path.join(d, f), ws)
+                      for d, _, fs in os.walk(ws) for f in fs)
+    p = subprocess.run([SP, "exec", sb, "--", "sh", "-c", "cd /workspace && find . -type f"],
+                       env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    if p.returncode != 0:
+        return ["(exec failed: %s)" % p.stderr.strip()]
+    return sorted(x[2:] for x in p.stdout.splitlines())
 
 
 def sandboxes():
@@ -90,12 +113,10 @@ try:
     c.check("--rm: the instructions say the work goes with the session",
             ("sandbox %s" % name) in r["result"]["instructions"] and
             "removed" in r["result"]["instructions"], r["result"].get("instructions"))
-    ws = os.path.join(home, "sandboxes", name, "workspace")
+    files = ws_files(name)
     c.check(".env* files are left out of the mount by default",
-            os.path.exists(os.path.join(ws, "pkg", "data.txt")) and
-            not any(os.path.exists(os.path.join(ws, e))
-                    for e in [".env", ".env.local", os.path.join("pkg", ".env")]),
-            sorted(os.listdir(ws)))
+            "pkg/data.txt" in files and
+            not any(e in files for e in [".env", ".env.local", "pkg/.env"]), files)
     r = s.request("tools/list")
     names = [t["name"] for t in r["result"]["tools"]]
     for n in ["shell", "exec_command", "write_stdin", "snapshot", "restore", "list_snapshots",
@@ -272,10 +293,15 @@ try:
     # ------------------------------------------------------------ events
     ev = os.path.join(home, "sandboxes", name, "events.jsonl")
     lines = open(ev).read().splitlines() if os.path.exists(ev) else []
-    parsed = [json.loads(x) for x in lines]
+    # (`sandpod exec`, which ws_files() runs on a remote sandbox, adds
+    # "command" events of its own.)
+    parsed = [e for e in map(json.loads, lines) if e.get("event") in ("start", "end")]
     ends = [e for e in parsed if e.get("event") == "end"]
+    starts = {e.get("call"): e.get("tool") for e in parsed if e.get("event") == "start"}
+    for e in ends:
+        starts.pop(e.get("call"), None)
     c.check("events.jsonl has start and end lines", len(ends) >= 10 and
-            len(parsed) == 2 * len(ends), len(parsed))
+            len(parsed) == 2 * len(ends), (len(parsed), "started, no end:", starts))
     c.check("events carry tool, ok, code, duration, bytes, truncated, paths",
             all({"tool", "ok", "code", "duration_ms", "bytes", "truncated", "paths",
                  "sandbox"} <= set(e) for e in ends), ends[:2])
@@ -304,10 +330,8 @@ try:
     c.check("at exit stderr says how to get the work",
             all(("sandpod %s %s" % (v, name + "-k")) in hint for v in ["diff", "apply", "rm -f"]),
             hint)
-    kws = os.path.join(home, "sandboxes", name + "-k", "workspace")
-    c.check("--with-dotenv copies .env files",
-            os.path.exists(os.path.join(kws, ".env")) and
-            os.path.exists(os.path.join(kws, "pkg", ".env")), sorted(os.listdir(kws)))
+    files = ws_files(name + "-k")
+    c.check("--with-dotenv copies .env files", ".env" in files and "pkg/.env" in files, files)
     for bad in [["mcp", "--rm", name + "-k"], ["mcp", "--create", "--keep", "--rm"],
                 ["mcp", "--with-dotenv", "--root", tmp]]:
         p = subprocess.run([SP] + bad, env=env, stdin=subprocess.DEVNULL,
