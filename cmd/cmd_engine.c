@@ -67,7 +67,8 @@ const struct cli_spec cli_spec_engine = {
         "How a kubernetes engine finds its cluster, first match wins: --server (with\n"
         "--token-file, --ca-file); else --kubeconfig/--context, read through kubectl\n"
         "(--kubectl names the program); else the in-cluster service account when sandpod\n"
-        "runs in a Pod; else kubectl's defaults.",
+        "runs in a Pod; else kubectl's defaults. A podman engine's service is --url\n"
+        "(unix:// or http(s)://; without it, found or started as for any sandbox).",
     .groups = CLI_GROUPS(
         CLI_OWN(
             CLI_FLAG("json", 0, OPT_JSON, "ls, test: print the result as JSON on stdout"),
@@ -202,6 +203,9 @@ static int do_add(const char *root, struct add_args *a)
     }
     if (a->e.kind == SP_ENGINE_PODMAN && a->any_kube)
         return cli_usage("engine", "add: the kubernetes options do not apply to --kind podman");
+    if (a->e.kind == SP_ENGINE_KUBERNETES && a->e.podman_url)
+        return cli_usage("engine", "add: --url is a Podman service's; a kubernetes engine "
+                                   "takes --server or --kubeconfig");
     if ((r = sp_engine_add(root, &a->e, a->replace, &err)) < 0)
         return cli_fail(false, r, err);
     if (a->make_default && (r = sp_engine_set_default(root, a->e.name, &err)) < 0)
@@ -340,6 +344,9 @@ int cmd_engine(int argc, char **argv)
         break;
     case 1:
         a.e.name = (char *)name;
+        /* --url is the Podman service an engine of kind podman talks to; it
+         * was once dropped silently here. */
+        a.e.podman_url = (char *)conn.url;
         rc = do_add(conn.state_root, &a);
         break;
     case 2:

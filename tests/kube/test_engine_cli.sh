@@ -64,6 +64,20 @@ if [ "$MODE" = fake ]; then
     expect 2 "add without --kind"
     run engine add c2 --kind nomad
     expect 2 "an unknown kind"
+    # --url names the Podman service of an engine of kind podman (it was
+    # once dropped silently); a kubernetes engine refuses it.
+    run engine add pm --kind podman --url unix:///run/elsewhere/podman.sock
+    expect 0 "engine add --kind podman --url"
+    check "engines.json keeps the podman engine's url" python3 -c \
+        'import json,sys; sys.exit(json.load(open(sys.argv[1]))["engines"]["pm"].get("url") != "unix:///run/elsewhere/podman.sock")' \
+        "$SANDPOD_HOME/engines.json"
+    run engine add pm2 --kind podman --url ftp://x
+    expect 1 "a podman url that is not unix:// or http(s)"
+    run engine add k2 --kind kubernetes --server "$SERVER" --url unix:///x
+    expect 2 "--url with --kind kubernetes"
+    err_has "--url is a Podman service" "the refusal says what --url is"
+    run engine rm pm
+    expect 0 "engine rm pm"
     run engine ls --no-probe
     expect 2 "--no-probe with ls"
     if command -v kubectl >/dev/null 2>&1; then
