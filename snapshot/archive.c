@@ -11,10 +11,13 @@
  * store from an archive without ever touching the workspace; it refuses
  * absolute names and `..`, skips device nodes and sockets, turns a hard
  * link into a copy of its target, and drops set-id bits as export does. */
+#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/random.h>
+#include <unistd.h>
+#include <zlib.h>
 
 #include "lazy_archive.h"
 #include "snap_internal.h"
@@ -575,6 +578,144 @@ static int read_error(sp_error **err, struct archive *a, const sp_buf *refused)
                       refused->len ? refused->data : "");
 }
 
+/* ------------------------------------------------------ checked gzip -- */
+
+/* libarchive's gzip reader skips a member's trailer unread: a corrupted
+ * .tar.gz whose deflate data still decodes would import wrong bytes with
+ * no error. Import reads its input through this source instead: gzip
+ * input (each member of it) is inflated by zlib, which checks the CRC-32
+ * and the length of every member; anything else reaches libarchive as it
+ * is (bzip2 and xz check their own data). */
+struct gz_src {
+    int fd;
+    bool owned, gz, member_done, eof;
+    z_stream z;
+    unsigned char in[1 << 16], out[1 << 16];
+    size_t head;   /* bytes of in[] read while sniffing, passed on as they are */
+    char why[160]; /* what went wrong reading, for import's error */
+};
+
+#define GZ_FAIL(a, g, code, ...)                                                                   \
+    do {                                                                                           \
+        snprintf((g)->why, sizeof((g)->why), __VA_ARGS__);                                         \
+        archive_set_error((a), (code), "%s", (g)->why);                                            \
+    } while (0)
+
+static ssize_t src_fill(struct archive *a, struct gz_src *g)
+{
+    ssize_t n;
+    do
+        n = read(g->fd, g->in, sizeof(g->in));
+    while (n < 0 && errno == EINTR);
+    if (n < 0)
+        GZ_FAIL(a, g, errno, "read: %s", strerror(errno));
+    return n;
+}
+
+static la_ssize_t gz_read(struct archive *a, void *ud, const void **buf)
+{
+    struct gz_src *g = ud;
+    if (!g->gz) {
+        *buf = g->in;
+        if (g->head) {
+            ssize_t n = (ssize_t)g->head;
+            g->head = 0;
+            return n;
+        }
+        return src_fill(a, g);
+    }
+    g->z.next_out = g->out;
+    g->z.avail_out = sizeof(g->out);
+    while (g->z.avail_out == sizeof(g->out)) {
+        if (g->z.avail_in == 0 && !g->eof) {
+            ssize_t n = src_fill(a, g);
+            if (n < 0)
+                return ARCHIVE_FATAL;
+            g->eof = n == 0;
+            g->z.next_in = g->in;
+            g->z.avail_in = (uInt)n;
+        }
+        if (g->member_done) {
+            if (g->z.avail_in == 0 && g->eof)
+                break; /* the end, after a whole member */
+            /* Another member follows (gzip allows several). */
+            if (inflateReset(&g->z) != Z_OK) {
+                GZ_FAIL(a, g, EIO, "gzip: cannot start the next member");
+                return ARCHIVE_FATAL;
+            }
+            g->member_done = false;
+        }
+        if (g->z.avail_in == 0 && g->eof) {
+            GZ_FAIL(a, g, EIO, "truncated gzip input");
+            return ARCHIVE_FATAL;
+        }
+        int zr = inflate(&g->z, Z_NO_FLUSH);
+        if (zr == Z_STREAM_END) {
+            g->member_done = true;
+        } else if (zr != Z_OK && zr != Z_BUF_ERROR) {
+            /* "incorrect data check" (CRC-32), "incorrect length check", ... */
+            GZ_FAIL(a, g, EIO, "gzip: %s", g->z.msg ? g->z.msg : "corrupt data");
+            return ARCHIVE_FATAL;
+        }
+    }
+    *buf = g->out;
+    return (la_ssize_t)(sizeof(g->out) - g->z.avail_out);
+}
+
+/* Open the import's input: PATH, else FD (not closed here). */
+static int gz_open(struct gz_src **out, const char *path, int fd, sp_error **err)
+{
+    struct gz_src *g = sp_xcalloc(1, sizeof(*g));
+    g->fd = fd;
+    if (path && (g->fd = open(path, O_RDONLY | O_CLOEXEC)) < 0) {
+        int r = sp_err_errno(err, errno, "import: open", path);
+        free(g);
+        return r;
+    }
+    /* Sniff the magic bytes, reading until two are there or the input ends. */
+    while (g->head < 2) {
+        ssize_t n = read(g->fd, g->in + g->head, sizeof(g->in) - g->head);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            int r = sp_err_errno(err, errno, "import: read", path ? path : "the archive");
+            if (path)
+                close(g->fd);
+            free(g);
+            return r;
+        }
+        if (n == 0)
+            break;
+        g->head += (size_t)n;
+    }
+    if (g->head >= 2 && g->in[0] == 0x1f && g->in[1] == 0x8b) {
+        g->gz = true;
+        if (inflateInit2(&g->z, 16 + MAX_WBITS) != Z_OK) {
+            if (path)
+                close(g->fd);
+            free(g);
+            return sp_err_set(err, SP_ERROR, ENOMEM, "zlib: cannot initialize");
+        }
+        g->z.next_in = g->in;
+        g->z.avail_in = (uInt)g->head;
+        g->head = 0;
+    }
+    g->owned = path != NULL;
+    *out = g;
+    return 0;
+}
+
+static void gz_close(struct gz_src *g)
+{
+    if (!g)
+        return;
+    if (g->gz)
+        inflateEnd(&g->z);
+    if (g->owned)
+        close(g->fd);
+    free(g);
+}
+
 int sp_snapshot_import(sp_snapshot **out, sp_snapstore *s, const char *path, int fd,
                        const char *tag, sp_error **err)
 {
@@ -587,17 +728,22 @@ int sp_snapshot_import(sp_snapshot **out, sp_snapstore *s, const char *path, int
         return r;
     if ((r = sp_archive_load(err)) < 0)
         return r;
+    struct gz_src *src = NULL;
+    if ((r = gz_open(&src, path, fd, err)) < 0)
+        return r;
     sp_buf refused = SP_BUF_INIT;
     struct archive *a = new_reader(&refused);
-    if ((path ? archive_read_open_filename(a, path, 1 << 16)
-              : archive_read_open_fd(a, fd, 1 << 16)) != ARCHIVE_OK) {
+    if (archive_read_open(a, src, NULL, gz_read, NULL) != ARCHIVE_OK) {
         r = read_error(err, a, &refused);
         sp_buf_dispose(&refused);
         archive_read_free(a);
+        gz_close(src);
         return r;
     }
     if ((r = sp_snap_lock_write(s, err)) < 0) {
+        sp_buf_dispose(&refused);
         archive_read_free(a);
+        gz_close(src);
         return r;
     }
     snode *root = sp_snode_new("", 0, SN_DIR);
@@ -615,6 +761,21 @@ int sp_snapshot_import(sp_snapshot **out, sp_snapstore *s, const char *path, int
         if ((r = import_entry(s, a, e, root, &im, err)) < 0)
             break;
     }
+    /* The tar ends before its gzip member does: read the rest, so that the
+     * member's CRC-32 and length are checked too. */
+    const void *rest;
+    la_ssize_t got = 1;
+    while (r == 0 && src->gz && got > 0)
+        got = gz_read(a, src, &rest);
+    if (got < 0 || (r < 0 && src->why[0])) {
+        /* A read of the input failed under libarchive or the store: its own
+         * words say what. */
+        if (err && *err) {
+            sp_error_free(*err);
+            *err = NULL;
+        }
+        r = sp_err_set(err, SP_ERROR, EIO, "import: %s", src->why);
+    }
     if (r == 0) {
         mark_dirty(root);
         r = sp_tree_finalize(&s->odb, root, err);
@@ -625,5 +786,6 @@ int sp_snapshot_import(sp_snapshot **out, sp_snapstore *s, const char *path, int
     sp_snode_free(root, NULL, NULL);
     sp_buf_dispose(&refused);
     archive_read_free(a);
+    gz_close(src);
     return r;
 }

@@ -31,6 +31,8 @@
     X(archive_read_support_filter_zstd)                                                            \
     X(archive_read_open_filename)                                                                  \
     X(archive_read_open_fd)                                                                        \
+    X(archive_read_open)                                                                           \
+    X(archive_set_error)                                                                           \
     X(archive_read_next_header)                                                                    \
     X(archive_read_data)                                                                           \
     X(archive_read_data_block)                                                                     \
@@ -89,6 +91,8 @@ extern sp_archive_api sp_archive;
 #define archive_read_support_filter_zstd        (sp_archive.archive_read_support_filter_zstd)
 #define archive_read_open_filename              (sp_archive.archive_read_open_filename)
 #define archive_read_open_fd                    (sp_archive.archive_read_open_fd)
+#define archive_read_open                       (sp_archive.archive_read_open)
+#define archive_set_error                       (sp_archive.archive_set_error)
 #define archive_read_next_header                (sp_archive.archive_read_next_header)
 #define archive_read_data                       (sp_archive.archive_read_data)
 #define archive_read_data_block                 (sp_archive.archive_read_data_block)

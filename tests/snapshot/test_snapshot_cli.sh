@@ -232,6 +232,31 @@ printf 'x' >"$T/evil/a/f"
 (cd "$T/evil" && tar -cf "$T/evil.tar" --absolute-names a/f /etc/hostname 2>/dev/null)
 snap snapshot import "$T/evil.tar"
 expect_rc 1 "import refuses an absolute path"
+# A corrupted .tar.gz is refused, whatever libarchive would have made of
+# it (its gzip reader leaves a member's CRC-32 and length unchecked), and
+# makes no snapshot.
+python3 - "$T/x.tar.gz" "$T" <<'PY'
+import sys
+d = open(sys.argv[1], "rb").read()
+def put(name, b): open(sys.argv[2] + "/" + name, "wb").write(b)
+put("crc.tar.gz", d[:-8] + bytes([d[-8] ^ 0xFF]) + d[-7:])  # the CRC-32
+put("len.tar.gz", d[:-1] + bytes([d[-1] ^ 0x01]))            # the length
+put("notrailer.tar.gz", d[:-8])                              # no trailer at all
+put("two.tar.gz", d + d)                                     # two members: fine
+PY
+snap snapshots --json
+before=$(json "len(j['snapshots'])")
+for c in "crc:incorrect data check" "len:incorrect length check" "notrailer:truncated gzip input"; do
+    snap snapshot import "$T/${c%%:*}.tar.gz"
+    expect_rc 1 "import of a .tar.gz with a bad ${c%%:*}"
+    expect_err "import: gzip: ${c#*:}\|import: ${c#*:}" "...says what: ${c#*:}"
+done
+snap snapshots --json
+expect_json "len(j['snapshots'])" "$before" "the refused imports made no snapshot"
+snap snapshot import "$T/two.tar.gz" --tag two --json
+expect_rc 0 "import of a gzip with two members"
+snap diff "$ID1" two
+[ ! -s "$T/out" ] && ok || bad "the two-member import differs: $(head -3 "$T/out")"
 
 # --------------------------------------------------------------- set-id --
 printf '#!/bin/sh\n' >"$W/suid"
