@@ -99,8 +99,6 @@ int sp_sandbox_fork(sp_sandbox **out, sp_sandbox *origin, const char *snapshot,
                     const sp_sandbox_opts *opts, sp_error **err)
 {
     *out = NULL;
-    if (sp_sandbox_is_remote(origin))
-        return sp_sandbox_not_local(origin, "a fork", err);
     if (SP_OPTS_CHECK(opts, 1, SP_SANDBOX_OPTS_VERSION, "sp_sandbox_opts", err) < 0)
         return SP_EINVAL;
     sp_sandbox_opts in = SP_SANDBOX_OPTS_INIT;
@@ -128,6 +126,8 @@ int sp_sandbox_fork(sp_sandbox **out, sp_sandbox *origin, const char *snapshot,
     o.exec_path = in.exec_path ? in.exec_path : c->exec_path;
     o.userns = in.userns ? in.userns : c->userns;
     o.seccomp = in.seccomp ? in.seccomp : c->seccomp;
+    if (sp_sandbox_is_remote(origin))
+        return sp_remote_fork(out, origin, snapshot, &o, err);
     fork_seed f = {origin, snapshot};
     return sp_sandbox_create_seeded(out, &o, seed_from_snapshot, &f, err);
 }

@@ -87,6 +87,13 @@ static int seed(sp_sandbox *sb, const sp_sandbox_opts *o, sp_error **err);
 
 int sp_remote_create(sp_sandbox *sb, const sp_sandbox_opts *o, const sp_engine *e, sp_error **err)
 {
+    return sp_remote_create_seeded(sb, o, e, NULL, NULL, err);
+}
+
+/* With seed_fn, the workspace is what it makes (a fork's), not the mounts. */
+int sp_remote_create_seeded(sp_sandbox *sb, const sp_sandbox_opts *o, const sp_engine *e,
+                            sp_sandbox_seed_fn seed_fn, void *seed_data, sp_error **err)
+{
     sb->engine = sp_xstrdup(e->name);
     sb->engine_kind = e->kind;
     sb->rops = ops_for(e->kind);
@@ -105,7 +112,7 @@ int sp_remote_create(sp_sandbox *sb, const sp_sandbox_opts *o, const sp_engine *
     /* What local code would take for a workspace on this host: nothing. */
     free(sb->workspace);
     sb->workspace = NULL;
-    if (o->n_mounts && (r = seed(sb, o, err)) < 0)
+    if (seed_fn ? (r = seed_fn(sb, seed_data, err)) < 0 : o->n_mounts && (r = seed(sb, o, err)) < 0)
         return r;
     for (size_t i = 0; o->setup && o->setup[i]; i++) {
         sp_run_result *res = NULL;

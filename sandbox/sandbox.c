@@ -1047,13 +1047,6 @@ int sp_sandbox_create_seeded(sp_sandbox **out, const sp_sandbox_opts *opts, sp_s
     bool remote = eng->kind != SP_ENGINE_PODMAN;
     if (!remote && eng->podman_url && !o.podman_url)
         o.podman_url = eng->podman_url;
-    if (remote && seed) {
-        r = sp_err_set(err, SP_EINVAL, 0,
-                       "engine %s: forks and templates start local sandboxes only, for now",
-                       eng->name);
-        sp_engine_free(eng);
-        return r;
-    }
     cleanup_free char *boxes = sp_xasprintf("%s/sandboxes", root);
     if ((r = mkdirs(boxes, err)) < 0) {
         sp_engine_free(eng);
@@ -1093,7 +1086,8 @@ int sp_sandbox_create_seeded(sp_sandbox **out, const sp_sandbox_opts *opts, sp_s
         goto fail;
     if (remote) {
         /* The workload, its workspace and its store are the engine's. */
-        if ((r = sp_remote_create(sb, &o, eng, err)) < 0 || (r = sp_sandbox_save(sb, err)) < 0)
+        if ((r = sp_remote_create_seeded(sb, &o, eng, seed, seed_data, err)) < 0 ||
+            (r = sp_sandbox_save(sb, err)) < 0)
             goto fail;
         sp_engine_free(eng);
         sp_sandbox_unlock(sb);

@@ -142,6 +142,14 @@ int sp_sandbox_resolve_root(char **out, const char *state_root, sp_error **err);
 typedef int (*sp_sandbox_seed_fn)(sp_sandbox *sb, void *data, sp_error **err);
 int sp_sandbox_create_seeded(sp_sandbox **out, const sp_sandbox_opts *opts, sp_sandbox_seed_fn seed,
                              void *seed_data, sp_error **err);
+/* remote.c: on a remote engine the seed runs once the workload serves,
+ * before its setup commands and its `base` snapshot. */
+int sp_remote_create_seeded(sp_sandbox *sb, const sp_sandbox_opts *o, const sp_engine *e,
+                            sp_sandbox_seed_fn seed_fn, void *seed_data, sp_error **err);
+/* remote_fork.c: sp_sandbox_fork() of a remote origin, with o already its
+ * configuration. */
+int sp_remote_fork(sp_sandbox **out, sp_sandbox *origin, const char *snapshot,
+                   const sp_sandbox_opts *o, sp_error **err);
 /* flock the state folder's lock file; nests. */
 int sp_sandbox_lock(sp_sandbox *sb, sp_error **err);
 void sp_sandbox_unlock(sp_sandbox *sb);

@@ -25,6 +25,9 @@ Usage: fake_podman.py DIR [--client-cert] [--v4-only]
     offers no v5), channels 0-4, `podman exec -i [-t] POD-CONTAINER cmd...`;
     the channel-3 Status carries the exit code (ExitCode cause); v5's
     [255, 0] closes the command's stdin; channel 4 resizes a tty.
+  - fault {"drop_export_at_stdout": k}: the next exec of a command with an
+    "export" word drops its connection in place of its k-th stdout message
+    (an archive cut mid-stream).
   - fault {"drop_exec_after_stdin": k}: the next exec drops its connection
     (no close frame, no Status) 0.3 s after its k-th stdin message reached
     the command, as an API server or load balancer going away mid-call.
@@ -369,6 +372,8 @@ class Handler(base.Handler):
         with lock:
             v4_only = V4_ONLY or state["faults"].get("v4_only")
             drop_at = state["faults"].pop("drop_exec_after_stdin", 0)
+            drop_out = (state["faults"].pop("drop_export_at_stdout", 0)
+                        if "export" in (q.get("command") or []) else 0)
         proto = V5 if V5 in offered and not v4_only else V4 if V4 in offered else None
         key = self.headers.get("Sec-WebSocket-Key")
         if self.headers.get("Upgrade", "").lower() != "websocket" or not key or not proto:
@@ -387,11 +392,11 @@ class Handler(base.Handler):
         ws = WS(self.rfile, self.wfile)
         try:
             self.relay(ws, proto, "%s-%s" % (name, container), cmd, stdin, stdout, stderr, tty,
-                       drop_at)
+                       drop_at, drop_out)
         except (OSError, EOFError, ValueError):
             pass
 
-    def relay(self, ws, proto, target, cmd, stdin, stdout, stderr, tty, drop_at=0):
+    def relay(self, ws, proto, target, cmd, stdin, stdout, stderr, tty, drop_at=0, drop_out=0):
         args = ["podman", "exec"] + (["-i"] if stdin else []) + (["-t"] if tty else [])
         args += [target] + cmd
         master = None
@@ -413,6 +418,8 @@ class Handler(base.Handler):
             in_fd = p.stdin.fileno() if stdin else None
         want = {1: stdout, 2: stderr}
 
+        sent = [0]
+
         def pump(fd, ch):
             while True:
                 try:
@@ -423,6 +430,11 @@ class Handler(base.Handler):
                     b = b""
                 if not b:
                     return
+                if ch == 1 and drop_out:
+                    sent[0] += 1
+                    if sent[0] == drop_out:  # cut before this message
+                        drop()
+                        return
                 if want[ch]:
                     try:
                         ws.send(2, bytes([ch]) + b)

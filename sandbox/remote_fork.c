@@ -1,0 +1,135 @@
+/* sp_sandbox_fork() of a sandbox on a remote engine: a new sandbox on the
+ * same engine, with the origin's configuration, whose workspace starts as
+ * the origin's snapshot. The snapshot leaves the origin's peer as a tar
+ * (export_tar) and is streamed, through a pipe a thread fills, straight
+ * into the new peer's import (all or nothing there); nothing is kept on
+ * this machine. Then create takes the new sandbox's `base` snapshot, as it
+ * does after a hydration. A failure anywhere fails the create, which
+ * removes the new Pod and its state folder; the origin is only read. */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cJSON.h>
+
+#include "sandbox_internal.h"
+
+typedef struct remote_fork {
+    sp_sandbox *origin;
+    const char *snapshot; /* the origin's snapshot (never NULL here) */
+    int fd;
+    sp_error *err;
+    int rc;
+} remote_fork;
+
+static void *export_writer(void *arg)
+{
+    remote_fork *f = arg;
+    f->rc = sp_remote_export(f->origin, f->snapshot, false, f->fd, &f->err);
+    close(f->fd); /* the end of the archive, or a cut the import refuses */
+    return NULL;
+}
+
+static int seed_from_origin(sp_sandbox *sb, void *data, sp_error **err)
+{
+    remote_fork *f = data;
+    int p[2];
+    if (pipe2(p, O_CLOEXEC) < 0)
+        return sp_err_errno(err, errno, "pipe", NULL);
+    f->fd = p[1];
+    pthread_t th;
+    if (pthread_create(&th, NULL, export_writer, f) != 0) {
+        close(p[0]);
+        close(p[1]);
+        return sp_err_set(err, SP_ERROR, 0, "could not start the export thread");
+    }
+    char *res = NULL;
+    sp_error *ie = NULL;
+    int r = sp_remote_import(sb, p[0], NULL, true, &res, &ie);
+    close(p[0]); /* an export still going gets EPIPE and stops */
+    pthread_join(th, NULL);
+    free(res);
+    if (f->rc < 0) { /* the export's own error says more than the import's */
+        sp_error_free(ie);
+        r = f->rc;
+        if (err)
+            *err = f->err;
+        else
+            sp_error_free(f->err);
+        f->err = NULL;
+        return sp_err_wrap(err, r, "fork sandbox %s", f->origin->name);
+    }
+    if (r < 0) {
+        if (err)
+            *err = ie;
+        else
+            sp_error_free(ie);
+        return sp_err_wrap(err, r, "fork sandbox %s: the new workspace", f->origin->name);
+    }
+    return 0;
+}
+
+/* The origin's newest snapshot, as a local fork takes by default: asked
+ * of its peer (`snapshots --json`), so that the origin's store is only
+ * read, never given a snapshot of its own. */
+static int newest_snapshot(char **id, sp_sandbox *origin, sp_error **err)
+{
+    *id = NULL;
+    int fd = memfd_create("sandpod-snapshots", MFD_CLOEXEC);
+    if (fd < 0)
+        return sp_err_errno(err, errno, "memfd_create", NULL);
+    const char *args[] = {"snapshots",      "--root", "/workspace", "--store",
+                          "/sandpod/store", "--json", NULL};
+    int code = -1;
+    int r = sp_sandbox_peer_command(origin, args, fd, -1, &code, err);
+    sp_buf b = {0};
+    char chunk[4096];
+    ssize_t n;
+    if (r == 0 && lseek(fd, 0, SEEK_SET) == 0)
+        while ((n = read(fd, chunk, sizeof(chunk))) > 0)
+            sp_buf_add(&b, chunk, (size_t)n);
+    close(fd);
+    if (r < 0) {
+        sp_buf_dispose(&b);
+        return sp_err_wrap(err, r, "fork sandbox %s: its snapshots", origin->name);
+    }
+    cJSON *j = b.data ? cJSON_ParseWithLength(b.data, b.len) : NULL;
+    sp_buf_dispose(&b);
+    const cJSON *list = cJSON_GetObjectItemCaseSensitive(j, "snapshots");
+    int count = cJSON_GetArraySize(list);
+    const cJSON *last = count > 0 ? cJSON_GetArrayItem(list, count - 1) : NULL;
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(last, "id");
+    if (code == 0 && cJSON_IsString(v))
+        *id = sp_xstrdup(v->valuestring);
+    cJSON_Delete(j);
+    if (!*id)
+        return sp_err_set(err, SP_ENOTFOUND, 0,
+                          "sandbox %s has no snapshots to fork from (take one with `sandpod "
+                          "snapshot %s`)",
+                          origin->name, origin->name);
+    return 0;
+}
+
+int sp_remote_fork(sp_sandbox **out, sp_sandbox *origin, const char *snapshot,
+                   const sp_sandbox_opts *o, sp_error **err)
+{
+    sp_sandbox_opts ro = *o;
+    if (ro.engine && strcmp(ro.engine, sp_sandbox_engine(origin)) != 0)
+        return sp_err_set(err, SP_EINVAL, 0,
+                          "sandbox %s runs on engine %s: its forks run there too, not on %s",
+                          origin->name, sp_sandbox_engine(origin), ro.engine);
+    ro.engine = sp_sandbox_engine(origin);
+    cleanup_free char *newest = NULL;
+    if (!snapshot) {
+        int r = newest_snapshot(&newest, origin, err);
+        if (r < 0)
+            return r;
+        snapshot = newest;
+    }
+    remote_fork f = {.origin = origin, .snapshot = snapshot, .fd = -1};
+    return sp_sandbox_create_seeded(out, &ro, seed_from_origin, &f, err);
+}
