@@ -34,7 +34,7 @@ static void *export_writer(void *arg)
     return NULL;
 }
 
-static int seed_from_origin(sp_sandbox *sb, void *data, sp_error **err)
+int sp_remote_fork_seed(sp_sandbox *sb, void *data, sp_error **err)
 {
     remote_fork *f = data;
     int p[2];
@@ -131,5 +131,5 @@ int sp_remote_fork(sp_sandbox **out, sp_sandbox *origin, const char *snapshot,
         snapshot = newest;
     }
     remote_fork f = {.origin = origin, .snapshot = snapshot, .fd = -1};
-    return sp_sandbox_create_seeded(out, &ro, seed_from_origin, &f, err);
+    return sp_sandbox_create_seeded(out, &ro, sp_remote_fork_seed, &f, err);
 }

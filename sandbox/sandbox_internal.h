@@ -148,6 +148,8 @@ int sp_remote_create_seeded(sp_sandbox *sb, const sp_sandbox_opts *o, const sp_e
                             sp_sandbox_seed_fn seed_fn, void *seed_data, sp_error **err);
 /* remote_fork.c: sp_sandbox_fork() of a remote origin, with o already its
  * configuration. */
+/* its seed: the one a remote create runs (a local seed fills a host folder). */
+int sp_remote_fork_seed(sp_sandbox *sb, void *data, sp_error **err);
 int sp_remote_fork(sp_sandbox **out, sp_sandbox *origin, const char *snapshot,
                    const sp_sandbox_opts *o, sp_error **err);
 /* flock the state folder's lock file; nests. */

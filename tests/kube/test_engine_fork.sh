@@ -88,6 +88,17 @@ expect 1 "fork onto a taken name"
 err_has "already exists" "... says so"
 check "... and makes no Pod" [ "$(pods)" = "$N" ]
 
+# A local origin forked onto the engine: refused, as before (a local seed
+# fills a host folder).
+run create --name "fk$$-local" --image "$WIMG"
+expect 0 "create a local sandbox"
+run snapshot "fk$$-local"
+run create --from "fk$$-local" --engine fake --name "$O-x"
+expect 1 "a fork of a local sandbox onto the engine is refused"
+err_has "start local sandboxes only" "... saying so"
+check "... nothing made" [ ! -e "$SANDPOD_HOME/sandboxes/$O-x" ]
+run rm --force "fk$$-local"
+
 # The export cut mid-stream: the fork fails, nothing is left.
 fault '{"drop_export_at_stdout": 2}'
 run fork --name "$O-cut" "$O"
