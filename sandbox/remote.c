@@ -141,54 +141,60 @@ int sp_remote_create_seeded(sp_sandbox *sb, const sp_sandbox_opts *o, const sp_e
     return r;
 }
 
-/* Hydrate the mounts here and stream them, as a snapshot archive, into
- * the peer's import (all or nothing there): a thread writes the archive
- * into a pipe the import reads. */
-typedef struct seed_job {
+/* A tar a thread writes into a pipe, streamed into the peer's import (all
+ * or nothing there). The writer's error wins over the import's (a cut
+ * archive is what the import saw of it). SIGPIPE is blocked in the
+ * writer's thread: a write after the import gave up fails with EPIPE
+ * rather than killing a process that did not ignore the signal. */
+typedef struct piped_import {
     int fd;
-    const sp_sandbox_opts *o;
-    const char *state_root;
+    sp_remote_tar_writer write;
+    void *data;
     sp_error *err;
     int rc;
-} seed_job;
+} piped_import;
 
-static void *seed_writer(void *arg)
+static void *piped_writer(void *arg)
 {
-    seed_job *j = arg;
-    sp_hydrate_opts ho = SP_HYDRATE_OPTS_INIT;
-    ho.allowed_roots = j->o->allowed_roots;
-    ho.progress = j->o->progress;
-    ho.progress_userdata = j->o->progress_userdata;
-    j->rc = sp_seed_tar(j->fd, j->o->mounts, j->o->n_mounts, &ho, j->state_root, &j->err);
+    piped_import *j = arg;
+    sigset_t pipe_set;
+    sigemptyset(&pipe_set);
+    sigaddset(&pipe_set, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &pipe_set, NULL);
+    j->rc = j->write(j->fd, j->data, &j->err);
     close(j->fd); /* the end of the archive, or a cut the import refuses */
+    /* A SIGPIPE our writes raised stays pending on this thread: take it. */
+    struct timespec zero = {0, 0};
+    while (sigtimedwait(&pipe_set, NULL, &zero) == SIGPIPE)
+        ;
     return NULL;
 }
 
-static int seed(sp_sandbox *sb, const sp_sandbox_opts *o, sp_error **err)
+int sp_remote_import_piped(sp_sandbox *sb, const char *tag, sp_remote_tar_writer write, void *data,
+                           sp_error **err)
 {
     int p[2];
     if (pipe2(p, O_CLOEXEC) < 0)
         return sp_err_errno(err, errno, "pipe", NULL);
-    seed_job j = {.fd = p[1], .o = o, .state_root = sb->state_root};
+    piped_import j = {.fd = p[1], .write = write, .data = data};
     pthread_t th;
-    if (pthread_create(&th, NULL, seed_writer, &j) != 0) {
+    if (pthread_create(&th, NULL, piped_writer, &j) != 0) {
         close(p[0]);
         close(p[1]);
-        return sp_err_set(err, SP_ERROR, 0, "could not start the hydration thread");
+        return sp_err_set(err, SP_ERROR, 0, "could not start the archive's writer thread");
     }
     char *res = NULL;
     sp_error *ie = NULL;
-    /* Tagged: what the mounts brought, before any setup command. */
-    int r = sp_remote_import(sb, p[0], "hydrated", true, &res, &ie);
+    int r = sp_remote_import(sb, p[0], tag, true, &res, &ie);
     close(p[0]); /* a writer still going gets EPIPE and stops */
     pthread_join(th, NULL);
-    if (j.rc < 0) { /* the hydration's own error says more than the import's */
+    free(res);
+    if (j.rc < 0) {
         sp_error_free(ie);
         if (err)
             *err = j.err;
         else
             sp_error_free(j.err);
-        free(res);
         return j.rc;
     }
     sp_error_free(j.err);
@@ -197,9 +203,33 @@ static int seed(sp_sandbox *sb, const sp_sandbox_opts *o, sp_error **err)
             *err = ie;
         else
             sp_error_free(ie);
-        return sp_err_wrap(err, r, "seeding the workspace of sandbox %s", sb->name);
     }
-    free(res);
+    return r;
+}
+
+/* Hydrate the mounts here, written as a snapshot archive. */
+struct seed_src {
+    const sp_sandbox_opts *o;
+    const char *state_root;
+};
+
+static int seed_write(int fd, void *data, sp_error **err)
+{
+    const struct seed_src *s = data;
+    sp_hydrate_opts ho = SP_HYDRATE_OPTS_INIT;
+    ho.allowed_roots = s->o->allowed_roots;
+    ho.progress = s->o->progress;
+    ho.progress_userdata = s->o->progress_userdata;
+    return sp_seed_tar(fd, s->o->mounts, s->o->n_mounts, &ho, s->state_root, err);
+}
+
+static int seed(sp_sandbox *sb, const sp_sandbox_opts *o, sp_error **err)
+{
+    struct seed_src src = {o, sb->state_root};
+    /* Tagged: what the mounts brought, before any setup command. */
+    int r = sp_remote_import_piped(sb, "hydrated", seed_write, &src, err);
+    if (r < 0)
+        return sp_err_wrap(err, r, "seeding the workspace of sandbox %s", sb->name);
     sp_sandbox_record_mounts(&sb->cfg, o->mounts, o->n_mounts, NULL);
     for (size_t i = 0; i < sb->cfg.n_mounts; i++) {
         char *abs = realpath(sb->cfg.mounts[i].host_path, NULL);

@@ -8,7 +8,6 @@
  * removes the new Pod and its state folder; the origin is only read. */
 #include <errno.h>
 #include <fcntl.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -21,56 +20,19 @@
 typedef struct remote_fork {
     sp_sandbox *origin;
     const char *snapshot; /* the origin's snapshot (never NULL here) */
-    int fd;
-    sp_error *err;
-    int rc;
 } remote_fork;
 
-static void *export_writer(void *arg)
+static int export_origin(int fd, void *data, sp_error **err)
 {
-    remote_fork *f = arg;
-    f->rc = sp_remote_export(f->origin, f->snapshot, false, f->fd, &f->err);
-    close(f->fd); /* the end of the archive, or a cut the import refuses */
-    return NULL;
+    remote_fork *f = data;
+    return sp_remote_export(f->origin, f->snapshot, false, fd, err);
 }
 
 int sp_remote_fork_seed(sp_sandbox *sb, void *data, sp_error **err)
 {
     remote_fork *f = data;
-    int p[2];
-    if (pipe2(p, O_CLOEXEC) < 0)
-        return sp_err_errno(err, errno, "pipe", NULL);
-    f->fd = p[1];
-    pthread_t th;
-    if (pthread_create(&th, NULL, export_writer, f) != 0) {
-        close(p[0]);
-        close(p[1]);
-        return sp_err_set(err, SP_ERROR, 0, "could not start the export thread");
-    }
-    char *res = NULL;
-    sp_error *ie = NULL;
-    int r = sp_remote_import(sb, p[0], NULL, true, &res, &ie);
-    close(p[0]); /* an export still going gets EPIPE and stops */
-    pthread_join(th, NULL);
-    free(res);
-    if (f->rc < 0) { /* the export's own error says more than the import's */
-        sp_error_free(ie);
-        r = f->rc;
-        if (err)
-            *err = f->err;
-        else
-            sp_error_free(f->err);
-        f->err = NULL;
-        return sp_err_wrap(err, r, "fork sandbox %s", f->origin->name);
-    }
-    if (r < 0) {
-        if (err)
-            *err = ie;
-        else
-            sp_error_free(ie);
-        return sp_err_wrap(err, r, "fork sandbox %s: the new workspace", f->origin->name);
-    }
-    return 0;
+    int r = sp_remote_import_piped(sb, NULL, export_origin, f, err);
+    return r < 0 ? sp_err_wrap(err, r, "fork sandbox %s", f->origin->name) : 0;
 }
 
 /* The origin's newest snapshot, as a local fork takes by default: asked
@@ -130,6 +92,6 @@ int sp_remote_fork(sp_sandbox **out, sp_sandbox *origin, const char *snapshot,
             return r;
         snapshot = newest;
     }
-    remote_fork f = {.origin = origin, .snapshot = snapshot, .fd = -1};
+    remote_fork f = {.origin = origin, .snapshot = snapshot};
     return sp_sandbox_create_seeded(out, &ro, sp_remote_fork_seed, &f, err);
 }

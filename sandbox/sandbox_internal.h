@@ -146,6 +146,11 @@ int sp_sandbox_create_seeded(sp_sandbox **out, const sp_sandbox_opts *opts, sp_s
  * before its setup commands and its `base` snapshot. */
 int sp_remote_create_seeded(sp_sandbox *sb, const sp_sandbox_opts *o, const sp_engine *e,
                             sp_sandbox_seed_fn seed_fn, void *seed_data, sp_error **err);
+/* remote.c: stream the tar write() makes into the remote sandbox's peer
+ * import (tagged tag, restored); write's error wins over the import's. */
+typedef int (*sp_remote_tar_writer)(int fd, void *data, sp_error **err);
+int sp_remote_import_piped(sp_sandbox *sb, const char *tag, sp_remote_tar_writer write, void *data,
+                           sp_error **err);
 /* remote_fork.c: sp_sandbox_fork() of a remote origin, with o already its
  * configuration. */
 /* its seed: the one a remote create runs (a local seed fills a host folder). */

@@ -43,7 +43,7 @@ if [ "$(head -c 4 "$busybox" | od -An -tx1 | tr -d ' \n')" != 7f454c46 ]; then
   exit 1
 fi
 # A dynamically linked busybox would not run in an image without libc.
-if LC_ALL=C ldd "$busybox" 2>&1 | grep -q '=>'; then
+if LC_ALL=C ldd "$busybox" 2>&1 | grep '=>' >/dev/null; then
   echo "build-image: $busybox is dynamically linked: apt-get install busybox-static" >&2
   exit 1
 fi

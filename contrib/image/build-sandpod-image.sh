@@ -46,7 +46,7 @@ if [ ! -x "$agent" ]; then
   exit 1
 fi
 # The agent runs in any user image: it must need no library of its own.
-if LC_ALL=C ldd "$agent" 2>&1 | grep -q '=>'; then
+if LC_ALL=C ldd "$agent" 2>&1 | grep '=>' >/dev/null; then
   echo "build-sandpod-image: $agent is dynamically linked (build it static)" >&2
   exit 1
 fi
@@ -73,7 +73,7 @@ install -m 0755 "$agent" "$root/sandpod/bin/sandpod-agent"
 # binary looks for it (the file itself, not a symlink to it).
 # libarchive is loaded only when used (sandbox/base/lazy.c), which ldd
 # cannot see: `peer import` and `peer export` need it, with what it needs.
-archive=$(/sbin/ldconfig -p 2>/dev/null | awk '$1 == "libarchive.so.13" && $NF ~ /^\// { print $NF; exit }')
+archive=$(/sbin/ldconfig -p 2>/dev/null | awk '$1 == "libarchive.so.13" && $NF ~ /^\// && !found { print $NF; found = 1 }')
 if [ -z "$archive" ]; then
   echo "build-sandpod-image: libarchive.so.13 is missing (apt-get install libarchive13)" >&2
   exit 1
@@ -84,7 +84,7 @@ fi
   mkdir -p "$root$(dirname "$lib")"
   cp -L "$lib" "$root$lib"
 done
-if LC_ALL=C ldd "$sandpod" | grep -q 'not found'; then
+if LC_ALL=C ldd "$sandpod" | grep 'not found' >/dev/null; then
   echo "build-sandpod-image: $sandpod misses a library:" >&2
   LC_ALL=C ldd "$sandpod" | grep 'not found' >&2
   exit 1

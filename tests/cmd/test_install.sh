@@ -147,9 +147,9 @@ if [ -x "$T/example2" ]; then
     out=$(SANDPOD_HOME=$T/home SANDPOD_AGENT=$P/libexec/sandpod/sandpod-agent \
         "$T/example2" "$T/project" 2>&1)
     rc=$?
-    if [ $rc = 0 ] && printf '%s' "$out" | grep -q 'hello.txt'; then
+    if [ $rc = 0 ] && printf '%s' "$out" | grep 'hello.txt' >/dev/null; then
         ok "README example 2 runs a sandbox"
-    elif printf '%s' "$out" | grep -qi 'podman service' && [ "${CI:-}" != true ]; then
+    elif printf '%s' "$out" | grep -i 'podman service' >/dev/null && [ "${CI:-}" != true ]; then
         echo "ok - README example 2 # SKIP no Podman service: $out"
     else
         bad "README example 2 runs a sandbox (exit $rc): $(printf '%s' "$out" | head -n 5)"

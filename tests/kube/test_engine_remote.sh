@@ -226,8 +226,8 @@ if [ "$E2E" != 1 ]; then
     run rm --force "rt$$-local"
 fi
 
-# Not there yet: one clear line each.
-for c in "apply $B" "fork $B f" "logs $B" "stop $B" "fs $B read src/a.txt"; do
+# Not there yet: one clear line each (fork: test_engine_fork.sh).
+for c in "apply $B" "logs $B" "stop $B" "fs $B read src/a.txt"; do
     # shellcheck disable=SC2086
     run $c
     expect 1 "$c: refused"
