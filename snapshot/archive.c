@@ -636,6 +636,14 @@ static la_ssize_t gz_read(struct archive *a, void *ud, const void **buf)
             g->z.avail_in = (uInt)n;
         }
         if (g->member_done) {
+            /* Zero bytes after a member (a tape tool's blocking) are
+             * padding, as gzip -d takes them. */
+            while (g->z.avail_in && *g->z.next_in == 0) {
+                g->z.next_in++;
+                g->z.avail_in--;
+            }
+            if (g->z.avail_in == 0 && !g->eof)
+                continue;
             if (g->z.avail_in == 0 && g->eof)
                 break; /* the end, after a whole member */
             /* Another member follows (gzip allows several). */

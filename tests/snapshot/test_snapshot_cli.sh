@@ -243,6 +243,8 @@ put("crc.tar.gz", d[:-8] + bytes([d[-8] ^ 0xFF]) + d[-7:])  # the CRC-32
 put("len.tar.gz", d[:-1] + bytes([d[-1] ^ 0x01]))            # the length
 put("notrailer.tar.gz", d[:-8])                              # no trailer at all
 put("two.tar.gz", d + d)                                     # two members: fine
+put("padded.tar.gz", d + bytes(70000))                      # zero padding: fine
+put("junk.tar.gz", d + b"junk")                              # trailing junk: refused
 PY
 snap snapshots --json
 before=$(json "len(j['snapshots'])")
@@ -255,6 +257,11 @@ snap snapshots --json
 expect_json "len(j['snapshots'])" "$before" "the refused imports made no snapshot"
 snap snapshot import "$T/two.tar.gz" --tag two --json
 expect_rc 0 "import of a gzip with two members"
+snap snapshot import "$T/padded.tar.gz"
+expect_rc 0 "import of a gzip padded with zeros"
+snap snapshot import "$T/junk.tar.gz"
+expect_rc 1 "import of a gzip followed by junk"
+expect_err "import: gzip:" "...says so"
 snap diff "$ID1" two
 [ ! -s "$T/out" ] && ok || bad "the two-member import differs: $(head -3 "$T/out")"
 
