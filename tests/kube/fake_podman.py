@@ -76,8 +76,12 @@ def containers_conf():
 
 
 def podman(*args, timeout=300):
+    # In the fake's own folder: kube play takes a folder (or file) named
+    # like an image's last path part in its working directory for that
+    # image's build context, so a test run where `./sandpod` exists (the
+    # build folder) failed with "stat .../sandpod/Dockerfile".
     return subprocess.run(["podman"] + list(args), stdout=subprocess.PIPE,
-                          stderr=subprocess.PIPE, timeout=timeout, text=True)
+                          stderr=subprocess.PIPE, timeout=timeout, text=True, cwd=os.path.abspath(base.DIR))
 
 
 def for_play(pod):
@@ -98,7 +102,7 @@ def for_play(pod):
 def play(pod):
     """`podman kube play` in the background; the poller reports the rest."""
     name = pod["metadata"]["name"]
-    path = os.path.join(base.DIR, "play-%s.json" % name)
+    path = os.path.abspath(os.path.join(base.DIR, "play-%s.json" % name))
     with open(path, "w") as f:
         json.dump(for_play(pod), f)
     r = podman("kube", "play", path)

@@ -41,8 +41,10 @@ expect 0 "create $L (local)"
 
 # sdk NAME WHAT: test.mjs against `sandpod mcp NAME`, its profile in
 # $T/WHAT.json; every check of the run passes.
+SANITIZED=0
+ldd "$SP" 2>/dev/null | grep libasan >/dev/null && SANITIZED=1
 sdk() {
-    SANDPOD_SDK_SANDBOX=$1 SANDPOD_SDK_PROFILE=$T/$2.json node "$SDK/test.mjs" "$SP" \
+    SANDPOD_SDK_SANITIZED=$SANITIZED SANDPOD_SDK_SANDBOX=$1 SANDPOD_SDK_PROFILE=$T/$2.json node "$SDK/test.mjs" "$SP" \
         >"$T/$2.out" 2>"$T/$2.err"
     rc=$?
     ran_ok "the SDK run against the $2 sandbox $1" "$T/$2.out" "$T/$2.err" 40
