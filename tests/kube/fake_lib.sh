@@ -80,6 +80,16 @@ build_sandpod_image() {
     fi
 }
 
+# skip_if_play_fails: after `run create --engine fake ...`, end the test as
+# skipped when it failed because rootless `podman kube play` does not work
+# on this host (as test_render_kube).
+skip_if_play_fails() {
+    if [ "$rc" -ne 0 ] && [ "$(id -u)" != 0 ] && grep -q "did not start" "$T/err"; then
+        echo "skipping: rootless podman kube play fails here: $(head -n 1 "$T/err")"
+        exit 77
+    fi
+}
+
 # fault JSON: set faults on the running fake (POST /fake/faults).
 fault() {
     curl -sf --cacert "$T/ca.pem" -H 'Authorization: Bearer token-one' \

@@ -30,10 +30,7 @@ fake_engine "ms$$-"
 
 R=ms$$-r
 run create --engine fake --name "$R" --image "$WIMG"
-if [ "$rc" -ne 0 ] && [ "$(id -u)" != 0 ] && grep -q "did not start" "$T/err"; then
-    echo "skipping: rootless podman kube play fails here: $(head -n 1 "$T/err")"
-    exit 77
-fi
+skip_if_play_fails
 expect 0 "create --engine fake $R"
 L=ms$$-l
 run create --name "$L" --image "$WIMG"

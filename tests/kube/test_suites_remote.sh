@@ -25,10 +25,7 @@ fake_engine "mcp-test-"
 
 # Rootless kube play does not work on every host (as test_render_kube).
 run create --engine fake --name "st$$-probe" --image "$WIMG"
-if [ "$rc" -ne 0 ] && [ "$(id -u)" != 0 ] && grep -q "did not start" "$T/err"; then
-    echo "skipping: rootless podman kube play fails here: $(head -n 1 "$T/err")"
-    exit 77
-fi
+skip_if_play_fails
 expect 0 "create --engine fake (probe)"
 run rm --force "st$$-probe"
 expect 0 "rm the probe"
