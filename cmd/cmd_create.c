@@ -335,11 +335,11 @@ int cli_create_option(struct cli_create *c, const char *cmd, int opt, const char
         return 1;
     case CLI_OPT_NETWORK:
         if (strcmp(arg, "none") == 0)
-            o->network = SP_PODMAN_NET_NONE;
+            o->network = SP_NET_NONE;
         else if (strcmp(arg, "default") == 0)
-            o->network = SP_PODMAN_NET_DEFAULT;
+            o->network = SP_NET_DEFAULT;
         else if (strcmp(arg, "host") == 0)
-            o->network = SP_PODMAN_NET_HOST;
+            o->network = SP_NET_HOST;
         else {
             cli_usage(cmd, "--network must be none, default or host: '%s'", arg);
             return -1;
@@ -381,9 +381,9 @@ int cli_create_option(struct cli_create *c, const char *cmd, int opt, const char
         return 1;
     case CLI_OPT_USERNS:
         if (strcmp(arg, "private") == 0)
-            o->userns = SP_PODMAN_USERNS_PRIVATE;
+            o->userns = SP_USERNS_PRIVATE;
         else if (strcmp(arg, "host") == 0)
-            o->userns = SP_PODMAN_USERNS_HOST;
+            o->userns = SP_USERNS_HOST;
         else {
             cli_usage(cmd, "--userns must be private or host: '%s'", arg);
             return -1;
@@ -391,11 +391,11 @@ int cli_create_option(struct cli_create *c, const char *cmd, int opt, const char
         return 1;
     case CLI_OPT_SECCOMP:
         if (strcmp(arg, "sandpod") == 0)
-            o->seccomp = SP_PODMAN_SECCOMP_SANDPOD;
+            o->seccomp = SP_SECCOMP_SANDPOD;
         else if (strcmp(arg, "podman") == 0)
-            o->seccomp = SP_PODMAN_SECCOMP_PODMAN;
+            o->seccomp = SP_SECCOMP_ENGINE;
         else if (strcmp(arg, "unconfined") == 0)
-            o->seccomp = SP_PODMAN_SECCOMP_UNCONFINED;
+            o->seccomp = SP_SECCOMP_UNCONFINED;
         else {
             cli_usage(cmd, "--seccomp must be sandpod, podman or unconfined: '%s'", arg);
             return -1;
@@ -403,11 +403,11 @@ int cli_create_option(struct cli_create *c, const char *cmd, int opt, const char
         return 1;
     case CLI_OPT_PULL:
         if (strcmp(arg, "missing") == 0)
-            o->pull = SP_PODMAN_PULL_MISSING;
+            o->pull = SP_PULL_MISSING;
         else if (strcmp(arg, "always") == 0)
-            o->pull = SP_PODMAN_PULL_ALWAYS;
+            o->pull = SP_PULL_ALWAYS;
         else if (strcmp(arg, "never") == 0)
-            o->pull = SP_PODMAN_PULL_NEVER;
+            o->pull = SP_PULL_NEVER;
         else {
             cli_usage(cmd, "--pull must be missing, always or never: '%s'", arg);
             return -1;
@@ -483,11 +483,11 @@ int cli_create_sandbox(sp_sandbox **out, struct cli_create *c, sp_error **err)
         free(origin);
         return r;
     }
-    if (o.userns == SP_PODMAN_USERNS_HOST)
+    if (o.userns == SP_USERNS_HOST)
         fputs("sandpod: warning: --userns host: the workload's uids are host uids (its uid 1000 "
               "is the host account with uid 1000)\n",
               stderr);
-    if (o.seccomp != SP_PODMAN_SECCOMP_SANDPOD)
+    if (o.seccomp != SP_SECCOMP_SANDPOD)
         fputs("sandpod: warning: --seccomp: the workload may use keyctl and make user "
               "namespaces\n",
               stderr);

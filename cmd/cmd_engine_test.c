@@ -124,7 +124,7 @@ static void test_podman(struct run *R, const sp_engine *e, const struct cli_engi
         sp_podman_version_free(v);
     }
     t0 = sp_now_ms();
-    const sp_podman_host *h = NULL;
+    const sp_container_host *h = NULL;
     if (sp_podman_host_info(&h, p, &err) < 0)
         record_err(R, "host", t0, err);
     else

@@ -44,9 +44,9 @@ const struct cli_spec cli_spec_template = {
     .exit_status = "0 ok (also `ls` with no templates), 1 error, 2 bad usage.",
 };
 
-static const char *network_name(sp_podman_network n)
+static const char *network_name(sp_network n)
 {
-    return n == SP_PODMAN_NET_NONE ? "none" : n == SP_PODMAN_NET_HOST ? "host" : "default";
+    return n == SP_NET_NONE ? "none" : n == SP_NET_HOST ? "host" : "default";
 }
 
 static cJSON *info_json(const sp_template_info *t)

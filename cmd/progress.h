@@ -33,7 +33,7 @@ void cli_progress_update(const char *phase, uint64_t done, uint64_t total, const
 struct sp_hydrate_progress;
 void cli_progress_hydrate(void *userdata, const struct sp_hydrate_progress *p);
 
-/* An sp_podman_progress_fn that shows a pull's newest line ("pulling"). */
+/* An sp_progress_fn that shows a pull's newest line ("pulling"). */
 void cli_progress_pull(const char *line, void *userdata);
 
 /* End it: clear the line from the terminal, or print the summary line

@@ -157,7 +157,7 @@ int sp_sandbox_attach(sp_attach **out, sp_sandbox *sb, const char *const *argv,
     if (r == 0 && io.fast && !o.stdin_open)
         sp_fast_close_stdin(io.fast, NULL);
     if (r == 0 && !io.fast && (r = sp_sandbox_require_running(sb, err)) == 0) {
-        sp_podman_exec_spec spec = SP_PODMAN_EXEC_SPEC_INIT;
+        sp_exec_spec spec = SP_EXEC_SPEC_INIT;
         spec.argv = argv;
         spec.env = (const char *const *)env;
         spec.workdir = workdir;
@@ -165,11 +165,11 @@ int sp_sandbox_attach(sp_attach **out, sp_sandbox *sb, const char *const *argv,
         spec.tty = o.tty;
         spec.attach_stdin = o.stdin_open;
         spec.attach_stdout = spec.attach_stderr = true;
-        r = sp_podman_exec_create(&exec_id, sb->podman, sb->container_id, &spec, err);
+        r = sb->lops->exec_create(&exec_id, sb->local, sb->container_id, &spec, err);
         if (r == 0)
-            r = sp_podman_exec_start(&io.rest, sb->podman, exec_id, o.tty, err);
+            r = sb->lops->exec_start(&io.rest, sb->local, exec_id, o.tty, err);
         if (r == 0 && o.tty)
-            sp_podman_exec_resize(sb->podman, exec_id, rows, cols, NULL);
+            sb->lops->exec_resize(sb->local, exec_id, rows, cols, NULL);
     }
     sp_strv_free(env);
     if (r < 0) {
@@ -237,7 +237,7 @@ int sp_attach_read(size_t *n, int *stream, sp_attach *a, void *buf, size_t cap, 
              * inspect, not a wait. */
             int code = -1;
             if (a->noexec &&
-                (sp_podman_exec_wait(&code, a->sb->podman, a->exec_id, 5000, NULL) < 0 ||
+                (a->sb->lops->exec_wait(&code, a->sb->local, a->exec_id, 5000, NULL) < 0 ||
                  code != (a->noexec == ENOENT ? 127 : 126)))
                 a->noexec = 0;
             if (a->noexec)
@@ -299,7 +299,7 @@ int sp_attach_resize(sp_attach *a, unsigned rows, unsigned cols, sp_error **err)
         return a->sb->rops->stream_resize(a->rs, rows, cols, err);
     if (a->io.fast)
         return sp_fast_resize(a->io.fast, rows, cols, err);
-    return sp_podman_exec_resize(a->sb->podman, a->exec_id, rows, cols, err);
+    return a->sb->lops->exec_resize(a->sb->local, a->exec_id, rows, cols, err);
 }
 
 int sp_attach_wait(int *exit_code, sp_attach *a, int timeout_ms, sp_error **err)
@@ -317,7 +317,7 @@ int sp_attach_wait(int *exit_code, sp_attach *a, int timeout_ms, sp_error **err)
                               "lost the exec agent of sandbox %s before the command ended",
                               a->sb->name);
     } else {
-        int r = sp_podman_exec_wait(exit_code, a->sb->podman, a->exec_id, timeout_ms, err);
+        int r = a->sb->lops->exec_wait(exit_code, a->sb->local, a->exec_id, timeout_ms, err);
         if (r < 0 && r != SP_ETIMEOUT) {
             /* Not a "not found" of our own: the service lost the session. */
             sp_err_wrap(err, r, "exit code of the command");

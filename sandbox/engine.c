@@ -25,6 +25,11 @@
 
 static const char *const kind_names[] = {"podman", "kubernetes"};
 
+const sp_local_ops *sp_local_engine(void)
+{
+    return &sp_podman_local_ops;
+}
+
 const char *sp_engine_kind_name(sp_engine_kind k)
 {
     return (unsigned)k < 2 ? kind_names[k] : "unknown";

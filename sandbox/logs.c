@@ -9,14 +9,14 @@ int sp_sandbox_logs(sp_sandbox *sb, const sp_logs_opts *opts, sp_logs_fn fn, voi
         return sp_sandbox_not_local(sb, "logs", err);
     if (SP_OPTS_CHECK(opts, 1, SP_LOGS_OPTS_VERSION, "sp_logs_opts", err) < 0)
         return SP_EINVAL;
-    sp_podman *p = sp_sandbox_podman(sb, err);
+    sp_local *p = sp_sandbox_local(sb, err);
     if (!p)
         return SP_EPODMAN;
     if (!sb->container_id)
         return sp_err_set(err, SP_ENOTFOUND, 0,
                           "sandbox %s has no container, so no logs; run 'sandpod start %s'",
                           sb->name, sb->name);
-    int r = sp_podman_container_logs(p, sb->container_id, opts, fn, userdata, err);
+    int r = sb->lops->logs(p, sb->container_id, opts, fn, userdata, err);
     if (r == SP_ENOTFOUND)
         return sp_err_wrap(err, r, "sandbox %s: its container is gone; run 'sandpod start %s'",
                            sb->name, sb->name);

@@ -47,12 +47,12 @@ static void kill_group(sp_sandbox *sb, const char *token)
     cleanup_free char *script = sp_xasprintf(
         "p=$(cat /tmp/.sandpod-%s.pgid 2>/dev/null) && [ -n \"$p\" ] && kill -KILL -$p", token);
     const char *argv[] = {"/bin/sh", "-c", script, NULL};
-    sp_podman_exec_spec spec = SP_PODMAN_EXEC_SPEC_INIT;
+    sp_exec_spec spec = SP_EXEC_SPEC_INIT;
     spec.argv = argv;
     spec.user = sb->cfg.user;
     spec.attach_stdout = spec.attach_stderr = true;
     sp_exec *e = NULL;
-    if (sp_podman_exec(&e, sb->podman, sb->container_id, &spec, NULL) < 0)
+    if (sp_local_exec(&e, sb->lops, sb->local, sb->container_id, &spec, NULL) < 0)
         return;
     char buf[512];
     size_t n;
@@ -61,8 +61,8 @@ static void kill_group(sp_sandbox *sb, const char *token)
            sp_exec_read(&n, NULL, e, buf, sizeof(buf), (int)(end - sp_now_ms()), NULL) == 0 && n)
         ;
     /* Its exit code read, the kill's exec session leaves no process behind
-     * (see sp_podman_exec_inspect()). */
-    sp_podman_exec_wait(NULL, sb->podman, sp_exec_id(e), DRAIN_MS, NULL);
+     * (see the exec_inspect op). */
+    sb->lops->exec_wait(NULL, sb->local, sp_exec_id(e), DRAIN_MS, NULL);
     sp_exec_free(e);
 }
 
@@ -241,7 +241,7 @@ int sp_sandbox_exec(sp_run_result **out, sp_sandbox *sb, const char *const *argv
         sp_strv_push(&wargv, sp_xstrdup(argv[i]));
     char **env = sp_sandbox_command_env(sb, o.env);
 
-    sp_podman_exec_spec spec = SP_PODMAN_EXEC_SPEC_INIT;
+    sp_exec_spec spec = SP_EXEC_SPEC_INIT;
     spec.argv = (const char *const *)wargv.v;
     spec.env = (const char *const *)env;
     spec.workdir = o.workdir ? o.workdir : sb->cfg.workdir;
@@ -256,10 +256,10 @@ int sp_sandbox_exec(sp_run_result **out, sp_sandbox *sb, const char *const *argv
     sp_capbuf_init(&cerr, o.max_bytes, o.max_lines);
     bool timed_out = false;
 
-    r = sp_podman_exec_create(&exec_id, sb->podman, sb->container_id, &spec, err);
+    r = sb->lops->exec_create(&exec_id, sb->local, sb->container_id, &spec, err);
     if (r < 0)
         goto done;
-    r = sp_podman_exec_start(&e, sb->podman, exec_id, false, err);
+    r = sb->lops->exec_start(&e, sb->local, exec_id, false, err);
     if (r < 0)
         goto done;
     struct rest_kill kc = {sb, token};
@@ -274,9 +274,9 @@ int sp_sandbox_exec(sp_run_result **out, sp_sandbox *sb, const char *const *argv
         }
         sp_error_free(down);
         r = sp_err_set(err, SP_EPODMAN, 0,
-                       "lost the podman service while running a command in sandbox %s; "
+                       "lost the %s service while running a command in sandbox %s; "
                        "the command may still be running",
-                       sb->name);
+                       sb->lops->kind, sb->name);
         goto done;
     }
 
@@ -284,12 +284,12 @@ int sp_sandbox_exec(sp_run_result **out, sp_sandbox *sb, const char *const *argv
      * tells a finished command from a lost connection. */
     int code = -1;
     sp_error *werr = NULL;
-    int wr = sp_podman_exec_wait(&code, sb->podman, exec_id, timed_out ? DRAIN_MS : 10000, &werr);
+    int wr = sb->lops->exec_wait(&code, sb->local, exec_id, timed_out ? DRAIN_MS : 10000, &werr);
     if (wr < 0 && !timed_out) {
         r = sp_err_set(err, SP_EPODMAN, werr ? werr->sys_errno : 0,
-                       "lost the podman service while running a command in sandbox %s (%s); "
+                       "lost the %s service while running a command in sandbox %s (%s); "
                        "the command may still be running",
-                       sb->name, werr ? werr->message : "no exit code");
+                       sb->lops->kind, sb->name, werr ? werr->message : "no exit code");
         sp_error_free(werr);
         goto done;
     }

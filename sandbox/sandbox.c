@@ -214,10 +214,9 @@ struct cJSON *sp_sandbox_config_json(const sp_sandbox *sb)
     static const char *const paths[] = {"auto", "rest", "fast"};
     cJSON_AddStringToObject(o, "exec_path", paths[c->exec_path <= SP_EXEC_FAST ? c->exec_path : 0]);
     cJSON_AddBoolToObject(o, "agent", c->agent);
-    cJSON_AddStringToObject(o, "userns",
-                            userns_names[c->userns <= SP_PODMAN_USERNS_HOST ? c->userns : 0]);
-    cJSON_AddStringToObject(
-        o, "seccomp", seccomp_names[c->seccomp <= SP_PODMAN_SECCOMP_UNCONFINED ? c->seccomp : 0]);
+    cJSON_AddStringToObject(o, "userns", userns_names[c->userns <= SP_USERNS_HOST ? c->userns : 0]);
+    cJSON_AddStringToObject(o, "seccomp",
+                            seccomp_names[c->seccomp <= SP_SECCOMP_UNCONFINED ? c->seccomp : 0]);
     cJSON_AddItemToObject(o, "env_pass", sp_json_strv((const char *const *)c->env_pass));
     cJSON_AddItemToObject(o, "uid_map", idmap_or_null(&c->uid_map));
     cJSON_AddItemToObject(o, "gid_map", idmap_or_null(&c->gid_map));
@@ -292,7 +291,7 @@ int sp_sandbox_config_load(sp_sandbox *sb, const char *path, sp_error **err)
                           path);
     }
     sp_sandbox_config *c = &sb->cfg;
-    c->image = sp_xstrdup(sp_json_str_or(o, "image", SP_PODMAN_DEFAULT_IMAGE));
+    c->image = sp_xstrdup(sp_json_str_or(o, "image", SP_DEFAULT_IMAGE));
     const char *cid = sp_json_str_or(o, "container_id", NULL);
     sb->container_id = cid ? sp_xstrdup(cid) : NULL;
     sb->created_at = sp_xstrdup(sp_json_str_or(o, "created_at", ""));
@@ -304,7 +303,7 @@ int sp_sandbox_config_load(sp_sandbox *sb, const char *path, sp_error **err)
     c->pids_limit = sp_json_int(o, "pids_limit", DEFAULT_PIDS);
     c->tmpfs_bytes = jnum_u64(o, "tmpfs_bytes", DEFAULT_TMPFS);
     int net = (int)sp_json_int(o, "network", 0);
-    c->network = net >= 0 && net <= SP_PODMAN_NET_HOST ? (sp_podman_network)net : 0;
+    c->network = net >= 0 && net <= SP_NET_HOST ? (sp_network)net : 0;
     const cJSON *wr = cJSON_GetObjectItemCaseSensitive(o, "writable_root");
     c->writable_root = cJSON_IsTrue(wr);
     c->cap_add = json_strv(cJSON_GetObjectItemCaseSensitive(o, "cap_add"));
@@ -316,9 +315,8 @@ int sp_sandbox_config_load(sp_sandbox *sb, const char *path, sp_error **err)
     c->agent = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "agent"));
     /* Sandboxes made before user namespaces have no "userns": they run in
      * the host's until they are recreated with --userns. */
-    c->userns = (sp_podman_userns)name_index(userns_names, 2, sp_json_str_or(o, "userns", "host"));
-    c->seccomp =
-        (sp_podman_seccomp)name_index(seccomp_names, 3, sp_json_str_or(o, "seccomp", "podman"));
+    c->userns = (sp_userns)name_index(userns_names, 2, sp_json_str_or(o, "userns", "host"));
+    c->seccomp = (sp_seccomp)name_index(seccomp_names, 3, sp_json_str_or(o, "seccomp", "podman"));
     c->env_pass = json_strv(cJSON_GetObjectItemCaseSensitive(o, "env_pass"));
     if (sp_idmap_from_json(&c->uid_map, cJSON_GetObjectItemCaseSensitive(o, "uid_map")) < 0 ||
         sp_idmap_from_json(&c->gid_map, cJSON_GetObjectItemCaseSensitive(o, "gid_map")) < 0) {
@@ -373,7 +371,8 @@ static sp_sandbox *sandbox_new(const char *root, const char *name, const char *u
     sb->state_root = sp_xstrdup(root);
     sb->state_dir = sp_xasprintf("%s/sandboxes/%s", root, name);
     sb->workspace = sp_xasprintf("%s/workspace", sb->state_dir);
-    sb->podman_url = url ? sp_xstrdup(url) : NULL;
+    sb->local_url = url ? sp_xstrdup(url) : NULL;
+    sb->lops = sp_local_engine();
     sb->lock_fd = -1;
     return sb;
 }
@@ -386,12 +385,13 @@ void sp_sandbox_free(sp_sandbox *sb)
     if (sb->lock_fd >= 0)
         close(sb->lock_fd);
     sp_fs_free(sb->fs);
-    sp_podman_free(sb->podman);
+    if (sb->local)
+        sb->lops->free(sb->local);
     free(sb->name);
     free(sb->state_root);
     free(sb->state_dir);
     free(sb->workspace);
-    free(sb->podman_url);
+    free(sb->local_url);
     free(sb->container_id);
     free(sb->created_at);
     free(sb->agent_socket);
@@ -461,13 +461,13 @@ sp_fs *sp_sandbox_fs(sp_sandbox *sb, sp_error **err)
     return sb->fs;
 }
 
-sp_podman *sp_sandbox_podman(sp_sandbox *sb, sp_error **err)
+sp_local *sp_sandbox_local(sp_sandbox *sb, sp_error **err)
 {
-    if (sb->podman)
-        return sb->podman;
+    if (sb->local)
+        return sb->local;
     if (sb->agent_socket) {
         sp_err_set(err, SP_EINVAL, 0,
-                   "the workload behind the agent at %s has no Podman service to ask",
+                   "the workload behind the agent at %s has no engine service to ask",
                    sb->agent_socket);
         return NULL;
     }
@@ -475,12 +475,15 @@ sp_podman *sp_sandbox_podman(sp_sandbox *sb, sp_error **err)
         sp_sandbox_not_local(sb, "this", err);
         return NULL;
     }
-    sp_podman_opts o = SP_PODMAN_OPTS_INIT;
-    o.url = sb->podman_url;
-    o.state_root = sb->state_root;
-    if (sp_podman_open(&sb->podman, &o, err) < 0)
+    if (sb->lops->open(&sb->local, sb->local_url, sb->state_root, false, err) < 0)
         return NULL;
-    return sb->podman;
+    return sb->local;
+}
+
+const char *sp_sandbox_service_url(sp_sandbox *sb, sp_error **err)
+{
+    sp_local *l = sp_sandbox_local(sb, err);
+    return l ? sb->lops->url(l) : NULL;
 }
 
 int sp_sandbox_open_agent(sp_sandbox **out, const sp_sandbox_agent_opts *opts, sp_error **err)
@@ -569,19 +572,19 @@ static int parse_user(const char *user, uid_t *uid, gid_t *gid)
  * private user namespace (rootful userns=auto) gets a new range each time
  * the container is made anew, so a recreated sandbox moves its files from
  * the old range to the new one. */
-static int hand_over_ids(sp_sandbox *sb, sp_podman *p, sp_error **err)
+static int hand_over_ids(sp_sandbox *sb, sp_local *p, sp_error **err)
 {
     sp_sandbox_config *c = &sb->cfg;
     uid_t cuid;
     gid_t cgid;
     if (parse_user(c->user, &cuid, &cgid) < 0)
         return 0; /* a user name: the image knows it, we cannot */
-    sp_podman_container_info *info = NULL;
-    int r = sp_podman_container_inspect(&info, p, sb->container_id, err);
+    sp_container_info *info = NULL;
+    int r = sb->lops->inspect(&info, p, sb->container_id, err);
     if (r < 0)
         return r;
     int pid = info->pid;
-    sp_podman_container_info_free(info);
+    sp_container_info_free(info);
     if (pid <= 0)
         return sp_err_set(err, SP_EPODMAN, 0, "the container of sandbox %s did not stay up",
                           sb->name);
@@ -620,14 +623,14 @@ static int hand_over_ids(sp_sandbox *sb, sp_podman *p, sp_error **err)
     return 0;
 }
 
-static int ensure_image(sp_sandbox *sb, sp_podman *p, sp_error **err)
+static int ensure_image(sp_sandbox *sb, sp_local *p, sp_error **err)
 {
     bool exists = false;
-    int r = sp_podman_image_exists(&exists, p, sb->cfg.image, err);
+    int r = sb->lops->image_exists(&exists, p, sb->cfg.image, err);
     if (r < 0 || exists)
         return r;
-    if (strcmp(sb->cfg.image, SP_PODMAN_DEFAULT_IMAGE) == 0)
-        return sp_podman_image_build_busybox(NULL, p, NULL, NULL, false, err);
+    if (strcmp(sb->cfg.image, SP_DEFAULT_IMAGE) == 0)
+        return sb->lops->image_build_default(p, err);
     return sp_err_set(err, SP_ENOTFOUND, 0,
                       "image %s is not present: pull it ('sandpod image pull %s', or create with "
                       "--pull missing) or build it ('sandpod image build')",
@@ -639,16 +642,13 @@ static int ensure_image(sp_sandbox *sb, sp_podman *p, sp_error **err)
  * pulled. */
 static int pull_image(sp_sandbox *sb, const sp_sandbox_opts *o, sp_error **err)
 {
-    if (sp_podman_pull_policy_for(sb->cfg.image, o->pull) == SP_PODMAN_PULL_NEVER)
+    if (sb->lops->pull_policy_for(sb->cfg.image, o->pull) == SP_PULL_NEVER)
         return 0;
-    sp_podman *p = sp_sandbox_podman(sb, err);
+    sp_local *p = sp_sandbox_local(sb, err);
     if (!p)
         return SP_EPODMAN;
-    sp_podman_pull_opts po = SP_PODMAN_PULL_OPTS_INIT;
-    po.no_tls_verify = o->pull_no_tls_verify;
-    po.progress = o->pull_progress;
-    po.userdata = o->progress_userdata;
-    return sp_podman_image_ensure(NULL, p, sb->cfg.image, o->pull, &po, err);
+    return sb->lops->image_ensure(p, sb->cfg.image, o->pull, o->pull_no_tls_verify,
+                                  o->pull_progress, o->progress_userdata, err);
 }
 
 /* A program beside our own executable, when root or we own it and nobody
@@ -764,9 +764,9 @@ static void wait_agent(sp_sandbox *sb)
 
 /* Start the container, give the workspace to its user, then wait for the
  * agent (which binds its socket once its folder is its own). */
-static int start_and_hand_over(sp_sandbox *sb, sp_podman *p, sp_error **err)
+static int start_and_hand_over(sp_sandbox *sb, sp_local *p, sp_error **err)
 {
-    int r = sp_podman_container_start(p, sb->container_id, err);
+    int r = sb->lops->start(p, sb->container_id, err);
     if (r < 0 && err && *err && strstr((*err)->message, "/dev/net/tun"))
         return sp_err_wrap(err, r,
                            "start container for sandbox %s (a rootless network needs "
@@ -782,16 +782,16 @@ static int start_and_hand_over(sp_sandbox *sb, sp_podman *p, sp_error **err)
 
 static int create_container(sp_sandbox *sb, sp_error **err)
 {
-    sp_podman *p = sp_sandbox_podman(sb, err);
+    sp_local *p = sp_sandbox_local(sb, err);
     if (!p)
         return SP_EPODMAN;
-    sp_sandbox_sweep_orphans(p, sb->state_root);
+    sp_sandbox_sweep_orphans(sb->lops, p, sb->state_root);
     int r = ensure_image(sb, p, err);
     if (r < 0)
         return r;
     sp_sandbox_config *c = &sb->cfg;
-    const sp_podman_host *host = NULL;
-    if ((r = sp_podman_host_info(&host, p, err)) < 0)
+    const sp_container_host *host = NULL;
+    if ((r = sb->lops->host(&host, p, err)) < 0)
         return r;
     c->rootless = host->rootless;
     c->limits_apply = host->limits_apply;
@@ -799,10 +799,10 @@ static int create_container(sp_sandbox *sb, sp_error **err)
     cleanup_free char *agent_bin = NULL;
     cleanup_free char *agent_run = NULL;
     sb->cfg.agent = prepare_agent(sb, &agent_bin, &agent_run);
-    sp_podman_mount mounts[3] = {{sb->workspace, SP_WORKSPACE_MOUNT, false},
-                                 {agent_bin, SPA_AGENT_PATH, true},
-                                 {agent_run, SPA_RUN_DIR, false}};
-    sp_podman_tmpfs tmp = {"/tmp", c->tmpfs_bytes, 01777, false};
+    sp_bind_mount mounts[3] = {{sb->workspace, SP_WORKSPACE_MOUNT, false},
+                               {agent_bin, SPA_AGENT_PATH, true},
+                               {agent_run, SPA_RUN_DIR, false}};
+    sp_tmpfs tmp = {"/tmp", c->tmpfs_bytes, 01777, false};
     cleanup_free char *label_name = sp_xasprintf("sandpod.name=%s", sb->name);
     /* sp_sandbox_gc() finds orphans by the state folder that owns them. */
     cleanup_free char *label_state = sp_xasprintf("sandpod.state=%s", sb->state_dir);
@@ -820,7 +820,7 @@ static int create_container(sp_sandbox *sb, sp_error **err)
         h = (h ^ *q) * 16777619u;
     cleanup_free char *cname = sp_xasprintf("sandpod-%s-%08x", sb->name, h);
 
-    sp_podman_container_spec spec = SP_PODMAN_CONTAINER_SPEC_INIT;
+    sp_container_spec spec = SP_CONTAINER_SPEC_INIT;
     spec.name = cname;
     spec.image = c->image;
     spec.command = sb->cfg.agent ? agent_cmd : cmd;
@@ -845,10 +845,10 @@ static int create_container(sp_sandbox *sb, sp_error **err)
     spec.seccomp_file = seccomp_file;
 
     /* A container left by an earlier, interrupted attempt holds the name. */
-    sp_podman_container_delete(p, cname, true, true, NULL);
+    sb->lops->remove(p, cname, NULL);
     char *id = NULL;
     char **warnings = NULL;
-    r = sp_podman_container_create(&id, &warnings, p, &spec, err);
+    r = sb->lops->create(&id, &warnings, p, &spec, err);
     if (r < 0)
         return sp_err_wrap(err, r, "create container for sandbox %s", sb->name);
     sp_strv_free(c->warnings);
@@ -887,10 +887,10 @@ static int create_and_set_up(sp_sandbox *sb, const sp_sandbox_opts *o, sp_error 
 {
     sp_sandbox_config *c = &sb->cfg;
     bool any = o->setup && o->setup[0];
-    sp_podman_network want = c->network;
-    bool lend = any && o->setup_network && want == SP_PODMAN_NET_NONE;
+    sp_network want = c->network;
+    bool lend = any && o->setup_network && want == SP_NET_NONE;
     if (lend)
-        c->network = SP_PODMAN_NET_DEFAULT;
+        c->network = SP_NET_DEFAULT;
     int r = create_container(sb, err);
     c->network = want;
     for (size_t i = 0; r == 0 && any && o->setup[i]; i++) {
@@ -1026,9 +1026,9 @@ int sp_sandbox_create_seeded(sp_sandbox **out, const sp_sandbox_opts *opts, sp_s
         return sp_err_set(err, SP_EINVAL, 0, "user must be uid or uid:gid, not %s", user);
     if ((unsigned)o.exec_path > SP_EXEC_FAST)
         return sp_err_set(err, SP_EINVAL, 0, "unknown exec path %d", (int)o.exec_path);
-    if ((unsigned)o.userns > SP_PODMAN_USERNS_HOST)
+    if ((unsigned)o.userns > SP_USERNS_HOST)
         return sp_err_set(err, SP_EINVAL, 0, "unknown user namespace mode %d", (int)o.userns);
-    if ((unsigned)o.seccomp > SP_PODMAN_SECCOMP_UNCONFINED)
+    if ((unsigned)o.seccomp > SP_SECCOMP_UNCONFINED)
         return sp_err_set(err, SP_EINVAL, 0, "unknown seccomp mode %d", (int)o.seccomp);
     for (size_t i = 0; o.env_pass && o.env_pass[i]; i++)
         if (!*o.env_pass[i] || strchr(o.env_pass[i], '='))
@@ -1071,7 +1071,7 @@ int sp_sandbox_create_seeded(sp_sandbox **out, const sp_sandbox_opts *opts, sp_s
         return r;
     }
     sp_sandbox_config *c = &sb->cfg;
-    c->image = sp_xstrdup(o.image ? o.image : SP_PODMAN_DEFAULT_IMAGE);
+    c->image = sp_xstrdup(o.image ? o.image : SP_DEFAULT_IMAGE);
     c->env = strv_dup(o.env);
     c->workdir = sp_xstrdup(o.workdir ? o.workdir : SP_WORKSPACE_MOUNT);
     c->user = sp_xstrdup(user);
@@ -1140,8 +1140,8 @@ int sp_sandbox_create_seeded(sp_sandbox **out, const sp_sandbox_opts *opts, sp_s
 fail:
     sp_engine_free(eng);
     sp_remote_discard(sb);
-    if (sb->container_id && sb->podman)
-        sp_podman_container_delete(sb->podman, sb->container_id, true, true, NULL);
+    if (sb->container_id && sb->local)
+        sb->lops->remove(sb->local, sb->container_id, NULL);
     sp_sandbox_unlock(sb);
     rm_state_dir(sb, NULL);
     sp_sandbox_free(sb);
@@ -1149,7 +1149,7 @@ fail:
 }
 
 /* Describe why the container is not running, for error messages. */
-static char *why_down(const sp_podman_container_info *info)
+static char *why_down(const sp_container_info *info)
 {
     if (!info)
         return sp_xstrdup("its container is gone");
@@ -1167,15 +1167,15 @@ int sp_sandbox_require_running(sp_sandbox *sb, sp_error **err)
     /* Only the agent can tell, and its own errors say it went. */
     if (sb->agent_socket)
         return 0;
-    sp_podman *p = sp_sandbox_podman(sb, err);
+    sp_local *p = sp_sandbox_local(sb, err);
     if (!p)
         return SP_EPODMAN;
     if (!sb->container_id)
         return sp_err_set(err, SP_EPODMAN, 0, "sandbox %s has no container; run 'sandpod start %s'",
                           sb->name, sb->name);
-    sp_podman_container_info *info = NULL;
+    sp_container_info *info = NULL;
     sp_error *e = NULL;
-    int r = sp_podman_container_inspect(&info, p, sb->container_id, &e);
+    int r = sb->lops->inspect(&info, p, sb->container_id, &e);
     if (r < 0 && r != SP_ENOTFOUND) {
         if (err) {
             sp_error_free(*err);
@@ -1187,11 +1187,11 @@ int sp_sandbox_require_running(sp_sandbox *sb, sp_error **err)
     }
     sp_error_free(e);
     if (info && info->running && !info->paused) {
-        sp_podman_container_info_free(info);
+        sp_container_info_free(info);
         return 0;
     }
     cleanup_free char *why = why_down(info);
-    sp_podman_container_info_free(info);
+    sp_container_info_free(info);
     return sp_err_set(err, SP_EPODMAN, 0, "sandbox %s is not running: %s; run 'sandpod start %s'",
                       sb->name, why, sb->name);
 }
@@ -1201,7 +1201,7 @@ int sp_sandbox_status_get(sp_sandbox_status **out, sp_sandbox *sb, sp_error **er
     *out = NULL;
     if (sp_sandbox_is_remote(sb))
         return sp_remote_status(out, sb, err);
-    sp_podman *p = sp_sandbox_podman(sb, err);
+    sp_local *p = sp_sandbox_local(sb, err);
     if (!p)
         return SP_EPODMAN;
     sp_sandbox_status *st = sp_xcalloc(1, sizeof(*st));
@@ -1209,9 +1209,8 @@ int sp_sandbox_status_get(sp_sandbox_status **out, sp_sandbox *sb, sp_error **er
     st->limits_apply = sb->cfg.limits_apply;
     st->host_uid = sb->cfg.host_uid;
     st->host_gid = sb->cfg.host_gid;
-    sp_podman_container_info *info = NULL;
-    int r = sb->container_id ? sp_podman_container_inspect(&info, p, sb->container_id, err)
-                             : SP_ENOTFOUND;
+    sp_container_info *info = NULL;
+    int r = sb->container_id ? sb->lops->inspect(&info, p, sb->container_id, err) : SP_ENOTFOUND;
     if (r == SP_ENOTFOUND) {
         if (err && *err) {
             sp_error_free(*err);
@@ -1229,7 +1228,7 @@ int sp_sandbox_status_get(sp_sandbox_status **out, sp_sandbox *sb, sp_error **er
         st->exit_code = info->exit_code;
         st->container = sp_xstrdup(info->id ? info->id : sb->container_id);
         st->pid = info->pid;
-        sp_podman_container_info_free(info);
+        sp_container_info_free(info);
     }
     *out = st;
     return 0;
@@ -1246,16 +1245,15 @@ void sp_sandbox_status_free(sp_sandbox_status *st)
 
 int sp_sandbox_start(sp_sandbox *sb, sp_error **err)
 {
-    sp_podman *p = sp_sandbox_podman(sb, err);
+    sp_local *p = sp_sandbox_local(sb, err);
     if (!p)
         return SP_EPODMAN;
     int r = sp_sandbox_lock(sb, err);
     if (r < 0)
         return r;
-    sp_podman_container_info *info = NULL;
+    sp_container_info *info = NULL;
     sp_error *e = NULL;
-    r = sb->container_id ? sp_podman_container_inspect(&info, p, sb->container_id, &e)
-                         : SP_ENOTFOUND;
+    r = sb->container_id ? sb->lops->inspect(&info, p, sb->container_id, &e) : SP_ENOTFOUND;
     sp_error_free(e);
     if (r == SP_ENOTFOUND) {
         /* Gone (removed by hand, lost with the host): make it again from
@@ -1264,7 +1262,7 @@ int sp_sandbox_start(sp_sandbox *sb, sp_error **err)
         if (r == 0)
             r = sp_sandbox_save(sb, err);
     } else if (r == 0 && info->paused) {
-        r = sp_podman_container_unpause(p, sb->container_id, err);
+        r = sb->lops->unpause(p, sb->container_id, err);
     } else if (r == 0 && !info->running) {
         r = start_and_hand_over(sb, p, err);
         if (r == 0)
@@ -1275,7 +1273,7 @@ int sp_sandbox_start(sp_sandbox *sb, sp_error **err)
             sp_error_free(err ? *err : NULL);
             if (err)
                 *err = NULL;
-            sp_podman_container_delete(p, sb->container_id, true, true, NULL);
+            sb->lops->remove(p, sb->container_id, NULL);
             r = create_container(sb, err);
             if (r == 0)
                 r = sp_sandbox_save(sb, err);
@@ -1283,20 +1281,20 @@ int sp_sandbox_start(sp_sandbox *sb, sp_error **err)
     } else if (r < 0) {
         r = sp_err_set(err, SP_EPODMAN, 0, "inspect container of sandbox %s", sb->name);
     }
-    sp_podman_container_info_free(info);
+    sp_container_info_free(info);
     sp_sandbox_unlock(sb);
     return r;
 }
 
 int sp_sandbox_stop(sp_sandbox *sb, int timeout_s, sp_error **err)
 {
-    sp_podman *p = sp_sandbox_podman(sb, err);
+    sp_local *p = sp_sandbox_local(sb, err);
     if (!p)
         return SP_EPODMAN;
     if (!sb->container_id)
         return 0;
     sp_sandbox_sessions_close(sb);
-    int r = sp_podman_container_stop(p, sb->container_id, timeout_s < 0 ? 10 : timeout_s, err);
+    int r = sb->lops->stop(p, sb->container_id, timeout_s < 0 ? 10 : timeout_s, err);
     if (r == SP_ENOTFOUND) {
         if (err) {
             sp_error_free(*err);
@@ -1315,7 +1313,7 @@ int sp_sandbox_restart(sp_sandbox *sb, sp_error **err)
 
 int sp_sandbox_pause(sp_sandbox *sb, sp_error **err)
 {
-    sp_podman *p = sp_sandbox_podman(sb, err);
+    sp_local *p = sp_sandbox_local(sb, err);
     if (!p)
         return SP_EPODMAN;
     /* Rootless Podman on cgroup v1 has no freezer to pause with: the
@@ -1323,24 +1321,24 @@ int sp_sandbox_pause(sp_sandbox *sb, sp_error **err)
      * (sp_sandbox_pauses()). */
     if (!sp_sandbox_pauses(sb))
         return 0;
-    return sp_podman_container_pause(p, sb->container_id, err);
+    return sb->lops->pause(p, sb->container_id, err);
 }
 
 bool sp_sandbox_pauses(sp_sandbox *sb)
 {
-    sp_podman *p = sp_sandbox_podman(sb, NULL);
-    const sp_podman_host *h = NULL;
-    return !p || sp_podman_host_info(&h, p, NULL) < 0 || h->can_pause;
+    sp_local *p = sp_sandbox_local(sb, NULL);
+    const sp_container_host *h = NULL;
+    return !p || sb->lops->host(&h, p, NULL) < 0 || h->can_pause;
 }
 
 int sp_sandbox_unpause(sp_sandbox *sb, sp_error **err)
 {
-    sp_podman *p = sp_sandbox_podman(sb, err);
+    sp_local *p = sp_sandbox_local(sb, err);
     if (!p)
         return SP_EPODMAN;
     if (!sp_sandbox_pauses(sb))
         return 0;
-    return sp_podman_container_unpause(p, sb->container_id, err);
+    return sb->lops->unpause(p, sb->container_id, err);
 }
 
 /* rm -rf of a folder in our state root; the workload may have written
@@ -1366,7 +1364,7 @@ static int rm_state_dir(sp_sandbox *sb, sp_error **err)
     sp_error *first = NULL;
     int r = rm_tree(sb->state_dir, &first);
     if (r < 0 && sb->cfg.rootless && geteuid() != 0 &&
-        sp_podman_unshare_remove(sb->state_dir, NULL) == 0)
+        sb->lops->remove_tree(sb->state_dir, NULL) == 0)
         r = 0;
     if (r < 0 && err)
         *err = first;
@@ -1391,12 +1389,12 @@ int sp_sandbox_remove(sp_sandbox *sb, bool keep_workspace, sp_error **err)
             return r;
         }
     } else if (sb->container_id) {
-        sp_podman *p = sp_sandbox_podman(sb, err);
+        sp_local *p = sp_sandbox_local(sb, err);
         if (!p) {
             sp_sandbox_unlock(sb);
             return SP_EPODMAN;
         }
-        r = sp_podman_container_delete(p, sb->container_id, true, true, err);
+        r = sb->lops->remove(p, sb->container_id, err);
         if (r < 0 && r != SP_ENOTFOUND) {
             sp_sandbox_unlock(sb);
             return r;
@@ -1455,12 +1453,12 @@ int sp_sandbox_refresh_init_pid(sp_sandbox *sb)
     if (sb->init_pid_asked || !sb->container_id)
         return -1;
     sb->init_pid_asked = true;
-    sp_podman *p = sp_sandbox_podman(sb, NULL);
-    sp_podman_container_info *info = NULL;
-    if (!p || sp_podman_container_inspect(&info, p, sb->container_id, NULL) < 0)
+    sp_local *p = sp_sandbox_local(sb, NULL);
+    sp_container_info *info = NULL;
+    if (!p || sb->lops->inspect(&info, p, sb->container_id, NULL) < 0)
         return -1;
     sb->init_pid = info->running ? info->pid : 0;
-    sp_podman_container_info_free(info);
+    sp_container_info_free(info);
     return 0;
 }
 

@@ -4,6 +4,7 @@
 
 #include "base.h"
 #include "log_internal.h"
+#include "engine/local.h"
 #include "sandpod/engine.h"
 #include "sandpod/sandbox.h"
 
@@ -43,7 +44,7 @@ typedef struct sp_sandbox_config {
     char **env; /* NULL-terminated, never NULL */
     char *workdir;
     char *user;
-    sp_podman_network network;
+    sp_network network;
     uint64_t memory_bytes;
     uint64_t nano_cpus;
     int64_t pids_limit;
@@ -53,8 +54,8 @@ typedef struct sp_sandbox_config {
     sp_exec_path exec_path;
     /* The container runs sandpod-agent as pid 1 (else catatonit + sleep). */
     bool agent;
-    sp_podman_userns userns;
-    sp_podman_seccomp seccomp;
+    sp_userns userns;
+    sp_seccomp seccomp;
     char **env_pass; /* names only; values come from the caller at each command */
     /* The container's id maps when the workspace was last handed over
      * (n == 0: never), and the host ids its user has under them. */
@@ -80,12 +81,14 @@ struct sp_sandbox {
     char *state_root;
     char *state_dir;
     char *workspace;
-    char *podman_url;
+    char *local_url; /* the local engine's; NULL: found */
     char *container_id;
     char *created_at;
     sp_sandbox_config cfg;
     sp_fs *fs;
-    sp_podman *podman;
+    /* The local engine (opened on first use, sp_sandbox_local()). */
+    const sp_local_ops *lops;
+    sp_local *local;
     int lock_fd;
     unsigned lock_depth;
     sp_session_table *sessions; /* NULL until the first session starts */
@@ -180,13 +183,10 @@ void sp_sandbox_sessions_close(sp_sandbox *sb);
  * what a create left when the service died under it (the container was
  * made, or started, but the answer never came and the clean-up could not
  * reach the service). Run before each create. */
-void sp_sandbox_sweep_orphans(sp_podman *p, const char *state_root);
-/* The process part of sp_sandbox_gc(), added to o: conmons (and their
- * children) of containers named name_prefix* in the service's store that
- * the service does not know, and services whose socket is gone; only
- * processes of this user at least min_age_s old. */
-void sp_sandbox_reap_lost(sp_sandbox_orphans *o, sp_podman *p, const char *name_prefix,
-                          double min_age_s, bool dry_run);
+void sp_sandbox_sweep_orphans(const sp_local_ops *ops, sp_local *l, const char *state_root);
+/* The sandbox's connection to its local engine, opened on first use;
+ * NULL (err set) for a remote or agent-only handle. */
+sp_local *sp_sandbox_local(sp_sandbox *sb, sp_error **err);
 /* ------------------------------------------- the exec fast path (fastpath.c) */
 
 /* A command run by sandpod-agent, pid 1 of the container, over a unix

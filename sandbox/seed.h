@@ -6,7 +6,8 @@
 #include <stddef.h>
 
 #include "sandpod/hydrate.h"
-#include "sandpod.h"
+#include "sandpod/sandbox.h"
+#include "sandpod/snapshot.h"
 
 /*
  * Hydrate `mounts` (with their filters: include/exclude, gitignore,

@@ -4,7 +4,7 @@
  * (sp_cmd_step()), so commands never block on a full pipe between calls
  * and callers only wait on a condition variable. The thread touches
  * nothing but the table and the streams; Podman requests stay on the
- * caller's thread, as sp_podman is not thread-safe. */
+ * caller's thread, as an engine connection is not thread-safe. */
 #include <poll.h>
 #include <signal.h>
 #include <string.h>

@@ -9,17 +9,17 @@
 /* Run a short sh script in the container as `user` and wait for it. */
 int sp_sess_run_script(sp_sandbox *sb, const char *user, const char *script, sp_error **err)
 {
-    sp_podman *p = sp_sandbox_podman(sb, err);
+    sp_local *p = sp_sandbox_local(sb, err);
     if (!p)
         return SP_EPODMAN;
     if (!sb->container_id)
         return sp_err_set(err, SP_EPODMAN, 0, "sandbox %s has no container", sb->name);
     const char *argv[] = {"/bin/sh", "-c", script, NULL};
-    sp_podman_exec_spec spec = SP_PODMAN_EXEC_SPEC_INIT;
+    sp_exec_spec spec = SP_EXEC_SPEC_INIT;
     spec.argv = argv;
     spec.user = user;
     sp_exec *e = NULL;
-    int r = sp_podman_exec(&e, p, sb->container_id, &spec, err);
+    int r = sp_local_exec(&e, sb->lops, p, sb->container_id, &spec, err);
     if (r < 0)
         return r;
     char buf[512];

@@ -92,7 +92,7 @@ void sp_sess_note_add(char **note, const char *fmt, ...)
 /* Learn the session's host pid (for the exit handlers) once it runs. */
 static void learn_pid(sp_sandbox *sb, session *s)
 {
-    if (s->pid_checked || (!sb->podman && !s->io.fast) || sp_session_skip_pid_learning)
+    if (s->pid_checked || (!sb->local && !s->io.fast) || sp_session_skip_pid_learning)
         return;
     if (s->io.fast) {
         s->host_pid = sp_fast_host_pid(s->io.fast);
@@ -100,8 +100,8 @@ static void learn_pid(sp_sandbox *sb, session *s)
         sp_sess_registry_set_pid(s->reg, s->host_pid);
         return;
     }
-    sp_podman_exec_info info;
-    if (sp_podman_exec_inspect(&info, sb->podman, s->exec_id, NULL) < 0 || info.pid <= 0)
+    sp_exec_info info;
+    if (sb->lops->exec_inspect(&info, sb->local, s->exec_id, NULL) < 0 || info.pid <= 0)
         return;
     /* Not ours yet (still before execve): look again next time, a few
      * times (a remote service's pids are never ours). */
@@ -150,7 +150,7 @@ int sp_sess_collect(sp_session_output **out, sp_sandbox *sb, session *s, int yie
 
     if (ended) {
         int code = -1;
-        sp_podman_exec_info info = {0};
+        sp_exec_info info = {0};
         bool running = false;
         if (s->io.fast) {
             if (!sp_fast_exited(s->io.fast, &code)) {
@@ -161,13 +161,13 @@ int sp_sess_collect(sp_session_output **out, sp_sandbox *sb, session *s, int yie
             }
         } else {
             sp_error *ierr = NULL;
-            if (!sb->podman || sp_podman_exec_inspect(&info, sb->podman, s->exec_id, &ierr) < 0) {
+            if (!sb->local || sb->lops->exec_inspect(&info, sb->local, s->exec_id, &ierr) < 0) {
                 /* The stream went with the service: no exit code to give,
                  * and none to make up. Kill what can be reached from here. */
                 int r = sp_err_set(err, SP_EPODMAN, ierr ? ierr->sys_errno : 0,
-                                   "session %d: lost the podman service (%s); the session is "
+                                   "session %d: lost the %s service (%s); the session is "
                                    "gone and its command may still run in the container",
-                                   s->id, ierr ? ierr->message : "no connection");
+                                   s->id, sb->lops->kind, ierr ? ierr->message : "no connection");
                 sp_error_free(ierr);
                 sp_sess_kill_trees(sb, &s, 1, NULL);
                 sp_sess_detach(t, s);
@@ -180,7 +180,7 @@ int sp_sess_collect(sp_session_output **out, sp_sandbox *sb, session *s, int yie
             running = info.running;
             if (running && !io_error) /* the stream ended a moment before the exit was recorded */
                 running =
-                    sp_podman_exec_wait(&code, sb->podman, s->exec_id, EXIT_WAIT_MS, NULL) != 0;
+                    sb->lops->exec_wait(&code, sb->local, s->exec_id, EXIT_WAIT_MS, NULL) != 0;
             else if (!running)
                 code = info.exit_code;
         }

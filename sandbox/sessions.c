@@ -143,7 +143,7 @@ int sp_session_start(sp_session_output **out, sp_sandbox *sb, const char *comman
         snprintf(cs, sizeof(cs), "%u", tty ? cols : 0);
         const char *argv[] = {"/bin/sh", "-c",      WRAPPER, "sandpod", token, rs,
                               cs,        "/bin/sh", "-c",    command,   NULL};
-        sp_podman_exec_spec spec = SP_PODMAN_EXEC_SPEC_INIT;
+        sp_exec_spec spec = SP_EXEC_SPEC_INIT;
         spec.argv = argv;
         spec.env = (const char *const *)env;
         spec.workdir = workdir;
@@ -151,15 +151,15 @@ int sp_session_start(sp_session_output **out, sp_sandbox *sb, const char *comman
         spec.tty = tty;
         spec.attach_stdin = true;
         spec.attach_stdout = spec.attach_stderr = true;
-        r = sp_podman_exec_create(&exec_id, sb->podman, sb->container_id, &spec, err);
+        r = sb->lops->exec_create(&exec_id, sb->local, sb->container_id, &spec, err);
         if (r == 0)
-            r = sp_podman_exec_start(&io.rest, sb->podman, exec_id, tty, err);
+            r = sb->lops->exec_start(&io.rest, sb->local, exec_id, tty, err);
         if (r < 0)
             sp_err_wrap(err, r, "start session in sandbox %s", sb->name);
         /* The wrapper already set the size with stty, before the command
          * could look; this covers images without stty. */
         else if (tty)
-            sp_podman_exec_resize(sb->podman, exec_id, rows, cols, NULL);
+            sb->lops->exec_resize(sb->local, exec_id, rows, cols, NULL);
     }
     sp_strv_free(env);
     if (r < 0) {
@@ -315,10 +315,10 @@ int sp_session_resize(sp_sandbox *sb, int session_id, unsigned rows, unsigned co
         pthread_mutex_unlock(&sb->sessions->mu);
         return r < 0 ? sp_err_wrap(err, r, "resize session %d", session_id) : 0;
     }
-    sp_podman *p = sp_sandbox_podman(sb, err);
+    sp_local *p = sp_sandbox_local(sb, err);
     if (!p)
         return SP_EPODMAN;
-    int r = sp_podman_exec_resize(p, s->exec_id, rows, cols, err);
+    int r = sb->lops->exec_resize(p, s->exec_id, rows, cols, err);
     if (r < 0)
         return sp_err_wrap(err, r, "resize session %d", session_id);
     return 0;

@@ -274,11 +274,11 @@ int sp_template_save(sp_template_info **out, sp_sandbox *sb, const char *name,
     if (!o.force && faccessat(dfd, name, F_OK, AT_SYMLINK_NOFOLLOW) == 0)
         return sp_err_set(err, SP_EEXISTS, EEXIST,
                           "a template named %s already exists (--force replaces it)", name);
-    sp_podman *p = sp_sandbox_podman(sb, err);
+    sp_local *p = sp_sandbox_local(sb, err);
     if (!p)
         return SP_EPODMAN;
     cleanup_free char *image_id = NULL;
-    if ((r = sp_podman_image_id(&image_id, p, sb->cfg.image, err)) < 0)
+    if ((r = sb->lops->image_id(&image_id, p, sb->cfg.image, err)) < 0)
         return sp_err_wrap(err, r, "template %s: image %s of sandbox %s", name, sb->cfg.image,
                            sb->name);
     cleanup_free char *tmp = sp_xasprintf("%s/.tmp-%s-XXXXXX", dir, name);
@@ -404,17 +404,15 @@ int sp_template_remove(const char *name, const sp_template_opts *opts, sp_error 
 static int check_image(const sp_sandbox *t, const char *image_id, const sp_sandbox_opts *o,
                        sp_error **err)
 {
-    sp_podman_opts po = SP_PODMAN_OPTS_INIT;
-    po.url = o->podman_url;
-    po.state_root = t->state_root;
-    sp_podman *p = NULL;
-    int r = sp_podman_open(&p, &po, err);
+    const sp_local_ops *ops = sp_local_engine();
+    sp_local *p = NULL;
+    int r = ops->open(&p, o->podman_url, t->state_root, false, err);
     if (r < 0)
         return r;
     char *now = NULL;
     sp_error *e = NULL;
-    r = sp_podman_image_id(&now, p, t->cfg.image, &e);
-    sp_podman_free(p);
+    r = ops->image_id(&now, p, t->cfg.image, &e);
+    ops->free(p);
     if (r == SP_ENOTFOUND) {
         sp_error_free(e);
         return sp_err_set(err, SP_ENOTFOUND, 0,

@@ -15,14 +15,14 @@
 /* sandbox.json is a few hundred bytes; anything past this is not ours. */
 #define STATE_FILE_MAX ((size_t)1 << 20)
 
-const char *sp_json_network_name(sp_podman_network n)
+const char *sp_json_network_name(sp_network n)
 {
     switch (n) {
-    case SP_PODMAN_NET_NONE:
+    case SP_NET_NONE:
         return "none";
-    case SP_PODMAN_NET_DEFAULT:
+    case SP_NET_DEFAULT:
         return "default";
-    case SP_PODMAN_NET_HOST:
+    case SP_NET_HOST:
         return "host";
     }
     return "unknown";
@@ -201,7 +201,7 @@ static cJSON *config_json(const cJSON *state, bool secrets)
         return NULL;
     const cJSON *net = cJSON_GetObjectItemCaseSensitive(state, "network");
     const char *net_name =
-        cJSON_IsNumber(net) ? sp_json_network_name((sp_podman_network)net->valueint) : NULL;
+        cJSON_IsNumber(net) ? sp_json_network_name((sp_network)net->valueint) : NULL;
     const cJSON *wr = cJSON_GetObjectItemCaseSensitive(state, "writable_root");
     bool ok = copy_string(c, "workdir", state) && copy_string(c, "user", state) &&
               copy_env(c, state, secrets) &&

@@ -22,7 +22,7 @@ extern "C" {
 #endif
 
 /** "none", "default" or "host"; "unknown" for anything else. */
-const char *sp_json_network_name(sp_podman_network n);
+const char *sp_json_network_name(sp_network n);
 
 /**
  * The outcome of a command: `{exit_code, timed_out, duration_ms, stdout,

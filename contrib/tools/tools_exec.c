@@ -62,10 +62,10 @@ static void format_secs(sp_buf *b, int64_t ms)
 static bool token_begin(sp_tools *t, char *token)
 {
     if (!t->podman_url) {
-        sp_podman *p = sp_sandbox_podman(t->sb, NULL);
-        if (p) {
+        const char *url = sp_sandbox_service_url(t->sb, NULL);
+        if (url) {
             pthread_mutex_lock(&t->mu);
-            t->podman_url = sp_xstrdup(sp_podman_url(p));
+            t->podman_url = sp_xstrdup(url);
             pthread_mutex_unlock(&t->mu);
         }
     }

@@ -15,6 +15,7 @@
 #include "sandpod/patch.h"
 #include "sandpod/apply.h"
 #include "sandpod/attach.h"
+#include "sandpod/container.h"
 #include "sandpod/podman.h"
 #include "sandpod/sandbox.h"
 #include "sandpod/sandbox_events.h"

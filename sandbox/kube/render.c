@@ -184,14 +184,14 @@ static void add_volume(cJSON *vols, const char *name, const char *medium, const 
     cJSON_AddItemToArray(vols, v);
 }
 
-static const char *pull_policy(sp_podman_pull_policy p)
+static const char *pull_policy(sp_pull_policy p)
 {
     switch (p) {
-    case SP_PODMAN_PULL_MISSING:
+    case SP_PULL_MISSING:
         return "IfNotPresent";
-    case SP_PODMAN_PULL_ALWAYS:
+    case SP_PULL_ALWAYS:
         return "Always";
-    case SP_PODMAN_PULL_NEVER:
+    case SP_PULL_NEVER:
         return "Never";
     default:
         return NULL; /* the cluster's default for the tag */
@@ -212,7 +212,7 @@ static int check_opts(const sp_sandbox_opts *o, const sp_kube_render_opts *ro, s
         return sp_err_set(err, SP_EINVAL, 0,
                           "a Pod cannot pull without TLS verification: that is the node's "
                           "registry configuration");
-    if (o->userns == SP_PODMAN_USERNS_HOST)
+    if (o->userns == SP_USERNS_HOST)
         return sp_err_set(err, SP_EINVAL, 0,
                           "--userns host has no Pod equivalent (a Pod shares the node's ids "
                           "unless the cluster gives it a user namespace)");
@@ -262,9 +262,9 @@ static char *gaps(const sp_sandbox_opts *o)
     if (pids > 0)
         sp_buf_printf(&b, "pids=%" PRId64 ",", pids);
     sp_buf_adds(&b, "rlimits,");
-    if (o->network == SP_PODMAN_NET_NONE)
+    if (o->network == SP_NET_NONE)
         sp_buf_adds(&b, "network=none,");
-    if (o->seccomp == SP_PODMAN_SECCOMP_SANDPOD)
+    if (o->seccomp == SP_SECCOMP_SANDPOD)
         sp_buf_adds(&b, "seccomp,");
     sp_buf_adds(&b, "userns");
     return sp_buf_steal(&b);
@@ -306,7 +306,7 @@ int sp_kube_render_pod(char **out, const sp_sandbox_opts *o, const sp_kube_rende
         snprintf(gen, sizeof(gen), "sp-%08" PRIx32, rnd);
     }
     const char *name = o->name ? o->name : gen;
-    const char *image = o->image ? o->image : SP_PODMAN_DEFAULT_IMAGE;
+    const char *image = o->image ? o->image : SP_DEFAULT_IMAGE;
     const char *sp_image = ro->sandpod_image ? ro->sandpod_image : SP_KUBE_DEFAULT_IMAGE;
     uint64_t mem = o->memory_bytes ? o->memory_bytes : 1ull << 30;
     uint64_t cpus = o->nano_cpus ? o->nano_cpus : 1000000000ull;
@@ -349,15 +349,15 @@ int sp_kube_render_pod(char **out, const sp_sandbox_opts *o, const sp_kube_rende
         cJSON_AddNumberToObject(spec, "activeDeadlineSeconds", (double)deadline);
     cJSON_AddBoolToObject(spec, "automountServiceAccountToken", false);
     cJSON_AddBoolToObject(spec, "enableServiceLinks", false);
-    if (o->network == SP_PODMAN_NET_HOST)
+    if (o->network == SP_NET_HOST)
         cJSON_AddBoolToObject(spec, "hostNetwork", true);
     if (ro->runtime_class)
         cJSON_AddStringToObject(spec, "runtimeClassName", ro->runtime_class);
     cJSON *psc = cJSON_AddObjectToObject(spec, "securityContext");
     cJSON_AddBoolToObject(psc, "runAsNonRoot", uid != 0);
     cJSON *sec = cJSON_AddObjectToObject(psc, "seccompProfile");
-    cJSON_AddStringToObject(
-        sec, "type", o->seccomp == SP_PODMAN_SECCOMP_UNCONFINED ? "Unconfined" : "RuntimeDefault");
+    cJSON_AddStringToObject(sec, "type",
+                            o->seccomp == SP_SECCOMP_UNCONFINED ? "Unconfined" : "RuntimeDefault");
 
     /* The init container and the peer run as the workload's user: owners
      * in the shared workspace match, and neither needs a capability. */

@@ -730,26 +730,9 @@ static char **labels_from(const cJSON *obj)
     return v.v;
 }
 
-static void info_dispose(sp_podman_container_info *i)
-{
-    free(i->id);
-    free(i->name);
-    free(i->image);
-    free(i->state);
-    free(i->started_at);
-    free(i->finished_at);
-    free(i->error);
-    for (char **l = i->labels; l && *l; l++)
-        free(*l);
-    free(i->labels);
-}
-
 void sp_podman_container_info_free(sp_podman_container_info *info)
 {
-    if (!info)
-        return;
-    info_dispose(info);
-    free(info);
+    sp_container_info_free(info);
 }
 
 int sp_podman_container_inspect(sp_podman_container_info **out, sp_podman *p,
@@ -796,12 +779,7 @@ int sp_podman_container_inspect(sp_podman_container_info **out, sp_podman *p,
 
 void sp_podman_containers_free(sp_podman_containers *list)
 {
-    if (!list)
-        return;
-    for (size_t i = 0; i < list->n; i++)
-        info_dispose(&list->items[i]);
-    free(list->items);
-    free(list);
+    sp_containers_free(list);
 }
 
 int sp_podman_container_list(sp_podman_containers **out, sp_podman *p, const char *const *labels,

@@ -9,6 +9,7 @@
 #include "log_internal.h"
 #include "json.h"
 #include "sandpod/podman.h"
+#include "sandpod/sandbox.h"
 
 /* Every libpod path starts with this; 4.0.0 is the oldest API the service
  * must speak (Podman 4.3 serves any v4 prefix). */
@@ -149,5 +150,12 @@ char *sp_podman_start_hint_for(const char *sock, bool root, const char *runtime_
 int sp_podman_find_or_start(sp_podman_addr *out, bool *started, const sp_podman_opts *o,
                             sp_error **err);
 int sp_podman_curl_init(sp_error **err);
+
+/* The process part of sp_sandbox_gc() on Podman, added to o: conmons (and
+ * their children) of containers named name_prefix* in the service's store
+ * that the service does not know, and services whose socket is gone; only
+ * processes of this user at least min_age_s old (reap.c). */
+void sp_podman_reap_lost(sp_sandbox_orphans *o, sp_podman *p, const char *name_prefix,
+                         double min_age_s, bool dry_run);
 
 #endif

@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "sandpod/podman.h"
 #include "sandpod/sandbox.h"
 
 extern char **environ;

@@ -42,7 +42,7 @@ static int c_image_ensure(sp_error **err)
 {
     sp_podman_pull_opts o = SP_PODMAN_PULL_OPTS_INIT;
     o.version = BAD;
-    return sp_podman_image_ensure(NULL, NULL, "x", SP_PODMAN_PULL_ALWAYS, &o, err);
+    return sp_podman_image_ensure(NULL, NULL, "x", SP_PULL_ALWAYS, &o, err);
 }
 
 static int c_image_build(sp_error **err)

@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "../../sandbox/sandbox_internal.h"
+#include "sandpod/podman.h"
 #include "sandpod/sandbox.h"
 #include "sandpod/session.h"
 #include "testutil.h"
@@ -98,7 +99,7 @@ static sp_podman *service_up(void)
 static void reap_lost(sp_podman *p, const char *prefix, double min_age_s, bool dry, size_t count[3])
 {
     sp_sandbox_orphans *o = calloc(1, sizeof(*o));
-    sp_sandbox_reap_lost(o, p, prefix, min_age_s, dry);
+    sp_podman_local_ops.reap_lost(o, (sp_local *)p, prefix, min_age_s, dry);
     memset(count, 0, 3 * sizeof(*count));
     for (size_t i = 0; i < o->n; i++) {
         const sp_sandbox_orphan *it = &o->items[i];

@@ -21,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "sandpod/podman.h"
 #include "sandpod/sandbox.h"
 #include "testutil.h"
 

@@ -140,7 +140,7 @@ static void test_defaults(void **state)
     assert_string_equal(str_at(pod, "spec/securityContext/seccompProfile/type"), "RuntimeDefault");
 
     const cJSON *w = container(pod, "spec/containers", "workload");
-    assert_string_equal(str_at(w, "image"), SP_PODMAN_DEFAULT_IMAGE);
+    assert_string_equal(str_at(w, "image"), SP_DEFAULT_IMAGE);
     assert_string_equal(str_at(w, "command/#0"), "/.sandpod/bin/agent");
     assert_string_equal(str_at(w, "command/#1"), "/.sandpod/run");
     assert_int_equal(cJSON_GetArraySize(at(w, "command")), 2);
@@ -206,10 +206,10 @@ static void test_relaxed(void **state)
     o.nano_cpus = 1500000001;    /* rounded up to a millicore */
     o.tmpfs_bytes = 1000;
     o.writable_root = true;
-    o.network = SP_PODMAN_NET_HOST;
-    o.seccomp = SP_PODMAN_SECCOMP_UNCONFINED;
+    o.network = SP_NET_HOST;
+    o.seccomp = SP_SECCOMP_UNCONFINED;
     o.pids_limit = -1;
-    o.pull = SP_PODMAN_PULL_ALWAYS;
+    o.pull = SP_PULL_ALWAYS;
     o.workdir = "/src";
     const char *caps[] = {"cap_net_raw", "CHOWN", NULL};
     const char *env[] = {"A=1", "B=x=y", NULL};
@@ -312,7 +312,7 @@ static void test_refused(void **state)
          {.version = 1},
          "setup"},
         {"tls", {.version = 1, .pull_no_tls_verify = true}, {.version = 1}, "TLS"},
-        {"userns", {.version = 1, .userns = SP_PODMAN_USERNS_HOST}, {.version = 1}, "userns"},
+        {"userns", {.version = 1, .userns = SP_USERNS_HOST}, {.version = 1}, "userns"},
         {"namespace", {.version = 1}, {.version = 1, .ns = "Prod"}, "namespace"},
         {"runtime class",
          {.version = 1},

@@ -18,6 +18,7 @@
 
 #include "../../sandbox/agent/protocol.h"
 #include "../../sandbox/sandbox_internal.h"
+#include "sandpod/podman.h"
 #include "testutil.h"
 
 static char *dir;
@@ -355,7 +356,7 @@ static void test_agent_only_handle(void **state)
     free(want);
     sp_run_result_free(res);
     assert_null(sp_sandbox_podman(sb, &err));
-    assert_non_null(strstr(err->message, "no Podman service"));
+    assert_non_null(strstr(err->message, "no engine service"));
     sp_error_free(err);
     err = NULL;
     /* The pid SO_PEERCRED names is never taken for a host pid. */

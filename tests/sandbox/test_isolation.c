@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "base.h"
+#include "sandpod/podman.h"
 #include "sandpod/fs.h"
 #include "sandpod/sandbox.h"
 #include "testutil.h"
@@ -35,9 +36,9 @@
 static char *podman_url;
 static char *state_root;
 
-static sp_podman_network make_network = SP_PODMAN_NET_NONE;
+static sp_network make_network = SP_NET_NONE;
 
-static sp_sandbox *make(const char *name, sp_podman_userns userns, sp_podman_seccomp seccomp)
+static sp_sandbox *make(const char *name, sp_userns userns, sp_seccomp seccomp)
 {
     sp_sandbox_opts o = SP_SANDBOX_OPTS_INIT;
     o.network = make_network;
@@ -96,11 +97,11 @@ static int init_pid(sp_sandbox *sb)
     sp_error *err = NULL;
     sp_podman *p = sp_sandbox_podman(sb, &err);
     assert_non_null(p);
-    sp_podman_container_info *info = NULL;
+    sp_container_info *info = NULL;
     if (sp_podman_container_inspect(&info, p, sp_sandbox_container_id(sb), &err) < 0)
         fail_msg("inspect: %s", err->message);
     int pid = info->pid;
-    sp_podman_container_info_free(info);
+    sp_container_info_free(info);
     sp_sandbox_status_free(st);
     assert_true(pid > 0);
     return pid;
@@ -109,7 +110,7 @@ static int init_pid(sp_sandbox *sb)
 static void test_ids(void **state)
 {
     (void)state;
-    sp_sandbox *sb = make("iso-ids", SP_PODMAN_USERNS_PRIVATE, SP_PODMAN_SECCOMP_SANDPOD);
+    sp_sandbox *sb = make("iso-ids", SP_USERNS_PRIVATE, SP_SECCOMP_SANDPOD);
     int pid = init_pid(sb);
     unsigned hu = tu_host_id(pid, "uid_map", 1000), hg = tu_host_id(pid, "gid_map", 1000);
     print_message("container uid 1000 is host uid %u, gid %u\n", hu, hg);
@@ -158,7 +159,7 @@ static void test_ids(void **state)
 static void test_seccomp(void **state)
 {
     (void)state;
-    sp_sandbox *sb = make("iso-sec", SP_PODMAN_USERNS_PRIVATE, SP_PODMAN_SECCOMP_SANDPOD);
+    sp_sandbox *sb = make("iso-sec", SP_USERNS_PRIVATE, SP_SECCOMP_SANDPOD);
     char *out = sh(sb, "/workspace/.probe keys; /workspace/.probe userns");
     print_message("sandpod's profile:\n%s", out);
     assert_non_null(strstr(out, "keyctl=EPERM\n"));
@@ -175,7 +176,7 @@ static void test_seccomp(void **state)
     drop(sb);
 
     /* Podman's own profile lets the same probe through: it tells them apart. */
-    sb = make("iso-pod", SP_PODMAN_USERNS_PRIVATE, SP_PODMAN_SECCOMP_PODMAN);
+    sb = make("iso-pod", SP_USERNS_PRIVATE, SP_SECCOMP_ENGINE);
     out = sh(sb, "/workspace/.probe keys; /workspace/.probe userns");
     print_message("Podman's profile:\n%s", out);
     assert_null(strstr(out, "keyctl=EPERM\n"));
@@ -210,11 +211,11 @@ static void test_host_account(void **state)
     (void)state;
     if (geteuid() != 0)
         skip(); /* rootless: the workload is the caller, by design */
-    sp_sandbox *sb = make("iso-acct", SP_PODMAN_USERNS_PRIVATE, SP_PODMAN_SECCOMP_SANDPOD);
+    sp_sandbox *sb = make("iso-acct", SP_USERNS_PRIVATE, SP_SECCOMP_SANDPOD);
     assert_false(uid1000_reads_environ(init_pid(sb)));
     drop(sb);
     /* The loud opt-out shares the host's ids: the same read works. */
-    sb = make("iso-hostns", SP_PODMAN_USERNS_HOST, SP_PODMAN_SECCOMP_SANDPOD);
+    sb = make("iso-hostns", SP_USERNS_HOST, SP_SECCOMP_SANDPOD);
     assert_true(uid1000_reads_environ(init_pid(sb)));
     drop(sb);
 }
@@ -231,8 +232,8 @@ static bool fast_path_in_use(sp_sandbox *sb)
 static void test_agent_socket_redirect(void **state)
 {
     (void)state;
-    sp_sandbox *a = make("iso-a", SP_PODMAN_USERNS_PRIVATE, SP_PODMAN_SECCOMP_SANDPOD);
-    sp_sandbox *b = make("iso-b", SP_PODMAN_USERNS_PRIVATE, SP_PODMAN_SECCOMP_SANDPOD);
+    sp_sandbox *a = make("iso-a", SP_USERNS_PRIVATE, SP_SECCOMP_SANDPOD);
+    sp_sandbox *b = make("iso-b", SP_USERNS_PRIVATE, SP_SECCOMP_SANDPOD);
     if (!fast_path_in_use(a)) {
         drop(a);
         drop(b);
@@ -269,7 +270,7 @@ static void test_agent_socket_redirect(void **state)
 static void test_fake_agent(void **state)
 {
     (void)state;
-    sp_sandbox *sb = make("iso-fake", SP_PODMAN_USERNS_PRIVATE, SP_PODMAN_SECCOMP_SANDPOD);
+    sp_sandbox *sb = make("iso-fake", SP_USERNS_PRIVATE, SP_SECCOMP_SANDPOD);
     if (!fast_path_in_use(sb)) {
         drop(sb);
         skip();
@@ -399,7 +400,7 @@ static void test_rm_race(void **state)
         skip(); /* the racer needs to reach the workspace as the attack did */
     char *outside = outside_with_files(50);
     for (int round = 0; round < 5; round++) {
-        sp_sandbox *sb = make("iso-rmrace", SP_PODMAN_USERNS_PRIVATE, SP_PODMAN_SECCOMP_SANDPOD);
+        sp_sandbox *sb = make("iso-rmrace", SP_USERNS_PRIVATE, SP_SECCOMP_SANDPOD);
         pid_t racer = start_racer(sp_sandbox_workspace(sb), outside, 8);
         usleep(20 * 1000);
         sp_error *err = NULL;
@@ -423,7 +424,7 @@ static void test_handover_race(void **state)
     if (geteuid() != 0)
         skip();
     char *outside = outside_with_files(50);
-    sp_sandbox *sb = make("iso-hrace", SP_PODMAN_USERNS_PRIVATE, SP_PODMAN_SECCOMP_SANDPOD);
+    sp_sandbox *sb = make("iso-hrace", SP_USERNS_PRIVATE, SP_SECCOMP_SANDPOD);
     sp_error *err = NULL;
     sp_podman *p = sp_sandbox_podman(sb, &err);
     assert_non_null(p);
@@ -456,7 +457,7 @@ static void test_handover_race(void **state)
 static void test_rm_deep_tree(void **state)
 {
     (void)state;
-    sp_sandbox *sb = make("iso-deep", SP_PODMAN_USERNS_PRIVATE, SP_PODMAN_SECCOMP_SANDPOD);
+    sp_sandbox *sb = make("iso-deep", SP_USERNS_PRIVATE, SP_SECCOMP_SANDPOD);
     char *out = sh(sb, "cd /workspace && i=0; while [ $i -lt 700 ]; do mkdir d && cd d || exit 1; "
                        "i=$((i+1)); done; touch leaf; "
                        /* Two chains of 15 names of 200 bytes, one moved to
@@ -483,7 +484,7 @@ static void test_rm_deep_tree(void **state)
 static void test_rm_files_of_container_root(void **state)
 {
     (void)state;
-    sp_sandbox *sb = make("iso-rootfiles", SP_PODMAN_USERNS_PRIVATE, SP_PODMAN_SECCOMP_SANDPOD);
+    sp_sandbox *sb = make("iso-rootfiles", SP_USERNS_PRIVATE, SP_SECCOMP_SANDPOD);
     /* Container root holds no capabilities: the workload's user opens a
      * folder for it first. */
     free(sh(sb, "mkdir /workspace/open && chmod 777 /workspace/open"));
@@ -526,9 +527,9 @@ static void test_network_default(void **state)
     }
     if (tun >= 0)
         close(tun);
-    make_network = SP_PODMAN_NET_DEFAULT;
-    sp_sandbox *sb = make("iso-net", SP_PODMAN_USERNS_PRIVATE, SP_PODMAN_SECCOMP_SANDPOD);
-    make_network = SP_PODMAN_NET_NONE;
+    make_network = SP_NET_DEFAULT;
+    sp_sandbox *sb = make("iso-net", SP_USERNS_PRIVATE, SP_SECCOMP_SANDPOD);
+    make_network = SP_NET_NONE;
     char *out = sh(sb, "ls /sys/class/net | grep -vx lo | head -n 1");
     print_message("network default: %s", out);
     assert_true(strlen(out) > 1);

@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "sandpod/podman.h"
 #include "sandpod/attach.h"
 #include "sandpod/sandbox.h"
 #include "testutil.h"

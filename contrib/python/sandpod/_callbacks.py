@@ -61,7 +61,7 @@ class Callbacks:
         return fp
 
     def lines(self, f: Callable[[str], Any] | None) -> Any:
-        """An sp_podman_progress_fn: each line as str (NULL for None)."""
+        """An sp_progress_fn: each line as str (NULL for None)."""
         if f is None:
             return S.PodmanProgressFn()
 

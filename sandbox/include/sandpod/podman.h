@@ -27,6 +27,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "sandpod/container.h"
 #include "sandpod/error.h"
 
 #ifdef __cplusplus
@@ -34,10 +35,43 @@ extern "C" {
 #endif
 
 typedef struct sp_podman sp_podman;
-typedef struct sp_exec sp_exec;
+typedef struct sp_sandbox sp_sandbox;
+
+/* The names the engine-neutral types of sandpod/container.h had when
+ * they were Podman's own; kept so that code written against them builds. */
+typedef sp_container_host sp_podman_host;
+typedef sp_progress_fn sp_podman_progress_fn;
+typedef sp_pull_policy sp_podman_pull_policy;
+#define SP_PODMAN_PULL_DEFAULT SP_PULL_DEFAULT
+#define SP_PODMAN_PULL_MISSING SP_PULL_MISSING
+#define SP_PODMAN_PULL_ALWAYS  SP_PULL_ALWAYS
+#define SP_PODMAN_PULL_NEVER   SP_PULL_NEVER
+typedef sp_bind_mount sp_podman_mount;
+typedef sp_userns sp_podman_userns;
+#define SP_PODMAN_USERNS_PRIVATE SP_USERNS_PRIVATE
+#define SP_PODMAN_USERNS_HOST    SP_USERNS_HOST
+typedef sp_seccomp sp_podman_seccomp;
+#define SP_PODMAN_SECCOMP_SANDPOD    SP_SECCOMP_SANDPOD
+#define SP_PODMAN_SECCOMP_PODMAN     SP_SECCOMP_ENGINE
+#define SP_PODMAN_SECCOMP_UNCONFINED SP_SECCOMP_UNCONFINED
+typedef sp_tmpfs sp_podman_tmpfs;
+typedef sp_rlimit sp_podman_rlimit;
+typedef sp_network sp_podman_network;
+#define SP_PODMAN_NET_NONE     SP_NET_NONE
+#define SP_PODMAN_NET_DEFAULT  SP_NET_DEFAULT
+#define SP_PODMAN_NET_HOST     SP_NET_HOST
+#define SP_PODMAN_SPEC_VERSION SP_CONTAINER_SPEC_VERSION
+typedef sp_container_spec sp_podman_container_spec;
+#define SP_PODMAN_CONTAINER_SPEC_INIT SP_CONTAINER_SPEC_INIT
+typedef sp_container_info sp_podman_container_info;
+typedef sp_containers sp_podman_containers;
+#define SP_PODMAN_EXEC_SPEC_VERSION SP_EXEC_SPEC_VERSION
+#define SP_PODMAN_EXEC_SPEC_INIT    SP_EXEC_SPEC_INIT
+typedef sp_exec_spec sp_podman_exec_spec;
+typedef sp_exec_info sp_podman_exec_info;
 
 /** The image sandpod builds offline (see sp_podman_image_build_busybox()). */
-#define SP_PODMAN_DEFAULT_IMAGE "localhost/sandpod-busybox:latest"
+#define SP_PODMAN_DEFAULT_IMAGE SP_DEFAULT_IMAGE
 
 /* ------------------------------------------------------------ connect -- */
 
@@ -135,24 +169,6 @@ int sp_podman_graph_root(char **out, sp_podman *p, sp_error **err);
  */
 int sp_podman_unshare_remove(const char *path, sp_error **err);
 
-/** What /info says about the service's host, as far as sandpod needs it. */
-typedef struct sp_podman_host {
-    /** The service runs rootless (host.security.rootless). */
-    bool rootless;
-    /** 1 or 2 (host.cgroupVersion). */
-    int cgroup_version;
-    /** Memory, CPU and pids limits take effect: the service may use the
-     *  memory, cpu and pids cgroup controllers (a rootless service on
-     *  cgroup v1 may not, and Podman then drops the limits). */
-    bool limits_apply;
-    /** Containers can be paused (not rootless on cgroup v1). */
-    bool can_pause;
-    /** The seccomp profile Podman applies by default, or NULL. */
-    char *seccomp_profile;
-    /** store.graphRoot */
-    char *graph_root;
-} sp_podman_host;
-
 /**
  * The service's host facts, asked once per handle and kept.
  *
@@ -174,9 +190,6 @@ int sp_podman_image_exists(bool *out, sp_podman *p, const char *name, sp_error *
  * @return 0; SP_ENOTFOUND when no local image has that name; SP_EPODMAN
  */
 int sp_podman_image_id(char **out, sp_podman *p, const char *name, sp_error **err);
-
-/** Called with each progress line ("Trying to pull ...") during a pull. */
-typedef void (*sp_podman_progress_fn)(const char *line, void *userdata);
 
 #define SP_PODMAN_PULL_OPTS_VERSION 1
 
@@ -214,19 +227,6 @@ int sp_podman_image_pull_with(char **out_id, sp_podman *p, const char *reference
 /** sp_podman_image_pull_with() verifying TLS, with a progress callback. */
 int sp_podman_image_pull(char **out_id, sp_podman *p, const char *reference,
                          sp_podman_progress_fn progress, void *userdata, sp_error **err);
-
-/** When a sandbox's image is pulled (sp_podman_image_ensure()). */
-typedef enum sp_podman_pull_policy {
-    /** SP_PODMAN_PULL_MISSING for a reference that names a registry host
-     *  ("docker.io/library/debian:12", "127.0.0.1:5000/x"), otherwise
-     *  SP_PODMAN_PULL_NEVER: a "localhost/" image is one built here (such as
-     *  the offline busybox image) and a short name ("debian") would leave
-     *  the registry to the host's registries.conf. */
-    SP_PODMAN_PULL_DEFAULT = 0,
-    SP_PODMAN_PULL_MISSING, /**< pull when no local image has the name */
-    SP_PODMAN_PULL_ALWAYS,  /**< pull every time (a tag that moves) */
-    SP_PODMAN_PULL_NEVER,   /**< use the local image only */
-} sp_podman_pull_policy;
 
 /**
  * The policy `policy` comes to for `reference`: SP_PODMAN_PULL_DEFAULT
@@ -353,127 +353,6 @@ int sp_podman_image_remove(sp_podman *p, const char *name, bool force, sp_error 
 
 /* --------------------------------------------------------- containers -- */
 
-/** A bind mount of a host folder or file. Bind mounts are always nosuid
- *  and nodev: nothing the workload writes there gains privileges. */
-typedef struct sp_podman_mount {
-    const char *source;      /**< host path */
-    const char *destination; /**< path in the container */
-    bool read_only;
-} sp_podman_mount;
-
-/** The user namespace of a container. The zero value is the safe one. */
-typedef enum sp_podman_userns {
-    /** A user namespace of the container's own: a rootful service maps the
-     *  container's ids to a range no host account uses (userns=auto); a
-     *  rootless one maps the container's user to the caller (keep-id). */
-    SP_PODMAN_USERNS_PRIVATE = 0,
-    /** The host's user namespace: the container's uid N is host uid N. */
-    SP_PODMAN_USERNS_HOST = 1,
-} sp_podman_userns;
-
-/** Where a container's seccomp filter comes from. */
-typedef enum sp_podman_seccomp {
-    /** sandpod's profile: Podman's default less keyctl, add_key,
-     *  request_key, clone3 and new user namespaces. */
-    SP_PODMAN_SECCOMP_SANDPOD = 0,
-    /** Podman's default profile as it is. */
-    SP_PODMAN_SECCOMP_PODMAN = 1,
-    /** No seccomp filter at all. */
-    SP_PODMAN_SECCOMP_UNCONFINED = 2,
-} sp_podman_seccomp;
-
-/** A tmpfs mount. */
-typedef struct sp_podman_tmpfs {
-    const char *destination; /**< path in the container */
-    uint64_t size_bytes;     /**< size limit; 0 = Podman's default (half of RAM) */
-    /** Mode of the mount's root, e.g. 01777; 0 = 01777 */
-    unsigned mode;
-    /** Mount it noexec (by default programs may run from it). */
-    bool noexec;
-} sp_podman_tmpfs;
-
-/** A resource limit (setrlimit) for the container's processes. */
-typedef struct sp_podman_rlimit {
-    const char *type; /**< "nofile", "nproc", "core", ... (no RLIMIT_ prefix) */
-    uint64_t soft;
-    uint64_t hard;
-} sp_podman_rlimit;
-
-/** Network of a container. The zero value is the safe one. */
-typedef enum sp_podman_network {
-    SP_PODMAN_NET_NONE = 0,    /**< loopback only */
-    SP_PODMAN_NET_DEFAULT = 1, /**< Podman's default network (bridge) */
-    SP_PODMAN_NET_HOST = 2,    /**< the host's network namespace */
-} sp_podman_network;
-
-#define SP_PODMAN_SPEC_VERSION 1
-
-/**
- * What to create. Zero values are the hardened ones: no network, every
- * capability dropped, no-new-privileges, a read-only root filesystem.
- * Each hardening is relaxed by setting its field on purpose.
- *
- * nofile and nproc rlimits are always set (to 1024 and 4096 unless given in
- * `rlimits`), because Podman's defaults exceed what many hosts allow and the
- * container would fail to start.
- */
-typedef struct sp_podman_container_spec {
-    unsigned version;
-    const char *name;  /**< container name, or NULL for a generated one */
-    const char *image; /**< image name or id (required) */
-    /** NULL-terminated argv, run exactly: argv[0] replaces the image's
-     *  ENTRYPOINT (not appended to it). NULL = the image's ENTRYPOINT and CMD. */
-    const char *const *command;
-    /** NULL-terminated "KEY=VALUE" list, or NULL */
-    const char *const *env;
-    const char *workdir; /**< NULL = the image's */
-    const char *user;    /**< "uid:gid" or a name; NULL = the image's */
-    const sp_podman_mount *mounts;
-    size_t n_mounts;
-    const sp_podman_tmpfs *tmpfs;
-    size_t n_tmpfs;
-    sp_podman_network network;
-    /** Memory limit in bytes; 0 = none. */
-    uint64_t memory_bytes;
-    /** CPU limit in billionths of a CPU (1000000000 = one CPU); 0 = none. */
-    uint64_t nano_cpus;
-    /** Maximum number of processes (cgroup pids); 0 = Podman's default. */
-    int64_t pids_limit;
-    /** Keep a writable root filesystem (default: read-only). */
-    bool writable_rootfs;
-    /** Keep Podman's default capability set (default: drop all). */
-    bool keep_default_caps;
-    /** NULL-terminated capabilities to add back ("CAP_CHOWN" or "chown"). */
-    const char *const *cap_add;
-    /** Allow setuid binaries to gain privileges (default: no-new-privileges). */
-    bool allow_new_privileges;
-    /** NULL-terminated "key=value" labels, or NULL */
-    const char *const *labels;
-    const sp_podman_rlimit *rlimits;
-    size_t n_rlimits;
-    /** Run a minimal init (catatonit) as pid 1 that reaps zombies. */
-    bool init;
-    /** Seconds `stop` waits before SIGKILL; 0 = Podman's default (10). */
-    unsigned stop_timeout_s;
-    /** User namespace (default: private). */
-    sp_podman_userns userns;
-    /** Rootful private namespaces: how many ids the range holds (0 =
-     *  65536). Rootless keep-id: the caller appears as `user`'s uid and gid
-     *  when `user` is numeric "uid[:gid]". */
-    uint32_t userns_size;
-    /** Seccomp (default: sandpod's profile). */
-    sp_podman_seccomp seccomp;
-    /** SP_PODMAN_SECCOMP_SANDPOD: a host file the profile is written to
-     *  (the service reads it from there; NULL = Podman's default profile,
-     *  with a warning in `warnings`). */
-    const char *seccomp_file;
-} sp_podman_container_spec;
-
-#define SP_PODMAN_CONTAINER_SPEC_INIT                                                              \
-    {                                                                                              \
-        .version = SP_PODMAN_SPEC_VERSION                                                          \
-    }
-
 /**
  * Create a container (not started).
  *
@@ -493,36 +372,6 @@ int sp_podman_container_start(sp_podman *p, const char *name_or_id, sp_error **e
  *  negative value = the container's own stop timeout). Stopping a stopped
  *  container is not an error. */
 int sp_podman_container_stop(sp_podman *p, const char *name_or_id, int timeout_s, sp_error **err);
-
-#define SP_LOGS_OPTS_VERSION 1
-
-/** Options of sp_podman_container_logs() and sp_sandbox_logs(); NULL means
- *  all defaults (everything logged so far, then return). */
-typedef struct sp_logs_opts {
-    unsigned version;
-    /** Keep going as the container prints, until it stops (or fn says stop). */
-    bool follow;
-    /** Only the last tail lines; negative: all (SP_LOGS_OPTS_INIT). */
-    int64_t tail;
-    /** Only what came after this time: RFC 3339 ("2024-05-01T10:00:00Z") or
-     *  Unix seconds ("1714557600"); NULL: from the start. */
-    const char *since;
-    /** Prefix every line with the time it was logged (RFC 3339, then a space). */
-    bool timestamps;
-} sp_logs_opts;
-
-#define SP_LOGS_OPTS_INIT                                                                          \
-    {                                                                                              \
-        .version = SP_LOGS_OPTS_VERSION, .tail = -1                                                \
-    }
-
-/**
- * Receives the log as it comes, in pieces that need not end at a line.
- *
- * @param stream  SP_EXEC_STDOUT or SP_EXEC_STDERR
- * @return 0 to go on; a negative SP_E* code stops, and the caller returns it
- */
-typedef int (*sp_logs_fn)(int stream, const char *data, size_t len, void *userdata);
 
 /**
  * The output of a container's main process, running or stopped
@@ -553,34 +402,10 @@ int sp_podman_container_unpause(sp_podman *p, const char *name_or_id, sp_error *
 int sp_podman_container_wait(int *exit_code, sp_podman *p, const char *name_or_id,
                              const char *condition, int timeout_ms, sp_error **err);
 
-/** The state of a container. */
-typedef struct sp_podman_container_info {
-    char *id;
-    char *name;
-    char *image; /**< image name as created */
-    char *state; /**< "created", "running", "paused", "exited", ... */
-    bool running;
-    bool paused;
-    bool oom_killed;
-    int exit_code;
-    int pid;           /**< host pid of the main process; 0 when not running */
-    char *started_at;  /**< RFC 3339 time, or NULL (not filled by list) */
-    char *finished_at; /**< RFC 3339 time, or NULL (not filled by list) */
-    char *error;       /**< the runtime's last error, or NULL */
-    /** NULL-terminated "key=value" labels (never NULL itself). */
-    char **labels;
-} sp_podman_container_info;
-
 /** Inspect a container. @param out  free with sp_podman_container_info_free() */
 int sp_podman_container_inspect(sp_podman_container_info **out, sp_podman *p,
                                 const char *name_or_id, sp_error **err);
 void sp_podman_container_info_free(sp_podman_container_info *info);
-
-/** A list of containers. */
-typedef struct sp_podman_containers {
-    sp_podman_container_info *items;
-    size_t n;
-} sp_podman_containers;
 
 /**
  * List containers (running or not) whose labels match every filter.
@@ -635,26 +460,6 @@ int sp_podman_archive_put(sp_podman *p, const char *name_or_id, const char *path
 
 /* --------------------------------------------------------------- exec -- */
 
-#define SP_PODMAN_EXEC_SPEC_VERSION 1
-
-/** What to run in a container. */
-typedef struct sp_podman_exec_spec {
-    unsigned version;
-    const char *const *argv; /**< NULL-terminated, required */
-    const char *const *env;  /**< NULL-terminated "KEY=VALUE" list, or NULL */
-    const char *workdir;     /**< NULL = the container's */
-    const char *user;        /**< NULL = the container's */
-    bool tty;                /**< allocate a pseudo-terminal (raw stream) */
-    bool attach_stdin;
-    bool attach_stdout;
-    bool attach_stderr;
-} sp_podman_exec_spec;
-
-#define SP_PODMAN_EXEC_SPEC_INIT                                                                   \
-    {                                                                                              \
-        .version = SP_PODMAN_EXEC_SPEC_VERSION, .attach_stdout = true, .attach_stderr = true       \
-    }
-
 /**
  * Create an exec session (not started).
  *
@@ -677,13 +482,6 @@ int sp_podman_exec_start(sp_exec **out, sp_podman *p, const char *exec_id, bool 
 /** sp_podman_exec_create() then sp_podman_exec_start(). */
 int sp_podman_exec(sp_exec **out, sp_podman *p, const char *container,
                    const sp_podman_exec_spec *spec, sp_error **err);
-
-/** The state of an exec session. */
-typedef struct sp_podman_exec_info {
-    bool running;
-    int exit_code; /**< valid once !running */
-    int pid;       /**< host pid while running, else 0 */
-} sp_podman_exec_info;
 
 /**
  * Inspect an exec session. Once it has ended and the service runs on this
@@ -711,57 +509,12 @@ int sp_podman_exec_wait(int *exit_code, sp_podman *p, const char *exec_id, int t
 int sp_podman_exec_resize(sp_podman *p, const char *exec_id, unsigned rows, unsigned cols,
                           sp_error **err);
 
-/** Stream ids sp_exec_read() reports. */
-enum {
-    SP_EXEC_STDIN = 0,  /**< echoed stdin (rare) */
-    SP_EXEC_STDOUT = 1, /**< stdout, and all output of a TTY session */
-    SP_EXEC_STDERR = 2,
-    SP_EXEC_SYSERR = 3, /**< an error text from the service itself */
-};
+/* ------------------------------------------------------- a sandbox's -- */
 
-/** The session id of an exec stream (NULL for an attach stream). */
-const char *sp_exec_id(const sp_exec *e);
-
-/** Whether the stream is raw (TTY) rather than multiplexed. */
-bool sp_exec_is_tty(const sp_exec *e);
-
-/**
- * The socket under the stream (non-blocking), for poll(). Owned by the
- * handle: do not read, write or close it directly. Data may be
- * buffered inside the handle: call sp_exec_read() until it times out (with
- * timeout 0) or check sp_exec_buffered() before waiting on the fd again.
- */
-int sp_exec_fd(const sp_exec *e);
-
-/** Whether sp_exec_read() can return data without reading the socket. */
-bool sp_exec_buffered(const sp_exec *e);
-
-/**
- * Read the next piece of output.
- *
- * Multiplexed frames are split and joined as needed: one call returns bytes
- * of one stream only, at most `cap`. A TTY stream returns raw bytes as
- * SP_EXEC_STDOUT.
- *
- * @param out_len     receives the byte count; 0 means the stream ended
- *                    (the process exited and the service closed it)
- * @param out_stream  receives the stream id (SP_EXEC_STDOUT, ...); may be NULL
- * @param timeout_ms  how long to wait for data; 0 = do not wait; negative =
- *                    wait without a limit
- * @return 0; SP_ETIMEOUT (nothing arrived in time; pass err NULL to poll
- *         cheaply); SP_EPODMAN (connection lost or a malformed frame)
- */
-int sp_exec_read(size_t *out_len, int *out_stream, sp_exec *e, void *buf, size_t cap,
-                 int timeout_ms, sp_error **err);
-
-/** Send bytes to the process's stdin (blocks up to the handle's timeout). */
-int sp_exec_write_stdin(sp_exec *e, const void *data, size_t len, sp_error **err);
-
-/** Close the process's stdin (EOF) while still reading its output. */
-int sp_exec_close_stdin(sp_exec *e, sp_error **err);
-
-/** Close the stream; accepts NULL. The process keeps running. */
-void sp_exec_free(sp_exec *e);
+/** The Podman connection of a local sandbox (sandpod/sandbox.h; opened on
+ *  first use; owned by the sandbox). NULL with *err set for a sandbox on
+ *  another engine or an agent-only handle. */
+sp_podman *sp_sandbox_podman(sp_sandbox *sb, sp_error **err);
 
 #ifdef __cplusplus
 }

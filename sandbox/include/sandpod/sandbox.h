@@ -24,7 +24,7 @@
 #include "sandpod/error.h"
 #include "sandpod/fs.h"
 #include "sandpod/hydrate.h"
-#include "sandpod/podman.h"
+#include "sandpod/container.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -74,7 +74,7 @@ typedef struct sp_sandbox_opts {
     const char *workdir;
     /** "uid:gid" commands run as (default SP_SANDBOX_DEFAULT_USER). */
     const char *user;
-    sp_podman_network network;
+    sp_network network;
     uint64_t memory_bytes; /**< 0 = 1 GiB; UINT64_MAX = no limit */
     uint64_t nano_cpus;    /**< 0 = one CPU; UINT64_MAX = no limit */
     int64_t pids_limit;    /**< 0 = 256; -1 = no limit */
@@ -99,11 +99,11 @@ typedef struct sp_sandbox_opts {
      *  sandpod-agent beside the running program when root or the caller
      *  owns it and nobody else may write it. */
     sp_exec_path exec_path;
-    /** User namespace (default: private; SP_PODMAN_USERNS_HOST shares the
+    /** User namespace (default: private; SP_USERNS_HOST shares the
      *  host's ids with the workload, on purpose only). */
-    sp_podman_userns userns;
+    sp_userns userns;
     /** Seccomp filter (default: sandpod's profile). */
-    sp_podman_seccomp seccomp;
+    sp_seccomp seccomp;
     /** NULL-terminated names of variables whose values every command gets
      *  from the caller's environment at the time it runs; the values are
      *  stored nowhere (sandbox.json keeps the names). */
@@ -128,13 +128,13 @@ typedef struct sp_sandbox_opts {
                        const struct sp_run_result *res);
     void *setup_userdata;
     /** When to pull the image from its registry, before hydration (see
-     *  sp_podman_pull_policy; default: missing for a reference with a
+     *  sp_pull_policy; default: missing for a reference with a
      *  registry host, never for localhost/ and short names). */
-    sp_podman_pull_policy pull;
+    sp_pull_policy pull;
     /** Pull without TLS verification, from a plain-HTTP registry. */
     bool pull_no_tls_verify;
     /** Each line of a pull's progress (may be NULL); gets progress_userdata. */
-    sp_podman_progress_fn pull_progress;
+    sp_progress_fn pull_progress;
     /** The engine to create on (sandpod/engine.h; NULL: the state root's
      *  default, normally "local"). A sandbox remembers its engine: open()
      *  and every later call ignore this. */
@@ -317,8 +317,11 @@ void sp_sandbox_edit_unlock(int lock);
  *  by the sandbox). NULL with *err set on failure. */
 sp_fs *sp_sandbox_fs(sp_sandbox *sb, sp_error **err);
 
-/** The Podman connection (opened on first use; owned by the sandbox). */
-sp_podman *sp_sandbox_podman(sp_sandbox *sb, sp_error **err);
+/** The URL of the local engine's service this sandbox talks to (the
+ *  connection is opened on first use), for another handle on the same
+ *  service; NULL with *err set for a sandbox on another engine. Owned by
+ *  the sandbox. */
+const char *sp_sandbox_service_url(sp_sandbox *sb, sp_error **err);
 
 /** What a sandbox's container is doing. */
 typedef struct sp_sandbox_status {

@@ -18,7 +18,7 @@
 #include <stdint.h>
 
 #include "sandpod/error.h"
-#include "sandpod/podman.h"
+#include "sandpod/container.h"
 #include "sandpod/sandbox.h"
 
 #ifdef __cplusplus
@@ -62,7 +62,7 @@ typedef struct sp_template_info {
     char **env_pass;  /**< passed-through names */
     char *workdir;
     char *user;
-    sp_podman_network network;
+    sp_network network;
     uint64_t memory_bytes;
     uint64_t nano_cpus;
     int64_t pids_limit;

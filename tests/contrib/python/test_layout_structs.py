@@ -20,7 +20,7 @@ INCLUDES = ["sandbox/include", "sandbox/base/include", "overlay/include", "snaps
             "contrib/tools"]
 HEADERS = ["sandpod/sandbox.h", "sandpod/session.h", "sandpod/snapshot.h", "sandpod/apply.h",
            "sandpod/fork.h", "sandpod/sandbox_snapshot.h", "sandpod/template.h",
-           "sandpod/podman.h", "sandpod/hydrate.h", "sandpod/sandbox_events.h", "tools.h"]
+           "sandpod/podman.h", "sandpod/container.h", "sandpod/hydrate.h", "sandpod/sandbox_events.h", "tools.h"]
 
 
 def c_field(name):
