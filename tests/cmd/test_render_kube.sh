@@ -191,7 +191,9 @@ if podman kube down "$T/pod.json" >"$T/down.log" 2>&1; then ok; else bad "kube d
 check "no Pod left" sh -c "! podman pod exists '$POD'"
 check "no container left" sh -c "[ -z \"\$(podman ps -a --quiet --filter name='$POD')\" ]"
 vols_after=$(podman volume ls --quiet | sort)
-left=$(comm -13 <(echo "$vols_before") <(echo "$vols_after") | grep . || true)
+# Only this Pod's volumes (kube play names them POD-VOLUME): other tests
+# make Pods of their own at the same time.
+left=$(comm -13 <(echo "$vols_before") <(echo "$vols_after") | grep "^$POD-" || true)
 check "no volume left ($left)" [ -z "$left" ]
 check "none of the Pod's volumes left" sh -c "! podman volume ls --quiet | grep -q '^$POD-'"
 POD=
