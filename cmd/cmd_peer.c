@@ -33,6 +33,7 @@ enum {
     OPT_TAG,
     OPT_GZIP,
     OPT_NO_RESTORE,
+    OPT_TRANSIENT,
 };
 
 static int cmd_peer(int argc, char **argv);
@@ -45,7 +46,7 @@ const struct cli_spec cli_spec_peer = {
                        " [--verbose]",
                        "connect --socket PATH", "install-agent DIR",
                        "import --root DIR --store DIR [--tag TAG] [--no-restore] < ARCHIVE",
-                       "export --store DIR [--root DIR] [--gzip] [REF] > ARCHIVE"),
+                       "export --store DIR [--root DIR [--transient]] [--gzip] [REF] > ARCHIVE"),
     .description = "What `sandpod render` puts in a Pod; not for use on a host.\n"
                    "\n"
                    "  serve          serve the tool suite over the folder DIR (filesystem tools,\n"
@@ -95,7 +96,9 @@ const struct cli_spec cli_spec_peer = {
                    "                 sandpod/peer.lock). Prints {\"id\", \"files\", \"bytes\"}.\n"
                    "  export         write snapshot REF of the --store folder as a tar to stdout\n"
                    "                 (not a terminal); without REF, a fresh snapshot of --root\n"
-                   "                 DIR when given, else the newest snapshot",
+                   "                 DIR when given (with --transient, removed again after the\n"
+                   "                 export: the store's snapshots stay as they were), else the\n"
+                   "                 newest snapshot",
     .groups = CLI_GROUPS(CLI_OWN(
         CLI_VALUE("root", 0, "DIR", OPT_ROOT, CLI_COMP_DIR,
                   "serve, import, export: the workspace folder"),
@@ -110,6 +113,8 @@ const struct cli_spec cli_spec_peer = {
         CLI_FLAG("verbose", 0, OPT_VERBOSE, "serve: log connections and requests to stderr"),
         CLI_VALUE("tag", 0, "TAG", OPT_TAG, CLI_COMP_NONE, "import: the new snapshot's tag"),
         CLI_FLAG("gzip", 0, OPT_GZIP, "export: compress the archive with gzip"),
+        CLI_FLAG("transient", 0, OPT_TRANSIENT,
+                 "export: the fresh snapshot of --root DIR is not kept"),
         CLI_FLAG("no-restore", 0, OPT_NO_RESTORE,
                  "import: only add the snapshot to the store; the folder stays as it is"))),
     .operands = CLI_OPERANDS({"OP", CLI_COMP_CHOICES, "serve|connect|install-agent|import|export"},
@@ -121,7 +126,7 @@ struct peer_args {
     const char *root, *store, *socket, *agent, *tag;
     bool no_restore;
     long long agent_uid; /* -1: ours */
-    bool verbose, gzip;
+    bool verbose, gzip, transient;
 };
 
 static bool should_stop(void *ud)
@@ -457,6 +462,8 @@ static int peer_export(const struct peer_args *a, const char *ref)
         return cli_usage("peer", "export needs --store DIR");
     if (isatty(STDOUT_FILENO))
         return cli_usage("peer", "refusing to write an archive to a terminal");
+    if (a->transient && (!a->root || ref))
+        return cli_usage("peer", "--transient goes with --root DIR and no REF");
     /* Without --root the workspace is never read: an empty private folder
      * in the store stands in for it (a Pod's /tmp may be read-only). */
     char *tmp = sp_xasprintf("%s/sandpod/export-XXXXXX", a->store);
@@ -487,6 +494,16 @@ static int peer_export(const struct peer_args *a, const char *ref)
     if (r == 0)
         r = sp_snapshot_export(s, id, NULL, STDOUT_FILENO,
                                a->gzip ? SP_SNAPSHOT_TAR_GZ : SP_SNAPSHOT_TAR, &err);
+    if (a->transient && snap) {
+        sp_error *e = NULL;
+        int d = sp_snapshot_delete(s, snap->id, &e);
+        if (d < 0 && r == 0) {
+            r = d;
+            err = e;
+        } else {
+            sp_error_free(e);
+        }
+    }
     int rc = r < 0 ? cli_fail(false, r, err) : 0;
     free(id);
     sp_snapshot_free(snap);
@@ -504,8 +521,8 @@ static int peer_io(const struct peer_args *a, const char *op, int n, char **args
         return cli_usage("peer", "%s takes --root, --store%s", op,
                          op[0] == 'i' ? " and --tag" : ", --gzip and REF");
     if (op[0] == 'i') {
-        if (a->gzip)
-            return cli_usage("peer", "--gzip goes with export");
+        if (a->gzip || a->transient)
+            return cli_usage("peer", "--gzip and --transient go with export");
         if (n > 0)
             return cli_usage("peer", "unexpected argument '%s'", args[0]);
         return peer_import(a);
@@ -554,6 +571,9 @@ static int cmd_peer(int argc, char **argv)
         case OPT_NO_RESTORE:
             a.no_restore = true;
             break;
+        case OPT_TRANSIENT:
+            a.transient = true;
+            break;
         default:
             return CLI_EXIT_USAGE;
         }
@@ -573,8 +593,9 @@ static int cmd_peer(int argc, char **argv)
     }
     if (strcmp(op, "import") == 0 || strcmp(op, "export") == 0)
         return peer_io(&a, op, argc - optind, argv + optind);
-    if (a.tag || a.gzip || a.no_restore)
-        return cli_usage("peer", "--tag, --no-restore and --gzip go with import and export");
+    if (a.tag || a.gzip || a.no_restore || a.transient)
+        return cli_usage("peer",
+                         "--tag, --no-restore, --gzip and --transient go with import and export");
     if (optind < argc)
         return cli_usage("peer", "unexpected argument '%s'", argv[optind]);
     if (strcmp(op, "serve") == 0) {

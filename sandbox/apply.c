@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "base.h"
+#include "tree.h"
 #include "sandbox_internal.h"
 #include "sandpod/apply.h"
 
@@ -549,11 +550,10 @@ static void add_change(sp_apply_result *res, const struct item *it)
 }
 
 /* Collect the items, check the host for conflicts. */
-static int plan(sp_sandbox_snap *h, const char *from, const char *now, const char *subdir,
+static int plan(sp_snapstore *s, const char *from, const char *now, const char *subdir,
                 struct host *host, size_t max, sp_apply_result *res, struct item **items,
                 size_t *n_items, sp_error **err)
 {
-    sp_snapstore *s = sp_sandbox_snapshot_store(h);
     sp_snapdiff *d = NULL;
     int r = sp_snapshot_diff(&d, s, from, now, NULL, err);
     if (r < 0)
@@ -594,12 +594,106 @@ static int plan(sp_sandbox_snap *h, const char *from, const char *now, const cha
     return r;
 }
 
+/* The two states an apply compares and the store that holds them: the
+ * sandbox's own (a local sandbox; `now` is a snapshot taken for the apply
+ * and deleted after), or, for a sandbox on another engine, a private store
+ * in its state folder that both are imported into from the peer's
+ * archives (removed after). */
+struct sides {
+    sp_sandbox_snap *h; /* local */
+    sp_snapstore *s;
+    int state_fd; /* remote: the state folder, */
+    char *tmp;    /* and the private folder's name in it */
+    sp_snapshot *from, *now;
+};
+
+static int local_sides(struct sides *sd, sp_sandbox *sb, const char *from, sp_error **err)
+{
+    sp_snapstore_opts so = SP_SNAPSTORE_OPTS_INIT;
+    so.no_create = true;
+    sp_sandbox_snapshot_opts sso = SP_SANDBOX_SNAPSHOT_OPTS_INIT;
+    sso.store = &so;
+    int r = sp_sandbox_snapshot_open(&sd->h, sb, &sso, err);
+    if (r == SP_ENOTFOUND && !from) {
+        if (err) {
+            sp_error_free(*err);
+            *err = NULL;
+        }
+        return sp_sandbox_baseline(&sd->from, sb, NULL, err);
+    }
+    if (r < 0)
+        return r;
+    sd->s = sp_sandbox_snapshot_store(sd->h);
+    r = from ? sp_snapshot_get(&sd->from, sd->s, from, err)
+             : sp_sandbox_baseline(&sd->from, sb, sd->s, err);
+    if (r == 0)
+        r = sp_snapshot_create(&sd->now, sd->s, "apply", err);
+    return r;
+}
+
+/* Snapshot ref of the remote sandbox (NULL: its workspace now) into the
+ * private store, through an unnamed file in the private folder. */
+static int import_side(struct sides *sd, sp_sandbox *sb, const char *ref, sp_snapshot **out,
+                       sp_error **err)
+{
+    cleanup_close int fd = openat(sd->state_fd, sd->tmp, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return sp_err_errno(err, errno, "a temporary file in", sd->tmp);
+    int r = ref ? sp_remote_export(sb, ref, false, fd, err) : sp_remote_export_now(sb, fd, err);
+    if (r == 0 && lseek(fd, 0, SEEK_SET) < 0)
+        r = sp_err_errno(err, errno, "lseek", sd->tmp);
+    if (r == 0)
+        r = sp_snapshot_import(out, sd->s, NULL, fd, NULL, err);
+    return r;
+}
+
+static int remote_sides(struct sides *sd, sp_sandbox *sb, const char *from, sp_error **err)
+{
+    sd->state_fd = open(sb->state_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (sd->state_fd < 0)
+        return sp_err_errno(err, errno, "open", sb->state_dir);
+    cleanup_free char *path = sp_xasprintf("%s/apply-XXXXXX", sb->state_dir);
+    if (!mkdtemp(path))
+        return sp_err_errno(err, errno, "mkdtemp", path);
+    sd->tmp = sp_xstrdup(strrchr(path, '/') + 1);
+    cleanup_free char *ws = sp_xasprintf("%s/ws", path);
+    cleanup_free char *store = sp_xasprintf("%s/store", path);
+    if (mkdir(ws, 0700) < 0)
+        return sp_err_errno(err, errno, "mkdir", ws);
+    int r = sp_snapstore_open(&sd->s, ws, store, NULL, err);
+    if (r == 0) {
+        r = import_side(sd, sb, from ? from : SP_SANDBOX_BASELINE_TAG, &sd->from, err);
+        if (r < 0)
+            r = from ? sp_err_wrap(err, r, "snapshot %s of sandbox %s", from, sb->name)
+                     : sp_err_wrap(err, r, "the baseline snapshot ('%s') of sandbox %s",
+                                   SP_SANDBOX_BASELINE_TAG, sb->name);
+    }
+    if (r == 0 && (r = import_side(sd, sb, NULL, &sd->now, err)) < 0)
+        r = sp_err_wrap(err, r, "the workspace of sandbox %s", sb->name);
+    return r;
+}
+
+static void sides_dispose(struct sides *sd)
+{
+    if (sd->now && sd->h)
+        sp_snapshot_delete(sd->s, sd->now->id, NULL);
+    sp_snapshot_free(sd->now);
+    sp_snapshot_free(sd->from);
+    if (sd->h)
+        sp_sandbox_snapshot_close(sd->h); /* frees sd->s */
+    else
+        sp_snapstore_free(sd->s);
+    if (sd->tmp)
+        sp_tree_remove(sd->state_fd, sd->tmp, 0, NULL);
+    free(sd->tmp);
+    if (sd->state_fd >= 0)
+        close(sd->state_fd);
+}
+
 int sp_sandbox_apply(sp_apply_result **out, sp_sandbox *sb, const sp_sandbox_apply_opts *opts,
                      sp_error **err)
 {
     *out = NULL;
-    if (sp_sandbox_is_remote(sb))
-        return sp_sandbox_not_local(sb, "apply", err);
     if (SP_OPTS_CHECK(opts, 1, SP_SANDBOX_APPLY_OPTS_VERSION, "sp_sandbox_apply_opts", err) < 0)
         return SP_EINVAL;
     sp_sandbox_apply_opts o = SP_SANDBOX_APPLY_OPTS_INIT;
@@ -625,36 +719,23 @@ int sp_sandbox_apply(sp_apply_result **out, sp_sandbox *sb, const sp_sandbox_app
         sp_apply_result_free(res);
         return r;
     }
-    sp_sandbox_snap *h = NULL;
-    sp_snapstore_opts so = SP_SNAPSTORE_OPTS_INIT;
-    so.no_create = true;
-    sp_sandbox_snapshot_opts sso = SP_SANDBOX_SNAPSHOT_OPTS_INIT;
-    sso.store = &so;
-    sp_snapshot *from = NULL, *now = NULL;
-    r = sp_sandbox_snapshot_open(&h, sb, &sso, err);
-    if (r == SP_ENOTFOUND && !o.from) {
-        if (err) {
-            sp_error_free(*err);
-            *err = NULL;
-        }
-        r = sp_sandbox_baseline(&from, sb, NULL, err);
-    }
-    if (r == 0)
-        r = o.from ? sp_snapshot_get(&from, sp_sandbox_snapshot_store(h), o.from, err)
-                   : sp_sandbox_baseline(&from, sb, sp_sandbox_snapshot_store(h), err);
-    if (r == 0)
-        r = sp_snapshot_create(&now, sp_sandbox_snapshot_store(h), "apply", err);
+    struct sides sd = {.state_fd = -1};
+    r = sp_sandbox_is_remote(sb) ? remote_sides(&sd, sb, o.from, err)
+                                 : local_sides(&sd, sb, o.from, err);
     struct item *items = NULL;
     size_t n = 0;
     if (r == 0) {
-        res->from = sp_xstrdup(from->id);
-        r = plan(h, from->id, now->id, subdir, &host, max, res, &items, &n, err);
+        /* A remote snapshot's id is the peer's, not the private store's. */
+        res->from = sp_xstrdup(!sp_sandbox_is_remote(sb) ? sd.from->id
+                               : o.from                  ? o.from
+                                                         : SP_SANDBOX_BASELINE_TAG);
+        r = plan(sd.s, sd.from->id, sd.now->id, subdir, &host, max, res, &items, &n, err);
     }
     if (r == 0 && o.patch) {
         sp_snapdiff *d = NULL;
         sp_snapshot_diff_opts dopts = SP_SNAPSHOT_DIFF_OPTS_INIT;
         dopts.patch = true;
-        r = sp_snapshot_diff(&d, sp_sandbox_snapshot_store(h), from->id, now->id, &dopts, err);
+        r = sp_snapshot_diff(&d, sd.s, sd.from->id, sd.now->id, &dopts, err);
         if (r == 0)
             res->patch = sp_xstrdup(d->patch ? d->patch : "");
         sp_snapdiff_free(d);
@@ -669,11 +750,7 @@ int sp_sandbox_apply(sp_apply_result **out, sp_sandbox *sb, const sp_sandbox_app
     for (size_t i = 0; i < n; i++)
         item_dispose(&items[i]);
     free(items);
-    if (now)
-        sp_snapshot_delete(sp_sandbox_snapshot_store(h), now->id, NULL);
-    sp_snapshot_free(now);
-    sp_snapshot_free(from);
-    sp_sandbox_snapshot_close(h);
+    sides_dispose(&sd);
     close(host.root);
     if (r < 0) {
         sp_apply_result_free(res);

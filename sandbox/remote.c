@@ -495,6 +495,14 @@ int sp_remote_export(sp_sandbox *sb, const char *ref, bool gzip, int fd, sp_erro
     return sb->rops->export_tar(r, ref, gzip, fd, err);
 }
 
+int sp_remote_export_now(sp_sandbox *sb, int fd, sp_error **err)
+{
+    sp_remote *r = handle(sb, err);
+    if (!r)
+        return SP_ERROR;
+    return sb->rops->export_now(r, fd, err);
+}
+
 /* ----------------------------------------------------------------- gc -- */
 
 int sp_sandbox_gc_engine(sp_sandbox_orphans **out, const char *state_root, const char *engine,

@@ -136,6 +136,8 @@ int sp_remote_stream_open(struct sp_remote_stream **out, sp_sandbox *sb, const c
 int sp_remote_import(sp_sandbox *sb, int fd, const char *tag, bool restore, char **result,
                      sp_error **err);
 int sp_remote_export(sp_sandbox *sb, const char *ref, bool gzip, int fd, sp_error **err);
+/* The workspace as it is now, as a plain tar (no snapshot is kept). */
+int sp_remote_export_now(sp_sandbox *sb, int fd, sp_error **err);
 
 int sp_sandbox_resolve_root(char **out, const char *state_root, sp_error **err);
 /* sp_sandbox_create() with the workspace filled by seed (called with the

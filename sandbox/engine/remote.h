@@ -94,6 +94,9 @@ typedef struct sp_remote_ops {
     /* Write snapshot ref (NULL: a fresh one of the workspace) as tar (gzip:
      * compressed) to fd. */
     int (*export_tar)(sp_remote *r, const char *ref, bool gzip, int fd, sp_error **err);
+    /* Write the workspace as it is now as a plain tar to fd, through a
+     * snapshot that the store does not keep. */
+    int (*export_now)(sp_remote *r, int fd, sp_error **err);
     /* "running", "pending", "failed", "succeeded", "missing"; *why (may be
      * NULL) one line when it is not running. */
     int (*state)(sp_remote *r, char **state, char **why, sp_error **err);

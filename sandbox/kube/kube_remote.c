@@ -910,6 +910,14 @@ static int kr_export(sp_remote *r, const char *ref, bool gzip, int fd, sp_error 
     return peer_bulk(r, argv, -1, fd, NULL, err);
 }
 
+static int kr_export_now(sp_remote *r, int fd, sp_error **err)
+{
+    const char *argv[] = {
+        SP_KUBE_SANDPOD_BIN, "peer",        "export", "--root", SP_KUBE_WORKSPACE, "--store",
+        SP_KUBE_STORE_DIR,   "--transient", NULL};
+    return peer_bulk(r, argv, -1, fd, NULL, err);
+}
+
 /* ------------------------------------------------------- state, remove -- */
 
 static const char *phase_name(const sp_kube_pod_state *s)
@@ -1054,6 +1062,7 @@ const sp_remote_ops sp_kube_remote_ops = {
     .peer_command = kr_peer_command,
     .import_tar = kr_import,
     .export_tar = kr_export,
+    .export_now = kr_export_now,
     .state = kr_state,
     .remove = kr_remove,
     .where = kr_where,

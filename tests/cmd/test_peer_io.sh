@@ -113,6 +113,15 @@ same_tree "round trip export -> import into another folder" "$SRC" "$W2"
 "$SP" peer export --store "$T/st" "$id" >"$T/c.tar" 2>"$T/err"
 rc=$?
 expect 0 "export REF"
+
+# --transient: a fresh snapshot of --root, exported, not kept.
+before=$(snaps "$T/st2" "$W2")
+printf 'now\n' >"$W2/now.txt"
+"$SP" peer export --root "$W2" --store "$T/st2" --transient >"$T/d.tar" 2>"$T/err"
+rc=$?
+expect 0 "export --root --transient"
+check "the archive has the workspace as it is now" sh -c "tar -xOf '$T/d.tar' ./now.txt 2>/dev/null | grep -qx now || tar -xOf '$T/d.tar' now.txt | grep -qx now"
+check "--transient keeps no snapshot" test "$(snaps "$T/st2" "$W2")" = "$before"
 check "export REF writes the same archive as the newest" \
     sh -c "gzip -dc '$T/b.tar.gz' | cmp -s - '$T/c.tar'"
 
@@ -274,6 +283,12 @@ run peer import --root "$W" --store "$T/st" --gzip
 expect 2 "--gzip is export's"
 run peer export --store "$T/st" --tag x
 expect 2 "--tag is import's"
+run peer export --store "$T/st" --transient
+expect 2 "--transient needs --root"
+run peer export --root "$W" --store "$T/st" --transient "$id"
+expect 2 "--transient takes no REF"
+run peer import --root "$W" --store "$T/st" --transient
+expect 2 "--transient is export's"
 "$SP" peer export --store "$T/nostore" >"$T/out" 2>"$T/err"
 rc=$?
 expect 1 "export from a folder that is no store"
