@@ -113,8 +113,16 @@ int sp_sandbox_snapshot_export_fd(sp_sandbox *sb, const char *ref, int fd,
 {
     if (!ref || !*ref)
         return sp_err_set(err, SP_EINVAL, 0, "export: which snapshot? (an id, tag or prefix)");
-    if (sp_sandbox_is_remote(sb))
-        return sp_remote_export(sb, ref, format == SP_SNAPSHOT_TAR_GZ, fd, err);
+    if (sp_sandbox_is_remote(sb)) {
+        /* Resolved first, as locally: a bad ref is the peer's not_found
+         * (or ambiguous) error, before any byte is written. */
+        sp_snapshot *snap = NULL;
+        int r = sp_sandbox_snapshot_get(&snap, sb, ref, err);
+        if (r == 0)
+            r = sp_remote_export(sb, snap->id, format == SP_SNAPSHOT_TAR_GZ, fd, err);
+        sp_snapshot_free(snap);
+        return r;
+    }
     sp_sandbox_snap *h = NULL;
     int r = sp_sandbox_snapshot_open(&h, sb, NULL, err);
     if (r < 0)
@@ -342,7 +350,9 @@ int sp_sandbox_snapshot_create(sp_snapshot **out, sp_sandbox *sb, const char *ta
     if (out)
         *out = NULL;
     if (sp_sandbox_is_remote(sb)) {
-        const char *args[] = {tag ? "--tag" : NULL, tag, NULL};
+        /* --tag=T: an empty tag reaches the store's check, as locally. */
+        cleanup_free char *opt = tag ? sp_xasprintf("--tag=%s", tag) : NULL;
+        const char *args[] = {opt, NULL};
         return peer_record(out, sb, "snapshot", NULL, args, NULL, err);
     }
     sp_sandbox_snap *h = NULL;
