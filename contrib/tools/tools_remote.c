@@ -26,7 +26,7 @@ int tools_open_remote(sp_tools *t, sp_sandbox *sb, sp_error **err)
                           "sandbox %s runs on engine %s: deny globs are not applied there yet",
                           sp_sandbox_name(sb), sp_sandbox_engine(sb));
     t->remote = true;
-    t->root = sp_xstrdup("/workspace");
+    t->root = sp_xstrdup(SP_PEER_WORKSPACE);
     /* The store is the peer's; the marker makes the snapshot tools offered. */
     t->store_path = sp_xstrdup("(the sandpod peer's)");
     return 0;
