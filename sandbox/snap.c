@@ -461,13 +461,11 @@ int sp_sandbox_snapshot_diff(sp_snapdiff **out, sp_sandbox *sb, const char *from
                              const sp_snapshot_diff_opts *opts, sp_error **err)
 {
     *out = NULL;
-    int r = check_ref(from, "diff", err);
-    if (r < 0)
+    /* Checked before a store is opened or a peer asked. */
+    int r = SP_OPTS_CHECK(opts, 1, SP_SNAPSHOT_DIFF_OPTS_VERSION, "sp_snapshot_diff_opts", err);
+    if (r < 0 || (r = check_ref(from, "diff", err)) < 0)
         return r;
     if (sp_sandbox_is_remote(sb)) {
-        r = SP_OPTS_CHECK(opts, 1, SP_SNAPSHOT_DIFF_OPTS_VERSION, "sp_snapshot_diff_opts", err);
-        if (r < 0)
-            return r;
         char ctx[24];
         const char *args[8];
         size_t n = 0;

@@ -9,11 +9,16 @@ usage: remote_snapshots.py NAME TMPDIR
 Prints "ok" and exits 0, or raises.
 """
 import asyncio
+import calendar
 import os
 import sys
+import time
+from ctypes import POINTER, byref
 
 import sandpod
-from sandpod import errors
+from sandpod import _structs as S, errors
+from sandpod import sandbox as sbmod
+from sandpod._native import call
 
 
 def expect_error(cls, code, words, f, *args):
@@ -46,6 +51,15 @@ def main():
     assert listed[-1] == s, (listed[-1], s)
     assert sb.get_snapshot("py-snap") == s
     assert sb.get_snapshot(s.id[:8]) == s
+    # The C record's created_at_ns crossed the wire exactly (past 2^53: a
+    # double would have lost its last digits): it is created_at's time.
+    p = POINTER(S.Snapshot)()
+    call(sbmod._sb_snap_get, byref(p), sb._main(), s.id.encode())
+    ns = p.contents.created_at_ns
+    sbmod._snapshot_free(p)
+    secs, frac = s.created_at.rstrip("Z").split(".")
+    want = calendar.timegm(time.strptime(secs, "%Y-%m-%dT%H:%M:%S")) * 10**9 + int(frac.ljust(9, "0"))
+    assert ns == want and ns > 2**53, (ns, want, s.created_at)
 
     # A change in the workspace: the diff with the live workspace shows it.
     assert sb.shell("printf 'hello\\n' > /workspace/py-new.txt; chmod 0640 /workspace/py-new.txt"
