@@ -153,9 +153,9 @@ static int snap_in_peer(struct cli_snap *c)
     if (strcmp(c->argv[0], c->cmd) != 0)
         args[n++] = c->argv[0]; /* snapshot rm, snapshot gc */
     args[n++] = "--root";
-    args[n++] = "/workspace";
+    args[n++] = SP_PEER_WORKSPACE;
     args[n++] = "--store";
-    args[n++] = "/sandpod/store";
+    args[n++] = SP_PEER_STORE;
     for (int i = 1; i < c->argc; i++) {
         const char *a = c->argv[i];
         if (i == c->name_at)

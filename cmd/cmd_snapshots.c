@@ -11,16 +11,18 @@ const struct cli_spec cli_spec_snapshots = {
     .name = "snapshots",
     .fn = cmd_snapshots,
     .summary = "List the snapshots of a workspace",
-    .usage = CLI_USAGE("[--json] NAME", "[--json] --root DIR --store DIR"),
+    .usage = CLI_USAGE("[--json] NAME [SNAP]", "[--json] --root DIR --store DIR [SNAP]"),
     .description = "List the snapshots of a sandbox, oldest first: id, time (local), tag,\n"
                    "files, size and commit. No snapshot yet (no store either) prints nothing\n"
-                   "(an empty list with --json).",
+                   "(an empty list with --json). With SNAP (an id, a tag, or a prefix of an\n"
+                   "id or commit) only that snapshot, or an error when there is none (--json:\n"
+                   "its record {ok, id, tag, ...}).",
     .groups = CLI_GROUPS(CLI_OWN(CLI_FLAG("json", 0, 'j',
                                           "print {ok, snapshots: [{id, tag, commit, created_at, "
                                           "created_at_ns, root, store, files, dirs, symlinks, "
                                           "bytes}], count}")),
                          &cli_group_snap, &cli_group_conn),
-    .operands = CLI_OPERANDS({"NAME", CLI_COMP_SANDBOX, NULL}),
+    .operands = CLI_OPERANDS({"NAME", CLI_COMP_SANDBOX, NULL}, {"SNAP", CLI_COMP_NONE, NULL}),
     .exit_status = "0 ok (no snapshot too), 1 error, 2 bad usage.",
 };
 
@@ -51,6 +53,25 @@ static void print_table(const sp_snapshots *l)
     }
 }
 
+/* snapshots NAME SNAP: the one record. */
+static int print_one(struct cli_snap *c, const char *ref)
+{
+    sp_snapshot *s = NULL;
+    sp_error *err = NULL;
+    int r = sp_snapshot_get(&s, c->s, ref, &err);
+    if (r < 0)
+        return cli_fail(c->json, r, err);
+    int rc = CLI_EXIT_OK;
+    if (c->json) {
+        rc = cli_print_result(sp_json_snapshot(s));
+    } else {
+        sp_snapshot *v[1] = {s};
+        print_table(&(sp_snapshots){v, 1});
+    }
+    sp_snapshot_free(s);
+    return rc;
+}
+
 int cmd_snapshots(int argc, char **argv)
 {
     struct cli_snap c = {0};
@@ -72,16 +93,22 @@ int cmd_snapshots(int argc, char **argv)
     const char *name = NULL;
     if ((rc = cli_snap_target(&c, "snapshots", argc, argv, &name)) != 0)
         goto done;
+    const char *ref = optind < argc ? argv[optind++] : NULL;
     if (optind < argc) {
         rc = cli_usage("snapshots", "unexpected argument '%s'", argv[optind]);
         goto done;
     }
     sp_snapshots *l = NULL, none = {NULL, 0};
     sp_error *err = NULL;
-    c.none_ok = true; /* a store that was never made holds no snapshots */
-    c.remote_tool = "list_snapshots";
+    /* A store that was never made holds no snapshots (and not SNAP). */
+    c.none_ok = !ref;
+    c.remote_tool = ref ? NULL : "list_snapshots"; /* SNAP: the same command in the peer */
     if ((rc = cli_snap_open(&c, name, false)) != 0 || c.handled)
         goto done;
+    if (ref) {
+        rc = print_one(&c, ref);
+        goto done;
+    }
     int r = c.none ? 0 : sp_snapshot_list(&l, c.s, &err);
     if (r < 0) {
         rc = cli_fail(c.json, r, err);

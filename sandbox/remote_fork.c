@@ -6,16 +6,10 @@
  * this machine. Then create takes the new sandbox's `base` snapshot, as it
  * does after a hydration. A failure anywhere fails the create, which
  * removes the new Pod and its state folder; the origin is only read. */
-#include <errno.h>
-#include <fcntl.h>
-#include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <unistd.h>
-
-#include <cJSON.h>
 
 #include "sandbox_internal.h"
+#include "sandpod/sandbox_snapshot.h"
 
 typedef struct remote_fork {
     sp_sandbox *origin;
@@ -36,38 +30,18 @@ int sp_remote_fork_seed(sp_sandbox *sb, void *data, sp_error **err)
 }
 
 /* The origin's newest snapshot, as a local fork takes by default: asked
- * of its peer (`snapshots --json`), so that the origin's store is only
+ * of its peer (sp_sandbox_snapshot_list()), so that the origin's store is only
  * read, never given a snapshot of its own. */
 static int newest_snapshot(char **id, sp_sandbox *origin, sp_error **err)
 {
     *id = NULL;
-    int fd = memfd_create("sandpod-snapshots", MFD_CLOEXEC);
-    if (fd < 0)
-        return sp_err_errno(err, errno, "memfd_create", NULL);
-    const char *args[] = {"snapshots",      "--root", "/workspace", "--store",
-                          "/sandpod/store", "--json", NULL};
-    int code = -1;
-    int r = sp_sandbox_peer_command(origin, args, fd, -1, &code, err);
-    sp_buf b = {0};
-    char chunk[4096];
-    ssize_t n;
-    if (r == 0 && lseek(fd, 0, SEEK_SET) == 0)
-        while ((n = read(fd, chunk, sizeof(chunk))) > 0)
-            sp_buf_add(&b, chunk, (size_t)n);
-    close(fd);
-    if (r < 0) {
-        sp_buf_dispose(&b);
+    sp_snapshots *l = NULL;
+    int r = sp_sandbox_snapshot_list(&l, origin, err);
+    if (r < 0)
         return sp_err_wrap(err, r, "fork sandbox %s: its snapshots", origin->name);
-    }
-    cJSON *j = b.data ? cJSON_ParseWithLength(b.data, b.len) : NULL;
-    sp_buf_dispose(&b);
-    const cJSON *list = cJSON_GetObjectItemCaseSensitive(j, "snapshots");
-    int count = cJSON_GetArraySize(list);
-    const cJSON *last = count > 0 ? cJSON_GetArrayItem(list, count - 1) : NULL;
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(last, "id");
-    if (code == 0 && cJSON_IsString(v))
-        *id = sp_xstrdup(v->valuestring);
-    cJSON_Delete(j);
+    if (l->n > 0)
+        *id = sp_xstrdup(l->v[l->n - 1]->id);
+    sp_snapshots_free(l);
     if (!*id)
         return sp_err_set(err, SP_ENOTFOUND, 0,
                           "sandbox %s has no snapshots to fork from (take one with `sandpod "

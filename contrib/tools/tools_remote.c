@@ -26,30 +26,10 @@ int tools_open_remote(sp_tools *t, sp_sandbox *sb, sp_error **err)
                           "sandbox %s runs on engine %s: deny globs are not applied there yet",
                           sp_sandbox_name(sb), sp_sandbox_engine(sb));
     t->remote = true;
-    t->root = sp_xstrdup("/workspace");
+    t->root = sp_xstrdup(SP_PEER_WORKSPACE);
     /* The store is the peer's; the marker makes the snapshot tools offered. */
     t->store_path = sp_xstrdup("(the sandpod peer's)");
     return 0;
-}
-
-static int code_of(const char *name)
-{
-    for (int c = -1; c >= -40; c--)
-        if (name && strcmp(sp_json_code_name(c), name) == 0)
-            return c;
-    return SP_ERROR;
-}
-
-static int reason_of(const char *name)
-{
-    for (int r = 0; r < 256; r++) {
-        const char *n = sp_reason_name(r);
-        if (!n || !*n)
-            break;
-        if (name && strcmp(n, name) == 0)
-            return r;
-    }
-    return SP_R_NONE;
 }
 
 /* The running (solo) call only: reads beside it go on. */
@@ -156,8 +136,8 @@ int tools_remote_call(sp_tools *t, const tool_def *d, const char *raw, const cha
         rc = 0;
     } else {
         const cJSON *e = sp_json_get(sc, "error");
-        rc = call_fail_reason(c, code_of(sp_json_str(e, "code")),
-                              reason_of(sp_json_str(e, "reason")), "%s",
+        rc = call_fail_reason(c, sp_code_from_name(sp_json_str(e, "code")),
+                              sp_reason_from_name(sp_json_str(e, "reason")), "%s",
                               sp_json_str_or(e, "message", text));
         /* Output gathered before the failure follows the message's first line. */
         const char *nl = strchr(text, '\n');

@@ -162,6 +162,22 @@ const char *sp_code_name(int code)
     return names[-code];
 }
 
+int sp_code_from_name(const char *name)
+{
+    for (int c = SP_ERROR; name && strcmp(sp_code_name(c), "unknown") != 0; c--)
+        if (strcmp(sp_code_name(c), name) == 0)
+            return c;
+    return SP_ERROR;
+}
+
+int sp_reason_from_name(const char *name)
+{
+    for (int r = SP_R_NONE; name && strcmp(sp_reason_name(r), "unknown") != 0; r++)
+        if (strcmp(sp_reason_name(r), name) == 0)
+            return r;
+    return SP_R_NONE;
+}
+
 int sp_code_from_errno(int e)
 {
     switch (e) {

@@ -34,6 +34,10 @@ int sp_code_from_errno(int e);
 /* A code's stable snake_case name for JSON ("not_found"; "unknown" for
  * others); the tool results and events use it. */
 const char *sp_code_name(int code);
+/* The code of such a name (a peer's JSON error); SP_ERROR for others. */
+int sp_code_from_name(const char *name);
+/* The reason of an sp_reason_name() name; SP_R_NONE for others. */
+int sp_reason_from_name(const char *name);
 
 /* Set an error from errno with "what: path: strerror" and the mapped code. */
 int sp_err_errno(sp_error **err, int e, const char *what, const char *path);

@@ -18,8 +18,8 @@
 #define SP_KUBE_AGENT_PATH   SP_KUBE_AGENT_DIR "/agent"
 #define SP_KUBE_RUN_DIR      "/.sandpod/run"
 #define SP_KUBE_AGENT_SOCKET SP_KUBE_RUN_DIR "/agent.sock"
-#define SP_KUBE_WORKSPACE    "/workspace"
-#define SP_KUBE_STORE_DIR    "/sandpod/store"
+#define SP_KUBE_WORKSPACE    SP_PEER_WORKSPACE
+#define SP_KUBE_STORE_DIR    SP_PEER_STORE
 #define SP_KUBE_PEER_RUN     "/sandpod/run"
 #define SP_KUBE_PEER_SOCKET  SP_KUBE_PEER_RUN "/peer.sock"
 /* The sandpod image's programs (contrib/image/build-sandpod-image.sh). */

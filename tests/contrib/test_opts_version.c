@@ -257,6 +257,14 @@ static int c_snapshot_diff(sp_error **err)
     return sp_snapshot_diff(&d, NULL, "a", "b", &o, err);
 }
 
+static int c_sandbox_snapshot_diff(sp_error **err)
+{
+    sp_snapdiff *d = NULL;
+    sp_snapshot_diff_opts o = SP_SNAPSHOT_DIFF_OPTS_INIT;
+    o.version = BAD;
+    return sp_sandbox_snapshot_diff(&d, NULL, "a", "b", &o, err);
+}
+
 static int c_tools_open_sandbox(sp_error **err)
 {
     sp_tools *t = NULL;
@@ -362,6 +370,7 @@ static const row rows[] = {
     {"sp_patch_parse", "sp_patch_opts", c_patch_parse},
     {"sp_snapstore_open", "sp_snapstore_opts", c_snapstore_open},
     {"sp_snapshot_diff", "sp_snapshot_diff_opts", c_snapshot_diff},
+    {"sp_sandbox_snapshot_diff", "sp_snapshot_diff_opts", c_sandbox_snapshot_diff},
     {"sp_tools_open_sandbox", "sp_tools_opts", c_tools_open_sandbox},
     {"sp_tools_open_root", "sp_tools_opts", c_tools_open_root},
     {"sp_tools_open_agent", "sp_tools_opts", c_tools_open_agent},

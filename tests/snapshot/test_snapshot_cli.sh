@@ -86,7 +86,7 @@ snap export x
 expect_rc 2 "export without -o"
 snap diff
 expect_rc 2 "diff without SNAP"
-snap snapshots extra
+snap snapshots first extra
 expect_rc 2 "snapshots with an extra argument"
 
 # Nothing yet.
@@ -144,6 +144,18 @@ expect_out "first" "snapshots shows the tag"
 snap snapshots --json
 expect_json "j['count']" "2" "snapshots --json count"
 expect_json "j['snapshots'][0]['id']" "$ID1" "snapshots oldest first"
+# snapshots SNAP: that one record (how a remote sandbox's peer is asked).
+snap snapshots --json first
+expect_rc 0 "snapshots --json SNAP"
+expect_json "(j['ok'], j['id'], j['tag'], j['files'])" "(True, '$ID1', 'first', 8)" "snapshots SNAP gives its record"
+snap snapshots "${ID2:0:8}"
+expect_rc 0 "snapshots SNAP (an id prefix)"
+expect_out "^$ID2 " "snapshots SNAP prints its row"
+[ "$(grep -c . "$T/out")" = 2 ] && ok || bad "snapshots SNAP prints a header and one row"
+snap snapshots --json no-such-snap
+expect_rc 1 "snapshots SNAP that is none"
+expect_json "(j['ok'], j['error']['code'])" "(False, 'not_found')" "snapshots SNAP that is none: not_found"
+expect_err "no-such-snap" "snapshots SNAP that is none names it"
 
 if command -v git >/dev/null 2>&1; then
     if git --git-dir="$S" fsck --strict --no-dangling >/dev/null 2>&1; then ok; else bad "git fsck"; fi

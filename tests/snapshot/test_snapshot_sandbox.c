@@ -326,11 +326,125 @@ static void test_sandbox_snapshot_glue(void **state)
     free(seen);
 }
 
+/* The one-call operations (sp_sandbox_snapshot_create() and the rest) on
+ * a local sandbox: the same records as the store's; a bad ref is a clear
+ * error that changes nothing. */
+static size_t count_snapshots(void)
+{
+    sp_snapshots *l = NULL;
+    sp_error *err = NULL;
+    if (sp_sandbox_snapshot_list(&l, sb, &err) < 0)
+        fail_msg("list: %s", err->message);
+    size_t n = l->n;
+    sp_snapshots_free(l);
+    return n;
+}
+
+static void expect_error(int r, sp_error **err, int code, const char *words)
+{
+    assert_int_equal(r, code);
+    assert_non_null(*err);
+    if (!strstr((*err)->message, words))
+        fail_msg("expected '%s' in: %s", words, (*err)->message);
+    sp_error_free(*err);
+    *err = NULL;
+}
+
+static void test_one_call_operations(void **state)
+{
+    (void)state;
+    sp_error *err = NULL;
+    sp_snapshot *a = NULL, *g = NULL;
+    if (sp_sandbox_snapshot_create(&a, sb, "one-call", &err) < 0)
+        fail_msg("create: %s", err->message);
+    assert_string_equal(a->tag, "one-call");
+    assert_int_equal(strlen(a->commit), 40);
+    char *st = container_state();
+    assert_string_equal(st, "running");
+    free(st);
+
+    sp_snapshots *l = NULL;
+    if (sp_sandbox_snapshot_list(&l, sb, &err) < 0)
+        fail_msg("list: %s", err->message);
+    assert_true(l->n >= 1);
+    assert_string_equal(l->v[l->n - 1]->id, a->id); /* oldest first */
+    assert_int_equal(l->v[l->n - 1]->created_at_ns, a->created_at_ns);
+    size_t n = l->n;
+    sp_snapshots_free(l);
+
+    if (sp_sandbox_snapshot_get(&g, sb, "one-call", &err) < 0)
+        fail_msg("get: %s", err->message);
+    assert_string_equal(g->id, a->id);
+    assert_int_equal(g->files, a->files);
+    sp_snapshot_free(g);
+    char prefix[9];
+    snprintf(prefix, sizeof(prefix), "%.8s", a->id);
+    if (sp_sandbox_snapshot_get(&g, sb, prefix, &err) < 0)
+        fail_msg("get by prefix: %s", err->message);
+    assert_string_equal(g->id, a->id);
+    sp_snapshot_free(g);
+    g = NULL;
+
+    free(sh_out("echo new > /workspace/one-call.txt"));
+    sp_snapdiff *d = NULL;
+    sp_snapshot_diff_opts dopts = SP_SNAPSHOT_DIFF_OPTS_INIT;
+    dopts.patch = true;
+    if (sp_sandbox_snapshot_diff(&d, sb, "one-call", NULL, &dopts, &err) < 0)
+        fail_msg("diff: %s", err->message);
+    assert_string_equal(d->from, a->commit);
+    assert_string_equal(d->to, "workspace");
+    assert_int_equal(d->n, 1);
+    assert_int_equal(d->added, 1);
+    assert_string_equal(d->v[0].path, "one-call.txt");
+    assert_int_equal(d->v[0].kind, SP_CHANGE_ADDED);
+    assert_int_equal(d->v[0].new_mode, 0644);
+    assert_non_null(strstr(d->patch, "+new"));
+    sp_snapdiff_free(d);
+    d = NULL;
+
+    /* Bad refs: an error naming it, nothing changed. */
+    expect_error(sp_sandbox_snapshot_get(&g, sb, "no-such-snap", &err), &err, SP_ENOTFOUND,
+                 "no-such-snap");
+    assert_null(g);
+    sp_snapshot *r = NULL;
+    expect_error(sp_sandbox_snapshot_restore(&r, sb, "no-such-snap", &err), &err, SP_ENOTFOUND,
+                 "no-such-snap");
+    assert_null(r);
+    char *out = sh_out("cat /workspace/one-call.txt");
+    assert_string_equal(out, "new\n");
+    free(out);
+    expect_error(sp_sandbox_snapshot_delete(sb, "no-such-snap", &err), &err, SP_ENOTFOUND,
+                 "no-such-snap");
+    expect_error(sp_sandbox_snapshot_diff(&d, sb, "no-such-snap", NULL, NULL, &err), &err,
+                 SP_ENOTFOUND, "no-such-snap");
+    assert_null(d);
+    expect_error(sp_sandbox_snapshot_get(&g, sb, "", &err), &err, SP_EINVAL, "which snapshot");
+    expect_error(sp_sandbox_snapshot_restore(NULL, sb, NULL, &err), &err, SP_EINVAL,
+                 "which snapshot");
+    expect_error(sp_sandbox_snapshot_create(NULL, sb, "", &err), &err, SP_EINVAL, "tag");
+    assert_int_equal(count_snapshots(), n);
+
+    if (sp_sandbox_snapshot_restore(&r, sb, "one-call", &err) < 0)
+        fail_msg("restore: %s", err->message);
+    assert_string_equal(r->id, a->id);
+    sp_snapshot_free(r);
+    out = sh_out("test -e /workspace/one-call.txt && echo there || echo gone");
+    assert_string_equal(out, "gone\n");
+    free(out);
+
+    if (sp_sandbox_snapshot_delete(sb, a->id, &err) < 0)
+        fail_msg("delete: %s", err->message);
+    assert_int_equal(count_snapshots(), n - 1);
+    expect_error(sp_sandbox_snapshot_get(&g, sb, "one-call", &err), &err, SP_ENOTFOUND, "one-call");
+    sp_snapshot_free(a);
+}
+
 int main(void)
 {
     podman_url = tu_need_podman_or_skip();
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_tracking_sees_container_writes),
+        cmocka_unit_test(test_one_call_operations),
         /* Last: it stops and starts the container. */
         cmocka_unit_test(test_paused_snapshot_and_restore),
         cmocka_unit_test(test_sandbox_snapshot_glue),

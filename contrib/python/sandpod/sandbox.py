@@ -59,19 +59,23 @@ _fork = fn("sp_sandbox_fork", c_int, _PP, _P, c_char_p, POINTER(S.SandboxOpts), 
 _snap_open = fn("sp_sandbox_snapshot_open", c_int, _PP, _P, c_void_p, POINTER(ErrorPtr))
 _snap_store = fn("sp_sandbox_snapshot_store", c_void_p, _P)
 _snap_close = fn("sp_sandbox_snapshot_close", None, _P)
-_snapshot_create = fn("sp_snapshot_create", c_int, POINTER(POINTER(S.Snapshot)), _P, c_char_p,
-                      POINTER(ErrorPtr))
-_snapshot_list = fn("sp_snapshot_list", c_int, POINTER(POINTER(S.Snapshots)), _P,
-                    POINTER(ErrorPtr))
-_snapshot_get = fn("sp_snapshot_get", c_int, POINTER(POINTER(S.Snapshot)), _P, c_char_p,
+_sb_snap_create = fn("sp_sandbox_snapshot_create", c_int, POINTER(POINTER(S.Snapshot)), _P,
+                     c_char_p, POINTER(ErrorPtr))
+_sb_snap_list = fn("sp_sandbox_snapshot_list", c_int, POINTER(POINTER(S.Snapshots)), _P,
                    POINTER(ErrorPtr))
-_snapshot_restore = fn("sp_snapshot_restore", c_int, POINTER(POINTER(S.Snapshot)), _P, c_char_p,
-                       POINTER(ErrorPtr))
-_snapshot_delete = fn("sp_snapshot_delete", c_int, _P, c_char_p, POINTER(ErrorPtr))
+_sb_snap_get = fn("sp_sandbox_snapshot_get", c_int, POINTER(POINTER(S.Snapshot)), _P, c_char_p,
+                  POINTER(ErrorPtr))
+_sb_snap_restore = fn("sp_sandbox_snapshot_restore", c_int, POINTER(POINTER(S.Snapshot)), _P,
+                      c_char_p, POINTER(ErrorPtr))
+_sb_snap_delete = fn("sp_sandbox_snapshot_delete", c_int, _P, c_char_p, POINTER(ErrorPtr))
+_sb_snap_diff = fn("sp_sandbox_snapshot_diff", c_int, POINTER(POINTER(S.SnapDiff)), _P, c_char_p,
+                   c_char_p, POINTER(S.SnapshotDiffOpts), POINTER(ErrorPtr))
+_sb_snap_export_fd = fn("sp_sandbox_snapshot_export_fd", c_int, _P, c_char_p, c_int, c_int,
+                        POINTER(ErrorPtr))
+_sb_snap_import_fd = fn("sp_sandbox_snapshot_import_fd", c_int, POINTER(c_void_p), _P, c_int,
+                        c_char_p, POINTER(ErrorPtr))
 _snapshot_free = fn("sp_snapshot_free", None, POINTER(S.Snapshot))
 _snapshots_free = fn("sp_snapshots_free", None, POINTER(S.Snapshots))
-_snapshot_diff = fn("sp_snapshot_diff", c_int, POINTER(POINTER(S.SnapDiff)), _P, c_char_p,
-                    c_char_p, POINTER(S.SnapshotDiffOpts), POINTER(ErrorPtr))
 _snapdiff_free = fn("sp_snapdiff_free", None, POINTER(S.SnapDiff))
 _change_name = fn("sp_snapshot_change_name", c_char_p, c_int)
 _snapshot_export = fn("sp_snapshot_export", c_int, _P, c_char_p, c_char_p, c_int, c_int,
@@ -753,47 +757,45 @@ class Sandbox:
             finally:
                 _snap_close(h)
 
+    def _snap_call(self, f: Any, out: Any, *args: Any,
+                   wrap: type[errors.Error] = errors.SnapshotError) -> None:
+        """One sp_sandbox_snapshot_* call on the main handle, either engine:
+        a local sandbox's store paused around it, a remote one's peer asked."""
+        with self._lock:
+            call(f, out, self._main(), *args, wrap=wrap)
+
     def snapshot(self, tag: str | None = None) -> Snapshot:
         """Snapshot the workspace (the container is paused meanwhile)."""
-        def go(store: Any) -> Snapshot:
-            p = POINTER(S.Snapshot)()
-            call(_snapshot_create, byref(p), store, enc(tag), wrap=errors.SnapshotError)
-            return _take_snapshot(p)
-        return self._with_store(go)
+        p = POINTER(S.Snapshot)()
+        self._snap_call(_sb_snap_create, byref(p), enc(tag))
+        return _take_snapshot(p)
 
     def snapshots(self) -> list[Snapshot]:
         """Every snapshot, oldest first."""
-        def go(store: Any) -> list[Snapshot]:
-            p = POINTER(S.Snapshots)()
-            call(_snapshot_list, byref(p), store, wrap=errors.SnapshotError)
-            try:
-                return [_snapshot(p.contents.v[i]) for i in range(p.contents.n)]
-            finally:
-                _snapshots_free(p)
-        return self._with_store(go)
+        p = POINTER(S.Snapshots)()
+        self._snap_call(_sb_snap_list, byref(p))
+        try:
+            return [_snapshot(p.contents.v[i]) for i in range(p.contents.n)]
+        finally:
+            _snapshots_free(p)
 
     def get_snapshot(self, ref: str) -> Snapshot:
         """One snapshot by id, tag or prefix."""
-        def go(store: Any) -> Snapshot:
-            p = POINTER(S.Snapshot)()
-            call(_snapshot_get, byref(p), store, enc(ref), wrap=errors.SnapshotError)
-            return _take_snapshot(p)
-        return self._with_store(go)
+        p = POINTER(S.Snapshot)()
+        self._snap_call(_sb_snap_get, byref(p), enc(ref))
+        return _take_snapshot(p)
 
     def restore(self, ref: str | Snapshot) -> Snapshot:
         """Make the workspace equal to a snapshot. Raises SnapshotRestoreError."""
         r = ref.id if isinstance(ref, Snapshot) else ref
-
-        def go(store: Any) -> Snapshot:
-            p = POINTER(S.Snapshot)()
-            call(_snapshot_restore, byref(p), store, enc(r), wrap=errors.SnapshotRestoreError)
-            return _take_snapshot(p)
-        return self._with_store(go, errors.SnapshotRestoreError)
+        p = POINTER(S.Snapshot)()
+        self._snap_call(_sb_snap_restore, byref(p), enc(r), wrap=errors.SnapshotRestoreError)
+        return _take_snapshot(p)
 
     def delete_snapshot(self, ref: str | Snapshot) -> None:
         r = ref.id if isinstance(ref, Snapshot) else ref
-        self._with_store(lambda store: call(_snapshot_delete, store, enc(r),
-                                            wrap=errors.SnapshotError))
+        with self._lock:
+            call(_sb_snap_delete, self._main(), enc(r), wrap=errors.SnapshotError)
 
     def diff(self, a: str | Snapshot, b: str | Snapshot | None = None, *,
              patch: bool = False, context_lines: int = 0) -> Diff:
@@ -802,24 +804,20 @@ class Sandbox:
         rb = b.id if isinstance(b, Snapshot) else b
         o = S.SnapshotDiffOpts(version=S.SNAPSHOT_DIFF_OPTS_VERSION, patch=patch,
                                context_lines=context_lines)
-
-        def go(store: Any) -> Diff:
-            p = POINTER(S.SnapDiff)()
-            call(_snapshot_diff, byref(p), store, enc(ra), enc(rb), byref(o),
-                 wrap=errors.SnapshotError)
-            try:
-                d = p.contents
-                ch = tuple(Change(path=_s(d.v[i].path) or "",
-                                  kind=_s(_change_name(d.v[i].kind)) or "",
-                                  content_changed=d.v[i].content_changed,
-                                  old_mode=d.v[i].old_mode, new_mode=d.v[i].new_mode)
-                           for i in range(d.n))
-                return Diff(from_commit=_s(d.from_) or "", to=_s(d.to) or "", changes=ch,
-                            added=d.added, modified=d.modified, deleted=d.deleted,
-                            type_changed=d.type_changed, patch=_s(d.patch))
-            finally:
-                _snapdiff_free(p)
-        return self._with_store(go)
+        p = POINTER(S.SnapDiff)()
+        self._snap_call(_sb_snap_diff, byref(p), enc(ra), enc(rb), byref(o))
+        try:
+            d = p.contents
+            ch = tuple(Change(path=_s(d.v[i].path) or "",
+                              kind=_s(_change_name(d.v[i].kind)) or "",
+                              content_changed=d.v[i].content_changed,
+                              old_mode=d.v[i].old_mode, new_mode=d.v[i].new_mode)
+                       for i in range(d.n))
+            return Diff(from_commit=_s(d.from_) or "", to=_s(d.to) or "", changes=ch,
+                        added=d.added, modified=d.modified, deleted=d.deleted,
+                        type_changed=d.type_changed, patch=_s(d.patch))
+        finally:
+            _snapdiff_free(p)
 
     def export(self, ref: str | Snapshot, path: str | os.PathLike[str], *,
                gzip: bool | None = None) -> None:
@@ -827,11 +825,43 @@ class Sandbox:
         r = ref.id if isinstance(ref, Snapshot) else ref
         if gzip is None:
             gzip = os.fspath(path).endswith((".gz", ".tgz"))
+        if self.is_remote:
+            # The peer writes it; it lands here under a temporary name,
+            # renamed into place once whole (as a local export does).
+            dest = os.fspath(path)
+            tmp = f"{dest}.sandpod-{os.getpid()}-{threading.get_ident()}.tmp"
+            try:
+                fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
+                try:
+                    with self._lock:
+                        call(_sb_snap_export_fd, self._main(), enc(r), fd, 1 if gzip else 0,
+                             wrap=errors.SnapshotError)
+                finally:
+                    os.close(fd)
+                os.replace(tmp, dest)
+            finally:
+                if os.path.lexists(tmp):
+                    os.unlink(tmp)
+            return
         self._with_store(lambda store: call(_snapshot_export, store, enc(r), enc(path), -1,
                                             1 if gzip else 0, wrap=errors.SnapshotError))
 
     def import_(self, path: str | os.PathLike[str], tag: str | None = None) -> Snapshot:
         """Read a tar archive into a new snapshot (the workspace is untouched)."""
+        if self.is_remote:
+            # The archive streams to the peer, which adds it to its store.
+            fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+            idp = c_void_p()
+            try:
+                with self._lock:
+                    call(_sb_snap_import_fd, byref(idp), self._main(), fd, enc(tag),
+                         wrap=errors.SnapshotError)
+            finally:
+                os.close(fd)
+            new_id = ctypes.string_at(idp.value).decode()
+            c_free(idp)
+            return self.get_snapshot(new_id)
+
         def go(store: Any) -> Snapshot:
             p = POINTER(S.Snapshot)()
             call(_snapshot_import, byref(p), store, enc(path), -1, enc(tag),

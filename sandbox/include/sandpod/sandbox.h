@@ -248,10 +248,14 @@ int sp_sandbox_rpc_keyed(sp_sandbox *sb, const char *method, const char *params,
 /** Cancel the request of this key, running on another thread (or about
  *  to be sent: then it never is). */
 void sp_sandbox_rpc_cancel_key(sp_sandbox *sb, const char *key);
+/** Where the sandpod peer beside a remote sandbox's workload sees its
+ *  workspace, and where it keeps the sandbox's snapshot store. */
+#define SP_PEER_WORKSPACE "/workspace"
+#define SP_PEER_STORE     "/sandpod/store"
 /**
  * Run `sandpod ARGS...` in the container of the sandpod peer beside a
- * remote sandbox's workload, where its workspace is /workspace and its
- * store /sandpod/store (the store commands: `diff --root /workspace --store
+ * remote sandbox's workload, where its workspace is SP_PEER_WORKSPACE and
+ * its store SP_PEER_STORE (the store commands: `diff --root /workspace --store
  * /sandpod/store base`, `snapshot rm ...`). Its stdout goes to out_fd and
  * its stderr to err_fd as they come; *exit_code is its status.
  *

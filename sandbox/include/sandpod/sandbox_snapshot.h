@@ -92,6 +92,44 @@ int sp_sandbox_snapshot_export_fd(sp_sandbox *sb, const char *ref, int fd,
 int sp_sandbox_snapshot_import_fd(char **id, sp_sandbox *sb, int fd, const char *tag,
                                   sp_error **err);
 
+/* --------------------------------------------- one call, any engine -- */
+
+/*
+ * The snapshot operations of a sandbox in one call each, on a sandbox of
+ * any engine. A local sandbox's store is opened with pausing
+ * (sp_sandbox_snapshot_open(), default options: the store is created when
+ * missing), the operation runs, the store is closed. A remote sandbox's
+ * store lives beside its workload, in the sandpod peer: the peer runs the
+ * same operation there (`sandpod snapshot ... --json`, through
+ * sp_sandbox_peer_command()) and its result comes back in the same
+ * structs; its errors keep their code, reason and message (a ref naming no
+ * snapshot is SP_ENOTFOUND, one naming several SP_EINVAL, on either
+ * engine). A failed call changes nothing. `ref` is a snapshot id, a tag, or
+ * a prefix of an id or commit (sp_snapshot_get()); NULL or empty is
+ * SP_EINVAL. Records are freed with sp_snapshot_free() and
+ * sp_snapshots_free(), diffs with sp_snapdiff_free(). On a remote sandbox
+ * the record's `root` and `store` are the peer's (SP_PEER_WORKSPACE,
+ * SP_PEER_STORE).
+ */
+
+/** Take a snapshot (sp_snapshot_create()); tag may be NULL, *out may be NULL. */
+int sp_sandbox_snapshot_create(sp_snapshot **out, sp_sandbox *sb, const char *tag, sp_error **err);
+/** Every snapshot, oldest first (sp_snapshot_list()). */
+int sp_sandbox_snapshot_list(sp_snapshots **out, sp_sandbox *sb, sp_error **err);
+/** One snapshot (sp_snapshot_get()). */
+int sp_sandbox_snapshot_get(sp_snapshot **out, sp_sandbox *sb, const char *ref, sp_error **err);
+/** Make the workspace equal to a snapshot (sp_snapshot_restore()); *out
+ *  (may be NULL) is the restored record. */
+int sp_sandbox_snapshot_restore(sp_snapshot **out, sp_sandbox *sb, const char *ref, sp_error **err);
+/** Delete a snapshot's record (sp_snapshot_delete()). */
+int sp_sandbox_snapshot_delete(sp_sandbox *sb, const char *ref, sp_error **err);
+/**
+ * What changed from snapshot `from` to `to`, or to the live workspace when
+ * `to` is NULL (sp_snapshot_diff(); opts may be NULL).
+ */
+int sp_sandbox_snapshot_diff(sp_snapdiff **out, sp_sandbox *sb, const char *from, const char *to,
+                             const sp_snapshot_diff_opts *opts, sp_error **err);
+
 #ifdef __cplusplus
 }
 #endif
