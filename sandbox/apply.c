@@ -605,6 +605,7 @@ struct sides {
     int state_fd; /* remote: the state folder, */
     char *tmp;    /* and the private folder's name in it */
     sp_snapshot *from, *now;
+    char *from_id; /* remote: the peer's id of `from` */
 };
 
 static int local_sides(struct sides *sd, sp_sandbox *sb, const char *from, sp_error **err)
@@ -660,14 +661,23 @@ static int remote_sides(struct sides *sd, sp_sandbox *sb, const char *from, sp_e
     cleanup_free char *store = sp_xasprintf("%s/store", path);
     if (mkdir(ws, 0700) < 0)
         return sp_err_errno(err, errno, "mkdir", ws);
-    int r = sp_snapstore_open(&sd->s, ws, store, NULL, err);
-    if (r == 0) {
-        r = import_side(sd, sb, from ? from : SP_SANDBOX_BASELINE_TAG, &sd->from, err);
-        if (r < 0)
-            r = from ? sp_err_wrap(err, r, "snapshot %s of sandbox %s", from, sb->name)
-                     : sp_err_wrap(err, r, "the baseline snapshot ('%s') of sandbox %s",
-                                   SP_SANDBOX_BASELINE_TAG, sb->name);
+    /* The ref resolved by the peer first: a bad one is its not_found. */
+    sp_snapshot *rec = NULL;
+    int r = sp_sandbox_snapshot_get(&rec, sb, from ? from : SP_SANDBOX_BASELINE_TAG, err);
+    if (r == SP_ENOTFOUND && !from) {
+        if (err) {
+            sp_error_free(*err);
+            *err = NULL;
+        }
+        r = sp_sandbox_baseline(&rec, sb, NULL, err);
     }
+    if (r < 0)
+        return r;
+    sd->from_id = sp_xstrdup(rec->id);
+    sp_snapshot_free(rec);
+    if ((r = sp_snapstore_open(&sd->s, ws, store, NULL, err)) == 0 &&
+        (r = import_side(sd, sb, sd->from_id, &sd->from, err)) < 0)
+        r = sp_err_wrap(err, r, "snapshot %.12s of sandbox %s", sd->from_id, sb->name);
     if (r == 0 && (r = import_side(sd, sb, NULL, &sd->now, err)) < 0)
         r = sp_err_wrap(err, r, "the workspace of sandbox %s", sb->name);
     return r;
@@ -686,6 +696,7 @@ static void sides_dispose(struct sides *sd)
     if (sd->tmp)
         sp_tree_remove(sd->state_fd, sd->tmp, 0, NULL);
     free(sd->tmp);
+    free(sd->from_id);
     if (sd->state_fd >= 0)
         close(sd->state_fd);
 }
@@ -726,9 +737,7 @@ int sp_sandbox_apply(sp_apply_result **out, sp_sandbox *sb, const sp_sandbox_app
     size_t n = 0;
     if (r == 0) {
         /* A remote snapshot's id is the peer's, not the private store's. */
-        res->from = sp_xstrdup(!sp_sandbox_is_remote(sb) ? sd.from->id
-                               : o.from                  ? o.from
-                                                         : SP_SANDBOX_BASELINE_TAG);
+        res->from = sp_xstrdup(sd.from_id ? sd.from_id : sd.from->id);
         r = plan(sd.s, sd.from->id, sd.now->id, subdir, &host, max, res, &items, &n, err);
     }
     if (r == 0 && o.patch) {

@@ -57,6 +57,7 @@ run sh "$A" 'cd /workspace && test ! -e .env &&
 expect 0 "the workload changes files (and never saw .env)"
 run snapshots "$A" --json
 SNAPS_BEFORE=$(cat "$T/out")
+BASE_ID=$(python3 -c 'import json,sys; print([s["id"] for s in json.load(sys.stdin)["snapshots"] if s["tag"] == "base"][0])' <"$T/out")
 
 run apply "$A" --dry-run
 expect 0 "apply --dry-run"
@@ -74,7 +75,7 @@ check "git apply applies the patch" git -C "$T/patched" apply "$T/changes.patch"
 
 run apply "$A" --json
 expect 0 "apply"
-json "apply --json" 'j["ok"] is True and j["applied"] is True and not j["conflicts"] and len(j["changes"]) == 13 and j["from"] == "base"'
+json "apply --json" 'j["ok"] is True and j["applied"] is True and not j["conflicts"] and len(j["changes"]) == 13 and j["from"] == "'"$BASE_ID"'"'
 check "edit.txt applied" grep -qx 'line two' "$H/edit.txt"
 check "deleted file gone" test ! -e "$H/sub/gone.txt"
 check "deleted folder gone" test ! -e "$H/old"
