@@ -106,12 +106,33 @@ struct sp_sandbox {
     struct cJSON *remote_record;
     const struct sp_remote_ops *rops;
     struct sp_remote *remote;
+    /* The sessions this handle started in the peer (remote_sessions.c). */
+    struct sp_rsess *rsess;
+    size_t n_rsess;
 };
 
 /* Record the mounts a create hydrated (hr: what hydration reported, or
  * NULL: the requests as given). */
 void sp_sandbox_record_mounts(sp_sandbox_config *c, const sp_mount *req, size_t n,
                               const sp_hydrate_result *hr);
+
+/* remote_sessions.c: sandpod/session.h on a sandbox of another engine
+ * (the entry points in sessions.c hand over; opts already checked). */
+struct sp_session_opts;
+struct sp_session_write_opts;
+struct sp_session_output;
+struct sp_session_info;
+int sp_remote_session_start(struct sp_session_output **out, sp_sandbox *sb, const char *command,
+                            const struct sp_session_opts *o, sp_error **err);
+/* kill_it: end the session (out may then be NULL). */
+int sp_remote_session_write(struct sp_session_output **out, sp_sandbox *sb, int session_id,
+                            const char *chars, size_t len, const struct sp_session_write_opts *o,
+                            bool kill_it, sp_error **err);
+int sp_remote_session_signal(sp_sandbox *sb, int session_id, int signo, sp_error **err);
+int sp_remote_session_resize(sp_sandbox *sb, sp_error **err);
+int sp_remote_session_list(struct sp_session_info **out, size_t *n_out, sp_sandbox *sb);
+/* End this handle's sessions in the peer (best effort), forget them. */
+void sp_remote_sessions_close(sp_sandbox *sb);
 
 /* remote.c: the calls on a sandbox of another engine. */
 char *sp_remote_owner(const char *state_root);

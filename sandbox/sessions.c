@@ -92,8 +92,6 @@ int sp_session_start(sp_session_output **out, sp_sandbox *sb, const char *comman
                      const sp_session_opts *opts, sp_error **err)
 {
     *out = NULL;
-    if (sp_sandbox_is_remote(sb))
-        return sp_sandbox_not_local(sb, "an interactive session (use exec_command)", err);
     if (SP_OPTS_CHECK(opts, 1, SP_SESSION_OPTS_VERSION, "sp_session_opts", err) < 0)
         return SP_EINVAL;
     int64_t t0 = sp_now_ms();
@@ -102,6 +100,8 @@ int sp_session_start(sp_session_output **out, sp_sandbox *sb, const char *comman
         o = *opts;
     if (!command || !*command)
         return sp_err_set(err, SP_EINVAL, 0, "session: no command given");
+    if (sp_sandbox_is_remote(sb))
+        return sp_remote_session_start(out, sb, command, &o, err);
     bool tty = !o.no_tty;
     unsigned rows = o.rows ? o.rows : DEFAULT_ROWS;
     unsigned cols = o.cols ? o.cols : DEFAULT_COLS;
@@ -219,6 +219,8 @@ int sp_session_signal(sp_sandbox *sb, int session_id, int signo, sp_error **err)
 {
     if (signo <= 0 || signo >= 65)
         return sp_err_set(err, SP_EINVAL, 0, "session %d: bad signal %d", session_id, signo);
+    if (sp_sandbox_is_remote(sb))
+        return sp_remote_session_signal(sb, session_id, signo, err);
     session *s = lookup(sb, session_id);
     if (!s)
         return no_session(sb, session_id, err);
@@ -261,6 +263,8 @@ int sp_session_write(sp_session_output **out, sp_sandbox *sb, int session_id, co
         o = *opts;
     if (!chars && len)
         return sp_err_set(err, SP_EINVAL, 0, "session %d: no characters given", session_id);
+    if (sp_sandbox_is_remote(sb))
+        return sp_remote_session_write(out, sb, session_id, chars, len, &o, false, err);
     session *s = lookup(sb, session_id);
     if (!s)
         return no_session(sb, session_id, err);
@@ -301,6 +305,8 @@ int sp_session_write(sp_session_output **out, sp_sandbox *sb, int session_id, co
 
 int sp_session_resize(sp_sandbox *sb, int session_id, unsigned rows, unsigned cols, sp_error **err)
 {
+    if (sp_sandbox_is_remote(sb))
+        return sp_remote_session_resize(sb, err);
     session *s = lookup(sb, session_id);
     if (!s)
         return no_session(sb, session_id, err);
@@ -326,6 +332,8 @@ int sp_session_resize(sp_sandbox *sb, int session_id, unsigned rows, unsigned co
 
 int sp_session_kill(sp_sandbox *sb, int session_id, sp_error **err)
 {
+    if (sp_sandbox_is_remote(sb))
+        return sp_remote_session_write(NULL, sb, session_id, NULL, 0, NULL, true, err);
     session *s = lookup(sb, session_id);
     if (!s)
         return no_session(sb, session_id, err);
@@ -340,6 +348,8 @@ int sp_session_kill(sp_sandbox *sb, int session_id, sp_error **err)
 int sp_session_list(sp_session_info **out, size_t *n_out, sp_sandbox *sb, sp_error **err)
 {
     (void)err;
+    if (sp_sandbox_is_remote(sb))
+        return sp_remote_session_list(out, n_out, sb);
     *out = NULL;
     *n_out = 0;
     sp_session_table *t = sb->sessions;
@@ -376,6 +386,8 @@ void sp_session_info_free(sp_session_info *v, size_t n)
 
 void sp_sandbox_sessions_close(sp_sandbox *sb)
 {
+    if (sb->rsess)
+        sp_remote_sessions_close(sb);
     sp_session_table *t = sb->sessions;
     if (!t)
         return;

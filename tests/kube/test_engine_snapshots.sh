@@ -6,7 +6,8 @@
 # get_snapshot, diff, restore, delete_snapshot, export and import_ (and
 # their asyncio twins) give the same records, diffs and exceptions as on a
 # local sandbox (remote_snapshots.py). The CLI's `snapshots NAME SNAP`
-# agrees with what Python took.
+# agrees with what Python took. Interactive sessions (sp_session_*) run
+# through the peer's exec_command and write_stdin (remote_sessions.py).
 #
 # Usage: test_engine_snapshots.sh PATH/TO/sandpod
 set -u
@@ -39,6 +40,14 @@ SANDPOD_LIBRARY=$LIB SANDPOD_TOOLS_LIBRARY=$(dirname "$SP")/libsandpod_tools.so 
 rc=$?
 ran_ok "Python snapshots on the engine (take, list, get, diff, restore, delete, export, import, bad refs, asyncio)" "$T/out" "$T/err"
 out_is 'ok\n' "Python: every check ran"
+
+# Interactive sessions on the engine: the peer's exec_command/write_stdin.
+SANDPOD_LIBRARY=$LIB SANDPOD_TOOLS_LIBRARY=$(dirname "$SP")/libsandpod_tools.so \
+    PYTHONPATH=$SRC/contrib/python /usr/bin/python3 "$HERE/remote_sessions.py" "$B" \
+    >"$T/out" 2>"$T/err"
+rc=$?
+ran_ok "Python sessions on the engine (pipes, terminal, interrupt, close_stdin, kill, refusals, close)" "$T/out" "$T/err"
+out_is 'ok\n' "Python sessions: every check ran"
 
 # What the library takes there, the CLI finds there (the same store).
 run snapshot "$B" --tag cli-side
