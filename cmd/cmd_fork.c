@@ -24,7 +24,12 @@ const struct cli_spec cli_spec_fork = {
         "NAME's container is neither paused nor touched and may keep running. The new\n"
         "sandbox's store shares NAME's objects (hard links: removing either sandbox\n"
         "leaves the other whole) and holds the snapshot under the same id. Take a\n"
-        "snapshot first (`sandpod snapshot NAME`) to fork the current state.",
+        "snapshot first (`sandpod snapshot NAME`) to fork the current state.\n"
+        "\n"
+        "The fork runs on NAME's engine. Across engines (a local sandbox into a Pod, a\n"
+        "Pod's sandbox onto this machine: `create --from NAME --engine E`), the\n"
+        "snapshot travels as a tar, from NAME's store (or its peer's export) into the\n"
+        "new sandbox's, which has its own objects.",
     .groups = CLI_GROUPS(CLI_OWN(CLI_VALUE("name", 0, "NEW", CLI_OPT_NAME, CLI_COMP_NONE,
                                            "the new sandbox's name (default: generated)"),
                                  CLI_FLAG("json", 0, OPT_JSON,

@@ -1,21 +1,33 @@
-/* sp_sandbox_fork(): a new sandbox from a snapshot of another.
+/* sp_sandbox_fork(): a new sandbox from a snapshot of another, on the
+ * origin's engine or any other.
  *
  * The workspace comes from the origin's snapshot store, never from the
  * origin's live folder (which the workload writes and may have filled with
- * symlinks, fifos or files still changing): the new store gets the
- * origin's objects as hard links and the snapshot's ref, and the
- * snapshot is restored from there into the new, empty workspace through
- * the store's restore (fds opened without following symlinks, set-id bits
- * dropped). create then hands the workspace to the container's user as it
- * does after a hydration. */
+ * symlinks, fifos or files still changing).
+ *   - local to local: the new store gets the origin's objects as hard
+ *     links and the snapshot's ref, and the snapshot is restored from
+ *     there into the new, empty workspace through the store's restore
+ *     (fds opened without following symlinks, set-id bits dropped);
+ *   - to a remote sandbox: the snapshot is exported as a tar (by the local
+ *     store, or by the origin's peer) and streamed through a pipe straight
+ *     into the new peer's import (all or nothing there);
+ *   - remote to local: the origin's peer exports it into an unnamed file
+ *     in the new state folder, the new store imports it, and it is
+ *     restored as above.
+ * create then hands the workspace to the container's user as it does
+ * after a hydration; the origin is only read. */
+#include <errno.h>
+#include <fcntl.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "sandbox_internal.h"
 #include "sandpod/fork.h"
+#include "sandpod/sandbox_snapshot.h"
 
 typedef struct fork_seed {
     sp_sandbox *origin;
-    const char *snapshot;
+    const char *snapshot; /* a remote origin's is resolved (never NULL) */
 } fork_seed;
 
 static char **strv_copy(char *const *v)
@@ -84,15 +96,109 @@ static int seed_from_snapshot(sp_sandbox *sb, void *data, sp_error **err)
             sp_err_wrap(err, r, "fork sandbox %s", f->origin->name);
         goto out;
     }
-    if ((r = sp_snapshot_restore(NULL, dst, snap->id, err)) < 0)
-        goto out;
-    copy_mounts(&sb->cfg, &f->origin->cfg);
+    r = sp_snapshot_restore(NULL, dst, snap->id, err);
 out:
     sp_snapshot_free(snap);
     sp_snapshots_free(list);
     sp_snapstore_free(dst);
     sp_snapstore_free(src);
     return r;
+}
+
+/* The local origin's snapshot (default: its newest) as a tar, to fd. */
+static int export_local(int fd, void *data, sp_error **err)
+{
+    fork_seed *f = data;
+    sp_snapstore *src = NULL;
+    sp_snapshots *list = NULL;
+    int r = open_store(&src, f->origin, false, err);
+    const char *ref = f->snapshot;
+    if (r == 0 && !ref && (r = sp_snapshot_list(&list, src, err)) == 0) {
+        if (list->n)
+            ref = list->v[list->n - 1]->id;
+        else
+            r = SP_ENOTFOUND;
+    }
+    if (r == SP_ENOTFOUND && !f->snapshot)
+        r = sp_err_set(err, SP_ENOTFOUND, 0,
+                       "sandbox %s has no snapshots to fork from (take one with `sandpod "
+                       "snapshot %s`)",
+                       f->origin->name, f->origin->name);
+    if (r == 0)
+        r = sp_snapshot_export(src, ref, NULL, fd, SP_SNAPSHOT_TAR, err);
+    sp_snapshots_free(list);
+    sp_snapstore_free(src);
+    return r;
+}
+
+static int export_remote(int fd, void *data, sp_error **err)
+{
+    fork_seed *f = data;
+    return sp_remote_export(f->origin, f->snapshot, false, fd, err);
+}
+
+/* A remote origin's snapshot into a new local sandbox. */
+static int seed_from_remote(sp_sandbox *sb, fork_seed *f, sp_error **err)
+{
+    int fd = open(sb->state_dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return sp_err_errno(err, errno, "a temporary file in", sb->state_dir);
+    sp_snapstore *dst = NULL;
+    sp_snapshot *snap = NULL;
+    int r = export_remote(fd, f, err);
+    if (r == 0 && lseek(fd, 0, SEEK_SET) < 0)
+        r = sp_err_errno(err, errno, "lseek", sb->state_dir);
+    if (r == 0)
+        r = open_store(&dst, sb, true, err);
+    if (r == 0)
+        r = sp_snapshot_import(&snap, dst, NULL, fd, NULL, err);
+    if (r == 0)
+        r = sp_snapshot_restore(NULL, dst, snap->id, err);
+    sp_snapshot_free(snap);
+    sp_snapstore_free(dst);
+    close(fd);
+    return r;
+}
+
+static int seed_fork(sp_sandbox *sb, void *data, sp_error **err)
+{
+    fork_seed *f = data;
+    bool from_remote = sp_sandbox_is_remote(f->origin);
+    int r;
+    if (!sp_sandbox_is_remote(sb) && !from_remote) {
+        if ((r = seed_from_snapshot(sb, f, err)) < 0)
+            return r;
+    } else {
+        r = sp_sandbox_is_remote(sb)
+                ? sp_remote_import_piped(sb, NULL, from_remote ? export_remote : export_local, f,
+                                         err)
+                : seed_from_remote(sb, f, err);
+        if (r < 0)
+            return sp_err_wrap(err, r, "fork sandbox %s", f->origin->name);
+    }
+    /* The origin's host folders, for `diff` and `apply` back. */
+    copy_mounts(&sb->cfg, &f->origin->cfg);
+    return 0;
+}
+
+/* A remote origin's newest snapshot, as a local fork takes by default:
+ * asked of its peer, so that its store is only read. */
+static int newest_remote(char **id, sp_sandbox *origin, sp_error **err)
+{
+    *id = NULL;
+    sp_snapshots *l = NULL;
+    int r = sp_sandbox_snapshot_list(&l, origin, err);
+    if (r < 0)
+        return sp_err_wrap(err, r, "fork sandbox %s: its snapshots", origin->name);
+    if (l->n > 0)
+        *id = sp_xstrdup(l->v[l->n - 1]->id);
+    sp_snapshots_free(l);
+    if (!*id)
+        return sp_err_set(err, SP_ENOTFOUND, 0,
+                          "sandbox %s has no snapshots to fork from (take one with `sandpod "
+                          "snapshot %s`)",
+                          origin->name, origin->name);
+    return 0;
 }
 
 int sp_sandbox_fork(sp_sandbox **out, sp_sandbox *origin, const char *snapshot,
@@ -126,8 +232,16 @@ int sp_sandbox_fork(sp_sandbox **out, sp_sandbox *origin, const char *snapshot,
     o.exec_path = in.exec_path ? in.exec_path : c->exec_path;
     o.userns = in.userns ? in.userns : c->userns;
     o.seccomp = in.seccomp ? in.seccomp : c->seccomp;
-    if (sp_sandbox_is_remote(origin))
-        return sp_remote_fork(out, origin, snapshot, &o, err);
+    /* On the origin's engine unless told otherwise. */
+    if (!o.engine)
+        o.engine = sp_sandbox_engine(origin);
+    cleanup_free char *newest = NULL;
+    if (!snapshot && sp_sandbox_is_remote(origin)) {
+        int r = newest_remote(&newest, origin, err);
+        if (r < 0)
+            return r;
+        snapshot = newest;
+    }
     fork_seed f = {origin, snapshot};
-    return sp_sandbox_create_seeded(out, &o, seed_from_snapshot, &f, err);
+    return sp_sandbox_create_seeded(out, &o, seed_fork, &f, err);
 }

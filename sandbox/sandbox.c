@@ -1047,14 +1047,6 @@ int sp_sandbox_create_seeded(sp_sandbox **out, const sp_sandbox_opts *opts, sp_s
     bool remote = eng->kind != SP_ENGINE_PODMAN;
     if (!remote && eng->podman_url && !o.podman_url)
         o.podman_url = eng->podman_url;
-    if (remote && seed && seed != sp_remote_fork_seed) {
-        r = sp_err_set(err, SP_EINVAL, 0,
-                       "engine %s: templates and forks of local sandboxes start local sandboxes "
-                       "only, for now",
-                       eng->name);
-        sp_engine_free(eng);
-        return r;
-    }
     cleanup_free char *boxes = sp_xasprintf("%s/sandboxes", root);
     if ((r = mkdirs(boxes, err)) < 0) {
         sp_engine_free(eng);

@@ -163,8 +163,10 @@ int sp_remote_export_now(sp_sandbox *sb, int fd, sp_error **err);
 int sp_sandbox_resolve_root(char **out, const char *state_root, sp_error **err);
 /* sp_sandbox_create() with the workspace filled by seed (called with the
  * state folder and the empty workspace made, under the sandbox's lock,
- * before the container exists) in place of hydrating opts->mounts; a
- * failing seed fails the create, which removes everything it made. */
+ * before the container exists; on a remote engine once the workload
+ * serves, see sp_remote_create_seeded()) in place of hydrating
+ * opts->mounts; a failing seed fails the create, which removes everything
+ * it made. A seed fills either kind of sandbox (sp_sandbox_is_remote()). */
 typedef int (*sp_sandbox_seed_fn)(sp_sandbox *sb, void *data, sp_error **err);
 int sp_sandbox_create_seeded(sp_sandbox **out, const sp_sandbox_opts *opts, sp_sandbox_seed_fn seed,
                              void *seed_data, sp_error **err);
@@ -177,12 +179,6 @@ int sp_remote_create_seeded(sp_sandbox *sb, const sp_sandbox_opts *o, const sp_e
 typedef int (*sp_remote_tar_writer)(int fd, void *data, sp_error **err);
 int sp_remote_import_piped(sp_sandbox *sb, const char *tag, sp_remote_tar_writer write, void *data,
                            sp_error **err);
-/* remote_fork.c: sp_sandbox_fork() of a remote origin, with o already its
- * configuration. */
-/* its seed: the one a remote create runs (a local seed fills a host folder). */
-int sp_remote_fork_seed(sp_sandbox *sb, void *data, sp_error **err);
-int sp_remote_fork(sp_sandbox **out, sp_sandbox *origin, const char *snapshot,
-                   const sp_sandbox_opts *o, sp_error **err);
 /* flock the state folder's lock file; nests. */
 int sp_sandbox_lock(sp_sandbox *sb, sp_error **err);
 void sp_sandbox_unlock(sp_sandbox *sb);

@@ -164,6 +164,26 @@ void sp_template_info_free(sp_template_info *t)
 
 /* ----------------------------------------------------------------- save -- */
 
+/* A remote sandbox's snapshot ref (NULL: its workspace now, through a
+ * snapshot its peer does not keep) into the template's store dst, through
+ * an unnamed file in the template's folder. */
+static int import_remote(char **out_id, sp_snapstore *dst, sp_sandbox *sb, const char *ref,
+                         const char *tmp, sp_error **err)
+{
+    cleanup_close int fd = open(tmp, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return sp_err_errno(err, errno, "a temporary file in", tmp);
+    int r = ref ? sp_sandbox_snapshot_export_fd(sb, ref, fd, SP_SNAPSHOT_TAR, err)
+                : sp_remote_export_now(sb, fd, err);
+    if (r == 0 && lseek(fd, 0, SEEK_SET) < 0)
+        r = sp_err_errno(err, errno, "lseek", tmp);
+    sp_snapshot *snap = NULL;
+    if (r == 0 && (r = sp_snapshot_import(&snap, dst, NULL, fd, NULL, err)) == 0)
+        *out_id = sp_xstrdup(snap->id);
+    sp_snapshot_free(snap);
+    return r;
+}
+
 /* Share snapshot `ref` of sb (or a fresh one) into the store at dst_dir. */
 static int share_snapshot(char **out_id, sp_sandbox *sb, const char *ref, const char *tmp,
                           sp_error **err)
@@ -177,6 +197,11 @@ static int share_snapshot(char **out_id, sp_sandbox *sb, const char *ref, const 
     int r = sp_snapstore_open(&dst, ws, store, NULL, err);
     if (r < 0)
         return r;
+    if (sp_sandbox_is_remote(sb)) {
+        r = import_remote(out_id, dst, sb, ref, tmp, err);
+        sp_snapstore_free(dst);
+        return r;
+    }
     sp_sandbox_snap *h = NULL;
     sp_snapshot *fresh = NULL, *shared = NULL;
     sp_snapstore_opts so = SP_SNAPSTORE_OPTS_INIT;
@@ -210,6 +235,10 @@ static int write_template_json(sp_sandbox *sb, const char *name, const char *tmp
     cJSON *o = sp_sandbox_config_json(sb);
     for (size_t i = 0; per_container[i]; i++)
         cJSON_DeleteItemFromObjectCaseSensitive(o, per_container[i]);
+    /* A remote origin's Pod is its own; its engine stays, as the default
+     * engine of the sandboxes made from the template. */
+    cJSON_DeleteItemFromObjectCaseSensitive(o, "engine_kind");
+    cJSON_DeleteItemFromObjectCaseSensitive(o, "remote");
     cJSON_ReplaceItemInObjectCaseSensitive(o, "version", cJSON_CreateNumber(TEMPLATE_JSON_VERSION));
     cJSON_ReplaceItemInObjectCaseSensitive(o, "name", cJSON_CreateString(name));
     cleanup_free char *now = sp_now_rfc3339();
@@ -253,8 +282,6 @@ static int install(int dfd, const char *tmp, const char *name, bool force, sp_er
 int sp_template_save(sp_template_info **out, sp_sandbox *sb, const char *name,
                      const sp_template_opts *opts, sp_error **err)
 {
-    if (sp_sandbox_is_remote(sb))
-        return sp_sandbox_not_local(sb, "a template", err);
     if (out)
         *out = NULL;
     if (SP_OPTS_CHECK(opts, 1, SP_TEMPLATE_OPTS_VERSION, "sp_template_opts", err) < 0)
@@ -274,13 +301,19 @@ int sp_template_save(sp_template_info **out, sp_sandbox *sb, const char *name,
     if (!o.force && faccessat(dfd, name, F_OK, AT_SYMLINK_NOFOLLOW) == 0)
         return sp_err_set(err, SP_EEXISTS, EEXIST,
                           "a template named %s already exists (--force replaces it)", name);
-    sp_local *p = sp_sandbox_local(sb, err);
-    if (!p)
-        return SP_EPODMAN;
+    /* The image the snapshot was prepared in, pinned by id where the
+     * image is on this machine; a remote engine pulls its own (none kept). */
     cleanup_free char *image_id = NULL;
-    if ((r = sb->lops->image_id(&image_id, p, sb->cfg.image, err)) < 0)
-        return sp_err_wrap(err, r, "template %s: image %s of sandbox %s", name, sb->cfg.image,
-                           sb->name);
+    if (sp_sandbox_is_remote(sb)) {
+        image_id = sp_xstrdup("");
+    } else {
+        sp_local *p = sp_sandbox_local(sb, err);
+        if (!p)
+            return SP_EPODMAN;
+        if ((r = sb->lops->image_id(&image_id, p, sb->cfg.image, err)) < 0)
+            return sp_err_wrap(err, r, "template %s: image %s of sandbox %s", name, sb->cfg.image,
+                               sb->name);
+    }
     cleanup_free char *tmp = sp_xasprintf("%s/.tmp-%s-XXXXXX", dir, name);
     if (!mkdtemp(tmp))
         return sp_err_errno(err, errno, "mkdtemp", tmp);
@@ -453,8 +486,16 @@ int sp_sandbox_create_from_template(sp_sandbox **out, const char *tmpl, const sp
     const char *snap = sp_json_str(meta, "snapshot");
     if (!snap || !*snap)
         r = sp_err_set(err, SP_EINVAL, 0, "template %s records no snapshot; save it again", tmpl);
-    if (r == 0 && !o.image)
+    /* On the engine of the template's origin unless told otherwise. */
+    if (!o.engine)
+        o.engine = sp_json_str_or(meta, "engine", SP_ENGINE_LOCAL);
+    sp_engine *eng = NULL;
+    if (r == 0)
+        r = sp_engine_get(&eng, t->state_root, o.engine, err);
+    /* A remote engine pulls the image itself: nothing here to check. */
+    if (r == 0 && !o.image && eng->kind == SP_ENGINE_PODMAN)
         r = check_image(t, sp_json_str(meta, "image_id"), &o, err);
+    sp_engine_free(eng);
     if (r == 0) {
         o.state_root = t->state_root;
         r = sp_sandbox_fork(out, t, snap, &o, err);

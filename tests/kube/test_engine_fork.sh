@@ -85,16 +85,72 @@ expect 1 "fork onto a taken name"
 err_has "already exists" "... says so"
 check "... and makes no Pod" [ "$(pods)" = "$N" ]
 
-# A local origin forked onto the engine: refused, as before (a local seed
-# fills a host folder).
+# Across engines. A local origin onto the engine: its snapshot leaves the
+# local store as a tar, piped into the new peer's import.
 run create --name "fk$$-local" --image "$WIMG"
 expect 0 "create a local sandbox"
+run sh "fk$$-local" 'mkdir -p d && printf "from local\n" >d/l.txt && chmod 0751 d/l.txt && ln -s d/l.txt ll'
 run snapshot "fk$$-local"
 run create --from "fk$$-local" --engine fake --name "$O-x"
-expect 1 "a fork of a local sandbox onto the engine is refused"
-err_has "start local sandboxes only" "... saying so"
-check "... nothing made" [ ! -e "$SANDPOD_HOME/sandboxes/$O-x" ]
+expect 0 "create --from LOCAL --engine fake"
+run sh "$O-x" 'cd /workspace && cat d/l.txt && stat -c %a d/l.txt && readlink ll'
+out_is 'from local\n751\nd/l.txt\n' "... the local snapshot's files, modes and link, in the Pod"
+check "... a sandbox of the engine" json_file "$SANDPOD_HOME/sandboxes/$O-x/sandbox.json" "j['engine'] == 'fake'"
+run diff "$O-x"
+out_is "" "... diff empty right after"
+run rm --force "$O-x"
 run rm --force "fk$$-local"
+# The engine's sandbox onto the local engine: the peer's export into the
+# new local store, restored.
+run create --from "$O:t1" --engine local --name "fk$$-back"
+expect 0 "create --from REMOTE:SNAP --engine local"
+run sh "fk$$-back" 'cat src/a.txt && stat -c %a run.sh && readlink link'
+out_is 'one\n755\nsrc/a.txt\n' "... the remote snapshot's files, modes and link, locally"
+check "... a local sandbox" json_file "$SANDPOD_HOME/sandboxes/fk$$-back/sandbox.json" "'engine' not in j"
+run diff "fk$$-back"
+out_is "" "... diff empty right after"
+run rm --force "fk$$-back"
+expect 0 "rm the local fork"
+
+# A template of the engine's sandbox: its snapshot kept here, in the
+# template's own store; sandboxes made from it run on the engine by default.
+run template save "$O" "fk$$-tpl" --snapshot t1 --json
+expect 0 "template save of a sandbox of the engine"
+json "... it records the origin, no image id (the engine pulls its own)" 'j["origin"] == "'"$O"'" and j["image_id"] == ""'
+check "... and no Pod record" json_file "$SANDPOD_HOME/templates/fk$$-tpl/template.json" \
+    "j['engine'] == 'fake' and 'remote' not in j and 'engine_kind' not in j"
+run create --template "fk$$-tpl" --name "$O-t"
+expect 0 "create --template (on the origin's engine)"
+run sh "$O-t" 'cat /workspace/src/a.txt'
+out_is 'one\n' "... the template's snapshot, in a new Pod"
+check "... on the engine" json_file "$SANDPOD_HOME/sandboxes/$O-t/sandbox.json" "j['engine'] == 'fake'"
+run rm --force "$O-t"
+run template save "$O" "fk$$-tpl"
+expect 1 "template save onto a taken name"
+err_has "already exists" "... says so"
+run template save "$O" "fk$$-tpl2" --snapshot no-such-snap
+expect 1 "template save of a snapshot that does not exist"
+err_has "no-such-snap" "... names it"
+check "... no template left" [ ! -e "$SANDPOD_HOME/templates/fk$$-tpl2" ]
+check "... nor a temporary folder" [ -z "$(find "$SANDPOD_HOME/templates" -maxdepth 1 -name '.tmp-*')" ]
+run template rm "fk$$-tpl"
+expect 0 "template rm"
+# Without --snapshot: the workspace as it is now, through a snapshot the
+# peer does not keep; made into a local sandbox.
+run sh "$O" 'echo now >/workspace/now.txt'
+run snapshots "$O" --json
+SNAPS_T=$(cat "$T/out")
+run template save "$O" "fk$$-tpl3"
+expect 0 "template save (the workspace now)"
+run snapshots "$O" --json
+check "... leaves the peer's snapshots as they were" [ "$(cat "$T/out")" = "$SNAPS_T" ]
+run create --template "fk$$-tpl3" --engine local --name "fk$$-tl"
+expect 0 "create --template --engine local from the engine's template"
+run sh "fk$$-tl" 'cat now.txt'
+out_is 'now\n' "... the workspace as it was saved"
+run rm --force "fk$$-tl"
+run template rm "fk$$-tpl3"
+run sh "$O" 'rm /workspace/now.txt'
 
 # The export cut mid-stream: the fork fails, nothing is left.
 fault '{"drop_export_at_stdout": 2}'

@@ -213,12 +213,14 @@ const char *sp_sandbox_name(const sp_sandbox *sb);
 const char *sp_sandbox_workspace(const sp_sandbox *sb);
 /** The engine the sandbox runs on ("local" unless made elsewhere). */
 const char *sp_sandbox_engine(const sp_sandbox *sb);
-/** Whether it runs on another engine than local Podman (a Kubernetes Pod):
- *  then sp_sandbox_fs(), snapshots through sandpod/sandbox_snapshot.h,
- *  sessions, attach, logs, start/stop/pause, apply, fork and templates are
- *  SP_EINVAL saying so; commands (sp_sandbox_shell(), sp_sandbox_exec()),
- *  status, removal and the tool suite (sp_sandbox_rpc(), which sp_tools
- *  uses) work. */
+/** Whether it runs on another engine than local Podman (a Kubernetes Pod).
+ *  Commands (sp_sandbox_shell(), sp_sandbox_exec(), attach), status,
+ *  removal, the tool suite (sp_sandbox_rpc(), which sp_tools uses), the
+ *  typed snapshot calls (sp_sandbox_snapshot_create() ...), sessions
+ *  (sandpod/session.h, within what the peer's tools carry), apply, fork
+ *  (to and from any engine) and templates work; sp_sandbox_fs(),
+ *  sp_sandbox_snapshot_open() (a local store handle), logs and
+ *  start/stop/pause are SP_EINVAL saying so. */
 bool sp_sandbox_is_remote(const sp_sandbox *sb);
 /**
  * One JSON-RPC request to the sandpod peer beside a remote sandbox's
