@@ -1186,6 +1186,87 @@ static int parse_op_args(struct fs_cli *c, const struct fs_op *op, int argc, cha
     return 0;
 }
 
+/* Where in argv an option's value given as FILE sits: the word itself
+ * (--old-file F) or past the '=' (--old-file=F); -1 when absent. */
+static int value_word(int argc, char **argv, const char *value, bool *joined)
+{
+    for (int i = 0; value && i < argc; i++) {
+        const char *eq = strchr(argv[i], '=');
+        if (argv[i] == value || (eq && eq + 1 == value)) {
+            *joined = argv[i] != value;
+            return i;
+        }
+    }
+    return -1;
+}
+
+/* The command line of a sandbox on another engine, run by the sandpod
+ * peer beside the workload on its own workspace (its fs code contains the
+ * paths): NAME gives way to --root /workspace; the host files of edit are
+ * read here and sent as strings. Its stdin (for write, insert and patch),
+ * stdout, stderr and exit status are this command's. */
+static int fs_in_peer(struct fs_cli *c, int argc, char **argv, int name_at)
+{
+    const char **args = calloc((size_t)argc + 4, sizeof(char *));
+    char *text[2] = {NULL, NULL};
+    if (!args)
+        return cli_error("out of memory");
+    int rc = 0;
+    bool joined[2] = {false, false};
+    int at[2] = {-1, -1};
+    if (strcmp(c->op, "edit") == 0) {
+        const char *file[2] = {c->old_file, c->new_file};
+        const char *what[2] = {"old", "new"};
+        if (c->old_file && c->new_file && strcmp(c->old_file, "-") == 0 &&
+            strcmp(c->new_file, "-") == 0)
+            rc = cli_usage("fs", "only one of --old-file and --new-file can be stdin");
+        for (int i = 0; i < 2 && rc == 0; i++) {
+            if (!file[i])
+                continue;
+            at[i] = value_word(argc, argv, file[i], &joined[i]);
+            rc = edit_string(NULL, file[i], what[i], &text[i]);
+        }
+    }
+    /* --state-root is this host's: not the peer's business. */
+    bool sr_joined = false;
+    int sr_at = value_word(argc, argv, c->state_root, &sr_joined);
+    size_t n = 0;
+    args[n++] = "fs";
+    args[n++] = "--root";
+    args[n++] = "/workspace";
+    for (int i = 1; rc == 0 && i < argc; i++) {
+        if (i == name_at || i == sr_at || (!sr_joined && i + 1 == sr_at))
+            continue;
+        int side = i == at[0] ? 0 : i == at[1] ? 1 : -1;
+        if (side >= 0) {
+            if (!joined[side])
+                n--; /* the --old-file word before it */
+            args[n++] = side ? "--new" : "--old";
+            args[n++] = text[side];
+            continue;
+        }
+        args[n++] = argv[i];
+    }
+    args[n] = NULL;
+    if (rc == 0) {
+        bool input = strcmp(c->op, "write") == 0 || strcmp(c->op, "insert") == 0 ||
+                     strcmp(c->op, "patch") == 0;
+        fflush(stdout);
+        int code = -1;
+        sp_error *err = NULL;
+        int r = sp_sandbox_peer_command_in(c->sb, args, input ? STDIN_FILENO : -1, STDOUT_FILENO,
+                                           STDERR_FILENO, &code, &err);
+        if (r < 0)
+            rc = fail(c, r, err);
+        else
+            rc = code < 0 || code > 125 ? CLI_EXIT_ERROR : code;
+    }
+    free(text[0]);
+    free(text[1]);
+    free(args);
+    return rc;
+}
+
 int cmd_fs(int argc, char **argv)
 {
     struct fs_cli c;
@@ -1204,6 +1285,7 @@ int cmd_fs(int argc, char **argv)
 
     int rc = 0;
     int opt, op_at = argc; /* where the operation's words start */
+    int name_at = -1;
     optind = 0;
     while ((opt = cli_next(&cli_spec_fs, argc, argv, CLI_NEXT_STOP | CLI_NEXT_BEFORE_OPERAND)) !=
            -1) {
@@ -1224,6 +1306,7 @@ int cmd_fs(int argc, char **argv)
     /* NAME OP ...: without --root so far, unless the first operand is an
      * operation not followed by another (the --root may still come). */
     if (!c.root && (!find_op(argv[optind]) || (optind + 1 < argc && find_op(argv[optind + 1])))) {
+        name_at = optind;
         c.sandbox = argv[optind++];
         if (optind >= argc) {
             rc = cli_usage("fs", "missing operation after sandbox '%s'", c.sandbox);
@@ -1270,11 +1353,7 @@ int cmd_fs(int argc, char **argv)
         c.root = sp_sandbox_workspace(sb);
         c.sb = sb;
         if (!c.root) {
-            sp_err_set(&err, SP_EINVAL, 0,
-                       "sandbox %s runs on engine %s: its files are reached through its tools, "
-                       "e.g. sandpod call %s read_file '{\"path\": \"a.txt\"}'",
-                       c.sandbox, sp_sandbox_engine(sb), c.sandbox);
-            rc = fail(&c, SP_EINVAL, err);
+            rc = fs_in_peer(&c, argc, argv, name_at);
             goto done;
         }
     }

@@ -63,6 +63,47 @@ static bool duration_ago(const char *s, char *out, size_t cap)
     return true;
 }
 
+/* An RFC 3339 time as Podman and the Kubernetes API take it:
+ * 2024-05-01T10:00:00Z, with optional fraction and a Z or +HH:MM offset. */
+static bool rfc3339(const char *s)
+{
+    struct tm tm = {0};
+    const char *p = strptime(s, "%Y-%m-%dT%H:%M:%S", &tm);
+    if (!p || p - s != 19)
+        return false;
+    if (*p == '.') {
+        const char *d = ++p;
+        while (*p >= '0' && *p <= '9')
+            p++;
+        if (p == d)
+            return false;
+    }
+    if (*p == 'Z')
+        return p[1] == '\0';
+    return (*p == '+' || *p == '-') && strlen(p) == 6 && p[1] >= '0' && p[1] <= '2' &&
+           p[2] >= '0' && p[2] <= '9' && p[3] == ':' && p[4] >= '0' && p[4] <= '5' && p[5] >= '0' &&
+           p[5] <= '9';
+}
+
+/* --since TIME as sp_logs_opts takes it (RFC 3339 or Unix seconds, out);
+ * false when TIME is none of the forms --help names. */
+static bool parse_since(const char *s, char *out, size_t cap)
+{
+    if (duration_ago(s, out, cap))
+        return true;
+    if (strlen(s) >= cap)
+        return false;
+    size_t digits = strspn(s, "0123456789");
+    if (digits && !s[digits] && digits <= 12) {
+        snprintf(out, cap, "%s", s);
+        return true;
+    }
+    if (!rfc3339(s))
+        return false;
+    snprintf(out, cap, "%s", s);
+    return true;
+}
+
 /* JSON mode: the line so far of each stream. */
 struct line {
     char *data;
@@ -145,7 +186,7 @@ int cmd_logs(int argc, char **argv)
     struct cli_conn conn = {0};
     struct sink k = {0};
     sp_logs_opts o = SP_LOGS_OPTS_INIT;
-    char since[32];
+    char since[64];
     sp_sandbox *sb = NULL;
     int rc = 0;
 
@@ -174,7 +215,14 @@ int cmd_logs(int argc, char **argv)
             o.tail = v;
             break;
         case OPT_SINCE:
-            o.since = duration_ago(optarg, since, sizeof(since)) ? since : optarg;
+            if (!parse_since(optarg, since, sizeof(since))) {
+                rc = cli_usage("logs",
+                               "--since '%s': not a time (RFC 3339 such as "
+                               "2024-05-01T10:00:00Z, Unix seconds, or a duration such as 10m)",
+                               optarg);
+                goto done;
+            }
+            o.since = since;
             break;
         case 't':
             o.timestamps = true;
@@ -198,6 +246,14 @@ int cmd_logs(int argc, char **argv)
     }
     if ((rc = cli_sandbox_open(&sb, argv[optind], &conn, k.json)) != 0)
         goto done;
+    if (k.json && sp_sandbox_is_remote(sb)) {
+        /* The engine's log is one stream: its lines have no stream to tell. */
+        rc = cli_usage("logs",
+                       "--json needs a local sandbox: the log of %s (engine %s) merges "
+                       "stdout and stderr",
+                       argv[optind], sp_sandbox_engine(sb));
+        goto done;
+    }
     sp_error *err = NULL;
     int r = sp_sandbox_logs(sb, &o, on_log, &k, &err);
     /* A last line without its newline. */

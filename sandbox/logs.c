@@ -1,14 +1,17 @@
 /* sp_sandbox_logs(): what the sandbox's container printed (its pid 1, the
- * agent), from Podman, running or stopped. */
+ * agent), from Podman, running or stopped; of a remote sandbox, from its
+ * engine. */
 #include "sandbox_internal.h"
 
 int sp_sandbox_logs(sp_sandbox *sb, const sp_logs_opts *opts, sp_logs_fn fn, void *userdata,
                     sp_error **err)
 {
-    if (sp_sandbox_is_remote(sb))
-        return sp_sandbox_not_local(sb, "logs", err);
     if (SP_OPTS_CHECK(opts, 1, SP_LOGS_OPTS_VERSION, "sp_logs_opts", err) < 0)
         return SP_EINVAL;
+    if (sp_sandbox_is_remote(sb)) {
+        sp_logs_opts d = SP_LOGS_OPTS_INIT;
+        return sp_remote_logs(sb, opts ? opts : &d, fn, userdata, err);
+    }
     sp_local *p = sp_sandbox_local(sb, err);
     if (!p)
         return SP_EPODMAN;

@@ -467,6 +467,12 @@ int sp_remote_remove(sp_sandbox *sb, sp_error **err)
 int sp_sandbox_peer_command(sp_sandbox *sb, const char *const *args, int out_fd, int err_fd,
                             int *exit_code, sp_error **err)
 {
+    return sp_sandbox_peer_command_in(sb, args, -1, out_fd, err_fd, exit_code, err);
+}
+
+int sp_sandbox_peer_command_in(sp_sandbox *sb, const char *const *args, int in_fd, int out_fd,
+                               int err_fd, int *exit_code, sp_error **err)
+{
     *exit_code = -1;
     if (!sp_sandbox_is_remote(sb))
         return sp_err_set(err, SP_EINVAL, 0, "sandbox %s is local: it has no peer", sb->name);
@@ -475,7 +481,26 @@ int sp_sandbox_peer_command(sp_sandbox *sb, const char *const *args, int out_fd,
     sp_remote *r = handle(sb, err);
     if (!r)
         return SP_ERROR;
-    return sb->rops->peer_command(r, args, out_fd, err_fd, exit_code, err);
+    if (in_fd < 0)
+        return sb->rops->peer_command(r, args, out_fd, err_fd, exit_code, err);
+    if (!sb->rops->peer_command_in)
+        return sp_err_set(err, SP_EINVAL, 0, "engine %s cannot give a peer command its input",
+                          sb->rops->kind);
+    return sb->rops->peer_command_in(r, args, in_fd, out_fd, err_fd, exit_code, err);
+}
+
+int sp_remote_logs(sp_sandbox *sb, const sp_logs_opts *o, sp_logs_fn fn, void *ud, sp_error **err)
+{
+    sp_remote *r = handle(sb, err);
+    if (!r)
+        return SP_ERROR;
+    if (!sb->rops->logs)
+        return sp_sandbox_not_local(sb, "logs", err);
+    int rc = sb->rops->logs(r, o, fn, ud, err);
+    if (rc == SP_ENOTFOUND)
+        return sp_err_wrap(err, rc, "sandbox %s: its workload is gone (%s)", sb->name,
+                           sb->rops->where(r));
+    return rc;
 }
 
 int sp_remote_import(sp_sandbox *sb, int fd, const char *tag, bool restore, char **result,

@@ -147,6 +147,8 @@ int sp_remote_exec(sp_run_result **out, sp_sandbox *sb, const char *const *argv,
                    const sp_run_opts *o, sp_error **err);
 int sp_remote_status(sp_sandbox_status **out, sp_sandbox *sb, sp_error **err);
 int sp_remote_remove(sp_sandbox *sb, sp_error **err);
+/* sp_sandbox_logs() of a remote sandbox. */
+int sp_remote_logs(sp_sandbox *sb, const sp_logs_opts *o, sp_logs_fn fn, void *ud, sp_error **err);
 /* A command whose streams the caller drives (attach.c); its calls are
  * sb->rops->stream_*. */
 struct sp_remote_stream;

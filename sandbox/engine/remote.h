@@ -110,6 +110,13 @@ typedef struct sp_remote_ops {
     int (*list)(cJSON **out, const sp_engine *e, const char *owner, sp_error **err);
     /* Delete workload id of engine e. */
     int (*remove_id)(const sp_engine *e, const char *id, sp_error **err);
+    /* What the workload's container printed (its pid 1, the agent), handed
+     * to fn as it comes (stream SP_EXEC_STDOUT: the engine may merge
+     * stderr into it); with o->follow until the workload ends. */
+    int (*logs)(sp_remote *r, const sp_logs_opts *o, sp_logs_fn fn, void *ud, sp_error **err);
+    /* peer_command with its stdin read from in_fd until its end. */
+    int (*peer_command_in)(sp_remote *r, const char *const *args, int in_fd, int out_fd, int err_fd,
+                           int *exit_code, sp_error **err);
 } sp_remote_ops;
 
 extern const sp_remote_ops sp_kube_remote_ops;

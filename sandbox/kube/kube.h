@@ -146,6 +146,23 @@ int sp_kube_status_error(sp_error **err, long http_status, const char *body, siz
 /* Pods in the client's namespace. */
 int sp_kube_pod_create(sp_kube *k, const char *pod_json, cJSON **out, sp_error **err);
 int sp_kube_pod_get(sp_kube *k, const char *name, cJSON **out, sp_error **err);
+/* What GET pods/NAME/log asks for (-1 / 0 / NULL: not asked). */
+typedef struct sp_kube_log_query {
+    const char *container;
+    bool follow;
+    int64_t tail_lines;     /* -1: all */
+    const char *since_time; /* RFC 3339, or NULL */
+    bool timestamps;
+} sp_kube_log_query;
+
+/* Return 0 to go on; anything else stops the stream and is returned. */
+typedef int (*sp_kube_data_fn)(const char *data, size_t len, void *ud, sp_error **err);
+
+/* The log of container q->container of Pod name, handed to fn as it comes
+ * (stdout and stderr as one stream: the API keeps no difference); with
+ * q->follow until the container ends. */
+int sp_kube_pod_log(sp_kube *k, const char *name, const sp_kube_log_query *q, sp_kube_data_fn fn,
+                    void *userdata, sp_error **err);
 /* grace_seconds < 0: the Pod's own. A Pod already gone is SP_ENOTFOUND. */
 int sp_kube_pod_delete(sp_kube *k, const char *name, int grace_seconds, sp_error **err);
 /* A PodList; label_selector may be NULL. */

@@ -2,6 +2,8 @@
  * client (connection reuse), TLS from the credentials, throttling honoured,
  * Status bodies turned into errors. */
 #include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
@@ -169,6 +171,8 @@ typedef struct xfer {
     CURL *curl;
     /* Streaming (watch): each line of a 2xx answer goes here. */
     int (*on_line)(const char *line, size_t len, void *ud, sp_error **err);
+    /* Streaming (a log): the bytes of a 2xx answer as they come. */
+    int (*on_data)(const char *data, size_t len, void *ud, sp_error **err);
     void *ud;
     int cb_code;
     sp_error *cb_err;
@@ -215,6 +219,12 @@ static size_t on_write(char *data, size_t size, size_t nmemb, void *ud)
 {
     xfer *x = ud;
     size_t n = size * nmemb;
+    if (x->on_data && ok_status(x)) {
+        int r = x->on_data(data, n, x->ud, &x->cb_err);
+        if (r != 0)
+            x->cb_code = r;
+        return r ? 0 : n;
+    }
     if (x->on_line && ok_status(x)) {
         int r = sp_buf_lines(&x->line, data, n, MAX_BODY, line_cb, x, &x->cb_err);
         if (r == SP_ETOOBIG)
@@ -370,7 +380,9 @@ static int attempt(sp_kube *k, const req *r, xfer *x, const char *what, sp_error
     if (trc < 0)
         return trc;
     struct curl_slist *h = NULL;
-    h = curl_slist_append(h, "Accept: application/json");
+    /* A log is text; its errors are still a Status (as kubectl asks). */
+    h = curl_slist_append(h, x->on_data ? "Accept: application/json, */*"
+                                        : "Accept: application/json");
     h = curl_slist_append(h, "Expect:");
     if (r->body)
         h = curl_slist_append(h, "Content-Type: application/json");
@@ -433,7 +445,7 @@ static int attempt(sp_kube *k, const req *r, xfer *x, const char *what, sp_error
                           detail);
     /* A stream the server ended (a watch) is not a transport error when
      * some answer came; the caller decides. */
-    if (x->on_line && x->status >= 200 && x->status < 300 &&
+    if ((x->on_line || x->on_data) && x->status >= 200 && x->status < 300 &&
         (cc == CURLE_PARTIAL_FILE || cc == CURLE_RECV_ERROR || cc == CURLE_GOT_NOTHING))
         return 0;
     return sp_err_set(err, SP_ERROR, 0, "%s: %s: %s", what, k->c.server, detail);
@@ -548,6 +560,47 @@ int sp_kube_pod_get(sp_kube *k, const char *name, cJSON **out, sp_error **err)
     cleanup_free char *p = sp_xasprintf("%s/%s", base, name);
     cleanup_free char *what = sp_xasprintf("kubernetes: pod %s", name);
     return sp_kube_call(k, "GET", p, NULL, out, what, err);
+}
+
+int sp_kube_pod_log(sp_kube *k, const char *name, const sp_kube_log_query *q, sp_kube_data_fn fn,
+                    void *userdata, sp_error **err)
+{
+    int rc = check_name(name, err);
+    if (rc < 0)
+        return rc;
+    if (!q->container || check_name(q->container, err) < 0)
+        return sp_err_set(err, SP_EINVAL, 0, "kubernetes: pod %s: no valid container name", name);
+    cleanup_free char *base = pods_path(k);
+    sp_buf p = {0};
+    sp_buf_printf(&p, "%s/%s/log?container=%s", base, name, q->container);
+    if (q->follow)
+        sp_buf_printf(&p, "&follow=true");
+    if (q->tail_lines >= 0)
+        sp_buf_printf(&p, "&tailLines=%" PRId64, q->tail_lines);
+    if (q->since_time) {
+        cleanup_free char *t = esc(k, q->since_time);
+        sp_buf_printf(&p, "&sinceTime=%s", t);
+    }
+    if (q->timestamps)
+        sp_buf_printf(&p, "&timestamps=true");
+    cleanup_free char *what = sp_xasprintf("kubernetes: log of pod %s", name);
+    req r = {.method = "GET", .path = p.data};
+    xfer x = {.on_data = fn, .ud = userdata};
+    /* Followed, the log lasts as long as the container: no deadline. */
+    rc = perform(k, &r, &x, q->follow ? INT_MAX : 0, what, err);
+    if (rc == 0 && x.cb_code != 0) {
+        rc = x.cb_code;
+        if (err) {
+            sp_error_free(*err);
+            *err = x.cb_err;
+            x.cb_err = NULL;
+        }
+    }
+    sp_error_free(x.cb_err);
+    sp_buf_dispose(&x.body);
+    sp_buf_dispose(&x.line);
+    sp_buf_dispose(&p);
+    return rc;
 }
 
 int sp_kube_pod_delete(sp_kube *k, const char *name, int grace_seconds, sp_error **err)

@@ -855,15 +855,15 @@ static void to_fd(void *ud, int stream, const void *data, size_t len)
     sp_write_all(*(int *)ud, data, len);
 }
 
-static int kr_peer_command(sp_remote *r, const char *const *args, int out_fd, int err_fd,
-                           int *exit_code, sp_error **err)
+static int kr_peer_command_in(sp_remote *r, const char *const *args, int in_fd, int out_fd,
+                              int err_fd, int *exit_code, sp_error **err)
 {
     sp_strv argv = {0};
     sp_strv_push(&argv, sp_xstrdup(SP_KUBE_SANDPOD_BIN));
     for (size_t i = 0; args[i]; i++)
         sp_strv_push(&argv, sp_xstrdup(args[i]));
     sp_remote_cmd io = {.argv = (const char *const *)argv.v,
-                        .stdin_fd = -1,
+                        .stdin_fd = in_fd,
                         .out_fd = out_fd,
                         .out = to_fd,
                         .ud = &err_fd};
@@ -871,6 +871,52 @@ static int kr_peer_command(sp_remote *r, const char *const *args, int out_fd, in
     int rc = run_in(r, "peer", &io, exit_code, &timed_out, err);
     sp_strv_dispose(&argv);
     return rc;
+}
+
+static int kr_peer_command(sp_remote *r, const char *const *args, int out_fd, int err_fd,
+                           int *exit_code, sp_error **err)
+{
+    return kr_peer_command_in(r, args, -1, out_fd, err_fd, exit_code, err);
+}
+
+typedef struct log_sink {
+    sp_logs_fn fn;
+    void *ud;
+} log_sink;
+
+static int log_data(const char *data, size_t len, void *ud, sp_error **err)
+{
+    (void)err;
+    log_sink *k = ud;
+    return k->fn(SP_EXEC_STDOUT, data, len, k->ud);
+}
+
+/* The workload container's log from GET pods/NAME/log: the API merges
+ * stdout and stderr. */
+static int kr_logs(sp_remote *r, const sp_logs_opts *o, sp_logs_fn fn, void *ud, sp_error **err)
+{
+    sp_kube_log_query q = {.container = "workload",
+                           .follow = o->follow,
+                           .tail_lines = o->tail,
+                           .timestamps = o->timestamps};
+    char when[32];
+    if (o->since) {
+        /* Unix seconds become the RFC 3339 time the API takes; anything
+         * else is passed on as RFC 3339 (the API refuses what is not). */
+        const char *p = o->since;
+        int64_t v = 0;
+        while (*p >= '0' && *p <= '9' && v < INT64_MAX / 10)
+            v = v * 10 + (*p++ - '0');
+        struct tm tm;
+        time_t t = (time_t)v;
+        if (p != o->since && !*p && gmtime_r(&t, &tm) &&
+            strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm))
+            q.since_time = when;
+        else
+            q.since_time = o->since;
+    }
+    log_sink k = {fn, ud};
+    return sp_kube_pod_log(r->k, r->pod, &q, log_data, &k, err);
 }
 
 static int kr_import(sp_remote *r, int fd, const char *tag, bool restore, char **result,
@@ -1060,6 +1106,8 @@ const sp_remote_ops sp_kube_remote_ops = {
     .stream_exit = ks_exit,
     .stream_free = ks_free,
     .peer_command = kr_peer_command,
+    .peer_command_in = kr_peer_command_in,
+    .logs = kr_logs,
     .import_tar = kr_import,
     .export_tar = kr_export,
     .export_now = kr_export_now,

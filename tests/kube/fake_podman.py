@@ -41,8 +41,10 @@ import os
 import pty
 import random
 import resource
+import select
 import signal
 import socket
+import ssl
 import struct
 import subprocess
 import sys
@@ -345,7 +347,88 @@ class Handler(base.Handler):
                     return self.fail(401, "Unauthorized", "Unauthorized")
             q = urllib.parse.parse_qs(u.query)
             return self.exec(parts[5], q)
+        if method == "GET" and len(parts) == 7 and parts[:3] == ["api", "v1", "namespaces"] and \
+                parts[4] == "pods" and parts[6] == "log":
+            with lock:
+                if not self.authorized():
+                    return self.fail(401, "Unauthorized", "Unauthorized")
+            return self.log(parts[5], urllib.parse.parse_qs(u.query))
         return super().handle_any(method)
+
+    def pod_copy(self, name):
+        """A copy of Pod name's object, or None."""
+        with lock:
+            pod = state["pods"].get(name)
+            return json.loads(json.dumps(pod)) if pod else None
+
+    def log(self, name, q):
+        """GET pods/NAME/log as a real API server answers it: text/plain,
+        stdout and stderr as one stream, chunked while it follows; the
+        content from `podman logs` of the container."""
+        pod = self.pod_copy(name)
+        if not pod:
+            return self.fail(404, "NotFound", 'pods "%s" not found' % name)
+        names = [c["name"] for c in pod["spec"]["containers"]]
+        inits = [c["name"] for c in pod["spec"].get("initContainers", [])]
+        want = (q.get("container") or [None])[-1]
+        if not want:
+            if len(names) != 1:
+                return self.fail(400, "BadRequest",
+                                 "a container name must be specified for pod %s, choose one "
+                                 "of: [%s] or one of the init containers: [%s]" %
+                                 (name, " ".join(names), " ".join(inits)))
+            want = names[0]
+        if want not in names + inits:
+            return self.fail(400, "BadRequest", "container %s is not valid for pod %s" %
+                             (want, name))
+        target = "%s-%s" % (name, want)
+        if podman("container", "exists", target).returncode != 0:
+            return self.fail(400, "BadRequest", 'container "%s" in pod "%s" is waiting to '
+                             'start: ContainerCreating' % (want, name))
+        one = lambda k: (q.get(k) or [None])[-1]  # noqa: E731
+        args = ["podman", "logs"]
+        if one("follow") in ("true", "1"):
+            args.append("--follow")
+        if one("timestamps") in ("true", "1"):
+            args.append("--timestamps")
+        if one("tailLines") is not None:
+            args += ["--tail", str(int(one("tailLines")))]
+        if one("sinceSeconds") is not None:
+            args += ["--since", "%ds" % int(one("sinceSeconds"))]
+        elif one("sinceTime") is not None:
+            args += ["--since", one("sinceTime")]
+        proc = subprocess.Popen(args + [target], stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        self.send_response(200)
+        self.send_header("Content-Type", "text/plain")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        self.wfile.flush()
+        out = proc.stdout.fileno()
+        try:
+            while True:
+                # A client that closes the stream (^C on `logs -f`) ends
+                # `podman logs --follow` now, as a real server ends its
+                # kubelet stream, not at the next line the Pod prints.
+                ready, _, _ = select.select([out, self.connection], [], [])
+                if self.connection in ready and not self.connection.recv(1):
+                    self.close_connection = True
+                    break
+                if out not in ready:
+                    continue
+                data = os.read(out, 65536)
+                if not data:
+                    self.wfile.write(b"0\r\n\r\n")
+                    self.wfile.flush()
+                    break
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+                self.wfile.flush()
+        except (OSError, ssl.SSLError):
+            self.close_connection = True  # the client went away
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+            proc.wait()
 
     def fail(self, code, reason, message, extra=None):
         if code == 400:
@@ -353,9 +436,7 @@ class Handler(base.Handler):
         super().fail(code, reason, message, extra)
 
     def exec(self, name, q):
-        with lock:
-            pod = state["pods"].get(name)
-            pod = json.loads(json.dumps(pod)) if pod else None
+        pod = self.pod_copy(name)
         if not pod:
             return self.fail(404, "NotFound", 'pods "%s" not found' % name)
         names = [c["name"] for c in pod["spec"]["containers"]]

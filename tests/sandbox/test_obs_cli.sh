@@ -124,6 +124,10 @@ run logs --since 10m "$N"
 out_has 'sandpod-agent: ready' "logs --since 10m"
 run logs --tail x "$N"
 expect 2 "logs --tail x"
+run logs --since yesterday "$N"
+expect 2 "logs --since yesterday"
+run logs --since 2024-05-01T10:00:00 "$N"
+expect 2 "logs --since without a zone"
 run logs "$N"-nosuch
 expect 1 "logs of no sandbox"
 run logs --json "$N"-nosuch

@@ -266,6 +266,10 @@ void sp_sandbox_rpc_cancel_key(sp_sandbox *sb, const char *key);
  */
 int sp_sandbox_peer_command(sp_sandbox *sb, const char *const *args, int out_fd, int err_fd,
                             int *exit_code, sp_error **err);
+/** sp_sandbox_peer_command() with the command's stdin read from in_fd
+ *  until its end (-1: none), e.g. `fs write PATH`. */
+int sp_sandbox_peer_command_in(sp_sandbox *sb, const char *const *args, int in_fd, int out_fd,
+                               int err_fd, int *exit_code, sp_error **err);
 /** Cancel every sp_sandbox_rpc() of this handle running on other threads
  *  (MCP notifications/cancelled); each returns an error soon after. */
 void sp_sandbox_rpc_cancel(sp_sandbox *sb);
