@@ -218,9 +218,9 @@ const char *sp_sandbox_engine(const sp_sandbox *sb);
  *  removal, the tool suite (sp_sandbox_rpc(), which sp_tools uses), the
  *  typed snapshot calls (sp_sandbox_snapshot_create() ...), sessions
  *  (sandpod/session.h, within what the peer's tools carry), apply, fork
- *  (to and from any engine) and templates work; sp_sandbox_fs(),
- *  sp_sandbox_snapshot_open() (a local store handle), logs and
- *  start/stop/pause are SP_EINVAL saying so. */
+ *  (to and from any engine), templates and logs work; sp_sandbox_fs()
+ *  (`sandpod fs NAME` runs in the peer instead), sp_sandbox_snapshot_open()
+ *  (a local store handle) and start/stop/pause are SP_EINVAL saying so. */
 bool sp_sandbox_is_remote(const sp_sandbox *sb);
 /**
  * One JSON-RPC request to the sandpod peer beside a remote sandbox's
