@@ -148,6 +148,14 @@ int sp_cmd_start_fast(sp_fast **out, sp_sandbox *sb, const char *user, const sp_
     return r == SP_ETIMEOUT || r == SP_ENOTFOUND ? SP_EPODMAN : r;
 }
 
+char *sp_group_kill_script(const char *token)
+{
+    /* The file too: a wrapper killed with its stream leaves it. */
+    return sp_xasprintf("f=/tmp/.sandpod-%s.pgid; p=$(cat $f 2>/dev/null) && [ -n \"$p\" ] && "
+                        "kill -KILL -$p; rm -f $f",
+                        token);
+}
+
 char *sp_cmd_token(void)
 {
     uint64_t r = 0;

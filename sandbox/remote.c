@@ -338,15 +338,20 @@ static void collect_out(void *ud, int stream, const void *data, size_t len)
 }
 
 /* The wrapper that gives a command its folder and environment, as the
- * local REST path does, with the shell every image has. */
-#define REMOTE_WRAPPER                                                                             \
+ * local REST path does, with the shell every image has; a batch command
+ * then runs in a process group of its own, killed when it times out or
+ * ends (SP_GROUP_WRAPPER): a pods/exec stream that closes kills nothing. */
+#define REMOTE_PREFIX                                                                              \
     "cd -- \"$1\" || exit 125; shift; "                                                            \
-    "while [ \"$1\" != -- ]; do export \"$1\"; shift; done; shift; exec \"$@\""
+    "while [ \"$1\" != -- ]; do export \"$1\"; shift; done; shift; "
+#define REMOTE_WRAPPER       REMOTE_PREFIX "exec \"$@\""
+#define REMOTE_GROUP_WRAPPER REMOTE_PREFIX SP_GROUP_WRAPPER
 
 /* argv wrapped so that it runs in workdir with the sandbox's environment
- * plus extra; SP_EINVAL for another user than the sandbox's. */
+ * plus extra (with token, in a process group of its own); SP_EINVAL for
+ * another user than the sandbox's. */
 static int wrap(sp_strv *w, sp_sandbox *sb, const char *const *argv, const char *workdir,
-                const char *const *extra, const char *user, sp_error **err)
+                const char *const *extra, const char *user, const char *token, sp_error **err)
 {
     if (user && strcmp(user, sb->cfg.user) != 0)
         return sp_err_set(err, SP_EINVAL, 0,
@@ -354,7 +359,7 @@ static int wrap(sp_strv *w, sp_sandbox *sb, const char *const *argv, const char 
                           sb->name, sp_sandbox_engine(sb), sb->cfg.user);
     sp_strv_push(w, sp_xstrdup("/bin/sh"));
     sp_strv_push(w, sp_xstrdup("-c"));
-    sp_strv_push(w, sp_xstrdup(REMOTE_WRAPPER));
+    sp_strv_push(w, sp_xstrdup(token ? REMOTE_GROUP_WRAPPER : REMOTE_WRAPPER));
     sp_strv_push(w, sp_xstrdup("sandpod"));
     sp_strv_push(w, sp_xstrdup(workdir ? workdir : sb->cfg.workdir));
     char **env = sp_sandbox_command_env(sb, extra);
@@ -362,6 +367,8 @@ static int wrap(sp_strv *w, sp_sandbox *sb, const char *const *argv, const char 
         sp_strv_push(w, sp_xstrdup(env[i]));
     sp_strv_free(env);
     sp_strv_push(w, sp_xstrdup("--"));
+    if (token)
+        sp_strv_push(w, sp_xstrdup(token));
     for (size_t i = 0; argv[i]; i++)
         sp_strv_push(w, sp_xstrdup(argv[i]));
     return 0;
@@ -376,7 +383,7 @@ int sp_remote_stream_open(sp_remote_stream **out, sp_sandbox *sb, const char *co
     if (!r)
         return SP_ERROR;
     sp_strv w = {0};
-    int rc = wrap(&w, sb, argv, workdir, env, user, err);
+    int rc = wrap(&w, sb, argv, workdir, env, user, NULL, err);
     sp_remote_cmd x = {.argv = (const char *const *)w.v,
                        .stdin_fd = stdin_open ? 0 : -1,
                        .out_fd = -1,
@@ -389,6 +396,24 @@ int sp_remote_stream_open(sp_remote_stream **out, sp_sandbox *sb, const char *co
     return rc;
 }
 
+static void discard(void *ud, int stream, const void *data, size_t len)
+{
+    (void)ud, (void)stream, (void)data, (void)len;
+}
+
+/* A timed-out command's whole group, killed from a second exec: closing
+ * the first one's stream ends nothing in the workload. Best effort. */
+static void kill_group(sp_sandbox *sb, sp_remote *r, const char *token)
+{
+    cleanup_free char *script = sp_group_kill_script(token);
+    const char *argv[] = {"/bin/sh", "-c", script, NULL};
+    sp_remote_cmd x = {
+        .argv = argv, .stdin_fd = -1, .out_fd = -1, .timeout_ms = 10000, .out = discard};
+    int code = 0;
+    bool timed_out = false;
+    sb->rops->exec(r, &x, &code, &timed_out, NULL);
+}
+
 int sp_remote_exec(sp_run_result **out, sp_sandbox *sb, const char *const *argv,
                    const sp_run_opts *o, sp_error **err)
 {
@@ -397,7 +422,8 @@ int sp_remote_exec(sp_run_result **out, sp_sandbox *sb, const char *const *argv,
     if (!r)
         return SP_ERROR;
     sp_strv w = {0};
-    int wr = wrap(&w, sb, argv, o->workdir, o->env, o->user, err);
+    cleanup_free char *token = sp_cmd_token();
+    int wr = wrap(&w, sb, argv, o->workdir, o->env, o->user, token, err);
     if (wr < 0) {
         sp_strv_dispose(&w);
         return wr;
@@ -417,6 +443,8 @@ int sp_remote_exec(sp_run_result **out, sp_sandbox *sb, const char *const *argv,
     int code = -1;
     bool timed_out = false;
     int rc = sb->rops->exec(r, &x, &code, &timed_out, err);
+    if (rc == 0 && timed_out)
+        kill_group(sb, r, token);
     if (rc == 0) {
         sp_run_result *res = sp_xcalloc(1, sizeof(*res));
         res->exit_code = timed_out ? 128 + SIGKILL : code;

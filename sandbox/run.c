@@ -23,15 +23,6 @@
 /* After a kill, how long to wait for the stream to end. */
 #define DRAIN_MS 3000
 
-/* $1 = token, the rest = argv. stdin is handed to the background job on
- * fd 3 explicitly, since sh gives background jobs /dev/null otherwise. */
-static const char WRAPPER[] =
-    "t=$1; shift; exec 3<&0; "
-    "setsid \"$@\" <&3 3<&- & p=$!; "
-    "echo $p > /tmp/.sandpod-$t.pgid 2>/dev/null; "
-    "trap 'kill -TERM -$p 2>/dev/null' TERM INT HUP; "
-    "wait $p; r=$?; kill -KILL -$p 2>/dev/null; rm -f /tmp/.sandpod-$t.pgid; exit $r";
-
 void sp_run_result_free(sp_run_result *r)
 {
     if (!r)
@@ -44,8 +35,7 @@ void sp_run_result_free(sp_run_result *r)
 /* Kill the command's process group from inside the container. */
 static void kill_group(sp_sandbox *sb, const char *token)
 {
-    cleanup_free char *script = sp_xasprintf(
-        "p=$(cat /tmp/.sandpod-%s.pgid 2>/dev/null) && [ -n \"$p\" ] && kill -KILL -$p", token);
+    cleanup_free char *script = sp_group_kill_script(token);
     const char *argv[] = {"/bin/sh", "-c", script, NULL};
     sp_exec_spec spec = SP_EXEC_SPEC_INIT;
     spec.argv = argv;
@@ -234,7 +224,7 @@ int sp_sandbox_exec(sp_run_result **out, sp_sandbox *sb, const char *const *argv
     sp_strv wargv = {0};
     sp_strv_push(&wargv, sp_xstrdup("/bin/sh"));
     sp_strv_push(&wargv, sp_xstrdup("-c"));
-    sp_strv_push(&wargv, sp_xstrdup(WRAPPER));
+    sp_strv_push(&wargv, sp_xstrdup(SP_GROUP_WRAPPER));
     sp_strv_push(&wargv, sp_xstrdup("sandpod"));
     sp_strv_push(&wargv, sp_xstrdup(token));
     for (size_t i = 0; argv[i]; i++)

@@ -146,6 +146,16 @@ expect_rc 127 "exec of a command that is not there: 127"
 run exec --user 0 "$B" -- id -u
 expect_rc 125 "exec as another user: refused (sandpod's own failure)"
 err_has "commands run as its user" "... saying why"
+# A timeout kills the command's whole process group in the workload, as
+# locally (closing the pods/exec stream would end nothing there).
+run sh --timeout 1500 "$B" 'sleep 1001 & echo started; sleep 1002'
+expect_rc 124 "sh --timeout exits 124"
+out_has "started" "... with what it printed before"
+err_has "timed out" "... saying so"
+run sh "$B" 'sleep 0.5; for p in /proc/[0-9]*; do tr "\0" " " <$p/cmdline 2>/dev/null; echo; done | grep -c "^sleep 100[12]" || true'
+out_is '0\n' "... and nothing of it is left running (its background job too)"
+run sh "$B" 'ls /tmp/.sandpod-*.pgid 2>/dev/null | wc -l'
+out_is '1\n' "... nor its pgid file (the one there is this command's own)"
 
 run run --engine fake --image "$WIMG" -- sh -c 'echo ran; exit 5'
 expect_rc 5 "run --engine: create, the command, remove"
