@@ -1235,8 +1235,38 @@ void sp_sandbox_status_free(sp_sandbox_status *st)
     free(st);
 }
 
+/* A Pod has no stopped or paused state: what stop, pause and restart
+ * would do to a remote sandbox's workload, said in one line. */
+static int remote_lifecycle(sp_sandbox *sb, const char *op, sp_error **err)
+{
+    return sp_err_set(err, SP_EINVAL, 0,
+                      "sandbox %s runs on engine %s: its Pod cannot %s (a Pod has no stopped or "
+                      "paused state); keep its work with `sandpod template save %s TEMPLATE` or "
+                      "`sandpod export`, then `sandpod rm --force %s`",
+                      sb->name, sp_sandbox_engine(sb), op, sb->name, sb->name);
+}
+
+/* Start of a remote sandbox: nothing to do while its Pod runs. */
+static int remote_start(sp_sandbox *sb, sp_error **err)
+{
+    sp_sandbox_status *st = NULL;
+    int r = sp_sandbox_status_get(&st, sb, err);
+    if (r < 0)
+        return r;
+    if (!st->running)
+        r = sp_err_set(err, SP_EPODMAN, 0,
+                       "sandbox %s runs on engine %s and its Pod is %s: a Pod is not started "
+                       "again; `sandpod rm --force %s` and create it anew",
+                       sb->name, sp_sandbox_engine(sb), st->state ? st->state : "unknown",
+                       sb->name);
+    sp_sandbox_status_free(st);
+    return r;
+}
+
 int sp_sandbox_start(sp_sandbox *sb, sp_error **err)
 {
+    if (sp_sandbox_is_remote(sb))
+        return remote_start(sb, err);
     sp_local *p = sp_sandbox_local(sb, err);
     if (!p)
         return SP_EPODMAN;
@@ -1280,6 +1310,8 @@ int sp_sandbox_start(sp_sandbox *sb, sp_error **err)
 
 int sp_sandbox_stop(sp_sandbox *sb, int timeout_s, sp_error **err)
 {
+    if (sp_sandbox_is_remote(sb))
+        return remote_lifecycle(sb, "stop", err);
     sp_local *p = sp_sandbox_local(sb, err);
     if (!p)
         return SP_EPODMAN;
@@ -1299,12 +1331,16 @@ int sp_sandbox_stop(sp_sandbox *sb, int timeout_s, sp_error **err)
 
 int sp_sandbox_restart(sp_sandbox *sb, sp_error **err)
 {
+    if (sp_sandbox_is_remote(sb))
+        return remote_lifecycle(sb, "restart", err);
     int r = sp_sandbox_stop(sb, -1, err);
     return r < 0 ? r : sp_sandbox_start(sb, err);
 }
 
 int sp_sandbox_pause(sp_sandbox *sb, sp_error **err)
 {
+    if (sp_sandbox_is_remote(sb))
+        return remote_lifecycle(sb, "pause", err);
     sp_local *p = sp_sandbox_local(sb, err);
     if (!p)
         return SP_EPODMAN;
@@ -1318,6 +1354,8 @@ int sp_sandbox_pause(sp_sandbox *sb, sp_error **err)
 
 bool sp_sandbox_pauses(sp_sandbox *sb)
 {
+    if (sp_sandbox_is_remote(sb))
+        return false; /* a Pod has no freezer to ask */
     sp_local *p = sp_sandbox_local(sb, NULL);
     const sp_container_host *h = NULL;
     return !p || sb->lops->host(&h, p, NULL) < 0 || h->can_pause;
@@ -1325,6 +1363,8 @@ bool sp_sandbox_pauses(sp_sandbox *sb)
 
 int sp_sandbox_unpause(sp_sandbox *sb, sp_error **err)
 {
+    if (sp_sandbox_is_remote(sb))
+        return remote_lifecycle(sb, "unpause", err);
     sp_local *p = sp_sandbox_local(sb, err);
     if (!p)
         return SP_EPODMAN;

@@ -36,6 +36,16 @@ def main():
         assert "engine" in str(e), e
     else:
         raise AssertionError("the host filesystem of a remote sandbox was offered")
+    # A Pod has no paused state: refused in one line, nothing changed.
+    for op in (sb.pause, sb.unpause):
+        try:
+            op()
+        except errors.InvalidError as e:
+            assert f"its Pod cannot {op.__name__}" in str(e) and "template save" in str(e), e
+        else:
+            raise AssertionError(f"{op.__name__} of a remote sandbox did not fail")
+    sb.start()  # running: nothing to do
+    assert sb.shell("echo up").stdout == "up\n"
     sb.close()
     with sandpod.Sandbox.create(new, engine=engine, image=image) as nb:
         assert nb.is_remote and nb.shell("echo new").stdout == "new\n"

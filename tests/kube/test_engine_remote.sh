@@ -236,14 +236,21 @@ if [ "$E2E" != 1 ]; then
     run rm --force "rt$$-local"
 fi
 
-# Not there yet: one clear line each (fork: test_engine_fork.sh; fs and
+# A Pod has no stopped or paused state: stop and restart (pause and
+# unpause: remote_python.py) are refused in one line saying how to keep the
+# work; start of a running Pod is nothing to do, as locally (fork: test_engine_fork.sh; fs and
 # logs: test_engine_fs_logs.sh; apply: test_engine_apply.sh).
-for c in "stop $B"; do
-    # shellcheck disable=SC2086
-    run $c
+for c in stop restart; do
+    run "$c" "$B"
     expect 1 "$c: refused"
-    err_has "engine fake" "$c: names the engine"
+    err_has "engine fake: its Pod cannot $c" "$c: names the engine and why"
+    err_has "template save" "$c: says how to keep the work"
+    check "$c: one line" [ "$(wc -l <"$T/err")" = 1 ]
 done
+run start "$B"
+expect 0 "start of a running Pod's sandbox: nothing to do"
+run sh "$B" 'echo still'
+out_is 'still\n' "... it still runs"
 
 # The Python package on the same sandbox (the plain build: a sanitized
 # library needs its runtime preloaded, which the Python tests' runner does).

@@ -220,7 +220,8 @@ const char *sp_sandbox_engine(const sp_sandbox *sb);
  *  (sandpod/session.h, within what the peer's tools carry), apply, fork
  *  (to and from any engine), templates and logs work; sp_sandbox_fs()
  *  (`sandpod fs NAME` runs in the peer instead), sp_sandbox_snapshot_open()
- *  (a local store handle) and start/stop/pause are SP_EINVAL saying so. */
+ *  (a local store handle), stop, restart and pause are SP_EINVAL saying
+ *  so (a Pod has no stopped or paused state). */
 bool sp_sandbox_is_remote(const sp_sandbox *sb);
 /**
  * One JSON-RPC request to the sandpod peer beside a remote sandbox's
