@@ -14,6 +14,7 @@ ctypes releases the GIL during every C call.
 from __future__ import annotations
 
 import ctypes
+import errno
 import json
 import os
 import threading
@@ -850,7 +851,13 @@ class Sandbox:
         """Read a tar archive into a new snapshot (the workspace is untouched)."""
         if self.is_remote:
             # The archive streams to the peer, which adds it to its store.
-            fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+            try:
+                fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+            except OSError as e:  # a SnapshotError, as on a local sandbox
+                raise errors.SnapshotError(
+                    f"{os.fspath(path)}: {e.strerror}",
+                    errors.ENOTFOUND if e.errno == errno.ENOENT else errors.ERROR,
+                    errno=e.errno or 0) from e
             idp = c_void_p()
             try:
                 with self._lock:

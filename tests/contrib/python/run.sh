@@ -1,11 +1,19 @@
 #!/usr/bin/env bash
 # Run the Python package's pytest suite against the libsandpod.so just built.
-# usage: run.sh LIBSANDPOD [PYTEST ARGS...]
+# usage: run.sh LIBSANDPOD [TEST_FILE.py] [PYTEST ARGS...]
+# (with TEST_FILE.py, that file alone instead of the whole folder)
 # Debian's python3 (with python3-pytest) is preferred over any other python3
 # on PATH; without pytest the suite is skipped (77), except under CI=true.
 set -euo pipefail
 lib=$1
 shift
+target=
+case "${1:-}" in
+*.py)
+  target=$1
+  shift
+  ;;
+esac
 here=$(cd "$(dirname "$0")" && pwd)
 src=$(cd "$here/../../.." && pwd)
 py=
@@ -43,4 +51,4 @@ if [ -n "$pre" ]; then
 fi
 export PYTHONPATH=$src/contrib/python${PYTHONPATH:+:$PYTHONPATH}
 export PYTHONDONTWRITEBYTECODE=1
-exec "$py" -m pytest -q -p no:cacheprovider "$here" "$@"
+exec "$py" -m pytest -q -p no:cacheprovider "${target:-$here}" "$@"

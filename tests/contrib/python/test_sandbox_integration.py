@@ -3,6 +3,13 @@
 Every sandbox lives under a private state root (SANDPOD_HOME) removed at the
 end, with the Podman service the library may have started for it. Without
 Podman the tests skip, except under CI=true.
+
+The same suite runs against a remote engine (tests/kube/test_python_remote.sh
+sets SANDPOD_TEST_ENGINES to an engines.json, SANDPOD_ENGINE to one of its
+engines and SANDPOD_TEST_IMAGE to the workload image): every sandbox is made
+there, what a test looked at in the host workspace it looks at through the
+sandbox, and a test of what a remote sandbox does not offer yet is skipped
+saying what.
 """
 
 import asyncio
@@ -22,6 +29,8 @@ from sandpod import errors
 pytestmark = pytest.mark.integration
 HERE = os.path.dirname(os.path.abspath(__file__))
 SRC = os.path.abspath(os.path.join(HERE, "..", "..", ".."))
+ENGINE = os.environ.get("SANDPOD_ENGINE")
+REMOTE = dict(engine=ENGINE, image=os.environ.get("SANDPOD_TEST_IMAGE")) if ENGINE else {}
 
 
 def _skip(why):
@@ -37,6 +46,9 @@ def home():
     old = os.environ.get("SANDPOD_HOME")
     os.environ["SANDPOD_HOME"] = os.path.join(d, "home")
     os.makedirs(os.environ["SANDPOD_HOME"])
+    if REMOTE:
+        shutil.copy(os.environ["SANDPOD_TEST_ENGINES"],
+                    os.path.join(os.environ["SANDPOD_HOME"], "engines.json"))
     yield os.environ["SANDPOD_HOME"]
     for name in sandpod.Sandbox.list():
         try:
@@ -70,7 +82,7 @@ def src_dir(home):
 
 def _create(**kw):
     try:
-        return sandpod.Sandbox.create(**kw)
+        return sandpod.Sandbox.create(**kw, **REMOTE)
     except sandpod.errors.PodmanError as e:
         _skip(f"podman cannot be reached: {e}")
 
@@ -80,6 +92,20 @@ def sb(home, src_dir):
     s = _create(mounts=[src_dir])
     yield s
     s.remove()
+
+
+def _isfile(s, rel):
+    """A file of the workspace: on the host for a local sandbox, through
+    the sandbox for a remote one (its workspace is in its Pod)."""
+    if s.is_remote:
+        return s.exec(["test", "-f", rel]).exit_code == 0
+    return os.path.isfile(os.path.join(s.workspace, rel))
+
+
+def _not_remote(what):
+    """Skip a test of what a remote sandbox does not offer yet."""
+    if ENGINE:
+        pytest.skip(f"remote: {what}")
 
 
 def _procs(sb):
@@ -95,24 +121,29 @@ def test_create_open_list_remove(home, src_dir):
     try:
         assert s.name == "py-life"
         assert "py-life" in sandpod.Sandbox.list()
-        assert os.path.isfile(os.path.join(s.workspace, "app", "hello.txt"))
+        assert _isfile(s, "app/hello.txt")
         st = s.status()
         assert st.state == "running" and st.running
         with pytest.raises(FileExistsError) as ei:
-            sandpod.Sandbox.create(name="py-life")
+            sandpod.Sandbox.create(name="py-life", **REMOTE)
         assert ei.value.code == errors.EEXISTS
         with sandpod.Sandbox.open("py-life") as again:  # keep=True: not removed
             assert again.shell("cat app/hello.txt").stdout == "hello from the host\n"
         assert "py-life" in sandpod.Sandbox.list()
-        s.stop(timeout=1)
-        assert s.status().running is False
-        s.start()
-        assert s.shell("true").exit_code == 0
     finally:
         s.remove()
     assert "py-life" not in sandpod.Sandbox.list()
     with pytest.raises(ValueError):
         s.shell("true")  # closed by remove
+
+
+def test_stop_start(home):
+    _not_remote("start/stop are local-only (sp_sandbox_stop, sp_sandbox_start)")
+    with _create(name="py-stop") as s:
+        s.stop(timeout=1)
+        assert s.status().running is False
+        s.start()
+        assert s.shell("true").exit_code == 0
 
 
 def test_context_manager_removes_unless_keep(home):
@@ -136,10 +167,10 @@ def test_missing_sandbox_is_file_not_found(home):
 
 def test_bad_options_are_value_errors(home):
     with pytest.raises(ValueError) as ei:
-        sandpod.Sandbox.create(name="bad name!")
+        sandpod.Sandbox.create(name="bad name!", **REMOTE)
     assert ei.value.code == errors.EINVAL
     with pytest.raises(ValueError):
-        sandpod.Sandbox.create(network="wifi")
+        sandpod.Sandbox.create(network="wifi", **REMOTE)
     assert "bad name!" not in sandpod.Sandbox.list()
 
 
@@ -148,7 +179,7 @@ def test_create_setup_env_and_failing_setup(home):
                  setup=["echo made > /workspace/setup.txt"]) as s:
         assert s.shell("cat setup.txt; echo $GREETING").stdout == "made\nhi\n"
     with pytest.raises(sandpod.Error) as ei:
-        sandpod.Sandbox.create(name="py-setup-bad", setup=["echo nope >&2; exit 3"])
+        sandpod.Sandbox.create(name="py-setup-bad", setup=["echo nope >&2; exit 3"], **REMOTE)
     assert "nope" in str(ei.value)
     assert "py-setup-bad" not in sandpod.Sandbox.list()
 
@@ -376,6 +407,16 @@ def test_async_shell_and_cancel_kills(sb):
         with pytest.raises(asyncio.TimeoutError):
             await asyncio.wait_for(a.exec(["sleep", "4444"]), 1)
         assert not [p for p in _procs(sb) if "sleep 4444" in p]
+        snap = await a.snapshot("py-async")
+        assert snap.tag == "py-async"
+    asyncio.run(main())
+
+
+def test_async_cancel_kills_as_another_user(sb):
+    _not_remote("commands run as the sandbox's user only (exec user=)")
+
+    async def main():
+        a = sandpod.AsyncSandbox(sb)
         # A command run as another user is killed as that user.
         task = asyncio.create_task(a.exec(["sleep", "4545"], user="1001:1001"))
         await asyncio.sleep(1.5)
@@ -383,8 +424,6 @@ def test_async_shell_and_cancel_kills(sb):
         with pytest.raises(asyncio.CancelledError):
             await task
         assert not [p for p in _procs(sb) if "sleep 4545" in p]
-        snap = await a.snapshot("py-async")
-        assert snap.tag == "py-async"
     asyncio.run(main())
 
 
@@ -428,6 +467,7 @@ def test_fs_property_is_the_protocol_over_the_workspace(sb):
     """sandbox.fs: the seeds' protocol on the live workspace, one object
     sharing the sandbox's lock; a snapshot restores what a command changed;
     after close() it fails cleanly instead of touching a freed handle."""
+    _not_remote("sp_sandbox_fs is local-only (sandbox.fs)")
     fs = sb.fs
     assert fs is sb.fs
     assert isinstance(fs, sandpod.SnapshotableFilesystem)
