@@ -55,3 +55,18 @@ need_image() {
         expect 0 "image build"
     fi
 }
+
+# host_tree DIR: every entry with its type, mode and content or target
+# (.git left out), for comparing host folders.
+host_tree() {
+    (cd "$1" && find . -mindepth 1 ! -path './.git' ! -path './.git/*' | LC_ALL=C sort |
+        while IFS= read -r p; do
+            if [ -L "$p" ]; then
+                printf '%s l %s\n' "$p" "$(readlink "$p")"
+            elif [ -d "$p" ]; then
+                printf '%s d %s\n' "$p" "$(stat -c %a "$p")"
+            else
+                printf '%s f %s %s\n' "$p" "$(stat -c %a "$p")" "$(md5sum <"$p" | cut -c1-32)"
+            fi
+        done)
+}

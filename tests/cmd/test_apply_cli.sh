@@ -52,19 +52,6 @@ expect_rc 1 "diff NAME --json with no baseline"
 json "the JSON error" 'j["ok"] is False and "baseline" in j["error"]["message"]'
 
 # ----------------------------------------------------------------- apply --
-# host_tree DIR: every entry with its type, mode and content or target.
-host_tree() {
-    (cd "$1" && find . -mindepth 1 ! -path './.git' ! -path './.git/*' | LC_ALL=C sort |
-        while IFS= read -r p; do
-            if [ -L "$p" ]; then
-                printf '%s l %s\n' "$p" "$(readlink "$p")"
-            elif [ -d "$p" ]; then
-                printf '%s d %s\n' "$p" "$(stat -c %a "$p")"
-            else
-                printf '%s f %s %s\n' "$p" "$(stat -c %a "$p")" "$(md5sum <"$p" | cut -c1-32)"
-            fi
-        done)
-}
 
 H=$T/host
 mkdir -p "$H/sub" "$H/old"
