@@ -29,7 +29,7 @@ TPL=$SANDPOD_HOME/templates
 COUNT='n=$(cat /workspace/count 2>/dev/null || echo 0); echo $((n+1)) > /workspace/count; echo prepared > /workspace/prepared.txt'
 
 O=orig-$$
-run create --name "$O" --mount "$SRC" --setup "$COUNT" -e GREETING=hi --memory 300M --pids 100
+run create --name "$O" --mount "$SRC" --setup "$COUNT" -e GREETING=hi-s3cr3t-value --memory 300M --pids 100
 expect 0 "create the origin with --setup"
 run exec "$O" -- cat /workspace/count
 out_is '1\n' "setup ran once in the origin"
@@ -58,12 +58,12 @@ json "save took a fresh snapshot of the origin" "len(j['snapshots']) == 2"
 
 run template inspect --json tpl
 json "inspect: name, origin, image and its id" "j['name'] == 'tpl' and j['origin'] == '$O' and j['image'] and len(j['image_id']) == 64"
-json "inspect: the setup commands and the -e names, never their values" "len(j['setup']) == 1 and 'count' in j['setup'][0] and j['env_names'] == ['GREETING'] and 'hi' not in json.dumps(j)"
+json "inspect: the setup commands and the -e names, never their values" "len(j['setup']) == 1 and 'count' in j['setup'][0] and j['env_names'] == ['GREETING'] and 's3cr3t' not in json.dumps(j)"
 json "inspect: the configuration" "j['memory_bytes'] == 300 << 20 and j['pids_limit'] == 100 and j['network'] == 'none' and j['mounts'] == 1"
 run template inspect tpl
 expect 0 "template inspect"
 out_has "origin:     $O" "inspect shows the origin"
-out_lacks "hi" "inspect does not show -e values"
+out_lacks "s3cr3t" "inspect does not show -e values"
 
 # ---------------------------------------------- errors leave nothing --
 for bad_name in 'a/b' '..' '.hidden' ''; do
@@ -121,7 +121,7 @@ for s in "$A" "$B"; do
     run snapshots --json "$s"
     json "$s has a baseline tagged base" "any(x['tag'] == 'base' for x in j['snapshots'])"
     run exec "$s" -- sh -c 'id -u; echo "$GREETING"'
-    out_is '1000\nhi\n' "$s runs as the template's user with its environment"
+    out_is '1000\nhi-s3cr3t-value\n' "$s runs as the template's user with its environment"
     run exec "$s" -- grep -c /templates /proc/self/mountinfo
     out_is '0\n' "the template's folder is not visible in $s"
 done
