@@ -8,6 +8,8 @@
 # local sandbox (remote_snapshots.py). The CLI's `snapshots NAME SNAP`
 # agrees with what Python took. Interactive sessions (sp_session_*) run
 # through the peer's exec_command and write_stdin (remote_sessions.py).
+# Sandbox.fs gives the Filesystem protocol through the peer's tools, with
+# HostFilesystem's results and exceptions for the same tree (remote_fs.py).
 #
 # Usage: test_engine_snapshots.sh PATH/TO/sandpod
 set -u
@@ -57,6 +59,16 @@ SANDPOD_LIBRARY=$LIB SANDPOD_TOOLS_LIBRARY=$(dirname "$SP")/libsandpod_tools.so 
 rc=$?
 ran_ok "Python sessions on the engine (pipes, terminal, interrupt, close_stdin, kill, refusals, close)" "$T/out" "$T/err"
 out_is 'ok\n' "Python sessions: every check ran"
+
+# Sandbox.fs on the engine: the Filesystem protocol through the peer's
+# tools, compared call for call with HostFilesystem over the same tree.
+SANDPOD_LIBRARY=$LIB SANDPOD_TOOLS_LIBRARY=$(dirname "$SP")/libsandpod_tools.so \
+    PYTHONPATH=$SRC/contrib/python /usr/bin/python3 "$HERE/remote_fs.py" "$B" "$T/fs" \
+    >"$T/out" 2>"$T/err"
+rc=$?
+ran_ok "Python Sandbox.fs on the engine (every method, the local one's results and errors, snapshots)" "$T/out" "$T/err" 40
+out_is 'ok\n' "Python fs: every check ran"
+sed -n 's/^remote_fs: /    /p' "$T/err"
 
 # What the library takes there, the CLI finds there (the same store).
 run snapshot "$B" --tag cli-side

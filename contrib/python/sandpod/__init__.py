@@ -10,6 +10,7 @@ from ._native import LibraryNotFound
 from .filesystem import (FileEntry, FileStat, Filesystem, FilesystemSnapshot, GlobMatch,
                          GrepMatch, HostFilesystem, ReadBytesResult, ReadResult,
                          SandboxFilesystem, SnapshotableFilesystem, WriteResult)
+from .remote_fs import RemoteFilesystem
 from .sandbox import (ApplyResult, Change, Diff, GcResult, Mount, Orphan, RunResult, Sandbox,
                       Snapshot, Status)
 from ._callbacks import HydrateProgress
@@ -23,6 +24,7 @@ from .aio import AsyncSandbox
 
 __all__ = ["Error", "SnapshotError", "SnapshotRestoreError", "LibraryNotFound",
            "Filesystem", "SnapshotableFilesystem", "HostFilesystem", "SandboxFilesystem",
+           "RemoteFilesystem",
            "FileStat", "FileEntry", "GlobMatch", "GrepMatch", "ReadResult",
            "ReadBytesResult", "WriteResult", "FilesystemSnapshot"]
 __all__ += ["Sandbox", "AsyncSandbox", "Mount", "RunResult", "Status", "Snapshot", "Change",

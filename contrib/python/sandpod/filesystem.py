@@ -226,6 +226,15 @@ def _is_utf8(encoding: str) -> bool:
         raise ValueError(f"unknown encoding: {encoding}") from None
 
 
+def _write_args(content: Any, mode: str) -> bytes:
+    """write_bytes' content as bytes, after checking it and the mode."""
+    if not isinstance(content, (bytes, bytearray, memoryview)):
+        raise TypeError(f"content must be bytes, not {type(content).__name__}")
+    if mode not in _MODES:
+        raise ValueError(f"mode must be 'create', 'overwrite' or 'append', not {mode!r}")
+    return bytes(content)
+
+
 def _split_lines(text: str) -> list[str]:
     return text.splitlines(keepends=True)
 
@@ -427,11 +436,7 @@ class _FsBase:
         parent, create_parents=False), PermissionError (read-only, escape),
         ValueError (over the size, depth or name-length limits, bad mode).
         """
-        if not isinstance(content, (bytes, bytearray, memoryview)):
-            raise TypeError(f"content must be bytes, not {type(content).__name__}")
-        if mode not in _MODES:
-            raise ValueError(f"mode must be 'create', 'overwrite' or 'append', not {mode!r}")
-        data = bytes(content)
+        data = _write_args(content, mode)
         p = _path(path)
         opts = C.WriteOpts(C.SP_FS_WRITE_OPTS_VERSION, _MODES[mode], not create_parents)
         n = ctypes.c_size_t()

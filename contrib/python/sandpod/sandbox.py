@@ -425,8 +425,8 @@ class Sandbox:
         ``engine``: where it runs, an engine of ``sandpod engine ls`` (None:
         the state root's default, normally local Podman). On a kubernetes
         engine the sandbox is a Pod: commands, :meth:`rpc` and
-        ``sandpod.tools(...)`` work on it; the host-side filesystem
-        (:attr:`fs`), sessions, attach, logs and lifecycle calls raise
+        ``sandpod.tools(...)`` and :attr:`fs` (through the peer's tools)
+        work on it; sessions, attach, logs and lifecycle calls raise
         ``InvalidError`` saying so (see :attr:`is_remote`).
         """
         keep_alive: list[object] = []
@@ -635,13 +635,19 @@ class Sandbox:
         """The workspace as the seeds' ``Filesystem`` and
         ``SnapshotableFilesystem`` protocols (:class:`sandpod.SandboxFilesystem`;
         its snapshots pause the container). One per sandbox, sharing the
-        sandbox's lock: the C handle under it is not thread-safe."""
+        sandbox's lock: the C handle under it is not thread-safe. On a
+        sandbox of another engine (:attr:`is_remote`) it is a
+        :class:`sandpod.RemoteFilesystem`: the same protocol through the
+        tool suite of the sandpod peer beside the workspace."""
         from .filesystem import SandboxFilesystem
+        from .remote_fs import RemoteFilesystem
 
         with self._lock:
             fs = getattr(self, "_fs", None)
             if fs is None:
-                fs = SandboxFilesystem(self._main(), self, lock=self._lock)
+                self._main()
+                fs = (RemoteFilesystem(self) if self.is_remote
+                      else SandboxFilesystem(self._main(), self, lock=self._lock))
                 self._fs = fs
             return fs
 

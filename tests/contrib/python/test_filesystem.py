@@ -55,7 +55,7 @@ SEED_FIELDS = {
 @pytest.mark.parametrize("name", sorted(SEED_SIGNATURES))
 def test_signatures_are_the_seeds(name):
     for cls in (sandpod.HostFilesystem, sandpod.SandboxFilesystem,
-                sandpod.SnapshotableFilesystem):
+                sandpod.RemoteFilesystem, sandpod.SnapshotableFilesystem):
         sig = inspect.signature(getattr(cls, name))
         got = [(p.name, p.kind, p.default) for p in sig.parameters.values()][1:]
         assert got == SEED_SIGNATURES[name], (cls, name)
