@@ -63,7 +63,7 @@ out_is 'ok\n' "Python sessions: every check ran"
 # Sandbox.fs on the engine: the Filesystem protocol through the peer's
 # tools, compared call for call with HostFilesystem over the same tree.
 SANDPOD_LIBRARY=$LIB SANDPOD_TOOLS_LIBRARY=$(dirname "$SP")/libsandpod_tools.so \
-    PYTHONPATH=$SRC/contrib/python /usr/bin/python3 "$HERE/remote_fs.py" "$B" "$T/fs" \
+    PYTHONPATH=$SRC/contrib/python py "$HERE/remote_fs.py" "$B" "$T/fs" \
     >"$T/out" 2>"$T/err"
 rc=$?
 ran_ok "Python Sandbox.fs on the engine (every method, the local one's results and errors, snapshots)" "$T/out" "$T/err" 40

@@ -473,7 +473,6 @@ def test_fs_property_is_the_protocol_over_the_workspace(sb):
     """sandbox.fs: the seeds' protocol on the live workspace, one object
     sharing the sandbox's lock; a snapshot restores what a command changed;
     after close() it fails cleanly instead of touching a freed handle."""
-    _not_remote("sp_sandbox_fs is local-only (sandbox.fs)")
     fs = sb.fs
     assert fs is sb.fs
     assert isinstance(fs, sandpod.SnapshotableFilesystem)
