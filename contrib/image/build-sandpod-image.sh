@@ -105,8 +105,15 @@ chmod 1777 "$root/tmp"
 # and no /sandpod/store: Podman gives a new volume the ownership of the
 # image's folder at its mount point, and the container's user when there
 # is none (the peer, uid 1000, must write both).
+# A sanitized build (tests) keeps ASan's freed-memory quarantine small: its
+# default 256 MiB alone fills the peer's memory limit (render.c), and the
+# cgroup kills the peer mid-run.
+env=()
+if LC_ALL=C ldd "$sandpod" | grep libasan >/dev/null; then
+  env=(--change 'ENV ASAN_OPTIONS=quarantine_size_mb=16:malloc_context_size=10')
+fi
 tar --numeric-owner --owner=0 --group=0 -C "$root" -c . |
-  "$podman" import --quiet \
+  "$podman" import --quiet "${env[@]}" \
     --change 'ENTRYPOINT ["/sandpod/bin/sandpod"]' \
     --change 'USER 1000:1000' \
     --change 'WORKDIR /' \
