@@ -160,7 +160,9 @@ typedef int (*sp_kube_data_fn)(const char *data, size_t len, void *ud, sp_error 
 
 /* The log of container q->container of Pod name, handed to fn as it comes
  * (stdout and stderr as one stream: the API keeps no difference); with
- * q->follow until the container ends. */
+ * q->follow until the container ends. No deadline bounds it: without
+ * follow, only a server silent for the client's timeout_ms fails it
+ * (SP_ETIMEOUT). */
 int sp_kube_pod_log(sp_kube *k, const char *name, const sp_kube_log_query *q, sp_kube_data_fn fn,
                     void *userdata, sp_error **err);
 /* grace_seconds < 0: the Pod's own. A Pod already gone is SP_ENOTFOUND. */

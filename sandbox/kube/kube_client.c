@@ -177,12 +177,30 @@ typedef struct xfer {
     int cb_code;
     sp_error *cb_err;
     bool too_big;
+    /* > 0: the answer fails when nothing arrives for this long. */
+    long stall_ms;
+    int64_t last_data_ms;
+    bool stalled;
 } xfer;
+
+/* libcurl calls this at least once a second, data or not. */
+static int on_progress(void *ud, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal,
+                       curl_off_t ulnow)
+{
+    (void)dltotal, (void)dlnow, (void)ultotal, (void)ulnow;
+    xfer *x = ud;
+    if (x->stall_ms > 0 && sp_now_ms() - x->last_data_ms > x->stall_ms) {
+        x->stalled = true;
+        return 1;
+    }
+    return 0;
+}
 
 static size_t on_header(char *data, size_t size, size_t nmemb, void *ud)
 {
     xfer *x = ud;
     size_t n = size * nmemb;
+    x->last_data_ms = sp_now_ms();
     static const char name[] = "retry-after:";
     if (n > sizeof(name) && strncasecmp(data, name, sizeof(name) - 1) == 0) {
         const char *p = data + sizeof(name) - 1;
@@ -219,6 +237,7 @@ static size_t on_write(char *data, size_t size, size_t nmemb, void *ud)
 {
     xfer *x = ud;
     size_t n = size * nmemb;
+    x->last_data_ms = sp_now_ms();
     if (x->on_data && ok_status(x)) {
         int r = x->on_data(data, n, x->ud, &x->cb_err);
         if (r != 0)
@@ -336,6 +355,7 @@ typedef struct req {
     const char *path;
     const char *body;
     long timeout_ms; /* of this attempt */
+    long stall_ms;   /* > 0: fail when nothing arrives for this long */
     int (*on_line)(const char *line, size_t len, void *ud, sp_error **err);
     void *ud;
 } req;
@@ -400,6 +420,14 @@ static int attempt(sp_kube *k, const req *r, xfer *x, const char *what, sp_error
     curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 0L);
     curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, (long)k->o.connect_timeout_ms);
     curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, r->timeout_ms > 0 ? r->timeout_ms : 1L);
+    x->stall_ms = r->stall_ms;
+    x->last_data_ms = t0;
+    x->stalled = false;
+    if (r->stall_ms > 0) {
+        curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_progress);
+        curl_easy_setopt(c, CURLOPT_XFERINFODATA, x);
+        curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
+    }
     curl_easy_setopt(c, CURLOPT_ERRORBUFFER, ebuf);
     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_write);
     curl_easy_setopt(c, CURLOPT_WRITEDATA, x);
@@ -436,6 +464,9 @@ static int attempt(sp_kube *k, const req *r, xfer *x, const char *what, sp_error
     if (cc == CURLE_OK)
         return 0;
     const char *detail = ebuf[0] ? ebuf : curl_easy_strerror(cc);
+    if (cc == CURLE_ABORTED_BY_CALLBACK && x->stalled)
+        return sp_err_set(err, SP_ETIMEOUT, ETIMEDOUT, "%s: %s sent nothing for %ld ms", what,
+                          k->c.server, x->stall_ms);
     if (cc == CURLE_OPERATION_TIMEDOUT)
         return sp_err_set(err, SP_ETIMEOUT, ETIMEDOUT, "%s: %s did not answer in time: %s", what,
                           k->c.server, detail);
@@ -584,10 +615,12 @@ int sp_kube_pod_log(sp_kube *k, const char *name, const sp_kube_log_query *q, sp
     if (q->timestamps)
         sp_buf_printf(&p, "&timestamps=true");
     cleanup_free char *what = sp_xasprintf("kubernetes: log of pod %s", name);
-    req r = {.method = "GET", .path = p.data};
+    /* Followed, the log lasts as long as the container: no deadline. Not
+     * followed, it lasts as long as it is long: no deadline either, but
+     * a server that stops sending for the client's timeout has failed. */
+    req r = {.method = "GET", .path = p.data, .stall_ms = q->follow ? 0 : k->o.timeout_ms};
     xfer x = {.on_data = fn, .ud = userdata};
-    /* Followed, the log lasts as long as the container: no deadline. */
-    rc = perform(k, &r, &x, q->follow ? INT_MAX : 0, what, err);
+    rc = perform(k, &r, &x, INT_MAX, what, err);
     if (rc == 0 && x.cb_code != 0) {
         rc = x.cb_code;
         if (err) {

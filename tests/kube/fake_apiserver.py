@@ -26,6 +26,9 @@ Test controls (not Kubernetes paths):
     watch_gone: the next n watches answer HTTP 410
     watch_error_gone: the next n watches send an ERROR event with code 410
     drop_watch: the next n watches send headers then drop the connection
+    log: {"lines": n, "pace_ms": p, "stall_ms": s} how GET pods/NAME/log
+          streams: n lines "log line I" (default 3), p ms apart, and s ms
+          of silence after the first one
     deny: ["VERB RESOURCE[/SUBRESOURCE]", ...] SelfSubjectAccessReviews
           answer allowed false for these (every other one is allowed)
   GET /fake/requests  the requests seen: [{"method","path","auth"}]
@@ -262,6 +265,9 @@ class Handler(BaseHTTPRequestHandler):
                     return self.fail(code, reason, "the server is busy, try again",
                                      {"Retry-After": "1"})
         if len(parts) == 7 and parts[:3] == ["api", "v1", "namespaces"] and \
+                parts[4] == "pods" and parts[6] == "log" and method == "GET":
+            return self.pod_log(parts[3], parts[5])
+        if len(parts) == 7 and parts[:3] == ["api", "v1", "namespaces"] and \
                 parts[4] == "pods" and parts[6] == "exec":
             return self.echo_exec(parts[3], parts[5], urllib.parse.parse_qs(u.query))
         if parts == ["version"]:
@@ -398,6 +404,29 @@ class Handler(BaseHTTPRequestHandler):
         frame(2, b"\x03" + json.dumps({"metadata": {}, "status": "Success"}).encode())
         frame(8, struct.pack("!H", 1000))
         self.wfile.flush()
+
+    def pod_log(self, ns, name):
+        with lock:
+            pod = state["pods"].get(name)
+            if not pod or pod["metadata"]["namespace"] != ns:
+                return self.fail(404, "NotFound", 'pods "%s" not found' % name)
+            how = dict(state["faults"].get("log") or {})
+        self.send_response(200)
+        self.send_header("Content-Type", "text/plain")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        try:
+            for i in range(int(how.get("lines", 3))):
+                if i == 1 and how.get("stall_ms"):
+                    time.sleep(how["stall_ms"] / 1000)
+                elif i and how.get("pace_ms"):
+                    time.sleep(how["pace_ms"] / 1000)
+                line = b"log line %d\n" % (i + 1)
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(line), line))
+                self.wfile.flush()
+            self.wfile.write(b"0\r\n\r\n")
+        except (OSError, ssl.SSLError):
+            self.close_connection = True  # the client went away
 
     def chunk(self, obj):
         line = (json.dumps(obj) + "\n").encode()

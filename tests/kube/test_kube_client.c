@@ -1250,6 +1250,54 @@ static void test_pods_exec_client_cert(void **state)
     sp_kube_free(k);
 }
 
+static int collect(const char *data, size_t len, void *ud, sp_error **err)
+{
+    (void)err;
+    sp_buf_add(ud, data, len);
+    return 0;
+}
+
+/* A log that is not followed has no deadline (a long one was cut at the
+ * client's 30 s), only a bound on silence. */
+static void test_pod_log(void **state)
+{
+    (void)state;
+    sp_kube_opts o = SP_KUBE_OPTS_INIT;
+    o.timeout_ms = 1000;
+    sp_kube *k = open_token(&o);
+    sp_error *err = NULL;
+    create(k, "logs", "fake/ready");
+    sp_kube_log_query q = {.container = "work", .tail_lines = -1};
+    sp_buf b = {0};
+
+    /* Six lines 400 ms apart: twice the timeout, and all of it arrives. */
+    fault(k, "{\"log\":{\"lines\":6,\"pace_ms\":400}}");
+    if (sp_kube_pod_log(k, "logs", &q, collect, &b, &err) < 0)
+        fail_msg("log: %s", err->message);
+    assert_string_equal(b.data, "log line 1\nlog line 2\nlog line 3\nlog line 4\nlog line 5\n"
+                                "log line 6\n");
+    sp_buf_dispose(&b);
+
+    /* A server that goes silent for longer than the timeout has failed:
+     * what came before it was handed on. */
+    fault(k, "{\"log\":{\"lines\":2,\"stall_ms\":4000}}");
+    assert_int_equal(sp_kube_pod_log(k, "logs", &q, collect, &b, &err), SP_ETIMEOUT);
+    assert_non_null(strstr(err->message, "kubernetes: log of pod logs: "));
+    assert_non_null(strstr(err->message, "sent nothing for 1000 ms"));
+    assert_string_equal(b.data, "log line 1\n");
+    sp_error_free(err);
+    err = NULL;
+    sp_buf_dispose(&b);
+
+    /* A Pod that is not there. */
+    fault(k, "{\"log\":null}");
+    assert_int_equal(sp_kube_pod_log(k, "no-such-pod", &q, collect, &b, &err), SP_ENOTFOUND);
+    sp_error_free(err);
+    sp_buf_dispose(&b);
+    assert_int_equal(sp_kube_pod_delete(k, "logs", 0, NULL), 0);
+    sp_kube_free(k);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1262,6 +1310,7 @@ int main(void)
         cmocka_unit_test(test_watch_without_err),
         cmocka_unit_test(test_watch_until_deleted),
         cmocka_unit_test(test_throttling),
+        cmocka_unit_test(test_pod_log),
         cmocka_unit_test(test_debug_log),
         cmocka_unit_test(test_kubeconfig_token),
         cmocka_unit_test(test_client_cert),
