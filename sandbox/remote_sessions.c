@@ -94,8 +94,7 @@ static int call_tool(cJSON **value, sp_sandbox *sb, const char *name, cJSON *arg
     if (sc && sp_json_bool(sc, "ok", false) && cJSON_IsObject(sp_json_get(sc, "value"))) {
         *value = cJSON_DetachItemFromObjectCaseSensitive((cJSON *)sc, "value");
     } else if (cJSON_IsObject(e)) {
-        r = sp_err_set(err, sp_code_from_name(sp_json_str(e, "code")), 0, "%s",
-                       sp_json_str_or(e, "message", "the session call failed"));
+        r = sp_err_from_json(err, e, "the session call failed");
     } else {
         r = sp_err_set(err, SP_ERROR, 0, "sandbox %s: the peer's %s gave no session", sb->name,
                        name);

@@ -299,9 +299,7 @@ static int peer_json(cJSON **out, sp_sandbox *sb, const char *cmd, const char *s
         return 0;
     }
     if (cJSON_IsObject(e)) {
-        r = sp_err_set(err, sp_code_from_name(sp_json_str(e, "code")), 0, "%s",
-                       sp_json_str_or(e, "message", "the peer's command failed"));
-        sp_err_reason(err, sp_reason_from_name(sp_json_str(e, "reason")), r);
+        r = sp_err_from_json(err, e, "the peer's command failed");
     } else {
         r = sp_err_set(err, SP_ERROR, 0,
                        "sandbox %s: the peer's `sandpod %s` failed (exit status %d) and said "

@@ -165,3 +165,10 @@ cJSON *sp_json_parse_exact(const char *text, size_t len)
     sp_strv_dispose(&lits);
     return o;
 }
+
+int sp_err_from_json(sp_error **err, const cJSON *e, const char *fallback)
+{
+    int r = sp_err_set(err, sp_code_from_name(sp_json_str(e, "code")), 0, "%s",
+                       sp_json_str_or(e, "message", fallback));
+    return sp_err_reason(err, sp_reason_from_name(sp_json_str(e, "reason")), r);
+}

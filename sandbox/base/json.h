@@ -17,6 +17,8 @@
 
 #include <cJSON.h>
 
+#include "sandpod/error.h"
+
 /* Set cJSON's hooks; once per process, from any thread. sp_json_parse()
  * calls it; entry points that build JSON before parsing any call it too. */
 void sp_json_init(void);
@@ -62,5 +64,10 @@ bool sp_json_add(cJSON *obj, const char *key, cJSON *item);
 
 /* obj when ok, else obj freed and NULL: the end of a builder. */
 cJSON *sp_json_finish(cJSON *obj, bool ok);
+
+/* *err from a JSON error object {"code", "message", "reason"} (a peer's
+ * or a tool's, sp_code_name/sp_reason_name names); fallback when it has no
+ * message. Returns the code. */
+int sp_err_from_json(sp_error **err, const cJSON *e, const char *fallback);
 
 #endif

@@ -424,10 +424,11 @@ class Sandbox:
 
         ``engine``: where it runs, an engine of ``sandpod engine ls`` (None:
         the state root's default, normally local Podman). On a kubernetes
-        engine the sandbox is a Pod: commands, :meth:`rpc` and
-        ``sandpod.tools(...)`` and :attr:`fs` (through the peer's tools)
-        work on it; sessions, attach, logs and lifecycle calls raise
-        ``InvalidError`` saying so (see :attr:`is_remote`).
+        engine the sandbox is a Pod: commands, sessions, snapshots, diff,
+        apply, fork, logs, :meth:`rpc`, ``sandpod.tools(...)`` and
+        :attr:`fs` (through the peer's tools) work on it; stop, restart,
+        pause and unpause raise ``InvalidError`` saying so, as a Pod has
+        no such state (see :attr:`is_remote`).
         """
         keep_alive: list[object] = []
         o = _base_opts(state_root, url, exec_path)
