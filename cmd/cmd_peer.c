@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <malloc.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -204,6 +205,13 @@ static int peer_serve(const struct peer_args *a)
     }
     if (r < 0)
         return cli_fail(false, r, err);
+    /* A tool answer can be megabytes (a 4 MiB file read is base64 in JSON
+     * in JSON), built and freed in a few copies. With glibc's default,
+     * adaptive threshold those copies come from the heap and stay in the
+     * process after the call; the peer's memory limit is shared by every
+     * call. Fixed at 256 KiB, each such buffer is its own mapping, given
+     * back when freed. */
+    mallopt(M_MMAP_THRESHOLD, 256 * 1024);
     cli_signals_catch();
     int lfd = -1;
     int rc = listen_on(&lfd, a->socket);
