@@ -610,3 +610,26 @@ int sp_opts_check(const unsigned *version, unsigned min, unsigned max, const cha
                       "%s version %u is not supported (this library knows %u to %u)", name,
                       *version, min, max);
 }
+
+char *sp_find_in_path(const char *name)
+{
+    if (strchr(name, '/'))
+        return access(name, X_OK) == 0 ? sp_xstrdup(name) : NULL;
+    const char *path = getenv("PATH");
+    if (!path || !*path)
+        path = "/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin";
+    while (*path) {
+        size_t n = strcspn(path, ":");
+        if (n) {
+            char *cand = sp_xasprintf("%.*s/%s", (int)n, path, name);
+            struct stat st;
+            if (stat(cand, &st) == 0 && S_ISREG(st.st_mode) && access(cand, X_OK) == 0)
+                return cand;
+            free(cand);
+        }
+        path += n;
+        if (*path == ':')
+            path++;
+    }
+    return NULL;
+}

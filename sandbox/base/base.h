@@ -39,6 +39,13 @@ int sp_code_from_name(const char *name);
 /* The reason of an sp_reason_name() name; SP_R_NONE for others. */
 int sp_reason_from_name(const char *name);
 
+/* An executable named name (with a slash: that path) as an allocated
+ * path, searched in $PATH (a default PATH when unset) as kubectl and
+ * execvp do, but skipping what cannot be searched: a folder of PATH we
+ * may not enter does not hide a later one, or make a missing program
+ * "permission denied". NULL: none. */
+char *sp_find_in_path(const char *name);
+
 /* Set an error from errno with "what: path: strerror" and the mapped code. */
 int sp_err_errno(sp_error **err, int e, const char *what, const char *path);
 

@@ -428,7 +428,9 @@ static int run_capture(const run_spec *rs, sp_buf *out, int *status, sp_error **
     else if (!rs->show_stderr)
         posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
     pid_t pid;
-    int e = posix_spawnp(&pid, argv[0], &fa, NULL, argv, rs->envp ? rs->envp : environ);
+    char *prog = sp_find_in_path(argv[0]);
+    int e = prog ? posix_spawn(&pid, prog, &fa, NULL, argv, rs->envp ? rs->envp : environ) : ENOENT;
+    free(prog);
     posix_spawn_file_actions_destroy(&fa);
     close(po[1]);
     if (pe[1] >= 0)

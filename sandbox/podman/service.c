@@ -69,33 +69,9 @@ static int mkdir_p(const char *path, sp_error **err)
     return 0;
 }
 
-/* An absolute path to an executable found in PATH, or NULL. */
-static char *find_in_path(const char *name)
-{
-    if (strchr(name, '/'))
-        return access(name, X_OK) == 0 ? sp_xstrdup(name) : NULL;
-    const char *path = getenv("PATH");
-    if (!path || !*path)
-        path = "/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin";
-    while (*path) {
-        size_t n = strcspn(path, ":");
-        if (n) {
-            char *cand = sp_xasprintf("%.*s/%s", (int)n, path, name);
-            struct stat st;
-            if (stat(cand, &st) == 0 && S_ISREG(st.st_mode) && access(cand, X_OK) == 0)
-                return cand;
-            free(cand);
-        }
-        path += n;
-        if (*path == ':')
-            path++;
-    }
-    return NULL;
-}
-
 int sp_podman_unshare_remove(const char *path, sp_error **err)
 {
-    cleanup_free char *podman = find_in_path("podman");
+    cleanup_free char *podman = sp_find_in_path("podman");
     if (!podman)
         return sp_err_set(err, SP_ENOTFOUND, 0, "podman is not installed; remove %s by hand", path);
     pid_t pid = fork();
@@ -363,7 +339,7 @@ static int launch(pid_t *out_pid, const char *podman, const sp_podman_opts *o, c
     if (!runtime) {
         /* crun fails on some hosts Podman 4.3 runs on; runc works wherever
          * it is installed, so prefer it. */
-        runc = find_in_path("runc");
+        runc = sp_find_in_path("runc");
         runtime = runc ? "runc" : NULL;
     }
     cleanup_free char *listen = sp_xasprintf("unix://%s", sock);
@@ -437,7 +413,7 @@ static int wait_ready(const sp_podman_addr *a, pid_t pid, const sp_podman_opts *
 static int start_service(sp_podman_addr *out, bool *started, const sp_podman_opts *o,
                          const char *root, const char *tried, sp_error **err)
 {
-    cleanup_free char *podman = find_in_path(o->podman_path ? o->podman_path : "podman");
+    cleanup_free char *podman = sp_find_in_path(o->podman_path ? o->podman_path : "podman");
     if (!podman)
         return sp_err_set(err, SP_EPODMAN, ENOENT,
                           "no podman service answered%s and podman is not installed: " INSTALL_HINT,

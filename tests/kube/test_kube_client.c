@@ -1059,6 +1059,19 @@ static void test_exec_plugin(void **state)
     k = open_plugin(&tok_fake, "/nonexistent/auth", NULL, NULL);
     list_fails(k, SP_ENOTFOUND, "plugin /nonexistent/auth is not installed");
     sp_kube_free(k);
+    /* A file of that name that is not executable, earlier in PATH (or a
+     * folder of PATH this user may not search): still not installed, as
+     * kubectl says, not execvp's "permission denied". */
+    cleanup_free char *noexec = tu_join(scratch, "noexec");
+    tu_mkdir(scratch, "noexec");
+    tu_write(noexec, "sandpod-no-such-plugin", "#!/bin/sh\nexit 0\n", 0644);
+    cleanup_free char *old_path = sp_xstrdup(getenv("PATH"));
+    cleanup_free char *new_path = sp_xasprintf("%s:%s", noexec, old_path);
+    setenv("PATH", new_path, 1);
+    k = open_plugin(&tok_fake, "sandpod-no-such-plugin", NULL, NULL);
+    list_fails(k, SP_ENOTFOUND, "plugin sandpod-no-such-plugin is not installed");
+    sp_kube_free(k);
+    setenv("PATH", old_path, 1);
 }
 
 /* The plugin's stderr, with and without debug logging: *out what reached
