@@ -291,7 +291,9 @@ static void build_tricky(struct fx *f)
     tu_write(w, "secret.key", "0600 please\n", 0600);
     tu_write(w, "private.sh", "x\n", 0700);
     tu_write(w, "group.txt", "g\n", 0664);
-    tu_write(w, "none", "unreadable by mode\n", 0000);
+    /* Unreadable by mode: only root (the store's usual owner) reads it. */
+    if (geteuid() == 0)
+        tu_write(w, "none", "unreadable by mode\n", 0000);
     tu_write(w, "setuid", "s\n", 04755);
     tu_write_n(w, "binary.bin", "\x00\x01\x02\xff\x00binary\n\x00", 13, 0644);
     tu_write(w, ".gitignore", "*.log\nbuild/\n", 0644);
