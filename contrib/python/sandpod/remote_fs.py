@@ -36,14 +36,15 @@ if TYPE_CHECKING:
 
 __all__ = ["RemoteFilesystem"]
 
-# sp_code_name() and sp_reason_name(), in the order the C enums keep.
-_CODES = {n: -i for i, n in enumerate(("ok", "error", "invalid", "not_found", "exists",
-                                         "escape", "too_big", "podman", "timeout", "read_only",
-                                         "denied"))}
-_REASONS = {n: i for i, n in enumerate((
-    "none", "is_directory", "not_directory", "not_empty", "exists", "patch_parse",
-    "patch_conflict", "too_large", "stale", "not_text", "not_unique", "no_store",
-    "cross_device", "service"))}
+# The JSON names of the peer's error codes and reasons (sp_code_name(),
+# sp_reason_name(): a reason's is its constant's, R_IS_DIRECTORY ->
+# "is_directory").
+_CODES = {"ok": errors.OK, "error": errors.ERROR, "invalid": errors.EINVAL,
+          "not_found": errors.ENOTFOUND, "exists": errors.EEXISTS, "escape": errors.EESCAPE,
+          "too_big": errors.ETOOBIG, "podman": errors.EPODMAN, "timeout": errors.ETIMEOUT,
+          "read_only": errors.EREADONLY, "denied": errors.EDENIED}
+_REASONS = {n[2:].lower(): v for n, v in vars(errors).items()
+            if n.startswith("R_") and isinstance(v, int)}
 _TYPES = {"file", "dir"}
 _CUT = re.compile(r"… \[line cut: (\d+) bytes\]$")
 _PAGE_LINES = 5000      # read_file's largest limit

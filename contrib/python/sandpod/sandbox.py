@@ -646,9 +646,9 @@ class Sandbox:
         with self._lock:
             fs = getattr(self, "_fs", None)
             if fs is None:
-                self._main()
+                h = self._main()  # a closed sandbox raises here
                 fs = (RemoteFilesystem(self) if self.is_remote
-                      else SandboxFilesystem(self._main(), self, lock=self._lock))
+                      else SandboxFilesystem(h, self, lock=self._lock))
                 self._fs = fs
             return fs
 

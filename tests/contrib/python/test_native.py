@@ -34,3 +34,12 @@ def test_library_not_found_names_what_to_install(tmp_path):
     assert r.returncode != 0
     assert "libsandpod.so not found" in r.stderr
     assert "SANDPOD_LIBRARY" in r.stderr
+
+
+def test_remote_reason_names_are_the_librarys():
+    """RemoteFilesystem reads a peer's error reasons by name: its names
+    are sp_reason_name()'s for every reason, so a new one cannot drift."""
+    from sandpod import remote_fs
+    name = _native.fn("sp_reason_name", ctypes.c_char_p, ctypes.c_int)
+    assert {name(v).decode(): v for v in remote_fs._REASONS.values()} == remote_fs._REASONS
+    assert name(max(remote_fs._REASONS.values()) + 1) == b"unknown"
