@@ -239,16 +239,6 @@ int cli_json_error(int code, const sp_error *err)
     return cli_sp_error(code, err);
 }
 
-void cli_put_name(FILE *f, const char *s)
-{
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        if (*p < 0x20 || *p == 0x7f)
-            fprintf(f, "\\x%02x", *p);
-        else
-            fputc(*p, f);
-    }
-}
-
 /* The length of the well-formed UTF-8 sequence at p[0..n) (2-4 bytes; no
  * overlongs, surrogates or code points past U+10FFFF), or 0. */
 static size_t utf8_seq(const unsigned char *p, size_t n)
@@ -280,6 +270,58 @@ static size_t utf8_seq(const unsigned char *p, size_t n)
     return len;
 }
 
+/* Whether the UTF-8 sequence at p (n bytes, well formed) is a character
+ * that reorders or hides what follows it on screen: the bidirectional
+ * marks, embeddings, overrides and isolates (U+061C, U+200E, U+200F,
+ * U+202A-U+202E, U+2066-U+2069), or a C1 control (U+0080-U+009F). */
+static bool invisible_control(const unsigned char *p, size_t n)
+{
+    if (n == 2)
+        return (p[0] == 0xc2 && p[1] < 0xa0) || (p[0] == 0xd8 && p[1] == 0x9c);
+    if (n != 3 || p[0] != 0xe2)
+        return false;
+    return (p[1] == 0x80 && (p[2] == 0x8e || p[2] == 0x8f || (p[2] >= 0xaa && p[2] <= 0xae))) ||
+           (p[1] == 0x81 && p[2] >= 0xa6 && p[2] <= 0xa9);
+}
+
+/* The code point of a well-formed 2- or 3-byte sequence. */
+static unsigned code_point(const unsigned char *p, size_t n)
+{
+    return n == 2 ? ((p[0] & 0x1fu) << 6) | (p[1] & 0x3fu)
+                  : ((p[0] & 0x0fu) << 12) | ((p[1] & 0x3fu) << 6) | (p[2] & 0x3fu);
+}
+
+void cli_put_name(FILE *f, const char *s)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    size_t len = strlen(s);
+    for (size_t i = 0; i < len;) {
+        unsigned char c = p[i];
+        if (c == '\\') {
+            fputs("\\\\", f);
+            i++;
+        } else if (c < 0x20 || c == 0x7f) {
+            fprintf(f, "\\x%02x", c);
+            i++;
+        } else if (c < 0x80) {
+            fputc(c, f);
+            i++;
+        } else {
+            size_t n = utf8_seq(p + i, len - i);
+            if (!n) {
+                fprintf(f, "\\x%02x", c);
+                i++;
+            } else if (invisible_control(p + i, n)) {
+                fprintf(f, "\\u%04x", code_point(p + i, n));
+                i += n;
+            } else {
+                fwrite(p + i, 1, n, f);
+                i += n;
+            }
+        }
+    }
+}
+
 void cli_put_text(FILE *f, const char *data, size_t len, bool raw)
 {
     if (!len)
@@ -300,16 +342,17 @@ void cli_put_text(FILE *f, const char *data, size_t len, bool raw)
                    (c == '\r' && i + 1 < len && p[i + 1] == '\n');
         } else {
             n = utf8_seq(p + i, len - i);
-            /* U+0080-U+009F: C1 controls, CSI (U+009B) and OSC (U+009D) among them. */
-            safe = n > 0 && !(c == 0xc2 && p[i + 1] < 0xa0);
+            /* C1 controls (CSI U+009B, OSC U+009D among them) and the
+             * bidirectional overrides that reorder a line on screen. */
+            safe = n > 0 && !invisible_control(p + i, n);
         }
         if (safe) {
             i += n;
             continue;
         }
         fwrite(p + run, 1, i - run, f);
-        if (n == 2)
-            fprintf(f, "\\u%04x", p[i + 1]);
+        if (n == 2 || n == 3)
+            fprintf(f, "\\u%04x", code_point(p + i, n));
         else
             fprintf(f, "\\x%02x", c);
         i += n ? n : 1;

@@ -107,10 +107,20 @@ int cli_print_result(cJSON *v);
  * and the usual one line on stderr. Returns the exit code for `code`. */
 int cli_json_error(int code, const sp_error *err);
 
-/* Write a name for a human: control bytes become \xNN so that names from an
- * untrusted workspace can neither break the line structure nor drive the
- * terminal. */
+/* Write a name for a human, to a terminal or not: control bytes and bytes
+ * that are not UTF-8 become \xNN, C1 controls and bidirectional marks,
+ * embeddings, overrides and isolates \uNNNN, a backslash \\, so that a
+ * name from an untrusted workspace can neither break the line structure,
+ * reorder what follows it, nor drive the terminal, and an escape is never
+ * ambiguous. */
 void cli_put_name(FILE *f, const char *s);
+
+struct sp_apply_result;
+/* The held-back entries of an apply result, review paths first ('?'),
+ * then the rest ('!'), one line each with why (cmd_apply.c). */
+void cli_apply_print_held(const struct sp_apply_result *res);
+/* The same as a "held" array in o: [{path, hold, reason, count, target}]. */
+void cli_apply_held_json(cJSON *o, const struct sp_apply_result *res);
 
 /* Write text that came out of the sandbox (file content, command output)
  * to `f`. When `f` is a terminal and `raw` is false, every byte that would
@@ -119,7 +129,8 @@ void cli_put_name(FILE *f, const char *s);
  * cursor to hide or forge what the user sees: C0 controls other than \n,
  * \t and a \r right before \n (CRLF line ends), DEL, and bytes that are not
  * UTF-8 become \xNN (ESC is \x1b, so a whole escape sequence shows as
- * text); the C1 controls U+0080-U+009F become \u0080-\u009f. Everything
+ * text); the C1 controls U+0080-U+009F and the bidirectional controls
+ * (U+061C, U+200E-U+200F, U+202A-U+202E, U+2066-U+2069) become \uNNNN. Everything
  * else, UTF-8 text included, is written as it is. To a pipe or a file, or
  * with `raw`, the bytes are written exactly. */
 void cli_put_text(FILE *f, const char *data, size_t len, bool raw);

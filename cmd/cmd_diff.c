@@ -1,5 +1,6 @@
 /* sandpod diff: what changed between two snapshots, or between a snapshot
  * and the live workspace. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
@@ -21,7 +22,13 @@ const struct cli_spec cli_spec_diff = {
                    "snapshot tagged 'base' that create takes of the prepared workspace) to\n"
                    "the live workspace: one line per path, 'A' added, 'M' modified (content\n"
                    "or permission bits), 'D' deleted, 'T' type changed (file, folder, symlink).\n"
-                   "Folders are listed too, and everything inside an added or deleted folder.",
+                   "Folders are listed too, and everything inside an added or deleted folder.\n"
+                   "For a sandbox's live workspace, diff first takes a snapshot tagged 'review'\n"
+                   "(replacing the last one) and names it on stderr: 'sandpod apply NAME\n"
+                   "--snapshot ID' writes exactly what was shown, whatever the workload does\n"
+                   "meanwhile; then it lists what apply would hold back ('?' to review, '!'\n"
+                   "never applied) and why. Names are shown with control and bidirectional\n"
+                   "characters escaped; --patch to a terminal escapes them in content too.",
     .groups = CLI_GROUPS(
         CLI_OWN(CLI_FLAG("patch", 'p', OPT_PATCH,
                          "print a unified diff instead (binary files, and files over 8 MiB, are "
@@ -35,7 +42,8 @@ const struct cli_spec cli_spec_diff = {
                 CLI_FLAG("json", 0, 'j',
                          "print {ok, from, to, changes: [{path, change, old_type, new_type, "
                          "old_mode, new_mode, content_changed}], count, added, modified, deleted, "
-                         "type_changed} (and patch with --patch)")),
+                         "type_changed} (and patch with --patch; snapshot and held: [{path, "
+                         "hold, reason, count, target}] for a sandbox's live workspace)")),
         &cli_group_snap, &cli_group_conn),
     .operands = CLI_OPERANDS({"NAME", CLI_COMP_SANDBOX, NULL}, {"SNAP", CLI_COMP_NONE, NULL},
                              {"SNAP2", CLI_COMP_NONE, NULL}),
@@ -56,10 +64,45 @@ static char letter(sp_snapshot_change_kind k)
     }
 }
 
+/* Take the snapshot a review of the live workspace describes, tagged
+ * 'review' (the last one is replaced): apply --snapshot ID then writes
+ * exactly what was shown. */
+static int take_review(sp_snapstore *s, char **id, sp_error **err)
+{
+    sp_snapshots *l = NULL;
+    int r = sp_snapshot_list(&l, s, err);
+    for (size_t i = 0; r == 0 && i < l->n; i++)
+        if (l->v[i]->tag && strcmp(l->v[i]->tag, "review") == 0)
+            r = sp_snapshot_delete(s, l->v[i]->id, err);
+    sp_snapshots_free(l);
+    sp_snapshot *snap = NULL;
+    if (r == 0 && (r = sp_snapshot_create(&snap, s, "review", err)) == 0)
+        *id = strdup(snap->id);
+    sp_snapshot_free(snap);
+    return r;
+}
+
+/* What apply would hold back of the reviewed snapshot (NULL when the
+ * sandbox has no host folder to apply to). */
+static sp_apply_result *review_holds(sp_sandbox *sb, const char *from, const char *id)
+{
+    sp_sandbox_apply_opts o = SP_SANDBOX_APPLY_OPTS_INIT;
+    o.dry_run = true;
+    o.from = from;
+    o.snapshot = id;
+    sp_apply_result *res = NULL;
+    sp_error *err = NULL;
+    if (sp_sandbox_apply(&res, sb, &o, &err) < 0)
+        res = NULL;
+    sp_error_free(err);
+    return res;
+}
+
 int cmd_diff(int argc, char **argv)
 {
     struct cli_snap c = {0};
     sp_snapshot_diff_opts o = SP_SNAPSHOT_DIFF_OPTS_INIT;
+    char *review = NULL, *from_id = NULL;
     int rc = 0;
     optind = 0;
     int opt;
@@ -120,18 +163,35 @@ int cmd_diff(int argc, char **argv)
     int r = 0;
     if (!from && (r = sp_sandbox_baseline(&base, c.sb, c.s, &err)) == 0)
         from = base->id;
+    if (r == 0 && c.sb && !to)
+        r = take_review(c.s, &review, &err);
     if (r == 0)
-        r = sp_snapshot_diff(&d, c.s, from, to, &o, &err);
+        r = sp_snapshot_diff(&d, c.s, from, review ? review : to, &o, &err);
+    if (r == 0)
+        from_id = strdup(from);
     sp_snapshot_free(base);
     cli_snap_progress_end(&c);
     if (r < 0) {
         rc = cli_fail(c.json, r, err);
         goto done;
     }
+    sp_apply_result *held = NULL;
+    if (review) {
+        /* The store goes first: apply opens its own, pausing again. */
+        sp_sandbox_snapshot_close(c.snap);
+        c.snap = NULL;
+        c.s = NULL;
+        held = review_holds(c.sb, from_id, review);
+    }
     if (c.json) {
-        rc = cli_print_result(sp_json_snapdiff(d));
+        cJSON *j = sp_json_snapdiff(d);
+        if (review)
+            cJSON_AddStringToObject(j, "snapshot", review);
+        if (held)
+            cli_apply_held_json(j, held);
+        rc = cli_print_result(j);
     } else if (o.patch) {
-        fputs(d->patch ? d->patch : "", stdout);
+        cli_put_text(stdout, d->patch ? d->patch : "", d->patch ? strlen(d->patch) : 0, false);
     } else {
         for (size_t i = 0; i < d->n; i++) {
             const sp_snapshot_change *ch = &d->v[i];
@@ -142,9 +202,19 @@ int cmd_diff(int argc, char **argv)
                 putchar('/');
             putchar('\n');
         }
+        if (held)
+            cli_apply_print_held(held);
     }
+    if (review && !c.json && d->n)
+        fprintf(stderr,
+                "sandpod: diff: snapshot %s (tagged review) holds what is shown; 'sandpod apply "
+                "%s --snapshot %s' writes exactly it\n",
+                review, sp_sandbox_name(c.sb), review);
+    sp_apply_result_free(held);
     sp_snapdiff_free(d);
 done:
+    free(review);
+    free(from_id);
     cli_snap_close(&c);
     return rc;
 }

@@ -9,6 +9,7 @@
  * read for the patch (a "Large files ... differ" line, as git writes
  * "Binary files ... differ"), so a patch's memory stays bounded by what it
  * shows. */
+#include <stddef.h>
 #include <string.h>
 
 #include <git2.h>
@@ -418,8 +419,12 @@ int sp_snapshot_diff(sp_snapdiff **out, sp_snapstore *s, const char *from, const
     if (SP_OPTS_CHECK(opts, 1, SP_SNAPSHOT_DIFF_OPTS_VERSION, "sp_snapshot_diff_opts", err) < 0)
         return SP_EINVAL;
     sp_snapshot_diff_opts o = SP_SNAPSHOT_DIFF_OPTS_INIT;
-    if (opts)
+    if (opts && opts->version == 1)
+        /* A caller built against the first layout: its struct ends there. */
+        memcpy(&o, opts, offsetof(sp_snapshot_diff_opts, patch_select));
+    else if (opts)
         o = *opts;
+    o.version = SP_SNAPSHOT_DIFF_OPTS_VERSION;
     sp_snapdiff *d = sp_xcalloc(1, sizeof(*d));
     sp_oid ta, tb;
     int r = side_tree(s, from, &ta, &d->from, err);
@@ -438,7 +443,8 @@ int sp_snapshot_diff(sp_snapdiff **out, sp_snapstore *s, const char *from, const
         sp_buf b = SP_BUF_INIT;
         sp_buf_grow(&b, 1);
         for (size_t i = 0; i < d->n && r == 0; i++)
-            r = patch_one(&c, i, o.context_lines ? o.context_lines : 3, &b, err);
+            if (!o.patch_select || o.patch_select(o.patch_select_userdata, d->v[i].path))
+                r = patch_one(&c, i, o.context_lines ? o.context_lines : 3, &b, err);
         d->patch = sp_buf_steal(&b);
     }
     free(c.olds);
@@ -475,43 +481,75 @@ void sp_snapshot_entry_dispose(sp_snapshot_entry *e)
 }
 
 /* The entry called `name` in the stored folder `tree`. */
-static int entry_in(sp_odb *o, const sp_oid *tree, const char *name, size_t len, sp_tentry *out,
-                    uint32_t *dir_mode, sp_error **err)
+/* The folder `tree`, parsed, from the store's cache (read and cached
+ * when missing). The result is owned by the cache. */
+static int cached_tree(sp_snapstore *s, const sp_oid *tree, const sp_tdir **out, sp_error **err)
 {
-    sp_tdir t = {0};
-    int r = sp_tree_read(&t, o, tree, err);
+    size_t n = sizeof(s->tcache) / sizeof(s->tcache[0]);
+    for (size_t i = 0; i < n; i++)
+        if (s->tcache[i].set && sp_oid_equal(&s->tcache[i].oid, tree)) {
+            *out = &s->tcache[i].t;
+            return 0;
+        }
+    struct sp_tcache *c = &s->tcache[s->tcache_next++ % n];
+    sp_tdir_dispose(&c->t);
+    c->set = false;
+    int r = sp_tree_read(&c->t, &s->odb, tree, err);
     if (r < 0)
         return r;
-    r = SP_ENOTFOUND;
-    for (size_t i = 0; i < t.n; i++) {
-        if (strlen(t.v[i].name) == len && memcmp(t.v[i].name, name, len) == 0) {
-            *out = t.v[i];
-            out->name = NULL;
-            r = 0;
-            break;
-        }
-    }
-    if (dir_mode)
-        *dir_mode = t.mode;
-    sp_tdir_dispose(&t);
-    return r;
+    c->oid = *tree;
+    c->set = true;
+    *out = &c->t;
+    return 0;
 }
 
-int sp_snapshot_read_entry(sp_snapshot_entry *out, sp_snapstore *s, const char *ref,
-                           const char *path, size_t max_bytes, sp_error **err)
+/* The entry `name` (len bytes) of folder `tree`: a binary search, the
+ * entries being sorted by name bytewise. */
+static int entry_in(sp_snapstore *s, const sp_oid *tree, const char *name, size_t len,
+                    sp_tentry *out, sp_error **err)
 {
-    memset(out, 0, sizeof(*out));
+    const sp_tdir *t = NULL;
+    int r = cached_tree(s, tree, &t, err);
+    if (r < 0)
+        return r;
+    size_t lo = 0, hi = t->n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        const char *m = t->v[mid].name;
+        size_t ml = strlen(m);
+        int c = memcmp(m, name, ml < len ? ml : len);
+        if (c == 0)
+            c = ml < len ? -1 : ml > len ? 1 : 0;
+        if (c == 0) {
+            *out = t->v[mid];
+            out->name = NULL;
+            return 0;
+        }
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return SP_ENOTFOUND;
+}
+
+/* Find `path` in snapshot `ref`: its tree entry (the root: a folder) and
+ * its permission bits. */
+static int lookup(sp_snapstore *s, const char *ref, const char *path, sp_tentry *e, uint32_t *mode,
+                  sp_error **err)
+{
     sp_oid cur;
     char *name = NULL;
     int r = side_tree(s, ref, &cur, &name, err);
     free(name);
     if (r < 0)
         return r;
-    sp_tentry e = {.type = SN_DIR};
-    uint32_t mode = 0;
+    *e = (sp_tentry){.type = SN_DIR};
+    *mode = 0;
     const char *p = path;
     if (strcmp(p, ".") == 0)
         p = "";
+    bool root = !*p;
     for (;;) {
         size_t len = strcspn(p, "/");
         if (len == 0) {
@@ -519,14 +557,12 @@ int sp_snapshot_read_entry(sp_snapshot_entry *out, sp_snapstore *s, const char *
                 return sp_err_set(err, SP_EINVAL, 0, "bad path in a snapshot: %s", path);
             break; /* the root */
         }
-        if (e.type != SN_DIR)
+        if (e->type != SN_DIR)
             return sp_err_set(err, SP_ENOTFOUND, 0, "%s: not in the snapshot", path);
         sp_error *ee = NULL;
-        r = entry_in(&s->odb, &cur, p, len, &e, NULL, &ee);
-        if (r == SP_ENOTFOUND) {
-            sp_error_free(ee);
+        r = entry_in(s, &cur, p, len, e, &ee);
+        if (r == SP_ENOTFOUND)
             return sp_err_set(err, SP_ENOTFOUND, 0, "%s: not in the snapshot", path);
-        }
         if (r < 0) {
             if (err)
                 *err = ee;
@@ -534,35 +570,67 @@ int sp_snapshot_read_entry(sp_snapshot_entry *out, sp_snapstore *s, const char *
                 sp_error_free(ee);
             return r;
         }
-        cur = e.oid;
-        mode = e.mode;
+        cur = e->oid;
+        *mode = e->mode;
         p += len;
         if (!*p)
             break;
         p++;
     }
-    if (p == path || !*path || strcmp(path, ".") == 0) {
-        sp_tdir t = {0};
-        if ((r = sp_tree_read(&t, &s->odb, &cur, err)) < 0)
+    if (root || e->type == SN_DIR) {
+        /* A folder's own bits are in its tree. */
+        const sp_tdir *t = NULL;
+        if ((r = cached_tree(s, &cur, &t, err)) < 0)
             return r;
-        mode = t.mode;
-        sp_tdir_dispose(&t);
+        *mode = t->mode;
+        e->oid = cur;
     }
-    out->type = sp_snode_fs_type(e.type);
+    return 0;
+}
+
+/* Fill out's type, mode and size from a found entry. */
+static int entry_stat(sp_snapstore *s, const char *path, const sp_tentry *e, uint32_t mode,
+                      sp_snapshot_entry *out, sp_error **err)
+{
+    out->type = sp_snode_fs_type(e->type);
     out->mode = mode & 07777;
-    if (e.type != SN_FILE && e.type != SN_LINK)
+    if (e->type != SN_FILE && e->type != SN_LINK)
         return 0;
-    if (e.sparse)
+    if (e->sparse)
         return sp_err_set(err, SP_ETOOBIG, 0, "%s: a sparse file, too big to read here", path);
     uint64_t size = 0;
-    if ((r = sp_odb_object_size(&s->odb, &cur, &size, err)) < 0)
+    int r = sp_odb_object_size(&s->odb, &e->oid, &size, err);
+    out->size = (size_t)size;
+    return r;
+}
+
+int sp_snapshot_stat_entry(sp_snapshot_entry *out, sp_snapstore *s, const char *ref,
+                           const char *path, sp_error **err)
+{
+    memset(out, 0, sizeof(*out));
+    sp_tentry e;
+    uint32_t mode;
+    int r = lookup(s, ref, path, &e, &mode, err);
+    return r < 0 ? r : entry_stat(s, path, &e, mode, out, err);
+}
+
+int sp_snapshot_read_entry(sp_snapshot_entry *out, sp_snapstore *s, const char *ref,
+                           const char *path, size_t max_bytes, sp_error **err)
+{
+    memset(out, 0, sizeof(*out));
+    sp_tentry e;
+    uint32_t mode;
+    int r = lookup(s, ref, path, &e, &mode, err);
+    if (r == 0)
+        r = entry_stat(s, path, &e, mode, out, err);
+    if (r < 0 || (out->type != SP_FS_FILE && out->type != SP_FS_SYMLINK))
         return r;
-    if (size > max_bytes)
-        return sp_err_set(err, SP_ETOOBIG, 0, "%s: %llu bytes, over the limit of %zu", path,
-                          (unsigned long long)size, max_bytes);
+    if (out->size > max_bytes)
+        return sp_err_set(err, SP_ETOOBIG, 0, "%s: %zu bytes, over the limit of %zu", path,
+                          out->size, max_bytes);
     sp_buf b = SP_BUF_INIT;
     int type = 0;
-    if ((r = sp_odb_read(&s->odb, &cur, &type, &b, err)) < 0) {
+    if ((r = sp_odb_read(&s->odb, &e.oid, &type, &b, err)) < 0) {
         free(b.data);
         return r;
     }

@@ -389,6 +389,15 @@ struct sp_snapstore {
     sp_track *track;
     sp_snapstore_opts opts;
     sp_snapstore_stats stats;
+    /* Folders sp_snapshot_read_entry() read last, parsed: reading many
+     * entries of one big folder (apply) then costs a lookup each, not a
+     * parse of the whole folder each. Trees never change under an id. */
+    struct sp_tcache {
+        sp_oid oid;
+        sp_tdir t;
+        bool set;
+    } tcache[4];
+    unsigned tcache_next;
 };
 
 /* Lock the store for an operation that writes it: SP_EREADONLY on a

@@ -373,6 +373,8 @@ void sp_snapstore_free(sp_snapstore *s)
         sp_snap_unlock(s);
     }
     sp_snode_free(s->tree, NULL, NULL);
+    for (size_t i = 0; i < sizeof(s->tcache) / sizeof(s->tcache[0]); i++)
+        sp_tdir_dispose(&s->tcache[i].t);
     sp_track_free(s->track);
     if (s->lockfd >= 0)
         close(s->lockfd);

@@ -20,8 +20,8 @@ SANDBOX_OPTS_VERSION = 1
 RUN_OPTS_VERSION = 1
 SESSION_OPTS_VERSION = 1
 SESSION_WRITE_OPTS_VERSION = 1
-SNAPSHOT_DIFF_OPTS_VERSION = 1
-APPLY_OPTS_VERSION = 1
+SNAPSHOT_DIFF_OPTS_VERSION = 2
+APPLY_OPTS_VERSION = 2
 TOOLS_OPTS_VERSION = 2
 TOOLS_SPECS_OPTS_VERSION = 1
 TEMPLATE_OPTS_VERSION = 1
@@ -240,7 +240,8 @@ class SnapDiff(ctypes.Structure):
 class SnapshotDiffOpts(ctypes.Structure):
     """sp_snapshot_diff_opts (sandpod/snapshot.h)."""
 
-    _fields_ = [("version", c_uint), ("patch", c_bool), ("context_lines", c_uint)]
+    _fields_ = [("version", c_uint), ("patch", c_bool), ("context_lines", c_uint),
+                ("patch_select", c_void_p), ("patch_select_userdata", c_void_p)]
 
 
 class ApplyChange(ctypes.Structure):
@@ -252,6 +253,8 @@ class ApplyChange(ctypes.Structure):
         ("type", c_int),
         ("mode", c_uint),
         ("already", c_bool),
+        ("old_mode", c_uint),
+        ("target", c_char_p),
     ]
 
 
@@ -259,6 +262,12 @@ class ApplyConflict(ctypes.Structure):
     """sp_apply_conflict (sandpod/apply.h)."""
 
     _fields_ = [("path", c_char_p), ("reason", c_char_p)]
+
+
+class ApplyHeld(ctypes.Structure):
+    """sp_apply_held (sandpod/apply.h)."""
+
+    _fields_ = [("path", c_char_p), ("why", c_int), ("count", c_size_t), ("detail", c_char_p)]
 
 
 class ApplyResult(ctypes.Structure):
@@ -274,6 +283,10 @@ class ApplyResult(ctypes.Structure):
         ("skipped", c_size_t),
         ("applied", c_bool),
         ("patch", c_char_p),
+        ("held", POINTER(ApplyHeld)),
+        ("n_held", c_size_t),
+        ("filtered", c_size_t),
+        ("snapshot", c_char_p),
     ]
 
 
@@ -289,6 +302,12 @@ class ApplyOpts(ctypes.Structure):
         ("force", c_bool),
         ("patch", c_bool),
         ("max_file_bytes", c_size_t),
+        ("snapshot", c_char_p),
+        ("allow_paths", POINTER(c_char_p)),
+        ("allow_links_out", c_bool),
+        ("all", c_bool),
+        ("max_files", c_uint64),
+        ("max_bytes", c_uint64),
     ]
 
 
@@ -554,6 +573,7 @@ LAYOUTS: dict[str, tuple[type[ctypes.Structure], str]] = {
     "sp_snapshot_diff_opts": (SnapshotDiffOpts, "sp_snapshot_diff_opts"),
     "sp_apply_change": (ApplyChange, "sp_apply_change"),
     "sp_apply_conflict": (ApplyConflict, "sp_apply_conflict"),
+    "sp_apply_held": (ApplyHeld, "sp_apply_held"),
     "sp_apply_result": (ApplyResult, "sp_apply_result"),
     "sp_sandbox_apply_opts": (ApplyOpts, "sp_sandbox_apply_opts"),
     "sp_tools_opts": (ToolsOpts, "sp_tools_opts"),

@@ -20,7 +20,7 @@ import os
 import threading
 from ctypes import POINTER, byref, c_bool, c_char_p, c_int, c_void_p
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Literal
+from typing import Any, Callable, Iterable, Literal, Sequence
 
 from . import _structs as S, errors
 from ._callbacks import Callbacks, HydrateProgress
@@ -87,6 +87,8 @@ _apply = fn("sp_sandbox_apply", c_int, POINTER(POINTER(S.ApplyResult)), _P,
             POINTER(S.ApplyOpts), POINTER(ErrorPtr))
 _apply_free = fn("sp_apply_result_free", None, POINTER(S.ApplyResult))
 _apply_action_name = fn("sp_apply_action_name", c_char_p, c_int)
+_apply_hold_name = fn("sp_apply_hold_name", c_char_p, c_int)
+_apply_hold_why = fn("sp_apply_hold_why", c_char_p, c_int)
 _create_from_template = fn("sp_sandbox_create_from_template", c_int, _PP, c_char_p,
                            POINTER(S.SandboxOpts), POINTER(ErrorPtr))
 _logs = fn("sp_sandbox_logs", c_int, _P, POINTER(S.LogsOpts), S.LogsFn, c_void_p,
@@ -243,6 +245,13 @@ class ApplyResult:
     skipped: int
     applied: bool
     patch: str | None = None
+    #: What was held back: (path, hold, reason, count); hold is
+    #: "version-control", "review", "link-out", "special" or "keeps-held".
+    held: tuple[tuple[str, str, str, int], ...] = ()
+    #: Changes the mount's include/exclude/gitignore filters left out.
+    filtered: int = 0
+    #: The id of the snapshot whose content was applied.
+    snapshot: str = ""
 
 
 @dataclass(frozen=True)
@@ -885,17 +894,31 @@ class Sandbox:
 
     def apply(self, *, to: str | os.PathLike[str] | None = None, from_: str | None = None,
               subdir: str | None = None, dry_run: bool = False, force: bool = False,
-              patch: bool = False, max_file_bytes: int = 0) -> ApplyResult:
+              patch: bool = False, max_file_bytes: int = 0, snapshot: str | None = None,
+              allow_paths: Sequence[str] = (), allow_links_out: bool = False,
+              all: bool = False, max_files: int = 0, max_bytes: int = 0) -> ApplyResult:
         """Copy the sandbox's changes back to a host folder (sp_sandbox_apply).
 
         ``to`` None: the first mount's source; conflicts (the host changed
-        too) stop the apply unless ``force``.
+        too) stop the apply unless ``force``. Version-control data, special
+        files, symlinks out of the folder (unless ``allow_links_out``) and
+        review paths such as ``.gitattributes`` or ``.vscode/`` (unless a
+        glob of ``allow_paths`` names them) are held back and listed in
+        ``held``; the mount's filters apply unless ``all``. ``snapshot``:
+        apply that snapshot's content (the one a review showed) instead of
+        the workspace now.
         """
         o = S.ApplyOpts(version=S.APPLY_OPTS_VERSION, dry_run=dry_run, force=force,
-                        patch=patch, max_file_bytes=max_file_bytes)
+                        patch=patch, max_file_bytes=max_file_bytes,
+                        allow_links_out=allow_links_out, all=all, max_files=max_files,
+                        max_bytes=max_bytes)
         o.from_ = enc(from_)
         o.to = enc(to)
         o.subdir = enc(subdir)
+        o.snapshot = enc(snapshot)
+        allow = (c_char_p * (len(allow_paths) + 1))(*[enc(a) for a in allow_paths], None)
+        if allow_paths:
+            o.allow_paths = ctypes.cast(allow, POINTER(c_char_p))
         p = POINTER(S.ApplyResult)()
         with self._lock:
             call(_apply, byref(p), self._main(), byref(o))
@@ -907,7 +930,11 @@ class Sandbox:
                                _s(r.changes[i].path) or "") for i in range(r.n_changes)),
                 conflicts=tuple((_s(r.conflicts[i].path) or "", _s(r.conflicts[i].reason) or "")
                                 for i in range(r.n_conflicts)),
-                skipped=r.skipped, applied=r.applied, patch=_s(r.patch))
+                skipped=r.skipped, applied=r.applied, patch=_s(r.patch),
+                held=tuple((_s(r.held[i].path) or "", _s(_apply_hold_name(r.held[i].why)) or "",
+                            _s(_apply_hold_why(r.held[i].why)) or "", r.held[i].count)
+                           for i in range(r.n_held)),
+                filtered=r.filtered, snapshot=_s(r.snapshot) or "")
         finally:
             _apply_free(p)
 

@@ -304,7 +304,7 @@ typedef struct sp_snapdiff {
     char *patch; /**< unified diff text when asked for, else NULL */
 } sp_snapdiff;
 
-#define SP_SNAPSHOT_DIFF_OPTS_VERSION 1
+#define SP_SNAPSHOT_DIFF_OPTS_VERSION 2
 
 typedef struct sp_snapshot_diff_opts {
     unsigned version;
@@ -314,6 +314,11 @@ typedef struct sp_snapshot_diff_opts {
     bool patch;
     /** Lines of context in the patch (0 = 3). */
     unsigned context_lines;
+    /* Version 2: */
+    /** With `patch`: only the paths for which this returns true are in
+     *  it (every change is still listed); NULL: all. */
+    bool (*patch_select)(void *userdata, const char *path);
+    void *patch_select_userdata;
 } sp_snapshot_diff_opts;
 
 #define SP_SNAPSHOT_DIFF_OPTS_INIT                                                                 \
@@ -353,6 +358,16 @@ void sp_snapshot_entry_dispose(sp_snapshot_entry *e);
  */
 int sp_snapshot_read_entry(sp_snapshot_entry *out, sp_snapstore *s, const char *ref,
                            const char *path, size_t max_bytes, sp_error **err);
+
+/**
+ * The type, permission bits and size of the entry at `path` of snapshot
+ * `ref`, without its content (`data` stays NULL).
+ *
+ * @return 0; sp_snapshot_read_entry()'s errors (SP_ETOOBIG only for a
+ *         sparse file)
+ */
+int sp_snapshot_stat_entry(sp_snapshot_entry *out, sp_snapstore *s, const char *ref,
+                           const char *path, sp_error **err);
 
 /* ------------------------------------------------------ export, import -- */
 

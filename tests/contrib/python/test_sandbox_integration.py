@@ -336,9 +336,26 @@ def test_apply_back_to_host(home, tmp_path):
                                                            ("modify", "keep.txt")]
         assert (host / "keep.txt").read_text() == "v1\n"
         r = s.apply()
-        assert r.applied and not r.conflicts
+        assert r.applied and not r.conflicts and r.snapshot
         assert (host / "keep.txt").read_text() == "v2\n"
         assert (host / "new.txt").read_text() == "made\n"
+
+
+def test_apply_holds_back_what_the_host_would_run(home, tmp_path):
+    host = tmp_path / "proj"
+    (host / ".git").mkdir(parents=True)
+    (host / ".git" / "config").write_text("[core]\n")
+    with _create(name="py-apply-held", mounts=[str(host)]) as s:
+        s.shell("printf '[core]\\n\\tfsmonitor = touch /tmp/x\\n' >> .git/config; "
+                "echo '* filter=x' > .gitattributes; ln -s /etc/shadow out; echo ok > ok.txt")
+        r = s.apply()
+        assert r.applied and [c[1] for c in r.changes] == ["ok.txt"]
+        held = {h[0]: h[1] for h in r.held}
+        assert held == {".git": "version-control", ".gitattributes": "review", "out": "link-out"}
+        assert (host / ".git" / "config").read_text() == "[core]\n"
+        assert not (host / ".gitattributes").exists() and not (host / "out").is_symlink()
+        r = s.apply(allow_paths=[".gitattributes"], allow_links_out=True)
+        assert r.applied and (host / ".gitattributes").exists() and (host / "out").is_symlink()
 
 
 # ----------------------------------------------------------------- tools --
