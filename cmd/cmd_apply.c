@@ -20,14 +20,19 @@ enum {
     OPT_ALL,
     OPT_MAX_FILES,
     OPT_MAX_BYTES,
+    OPT_BRANCH,
 };
+enum { OPT_MESSAGE = 'm' };
 
 const struct cli_spec cli_spec_apply = {
     .name = "apply",
     .fn = cmd_apply,
     .summary = "Bring a sandbox's changes back into a host folder",
-    .usage = CLI_USAGE("[--snapshot SNAP] [--from SNAP] [--to DIR] [--allow-path PATTERN]... "
-                       "[--allow-links-out] [--all] [--dry-run] [--force] [--patch] [--json] NAME"),
+    .usage =
+        CLI_USAGE("[--snapshot SNAP] [--from SNAP] [--to DIR] [--allow-path PATTERN]... "
+                  "[--allow-links-out] [--all] [--dry-run] [--force] [--patch] [--json] NAME",
+                  "--branch BRANCH [--message TEXT] [--snapshot SNAP] [--from SNAP] [--to DIR] "
+                  "[--json] NAME"),
     .description =
         "Write what changed in the workspace since the baseline (the snapshot 'base'\n"
         "that create takes), or since --from SNAP, into a host folder: by default the\n"
@@ -52,42 +57,52 @@ const struct cli_spec cli_spec_apply = {
         "'-> TARGET' for a symlink and '(mode OLD -> NEW)' when the executable bit\n"
         "changes); '=' already there; 'C' a conflict and why; '?' a path to review; '!'\n"
         "held back and why. Names are shown with control and bidirectional characters\n"
-        "escaped.",
+        "escaped. With --branch, the same changes become one commit on a new branch of\n"
+        "the git repository the host folder is in, on top of its HEAD, and nothing\n"
+        "else of the repository is touched (work tree, index, HEAD, config, hooks): review\n"
+        "and merge it with your own git. The way to bring work back into a git project.",
     .groups = CLI_GROUPS(
-        CLI_OWN(CLI_VALUE("snapshot", 0, "SNAP", OPT_SNAPSHOT, CLI_COMP_NONE,
-                          "apply the content of snapshot SNAP (the one diff reviewed) instead of "
-                          "the workspace now"),
-                CLI_VALUE("from", 0, "SNAP", OPT_FROM, CLI_COMP_NONE,
-                          "count changes from snapshot SNAP (the host holds it) instead of base"),
-                CLI_VALUE("to", 0, "DIR", OPT_TO, CLI_COMP_DIR,
-                          "the host folder to write (default: the first mount's source)"),
-                CLI_VALUE("subdir", 0, "PATH", OPT_SUBDIR, CLI_COMP_NONE,
-                          "the workspace folder whose changes go there (default: where the "
-                          "first mount landed)"),
-                CLI_VALUE("allow-path", 0, "PATTERN", OPT_ALLOW_PATH, CLI_COMP_NONE,
-                          "also write the review paths PATTERN matches (a glob; one without '/' "
-                          "matches a name at any depth; repeatable)"),
-                CLI_FLAG("allow-links-out", 0, OPT_LINKS_OUT,
-                         "also write symlinks whose target leaves the host folder"),
-                CLI_FLAG("all", 0, OPT_ALL,
-                         "ignore the mount's include/exclude/gitignore filters (held-back paths "
-                         "stay held back)"),
-                CLI_VALUE("max-files", 0, "N", OPT_MAX_FILES, CLI_COMP_NONE,
-                          "refuse more than N changed paths (default 200000)"),
-                CLI_VALUE("max-bytes", 0, "SIZE", OPT_MAX_BYTES, CLI_COMP_NONE,
-                          "refuse more than SIZE of changed files (K, M, G, T; default 8G)"),
-                CLI_FLAG("dry-run", 'n', OPT_DRY_RUN, "list what would be done; write nothing"),
-                CLI_FLAG("force", 'f', OPT_FORCE,
-                         "write over conflicts: the sandbox's side wins (held-back paths stay "
-                         "held back)"),
-                CLI_FLAG("patch", 'p', OPT_PATCH,
-                         "print a unified diff of the changes for 'git apply' instead; write "
-                         "nothing"),
-                CLI_FLAG("json", 0, 'j',
-                         "print {ok, to, from, snapshot, applied, changes: [{path, action, type, "
-                         "mode, old_mode, target, already}], conflicts: [{path, reason}], held: "
-                         "[{path, hold, reason, count, target}], skipped, filtered} (and "
-                         "patch)")),
+        CLI_OWN(
+            CLI_VALUE("snapshot", 0, "SNAP", OPT_SNAPSHOT, CLI_COMP_NONE,
+                      "apply the content of snapshot SNAP (the one diff reviewed) instead of "
+                      "the workspace now"),
+            CLI_VALUE("from", 0, "SNAP", OPT_FROM, CLI_COMP_NONE,
+                      "count changes from snapshot SNAP (the host holds it) instead of base"),
+            CLI_VALUE("to", 0, "DIR", OPT_TO, CLI_COMP_DIR,
+                      "the host folder to write (default: the first mount's source)"),
+            CLI_VALUE("subdir", 0, "PATH", OPT_SUBDIR, CLI_COMP_NONE,
+                      "the workspace folder whose changes go there (default: where the "
+                      "first mount landed)"),
+            CLI_VALUE("allow-path", 0, "PATTERN", OPT_ALLOW_PATH, CLI_COMP_NONE,
+                      "also write the review paths PATTERN matches (a glob; one without '/' "
+                      "matches a name at any depth; repeatable)"),
+            CLI_FLAG("allow-links-out", 0, OPT_LINKS_OUT,
+                     "also write symlinks whose target leaves the host folder"),
+            CLI_FLAG("all", 0, OPT_ALL,
+                     "ignore the mount's include/exclude/gitignore filters (held-back paths "
+                     "stay held back)"),
+            CLI_VALUE("max-files", 0, "N", OPT_MAX_FILES, CLI_COMP_NONE,
+                      "refuse more than N changed paths (default 200000)"),
+            CLI_VALUE("max-bytes", 0, "SIZE", OPT_MAX_BYTES, CLI_COMP_NONE,
+                      "refuse more than SIZE of changed files (K, M, G, T; default 8G)"),
+            CLI_VALUE("branch", 0, "BRANCH", OPT_BRANCH, CLI_COMP_NONE,
+                      "write the changes as one commit on the new git branch BRANCH of the "
+                      "host folder's repository instead"),
+            CLI_VALUE("message", 'm', "TEXT", OPT_MESSAGE, CLI_COMP_NONE,
+                      "the commit message with --branch (default 'sandpod apply')"),
+            CLI_FLAG("dry-run", 'n', OPT_DRY_RUN, "list what would be done; write nothing"),
+            CLI_FLAG("force", 'f', OPT_FORCE,
+                     "write over conflicts: the sandbox's side wins (held-back paths stay "
+                     "held back)"),
+            CLI_FLAG("patch", 'p', OPT_PATCH,
+                     "print a unified diff of the changes for 'git apply' instead; write "
+                     "nothing"),
+            CLI_FLAG(
+                "json", 0, 'j',
+                "print {ok, to, from, snapshot, applied, commit, changes: [{path, action, type, "
+                "mode, old_mode, target, already}], conflicts: [{path, reason}], held: "
+                "[{path, hold, reason, count, target}], skipped, filtered} (and "
+                "patch)")),
         &cli_group_conn),
     .operands = CLI_OPERANDS({"NAME", CLI_COMP_SANDBOX, NULL}),
     .exit_status = "0 ok (applied, or nothing to do), 1 error or conflicts (nothing written), 2 "
@@ -119,6 +134,8 @@ static cJSON *result_json(const sp_apply_result *res)
     cJSON_AddStringToObject(o, "to", res->to);
     cJSON_AddStringToObject(o, "from", res->from);
     cJSON_AddStringToObject(o, "snapshot", res->snapshot ? res->snapshot : "");
+    if (res->commit)
+        cJSON_AddStringToObject(o, "commit", res->commit);
     cJSON_AddBoolToObject(o, "applied", res->applied);
     cJSON_AddNumberToObject(o, "skipped", (double)res->skipped);
     cJSON_AddNumberToObject(o, "filtered", (double)res->filtered);
@@ -172,8 +189,9 @@ void cli_apply_print_held(const sp_apply_result *res)
             put_held(&res->held[i]);
 }
 
-static void print_text(const sp_apply_result *res, bool dry_run)
+static void print_text(const sp_apply_result *res, const sp_sandbox_apply_opts *o)
 {
+    bool dry_run = o->dry_run;
     for (size_t i = 0; i < res->n_changes; i++) {
         const sp_apply_change *c = &res->changes[i];
         printf("%c  ", c->already ? '=' : "AMD"[c->action]);
@@ -208,6 +226,11 @@ static void print_text(const sp_apply_result *res, bool dry_run)
                 res->n_conflicts, res->n_conflicts == 1 ? "" : "s");
     else if (dry_run)
         fprintf(stderr, "sandpod: apply: dry run, nothing written to %s\n", res->to);
+    else if (res->commit)
+        fprintf(stderr, "sandpod: apply: committed %.12s on the new branch %s (git show %s)\n",
+                res->commit, o->branch, o->branch);
+    else if (o->branch)
+        fprintf(stderr, "sandpod: apply: nothing to commit; no branch made\n");
 }
 
 int cmd_apply(int argc, char **argv)
@@ -265,6 +288,12 @@ int cmd_apply(int argc, char **argv)
         case OPT_ALL:
             o.all = true;
             break;
+        case OPT_BRANCH:
+            o.branch = optarg;
+            break;
+        case OPT_MESSAGE:
+            o.message = optarg;
+            break;
         case OPT_MAX_FILES: {
             long long v = 0;
             if (cli_parse_ll("apply", "--max-files", optarg, 1, LLONG_MAX, &v) < 0) {
@@ -295,6 +324,15 @@ int cmd_apply(int argc, char **argv)
         rc = cli_usage("apply", "unexpected argument '%s'", argv[optind + 1]);
         goto done;
     }
+    if (o.message && !o.branch) {
+        rc = cli_usage("apply", "--message goes with --branch");
+        goto done;
+    }
+    if (o.branch && (o.force || o.patch)) {
+        rc = cli_usage("apply", "--branch makes a commit: %s does not go with it",
+                       o.force ? "--force" : "--patch");
+        goto done;
+    }
     if ((rc = cli_sandbox_open(&sb, argv[optind], &conn, json)) != 0)
         goto done;
     sp_apply_result *res = NULL;
@@ -310,7 +348,7 @@ int cmd_apply(int argc, char **argv)
     else if (o.patch)
         fputs(res->patch ? res->patch : "", stdout);
     else
-        print_text(res, o.dry_run);
+        print_text(res, &o);
     if (rc == 0 && res->n_conflicts && !res->applied)
         rc = 1;
     sp_apply_result_free(res);

@@ -13,6 +13,7 @@
 
 #include "base.h"
 #include "tree.h"
+#include "apply_internal.h"
 #include "sandbox_internal.h"
 #include "sandpod/apply.h"
 #include "sandpod/mount_filter.h"
@@ -107,6 +108,7 @@ void sp_apply_result_free(sp_apply_result *r)
     free(r->from);
     free(r->patch);
     free(r->snapshot);
+    free(r->commit);
     free(r);
 }
 
@@ -962,6 +964,7 @@ struct plan_opts {
     const sp_sandbox_mount *mount; /* whose filters apply, or NULL */
     sp_mount_filter *allow;        /* allow_paths, as includes */
     bool links_out;
+    bool branch; /* a commit, not the work tree: the host's files do not matter */
     uint64_t max_files, max_bytes;
 };
 
@@ -1029,7 +1032,7 @@ static int plan(struct planner *p, const struct plan_opts *po, struct item **ite
         struct item *it = &v[i];
         if (!applies(it))
             continue;
-        if ((r = check_host(p, it, err)) < 0)
+        if (!po->branch && (r = check_host(p, it, err)) < 0)
             break;
         if (it->has_new && it->new_type == SP_FS_FILE && !it->already) {
             sp_snapshot_entry e;
@@ -1047,7 +1050,7 @@ static int plan(struct planner *p, const struct plan_opts *po, struct item **ite
                        "nothing written",
                        (unsigned long long)bytes, (unsigned long long)po->max_bytes);
     /* Deepest first, so a folder sees what its sub-folders keep. */
-    for (size_t i = n; i-- > 0 && r == 0;)
+    for (size_t i = n; i-- > 0 && r == 0 && !po->branch;)
         if (applies(&v[i]) && removes_dir(&v[i]) && !v[i].already)
             check_dir_emptied(p, filter, v, n, i);
     sp_mount_filter_free(filter);
@@ -1200,6 +1203,22 @@ static bool patch_selects(void *ud, const char *path)
     return ps->i < ps->n && applies(&ps->v[ps->i]);
 }
 
+/* The applied items as one commit on a new branch (apply_branch.c). */
+static int commit_branch(sp_apply_result *res, const sp_sandbox_apply_opts *o, sp_snapstore *s,
+                         const char *now, const struct item *v, size_t n, sp_error **err)
+{
+    sp_apply_git_change *ch = n ? sp_xcalloc(n, sizeof(*ch)) : NULL;
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++)
+        if (applies(&v[i]))
+            ch[m++] = (sp_apply_git_change){v[i].path, v[i].rel, !v[i].has_new};
+    int r =
+        m ? sp_apply_branch(&res->commit, res->to, o->branch, s, now, ch, m, o->message, err) : 0;
+    free(ch);
+    res->applied = r == 0 && m > 0;
+    return r;
+}
+
 int sp_sandbox_apply(sp_apply_result **out, sp_sandbox *sb, const sp_sandbox_apply_opts *opts,
                      sp_error **err)
 {
@@ -1219,6 +1238,7 @@ int sp_sandbox_apply(sp_apply_result **out, sp_sandbox *sb, const sp_sandbox_app
         .links_out = o.allow_links_out,
         .max_files = o.max_files ? o.max_files : DEFAULT_MAX_FILES,
         .max_bytes = o.max_bytes ? o.max_bytes : DEFAULT_MAX_BYTES,
+        .branch = o.branch != NULL,
     };
     sp_mount_filter *allow = NULL;
     int r = 0;
@@ -1279,7 +1299,9 @@ int sp_sandbox_apply(sp_apply_result **out, sp_sandbox *sb, const sp_sandbox_app
     bool todo = false;
     for (size_t i = 0; i < n; i++)
         todo |= applies(&items[i]) && !items[i].already;
-    if (r == 0 && !o.dry_run && !o.patch && todo && (!res->n_conflicts || o.force)) {
+    if (r == 0 && o.branch && !o.dry_run && !o.patch) {
+        r = commit_branch(res, &o, sd.s, sd.now->id, items, n, err);
+    } else if (r == 0 && !o.dry_run && !o.patch && todo && (!res->n_conflicts || o.force)) {
         r = commit_items(&host, sd.s, sd.now->id, max, items, n, err);
         res->applied = r == 0;
     }

@@ -145,6 +145,51 @@ g -C "$P" st >/dev/null 2>&1
 g -C "$P" log -p >/dev/null 2>&1
 check "nothing the workload wrote ran on the host: $(canaries | tr '\n' ' ')" test -z "$(canaries)"
 
+# ------------------------------------------------- as a branch --
+B=$T/branchy
+mkdir -p "$B/src"
+printf 'one\n' >"$B/src/a.txt"
+printf 'gone\n' >"$B/old.txt"
+g -C "$B" init -q
+g -C "$B" add -A
+g -C "$B" commit -qm base
+bhead=$(g -C "$B" rev-parse HEAD)
+cp "$B/.git/config" "$T/bconfig"
+cp "$B/.git/index" "$T/bindex"
+K=apk-$$
+run create --name "$K" --mount "$B"
+expect 0 "create for --branch"
+run sh "$K" "printf 'two\n' >src/a.txt && rm old.txt && printf '#!/bin/sh\n' >run.sh && chmod 755 run.sh &&
+    printf '[core]\n\tfsmonitor = \"$(pay branch-fsmonitor)\"\n' >>.git/config && printf x >.gitattributes"
+expect 0 "the workload works and writes payloads"
+run apply "$K" --branch sandbox-work -m 'work from the sandbox' --json
+expect 0 "apply --branch"
+json "apply --branch --json" 'j["applied"] and len(j["commit"]) == 40 and {h["path"] for h in j["held"]} == {".git", ".gitattributes"}'
+check "HEAD did not move" test "$(g -C "$B" rev-parse HEAD)" = "$bhead"
+check "the index is untouched" cmp -s "$T/bindex" "$B/.git/index"
+check "the config is untouched" cmp -s "$T/bconfig" "$B/.git/config"
+file_is "$B/src/a.txt" 'one\n' "the work tree is untouched"
+check "the branch's parent is HEAD" test "$(g -C "$B" rev-parse sandbox-work^)" = "$bhead"
+g -C "$B" show --name-status --format=%s sandbox-work >"$T/show"
+check "the commit holds the work" grep -qx 'M	src/a.txt' "$T/show"
+check "the commit holds the deletion" grep -qx 'D	old.txt' "$T/show"
+check "the commit holds the new file" grep -qx 'A	run.sh' "$T/show"
+check "the commit holds no held-back path" test -z "$(grep -E 'gitattributes|\.git/' "$T/show")"
+check "the message" grep -qx 'work from the sandbox' "$T/show"
+check "the executable bit" test "$(g -C "$B" ls-tree sandbox-work run.sh | cut -c1-6)" = 100755
+g -C "$B" merge -q sandbox-work >/dev/null 2>&1
+file_is "$B/src/a.txt" 'two\n' "the user merges it with their own git"
+run apply "$K" --branch sandbox-work
+expect 1 "an existing branch"
+err_has "already exists" "the message says so"
+run apply "$K" --branch 'bad..name'
+expect 1 "a bad branch name"
+run apply "$K" --branch x --force
+expect 2 "--branch with --force is bad usage"
+run apply "$K" -m lonely
+expect 2 "--message without --branch is bad usage"
+check "no payload ran: $(canaries | tr '\n' ' ')" test -z "$(canaries)"
+
 # ------------------------------------------------- opened by name --
 run apply "$N" --allow-path .gitattributes --allow-links-out --dry-run
 expect 0 "apply --allow-path --allow-links-out --dry-run"

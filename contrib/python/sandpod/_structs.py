@@ -287,6 +287,7 @@ class ApplyResult(ctypes.Structure):
         ("n_held", c_size_t),
         ("filtered", c_size_t),
         ("snapshot", c_char_p),
+        ("commit", c_char_p),
     ]
 
 
@@ -308,6 +309,8 @@ class ApplyOpts(ctypes.Structure):
         ("all", c_bool),
         ("max_files", c_uint64),
         ("max_bytes", c_uint64),
+        ("branch", c_char_p),
+        ("message", c_char_p),
     ]
 
 

@@ -252,6 +252,8 @@ class ApplyResult:
     filtered: int = 0
     #: The id of the snapshot whose content was applied.
     snapshot: str = ""
+    #: With ``branch``: the new commit's id.
+    commit: str | None = None
 
 
 @dataclass(frozen=True)
@@ -896,7 +898,8 @@ class Sandbox:
               subdir: str | None = None, dry_run: bool = False, force: bool = False,
               patch: bool = False, max_file_bytes: int = 0, snapshot: str | None = None,
               allow_paths: Sequence[str] = (), allow_links_out: bool = False,
-              all: bool = False, max_files: int = 0, max_bytes: int = 0) -> ApplyResult:
+              all: bool = False, max_files: int = 0, max_bytes: int = 0,
+              branch: str | None = None, message: str | None = None) -> ApplyResult:
         """Copy the sandbox's changes back to a host folder (sp_sandbox_apply).
 
         ``to`` None: the first mount's source; conflicts (the host changed
@@ -906,7 +909,9 @@ class Sandbox:
         glob of ``allow_paths`` names them) are held back and listed in
         ``held``; the mount's filters apply unless ``all``. ``snapshot``:
         apply that snapshot's content (the one a review showed) instead of
-        the workspace now.
+        the workspace now. ``branch``: write the changes as one commit on
+        that new branch of the host folder's git repository (its parent is
+        HEAD; work tree, index, HEAD, config and hooks untouched).
         """
         o = S.ApplyOpts(version=S.APPLY_OPTS_VERSION, dry_run=dry_run, force=force,
                         patch=patch, max_file_bytes=max_file_bytes,
@@ -916,6 +921,8 @@ class Sandbox:
         o.to = enc(to)
         o.subdir = enc(subdir)
         o.snapshot = enc(snapshot)
+        o.branch = enc(branch)
+        o.message = enc(message)
         allow = (c_char_p * (len(allow_paths) + 1))(*[enc(a) for a in allow_paths], None)
         if allow_paths:
             o.allow_paths = ctypes.cast(allow, POINTER(c_char_p))
@@ -934,7 +941,7 @@ class Sandbox:
                 held=tuple((_s(r.held[i].path) or "", _s(_apply_hold_name(r.held[i].why)) or "",
                             _s(_apply_hold_why(r.held[i].why)) or "", r.held[i].count)
                            for i in range(r.n_held)),
-                filtered=r.filtered, snapshot=_s(r.snapshot) or "")
+                filtered=r.filtered, snapshot=_s(r.snapshot) or "", commit=_s(r.commit))
         finally:
             _apply_free(p)
 

@@ -123,6 +123,7 @@ typedef struct sp_apply_result {
     size_t n_held;
     size_t filtered; /**< changes the mount's include/exclude/gitignore leave out */
     char *snapshot;  /**< the id of the snapshot whose content was applied */
+    char *commit;    /**< with `branch`: the new commit's id, else NULL */
 } sp_apply_result;
 
 void sp_apply_result_free(sp_apply_result *r);
@@ -166,6 +167,15 @@ typedef struct sp_sandbox_apply_opts {
      *  (0: 200,000) or more bytes of new file content (0: 8 GiB). */
     uint64_t max_files;
     uint64_t max_bytes;
+    /** Write the changes as one commit on this new branch of the git
+     *  repository whose work tree holds the host folder, instead of into
+     *  the folder: its parent is the repository's HEAD, and nothing of the
+     *  work tree, index, HEAD, config or hooks is touched, so there are no
+     *  conflicts (the user merges with their own git). The same paths are
+     *  held back. SP_EEXISTS when the branch exists. */
+    const char *branch;
+    /** The commit message with `branch` (NULL: "sandpod apply"). */
+    const char *message;
 } sp_sandbox_apply_opts;
 
 #define SP_SANDBOX_APPLY_OPTS_INIT                                                                 \

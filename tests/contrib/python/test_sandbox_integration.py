@@ -358,6 +358,26 @@ def test_apply_holds_back_what_the_host_would_run(home, tmp_path):
         assert r.applied and (host / ".gitattributes").exists() and (host / "out").is_symlink()
 
 
+def test_apply_as_a_branch(home, tmp_path):
+    import subprocess
+    host = tmp_path / "proj"
+    host.mkdir()
+    (host / "a.txt").write_text("one\n")
+    git = ["git", "-c", "user.name=u", "-c", "user.email=u@x", "-C", str(host)]
+    for args in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "base"]):
+        subprocess.run(git + args, check=True)
+    with _create(name="py-apply-branch", mounts=[str(host)]) as s:
+        s.shell("echo two > a.txt")
+        r = s.apply(branch="from-sandbox", message="the work")
+        assert r.applied and r.commit and len(r.commit) == 40
+        assert (host / "a.txt").read_text() == "one\n"
+        show = subprocess.run(git + ["show", "from-sandbox:a.txt"], check=True,
+                              capture_output=True, text=True).stdout
+        assert show == "two\n"
+        with pytest.raises(sandpod.errors.Error):
+            s.apply(branch="from-sandbox")
+
+
 # ----------------------------------------------------------------- tools --
 
 def test_tools_specs_and_calls(sb):
