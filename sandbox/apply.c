@@ -22,7 +22,12 @@ int sp_sandbox_baseline(sp_snapshot **out, const sp_sandbox *sb, sp_snapstore *s
 {
     *out = NULL;
     sp_error *e = NULL;
-    int r = s ? sp_snapshot_get(out, s, SP_SANDBOX_BASELINE_TAG, &e) : SP_ENOTFOUND;
+    int r = s ? sp_snapshot_get(out, s, SP_SANDBOX_ORIGIN_TAG, &e) : SP_ENOTFOUND;
+    if (r == SP_ENOTFOUND && s) {
+        sp_error_free(e);
+        e = NULL;
+        r = sp_snapshot_get(out, s, SP_SANDBOX_BASELINE_TAG, &e);
+    }
     if (r == SP_ENOTFOUND) {
         sp_error_free(e);
         return sp_err_set(err, SP_ENOTFOUND, 0,

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "sandbox_internal.h"
+#include "sandpod/apply.h"
 #include "sandpod/fork.h"
 #include "sandpod/sandbox_snapshot.h"
 
@@ -62,6 +63,37 @@ static int open_store(sp_snapstore **out, sp_sandbox *sb, bool create, sp_error 
     return sp_snapstore_open(out, sb->workspace, dir, &so, err);
 }
 
+/* What the origin was made from (its own origin's, for a fork of a fork),
+ * kept in the fork tagged SP_SANDBOX_ORIGIN_TAG: apply of the fork counts
+ * its changes from there, into the origin's host folders, so the winner of
+ * an experiment can be brought back. An origin without a baseline has
+ * nothing to keep. */
+static int keep_origin_base(sp_snapstore *dst, sp_snapstore *src, sp_error **err)
+{
+    sp_snapshot *base = NULL;
+    sp_error *e = NULL;
+    int r = sp_snapshot_get(&base, src, SP_SANDBOX_ORIGIN_TAG, &e);
+    if (r == SP_ENOTFOUND) {
+        sp_error_free(e);
+        e = NULL;
+        r = sp_snapshot_get(&base, src, SP_SANDBOX_BASELINE_TAG, &e);
+    }
+    if (r == SP_ENOTFOUND) {
+        sp_error_free(e);
+        return 0;
+    }
+    if (r < 0) {
+        if (err)
+            *err = e;
+        else
+            sp_error_free(e);
+        return r;
+    }
+    r = sp_snapshot_share_tagged(NULL, dst, src, base->id, SP_SANDBOX_ORIGIN_TAG, err);
+    sp_snapshot_free(base);
+    return r;
+}
+
 static int seed_from_snapshot(sp_sandbox *sb, void *data, sp_error **err)
 {
     fork_seed *f = data;
@@ -96,6 +128,8 @@ static int seed_from_snapshot(sp_sandbox *sb, void *data, sp_error **err)
             sp_err_wrap(err, r, "fork sandbox %s", f->origin->name);
         goto out;
     }
+    if ((r = keep_origin_base(dst, src, err)) < 0)
+        goto out;
     r = sp_snapshot_restore(NULL, dst, snap->id, err);
 out:
     sp_snapshot_free(snap);

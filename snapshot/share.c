@@ -111,8 +111,19 @@ static bool is_fanout(const char *n)
 int sp_snapshot_share(sp_snapshot **out, sp_snapstore *dst, sp_snapstore *src, const char *ref,
                       sp_error **err)
 {
+    return sp_snapshot_share_tagged(out, dst, src, ref, NULL, err);
+}
+
+int sp_snapshot_share_tagged(sp_snapshot **out, sp_snapstore *dst, sp_snapstore *src,
+                             const char *ref, const char *tag, sp_error **err)
+{
     if (out)
         *out = NULL;
+    if (tag) {
+        int tr = sp_snap_check_tag(tag, err);
+        if (tr < 0)
+            return tr;
+    }
     /* The source's lock keeps a gc there from removing objects while they
      * are being linked; the destination's orders this against its own
      * writers. */
@@ -147,16 +158,26 @@ int sp_snapshot_share(sp_snapshot **out, sp_snapstore *dst, sp_snapstore *src, c
     if (r == 0 && sp_oid_parse(&id, snap->commit, strlen(snap->commit)) < 0)
         r = sp_err_set(err, SP_EINVAL, 0, "snapshot %s has a bad commit id", snap->id);
     cleanup_free char *name = sp_xasprintf(SNAP_REF_PREFIX "%s", snap->id);
-    if (r == 0 && sp_odb_exists(&dst->odb, &id))
-        r = sp_ref_create(&dst->odb, name, &id, err);
-    else if (r == 0)
+    sp_snapshot *made = NULL;
+    if (r == 0 && !sp_odb_exists(&dst->odb, &id)) {
         r = sp_err_set(err, SP_ERROR, 0, "snapshot %s: its commit did not reach store %s", snap->id,
                        dst->store);
+    } else if (r == 0 && tag) {
+        /* A record of its own over the same tree: a new id, the tag asked. */
+        sp_oid tree;
+        if ((r = sp_snap_commit_tree(&dst->odb, snap->commit, &tree, err)) == 0)
+            r = sp_snap_record(&made, dst, &tree, NULL, tag, err);
+    } else if (r == 0) {
+        r = sp_ref_create(&dst->odb, name, &id, err);
+    }
     sp_snap_unlock(dst);
     sp_snap_unlock(src);
     dst->stats = (sp_snapstore_stats){.objects_written = linked};
-    if (r == 0 && out)
+    if (r == 0 && out && made)
+        *out = steal_pointer(&made);
+    else if (r == 0 && out)
         r = sp_snap_resolve(out, dst, snap->id, err);
+    sp_snapshot_free(made);
     sp_snapshot_free(snap);
     return r;
 }

@@ -214,6 +214,35 @@ run apply "$E" --patch
 expect 1 "--patch for a mount at a subfolder"
 err_has "workspace root" "--patch says why"
 
+# ------------------------------------------ the winner of an experiment --
+X=$T/exp
+mkdir -p "$X"
+printf 'v0\n' >"$X/model.txt"
+printf 'keep\n' >"$X/keep.txt"
+G=ape-$$
+run create --name "$G" --mount "$X"
+expect 0 "create the origin of an experiment"
+run sh "$G" 'printf "prepared\n" >prep.txt'
+run snapshot "$G" --tag prepared
+expect 0 "the prepared state"
+run fork "$G" prepared --name "$G-f"
+expect 0 "fork from the prepared state"
+run sh "$G-f" 'printf "v1\n" >model.txt'
+run diff "$G-f"
+out_is 'M  model.txt\nA  prep.txt\n' "a fork's diff counts from what its origin was made from"
+run apply "$G-f" --dry-run
+expect 0 "apply a fork, dry run"
+out_is 'M  model.txt\nA  prep.txt\n' "the fork's whole line of work, against the origin's host folder"
+run snapshot "$G-f"
+run fork "$G-f" --name "$G-ff"
+expect 0 "a fork of a fork"
+run sh "$G-ff" 'printf "v2\n" >model.txt'
+run apply "$G-ff"
+expect 0 "apply the winner, a fork of a fork"
+file_is "$X/model.txt" 'v2\n' "the winner's change lands in the origin's host folder"
+file_is "$X/prep.txt" 'prepared\n' "with what the origin prepared before the fork"
+file_is "$X/keep.txt" 'keep\n' "and nothing else"
+
 # ------------------------------------------------------------- bad usage --
 run apply
 expect 2 "apply without NAME"

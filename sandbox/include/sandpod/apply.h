@@ -20,8 +20,15 @@ extern "C" {
 /** The tag of the snapshot every sp_sandbox_create() takes last. */
 #define SP_SANDBOX_BASELINE_TAG "base"
 
+/** The tag a fork gives its origin's baseline (its origin's origin's, for
+ *  a fork of a fork): what the host folders it applies to held. */
+#define SP_SANDBOX_ORIGIN_TAG "origin-base"
+
 /**
- * Find the baseline snapshot of a sandbox's store.
+ * Find the baseline snapshot of a sandbox's store: the one tagged
+ * SP_SANDBOX_ORIGIN_TAG when there is one (a fork: what its origin was
+ * made from, so diff and apply count the whole line of work against the
+ * host folders), else the one tagged SP_SANDBOX_BASELINE_TAG.
  *
  * @param out  receives the record; free with sp_snapshot_free()
  * @param sb   the sandbox (for the message)

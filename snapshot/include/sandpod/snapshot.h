@@ -421,6 +421,14 @@ int sp_snapshot_import(sp_snapshot **out, sp_snapstore *s, const char *path, int
 int sp_snapshot_share(sp_snapshot **out, sp_snapstore *dst, sp_snapstore *src, const char *ref,
                       sp_error **err);
 
+/**
+ * sp_snapshot_share(), but the snapshot becomes a new record of `dst`
+ * over the same content, with a new id and tag `tag` (NULL: as
+ * sp_snapshot_share()). A fork keeps its origin's baseline this way.
+ */
+int sp_snapshot_share_tagged(sp_snapshot **out, sp_snapstore *dst, sp_snapstore *src,
+                             const char *ref, const char *tag, sp_error **err);
+
 /* ----------------------------------------------------------------- gc -- */
 
 typedef struct sp_snapstore_gc_result {
