@@ -90,9 +90,12 @@ out_is 'sub/b.txt\ndir\nran\n' "symlink, empty folder and exec bit come through"
 run diff "$F" first
 expect 0 "diff the fork against the snapshot"
 out_is '' "the fork's workspace equals the snapshot"
+run diff "$F" base
+expect 0 "diff the fork against its own baseline"
+out_is '' "the fork's diff against its own baseline (taken trusting the restore) is empty"
 run diff "$F"
-expect 0 "diff the fork against its baseline"
-out_is '' "the fork's first diff (against its baseline, taken trusting the restore) is empty"
+expect 0 "diff the fork"
+out_is 'A  late.txt\n' "a fork's diff counts from what its origin was made from (origin-base)"
 run diff "$F" first base
 out_is '' "the fork's baseline is the forked snapshot"
 run exec "$F" -- sh -c 'printf "version ONE\n" > /workspace/a.txt'
