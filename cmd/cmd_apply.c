@@ -346,7 +346,8 @@ int cmd_apply(int argc, char **argv)
     if (json)
         rc = cli_print_result(result_json(res));
     else if (o.patch)
-        fputs(res->patch ? res->patch : "", stdout);
+        cli_put_text(stdout, res->patch ? res->patch : "", res->patch ? strlen(res->patch) : 0,
+                     false);
     else
         print_text(res, &o);
     if (rc == 0 && res->n_conflicts && !res->applied)

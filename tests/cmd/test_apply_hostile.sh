@@ -75,6 +75,8 @@ printf 'x' >suid && chmod 4755 suid
 printf 'x' >open && chmod 666 open
 # Names that would hide or fake a line.
 touch \"\$(printf 'evil\nA  fake.txt')\" \"\$(printf '\033[2Jclear')\" \"\$(printf 'x\342\200\256txt.exe')\"
+# Content that would erase a line on the screen of whoever reviews it.
+printf 'ok\033[2K\rfake\n' >src/term.txt
 # The real work, and what the mount's gitignore left out on the way in.
 printf 'print(2)\n' >src/app.py
 mkdir -p src/__pycache__ && printf 'pyc' >src/__pycache__/app.cpython-311.pyc && printf 'pyc' >src/app.pyc
@@ -90,6 +92,16 @@ out_has '?  .gitattributes' "diff lists .gitattributes to review"
 out_lacks "$(printf '\033')" "no raw escape in diff's listing"
 out_has 'evil\x0aA  fake.txt' "a newline in a name is escaped"
 out_has 'x\u202etxt.exe' "a right-to-left override in a name is escaped"
+
+run_tty diff "$N" --patch
+expect_rc 0 "diff --patch to a terminal"
+out_has 'ok\x1b[2K' "diff --patch to a terminal shows an escape as text"
+out_lacks "$(printf '\033[2K')" "diff --patch to a terminal writes no raw escape"
+run_tty apply "$N" --patch
+out_has 'ok\x1b[2K' "apply --patch to a terminal shows an escape as text"
+out_lacks "$(printf '\033[2K')" "apply --patch to a terminal writes no raw escape"
+run apply "$N" --patch
+out_has "$(printf 'ok\033[2K')" "apply --patch to a pipe is exact, for git apply"
 
 run apply "$N" --dry-run
 expect 0 "apply --dry-run"
