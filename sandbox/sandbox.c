@@ -1405,6 +1405,20 @@ static int rm_state_dir(sp_sandbox *sb, sp_error **err)
     return r;
 }
 
+/* A kept workspace leaves the sandbox: no file in it keeps set-id bits
+ * (a set-uid binary the workload made would run with its owner's power on
+ * the host). Runs after the container is removed, so nothing the
+ * workload runs changes the tree meanwhile. */
+static int strip_setid(const sp_tree_entry *e, int when, void *ctx, sp_error **err)
+{
+    (void)ctx;
+    if (when != SP_TREE_PRE || !S_ISREG(e->st->st_mode) || !(e->st->st_mode & (S_ISUID | S_ISGID)))
+        return 0;
+    if (fchmodat(e->parent_fd, e->name, e->st->st_mode & 0777, 0) < 0)
+        return sp_err_errno(err, errno, "chmod", e->path);
+    return 0;
+}
+
 int sp_sandbox_remove(sp_sandbox *sb, bool keep_workspace, sp_error **err)
 {
     int r = sp_sandbox_lock(sb, err);
@@ -1456,6 +1470,17 @@ int sp_sandbox_remove(sp_sandbox *sb, bool keep_workspace, sp_error **err)
             sp_sandbox_unlock(sb);
             return r;
         }
+        /* The container is gone: nothing changes the tree under the walk. */
+        int pfd = open(parent, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (pfd < 0 || (r = sp_tree_walk(pfd, sb->name, strip_setid, NULL, err)) < 0) {
+            if (pfd < 0)
+                r = sp_err_errno(err, errno, "open", parent);
+            if (pfd >= 0)
+                close(pfd);
+            sp_sandbox_unlock(sb);
+            return sp_err_wrap(err, r, "keep workspace %s", kept);
+        }
+        close(pfd);
         free(sb->workspace);
         sb->workspace = steal_pointer(&kept);
     }

@@ -242,6 +242,8 @@ expect 1 "start with one missing sandbox"
 json "start --json reports each" "j['ok'] is False and j['sandboxes'][0]['ok'] is True and j['sandboxes'][1]['ok'] is False"
 
 # -------------------------------------------------------------------- rm --
+run sh "$N" 'printf x >suid && chmod 6755 suid && mkdir -p d && printf y >d/sgid && chmod 2711 d/sgid'
+expect 0 "the workload makes set-id files"
 run rm "$N"
 expect 1 "rm refuses a running sandbox"
 err_has "--force" "rm says how to go on"
@@ -249,6 +251,8 @@ run rm --force --keep-workspace "$N"
 expect 0 "rm --force --keep-workspace"
 out_has "$SANDPOD_HOME/kept-workspaces/$N" "rm prints where the workspace went"
 check "the kept workspace holds the files" test -f "$SANDPOD_HOME/kept-workspaces/$N/inside.txt"
+check "a kept set-uid file keeps no set-id bit" test "$(stat -c %a "$SANDPOD_HOME/kept-workspaces/$N/suid")" = 755
+check "a kept set-gid file keeps no set-id bit" test "$(stat -c %a "$SANDPOD_HOME/kept-workspaces/$N/d/sgid")" = 711
 check "the state folder is gone" test ! -e "$SANDPOD_HOME/sandboxes/$N"
 run ls
 out_lacks "$N " "ls no longer shows the sandbox"
