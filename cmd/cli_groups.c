@@ -28,7 +28,9 @@ static const struct cli_optdesc create_opts[] = {
     CLI_VALUE("mount", 0, "SPEC", CLI_OPT_MOUNT, CLI_COMP_DIR,
               "copy a host folder into the workspace (repeatable): PATH, or "
               "src=PATH[,dst=DIR] [,include=GLOB]... [,exclude=GLOB]... [,max-bytes=SIZE] "
-              "[,follow-symlinks] [,gitignore]"),
+              "[,follow-symlinks] [,gitignore] [,secrets=strip|keep] (strip, the default, "
+              "leaves out and reports files that hold credentials: see `sandpod hydrate "
+              "--help`)"),
     CLI_VALUE("allowed-root", 0, "DIR", CLI_OPT_ALLOWED_ROOT, CLI_COMP_DIR,
               "host folder every mount must stay inside (repeatable; default: each mount's own "
               "folder)"),

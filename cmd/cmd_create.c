@@ -440,6 +440,59 @@ static void setup_done(void *ud, size_t i, const char *cmd, const struct sp_run_
     fflush(stderr);
 }
 
+/* The paths every mount's hydration left out (`left`) or rewrote, from
+ * the sandbox's record. */
+static const char *const *secrets_of(const sp_sandbox_mount *m, bool left)
+{
+    return left ? m->secrets_left_out : m->secrets_rewritten;
+}
+
+/* One line on stderr for each list that is not empty: the user must see
+ * what did not reach the workspace as it is on the host. */
+static void print_secrets(const sp_sandbox *sb)
+{
+    size_t n = 0;
+    const sp_sandbox_mount *m = sp_sandbox_mounts(sb, &n);
+    static const char *const what[] = {
+        "left out of the workspace as holding credentials (secrets=keep on the mount copies "
+        "them)",
+        "copied without their credentials"};
+    for (int l = 0; l < 2; l++) {
+        bool any = false;
+        for (size_t i = 0; i < n; i++) {
+            for (const char *const *p = secrets_of(&m[i], l == 0); p && *p; p++) {
+                fputs(any ? ", " : "sandpod: ", stderr);
+                if (!any)
+                    fprintf(stderr, "%s: ", what[l]);
+                cli_put_name(stderr, *p);
+                any = true;
+            }
+        }
+        if (any)
+            fputc('\n', stderr);
+    }
+}
+
+/* create --json: the sandbox, and what hydration left out or rewrote. */
+static int print_created_json(sp_sandbox *sb)
+{
+    sp_sandbox_status *st = NULL;
+    if (sp_sandbox_status_get(&st, sb, NULL) < 0)
+        st = NULL;
+    cJSON *o = sp_json_sandbox(sb, st, false);
+    sp_sandbox_status_free(st);
+    size_t n = 0;
+    const sp_sandbox_mount *m = sp_sandbox_mounts(sb, &n);
+    static const char *const keys[] = {"secrets_left_out", "secrets_rewritten"};
+    for (int l = 0; o && l < 2; l++) {
+        cJSON *a = cJSON_AddArrayToObject(o, keys[l]);
+        for (size_t i = 0; a && i < n; i++)
+            for (const char *const *p = secrets_of(&m[i], l == 0); p && *p; p++)
+                cJSON_AddItemToArray(a, sp_json_string(*p));
+    }
+    return cli_print_result(o);
+}
+
 sp_sandbox_opts cli_create_opts(const struct cli_create *c)
 {
     sp_sandbox_opts o = c->opts;
@@ -501,6 +554,8 @@ int cli_create_sandbox(sp_sandbox **out, struct cli_create *c, sp_error **err)
      * that could not be made. */
     for (const char *const *w = rc == 0 ? sp_sandbox_warnings(*out) : NULL; w && *w; w++)
         fprintf(stderr, "sandpod: warning: %s\n", *w);
+    if (rc == 0 && !c->json)
+        print_secrets(*out);
     return rc;
 }
 
@@ -528,9 +583,12 @@ const struct cli_spec cli_spec_create = {
                                            "configuration; no --mount"),
                                  CLI_FLAG("json", 0, 'j',
                                           "print {ok, name, state, container, image, created_at, "
-                                          "workspace, state_dir}"))),
+                                          "workspace, state_dir, secrets_left_out, "
+                                          "secrets_rewritten}"))),
     .notes = "Hydration progress is one line on stderr, redrawn when it is a terminal\n"
-             "(percent, rate, ETA); otherwise one summary line at the end (none with --json).",
+             "(percent, rate, ETA); otherwise one summary line at the end (none with --json).\n"
+             "Files a mount left out or rewrote because they hold credentials are listed\n"
+             "on stderr (in the JSON with --json) and by `sandpod inspect`.",
     .exit_status = "0 ok, 1 error, 2 bad usage.",
 };
 
@@ -591,7 +649,7 @@ int cmd_create(int argc, char **argv)
         rc = cli_fail(json, r, err);
         goto done;
     }
-    rc = cli_print_created(sb, json);
+    rc = json ? print_created_json(sb) : cli_print_created(sb, false);
 
 done:
     sp_sandbox_free(sb);

@@ -35,7 +35,7 @@ const struct cli_spec cli_spec_hydrate = {
         "\n"
         "SPEC is a folder PATH, or\n"
         "  src=PATH[,dst=DIR][,include=GLOB]...[,exclude=GLOB]...[,max-bytes=SIZE]\n"
-        "          [,follow-symlinks][,gitignore]\n"
+        "          [,follow-symlinks][,gitignore][,secrets=strip|keep]\n"
         "  src=PATH          the host folder to copy\n"
         "  dst=DIR           where it lands in the workspace (default: the root)\n"
         "  include=GLOB      copy only matching files (repeatable); a GLOB without '/'\n"
@@ -52,6 +52,12 @@ const struct cli_spec cli_spec_hydrate = {
         "  gitignore         leave out what the source's .gitignore files (nested\n"
         "                    ones too, git's rules) and .git/info/exclude ignore;\n"
         "                    .git itself is kept; exclude applies first, include last\n"
+        "  secrets=strip     the default: leave out files that hold credentials (.env,\n"
+        "                    .env.* but not .env.example and the like, .netrc,\n"
+        "                    .git-credentials, ssh private keys, *.pem, *.key, *.p12,\n"
+        "                    *.pfx) and copy .git/config, .npmrc, .pypirc and\n"
+        "                    .docker/config.json without theirs; each is reported\n"
+        "  secrets=keep      copy them all as they are\n"
         "Commas inside {...} do not split (include=*.{c,h}); write a literal comma in\n"
         "a path as \\,.\n"
         "\n"
@@ -135,6 +141,9 @@ static int print_human(const struct hydrate_cli *c, const char *ws, const sp_hyd
             case SP_HYDRATE_SKIP_TOO_DEEP:
                 why = "too deep";
                 break;
+            case SP_HYDRATE_SKIP_SECRET:
+                why = "holds credentials";
+                break;
             default:
                 why = "skipped";
                 break;
@@ -149,6 +158,11 @@ static int print_human(const struct hydrate_cli *c, const char *ws, const sp_hyd
             }
             fputc('\n', stdout);
         }
+    }
+    if (r->n_rewritten) {
+        printf("copied without credentials %zu:\n", r->n_rewritten);
+        for (size_t i = 0; i < r->n_rewritten; i++)
+            put_entry_line(r->rewritten[i].path, r->rewritten[i].detail);
     }
     if (r->n_overridden) {
         printf("replaced %zu (later mounts win):\n", r->n_overridden);

@@ -24,14 +24,14 @@ const struct cli_spec cli_spec_inspect = {
                    "shown as KEY=*** (they are often tokens) unless --show-secrets is given.",
     .groups = CLI_GROUPS(
         CLI_OWN(
-            CLI_FLAG(
-                "json", 0, 'j',
-                "print {ok, name, state, running, exit_code, oom_killed, container, "
-                "image, created_at, workspace, state_dir, mounts: [{host_path, mount_path, "
-                "include, exclude, max_bytes, follow_symlinks, gitignore, files, bytes}], config: "
-                "{workdir, user, env, "
-                "network, memory_bytes, nano_cpus, pids_limit, tmpfs_bytes, "
-                "writable_root, cap_add}}"),
+            CLI_FLAG("json", 0, 'j',
+                     "print {ok, name, state, running, exit_code, oom_killed, container, "
+                     "image, created_at, workspace, state_dir, mounts: [{host_path, mount_path, "
+                     "include, exclude, max_bytes, follow_symlinks, gitignore, files, bytes, "
+                     "secrets, secrets_left_out, secrets_rewritten}], config: "
+                     "{workdir, user, env, "
+                     "network, memory_bytes, nano_cpus, pids_limit, tmpfs_bytes, "
+                     "writable_root, cap_add}}"),
             CLI_FLAG("show-secrets", 0, OPT_SHOW_SECRETS, "show env values as they were given")),
         &cli_group_conn),
     .operands = CLI_OPERANDS({"NAME", CLI_COMP_SANDBOX, NULL}),
@@ -121,6 +121,11 @@ static cJSON *mounts_json(const sp_sandbox *sb)
         cJSON_AddBoolToObject(e, "gitignore", m[i].gitignore);
         sp_json_add_u64(e, "files", m[i].files);
         sp_json_add_u64(e, "bytes", m[i].bytes);
+        sp_json_add_string(e, "secrets", m[i].keep_secrets ? "keep" : "strip");
+        cJSON_AddItemToObject(e, "secrets_left_out",
+                              sp_json_strv_map(m[i].secrets_left_out, sp_json_string));
+        cJSON_AddItemToObject(e, "secrets_rewritten",
+                              sp_json_strv_map(m[i].secrets_rewritten, sp_json_string));
         cJSON_AddItemToArray(a, e);
     }
     return a;
@@ -168,6 +173,22 @@ static void print_mounts(const cJSON *mounts)
             field("", "  follows symlinks into its allowed roots");
         if (cJSON_IsTrue(get(m, "gitignore")))
             field("", "  leaves out what its .gitignore files ignore");
+        const char *sec = str(m, "secrets");
+        if (sec && strcmp(sec, "keep") == 0)
+            field("", "  secrets=keep: files with credentials copied as they were");
+        static const char *const secret_lists[][2] = {
+            {"secrets_left_out", "left out, holds credentials"},
+            {"secrets_rewritten", "copied without its credentials"}};
+        for (int l = 0; l < 2; l++) {
+            const cJSON *g;
+            cJSON_ArrayForEach(g, get(m, secret_lists[l][0]))
+            {
+                if (!cJSON_IsString(g))
+                    continue;
+                snprintf(buf, sizeof(buf), "  %s: %s", secret_lists[l][1], g->valuestring);
+                field("", buf);
+            }
+        }
     }
     if (!any)
         field("mounts:", "(none recorded)");

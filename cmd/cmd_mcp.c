@@ -44,7 +44,8 @@ const struct cli_spec cli_spec_mcp = {
                          "with --create: keep the sandbox at exit (the default; for older "
                          "scripts)"),
                 CLI_FLAG("with-dotenv", 0, OPT_WITH_DOTENV,
-                         "with --create: copy .env* files of the mounts too"),
+                         "with --create: copy .env* files of the mounts too, and the other "
+                         "credentials hydration leaves out (secrets=keep on every mount)"),
                 CLI_FLAG("verbose", 0, OPT_VERBOSE, "log requests to stderr")),
         CLI_TITLE("CREATE OPTIONS (with --create; --state-root and --url apply to NAME too):"),
         &cli_group_create, &cli_group_conn),
@@ -178,6 +179,8 @@ int cmd_mcp(int argc, char **argv)
         rc = cli_error("out of memory");
         goto done;
     }
+    for (size_t i = 0; dotenv && i < cc.n_mounts; i++)
+        cc.mounts[i].keep_secrets = true;
     if ((rc = cli_tools_check(&tc, "mcp", create || name)) != 0)
         goto done;
 

@@ -41,6 +41,11 @@ static int cmp_skip(const void *a, const void *b)
     return strcmp(((const sp_hydrate_skip *)a)->path, ((const sp_hydrate_skip *)b)->path);
 }
 
+static int cmp_rewrite(const void *a, const void *b)
+{
+    return strcmp(((const sp_hydrate_rewrite *)a)->path, ((const sp_hydrate_rewrite *)b)->path);
+}
+
 static int cmp_ovr(const void *a, const void *b)
 {
     const sp_hydrate_override *x = a, *y = b;
@@ -101,6 +106,11 @@ static sp_hydrate_result *build_result(hyd *h)
     h->skips.n = 0;
     if (r->n_skipped > 1)
         qsort(r->skipped, r->n_skipped, sizeof(sp_hydrate_skip), cmp_skip);
+    r->rewritten = steal_pointer(&h->rewrites.v);
+    r->n_rewritten = h->rewrites.n;
+    h->rewrites.n = 0;
+    if (r->n_rewritten > 1)
+        qsort(r->rewritten, r->n_rewritten, sizeof(sp_hydrate_rewrite), cmp_rewrite);
     r->overridden = steal_pointer(&h->ovr.v);
     r->n_overridden = h->ovr.n;
     h->ovr.n = 0;
@@ -122,6 +132,10 @@ void sp_hydrate_result_free(sp_hydrate_result *r)
         free(r->skipped[i].path);
         free(r->skipped[i].detail);
     }
+    for (size_t i = 0; i < r->n_rewritten; i++) {
+        free(r->rewritten[i].path);
+        free(r->rewritten[i].detail);
+    }
     for (size_t i = 0; i < r->n_overridden; i++)
         free(r->overridden[i].path);
     for (size_t i = 0; i < r->n_mounts; i++) {
@@ -130,6 +144,7 @@ void sp_hydrate_result_free(sp_hydrate_result *r)
     }
     free(r->entries);
     free(r->skipped);
+    free(r->rewritten);
     free(r->overridden);
     free(r->mounts);
     free(r);
@@ -148,6 +163,8 @@ const char *sp_hydrate_skip_name(sp_hydrate_skip_reason r)
         return "loop";
     case SP_HYDRATE_SKIP_TOO_DEEP:
         return "too_deep";
+    case SP_HYDRATE_SKIP_SECRET:
+        return "secret";
     default:
         return "unknown";
     }
@@ -265,6 +282,11 @@ static void hyd_dispose(hyd *h)
         free(h->skips.v[i].detail);
     }
     free(h->skips.v);
+    for (size_t i = 0; i < h->rewrites.n; i++) {
+        free(h->rewrites.v[i].path);
+        free(h->rewrites.v[i].detail);
+    }
+    free(h->rewrites.v);
     for (size_t i = 0; i < h->ovr.n; i++)
         free(h->ovr.v[i].path);
     free(h->ovr.v);

@@ -117,10 +117,52 @@ static int copy_content(hyd *h, int sfd, int dfd, const struct stat *st, const c
     return copy_range(h, sfd, dfd, 0, size, src_disp, dst_disp, err);
 }
 
+/* The bytes to write for a file whose copy must lose its credentials
+ * (e->scrub), read once from sfd so that what was checked is what is
+ * written: 0 with *body holding the rewrite (reported) or the file as it
+ * was; 1 when the file is left out instead (reported; e->dead is set);
+ * or an error. */
+static int scrub_file(hyd *h, pent *e, int sfd, const struct stat *st, sp_buf *body,
+                      const char *sdisp, sp_error **err)
+{
+    const char *why = NULL;
+    sp_buf raw = SP_BUF_INIT;
+    sp_buf_add(&raw, "", 0);
+    int rc = 0;
+    if ((uint64_t)st->st_size > SP_SECRET_MAX_SCRUB) {
+        why = "too large to check for credentials";
+    } else if (sp_read_all(sfd, &raw, SP_SECRET_MAX_SCRUB) < 0) {
+        if (errno != EFBIG) {
+            rc = sp_err_errno(err, errno, "read", sdisp);
+            goto done;
+        }
+        why = "too large to check for credentials";
+    }
+    if (!why) {
+        int v = sp_secret_scrub(body, e->scrub, raw.data, raw.len);
+        if (v < 0)
+            why = sp_secret_unparsed_detail(e->scrub);
+        else if (v == 1)
+            hyd_add_rewrite(h, e->dst, e->mount, sp_secret_rewrite_detail(e->scrub));
+        else
+            sp_buf_add(body, raw.data, raw.len);
+    }
+    if (why) {
+        hyd_add_skip(h, e->dst, e->mount, SP_HYDRATE_SKIP_SECRET, why);
+        e->dead = true;
+        rc = 1;
+    }
+done:
+    sp_buf_dispose(&raw);
+    return rc;
+}
+
+static int copy_file_from(hyd *h, pent *e, int sfd, const struct stat *st, const sp_buf *body,
+                          int dpfd, const char *sdisp, sp_error **err);
+
 static int copy_file(hyd *h, pent *e, int spfd, int dpfd, sp_error **err)
 {
     const char *sname = hyd_base_name(e->src);
-    const char *dname = hyd_base_name(e->dst);
     /* O_NONBLOCK: a fifo swapped in since the scan must not hang us. */
     cleanup_close int sfd = openat(spfd, sname, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
     cleanup_free char *sdisp = hyd_host_display(h, e->root, e->src);
@@ -135,6 +177,23 @@ static int copy_file(hyd *h, pent *e, int spfd, int dpfd, sp_error **err)
         return sp_err_errno(err, errno, "stat", sdisp);
     if (!S_ISREG(st.st_mode))
         return sp_err_set(err, SP_ERROR, 0, "file changed type while hydrating: %s", sdisp);
+    if (e->scrub == SP_SECRET_NONE)
+        return copy_file_from(h, e, sfd, &st, NULL, dpfd, sdisp, err);
+    sp_buf body = SP_BUF_INIT;
+    sp_buf_add(&body, "", 0);
+    int rc = scrub_file(h, e, sfd, &st, &body, sdisp, err);
+    if (rc == 0)
+        rc = copy_file_from(h, e, sfd, &st, &body, dpfd, sdisp, err);
+    sp_buf_dispose(&body);
+    return rc < 0 ? rc : 0;
+}
+
+/* Create e's copy in dpfd from sfd (stat st), or from `body` when given. */
+static int copy_file_from(hyd *h, pent *e, int sfd, const struct stat *st_in, const sp_buf *body,
+                          int dpfd, const char *sdisp, sp_error **err)
+{
+    const char *dname = hyd_base_name(e->dst);
+    struct stat st = *st_in;
     /* Created with its final permission bits (less the umask; never the
      * set-id bits, which chown would clear): then, as with cp -a, chown
      * and chmod are only needed when the result differs, and each one
@@ -144,12 +203,18 @@ static int copy_file(hyd *h, pent *e, int spfd, int dpfd, sp_error **err)
     struct stat dst;
     if (dfd < 0 || fstat(dfd, &dst) < 0)
         return sp_err_errno(err, errno, "create", e->dst);
-    int rc = copy_content(h, sfd, dfd, &st, sdisp, e->dst, err);
-    if (rc < 0)
-        return rc;
-    /* What was copied is what the file held when opened: a file that grew
-     * since the scan still counts against the cap. */
-    e->size = (uint64_t)st.st_size;
+    if (body) {
+        if (sp_write_all(dfd, body->data, body->len) < 0)
+            return sp_err_errno(err, errno, "write", e->dst);
+        e->size = body->len;
+    } else {
+        int rc = copy_content(h, sfd, dfd, &st, sdisp, e->dst, err);
+        if (rc < 0)
+            return rc;
+        /* What was copied is what the file held when opened: a file that
+         * grew since the scan still counts against the cap. */
+        e->size = (uint64_t)st.st_size;
+    }
     uint64_t cap = h->mounts[e->mount].max_bytes;
     h->copied[e->mount] += e->size;
     if (cap && h->copied[e->mount] > cap) {

@@ -18,6 +18,7 @@
 #include "glob.h"
 #include "sandpod/hydrate.h"
 #include "dir.h"
+#include "secrets.h"
 #include "tree.h"
 
 /* Deeper folders are skipped with a note: each level holds an fd. */
@@ -57,6 +58,7 @@ typedef struct pent {
     uint32_t uid, gid;
     uint32_t nlink;
     sp_fs_type type;
+    sp_secret_kind scrub; /* files: rewritten without credentials when copied */
     bool needed, dead, implied;
 } pent;
 
@@ -83,6 +85,11 @@ typedef struct skipv {
     size_t n, cap;
 } skipv;
 
+typedef struct rewv {
+    sp_hydrate_rewrite *v;
+    size_t n, cap;
+} rewv;
+
 typedef struct ovrv {
     sp_hydrate_override *v;
     size_t n, cap;
@@ -102,6 +109,7 @@ typedef struct hyd {
     pvec g;
     hmap map;
     skipv skips;
+    rewv rewrites;
     ovrv ovr;
     uint64_t excluded;
     bool is_root;
@@ -175,6 +183,11 @@ void hyd_pvec_dispose(pvec *p);
 pent *hyd_hmap_get(hmap *m, pvec *g, const char *key);
 
 void hyd_add_override(hyd *h, const char *dst, size_t mount, long previous);
+
+void hyd_add_skip(hyd *h, const char *dst, size_t mount, sp_hydrate_skip_reason r,
+                  const char *detail);
+
+void hyd_add_rewrite(hyd *h, const char *dst, size_t mount, const char *detail);
 
 void hyd_progress(hyd *h, sp_hydrate_phase phase, const char *path);
 

@@ -96,8 +96,8 @@ static void hmap_put(hmap *m, const pvec *g, size_t idx)
     *s = idx;
 }
 
-static void add_skip(hyd *h, const char *dst, size_t mount, sp_hydrate_skip_reason r,
-                     const char *detail)
+void hyd_add_skip(hyd *h, const char *dst, size_t mount, sp_hydrate_skip_reason r,
+                  const char *detail)
 {
     if (h->skips.n == h->skips.cap) {
         h->skips.cap = h->skips.cap ? h->skips.cap * 2 : 16;
@@ -108,6 +108,18 @@ static void add_skip(hyd *h, const char *dst, size_t mount, sp_hydrate_skip_reas
     s->mount = mount;
     s->reason = r;
     s->detail = detail ? sp_xstrdup(detail) : NULL;
+}
+
+void hyd_add_rewrite(hyd *h, const char *dst, size_t mount, const char *detail)
+{
+    if (h->rewrites.n == h->rewrites.cap) {
+        h->rewrites.cap = h->rewrites.cap ? h->rewrites.cap * 2 : 8;
+        h->rewrites.v = sp_xrealloc(h->rewrites.v, h->rewrites.cap * sizeof(sp_hydrate_rewrite));
+    }
+    sp_hydrate_rewrite *x = &h->rewrites.v[h->rewrites.n++];
+    x->path = sp_xstrdup(dst);
+    x->mount = mount;
+    x->detail = sp_xstrdup(detail);
 }
 
 void hyd_add_override(hyd *h, const char *dst, size_t mount, long previous)
@@ -145,6 +157,7 @@ typedef struct mwalk {
     size_t *allowed; /* indices into h->roots */
     size_t n_allowed;
     pvec p;
+    sp_strv gitdirs; /* gitdirs that .git files name, relative to the mount */
     uint64_t bytes;
     struct {
         dev_t dev;
@@ -193,6 +206,88 @@ static size_t plan_push(mwalk *w, pent *e)
     return idx;
 }
 
+/* The credential rules for a regular file about to be planned at dst (a
+ * followed symlink's target too, when given): true when it is left out
+ * (and reported); else e->scrub says what its copy must lose. */
+static bool secret_rule(mwalk *w, pent *e, const char *dst, const char *target)
+{
+    if (w->m->keep_secrets)
+        return false;
+    const char *detail = NULL;
+    sp_secret_kind k = sp_secret_classify(dst, &detail);
+    if (k != SP_SECRET_LEAVE_OUT && target) {
+        const char *d2 = NULL;
+        sp_secret_kind k2 = sp_secret_classify(target, &d2);
+        if (k2 == SP_SECRET_LEAVE_OUT || k == SP_SECRET_NONE) {
+            k = k2;
+            detail = d2;
+        }
+    }
+    if (k == SP_SECRET_LEAVE_OUT) {
+        hyd_add_skip(w->h, dst, w->mount, SP_HYDRATE_SKIP_SECRET, detail);
+        return true;
+    }
+    e->scrub = k;
+    return false;
+}
+
+/* A `.git` file (a submodule's, a worktree's) names its gitdir: remember
+ * it when it lies inside this mount, so that the gitdir's config is
+ * rewritten like a .git folder's. Unreadable or odd files are ignored. */
+static void note_gitdir(mwalk *w, int dfd, const char *name, const char *mrel)
+{
+    char buf[4096];
+    cleanup_close int fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof(buf) - 1);
+    if (n < 8 || strncmp(buf, "gitdir:", 7) != 0)
+        return;
+    buf[n] = '\0';
+    char *v = buf + 7;
+    v += strspn(v, " \t");
+    v[strcspn(v, "\r\n")] = '\0';
+    size_t len = strlen(v);
+    while (len && (v[len - 1] == ' ' || v[len - 1] == '\t'))
+        v[--len] = '\0';
+    if (!len)
+        return;
+    cleanup_free char *joined = NULL;
+    if (v[0] == '/') {
+        const char *root = w->h->roots[w->h->mount_root[w->mount]].path;
+        if (!hyd_path_within(v, root))
+            return;
+        joined = sp_xstrdup(hyd_path_below(v, root));
+    } else {
+        cleanup_free char *dir = hyd_dir_name(mrel);
+        joined = hyd_join(dir, v);
+    }
+    char *norm = NULL;
+    sp_error *e = NULL;
+    if (sp_fs_path_normalize(&norm, joined, strlen(joined), &e) < 0) {
+        sp_error_free(e);
+        return;
+    }
+    if (strcmp(norm, ".") == 0)
+        norm[0] = '\0';
+    sp_strv_push(&w->gitdirs, norm);
+}
+
+/* The configs of the gitdirs noted by note_gitdir() are git configs. */
+static void mark_gitdir_configs(mwalk *w, const char *dst_root)
+{
+    static const char *const names[] = {"config", "config.worktree"};
+    for (size_t g = 0; g < w->gitdirs.n; g++) {
+        cleanup_free char *dir = hyd_join(dst_root, w->gitdirs.v[g]);
+        for (size_t k = 0; k < 2; k++) {
+            cleanup_free char *cfg = hyd_join(dir, names[k]);
+            for (size_t i = 0; i < w->p.n; i++) {
+                pent *e = &w->p.v[i];
+                if (e->type == SP_FS_FILE && e->scrub == SP_SECRET_NONE && strcmp(e->dst, cfg) == 0)
+                    e->scrub = SP_SECRET_GITCONFIG;
+            }
+        }
+    }
+}
+
 char *hyd_host_display(const hyd *h, int root, const char *rel)
 {
     const char *r = h->roots[root].path;
@@ -211,17 +306,17 @@ static int add_dir(mwalk *w, int dfd, const struct stat *st, size_t parent, int 
 {
     /* A mount that holds the workspace must not copy it into itself. */
     if (st->st_dev == w->h->ws_dev && st->st_ino == w->h->ws_ino) {
-        add_skip(w->h, dst, w->mount, SP_HYDRATE_SKIP_LOOP, "the workspace itself");
+        hyd_add_skip(w->h, dst, w->mount, SP_HYDRATE_SKIP_LOOP, "the workspace itself");
         return 0;
     }
     for (unsigned i = 0; i < w->nchain; i++) {
         if (w->chain[i].dev == st->st_dev && w->chain[i].ino == st->st_ino) {
-            add_skip(w->h, dst, w->mount, SP_HYDRATE_SKIP_LOOP, "a folder being copied");
+            hyd_add_skip(w->h, dst, w->mount, SP_HYDRATE_SKIP_LOOP, "a folder being copied");
             return 0;
         }
     }
     if (depth > MAX_DEPTH || w->nchain >= MAX_DEPTH + 1) {
-        add_skip(w->h, dst, w->mount, SP_HYDRATE_SKIP_TOO_DEEP, NULL);
+        hyd_add_skip(w->h, dst, w->mount, SP_HYDRATE_SKIP_TOO_DEEP, NULL);
         return 0;
     }
     pent e = {0};
@@ -259,9 +354,9 @@ static int follow_link(mwalk *w, int dfd, const char *name, size_t parent, const
     if (!resolved) {
         int e = errno;
         if (e == ELOOP)
-            add_skip(h, dst, w->mount, SP_HYDRATE_SKIP_LOOP, target);
+            hyd_add_skip(h, dst, w->mount, SP_HYDRATE_SKIP_LOOP, target);
         else if (e == ENOENT || e == ENOTDIR)
-            add_skip(h, dst, w->mount, SP_HYDRATE_SKIP_DANGLING, target);
+            hyd_add_skip(h, dst, w->mount, SP_HYDRATE_SKIP_DANGLING, target);
         else
             return sp_err_errno(err, e, "resolve symlink", abs);
         return 0;
@@ -271,7 +366,7 @@ static int follow_link(mwalk *w, int dfd, const char *name, size_t parent, const
         if (hyd_path_within(resolved, h->roots[w->allowed[i]].path))
             ri = w->allowed[i];
     if (ri == SIZE_MAX) {
-        add_skip(h, dst, w->mount, SP_HYDRATE_SKIP_OUTSIDE, target);
+        hyd_add_skip(h, dst, w->mount, SP_HYDRATE_SKIP_OUTSIDE, target);
         return 0;
     }
     const char *rel = hyd_path_below(resolved, h->roots[ri].path);
@@ -279,7 +374,7 @@ static int follow_link(mwalk *w, int dfd, const char *name, size_t parent, const
     struct stat st;
     if (fd < 0 || fstat(fd, &st) < 0) {
         if (errno == ENOENT) {
-            add_skip(h, dst, w->mount, SP_HYDRATE_SKIP_DANGLING, target);
+            hyd_add_skip(h, dst, w->mount, SP_HYDRATE_SKIP_DANGLING, target);
             return 0;
         }
         /* A symlink appeared on the checked path: the host changed under us. */
@@ -302,6 +397,8 @@ static int follow_link(mwalk *w, int dfd, const char *name, size_t parent, const
     }
     if (S_ISREG(st.st_mode)) {
         pent e = {0};
+        if (secret_rule(w, &e, dst, resolved))
+            return 0;
         e.dst = sp_xstrdup(dst);
         e.src = sp_xstrdup(rel);
         e.root = (int)ri;
@@ -316,7 +413,7 @@ static int follow_link(mwalk *w, int dfd, const char *name, size_t parent, const
     }
     if (S_ISLNK(st.st_mode))
         return sp_err_errno(err, EXDEV, "open symlink target", resolved);
-    add_skip(h, dst, w->mount, SP_HYDRATE_SKIP_SPECIAL, sp_fs_type_name(SP_FS_OTHER));
+    hyd_add_skip(h, dst, w->mount, SP_HYDRATE_SKIP_SPECIAL, sp_fs_type_name(SP_FS_OTHER));
     return 0;
 }
 
@@ -415,6 +512,10 @@ static int walk_dir(mwalk *w, int dfd, size_t dir_idx, int root, const char *src
         e.needed = true;
         if (S_ISREG(st.st_mode)) {
             e.type = SP_FS_FILE;
+            if (secret_rule(w, &e, dst, NULL))
+                continue;
+            if (!w->m->keep_secrets && strcmp(name, ".git") == 0)
+                note_gitdir(w, dfd, name, mrel);
         } else if (S_ISLNK(st.st_mode)) {
             e.link = hyd_read_link(dfd, name);
             if (!e.link) {
@@ -426,7 +527,7 @@ static int walk_dir(mwalk *w, int dfd, size_t dir_idx, int root, const char *src
             }
             e.type = SP_FS_SYMLINK;
         } else {
-            add_skip(h, dst, w->mount, SP_HYDRATE_SKIP_SPECIAL, special_name(st.st_mode));
+            hyd_add_skip(h, dst, w->mount, SP_HYDRATE_SKIP_SPECIAL, special_name(st.st_mode));
             continue;
         }
         e.dst = steal_pointer(&dst);
@@ -496,6 +597,7 @@ static void mwalk_dispose(mwalk *w)
         sp_glob_free(w->anchored[i]);
     free(w->anchored);
     free(w->allowed);
+    sp_strv_dispose(&w->gitdirs);
     hyd_pvec_dispose(&w->p);
 }
 
@@ -596,6 +698,7 @@ int hyd_plan_mount(hyd *h, size_t mi, const sp_mount *m, sp_error **err)
                   m->follow_symlinks ? h->roots[ri].path : NULL, 0, err);
     if (rc < 0)
         goto done;
+    mark_gitdir_configs(&w, dst_root);
 
     if (m->max_bytes && w.bytes > m->max_bytes) {
         char tot[64], cap[64];

@@ -36,7 +36,7 @@ static bool starts_flag(const char *s, const char *flag)
 
 static bool is_kv_spec(const char *s)
 {
-    static const char *const keys[] = {"src", "dst", "include", "exclude", "max-bytes"};
+    static const char *const keys[] = {"src", "dst", "include", "exclude", "max-bytes", "secrets"};
     for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
         if (starts_key(s, keys[i]))
             return true;
@@ -120,7 +120,7 @@ int sp_mount_spec_parse(sp_mount **out, const char *spec, sp_error **err)
         o->host = sp_xstrdup(spec);
         goto done;
     }
-    bool have_max = false, have_follow = false, have_gitignore = false;
+    bool have_max = false, have_follow = false, have_gitignore = false, have_secrets = false;
     const char *p = spec;
     while (rc == 0) {
         /* One item: up to a ',' outside braces and not escaped. */
@@ -172,6 +172,19 @@ int sp_mount_spec_parse(sp_mount **out, const char *spec, sp_error **err)
             sp_strv_push(&o->inc, sp_xstrndup(val, vlen));
         } else if (KEY("exclude")) {
             sp_strv_push(&o->exc, sp_xstrndup(val, vlen));
+        } else if (KEY("secrets")) {
+            if (have_secrets)
+                rc = sp_err_set(err, SP_EINVAL, 0, "mount spec repeats secrets: %s", spec);
+            else if (vlen == 4 && strncmp(val, "keep", 4) == 0)
+                o->m.keep_secrets = true;
+            else if (vlen == 5 && strncmp(val, "strip", 5) == 0)
+                o->m.keep_secrets = false;
+            else
+                rc = sp_err_set(err, SP_EINVAL, 0,
+                                "secrets takes strip (the default: credentials are left out) "
+                                "or keep: %.*s",
+                                (int)len, p);
+            have_secrets = true;
         } else if (KEY("max-bytes")) {
             if (have_max)
                 rc = sp_err_set(err, SP_EINVAL, 0, "mount spec repeats max-bytes: %s", spec);
@@ -184,7 +197,7 @@ int sp_mount_spec_parse(sp_mount **out, const char *spec, sp_error **err)
         } else {
             rc = sp_err_set(err, SP_EINVAL, 0,
                             "unknown mount spec key '%.*s' (keys: src, dst, include, exclude, "
-                            "max-bytes, follow-symlinks, gitignore)",
+                            "max-bytes, follow-symlinks, gitignore, secrets)",
                             (int)klen, p);
         }
 #undef KEY

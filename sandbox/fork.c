@@ -52,6 +52,8 @@ static void copy_mounts(sp_sandbox_config *dst, const sp_sandbox_config *src)
         d->mount_path = sp_xstrdup(s->mount_path);
         d->include = (const char *const *)strv_copy((char *const *)s->include);
         d->exclude = (const char *const *)strv_copy((char *const *)s->exclude);
+        d->secrets_left_out = (const char *const *)strv_copy((char *const *)s->secrets_left_out);
+        d->secrets_rewritten = (const char *const *)strv_copy((char *const *)s->secrets_rewritten);
     }
 }
 

@@ -211,26 +211,31 @@ int sp_remote_import_piped(sp_sandbox *sb, const char *tag, sp_remote_tar_writer
 struct seed_src {
     const sp_sandbox_opts *o;
     const char *state_root;
+    sp_hydrate_result *hr; /* read after the writer thread is joined */
 };
 
 static int seed_write(int fd, void *data, sp_error **err)
 {
-    const struct seed_src *s = data;
+    struct seed_src *s = data;
     sp_hydrate_opts ho = SP_HYDRATE_OPTS_INIT;
     ho.allowed_roots = s->o->allowed_roots;
     ho.progress = s->o->progress;
     ho.progress_userdata = s->o->progress_userdata;
-    return sp_seed_tar(fd, s->o->mounts, s->o->n_mounts, &ho, s->state_root, err);
+    return sp_seed_tar(&s->hr, fd, s->o->mounts, s->o->n_mounts, &ho, s->state_root, err);
 }
 
 static int seed(sp_sandbox *sb, const sp_sandbox_opts *o, sp_error **err)
 {
-    struct seed_src src = {o, sb->state_root};
+    struct seed_src src = {o, sb->state_root, NULL};
     /* Tagged: what the mounts brought, before any setup command. */
     int r = sp_remote_import_piped(sb, "hydrated", seed_write, &src, err);
-    if (r < 0)
+    if (r < 0) {
+        sp_hydrate_result_free(src.hr);
         return sp_err_wrap(err, r, "seeding the workspace of sandbox %s", sb->name);
-    sp_sandbox_record_mounts(&sb->cfg, o->mounts, o->n_mounts, NULL);
+    }
+    /* The hydration ran here: its result (what was left out) is ours. */
+    sp_sandbox_record_mounts(&sb->cfg, o->mounts, o->n_mounts, src.hr);
+    sp_hydrate_result_free(src.hr);
     for (size_t i = 0; i < sb->cfg.n_mounts; i++) {
         char *abs = realpath(sb->cfg.mounts[i].host_path, NULL);
         if (abs) {

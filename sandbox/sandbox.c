@@ -155,6 +155,9 @@ static cJSON *mounts_json(const sp_sandbox_config *c)
         cJSON_AddBoolToObject(o, "gitignore", m->gitignore);
         cJSON_AddNumberToObject(o, "files", (double)m->files);
         cJSON_AddNumberToObject(o, "bytes", (double)m->bytes);
+        cJSON_AddBoolToObject(o, "keep_secrets", m->keep_secrets);
+        cJSON_AddItemToObject(o, "secrets_left_out", sp_json_strv(m->secrets_left_out));
+        cJSON_AddItemToObject(o, "secrets_rewritten", sp_json_strv(m->secrets_rewritten));
         cJSON_AddItemToArray(a, o);
     }
     return a;
@@ -168,6 +171,8 @@ static void mounts_free(sp_sandbox_config *c)
         free((char *)m->mount_path);
         sp_strv_free((char **)m->include);
         sp_strv_free((char **)m->exclude);
+        sp_strv_free((char **)m->secrets_left_out);
+        sp_strv_free((char **)m->secrets_rewritten);
     }
     free(c->mounts);
     c->mounts = NULL;
@@ -352,6 +357,11 @@ int sp_sandbox_config_load(sp_sandbox *sb, const char *path, sp_error **err)
         m->gitignore = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(it, "gitignore"));
         m->files = jnum_u64(it, "files", 0);
         m->bytes = jnum_u64(it, "bytes", 0);
+        m->keep_secrets = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(it, "keep_secrets"));
+        m->secrets_left_out = (const char *const *)json_strv(
+            cJSON_GetObjectItemCaseSensitive(it, "secrets_left_out"));
+        m->secrets_rewritten = (const char *const *)json_strv(
+            cJSON_GetObjectItemCaseSensitive(it, "secrets_rewritten"));
     }
     sb->init_pid = (int)sp_json_int(o, "init_pid", 0);
     const char *ws = sp_json_str_or(o, "workspace", NULL);
@@ -996,6 +1006,17 @@ void sp_sandbox_record_mounts(sp_sandbox_config *c, const sp_mount *req, size_t 
         m->gitignore = req[i].gitignore;
         m->files = st ? st->files : 0;
         m->bytes = st ? st->bytes : 0;
+        m->keep_secrets = req[i].keep_secrets;
+        /* Names only: what the user must know was left out or changed. */
+        sp_strv out = {0}, rew = {0};
+        for (size_t k = 0; hr && k < hr->n_skipped; k++)
+            if (hr->skipped[k].mount == i && hr->skipped[k].reason == SP_HYDRATE_SKIP_SECRET)
+                sp_strv_push(&out, sp_xstrdup(hr->skipped[k].path));
+        for (size_t k = 0; hr && k < hr->n_rewritten; k++)
+            if (hr->rewritten[k].mount == i)
+                sp_strv_push(&rew, sp_xstrdup(hr->rewritten[k].path));
+        m->secrets_left_out = (const char *const *)sp_strv_steal(&out);
+        m->secrets_rewritten = (const char *const *)sp_strv_steal(&rew);
     }
 }
 

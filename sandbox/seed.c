@@ -14,14 +14,14 @@
 #include "tree.h"
 
 /* Hydrate, snapshot and export inside the temp folder `tmp`. */
-static int seed_in(const char *tmp, int fd, const sp_mount *mounts, size_t n,
-                   const sp_hydrate_opts *ho, sp_error **err)
+static int seed_in(sp_hydrate_result **out, const char *tmp, int fd, const sp_mount *mounts,
+                   size_t n, const sp_hydrate_opts *ho, sp_error **err)
 {
     cleanup_free char *ws = sp_xasprintf("%s/ws", tmp);
     cleanup_free char *store = sp_xasprintf("%s/store", tmp);
     if (mkdir(ws, 0700) < 0)
         return sp_err_errno(err, errno, "mkdir", ws);
-    int r = sp_hydrate(NULL, ws, mounts, n, ho, err);
+    int r = sp_hydrate(out, ws, mounts, n, ho, err);
     if (r < 0)
         return r;
     sp_snapstore *s = NULL;
@@ -36,9 +36,11 @@ static int seed_in(const char *tmp, int fd, const sp_mount *mounts, size_t n,
     return r;
 }
 
-int sp_seed_tar(int fd, const sp_mount *mounts, size_t n, const sp_hydrate_opts *ho,
-                const char *state_root, sp_error **err)
+int sp_seed_tar(sp_hydrate_result **out, int fd, const sp_mount *mounts, size_t n,
+                const sp_hydrate_opts *ho, const char *state_root, sp_error **err)
 {
+    if (out)
+        *out = NULL;
     if (!state_root || !*state_root)
         return sp_err_set(err, SP_EINVAL, 0, "seed: no state root");
     int r = sp_state_root_check(state_root, true, err);
@@ -50,7 +52,7 @@ int sp_seed_tar(int fd, const sp_mount *mounts, size_t n, const sp_hydrate_opts 
         free(tmp);
         return r;
     }
-    r = seed_in(tmp, fd, mounts, n, ho, err);
+    r = seed_in(out, tmp, fd, mounts, n, ho, err);
     /* Removed whatever happened; a removal that fails is an error of its
      * own only when the seed itself went well. */
     int dfd = open(state_root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -67,5 +69,9 @@ int sp_seed_tar(int fd, const sp_mount *mounts, size_t n, const sp_hydrate_opts 
     }
     sp_error_free(rm_err);
     free(tmp);
+    if (r < 0 && out) {
+        sp_hydrate_result_free(*out);
+        *out = NULL;
+    }
     return r;
 }

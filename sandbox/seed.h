@@ -18,11 +18,13 @@
  * what `sandpod peer import` reads. The temp folder is removed on every
  * path. The archive may be cut short when a write to `fd` fails, so the
  * reader must treat a failed seed's stream as bad (peer import does).
+ * The hydration's result (what was left out or rewritten because it holds
+ * credentials, among the rest) goes to *out when out is not NULL.
  *
  * @return 0; sp_hydrate()'s errors (nothing written to fd); the errors of
  *         sp_snapshot_export() (SP_ERROR naming the write failure)
  */
-int sp_seed_tar(int fd, const sp_mount *mounts, size_t n, const sp_hydrate_opts *ho,
-                const char *state_root, sp_error **err);
+int sp_seed_tar(sp_hydrate_result **out, int fd, const sp_mount *mounts, size_t n,
+                const sp_hydrate_opts *ho, const char *state_root, sp_error **err);
 
 #endif

@@ -26,7 +26,8 @@ cJSON *sp_json_mount(const sp_mount *m)
               sp_json_add(o, "exclude", sp_json_strv_map(m->exclude, sp_json_string)) &&
               sp_json_add_u64(o, "max_bytes", m->max_bytes) &&
               cJSON_AddBoolToObject(o, "follow_symlinks", m->follow_symlinks) &&
-              cJSON_AddBoolToObject(o, "gitignore", m->gitignore);
+              cJSON_AddBoolToObject(o, "gitignore", m->gitignore) &&
+              sp_json_add_string(o, "secrets", m->keep_secrets ? "keep" : "strip");
     return sp_json_finish(o, ok);
 }
 
@@ -47,6 +48,14 @@ static cJSON *skip(const sp_hydrate_skip *s)
               sp_json_add_u64(o, "mount", s->mount) &&
               sp_json_add_string(o, "reason", sp_hydrate_skip_name(s->reason)) &&
               sp_json_add_string(o, "detail", s->detail);
+    return sp_json_finish(o, ok);
+}
+
+static cJSON *rewrite(const sp_hydrate_rewrite *w)
+{
+    cJSON *o = cJSON_CreateObject();
+    bool ok = o && sp_json_add_string(o, "path", w->path) &&
+              sp_json_add_u64(o, "mount", w->mount) && sp_json_add_string(o, "detail", w->detail);
     return sp_json_finish(o, ok);
 }
 
@@ -83,7 +92,8 @@ cJSON *sp_json_hydrate_result(const sp_hydrate_result *r, bool with_entries)
     /* The lists belong to o from the start, so a failure frees everything. */
     cJSON *mounts = ok ? cJSON_AddArrayToObject(o, "mounts") : NULL;
     cJSON *skipped = mounts ? cJSON_AddArrayToObject(o, "skipped") : NULL;
-    cJSON *overridden = skipped ? cJSON_AddArrayToObject(o, "overridden") : NULL;
+    cJSON *rewritten = skipped ? cJSON_AddArrayToObject(o, "rewritten") : NULL;
+    cJSON *overridden = rewritten ? cJSON_AddArrayToObject(o, "overridden") : NULL;
     cJSON *entries = NULL;
     ok = overridden != NULL;
     if (ok && with_entries)
@@ -92,6 +102,8 @@ cJSON *sp_json_hydrate_result(const sp_hydrate_result *r, bool with_entries)
         ok = push(mounts, mount_stats(&r->mounts[i]));
     for (size_t i = 0; ok && i < r->n_skipped; i++)
         ok = push(skipped, skip(&r->skipped[i]));
+    for (size_t i = 0; ok && i < r->n_rewritten; i++)
+        ok = push(rewritten, rewrite(&r->rewritten[i]));
     for (size_t i = 0; ok && i < r->n_overridden; i++)
         ok = push(overridden, override(&r->overridden[i]));
     for (size_t i = 0; ok && entries && i < r->n_entries; i++)

@@ -22,8 +22,9 @@ extern "C" {
 
 /**
  * `{src, dst, include: [..], exclude: [..], max_bytes, follow_symlinks,
- * gitignore}`:
- * a mount as given (dst "." for the workspace root, max_bytes 0 = no cap).
+ * gitignore, secrets}`:
+ * a mount as given (dst "." for the workspace root, max_bytes 0 = no cap,
+ * secrets "strip" or "keep").
  */
 cJSON *sp_json_mount(const sp_mount *m);
 
@@ -33,8 +34,11 @@ cJSON *sp_json_mount(const sp_mount *m);
  *   elapsed_ms,
  *   mounts: [{host_path, mount_path, files, dirs, symlinks, bytes}],
  *   skipped: [{path, mount, reason, detail}],
+ *   rewritten: [{path, mount, detail}],
  *   overridden: [{path, mount, previous}]}`
- * where `reason` is sp_hydrate_skip_name() and `previous` is the index of
+ * where `reason` is sp_hydrate_skip_name() ("secret" for a file left out
+ * because it holds credentials), `rewritten` lists the files copied with
+ * their credentials taken out, and `previous` is the index of
  * the mount that lost, or -1 for what the workspace held before. With
  * `with_entries`, also `entries: [{path, type, size, mount}]` (every copied
  * entry, sorted by path).

@@ -175,6 +175,38 @@ check "replaced what was there" grep -q 'from a' "$T/o/README.md"
 check "kept what was not" test -f "$T/o/src/b.c"
 check "human output tells" grep -q 'replaced what the workspace held' "$T/out"
 
+# -------------------------------------------------------------- secrets --
+# Nothing secret flows in by default: left out, rewritten, reported.
+S=$T/secrets
+mkdir -p "$S/.git" "$S/.ssh"
+printf '[remote "origin"]\n\turl = https://user:CLITOKEN1@host/x.git\n' >"$S/.git/config"
+printf 'KEY=CLITOKEN2\n' >"$S/.env"
+printf 'KEY=changeme\n' >"$S/.env.example"
+printf 'CLITOKEN3\n' >"$S/.ssh/id_ed25519"
+printf '//registry.npmjs.org/:_authToken=CLITOKEN4\n' >"$S/.npmrc"
+run hydrate --root "$T/s1" --mount "$S"
+expect 0 "hydrate a project with credentials"
+check "no token reached the workspace" sh -c "! grep -r CLITOKEN '$T/s1'"
+check ".env.example copied" test -f "$T/s1/.env.example"
+check "the config copied without its token" grep -qx '	url = https://host/x.git' "$T/s1/.git/config"
+check "hydrate names what it left out" grep -q '^  .env: holds credentials (.env file)$' "$T/out"
+check "... and the key" grep -q '^  .ssh/id_ed25519: holds credentials (private key)$' "$T/out"
+check "... and what it rewrote" \
+    grep -q '^  .git/config: credentials removed from .git/config$' "$T/out"
+run hydrate --root "$T/s2" --json --mount "$S"
+expect 0 "hydrate --json a project with credentials"
+jq_ok "secret skips in the JSON" \
+    'sorted((s["path"], s["reason"]) for s in j["skipped"]) == [(".env", "secret"), (".ssh/id_ed25519", "secret")]'
+jq_ok "rewrites in the JSON" \
+    '[w["path"] for w in j["rewritten"]] == [".git/config", ".npmrc"]'
+run hydrate --root "$T/s3" --mount "src=$S,secrets=keep"
+expect 0 "secrets=keep"
+check "secrets=keep copies everything" diff -r "$S" "$T/s3"
+run hydrate --root "$T/s4" --mount "src=$S,secrets=maybe"
+expect 2 "secrets=maybe"
+err_has "secrets takes strip" "a bad secrets= value is named"
+check "nothing made for a bad spec" test ! -e "$T/s4"
+
 # ------------------------------------------------------------------ --name --
 export SANDPOD_HOME=$T/state
 run hydrate --name demo-1 --mount "$T/a"

@@ -240,6 +240,29 @@ int tu_run_git(const char *store, const char *a1, const char *a2, const char *a3
     return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
 }
 
+int tu_git_in(const char *dir, const char *out, const char *a1, const char *a2, const char *a3,
+              const char *a4)
+{
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        int fd = open(out ? out : "/dev/null", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
+        if (fd < 0 || null < 0 || dup2(fd, 1) < 0 || dup2(null, 2) < 0 || chdir(dir) < 0)
+            _exit(126);
+        clearenv();
+        setenv("PATH", "/usr/local/bin:/usr/bin:/bin", 1);
+        setenv("HOME", dir, 1);
+        setenv("GIT_CONFIG_NOSYSTEM", "1", 1);
+        execlp("git", "git", a1, a2, a3, a4, (char *)NULL);
+        _exit(127);
+    }
+    int st = 0;
+    while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+        ;
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+}
+
 bool tu_have_git(void)
 {
     static int known = -1;

@@ -57,6 +57,11 @@ char *tu_need_podman_or_skip(void);
 /* git on a snapshot store (`git --git-dir=STORE a1 a2 a3`, quiet unless
  * SP_TEST_VERBOSE is set): its exit status. */
 int tu_run_git(const char *store, const char *a1, const char *a2, const char *a3);
+/* git a1..a4 (NULL ends them early) run in folder dir with a clean
+ * environment (HOME=dir, no system config), its stdout to file `out`
+ * (NULL: nowhere), stderr to nowhere: its exit status. */
+int tu_git_in(const char *dir, const char *out, const char *a1, const char *a2, const char *a3,
+              const char *a4);
 bool tu_have_git(void);
 /* The store is a repository git itself finds whole (`fsck --strict`);
  * nothing is checked where git is missing. */

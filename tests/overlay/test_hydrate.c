@@ -237,7 +237,7 @@ static void test_copy_keeps_metadata(void **state)
     free(ro);
     set_mtime(f->src, "ro", 1500000000);
 
-    sp_mount m = {f->src, NULL, NULL, NULL, 0, false, false};
+    sp_mount m = {f->src, NULL, NULL, NULL, 0, false, false, false};
     sp_hydrate_result *r = NULL;
     OK(hydrate(&r, f->ws, &m, 1, NULL, &e_));
     /* Before anything reads the copy and moves its atime. */
@@ -331,7 +331,7 @@ static void test_globs(void **state)
 
     /* Excludes: `**` and any-depth patterns; excluded folders are not walked. */
     const char *exc[] = {"**/node_modules", "*.o", NULL};
-    sp_mount m = {f->src, NULL, NULL, exc, 0, false, false};
+    sp_mount m = {f->src, NULL, NULL, exc, 0, false, false, false};
     struct seen s = {{NULL, 0, 0}, 0, 0, 0, 0};
     sp_hydrate_opts o = SP_HYDRATE_OPTS_INIT;
     o.progress = record;
@@ -361,7 +361,7 @@ static void test_globs(void **state)
     tu_mkdir(f->root, "ws");
     const char *inc[] = {"*.md", "src/**/*.c", "src/emptydir", NULL};
     const char *exc2[] = {"node_modules", NULL};
-    sp_mount m2 = {f->src, NULL, inc, exc2, 0, false, false};
+    sp_mount m2 = {f->src, NULL, inc, exc2, 0, false, false, false};
     s = (struct seen){{NULL, 0, 0}, 0, 0, 0, 0};
     OK(hydrate(&r, f->ws, &m2, 1, &o, &e_));
     char *l = listing(f->ws);
@@ -385,7 +385,7 @@ static void test_globs(void **state)
     tu_rmtree(f->ws);
     tu_mkdir(f->root, "ws");
     const char *inc3[] = {"src/sub/*.c", NULL};
-    sp_mount m3 = {f->src, NULL, inc3, NULL, 0, false, false};
+    sp_mount m3 = {f->src, NULL, inc3, NULL, 0, false, false, false};
     s = (struct seen){{NULL, 0, 0}, 0, 0, 0, 0};
     OK(hydrate(&r, f->ws, &m3, 1, &o, &e_));
     for (size_t i = 0; i < s.scanned.n; i++)
@@ -400,7 +400,7 @@ static void test_globs(void **state)
 
     /* A bad glob is refused before anything happens. */
     const char *bad[] = {"[oops", NULL};
-    sp_mount m4 = {f->src, NULL, NULL, bad, 0, false, false};
+    sp_mount m4 = {f->src, NULL, NULL, bad, 0, false, false, false};
     sp_error *err = NULL;
     EXPECT(hydrate(NULL, f->ws, &m4, 1, NULL, &err), SP_EINVAL, "exclude");
     assert_no_staging(f);
@@ -413,7 +413,7 @@ static void test_mount_path(void **state)
     char *src_mode = tu_join(f->src, "");
     chmod(f->src, 0750);
     free(src_mode);
-    sp_mount m = {f->src, "/workspace/vendor/lib/", NULL, NULL, 0, false, false};
+    sp_mount m = {f->src, "/workspace/vendor/lib/", NULL, NULL, 0, false, false, false};
     sp_hydrate_result *r = NULL;
     OK(hydrate(&r, f->ws, &m, 1, NULL, &e_));
     assert_content(f->ws, "vendor/lib/a.txt", "a\n");
@@ -433,7 +433,7 @@ static void test_dst_escape(void **state)
     char *before = listing(f->root);
     const char *bad[] = {"../x", "a/../../x", "/etc", "/workspace/../x"};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-        sp_mount m = {f->src, bad[i], NULL, NULL, 0, false, false};
+        sp_mount m = {f->src, bad[i], NULL, NULL, 0, false, false, false};
         sp_error *err = NULL;
         EXPECT(hydrate(NULL, f->ws, &m, 1, NULL, &err), SP_EESCAPE, NULL);
     }
@@ -460,7 +460,7 @@ static void test_outside_allowed_roots(void **state)
     o.allowed_roots = roots;
     sp_error *err = NULL;
 
-    sp_mount m = {f->out, NULL, NULL, NULL, 0, false, false};
+    sp_mount m = {f->out, NULL, NULL, NULL, 0, false, false, false};
     EXPECT(hydrate(NULL, f->ws, &m, 1, &o, &err), SP_EESCAPE, "outside the allowed roots");
     err = NULL;
     m.host_path = via_link;
@@ -489,7 +489,7 @@ static void test_missing_mount(void **state)
 {
     struct fx *f = *state;
     char *missing = tu_join(f->root, "nope");
-    sp_mount m = {missing, NULL, NULL, NULL, 0, false, false};
+    sp_mount m = {missing, NULL, NULL, NULL, 0, false, false, false};
     sp_error *err = NULL;
     EXPECT(hydrate(NULL, f->ws, &m, 1, NULL, &err), SP_ENOTFOUND, "nope");
     char *file = tu_join(f->out, "secret");
@@ -531,7 +531,7 @@ static void test_symlink_outside(void **state)
     tu_symlink("..", f->src, "sub/up");
 
     /* Without follow_symlinks: links are copied verbatim, never followed. */
-    sp_mount m = {f->src, NULL, NULL, NULL, 0, false, false};
+    sp_mount m = {f->src, NULL, NULL, NULL, 0, false, false, false};
     sp_hydrate_result *r = NULL;
     OK(hydrate(&r, f->ws, &m, 1, NULL, &e_));
     assert_true(S_ISLNK(lstat_of(f->ws, "to-secret").st_mode));
@@ -604,7 +604,7 @@ static void test_cap_exceeded(void **state)
     tu_write(f->ws, "existing", "e\n", 0644);
     char *before = listing(f->ws);
 
-    sp_mount m = {f->src, NULL, NULL, NULL, 5000, false, false};
+    sp_mount m = {f->src, NULL, NULL, NULL, 5000, false, false, false};
     sp_error *err = NULL;
     EXPECT(hydrate(NULL, f->ws, &m, 1, NULL, &err), SP_ETOOBIG, "9000 bytes");
     err = NULL;
@@ -651,7 +651,7 @@ static int run_unprivileged(struct fx *f, int (*fn)(struct fx *f))
 
 static int child_unreadable_file(struct fx *f)
 {
-    sp_mount m = {f->src, NULL, NULL, NULL, 0, false, false};
+    sp_mount m = {f->src, NULL, NULL, NULL, 0, false, false, false};
     sp_error *err = NULL;
     int rc = sp_hydrate(NULL, f->ws, &m, 1, NULL, &err);
     if (rc != SP_EDENIED)
@@ -666,7 +666,7 @@ static int child_unreadable_file(struct fx *f)
 
 static int child_unreadable_dir(struct fx *f)
 {
-    sp_mount m = {f->src, NULL, NULL, NULL, 0, false, false};
+    sp_mount m = {f->src, NULL, NULL, NULL, 0, false, false, false};
     sp_error *err = NULL;
     int rc = sp_hydrate(NULL, f->ws, &m, 1, NULL, &err);
     if (rc != SP_EDENIED)
@@ -743,7 +743,7 @@ static void test_vanished_folder(void **state)
     }
     tu_write(f->ws, "existing", "e\n", 0644);
     char *before = listing(f->ws);
-    sp_mount m = {f->src, NULL, NULL, NULL, 0, false, false};
+    sp_mount m = {f->src, NULL, NULL, NULL, 0, false, false, false};
     sp_hydrate_opts o = SP_HYDRATE_OPTS_INIT;
     o.progress = vanish;
     o.progress_userdata = f;
@@ -776,8 +776,8 @@ static void test_overlap(void **state)
     tu_write(src2, "conf/in", "dir in two\n", 0644);
     tu_write(src2, "tree", "now a file\n", 0644);
 
-    sp_mount m[2] = {{f->src, NULL, NULL, NULL, 0, false, false},
-                     {src2, NULL, NULL, NULL, 0, false, false}};
+    sp_mount m[2] = {{f->src, NULL, NULL, NULL, 0, false, false, false},
+                     {src2, NULL, NULL, NULL, 0, false, false, false}};
     sp_hydrate_result *r = NULL;
     OK(hydrate(&r, f->ws, m, 2, NULL, &e_));
     assert_content(f->ws, "README.md", "from two\n");
@@ -829,7 +829,7 @@ static void test_existing_workspace(void **state)
      * replaced, never written through. */
     tu_symlink(f->out, f->ws, "evil");
 
-    sp_mount m = {f->src, NULL, NULL, NULL, 0, false, false};
+    sp_mount m = {f->src, NULL, NULL, NULL, 0, false, false, false};
     sp_hydrate_result *r = NULL;
     OK(hydrate(&r, f->ws, &m, 1, NULL, &e_));
     assert_content(f->ws, "README.md", "new\n");
@@ -863,7 +863,7 @@ static void test_commit_rollback(void **state)
     tu_write(f->ws, "dir/a", "old a\n", 0644);
     tu_write(f->ws, "keep", "k\n", 0644);
     char *before = listing(f->ws);
-    sp_mount m = {f->src, NULL, NULL, NULL, 0, false, false};
+    sp_mount m = {f->src, NULL, NULL, NULL, 0, false, false, false};
     for (int k = 1; k <= 9; k++) {
         sp_hydrate_test_fail_commit = k;
         sp_error *err = NULL;
@@ -898,7 +898,7 @@ static void test_special_and_hardlinks(void **state)
     free(a);
     free(b);
 
-    sp_mount m = {f->src, NULL, NULL, NULL, 0, false, false};
+    sp_mount m = {f->src, NULL, NULL, NULL, 0, false, false, false};
     sp_hydrate_result *r = NULL;
     OK(hydrate(&r, f->ws, &m, 1, NULL, &e_));
     assert_false(tu_exists(f->ws, "fifo"));
@@ -930,7 +930,7 @@ static void test_ten_thousand_files(void **state)
             tu_write(f->src, rel, content, i % 7 ? 0644 : 0755);
         }
     }
-    sp_mount m = {f->src, NULL, NULL, NULL, 0, false, false};
+    sp_mount m = {f->src, NULL, NULL, NULL, 0, false, false, false};
     sp_hydrate_result *r = NULL;
     int64_t t0 = sp_now_ms();
     OK(hydrate(&r, f->ws, &m, 1, NULL, &e_));
@@ -966,7 +966,7 @@ static void test_sparse_gib(void **state)
     if ((off_t)sst.st_blocks * 512 >= size)
         skip(); /* this filesystem keeps no holes */
 
-    sp_mount m = {f->src, NULL, NULL, NULL, 0, false, false};
+    sp_mount m = {f->src, NULL, NULL, NULL, 0, false, false, false};
     sp_hydrate_result *r = NULL;
     int64_t t0 = sp_now_ms();
     OK(hydrate(&r, f->ws, &m, 1, NULL, &e_));
@@ -1013,7 +1013,7 @@ static int child_cross_device(struct fx *f)
     cleanup_free char *sub = tu_join(f->ws, "sub");
     if (mount("tmpfs", sub, "tmpfs", 0, "size=1m") < 0)
         return 77;
-    sp_mount m = {f->src, NULL, NULL, NULL, 0, false, false};
+    sp_mount m = {f->src, NULL, NULL, NULL, 0, false, false, false};
     sp_error *err = NULL;
     int rc = sp_hydrate(NULL, f->ws, &m, 1, NULL, &err);
     int ret = 0;
@@ -1057,7 +1057,7 @@ static void test_workspace_inside_mount(void **state)
     tu_write(f->src, "a", "a\n", 0644);
     tu_write(f->ws, "old", "o\n", 0644);
     /* Mount the folder that holds the workspace: it is not copied into itself. */
-    sp_mount m = {f->root, NULL, NULL, NULL, 0, false, false};
+    sp_mount m = {f->root, NULL, NULL, NULL, 0, false, false, false};
     sp_hydrate_result *r = NULL;
     OK(hydrate(&r, f->ws, &m, 1, NULL, &e_));
     assert_content(f->ws, "src/a", "a\n");
@@ -1123,6 +1123,14 @@ static void test_spec_parse(void **state)
     sp_mount_free(m);
     OK(sp_mount_spec_parse(&m, "src=x,gitignore=no", &e_));
     assert_false(m->gitignore);
+    assert_false(m->keep_secrets); /* the default strips */
+    sp_mount_free(m);
+    OK(sp_mount_spec_parse(&m, "secrets=keep,src=x", &e_));
+    assert_true(m->keep_secrets);
+    assert_string_equal(m->host_path, "x");
+    sp_mount_free(m);
+    OK(sp_mount_spec_parse(&m, "src=x,secrets=strip", &e_));
+    assert_false(m->keep_secrets);
     sp_mount_free(m);
 
     static const struct {
@@ -1143,6 +1151,13 @@ static void test_spec_parse(void **state)
         {"src=a,gitignore=maybe", "gitignore takes true or false"},
         {"src=a,gitignore,gitignore=false", "repeats gitignore"},
         {"src=a,dst", "KEY=VALUE"},
+        {"src=a,secrets=maybe", "secrets takes strip (the default: credentials are left out) "
+                                "or keep: secrets=maybe"},
+        {"src=a,secrets=KEEP", "secrets takes strip"},
+        {"src=a,secrets=keep,secrets=strip", "repeats secrets"},
+        {"src=a,secrets", "KEY=VALUE"},
+        {"src=a,secrets=", "empty value"},
+        {"src=a,secret=keep", "unknown mount spec key 'secret'"},
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         sp_error *err = NULL;
@@ -1170,6 +1185,197 @@ static void test_spec_hydrates(void **state)
     sp_mount_free(m);
     assert_content(f->ws, "code/a.c", "a\n");
     assert_false(tu_exists(f->ws, "code/a.o"));
+}
+
+/* Every byte of every file below dir, concatenated (symlink targets too). */
+static sp_buf all_bytes_v;
+static int all_bytes_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)flag;
+    (void)ftw;
+    if (S_ISREG(st->st_mode)) {
+        size_t len = 0;
+        char *c = tu_read("/", path + 1, &len);
+        assert_non_null(c);
+        sp_buf_add(&all_bytes_v, c, len);
+        free(c);
+    } else if (S_ISLNK(st->st_mode)) {
+        char t[4096];
+        ssize_t n = readlink(path, t, sizeof(t));
+        if (n > 0)
+            sp_buf_add(&all_bytes_v, t, (size_t)n);
+    }
+    sp_buf_add(&all_bytes_v, path, strlen(path));
+    return 0;
+}
+
+static char *all_bytes(const char *dir, size_t *len)
+{
+    all_bytes_v = (sp_buf)SP_BUF_INIT;
+    sp_buf_add(&all_bytes_v, "", 0);
+    assert_int_equal(nftw(dir, all_bytes_one, 64, FTW_PHYS), 0);
+    *len = all_bytes_v.len;
+    return sp_buf_steal(&all_bytes_v);
+}
+
+static const sp_hydrate_rewrite *find_rewrite(const sp_hydrate_result *r, const char *path)
+{
+    for (size_t i = 0; i < r->n_rewritten; i++)
+        if (strcmp(r->rewritten[i].path, path) == 0)
+            return &r->rewritten[i];
+    return NULL;
+}
+
+static void expect_secret_skip(const sp_hydrate_result *r, const char *path, const char *detail)
+{
+    const sp_hydrate_skip *k = find_skip(r, path);
+    if (!k)
+        fail_msg("%s is not listed as left out", path);
+    assert_int_equal(k->reason, SP_HYDRATE_SKIP_SECRET);
+    assert_string_equal(sp_hydrate_skip_name(k->reason), "secret");
+    assert_string_equal(k->detail, detail);
+}
+
+/* A project with credentials where real ones keep theirs. */
+static const char *const secret_tokens[] = {
+    "TOKEN_GIT_1", "TOKEN_HDR_2",    "TOKEN_ENV_3", "TOKEN_KEY_4",     "XYZ_NPM_5",   "TOKEN_GD_6",
+    "TOKEN_BAD_7", "TOKEN_DOCKER_8", "TOKEN_ENV_9", "TOKEN_VENDOR_10", "TOKEN_PEM_11"};
+
+static void secret_project(const char *s)
+{
+    static const char *const dirs[] = {
+        ".git", "wt",     "gitdirs",    "gitdirs/wt",      "broken", "broken/.git", ".docker",
+        "app",  "vendor", "vendor/lib", "vendor/lib/.git", "certs",  "src",         "links"};
+    for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++)
+        tu_mkdir(s, dirs[i]);
+    tu_write(s, ".git/HEAD", "ref: refs/heads/main\n", 0644);
+    tu_write(s, ".git/config",
+             "[core]\n\trepositoryformatversion = 0\n"
+             "[remote \"origin\"]\n\turl = https://user:TOKEN_GIT_1@host/x.git\n"
+             "\tfetch = +refs/heads/*:refs/remotes/origin/*\n"
+             "[http \"https://h/\"]\n\textraHeader = Authorization: Bearer TOKEN_HDR_2\n",
+             0644);
+    tu_write(s, ".env", "API_KEY=TOKEN_ENV_3\n", 0600);
+    tu_write(s, ".env.example", "API_KEY=changeme\n", 0644);
+    tu_write(s, "id_ed25519", "-----BEGIN OPENSSH PRIVATE KEY-----\nTOKEN_KEY_4\n", 0600);
+    tu_write(s, "id_ed25519.pub", "ssh-ed25519 AAAA me@host\n", 0644);
+    tu_write(s, ".npmrc",
+             "registry=https://registry.npmjs.org/\n//registry.npmjs.org/:_authToken=XYZ_NPM_5\n",
+             0644);
+    /* A worktree's .git file names a gitdir elsewhere in the mount. */
+    tu_write(s, "wt/.git", "gitdir: ../gitdirs/wt\n", 0644);
+    tu_write(s, "gitdirs/wt/config", "[remote \"o\"]\n\turl = https://TOKEN_GD_6@h/x\n", 0644);
+    /* A git config this reader cannot parse stays out. */
+    tu_write(s, "broken/.git/config", "[core] bare = true\n# TOKEN_BAD_7\n", 0644);
+    tu_write(s, ".docker/config.json",
+             "{\"auths\": {\"r.io\": {\"auth\": \"TOKEN_DOCKER_8\"}}, \"credsStore\": \"pass\"}",
+             0644);
+    tu_write(s, "app/.env.local", "X=TOKEN_ENV_9\n", 0644);
+    tu_write(s, "vendor/lib/.git/config",
+             "[Credential]\n\thelper = store\n[remote \"o\"]\n\turl = https://TOKEN_VENDOR_10@h/\n",
+             0644);
+    tu_write(s, "certs/tls.pem", "TOKEN_PEM_11\n", 0644);
+    tu_write(s, "src/id_map.c", "int id;\n", 0644);
+    /* Followed links: judged by their own name and by their target's. */
+    tu_write(s, "links/real.txt", "not a secret\n", 0644);
+    tu_symlink("real.txt", s, "links/.env");
+    tu_symlink("../.env", s, "links/innocent.txt");
+}
+
+/* Nothing secret flows in by default (issue 28): no byte of any token
+ * anywhere in the workspace, each left-out or rewritten file reported,
+ * the rest (.env.example, a public key, source named id_*) copied; and
+ * secrets=keep copies everything as it is. */
+static void test_secrets_left_out(void **state)
+{
+    struct fx *f = *state;
+    secret_project(f->src);
+    char spec[4096];
+    snprintf(spec, sizeof(spec), "src=%s,follow-symlinks", f->src);
+    sp_mount *m = NULL;
+    OK(sp_mount_spec_parse(&m, spec, &e_));
+    sp_hydrate_result *r = NULL;
+    OK(hydrate(&r, f->ws, m, 1, NULL, &e_));
+    sp_mount_free(m);
+
+    size_t len = 0;
+    char *bytes = all_bytes(f->ws, &len);
+    for (size_t i = 0; i < sizeof(secret_tokens) / sizeof(secret_tokens[0]); i++)
+        if (memmem(bytes, len, secret_tokens[i], strlen(secret_tokens[i])))
+            fail_msg("%s reached the workspace", secret_tokens[i]);
+    free(bytes);
+
+    assert_content(f->ws, ".env.example", "API_KEY=changeme\n");
+    assert_content(f->ws, "id_ed25519.pub", "ssh-ed25519 AAAA me@host\n");
+    assert_content(f->ws, "src/id_map.c", "int id;\n");
+    assert_content(f->ws, ".git/config",
+                   "[core]\n\trepositoryformatversion = 0\n"
+                   "[remote \"origin\"]\n\turl = https://host/x.git\n"
+                   "\tfetch = +refs/heads/*:refs/remotes/origin/*\n"
+                   "[http \"https://h/\"]\n");
+    assert_content(f->ws, ".npmrc", "registry=https://registry.npmjs.org/\n");
+    assert_content(f->ws, "gitdirs/wt/config", "[remote \"o\"]\n\turl = https://h/x\n");
+    assert_content(f->ws, "vendor/lib/.git/config", "[remote \"o\"]\n\turl = https://h/\n");
+    assert_content(f->ws, "wt/.git", "gitdir: ../gitdirs/wt\n");
+    assert_false(tu_exists(f->ws, ".env"));
+    assert_false(tu_exists(f->ws, "app/.env.local"));
+    assert_false(tu_exists(f->ws, "id_ed25519"));
+    assert_false(tu_exists(f->ws, "certs/tls.pem"));
+    assert_false(tu_exists(f->ws, "broken/.git/config"));
+    assert_false(tu_exists(f->ws, "links/.env"));
+    assert_false(tu_exists(f->ws, "links/innocent.txt"));
+    assert_content(f->ws, "links/real.txt", "not a secret\n");
+
+    expect_secret_skip(r, ".env", ".env file");
+    expect_secret_skip(r, "app/.env.local", ".env file");
+    expect_secret_skip(r, "id_ed25519", "private key");
+    expect_secret_skip(r, "certs/tls.pem", "key or certificate file");
+    expect_secret_skip(r, "broken/.git/config", "git config that could not be parsed");
+    expect_secret_skip(r, "links/.env", ".env file");
+    expect_secret_skip(r, "links/innocent.txt", ".env file");
+    assert_null(find_skip(r, ".env.example"));
+    static const char *const rewritten[] = {".docker/config.json", ".git/config", ".npmrc",
+                                            "gitdirs/wt/config", "vendor/lib/.git/config"};
+    assert_int_equal(r->n_rewritten, 5);
+    for (size_t i = 0; i < 5; i++) {
+        assert_string_equal(r->rewritten[i].path, rewritten[i]); /* sorted */
+        assert_int_equal(r->rewritten[i].mount, 0);
+    }
+    assert_string_equal(find_rewrite(r, ".git/config")->detail,
+                        "credentials removed from .git/config");
+    /* A rewritten file is an entry, with the size that was written. */
+    bool seen = false;
+    for (size_t i = 0; i < r->n_entries; i++) {
+        if (strcmp(r->entries[i].path, ".npmrc") == 0) {
+            assert_int_equal(r->entries[i].size, strlen("registry=https://registry.npmjs.org/\n"));
+            seen = true;
+        }
+        if (strcmp(r->entries[i].path, "broken/.git/config") == 0)
+            fail_msg("a left-out file is listed as copied");
+    }
+    assert_true(seen);
+    sp_hydrate_result_free(r);
+
+    /* secrets=keep: the copy is the source, byte for byte. */
+    char *ws2 = tu_join(f->root, "ws2");
+    tu_mkdir(f->root, "ws2");
+    snprintf(spec, sizeof(spec), "src=%s,secrets=keep", f->src);
+    OK(sp_mount_spec_parse(&m, spec, &e_));
+    OK(hydrate(&r, ws2, m, 1, NULL, &e_));
+    sp_mount_free(m);
+    assert_int_equal(r->n_rewritten, 0);
+    assert_int_equal(r->n_skipped, 0);
+    sp_hydrate_result_free(r);
+    char *want = listing(f->src), *got = listing(ws2);
+    assert_string_equal(got, want);
+    free(want);
+    free(got);
+    bytes = all_bytes(ws2, &len);
+    for (size_t i = 0; i < sizeof(secret_tokens) / sizeof(secret_tokens[0]); i++)
+        if (!memmem(bytes, len, secret_tokens[i], strlen(secret_tokens[i])))
+            fail_msg("secrets=keep lost %s", secret_tokens[i]);
+    free(bytes);
+    free(ws2);
 }
 
 static void test_state_root(void **state)
@@ -1228,31 +1434,6 @@ static void test_state_root(void **state)
 
 /* ------------------------------------------------------ gitignore -- */
 
-/* Run git in `dir` with no user configuration; stdout to `out` (or
- * nowhere). Returns its exit status. */
-static int git_in(const char *dir, const char *out, const char *a1, const char *a2, const char *a3,
-                  const char *a4)
-{
-    pid_t pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        int fd = open(out ? out : "/dev/null", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-        int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
-        if (fd < 0 || null < 0 || dup2(fd, 1) < 0 || dup2(null, 2) < 0 || chdir(dir) < 0)
-            _exit(126);
-        clearenv();
-        setenv("PATH", "/usr/local/bin:/usr/bin:/bin", 1);
-        setenv("HOME", dir, 1);
-        setenv("GIT_CONFIG_NOSYSTEM", "1", 1);
-        execlp("git", "git", a1, a2, a3, a4, (char *)NULL);
-        _exit(127);
-    }
-    int st = 0;
-    while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
-        ;
-    return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
-}
-
 /* The files (and symlinks) below dir, relative to it, sorted, one a line;
  * `.git` left out. */
 static int file_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
@@ -1306,7 +1487,8 @@ static char *sorted_lines(const char *dir, const char *rel)
 static char *hydrate_files(struct fx *f, const char *ws, const char *opts)
 {
     char spec[4096];
-    snprintf(spec, sizeof(spec), "src=%s,%s", f->src, opts);
+    /* secrets=keep: git's listing has the .env this test ignores or not. */
+    snprintf(spec, sizeof(spec), "src=%s,secrets=keep,%s", f->src, opts);
     tu_mkdir(f->root, ws);
     char *dir = tu_join(f->root, ws);
     sp_mount *m = NULL;
@@ -1329,7 +1511,7 @@ static void test_gitignore_matches_git(void **state)
         return;
     }
     const char *s = f->src;
-    assert_int_equal(git_in(s, NULL, "init", "-q", NULL, NULL), 0);
+    assert_int_equal(tu_git_in(s, NULL, "init", "-q", NULL, NULL), 0);
     tu_write(s, ".gitignore",
              "# comment\n"
              "*.log\n"
@@ -1409,7 +1591,7 @@ static void test_gitignore_matches_git(void **state)
     tu_symlink("main.c", s, "link.c");
 
     char *out = tu_join(f->root, "git.out");
-    assert_int_equal(git_in(s, out, "ls-files", "--others", "--exclude-standard", NULL), 0);
+    assert_int_equal(tu_git_in(s, out, "ls-files", "--others", "--exclude-standard", NULL), 0);
     char *want = sorted_lines(f->root, "git.out");
     free(out);
     /* The tree really exercises both sides. */
@@ -1459,6 +1641,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_cross_device, setup, teardown),
         cmocka_unit_test(test_spec_parse),
         cmocka_unit_test_setup_teardown(test_spec_hydrates, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_secrets_left_out, setup, teardown),
         cmocka_unit_test_setup_teardown(test_state_root, setup, teardown),
         cmocka_unit_test_setup_teardown(test_gitignore_matches_git, setup, teardown),
     };

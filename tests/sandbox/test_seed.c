@@ -41,6 +41,7 @@ static int setup(void **state)
     tu_write(f->host, "build/artifact.o", "OBJECT", 0644);
     tu_write(f->host, "debug.log", "LOGLINE", 0644);
     tu_write(f->host, "secret.env", "TOKEN=hunter2", 0600);
+    tu_write(f->host, "sub/id_rsa", "SEEDKEY", 0600); /* left out: a private key */
     *state = f;
     return 0;
 }
@@ -85,10 +86,17 @@ static void test_seed_filters_and_cleanup(void **state)
     int fd = open(f->out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
     assert_true(fd >= 0);
     sp_error *err = NULL;
-    int r = sp_seed_tar(fd, &m, 1, NULL, f->state, &err);
+    sp_hydrate_result *hr = NULL;
+    int r = sp_seed_tar(&hr, fd, &m, 1, NULL, f->state, &err);
     if (r < 0)
         fail_msg("seed: %s", err ? err->message : "?");
     close(fd);
+    /* The hydration's result says what it left out (create records it). */
+    assert_non_null(hr);
+    assert_int_equal(hr->n_skipped, 1);
+    assert_string_equal(hr->skipped[0].path, "sub/id_rsa");
+    assert_int_equal(hr->skipped[0].reason, SP_HYDRATE_SKIP_SECRET);
+    sp_hydrate_result_free(hr);
     assert_int_equal(entries_in(f->state), 0); /* the temp folder is gone */
     struct stat st;
     assert_int_equal(stat(f->state, &st), 0);
@@ -101,6 +109,8 @@ static void test_seed_filters_and_cleanup(void **state)
     /* Filtered entries are not in the archive at all: no name, no bytes. */
     assert_null(memmem(tar, len, "secret.env", 10));
     assert_null(memmem(tar, len, "hunter2", 7));
+    assert_null(memmem(tar, len, "SEEDKEY", 7));
+    assert_null(memmem(tar, len, "id_rsa", 6));
     assert_null(memmem(tar, len, "debug.log", 9));
     assert_null(memmem(tar, len, "LOGLINE", 7));
     assert_null(memmem(tar, len, "artifact.o", 10));
@@ -144,7 +154,7 @@ static void test_seed_cap_fails_clean(void **state)
     int fd = open(f->out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
     assert_true(fd >= 0);
     sp_error *err = NULL;
-    assert_int_equal(sp_seed_tar(fd, &m, 1, NULL, f->state, &err), SP_ETOOBIG);
+    assert_int_equal(sp_seed_tar(NULL, fd, &m, 1, NULL, f->state, &err), SP_ETOOBIG);
     sp_error_free(err);
     close(fd);
     assert_int_equal(entries_in(f->state), 0);
@@ -160,7 +170,7 @@ static void test_seed_write_fails_clean(void **state)
     int fd = open(f->out, O_RDONLY | O_CREAT | O_CLOEXEC, 0600); /* writes fail */
     assert_true(fd >= 0);
     sp_error *err = NULL;
-    int r = sp_seed_tar(fd, &m, 1, NULL, f->state, &err);
+    int r = sp_seed_tar(NULL, fd, &m, 1, NULL, f->state, &err);
     close(fd);
     assert_true(r < 0);
     assert_non_null(err);
@@ -175,7 +185,7 @@ static void test_seed_bad_source(void **state)
     char *gone = tu_join(f->dir, "no-such-folder");
     m.host_path = gone;
     sp_error *err = NULL;
-    assert_int_equal(sp_seed_tar(-1, &m, 1, NULL, f->state, &err), SP_ENOTFOUND);
+    assert_int_equal(sp_seed_tar(NULL, -1, &m, 1, NULL, f->state, &err), SP_ENOTFOUND);
     sp_error_free(err);
     assert_int_equal(entries_in(f->state), 0);
     free(gone);

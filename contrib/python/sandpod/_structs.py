@@ -44,6 +44,7 @@ class Mount(ctypes.Structure):
         ("max_bytes", c_uint64),
         ("follow_symlinks", c_bool),
         ("gitignore", c_bool),
+        ("keep_secrets", c_bool),
     ]
 
 
@@ -390,6 +391,12 @@ class HydrateSkip(ctypes.Structure):
                 ("detail", c_char_p)]
 
 
+class HydrateRewrite(ctypes.Structure):
+    """sp_hydrate_rewrite (sandpod/hydrate.h)."""
+
+    _fields_ = [("path", c_char_p), ("mount", c_size_t), ("detail", c_char_p)]
+
+
 class HydrateOverride(ctypes.Structure):
     """sp_hydrate_override (sandpod/hydrate.h)."""
 
@@ -424,6 +431,8 @@ class HydrateResult(ctypes.Structure):
         ("n_overridden", c_size_t),
         ("mounts", POINTER(HydrateMountStats)),
         ("n_mounts", c_size_t),
+        ("rewritten", POINTER(HydrateRewrite)),
+        ("n_rewritten", c_size_t),
     ]
 
 

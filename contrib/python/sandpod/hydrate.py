@@ -28,8 +28,10 @@ _type_name = fn("sp_fs_type_name", c_char_p, c_int)
 @dataclass(frozen=True)
 class HydrateResult:
     """What :func:`hydrate` did. ``entries``: (path, type, size, mount index);
-    ``skipped``: (path, mount, reason, detail); ``overridden``: (path,
-    winning mount, losing mount or -1)."""
+    ``skipped``: (path, mount, reason, detail), reason ``"secret"`` for a
+    file left out because it holds credentials; ``overridden``: (path,
+    winning mount, losing mount or -1); ``rewritten``: (path, mount, detail)
+    for each file copied with its credentials taken out."""
 
     files: int
     dirs: int
@@ -41,6 +43,7 @@ class HydrateResult:
     entries: tuple[tuple[str, str, int, int], ...]
     skipped: tuple[tuple[str, int, str, str | None], ...]
     overridden: tuple[tuple[str, int, int], ...]
+    rewritten: tuple[tuple[str, int, str], ...] = ()
 
 
 def _s(b: bytes | None) -> str:
@@ -79,6 +82,8 @@ def hydrate(workspace: str | os.PathLike[str],
                            None if k.detail is None else _s(k.detail))
                           for k in (r.skipped[i] for i in range(r.n_skipped))),
             overridden=tuple((_s(v.path), v.mount, v.previous)
-                             for v in (r.overridden[i] for i in range(r.n_overridden))))
+                             for v in (r.overridden[i] for i in range(r.n_overridden))),
+            rewritten=tuple((_s(w.path), w.mount, _s(w.detail))
+                            for w in (r.rewritten[i] for i in range(r.n_rewritten))))
     finally:
         _free(p)

@@ -128,6 +128,9 @@ class Mount:
     """A host folder to hydrate the workspace from (sp_mount).
 
     ``dst`` is where it lands in the workspace (None: its root).
+    ``keep_secrets`` copies files that hold credentials as they are
+    (``secrets=keep``); by default they are left out or rewritten without
+    them (see the README's list).
     """
 
     src: str | os.PathLike[str]
@@ -137,6 +140,7 @@ class Mount:
     max_bytes: int = 0
     follow_symlinks: bool = False
     gitignore: bool = False
+    keep_secrets: bool = False
 
 
 @dataclass(frozen=True)
@@ -343,6 +347,7 @@ def _mounts(mounts: Iterable[Mount | str | os.PathLike[str]], keep: list[object]
         arr[i].max_bytes = m.max_bytes
         arr[i].follow_symlinks = m.follow_symlinks
         arr[i].gitignore = m.gitignore
+        arr[i].keep_secrets = m.keep_secrets
     keep.append(arr)
     return ctypes.cast(arr, POINTER(S.Mount)), len(ms)
 

@@ -21,6 +21,12 @@
  *     already exist keep their own mode and owner and receive the new
  *     entries.
  *
+ * Nothing secret flows in by default: unless a mount says keep_secrets,
+ * files that hold credentials (.env, private keys, ...) are left out and a
+ * repository's git config, .npmrc, .pypirc and .docker/config.json are
+ * copied without theirs; the result lists each (sp_mount.keep_secrets has
+ * the rules).
+ *
  * Copies keep file modes, access and modification times, symlinks (verbatim),
  * empty folders and sparse files (holes stay holes); owners too when the
  * caller is root. Hard links become separate files. Devices, fifos and
@@ -138,6 +144,38 @@ typedef struct sp_mount {
      *  `exclude` and before `include`: an entry is copied when no exclude
      *  matches it, git does not ignore it, and an include (if any) selects it. */
     bool gitignore;
+    /** Copy credentials as they are (`secrets=keep`). Off, the default:
+     *  nothing secret flows in. At any depth, these regular files are left
+     *  out (listed in sp_hydrate_result.skipped with SP_HYDRATE_SKIP_SECRET):
+     *  `.env` and `.env.*` (not `.env.example`, `.env.sample`,
+     *  `.env.template`, `.env.dist`), `.netrc`, `_netrc`,
+     *  `.git-credentials`, ssh private keys (`id_*` without an extension,
+     *  and `id_rsa*`, `id_dsa*`, `id_ecdsa*`, `id_ed25519*` but never
+     *  `*.pub`), and `*.pem`, `*.key`, `*.p12`, `*.pfx` (any case). These
+     *  are copied with their credentials taken out (listed in
+     *  sp_hydrate_result.rewritten when something was):
+     *    - a git config: `config` and `config.worktree` in a `.git` folder
+     *      (at any depth, `.git/modules/...` too) and in a gitdir that a
+     *      `.git` file names, when that gitdir is copied by the same mount:
+     *      `[credential]` and `[credential "..."]` sections,
+     *      `http.extraHeader` and `http.<url>.extraHeader`,
+     *      `sendemail.smtpPass`, and the userinfo of `url`, `pushurl`,
+     *      `insteadOf`, `pushInsteadOf` and `proxy` values and of
+     *      `[url "..."]` and `[http "..."]` names (`user:password@`
+     *      always; a bare `user@` in http(s) and ftp(s) URLs, where it is a
+     *      token; `git@host:x` and `ssh://git@host/x` keep their user);
+     *      everything else byte for byte;
+     *    - `.npmrc`: lines whose key ends in `_auth`, `_authToken`,
+     *      `password` or `username`, unless the value is a `${VAR}`;
+     *    - `.pypirc`: `password` keys;
+     *    - `.docker/config.json`: `auth`, `password`, `identitytoken` and
+     *      `registrytoken` of every `auths` entry (`credHelpers` and
+     *      `credsStore` stay).
+     *  A file of these kinds that cannot be parsed, or is over 4 MiB, is
+     *  left out (SP_HYDRATE_SKIP_SECRET) rather than copied raw. Symlinks
+     *  copied as symlinks are not affected (their targets are paths);
+     *  followed ones are judged by their name and their target's. */
+    bool keep_secrets;
 } sp_mount;
 
 /**
@@ -146,17 +184,18 @@ typedef struct sp_mount {
  *
  *     PATH
  *     src=PATH[,dst=DIR][,include=GLOB]...[,exclude=GLOB]...[,max-bytes=SIZE]
- *         [,follow-symlinks][,gitignore]
+ *         [,follow-symlinks][,gitignore][,secrets=strip|keep]
  *
  * The key=value form is recognised when the SPEC starts with one of the
  * keys (`src=`, `dst=`, `include=`, `exclude=`, `max-bytes=`,
- * `follow-symlinks`, `gitignore`); anything else is one PATH. Items are separated by
+ * `follow-symlinks`, `gitignore`, `secrets=`); anything else is one PATH. Items are separated by
  * commas, except commas inside `{...}` (so `include=*.{c,h}` works) and
  * commas escaped as `\,`. In src and dst, `\,` and `\\` stand for `,` and
  * `\`; globs keep their backslashes (`\,` is a literal comma in a glob).
  * SIZE is a whole number with an optional binary suffix K, M, G or T
  * (optionally followed by B or iB, any case): `max-bytes=512M`.
  * `follow-symlinks` and `gitignore` may also be written `=true|false`.
+ * `secrets=keep` sets keep_secrets; `secrets=strip` is the default.
  *
  * @param out  receives the mount; free with sp_mount_free()
  * @return 0; SP_EINVAL with a message naming the bad item
@@ -213,10 +252,14 @@ typedef enum sp_hydrate_skip_reason {
     SP_HYDRATE_SKIP_DANGLING = 3, /**< followed symlink whose target is missing */
     SP_HYDRATE_SKIP_LOOP = 4,     /**< followed symlink looping back to a folder being copied */
     SP_HYDRATE_SKIP_TOO_DEEP = 5, /**< deeper than 256 folders */
+    /** holds credentials (see sp_mount.keep_secrets); the detail says what
+     *  it is: ".env file", "private key", "git config that could not be
+     *  parsed", ... */
+    SP_HYDRATE_SKIP_SECRET = 6,
 } sp_hydrate_skip_reason;
 
 /** A one-word name for a skip reason: "special", "outside", "dangling",
- *  "loop", "too_deep". */
+ *  "loop", "too_deep", "secret". */
 const char *sp_hydrate_skip_name(sp_hydrate_skip_reason r);
 
 /** An entry that was copied. */
@@ -234,6 +277,15 @@ typedef struct sp_hydrate_skip {
     sp_hydrate_skip_reason reason;
     char *detail; /**< e.g. "fifo", or the symlink's target; may be NULL */
 } sp_hydrate_skip;
+
+/** A file that was copied with credentials taken out of it (see
+ *  sp_mount.keep_secrets). It is also among the entries, with the size of
+ *  what was written. */
+typedef struct sp_hydrate_rewrite {
+    char *path; /**< relative to the workspace */
+    size_t mount;
+    char *detail; /**< what was taken out: "credentials removed from .git/config", ... */
+} sp_hydrate_rewrite;
 
 /** A path that a later mount (or the hydration itself) replaced. */
 typedef struct sp_hydrate_override {
@@ -266,6 +318,8 @@ typedef struct sp_hydrate_result {
     size_t n_overridden;
     sp_hydrate_mount_stats *mounts; /**< one per mount, in order */
     size_t n_mounts;
+    sp_hydrate_rewrite *rewritten; /**< files copied with credentials taken out */
+    size_t n_rewritten;
 } sp_hydrate_result;
 
 /**

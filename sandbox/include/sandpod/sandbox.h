@@ -297,6 +297,15 @@ typedef struct sp_sandbox_mount {
     bool follow_symlinks;
     bool gitignore;        /**< the source's git ignore rules applied */
     uint64_t files, bytes; /**< what it brought in at create */
+    bool keep_secrets;     /**< `secrets=keep`: credentials were copied as they were */
+    /** Files hydration left out because they hold credentials (paths
+     *  relative to the workspace; names only, never content),
+     *  NULL-terminated; never NULL. Empty for a sandbox whose hydration
+     *  ran elsewhere (a kubernetes engine's) or made by an older sandpod. */
+    const char *const *secrets_left_out;
+    /** Files copied with their credentials taken out (a .git/config with
+     *  a token in a remote URL, ...), as secrets_left_out. */
+    const char *const *secrets_rewritten;
 } sp_sandbox_mount;
 
 /**
