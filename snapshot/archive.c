@@ -148,7 +148,7 @@ static int export_dir(struct exp *x, const sp_oid *tree, const char *prefix, uns
     if (r < 0)
         return r;
     if (depth == 0)
-        r = put_header(x, "./", AE_IFDIR, td.mode, NULL, err);
+        r = put_header(x, "./", AE_IFDIR, SNAP_ROOT_MODE(td.mode), NULL, err);
     for (size_t i = 0; i < td.n && r == 0; i++) {
         const sp_tentry *e = &td.v[i];
         cleanup_free char *path = sp_xasprintf("%s%s", prefix, e->name);

@@ -470,7 +470,12 @@ int sp_restore_dir(sp_scan *sc, int dfd, snode *dir, const sp_oid *tree, sp_erro
     /* Only when it differs: a chmod costs a syscall and an event. */
     uint32_t now_mode =
         (!p.root && (p.st.st_mode & 0700) != 0700) ? 0xffffffffu : (p.st.st_mode & 07777u);
-    if (now_mode != td.mode && fchmod(dfd, td.mode) < 0) {
+    /* The workspace root is the host's folder too: whatever the workload
+     * made of its mode, it comes back no more open than 0755 and with no
+     * set-id or sticky bit (a world-writable root is writable by every
+     * host user who can reach it). */
+    uint32_t want = sc->depth == 0 ? SNAP_ROOT_MODE(td.mode) : td.mode;
+    if (now_mode != want && fchmod(dfd, want) < 0) {
         r = fail_at(sc, errno, "chmod", err);
         goto done;
     }
@@ -478,7 +483,9 @@ int sp_restore_dir(sp_scan *sc, int dfd, snode *dir, const sp_oid *tree, sp_erro
         r = fail_at(sc, errno, "sync", err);
         goto done;
     }
-    dir->mode = td.mode;
+    dir->mode = want;
+    if (want != td.mode)
+        differs = true;
     for (uint32_t i = 0; i < dir->nkids && !differs; i++)
         if (dir->kids[i]->type == SN_DIR && (dir->kids[i]->flags & SN_DIRTY))
             differs = true;

@@ -357,6 +357,10 @@ int sp_track_apply(sp_track *t, sp_scan *sc, int rootfd, snode *root, sp_error *
 #define SNAP_SETID_BITS 06000u
 
 /* The bits an entry of type `type` with stored bits `mode` gets outside. */
+/* The mode the workspace root is given on restore and export: never more
+ * open than 0755, never set-id or sticky, always the owner's to use. */
+#define SNAP_ROOT_MODE(m) (((m)&0755u) | 0700u)
+
 static inline uint32_t sp_mode_out(int type, uint32_t mode, bool keep_setid)
 {
     return type == SN_DIR || keep_setid ? mode : mode & ~SNAP_SETID_BITS;

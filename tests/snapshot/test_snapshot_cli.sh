@@ -342,5 +342,19 @@ expect_json "j['ok']" "True" "gc --json"
 snap restore "$ID2"
 expect_rc 0 "restore after gc"
 
+# The workspace root comes back no more open than 0755, with no set-id or
+# sticky bit, whatever the workload made of it (restore and export).
+chmod 7777 "$W"
+snap snapshot --json
+expect_rc 0 "snapshot of a 07777 root"
+OPEN=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["id"])' "$T/out")
+chmod 0700 "$W"
+snap restore "$OPEN"
+expect_rc 0 "restore of a 07777 root"
+if [ "$(stat -c %a "$W")" = 755 ]; then ok; else bad "the restored root is $(stat -c %a "$W"), wanted 755"; fi
+"$SP" export --root "$W" --store "$S" "$OPEN" -o - 2>"$T/err" | tar -tvf - 2>/dev/null | head -n 1 >"$T/root-entry"
+if grep -q '^drwxr-xr-x ' "$T/root-entry"; then ok; else bad "the exported root is '$(cat "$T/root-entry")', wanted drwxr-xr-x"; fi
+chmod 0755 "$W"
+
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
