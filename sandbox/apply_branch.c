@@ -430,6 +430,7 @@ static int make_commit(git_oid *out, struct build *b, git_commit *parent, const 
 {
     git_tree *tree = NULL;
     git_signature *sig = NULL;
+    char *msg = NULL;
     int r = 0;
     if (git_tree_lookup(&tree, b->repo, tree_id) < 0) {
         r = lg2_fail(err, "read the new tree in %s", b->repo_path);
@@ -443,12 +444,13 @@ static int make_commit(git_oid *out, struct build *b, git_commit *parent, const 
     if (!message || !*message)
         message = "sandpod apply";
     size_t n = strlen(message);
-    cleanup_free char *msg = sp_xasprintf("%s%s", message, message[n - 1] == '\n' ? "" : "\n");
+    msg = sp_xasprintf("%s%s", message, message[n - 1] == '\n' ? "" : "\n");
     const git_commit *parents[1] = {parent};
     if (git_commit_create(out, b->repo, NULL, sig, sig, NULL, msg, tree, parent ? 1 : 0, parents) <
         0)
         r = lg2_fail(err, "write the commit in %s", b->repo_path);
 done:
+    free(msg);
     git_signature_free(sig);
     git_tree_free(tree);
     return r;
