@@ -32,12 +32,19 @@ printf '*.pyc\n__pycache__/\n' >"$P/.gitignore"
 g -C "$P" init -q
 g -C "$P" add -A
 g -C "$P" commit -qm base
+g -C "$P" remote add origin "https://user:tok-$$-secret@git.example.com/p.git"
+g -C "$P" config "http.https://git.example.com/.extraHeader" "Authorization: Bearer hdr-$$-secret"
 head_before=$(g -C "$P" rev-parse HEAD)
 cp "$P/.git/config" "$T/config-before"
 
 N=aph-$$
 run create --name "$N" --mount "src=$P,gitignore"
 expect 0 "create from a git project"
+err_has "credentials" "create says what it took out"
+run sh "$N" 'cat .git/config; grep -r secret . 2>/dev/null; true'
+out_lacks "tok-$$-secret" "the remote URL's token never reaches the workload"
+out_lacks "hdr-$$-secret" "the extra header never reaches the workload"
+out_has "git.example.com/p.git" "the remote itself does"
 
 # Every payload runs `touch $CAN/<what>` on the host if anything ever runs it.
 pay() { printf 'touch %s/%s' "$CAN" "$1"; }
