@@ -41,16 +41,17 @@ run sh "$A" 'cd /workspace && test ! -e .env &&
     printf "line 1\nline two\nline 3\n" >edit.txt && rm sub/gone.txt && mkdir -p new/deep &&
     printf "fresh\n" >new/deep/f.txt && mv move.txt moved.txt && chmod 755 run.sh &&
     ln -s /etc/passwd link && ln -s ../keep.txt new/rel && rm -r old && printf s >suid &&
-    chmod 4755 suid'
-expect 0 "the workload changes files (and never saw .env)"
+    chmod 4755 suid && mkdir -p .git/hooks && printf "#!/bin/sh\ntouch /tmp/pwned\n" >.git/hooks/pre-commit &&
+    printf "[core]\n\tfsmonitor = touch /tmp/pwned\n" >.git/config && printf "* filter=x\n" >.gitattributes'
+expect 0 "the workload changes files, writes git payloads (and never saw .env)"
 run snapshots "$A" --json
 SNAPS_BEFORE=$(cat "$T/out")
 BASE_ID=$(python3 -c 'import json,sys; print([s["id"] for s in json.load(sys.stdin)["snapshots"] if s["tag"] == "base"][0])' <"$T/out")
 
 run apply "$A" --dry-run
 expect 0 "apply --dry-run"
-out_is 'M  edit.txt\nA  link\nD  move.txt\nA  moved.txt\nA  new/\nA  new/deep/\nA  new/deep/f.txt\nA  new/rel\nD  old/\nD  old/x.txt\nM  run.sh\nD  sub/gone.txt\nA  suid\n' \
-    "apply --dry-run lists the changes as a local apply does"
+out_is 'M  edit.txt\nD  move.txt\nA  moved.txt\nA  new/\nA  new/deep/\nA  new/deep/f.txt\nA  new/rel -> ../keep.txt\nD  old/\nD  old/x.txt\nM  run.sh  (mode 0644 -> 0755)\nD  sub/gone.txt\nA  suid\n?  .gitattributes  (configuration host tools act on; review it, then --allow-path PATTERN)\n!  .git  (version-control data: git runs what its config and hooks say; never applied; 4 changes)\n!  link -> /etc/passwd  (a symlink out of the host folder; --allow-links-out writes it)\n' \
+    "apply --dry-run lists the changes and what it holds back as a local apply does"
 check "a dry run writes nothing" diff -r "$T/host-orig" "$H"
 
 cp -a "$T/host-orig" "$T/patched"
@@ -63,13 +64,15 @@ check "git apply applies the patch" git -C "$T/patched" apply "$T/changes.patch"
 
 run apply "$A" --json
 expect 0 "apply"
-json "apply --json" 'j["ok"] is True and j["applied"] is True and not j["conflicts"] and len(j["changes"]) == 13 and j["from"] == "'"$BASE_ID"'"'
+json "apply --json" 'j["ok"] is True and j["applied"] is True and not j["conflicts"] and len(j["changes"]) == 12 and j["from"] == "'"$BASE_ID"'" and sorted(h["path"] for h in j["held"]) == [".git", ".gitattributes", "link"]'
 check "edit.txt applied" grep -qx 'line two' "$H/edit.txt"
 check "deleted file gone" test ! -e "$H/sub/gone.txt"
 check "deleted folder gone" test ! -e "$H/old"
 file_is "$H/moved.txt" 'move me\n' "rename: new name"
 file_is "$H/new/deep/f.txt" 'fresh\n' "a file in added folders"
-check "a symlink is copied as a symlink" test "$(readlink "$H/link")" = /etc/passwd
+check "a symlink out of the folder is held back" test ! -L "$H/link"
+check "no .git was written" test ! -e "$H/.git"
+check "no .gitattributes was written" test ! -e "$H/.gitattributes"
 check "mode applied" test "$(stat -c %a "$H/run.sh")" = 755
 check "set-id bits dropped" test "$(stat -c %a "$H/suid")" = 755
 file_is "$H/.env" 'SECRET=1\n' ".env (never in the sandbox) untouched"
