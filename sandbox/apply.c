@@ -435,6 +435,37 @@ static int judge(struct planner *p, struct item *it, sp_mount_filter *allow, boo
     return 0;
 }
 
+/* Compare a host file with a side's content as it streams by. */
+struct cmp {
+    int fd;
+    bool differs;
+    int rerr; /* errno of a failed read of the host file */
+};
+
+static int cmp_piece(void *ud, const void *data, size_t len)
+{
+    struct cmp *c = ud;
+    char buf[65536];
+    const char *d = data;
+    while (len) {
+        size_t want = len < sizeof(buf) ? len : sizeof(buf);
+        ssize_t n = read(c->fd, buf, want);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            c->rerr = errno;
+            return SP_ERROR;
+        }
+        if (n == 0 || memcmp(buf, d, (size_t)n) != 0) {
+            c->differs = true;
+            return SP_ERROR;
+        }
+        d += n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
 /* Compare what the host holds at rel with one side of the item: type,
  * the executable bits (what git tracks of a mode), and the bytes, read
  * from the host in pieces against the side's content. */
@@ -467,46 +498,50 @@ static int host_same(struct planner *p, const struct item *it, bool new_side, bo
     }
     if (ht == SP_FS_FILE && (st.st_mode & 0111) != (mode & 0111))
         return 0;
-    sp_snapshot_entry e;
-    bool present;
-    int r = read_side(p->s, new_side ? p->now : p->from, it->path, p->max, &e, &present, err);
-    if (r < 0)
-        return r;
-    if (!present || e.size != (size_t)st.st_size) {
-        sp_snapshot_entry_dispose(&e);
-        return 0;
-    }
     if (ht == SP_FS_SYMLINK) {
+        sp_snapshot_entry e;
+        bool present;
+        int r = read_side(p->s, new_side ? p->now : p->from, it->path, PATH_MAX, &e, &present, err);
+        if (r < 0)
+            return r;
         char buf[PATH_MAX + 1];
         ssize_t n = readlinkat(dfd, leaf, buf, sizeof(buf));
-        *same = n >= 0 && (size_t)n == e.size && memcmp(buf, e.data, e.size) == 0;
+        *same = present && n >= 0 && (size_t)n == e.size && memcmp(buf, e.data, e.size) == 0;
         sp_snapshot_entry_dispose(&e);
         return 0;
     }
-    cleanup_close int fd = openat(dfd, leaf, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-    if (fd < 0) {
-        sp_snapshot_entry_dispose(&e);
+    sp_snapshot_entry e;
+    int r = sp_snapshot_stat_entry(&e, p->s, new_side ? p->now : p->from, it->path, err);
+    if (r < 0)
+        return r;
+    if (e.size > p->max)
+        return sp_err_set(err, SP_ETOOBIG, 0, "%s: %zu bytes, over the limit of %zu", it->rel,
+                          e.size, p->max);
+    if (e.size != (size_t)st.st_size)
+        return 0;
+    struct cmp c = {.fd = openat(dfd, leaf, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)};
+    if (c.fd < 0)
         return sp_err_errno(err, errno, "read", it->rel);
+    sp_error *ce = NULL;
+    r = sp_snapshot_stream_entry(p->s, new_side ? p->now : p->from, it->path, cmp_piece, &c, &ce);
+    char extra;
+    /* Equal so far: the host file must also end where the side does. */
+    bool ends = r == 0 && !c.differs && read(c.fd, &extra, 1) == 0;
+    int rerr = c.rerr;
+    close(c.fd);
+    if (rerr) {
+        sp_error_free(ce);
+        return sp_err_errno(err, rerr, "read", it->rel);
     }
-    char buf[65536];
-    size_t off = 0;
-    bool eq = true;
-    while (eq) {
-        ssize_t n = read(fd, buf, sizeof(buf));
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0) {
-            int en = errno;
-            sp_snapshot_entry_dispose(&e);
-            return sp_err_errno(err, en, "read", it->rel);
-        }
-        if (n == 0)
-            break;
-        eq = off + (size_t)n <= e.size && memcmp(buf, e.data + off, (size_t)n) == 0;
-        off += (size_t)n;
+    if (r < 0 && !c.differs) {
+        if (err)
+            *err = ce;
+        else
+            sp_error_free(ce);
+        return r;
     }
-    *same = eq && off == e.size;
-    sp_snapshot_entry_dispose(&e);
+    sp_error_free(ce);
+    *same = ends;
     return 0;
 }
 
@@ -610,25 +645,34 @@ static void take_owner(int fd, int dfd, const char *leaf, bool is_link, const st
         (void)fchown(fd, st.st_uid, st.st_gid);
 }
 
-/* Write a file's content from the new side to fd. */
-static int write_content(int fd, const sp_snapshot_entry *e)
+/* Write a file's content as it streams from the new side. */
+struct wr {
+    int fd;
+    int werr; /* errno of a failed write */
+};
+
+static int write_piece(void *ud, const void *data, size_t len)
 {
-    size_t done = 0;
-    while (done < e->size) {
-        ssize_t n = write(fd, e->data + done, e->size - done);
+    struct wr *w = ud;
+    const char *d = data;
+    while (len) {
+        ssize_t n = write(w->fd, d, len);
         if (n < 0 && errno == EINTR)
             continue;
-        if (n < 0)
-            return -1;
-        done += (size_t)n;
+        if (n < 0) {
+            w->werr = errno;
+            return SP_ERROR;
+        }
+        d += n;
+        len -= (size_t)n;
     }
     return 0;
 }
 
-/* Make the host hold the new side of an item; its content is read from
- * the store now, one file at a time. */
-static int write_host(struct commit *c, sp_snapstore *s, const char *now, size_t max,
-                      const struct item *it, unsigned mode, sp_error **err)
+/* Make the host hold the new side of an item; a file's content streams
+ * from the store, never whole in memory. */
+static int write_host(struct commit *c, sp_snapstore *s, const char *now, const struct item *it,
+                      unsigned mode, sp_error **err)
 {
     const char *leaf;
     cleanup_close int dfd = open_parent(c->h, it->rel, &leaf);
@@ -669,21 +713,17 @@ static int write_host(struct commit *c, sp_snapstore *s, const char *now, size_t
         else if (fstat(dfd, &parent) == 0)
             take_owner(-1, c->h->trash, t, true, &parent);
     } else {
-        sp_snapshot_entry e;
-        bool got;
-        int r = read_side(s, now, it->path, max, &e, &got, err);
-        if (r < 0)
-            return r;
-        if (!got) {
-            sp_snapshot_entry_dispose(&e);
-            return sp_err_set(err, SP_ERROR, 0, "%s: gone from the snapshot being applied",
-                              it->rel);
-        }
         cleanup_close int fd =
             openat(c->h->trash, t, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-        int wr = fd < 0 ? -1 : write_content(fd, &e);
-        sp_snapshot_entry_dispose(&e);
-        if (wr < 0 || fchmod(fd, mode) < 0)
+        if (fd < 0)
+            return sp_err_errno(err, errno, "apply", it->rel);
+        struct wr w = {fd, 0};
+        int r = sp_snapshot_stream_entry(s, now, it->path, write_piece, &w, err);
+        if (w.werr)
+            return sp_err_errno(err, w.werr, "apply", it->rel);
+        if (r < 0)
+            return r;
+        if (fchmod(fd, mode) < 0)
             return sp_err_errno(err, errno, "apply", it->rel);
         /* The owner a new file takes is its destination folder's. */
         struct stat parent;
@@ -754,8 +794,8 @@ static void trash_remove(struct host *h)
     unlinkat(h->root, h->trash_name, AT_REMOVEDIR);
 }
 
-static int commit_items(struct host *h, sp_snapstore *s, const char *now, size_t max,
-                        struct item *v, size_t n, sp_error **err)
+static int commit_items(struct host *h, sp_snapstore *s, const char *now, struct item *v, size_t n,
+                        sp_error **err)
 {
     snprintf(h->trash_name, sizeof(h->trash_name), ".sandpod-apply.%ld", (long)getpid());
     if (mkdirat(h->root, h->trash_name, 0700) < 0)
@@ -780,7 +820,7 @@ static int commit_items(struct host *h, sp_snapstore *s, const char *now, size_t
     for (size_t i = 0; i < n && r == 0; i++) {
         struct item *it = &v[i];
         if (applies(it) && !it->already && it->has_new)
-            r = write_host(&c, s, now, max, it, it->new_mode & 0777 & ~h->umask, err);
+            r = write_host(&c, s, now, it, it->new_mode & 0777 & ~h->umask, err);
     }
     if (r < 0)
         undo_all(&c);
@@ -1307,7 +1347,7 @@ int sp_sandbox_apply(sp_apply_result **out, sp_sandbox *sb, const sp_sandbox_app
     if (r == 0 && o.branch && !o.dry_run && !o.patch) {
         r = commit_branch(res, &o, sd.s, sd.now->id, items, n, err);
     } else if (r == 0 && !o.dry_run && !o.patch && todo && (!res->n_conflicts || o.force)) {
-        r = commit_items(&host, sd.s, sd.now->id, max, items, n, err);
+        r = commit_items(&host, sd.s, sd.now->id, items, n, err);
         res->applied = r == 0;
     }
     for (size_t i = 0; i < n; i++)

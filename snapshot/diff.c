@@ -614,6 +614,39 @@ int sp_snapshot_stat_entry(sp_snapshot_entry *out, sp_snapstore *s, const char *
     return r < 0 ? r : entry_stat(s, path, &e, mode, out, err);
 }
 
+struct stream_sink {
+    int (*fn)(void *ud, const void *data, size_t len);
+    void *ud;
+};
+
+static int stream_sink(void *ud, uint64_t size, const void *p, size_t n, sp_error **err)
+{
+    (void)size;
+    (void)err;
+    const struct stream_sink *ss = ud;
+    return p && n ? ss->fn(ss->ud, p, n) : 0;
+}
+
+int sp_snapshot_stream_entry(sp_snapstore *s, const char *ref, const char *path,
+                             int (*fn)(void *ud, const void *data, size_t len), void *ud,
+                             sp_error **err)
+{
+    sp_tentry e;
+    uint32_t mode;
+    int r = lookup(s, ref, path, &e, &mode, err);
+    if (r < 0)
+        return r;
+    if (e.type != SN_FILE)
+        return sp_err_set(err, SP_EINVAL, 0, "%s: not a file in the snapshot", path);
+    if (e.sparse)
+        return sp_err_set(err, SP_ETOOBIG, 0, "%s: a sparse file, too big to read here", path);
+    struct stream_sink ss = {fn, ud};
+    r = sp_odb_blob_stream(&s->odb, &e.oid, stream_sink, &ss, err);
+    if (r < 0 && err && !*err)
+        sp_err_set(err, r, 0, "%s: the reader stopped", path);
+    return r;
+}
+
 int sp_snapshot_read_entry(sp_snapshot_entry *out, sp_snapstore *s, const char *ref,
                            const char *path, size_t max_bytes, sp_error **err)
 {

@@ -369,6 +369,19 @@ int sp_snapshot_read_entry(sp_snapshot_entry *out, sp_snapstore *s, const char *
 int sp_snapshot_stat_entry(sp_snapshot_entry *out, sp_snapstore *s, const char *ref,
                            const char *path, sp_error **err);
 
+/**
+ * Hand the content of the file at `path` of snapshot `ref` to `fn` in
+ * pieces (at most 1 MiB each), never holding it whole: `fn` returns 0 to
+ * go on, or a negative SP_E* code to stop (which is returned; set nothing
+ * in *err then, or set it yourself first).
+ *
+ * @return 0; SP_EINVAL when the entry is not a file; SP_ETOOBIG for a file
+ *         stored sparse; sp_snapshot_read_entry()'s other errors
+ */
+int sp_snapshot_stream_entry(sp_snapstore *s, const char *ref, const char *path,
+                             int (*fn)(void *ud, const void *data, size_t len), void *ud,
+                             sp_error **err);
+
 /* ------------------------------------------------------ export, import -- */
 
 typedef enum sp_snapshot_format {
