@@ -294,15 +294,25 @@ fi
 check "the big files landed whole" test "$(stat -c %s "$R/big3")" = 67108864
 
 # -------------------------------------------------- owner --
-if [ "$(id -u)" = 0 ]; then
-    O=$T/owned
+if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null 2>&1; then
+    # Root applies into the project of another user (uid 65534), who then
+    # runs git there: nothing the workload wrote may run as that user.
+    C2=$(mktemp -d /tmp/sandpod-canary.XXXXXX)
+    chmod 0777 "$C2"
+    O=$C2/owned
     mkdir -p "$O"
     printf 'o\n' >"$O/o.txt"
+    g -C "$O" init -q
+    g -C "$O" add -A
+    g -C "$O" commit -qm base
     chown -R 65534:65534 "$O"
     W=apo-$$
     run create --name "$W" --mount "$O"
     expect 0 "create from another user's project"
-    run sh "$W" 'mkdir -p d && printf n >d/new.txt && printf m >o.txt && ln -s o.txt l'
+    run sh "$W" "mkdir -p d && printf n >d/new.txt && printf m >o.txt && ln -s o.txt l &&
+        printf '[core]\n\tfsmonitor = \"touch $C2/other-fsmonitor\"\n' >>.git/config &&
+        mkdir -p .git/hooks && printf '#!/bin/sh\ntouch $C2/other-hook\n' >.git/hooks/pre-commit &&
+        chmod 755 .git/hooks/pre-commit"
     expect 0 "the workload writes"
     run apply "$W"
     expect 0 "root applies into another user's project"
@@ -310,6 +320,16 @@ if [ "$(id -u)" = 0 ]; then
     check "a new file takes its folder's owner" test "$(stat -c %u:%g "$O/d/new.txt")" = 65534:65534
     check "a replaced file keeps its owner" test "$(stat -c %u:%g "$O/o.txt")" = 65534:65534
     check "a new symlink takes its folder's owner" test "$(stat -c %u:%g "$O/l")" = 65534:65534
+    as_other() { setpriv --reuid=65534 --regid=65534 --clear-groups env HOME="$C2" \
+        git -c user.email=o@example.com -c user.name=o "$@" >/dev/null 2>&1; }
+    as_other -C "$O" status
+    as_other -C "$O" add -A
+    as_other -C "$O" commit -qm work
+    check "the other user can write there (the canary is meaningful)" \
+        setpriv --reuid=65534 --regid=65534 --clear-groups touch "$C2/probe"
+    check "nothing ran as the other user: $(ls "$C2" | grep -v -e owned -e probe | tr '\n' ' ')" \
+        test -z "$(ls "$C2" | grep -v -e owned -e probe)"
+    rm -rf "$C2"
 fi
 
 finish
