@@ -214,6 +214,33 @@ run apply "$E" --patch
 expect 1 "--patch for a mount at a subfolder"
 err_has "workspace root" "--patch says why"
 
+# ------------------------------ a Python and Node project after its tests --
+# What the tests leave (caches, node_modules, .pyc) was never hydrated and
+# must not come back; the host's own copies of them are no conflict.
+J=$T/pyjs
+mkdir -p "$J/src" "$J/node_modules/left" "$J/src/__pycache__"
+printf 'node_modules/\n__pycache__/\n.pytest_cache/\n*.pyc\n' >"$J/.gitignore"
+printf 'def f():\n    return 1\n' >"$J/src/m.py"
+printf '{"name": "x"}\n' >"$J/package.json"
+printf 'host' >"$J/node_modules/left/index.js"
+printf 'host' >"$J/src/__pycache__/m.cpython-311.pyc"
+(cd "$J" && git init -q . && git add -A && git -c user.email=t@t -c user.name=t commit -qm base)
+cp "$J/.git/index" "$T/pyjs-index"
+PJ=apj-$$
+run create --name "$PJ" --mount "src=$J,gitignore"
+expect 0 "create a Python and Node project with gitignore"
+run sh "$PJ" 'printf "def f():\n    return 2\n" >src/m.py && mkdir -p node_modules/dep .pytest_cache src/__pycache__ &&
+    printf x >node_modules/dep/index.js && printf x >.pytest_cache/v && printf x >src/__pycache__/m.cpython-311.pyc'
+expect 0 "the workload runs its tests"
+run apply "$PJ"
+expect 0 "apply after the tests: no spurious conflict"
+out_is 'M  src/m.py\n' "only the real change comes back"
+err_has "left out by the mount's filters" "the caches are counted as filtered"
+file_is "$J/node_modules/left/index.js" 'host' "the host's own node_modules untouched"
+check "the host's git index untouched" cmp -s "$T/pyjs-index" "$J/.git/index"
+run apply "$PJ" --all --dry-run
+out_has 'A  node_modules/dep/index.js' "--all brings what the filters left out"
+
 # ------------------------------------------ the winner of an experiment --
 X=$T/exp
 mkdir -p "$X"
