@@ -326,6 +326,7 @@ struct planner {
         bool git;
     } * gd;
     size_t n_gd, cap_gd;
+    int root_git; /* the host folder itself looks like a git directory: -1 not yet asked */
 };
 
 /* Whether `ws` (a folder of the new side, at `rel` on the host) holds
@@ -334,32 +335,23 @@ struct planner {
  * host has. */
 static bool looks_like_gitdir(struct planner *p, const char *ws, const char *rel)
 {
-    bool head = false, store = false;
     static const char *const need[] = {"HEAD", "objects", "commondir"};
     const char *leaf;
     cleanup_free char *probe = sp_xasprintf("%s/x", rel);
-    cleanup_close int hfd = -1;
-    int pfd = open_parent(p->host, probe, &leaf);
-    if (pfd >= 0) {
-        hfd = pfd;
-    }
+    /* rel's fd, or -1 */
+    cleanup_close int hfd =
+        strcmp(rel, ".") == 0 ? dup(p->host->root) : open_parent(p->host, probe, &leaf);
+    bool there[3];
     for (size_t i = 0; i < 3; i++) {
         cleanup_free char *path =
             strcmp(ws, ".") ? sp_xasprintf("%s/%s", ws, need[i]) : sp_xstrdup(need[i]);
         sp_snapshot_entry e;
-        bool present = false;
-        if (read_side(p->s, p->now, path, 0, &e, &present, NULL) == SP_ETOOBIG)
-            present = true; /* a file too big to read is there */
-        sp_fs_type want = i == 1 ? SP_FS_DIR : SP_FS_FILE;
-        bool there =
-            (present && e.type == want) || has_at(hfd, need[i], i == 1 ? S_IFDIR : S_IFREG);
-        sp_snapshot_entry_dispose(&e);
-        if (i == 0)
-            head = there;
-        else
-            store |= there;
+        bool dir = i == 1;
+        there[i] = (sp_snapshot_stat_entry(&e, p->s, p->now, path, NULL) == 0 &&
+                    e.type == (dir ? SP_FS_DIR : SP_FS_FILE)) ||
+                   has_at(hfd, need[i], dir ? S_IFDIR : S_IFREG);
     }
-    return head && store;
+    return there[0] && (there[1] || there[2]);
 }
 
 /* The length of the first folder above (or at, for a folder) rel that
@@ -397,6 +389,20 @@ static size_t gitdir_above(struct planner *p, const struct item *it)
     return found;
 }
 
+/* The names that make a folder a git directory, or that git reads from
+ * one: at the root of a host folder that (with what apply writes) looks
+ * like a git directory, these are held back. */
+static bool is_gitdir_part(const char *p, size_t len)
+{
+    static const char *const names[] = {"HEAD",      "config",  "objects", "refs",
+                                        "commondir", "hooks",   "info",    "packed-refs",
+                                        "worktrees", "modules", "index"};
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+        if (len == strlen(names[i]) && memcmp(p, names[i], len) == 0)
+            return true;
+    return false;
+}
+
 /* Decide whether an item is held back, and why. */
 static int judge(struct planner *p, struct item *it, sp_mount_filter *allow, bool links_out,
                  sp_error **err)
@@ -406,6 +412,19 @@ static int judge(struct planner *p, struct item *it, sp_mount_filter *allow, boo
         it->hold = SP_APPLY_HOLD_VCS;
         it->hold_len = n;
         return 0;
+    }
+    size_t first = strcspn(it->rel, "/");
+    if (is_gitdir_part(it->rel, first)) {
+        if (p->root_git < 0) {
+            size_t ws_len = (size_t)(it->rel - it->path);
+            cleanup_free char *ws = ws_len ? sp_xstrndup(it->path, ws_len - 1) : sp_xstrdup(".");
+            p->root_git = looks_like_gitdir(p, ws, ".");
+        }
+        if (p->root_git) {
+            it->hold = SP_APPLY_HOLD_VCS;
+            it->hold_len = first;
+            return 0;
+        }
     }
     if ((it->has_new && it->new_type == SP_FS_OTHER) ||
         (!it->has_new && it->old_type == SP_FS_OTHER)) {
@@ -1319,7 +1338,7 @@ int sp_sandbox_apply(sp_apply_result **out, sp_sandbox *sb, const sp_sandbox_app
                                  : local_sides(&sd, sb, o.from, o.snapshot, err);
     struct item *items = NULL;
     size_t n = 0;
-    struct planner p = {.subdir = subdir, .host = &host, .max = max, .res = res};
+    struct planner p = {.subdir = subdir, .host = &host, .max = max, .res = res, .root_git = -1};
     if (r == 0) {
         /* A remote snapshot's id is the peer's, not the private store's. */
         res->from = sp_xstrdup(sd.from_id ? sd.from_id : sd.from->id);

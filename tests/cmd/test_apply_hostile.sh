@@ -293,6 +293,26 @@ if ! ldd "$SP" 2>/dev/null | grep -q libasan; then
 fi
 check "the big files landed whole" test "$(stat -c %s "$R/big3")" = 67108864
 
+# ------------------------- a project root made to look like a repository --
+# A project with no .git of its own: the workload writes HEAD, objects/ and
+# config at its root, which would make git open the project as a bare
+# repository and run that config.
+NG=$T/nogit
+mkdir -p "$NG"
+printf 'x\n' >"$NG/x.txt"
+V=apv-$$
+run create --name "$V" --mount "$NG"
+expect 0 "create from a folder that is no repository"
+run sh "$V" "mkdir -p objects refs/heads && printf 'ref: refs/heads/main\n' >HEAD &&
+    printf '[core]\n\tbare = true\n\tfsmonitor = \"$(pay root-bare)\"\n' >config && printf y >x.txt"
+expect 0 "the workload makes the root look like a bare repository"
+run apply "$V"
+expect 0 "apply"
+out_is 'M  x.txt\n!  HEAD  (version-control data: git runs what its config and hooks say; never applied)\n!  config  (version-control data: git runs what its config and hooks say; never applied)\n!  objects  (version-control data: git runs what its config and hooks say; never applied)\n!  refs  (version-control data: git runs what its config and hooks say; never applied; 2 changes)\n' \
+    "HEAD, config, objects and refs at the root are held back"
+g -C "$NG" status >/dev/null 2>&1
+check "no payload ran from a root made a repository" test -z "$(canaries)"
+
 # -------------------------------------------------- owner --
 if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null 2>&1; then
     # Root applies into the project of another user (uid 65534), who then
