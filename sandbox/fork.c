@@ -65,12 +65,7 @@ static int open_store(sp_snapstore **out, sp_sandbox *sb, bool create, sp_error 
     return sp_snapstore_open(out, sb->workspace, dir, &so, err);
 }
 
-/* What the origin was made from (its own origin's, for a fork of a fork),
- * kept in the fork tagged SP_SANDBOX_ORIGIN_TAG: apply of the fork counts
- * its changes from there, into the origin's host folders, so the winner of
- * an experiment can be brought back. An origin without a baseline has
- * nothing to keep. */
-static int keep_origin_base(sp_snapstore *dst, sp_snapstore *src, sp_error **err)
+int sp_sandbox_keep_origin_base(sp_snapstore *dst, sp_snapstore *src, sp_error **err)
 {
     sp_snapshot *base = NULL;
     sp_error *e = NULL;
@@ -130,7 +125,7 @@ static int seed_from_snapshot(sp_sandbox *sb, void *data, sp_error **err)
             sp_err_wrap(err, r, "fork sandbox %s", f->origin->name);
         goto out;
     }
-    if ((r = keep_origin_base(dst, src, err)) < 0)
+    if ((r = sp_sandbox_keep_origin_base(dst, src, err)) < 0)
         goto out;
     r = sp_snapshot_restore(NULL, dst, snap->id, err);
 out:

@@ -7,6 +7,7 @@
 #include "engine/local.h"
 #include "sandpod/engine.h"
 #include "sandpod/sandbox.h"
+#include "sandpod/snapshot.h"
 
 /* An id map as /proc/PID/uid_map writes it: container id, host id, count. */
 #define SP_IDMAP_MAX 8
@@ -341,5 +342,12 @@ extern bool sp_session_container_kill_only;
  * signal comes before the first poll; its processes must still be found
  * by their token. */
 extern bool sp_session_skip_pid_learning;
+
+/* fork.c: keep in store dst, tagged SP_SANDBOX_ORIGIN_TAG, what store
+ * src's sandbox was made from (its own origin-base, else its base): apply
+ * of a fork or of a sandbox made from a template counts its changes from
+ * there, into the origin's host folders, so the winner of an experiment
+ * can be brought back. A src without a baseline has nothing to keep (0). */
+int sp_sandbox_keep_origin_base(sp_snapstore *dst, sp_snapstore *src, sp_error **err);
 
 #endif

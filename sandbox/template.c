@@ -216,8 +216,12 @@ static int share_snapshot(char **out_id, sp_sandbox *sb, const char *ref, const 
         ref = fresh->id;
     if (r == 0)
         r = sp_snapshot_share(&shared, dst, sp_sandbox_snapshot_store(h), ref, err);
+    /* What the origin was made from travels with the template, so that a
+     * sandbox made from it applies to the origin's host folders whole. */
+    if (r == 0)
+        r = sp_sandbox_keep_origin_base(dst, sp_sandbox_snapshot_store(h), err);
     /* Sharing linked every object of the origin's store: keep only what
-     * the template's one snapshot needs. */
+     * the template's snapshots need. */
     if (r == 0)
         r = sp_snapstore_gc(NULL, dst, err);
     if (r == 0)

@@ -249,6 +249,7 @@ printf 'keep\n' >"$X/keep.txt"
 G=ape-$$
 run create --name "$G" --mount "$X"
 expect 0 "create the origin of an experiment"
+cp -a "$X" "$T/exp-orig"
 run sh "$G" 'printf "prepared\n" >prep.txt'
 run snapshot "$G" --tag prepared
 expect 0 "the prepared state"
@@ -269,6 +270,22 @@ expect 0 "apply the winner, a fork of a fork"
 file_is "$X/model.txt" 'v2\n' "the winner's change lands in the origin's host folder"
 file_is "$X/prep.txt" 'prepared\n' "with what the origin prepared before the fork"
 file_is "$X/keep.txt" 'keep\n' "and nothing else"
+
+# A sandbox made from a template saved from the origin applies the same way.
+run template save "$G" "tpl-$$" --snapshot prepared
+expect 0 "template save from the origin's prepared state"
+run create --template "tpl-$$" --name "$G-t"
+expect 0 "create --template"
+run sh "$G-t" 'printf "v3\n" >model.txt'
+run apply "$G-t" --dry-run
+out_has '=  prep.txt' "counted from the origin's baseline, into the origin's host folder (which holds it already)"
+run apply "$G-t" --to "$T/exp-orig"
+expect 0 "apply a template-made sandbox to a copy of the origin's project as it was"
+file_is "$T/exp-orig/model.txt" 'v3\n' "its change"
+file_is "$T/exp-orig/prep.txt" 'prepared\n' "and what the origin prepared before the template"
+run rm --force "$G-t"
+run template rm "tpl-$$"
+expect 0 "template rm"
 
 # ------------------------------------------------------------- bad usage --
 run apply
