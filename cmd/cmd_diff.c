@@ -64,22 +64,53 @@ static char letter(sp_snapshot_change_kind k)
     }
 }
 
-/* Take the snapshot a review of the live workspace describes, tagged
- * 'review' (the last one is replaced): apply --snapshot ID then writes
- * exactly what was shown. */
-static int take_review(sp_snapstore *s, char **id, sp_error **err)
+/* What `diff` shows, once worked out on either engine. */
+struct shown {
+    sp_snapdiff *d;
+    char *review;          /* the snapshot a review took, or NULL */
+    sp_apply_result *held; /* what apply would hold back of it, or NULL */
+};
+
+static int print_diff(const struct cli_snap *c, const struct shown *s,
+                      const sp_snapshot_diff_opts *o)
 {
-    sp_snapshots *l = NULL;
-    int r = sp_snapshot_list(&l, s, err);
-    for (size_t i = 0; r == 0 && i < l->n; i++)
-        if (l->v[i]->tag && strcmp(l->v[i]->tag, "review") == 0)
-            r = sp_snapshot_delete(s, l->v[i]->id, err);
-    sp_snapshots_free(l);
-    sp_snapshot *snap = NULL;
-    if (r == 0 && (r = sp_snapshot_create(&snap, s, "review", err)) == 0)
-        *id = strdup(snap->id);
-    sp_snapshot_free(snap);
-    return r;
+    int rc = 0;
+    const sp_snapdiff *d = s->d;
+    if (c->json) {
+        cJSON *j = sp_json_snapdiff(d);
+        if (s->review)
+            cJSON_AddStringToObject(j, "snapshot", s->review);
+        if (s->held)
+            cli_apply_held_json(j, s->held);
+        rc = cli_print_result(j);
+    } else if (o->patch) {
+        cli_put_text(stdout, d->patch ? d->patch : "", d->patch ? strlen(d->patch) : 0, false);
+    } else {
+        for (size_t i = 0; i < d->n; i++) {
+            const sp_snapshot_change *ch = &d->v[i];
+            printf("%c  ", letter(ch->kind));
+            cli_put_name(stdout, ch->path);
+            sp_fs_type t = ch->kind == SP_CHANGE_DELETED ? ch->old_type : ch->new_type;
+            if (t == SP_FS_DIR)
+                putchar('/');
+            putchar('\n');
+        }
+        if (s->held)
+            cli_apply_print_held(s->held);
+    }
+    if (s->review && !c->json && d->n)
+        fprintf(stderr,
+                "sandpod: diff: snapshot %s (tagged review) holds what is shown; 'sandpod apply "
+                "%s --snapshot %s' writes exactly it\n",
+                s->review, sp_sandbox_name(c->sb), s->review);
+    return rc;
+}
+
+static void shown_dispose(struct shown *s)
+{
+    sp_snapdiff_free(s->d);
+    free(s->review);
+    sp_apply_result_free(s->held);
 }
 
 /* What apply would hold back of the reviewed snapshot (NULL when the
@@ -98,11 +129,69 @@ static sp_apply_result *review_holds(sp_sandbox *sb, const char *from, const cha
     return res;
 }
 
+/* The review of a sandbox's live workspace on any engine, through the
+ * library's engine-neutral snapshot calls: the snapshot tagged 'review'
+ * (the last one replaced), its changes since `from` (default: the
+ * baseline, origin-base first), and what apply would hold back. */
+struct review_args {
+    const char *from;
+    const sp_snapshot_diff_opts *o;
+};
+
+static int review(struct cli_snap *c, void *ud)
+{
+    const struct review_args *a = ud;
+    sp_sandbox *sb = c->sb;
+    struct shown s = {0};
+    sp_error *err = NULL;
+    char *from = a->from ? strdup(a->from) : NULL;
+    int r = 0;
+    static const char *const tags[] = {SP_SANDBOX_ORIGIN_TAG, SP_SANDBOX_BASELINE_TAG};
+    for (size_t i = 0; i < 2 && !from && r == 0; i++) {
+        sp_snapshot *rec = NULL;
+        sp_error *e = NULL;
+        r = sp_sandbox_snapshot_get(&rec, sb, tags[i], &e);
+        if (r == 0)
+            from = strdup(rec->id);
+        sp_snapshot_free(rec);
+        if (r == SP_ENOTFOUND) {
+            sp_error_free(e);
+            /* None at all: the library's words for it. */
+            r = i == 0 ? 0 : sp_sandbox_baseline(&rec, sb, NULL, &err);
+        } else if (r < 0) {
+            err = e;
+        }
+    }
+    sp_snapshots *l = NULL;
+    if (r == 0)
+        r = sp_sandbox_snapshot_list(&l, sb, &err);
+    for (size_t i = 0; r == 0 && i < l->n; i++)
+        if (l->v[i]->tag && strcmp(l->v[i]->tag, "review") == 0)
+            r = sp_sandbox_snapshot_delete(sb, l->v[i]->id, &err);
+    sp_snapshots_free(l);
+    sp_snapshot *snap = NULL;
+    if (r == 0 && (r = sp_sandbox_snapshot_create(&snap, sb, "review", &err)) == 0)
+        s.review = strdup(snap->id);
+    sp_snapshot_free(snap);
+    if (r == 0)
+        r = sp_sandbox_snapshot_diff(&s.d, sb, from, s.review, a->o, &err);
+    cli_snap_progress_end(c);
+    int rc;
+    if (r < 0) {
+        rc = cli_fail(c->json, r, err);
+    } else {
+        s.held = review_holds(sb, from, s.review);
+        rc = print_diff(c, &s, a->o);
+    }
+    shown_dispose(&s);
+    free(from);
+    return rc;
+}
+
 int cmd_diff(int argc, char **argv)
 {
     struct cli_snap c = {0};
     sp_snapshot_diff_opts o = SP_SNAPSHOT_DIFF_OPTS_INIT;
-    char *review = NULL, *from_id = NULL;
     int rc = 0;
     optind = 0;
     int opt;
@@ -151,70 +240,37 @@ int cmd_diff(int argc, char **argv)
         rc = cli_usage("diff", "unexpected argument '%s'", argv[optind]);
         goto done;
     }
+    /* The live workspace of a sandbox: a review, on either engine. */
+    struct review_args ra = {from, &o};
+    if (name && !to) {
+        c.remote_fn = review;
+        c.remote_ud = &ra;
+    }
     /* Reading the live workspace writes what it finds to the store, which
      * must exist already (SNAP is in it). With NAME alone, a sandbox
      * with no store has no baseline, which sp_sandbox_baseline() says. */
     c.none_ok = !from;
     if ((rc = cli_snap_open(&c, name, false)) != 0 || c.handled)
         goto done;
-    sp_snapdiff *d = NULL;
-    sp_error *err = NULL;
-    sp_snapshot *base = NULL;
-    int r = 0;
-    if (!from && (r = sp_sandbox_baseline(&base, c.sb, c.s, &err)) == 0)
-        from = base->id;
-    if (r == 0 && c.sb && !to)
-        r = take_review(c.s, &review, &err);
-    if (r == 0)
-        r = sp_snapshot_diff(&d, c.s, from, review ? review : to, &o, &err);
-    if (r == 0)
-        from_id = strdup(from);
-    sp_snapshot_free(base);
-    cli_snap_progress_end(&c);
-    if (r < 0) {
-        rc = cli_fail(c.json, r, err);
-        goto done;
-    }
-    sp_apply_result *held = NULL;
-    if (review) {
-        /* The store goes first: apply opens its own, pausing again. */
+    if (name && !to) {
+        /* Local: the same review, after the store's own pausing handle
+         * is let go (the calls open theirs). */
         sp_sandbox_snapshot_close(c.snap);
         c.snap = NULL;
         c.s = NULL;
-        held = review_holds(c.sb, from_id, review);
+        rc = review(&c, &ra);
+        goto done;
     }
-    if (c.json) {
-        cJSON *j = sp_json_snapdiff(d);
-        if (review)
-            cJSON_AddStringToObject(j, "snapshot", review);
-        if (held)
-            cli_apply_held_json(j, held);
-        rc = cli_print_result(j);
-    } else if (o.patch) {
-        cli_put_text(stdout, d->patch ? d->patch : "", d->patch ? strlen(d->patch) : 0, false);
-    } else {
-        for (size_t i = 0; i < d->n; i++) {
-            const sp_snapshot_change *ch = &d->v[i];
-            printf("%c  ", letter(ch->kind));
-            cli_put_name(stdout, ch->path);
-            sp_fs_type t = ch->kind == SP_CHANGE_DELETED ? ch->old_type : ch->new_type;
-            if (t == SP_FS_DIR)
-                putchar('/');
-            putchar('\n');
-        }
-        if (held)
-            cli_apply_print_held(held);
-    }
-    if (review && !c.json && d->n)
-        fprintf(stderr,
-                "sandpod: diff: snapshot %s (tagged review) holds what is shown; 'sandpod apply "
-                "%s --snapshot %s' writes exactly it\n",
-                review, sp_sandbox_name(c.sb), review);
-    sp_apply_result_free(held);
-    sp_snapdiff_free(d);
+    struct shown s = {0};
+    sp_error *err = NULL;
+    int r = sp_snapshot_diff(&s.d, c.s, from, to, &o, &err);
+    cli_snap_progress_end(&c);
+    if (r < 0)
+        rc = cli_fail(c.json, r, err);
+    else
+        rc = print_diff(&c, &s, &o);
+    shown_dispose(&s);
 done:
-    free(review);
-    free(from_id);
     cli_snap_close(&c);
     return rc;
 }

@@ -1203,9 +1203,24 @@ static int remote_sides(struct sides *sd, sp_sandbox *sb, const char *from, cons
     cleanup_free char *store = sp_xasprintf("%s/store", path);
     if (mkdir(ws, 0700) < 0)
         return sp_err_errno(err, errno, "mkdir", ws);
-    /* The ref resolved by the peer first: a bad one is its not_found. */
+    /* The ref resolved by the peer first: a bad one is its not_found. A
+     * fork's baseline is what its origin was made from, when it has it. */
     sp_snapshot *rec = NULL;
-    int r = sp_sandbox_snapshot_get(&rec, sb, from ? from : SP_SANDBOX_BASELINE_TAG, err);
+    int r = SP_ENOTFOUND;
+    if (!from) {
+        sp_error *e = NULL;
+        r = sp_sandbox_snapshot_get(&rec, sb, SP_SANDBOX_ORIGIN_TAG, &e);
+        if (r < 0 && r != SP_ENOTFOUND) {
+            if (err)
+                *err = e;
+            else
+                sp_error_free(e);
+            return r;
+        }
+        sp_error_free(e);
+    }
+    if (r == SP_ENOTFOUND)
+        r = sp_sandbox_snapshot_get(&rec, sb, from ? from : SP_SANDBOX_BASELINE_TAG, err);
     if (r == SP_ENOTFOUND && !from) {
         if (err) {
             sp_error_free(*err);

@@ -191,6 +191,93 @@ static int seed_from_remote(sp_sandbox *sb, fork_seed *f, sp_error **err)
     return r;
 }
 
+/* What an origin was made from, on any engine: the id of its origin-base,
+ * else of its base; NULL (and 0) when it has neither. A local origin's
+ * store is only read, never paused. */
+static int origin_base_id(char **id, sp_sandbox *origin, sp_error **err)
+{
+    *id = NULL;
+    static const char *const tags[] = {SP_SANDBOX_ORIGIN_TAG, SP_SANDBOX_BASELINE_TAG};
+    sp_snapstore *src = NULL;
+    int r = 0;
+    if (!sp_sandbox_is_remote(origin) && (r = open_store(&src, origin, false, err)) < 0)
+        return r == SP_ENOTFOUND ? 0 : r;
+    for (size_t i = 0; i < 2 && !*id && r == 0; i++) {
+        sp_snapshot *rec = NULL;
+        sp_error *e = NULL;
+        r = src ? sp_snapshot_get(&rec, src, tags[i], &e)
+                : sp_sandbox_snapshot_get(&rec, origin, tags[i], &e);
+        if (r == 0)
+            *id = sp_xstrdup(rec->id);
+        if (r == SP_ENOTFOUND) {
+            sp_error_free(e);
+            r = 0;
+        } else if (r < 0) {
+            if (err)
+                *err = e;
+            else
+                sp_error_free(e);
+        }
+        sp_snapshot_free(rec);
+    }
+    sp_snapstore_free(src);
+    return r;
+}
+
+/* The origin's snapshot `ref` as a tar, to fd, from either engine. */
+typedef struct base_src {
+    sp_sandbox *origin;
+    const char *ref;
+} base_src;
+
+static int export_ref(int fd, void *data, sp_error **err)
+{
+    base_src *b = data;
+    if (sp_sandbox_is_remote(b->origin))
+        return sp_remote_export(b->origin, b->ref, false, fd, err);
+    sp_snapstore *src = NULL;
+    int r = open_store(&src, b->origin, false, err);
+    if (r == 0)
+        r = sp_snapshot_export(src, b->ref, NULL, fd, SP_SNAPSHOT_TAR, err);
+    sp_snapstore_free(src);
+    return r;
+}
+
+/* A fork across engines (or on a remote one) keeps what its origin was
+ * made from, as a local fork does (sp_sandbox_keep_origin_base()): the
+ * origin's baseline travels as a second archive, into the fork's store
+ * tagged origin-base, not restored. */
+static int carry_origin_base(sp_sandbox *sb, sp_sandbox *origin, sp_error **err)
+{
+    char *id = NULL;
+    int r = origin_base_id(&id, origin, err);
+    if (r < 0 || !id)
+        return r;
+    base_src b = {origin, id};
+    if (sp_sandbox_is_remote(sb)) {
+        r = sp_remote_import_piped(sb, SP_SANDBOX_ORIGIN_TAG, false, export_ref, &b, err);
+        free(id);
+        return r;
+    }
+    int fd = open(sb->state_dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+    if (fd < 0)
+        r = sp_err_errno(err, errno, "a temporary file in", sb->state_dir);
+    sp_snapstore *dst = NULL;
+    if (r == 0)
+        r = export_ref(fd, &b, err);
+    if (r == 0 && lseek(fd, 0, SEEK_SET) < 0)
+        r = sp_err_errno(err, errno, "lseek", sb->state_dir);
+    if (r == 0)
+        r = open_store(&dst, sb, true, err);
+    if (r == 0)
+        r = sp_snapshot_import(NULL, dst, NULL, fd, SP_SANDBOX_ORIGIN_TAG, err);
+    sp_snapstore_free(dst);
+    if (fd >= 0)
+        close(fd);
+    free(id);
+    return r;
+}
+
 static int seed_fork(sp_sandbox *sb, void *data, sp_error **err)
 {
     fork_seed *f = data;
@@ -201,11 +288,13 @@ static int seed_fork(sp_sandbox *sb, void *data, sp_error **err)
             return r;
     } else {
         r = sp_sandbox_is_remote(sb)
-                ? sp_remote_import_piped(sb, NULL, from_remote ? export_remote : export_local, f,
-                                         err)
+                ? sp_remote_import_piped(sb, NULL, true, from_remote ? export_remote : export_local,
+                                         f, err)
                 : seed_from_remote(sb, f, err);
         if (r < 0)
             return sp_err_wrap(err, r, "fork sandbox %s", f->origin->name);
+        if ((r = carry_origin_base(sb, f->origin, err)) < 0)
+            return sp_err_wrap(err, r, "fork sandbox %s: its baseline", f->origin->name);
     }
     /* The origin's host folders, for `diff` and `apply` back. */
     copy_mounts(&sb->cfg, &f->origin->cfg);

@@ -170,8 +170,8 @@ static void *piped_writer(void *arg)
     return NULL;
 }
 
-int sp_remote_import_piped(sp_sandbox *sb, const char *tag, sp_remote_tar_writer write, void *data,
-                           sp_error **err)
+int sp_remote_import_piped(sp_sandbox *sb, const char *tag, bool restore,
+                           sp_remote_tar_writer write, void *data, sp_error **err)
 {
     int p[2];
     if (pipe2(p, O_CLOEXEC) < 0)
@@ -185,7 +185,7 @@ int sp_remote_import_piped(sp_sandbox *sb, const char *tag, sp_remote_tar_writer
     }
     char *res = NULL;
     sp_error *ie = NULL;
-    int r = sp_remote_import(sb, p[0], tag, true, &res, &ie);
+    int r = sp_remote_import(sb, p[0], tag, restore, &res, &ie);
     close(p[0]); /* a writer still going gets EPIPE and stops */
     pthread_join(th, NULL);
     free(res);
@@ -228,7 +228,7 @@ static int seed(sp_sandbox *sb, const sp_sandbox_opts *o, sp_error **err)
 {
     struct seed_src src = {o, sb->state_root, NULL};
     /* Tagged: what the mounts brought, before any setup command. */
-    int r = sp_remote_import_piped(sb, "hydrated", seed_write, &src, err);
+    int r = sp_remote_import_piped(sb, "hydrated", true, seed_write, &src, err);
     if (r < 0) {
         sp_hydrate_result_free(src.hr);
         return sp_err_wrap(err, r, "seeding the workspace of sandbox %s", sb->name);

@@ -178,10 +178,11 @@ int sp_sandbox_create_seeded(sp_sandbox **out, const sp_sandbox_opts *opts, sp_s
 int sp_remote_create_seeded(sp_sandbox *sb, const sp_sandbox_opts *o, const sp_engine *e,
                             sp_sandbox_seed_fn seed_fn, void *seed_data, sp_error **err);
 /* remote.c: stream the tar write() makes into the remote sandbox's peer
- * import (tagged tag, restored); write's error wins over the import's. */
+ * import (tagged tag; restored into the workspace when `restore`);
+ * write's error wins over the import's. */
 typedef int (*sp_remote_tar_writer)(int fd, void *data, sp_error **err);
-int sp_remote_import_piped(sp_sandbox *sb, const char *tag, sp_remote_tar_writer write, void *data,
-                           sp_error **err);
+int sp_remote_import_piped(sp_sandbox *sb, const char *tag, bool restore,
+                           sp_remote_tar_writer write, void *data, sp_error **err);
 /* flock the state folder's lock file; nests. */
 int sp_sandbox_lock(sp_sandbox *sb, sp_error **err);
 void sp_sandbox_unlock(sp_sandbox *sb);

@@ -84,6 +84,15 @@ check "no private store left in the state folder" \
     test -z "$(find "$SANDPOD_HOME/sandboxes/$A" -maxdepth 1 -name 'apply-*')"
 run snapshots "$A" --json
 check "the peer's store keeps no snapshot of the applies" [ "$(cat "$T/out")" = "$SNAPS_BEFORE" ]
+run diff "$A"
+expect 0 "diff NAME on the engine: a review"
+out_has '!  .git  (version-control data' "diff lists what apply holds back, on the engine too"
+out_has '?  .gitattributes' "and what to review"
+err_has "apply $A --snapshot" "diff names the snapshot it showed"
+run diff "$A" --json
+json "diff --json on the engine: its snapshot and the held paths" 'j["snapshot"] and {h["path"] for h in j["held"]} == {".git", ".gitattributes", "link"}'
+run snapshots "$A" --json
+json "one review snapshot, replaced by each diff" 'sum(1 for s in j["snapshots"] if s["tag"] == "review") == 1'
 
 run apply "$A"
 expect 0 "apply again"

@@ -53,18 +53,22 @@ run sh "$O-f1" "$LIST"
 expect 0 "list the fork"
 check "the fork's files are the origin's (symlink, empty folder, modes, content)" \
     [ "$(cat "$T/out")" = "$ORIG" ]
+run diff "$O-f1" base
+expect 0 "diff FORK base"
+out_is "" "diff FORK against its own base is empty right after the fork"
 run diff "$O-f1"
 expect 0 "diff FORK"
-out_is "" "diff FORK is empty right after the fork"
+out_is 'A  big.bin\nA  empty/\nA  link\nA  run.sh\nA  src/\nA  src/a.txt\n' \
+    "diff FORK counts from what the origin was made from (origin-base)"
 run snapshots "$O-f1" --json
-json "the fork's baseline is tagged base" '[s["tag"] for s in j["snapshots"]][-1] == "base"'
+json "the fork's baseline is tagged base, after origin-base (diff NAME added a review)" '[s["tag"] for s in j["snapshots"]][-3:] == ["origin-base", "base", "review"]'
 run sh "$O-f1" 'cd /workspace && echo fork >src/a.txt && echo new >fork-only'
 run sh "$O" 'cd /workspace && cat src/a.txt && test ! -e fork-only && echo origin-only >origin-only'
 out_is 'one\n' "an edit in the fork does not reach the origin"
 run sh "$O-f1" 'cd /workspace && cat src/a.txt && test ! -e origin-only && echo ok'
 out_is 'fork\nok\n' "an edit in the origin does not reach the fork"
-run diff "$O-f1"
-out_is 'A  fork-only\nM  src/a.txt\n' "diff FORK: what changed in the fork"
+run diff "$O-f1" base
+out_is 'A  fork-only\nM  src/a.txt\n' "diff FORK base: what changed in the fork"
 run sh "$O" 'cd /workspace && rm origin-only'
 
 # A named snapshot of the origin, forked twice.
@@ -96,8 +100,10 @@ expect 0 "create --from LOCAL --engine fake"
 run sh "$O-x" 'cd /workspace && cat d/l.txt && stat -c %a d/l.txt && readlink ll'
 out_is 'from local\n751\nd/l.txt\n' "... the local snapshot's files, modes and link, in the Pod"
 check "... a sandbox of the engine" json_file "$SANDPOD_HOME/sandboxes/$O-x/sandbox.json" "j['engine'] == 'fake'"
+run diff "$O-x" base
+out_is "" "... diff against its own base empty right after"
 run diff "$O-x"
-out_is "" "... diff empty right after"
+out_is 'A  d/\nA  d/l.txt\nA  ll\n' "... its origin's baseline came along (origin-base)"
 run rm --force "$O-x"
 run rm --force "fk$$-local"
 # The engine's sandbox onto the local engine: the peer's export into the
@@ -107,8 +113,10 @@ expect 0 "create --from REMOTE:SNAP --engine local"
 run sh "fk$$-back" 'cat src/a.txt && stat -c %a run.sh && readlink link'
 out_is 'one\n755\nsrc/a.txt\n' "... the remote snapshot's files, modes and link, locally"
 check "... a local sandbox" json_file "$SANDPOD_HOME/sandboxes/fk$$-back/sandbox.json" "'engine' not in j"
+run diff "fk$$-back" base
+out_is "" "... diff against its own base empty right after"
 run diff "fk$$-back"
-out_is "" "... diff empty right after"
+out_has 'A  src/a.txt' "... its origin's baseline came along (origin-base)"
 run rm --force "fk$$-back"
 expect 0 "rm the local fork"
 
