@@ -17,6 +17,12 @@ PREFIX=sandpod-apply-hostile
 
 command -v git >/dev/null 2>&1 || skip "git is missing"
 need_image
+# Run by tests/kube/test_suites_remote.sh with SANDPOD_ENGINE=fake: every
+# sandbox is then a Pod on the kubernetes engine (the Podman-backed fake).
+if [ -n "${SANDPOD_TEST_ENGINES:-}" ]; then
+    cp "$SANDPOD_TEST_ENGINES" "$SANDPOD_HOME/engines.json"
+fi
+remote=${SANDPOD_ENGINE:+yes}
 
 CAN=$T/canary
 mkdir -p "$CAN"
@@ -276,22 +282,25 @@ expect 2 "--max-files 0 is bad usage"
 
 # Memory is one piece of one file, not the sum of the files: three files of
 # 64 MiB (random, so nothing compresses) are applied by a process whose
-# peak RSS stays under one file's size.
-run sh "$Y" 'for i in 1 2 3; do head -c 67108864 /dev/urandom >big$i; done'
-expect 0 "the workload writes 192 MiB"
-peak=$(python3 - "$SP" "$Y" "$rid" <<'PY'
+# peak RSS stays under one file's size. (Locally: on the kubernetes engine
+# both states cross as archives, which this does not measure.)
+if [ -z "$remote" ]; then
+    run sh "$Y" 'for i in 1 2 3; do head -c 67108864 /dev/urandom >big$i; done'
+    expect 0 "the workload writes 192 MiB"
+    peak=$(python3 - "$SP" "$Y" "$rid" <<'PY'
 import resource, subprocess, sys
 r = subprocess.run([sys.argv[1], "apply", sys.argv[2], "--from", sys.argv[3]], capture_output=True)
 print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss // 1024 if r.returncode == 0 else -1)
 PY
-)
-check "apply of 3 x 64 MiB succeeds" test "$peak" -ge 0
-# A sanitized build's RSS holds ASan's shadow and quarantine: the bound is
-# checked on the plain builds (CI's normal and rootless stages).
-if ! ldd "$SP" 2>/dev/null | grep -q libasan; then
-    check "apply of 3 x 64 MiB peaks under 64 MiB of RSS (it was ${peak} MiB)" test "$peak" -lt 64
+    )
+    check "apply of 3 x 64 MiB succeeds" test "$peak" -ge 0
+    # A sanitized build's RSS holds ASan's shadow and quarantine: the bound
+    # is checked on the plain builds (CI's normal and rootless stages).
+    if ! ldd "$SP" 2>/dev/null | grep -q libasan; then
+        check "apply of 3 x 64 MiB peaks under 64 MiB of RSS (it was ${peak} MiB)" test "$peak" -lt 64
+    fi
+    check "the big files landed whole" test "$(stat -c %s "$R/big3")" = 67108864
 fi
-check "the big files landed whole" test "$(stat -c %s "$R/big3")" = 67108864
 
 # ------------------------- a project root made to look like a repository --
 # A project with no .git of its own: the workload writes HEAD, objects/ and

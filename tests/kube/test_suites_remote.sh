@@ -2,7 +2,8 @@
 # The sandbox integration suite of `sandpod mcp --create`
 # (tests/contrib/test_mcp_sandbox.py: shell, sessions, cancellation,
 # snapshots and restore, events, .env filtering of the mounts, --rm/keep,
-# `mcp NAME`) run unchanged against the kubernetes engine "fake" (the
+# `mcp NAME`) and the hostile apply suite (tests/cmd/test_apply_hostile.sh)
+# run unchanged against the kubernetes engine "fake" (the
 # Podman-backed fake API server, fake_podman.py): $SANDPOD_ENGINE names it
 # the default, so every `sandpod create` of the suite makes a Pod.
 # Exits 77 (skip) without Podman, except under CI=true.
@@ -42,5 +43,8 @@ suite() { # suite NAME CMD...: one suite against the fake engine; its checks all
     [ "$rc" = 0 ] || tail -n 20 "$T/$name.err" | sed "s/^/$name stderr: /"
 }
 suite mcp_sandbox python3 "$SRC/tests/contrib/test_mcp_sandbox.py" "$SP"
+# The way back, attacked from a Pod: the same hostile workload, review,
+# apply, --branch and git checks as locally.
+suite apply_hostile "$SRC/tests/cmd/test_apply_hostile.sh" "$SP"
 check "the suite left no Pod" sh -c "! podman pod ls --format '{{.Name}}' | grep -q '^sp-mcp-test-'"
 finish
