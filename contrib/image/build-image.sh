@@ -86,10 +86,17 @@ printf 'hosts: files dns\n' >"$root/etc/nsswitch.conf"
 : >"$root/etc/resolv.conf"
 chmod 1777 "$root/tmp" "$root/var/tmp"
 chmod 0700 "$root/root"
-chown 1000:1000 "$root/workspace"
 chmod 0755 "$root/workspace"
+# The workspace belongs to the sandbox user. A non-root caller cannot chown
+# it here, so both the chown and the tar that reads the owners run in the
+# caller's rootless user namespace, where the caller is root and uid 1000
+# is one of its subordinate ids (the archive then says 0 and 1000 as it
+# does when root builds it).
+ns=()
+[ "$(id -u)" = 0 ] || ns=("$podman" unshare)
+"${ns[@]}" chown 1000:1000 "$root/workspace"
 
-tar --numeric-owner -C "$root" -c . |
+"${ns[@]}" tar --numeric-owner -C "$root" -c . |
   "$podman" import --quiet \
     --change 'CMD ["/bin/sh"]' \
     --change 'ENV PATH=/usr/sbin:/usr/bin:/sbin:/bin' \
