@@ -35,13 +35,7 @@ int sp_sandbox_baseline(sp_snapshot **out, const sp_sandbox *sb, sp_snapstore *s
                           "sandpod took one at create; name a snapshot instead",
                           sp_sandbox_name(sb), SP_SANDBOX_BASELINE_TAG);
     }
-    if (r < 0) {
-        if (err)
-            *err = e;
-        else
-            sp_error_free(e);
-    }
-    return r;
+    return r < 0 ? sp_err_give(err, e, r) : r;
 }
 
 /* ------------------------------------------------------------- apply -- */
@@ -256,13 +250,11 @@ struct item {
     bool has_old, has_new;
     sp_fs_type old_type, new_type;
     unsigned old_mode, new_mode;
-    char *target;  /* the new side's symlink target */
-    uint64_t size; /* the new side's file size */
+    char *target; /* the new side's symlink target */
     sp_apply_hold hold;
     size_t hold_len; /* the held group's root: rel[0..hold_len) */
     bool filtered;
     bool already;
-    unsigned host_mode; /* what the host had (modifies) */
 };
 
 static void item_dispose(struct item *it)
@@ -286,13 +278,7 @@ static int read_side(sp_snapstore *s, const char *ref, const char *path, size_t 
         sp_error_free(ee);
         return 0;
     }
-    if (r < 0) {
-        if (err)
-            *err = ee;
-        else
-            sp_error_free(ee);
-    }
-    return r;
+    return r < 0 ? sp_err_give(err, ee, r) : r;
 }
 
 static void add_conflict(sp_apply_result *res, size_t *cap, const char *path, const char *reason)
@@ -1211,11 +1197,7 @@ static int remote_sides(struct sides *sd, sp_sandbox *sb, const char *from, cons
         sp_error *e = NULL;
         r = sp_sandbox_snapshot_get(&rec, sb, SP_SANDBOX_ORIGIN_TAG, &e);
         if (r < 0 && r != SP_ENOTFOUND) {
-            if (err)
-                *err = e;
-            else
-                sp_error_free(e);
-            return r;
+            return sp_err_give(err, e, r);
         }
         sp_error_free(e);
     }

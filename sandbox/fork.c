@@ -79,13 +79,8 @@ int sp_sandbox_keep_origin_base(sp_snapstore *dst, sp_snapstore *src, sp_error *
         sp_error_free(e);
         return 0;
     }
-    if (r < 0) {
-        if (err)
-            *err = e;
-        else
-            sp_error_free(e);
-        return r;
-    }
+    if (r < 0)
+        return sp_err_give(err, e, r);
     r = sp_snapshot_share_tagged(NULL, dst, src, base->id, SP_SANDBOX_ORIGIN_TAG, err);
     sp_snapshot_free(base);
     return r;
@@ -213,10 +208,7 @@ static int origin_base_id(char **id, sp_sandbox *origin, sp_error **err)
             sp_error_free(e);
             r = 0;
         } else if (r < 0) {
-            if (err)
-                *err = e;
-            else
-                sp_error_free(e);
+            sp_err_give(err, e, 0);
         }
         sp_snapshot_free(rec);
     }

@@ -135,6 +135,15 @@ const char *sp_reason_name(int reason)
     return names[reason];
 }
 
+int sp_err_give(sp_error **err, sp_error *e, int code)
+{
+    if (err)
+        *err = e;
+    else
+        sp_error_free(e);
+    return code;
+}
+
 int sp_err_wrap(sp_error **err, int code, const char *fmt, ...)
 {
     if (!err || !*err)

@@ -24,6 +24,9 @@ int sp_err_set(sp_error **err, int code, int sys_errno, const char *fmt, ...) SP
 /* Prefix an existing error's message with context ("hydrate: ..."); returns
  * the error's code. */
 int sp_err_wrap(sp_error **err, int code, const char *fmt, ...) SP_PRINTF(3, 4);
+/* Hand an error a callee made in a local `e` to the caller's *err (or
+ * free it when the caller passed NULL); returns code. */
+int sp_err_give(sp_error **err, sp_error *e, int code);
 /* Give *err (when there is one) a reason (sandpod/error.h) more precise
  * than what its errno implied; returns code, so it wraps a sp_err_set():
  * return sp_err_reason(err, SP_R_STALE, sp_err_set(err, ...)). */
