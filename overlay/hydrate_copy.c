@@ -288,6 +288,7 @@ int hyd_copy_all(hyd *h, sp_error **err)
             if (rc == 0) {
                 h->prog.files++;
                 hyd_progress(h, SP_HYDRATE_COPY, e->dst);
+                rc = hyd_stopped(h, err);
             }
             break;
         }

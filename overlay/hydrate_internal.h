@@ -190,6 +190,8 @@ void hyd_add_skip(hyd *h, const char *dst, size_t mount, sp_hydrate_skip_reason 
 void hyd_add_rewrite(hyd *h, const char *dst, size_t mount, const char *detail);
 
 void hyd_progress(hyd *h, sp_hydrate_phase phase, const char *path);
+/* SP_ECANCELED (with *err set) once the caller's should_stop says so, else 0. */
+int hyd_stopped(hyd *h, sp_error **err);
 
 char *hyd_host_display(const hyd *h, int root, const char *rel);
 

@@ -143,6 +143,14 @@ void hyd_progress(hyd *h, sp_hydrate_phase phase, const char *path)
     h->opts->progress(h->opts->progress_userdata, &h->prog);
 }
 
+int hyd_stopped(hyd *h, sp_error **err)
+{
+    const sp_hydrate_opts *o = h->opts;
+    if (!o || o->version < 2 || !o->should_stop || !o->should_stop(o->progress_userdata))
+        return 0;
+    return sp_err_set(err, SP_ECANCELED, 0, "hydration stopped before it finished");
+}
+
 /* One mount being walked. */
 typedef struct mwalk {
     hyd *h;
@@ -454,6 +462,8 @@ static int walk_dir(mwalk *w, int dfd, size_t dir_idx, int root, const char *src
         const char *mrel = mrel_of(w, dst);
         h->prog.files++;
         hyd_progress(h, SP_HYDRATE_SCAN, dst);
+        if ((rc = hyd_stopped(h, err)) < 0)
+            break;
         if (w->excl && sp_globset_match(w->excl, mrel)) {
             h->excluded++;
             continue;

@@ -319,9 +319,8 @@ int sp_sandbox_fork(sp_sandbox **out, sp_sandbox *origin, const char *snapshot,
     *out = NULL;
     if (SP_OPTS_CHECK(opts, 1, SP_SANDBOX_OPTS_VERSION, "sp_sandbox_opts", err) < 0)
         return SP_EINVAL;
-    sp_sandbox_opts in = SP_SANDBOX_OPTS_INIT;
-    if (opts)
-        in = *opts;
+    sp_sandbox_opts in;
+    sp_sandbox_opts_take(&in, opts);
     if (in.n_mounts)
         return sp_err_set(err, SP_EINVAL, 0,
                           "a fork's workspace is the snapshot: no mounts (sandbox %s)",

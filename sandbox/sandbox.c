@@ -205,6 +205,8 @@ struct cJSON *sp_sandbox_config_json(const sp_sandbox *sb)
     if (sb->container_id)
         cJSON_AddStringToObject(o, "container_id", sb->container_id);
     cJSON_AddStringToObject(o, "created_at", sb->created_at ? sb->created_at : "");
+    if (sb->made_by)
+        cJSON_AddStringToObject(o, "made_by", sb->made_by);
     cJSON_AddStringToObject(o, "workspace", sb->workspace);
     cJSON_AddItemToObject(o, "env", sp_json_strv((const char *const *)c->env));
     cJSON_AddStringToObject(o, "workdir", c->workdir);
@@ -300,6 +302,8 @@ int sp_sandbox_config_load(sp_sandbox *sb, const char *path, sp_error **err)
     const char *cid = sp_json_str_or(o, "container_id", NULL);
     sb->container_id = cid ? sp_xstrdup(cid) : NULL;
     sb->created_at = sp_xstrdup(sp_json_str_or(o, "created_at", ""));
+    const char *made_by = sp_json_str_or(o, "made_by", NULL);
+    sb->made_by = made_by ? sp_xstrdup(made_by) : NULL;
     c->env = json_strv(cJSON_GetObjectItemCaseSensitive(o, "env"));
     c->workdir = sp_xstrdup(sp_json_str_or(o, "workdir", SP_WORKSPACE_MOUNT));
     c->user = sp_xstrdup(sp_json_str_or(o, "user", SP_SANDBOX_DEFAULT_USER));
@@ -404,6 +408,7 @@ void sp_sandbox_free(sp_sandbox *sb)
     free(sb->local_url);
     free(sb->container_id);
     free(sb->created_at);
+    free(sb->made_by);
     free(sb->agent_socket);
     sp_remote_free(sb);
     free(sb->cfg.image);
@@ -447,6 +452,23 @@ const char *sp_sandbox_container_id(const sp_sandbox *sb)
 const char *sp_sandbox_image(const sp_sandbox *sb)
 {
     return sb->cfg.image;
+}
+
+const char *sp_sandbox_made_by(const sp_sandbox *sb)
+{
+    return sb->made_by;
+}
+
+void sp_sandbox_opts_take(sp_sandbox_opts *o, const sp_sandbox_opts *in)
+{
+    sp_sandbox_opts d = SP_SANDBOX_OPTS_INIT;
+    if (in && in->version == 1)
+        /* A caller built against the first layout: its struct ends there. */
+        memcpy(&d, in, offsetof(sp_sandbox_opts, should_stop));
+    else if (in)
+        d = *in;
+    d.version = SP_SANDBOX_OPTS_VERSION;
+    *o = d;
 }
 
 const char *sp_sandbox_created_at(const sp_sandbox *sb)
@@ -1025,15 +1047,25 @@ int sp_sandbox_create(sp_sandbox **out, const sp_sandbox_opts *opts, sp_error **
     return sp_sandbox_create_seeded(out, opts, NULL, NULL, err);
 }
 
+static bool made_by_valid(const char *s)
+{
+    size_t n = 0;
+    for (; s[n]; n++)
+        if (s[n] < 0x20 || s[n] > 0x7e)
+            return false;
+    return n <= 64;
+}
+
 int sp_sandbox_create_seeded(sp_sandbox **out, const sp_sandbox_opts *opts, sp_sandbox_seed_fn seed,
                              void *seed_data, sp_error **err)
 {
     *out = NULL;
     if (SP_OPTS_CHECK(opts, 1, SP_SANDBOX_OPTS_VERSION, "sp_sandbox_opts", err) < 0)
         return SP_EINVAL;
-    sp_sandbox_opts o = SP_SANDBOX_OPTS_INIT;
-    if (opts)
-        o = *opts;
+    sp_sandbox_opts o;
+    sp_sandbox_opts_take(&o, opts);
+    if (o.made_by && !made_by_valid(o.made_by))
+        return sp_err_set(err, SP_EINVAL, 0, "made_by is at most 64 printable ASCII characters");
     cleanup_free char *gen = o.name ? NULL : generate_name();
     const char *name = o.name ? o.name : gen;
     if (!sp_sandbox_name_valid(name))
@@ -1102,6 +1134,7 @@ int sp_sandbox_create_seeded(sp_sandbox **out, const sp_sandbox_opts *opts, sp_s
     c->setup = strv_dup(o.setup);
     c->host_uid = c->host_gid = -1;
     sb->created_at = sp_now_rfc3339();
+    sb->made_by = o.made_by ? sp_xstrdup(o.made_by) : NULL;
 
     if ((r = sp_sandbox_lock(sb, err)) < 0)
         goto fail;
@@ -1129,6 +1162,7 @@ int sp_sandbox_create_seeded(sp_sandbox **out, const sp_sandbox_opts *opts, sp_s
         ho.allowed_roots = o.allowed_roots;
         ho.progress = o.progress;
         ho.progress_userdata = o.progress_userdata;
+        ho.should_stop = o.should_stop;
         sp_hydrate_result *hr = NULL;
         r = sp_hydrate(&hr, sb->workspace, o.mounts, o.n_mounts, &ho, err);
         if (r == 0)

@@ -85,6 +85,7 @@ struct sp_sandbox {
     char *local_url; /* the local engine's; NULL: found */
     char *container_id;
     char *created_at;
+    char *made_by; /* sp_sandbox_opts.made_by, or NULL */
     sp_sandbox_config cfg;
     sp_fs *fs;
     /* The local engine (opened on first use, sp_sandbox_local()). */
@@ -114,6 +115,9 @@ struct sp_sandbox {
 
 /* Record the mounts a create hydrated (hr: what hydration reported, or
  * NULL: the requests as given). */
+/* *o = the caller's opts (any version) with every later field zeroed. */
+void sp_sandbox_opts_take(sp_sandbox_opts *o, const sp_sandbox_opts *in);
+
 void sp_sandbox_record_mounts(sp_sandbox_config *c, const sp_mount *req, size_t n,
                               const sp_hydrate_result *hr);
 

@@ -479,9 +479,8 @@ int sp_sandbox_create_from_template(sp_sandbox **out, const char *tmpl, const sp
     *out = NULL;
     if (SP_OPTS_CHECK(opts, 1, SP_SANDBOX_OPTS_VERSION, "sp_sandbox_opts", err) < 0)
         return SP_EINVAL;
-    sp_sandbox_opts o = SP_SANDBOX_OPTS_INIT;
-    if (opts)
-        o = *opts;
+    sp_sandbox_opts o;
+    sp_sandbox_opts_take(&o, opts);
     sp_sandbox *t = NULL;
     cJSON *meta = NULL;
     int r = open_as_origin(&t, &meta, tmpl, o.state_root, err);

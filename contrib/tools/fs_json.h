@@ -37,7 +37,7 @@ extern "C" {
 /**
  * A short, stable name for an error code, for machines: "error", "invalid",
  * "not_found", "exists", "escape", "too_big", "podman", "timeout",
- * "read_only", "denied"; "ok" for SP_OK and "unknown" for anything else.
+ * "read_only", "denied", "cancelled"; "ok" for SP_OK and "unknown" for anything else.
  * These names are an interface: never rename one.
  */
 const char *sp_json_code_name(int code);

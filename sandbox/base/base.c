@@ -49,6 +49,8 @@ const char *sp_strerror(int code)
         return "read-only";
     case SP_EDENIED:
         return "denied";
+    case SP_ECANCELED:
+        return "cancelled";
     default:
         return "unknown error";
     }
@@ -164,7 +166,7 @@ const char *sp_code_name(int code)
     /* Indexed by -code; the order follows sp_code, which never renumbers. */
     static const char *const names[] = {
         "ok",      "error",  "invalid", "not_found", "exists", "escape",
-        "too_big", "podman", "timeout", "read_only", "denied",
+        "too_big", "podman", "timeout", "read_only", "denied", "cancelled",
     };
     if (code > 0 || (size_t)-code >= sizeof(names) / sizeof(names[0]))
         return "unknown";

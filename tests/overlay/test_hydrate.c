@@ -756,6 +756,58 @@ static void test_vanished_folder(void **state)
     assert_no_staging(f);
 }
 
+/* Says stop once the copy has made `after` files (or while scanning, with
+ * after 0). */
+struct stopper {
+    uint64_t after;
+    int asked;
+    sp_hydrate_phase phase;
+};
+
+static bool stop_after(void *ud)
+{
+    struct stopper *st = ud;
+    st->asked++;
+    return st->phase == SP_HYDRATE_SCAN ? st->asked > 3 : false;
+}
+
+static void stop_progress(void *ud, const sp_hydrate_progress *p)
+{
+    struct stopper *st = ud;
+    if (p->phase == SP_HYDRATE_COPY && p->files >= st->after)
+        st->phase = SP_HYDRATE_SCAN; /* from now on, stop */
+}
+
+/* should_stop ends the call in either phase with SP_ECANCELED, and the
+ * workspace is as it was. */
+static void test_should_stop(void **state)
+{
+    struct fx *f = *state;
+    for (int i = 0; i < 20; i++) {
+        char name[32];
+        snprintf(name, sizeof(name), "f%d", i);
+        tu_write(f->src, name, "x\n", 0644);
+    }
+    tu_write(f->ws, "existing", "e\n", 0644);
+    char *before = listing(f->ws);
+    sp_mount m = {f->src, NULL, NULL, NULL, 0, false, false, false};
+    for (int phase = 0; phase < 2; phase++) {
+        struct stopper st = {.after = 5, .phase = phase ? SP_HYDRATE_COPY : SP_HYDRATE_SCAN};
+        sp_hydrate_opts o = SP_HYDRATE_OPTS_INIT;
+        o.progress = stop_progress;
+        o.should_stop = stop_after;
+        o.progress_userdata = &st;
+        sp_error *err = NULL;
+        EXPECT(hydrate(NULL, f->ws, &m, 1, &o, &err), SP_ECANCELED, "hydration stopped");
+        assert_true(st.asked > 3);
+        char *after = listing(f->ws);
+        assert_string_equal(before, after);
+        free(after);
+        assert_no_staging(f);
+    }
+    free(before);
+}
+
 static void test_overlap(void **state)
 {
     struct fx *f = *state;
@@ -1623,6 +1675,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_copy_keeps_metadata, setup, teardown),
         cmocka_unit_test_setup_teardown(test_globs, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_should_stop, setup, teardown),
         cmocka_unit_test_setup_teardown(test_mount_path, setup, teardown),
         cmocka_unit_test_setup_teardown(test_dst_escape, setup, teardown),
         cmocka_unit_test_setup_teardown(test_outside_allowed_roots, setup, teardown),

@@ -16,7 +16,7 @@ from . import _cfs
 
 StrV = POINTER(c_char_p)
 
-SANDBOX_OPTS_VERSION = 1
+SANDBOX_OPTS_VERSION = 2
 RUN_OPTS_VERSION = 1
 SESSION_OPTS_VERSION = 1
 SESSION_WRITE_OPTS_VERSION = 1
@@ -29,7 +29,7 @@ LOGS_OPTS_VERSION = 1
 PODMAN_OPTS_VERSION = 1
 PODMAN_PULL_OPTS_VERSION = 1
 PODMAN_BUILD_OPTS_VERSION = 1
-HYDRATE_OPTS_VERSION = 1
+HYDRATE_OPTS_VERSION = 2
 SANDBOX_EVENT_VERSION = 1
 
 
@@ -49,7 +49,7 @@ class Mount(ctypes.Structure):
 
 
 class SandboxOpts(ctypes.Structure):
-    """sp_sandbox_opts (sandpod/sandbox.h), version 1."""
+    """sp_sandbox_opts (sandpod/sandbox.h), version 2."""
 
     _fields_ = [
         ("version", c_uint),
@@ -85,6 +85,8 @@ class SandboxOpts(ctypes.Structure):
         ("pull_no_tls_verify", c_bool),
         ("pull_progress", c_void_p),
         ("engine", c_char_p),
+        ("should_stop", c_void_p),
+        ("made_by", c_char_p),
     ]
 
 
@@ -375,6 +377,7 @@ class HydrateOpts(ctypes.Structure):
         ("allowed_roots", StrV),
         ("progress", HydrateProgressFn),
         ("progress_userdata", c_void_p),
+        ("should_stop", c_void_p),
     ]
 
 

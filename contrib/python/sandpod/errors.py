@@ -23,6 +23,7 @@ EPODMAN = -7
 ETIMEOUT = -8
 EREADONLY = -9
 EDENIED = -10
+ECANCELED = -11
 
 # Stable reasons (sp_reason).
 R_NONE = 0

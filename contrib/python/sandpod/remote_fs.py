@@ -42,7 +42,8 @@ __all__ = ["RemoteFilesystem"]
 _CODES = {"ok": errors.OK, "error": errors.ERROR, "invalid": errors.EINVAL,
           "not_found": errors.ENOTFOUND, "exists": errors.EEXISTS, "escape": errors.EESCAPE,
           "too_big": errors.ETOOBIG, "podman": errors.EPODMAN, "timeout": errors.ETIMEOUT,
-          "read_only": errors.EREADONLY, "denied": errors.EDENIED}
+          "read_only": errors.EREADONLY, "denied": errors.EDENIED,
+          "cancelled": errors.ECANCELED}
 _REASONS = {n[2:].lower(): v for n, v in vars(errors).items()
             if n.startswith("R_") and isinstance(v, int)}
 _TYPES = {"file", "dir"}

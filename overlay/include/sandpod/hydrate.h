@@ -224,7 +224,7 @@ typedef struct sp_hydrate_progress {
     const char *path;     /**< the entry at hand, relative to the workspace, or NULL */
 } sp_hydrate_progress;
 
-#define SP_HYDRATE_OPTS_VERSION 1
+#define SP_HYDRATE_OPTS_VERSION 2
 
 /** Options for sp_hydrate(). */
 typedef struct sp_hydrate_opts {
@@ -237,6 +237,10 @@ typedef struct sp_hydrate_opts {
      *  throttles. May be NULL. The library itself never prints. */
     void (*progress)(void *userdata, const sp_hydrate_progress *p);
     void *progress_userdata;
+    /** Version 2. Polled (with progress_userdata) after every entry while
+     *  scanning and copying; once it returns true the call stops, fails
+     *  with SP_ECANCELED and leaves the workspace as it was. May be NULL. */
+    bool (*should_stop)(void *userdata);
 } sp_hydrate_opts;
 
 #define SP_HYDRATE_OPTS_INIT                                                                       \

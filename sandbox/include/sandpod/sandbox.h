@@ -35,7 +35,7 @@ typedef struct sp_sandbox sp_sandbox;
 /** The user commands run as unless told otherwise: unprivileged. */
 #define SP_SANDBOX_DEFAULT_USER "1000:1000"
 
-#define SP_SANDBOX_OPTS_VERSION 1
+#define SP_SANDBOX_OPTS_VERSION 2
 
 /**
  * How commands reach the container. The fast path asks sandpod-agent, the
@@ -139,6 +139,16 @@ typedef struct sp_sandbox_opts {
      *  default, normally "local"). A sandbox remembers its engine: open()
      *  and every later call ignore this. */
     const char *engine;
+    /* Version 2. */
+    /** Polled with progress_userdata while the workspace is hydrated; once
+     *  it returns true, create stops, fails with SP_ECANCELED and leaves
+     *  nothing behind. May be NULL. */
+    bool (*should_stop)(void *userdata);
+    /** Who made the sandbox for whom, saved in sandbox.json ("made_by"):
+     *  "mcp" for a sandbox an MCP session made (`sandpod mcp --create` or
+     *  --project), which `sandpod gc --kept` may collect; NULL for one a
+     *  user made. At most 64 printable ASCII characters. */
+    const char *made_by;
 } sp_sandbox_opts;
 
 #define SP_SANDBOX_OPTS_INIT                                                                       \
@@ -154,6 +164,9 @@ typedef struct sp_sandbox_opts {
  *         hydration errors (SP_EESCAPE, SP_ETOOBIG, ...); SP_EPODMAN
  */
 int sp_sandbox_create(sp_sandbox **out, const sp_sandbox_opts *opts, sp_error **err);
+
+/** What sp_sandbox_opts.made_by said at create (NULL: a user made it). */
+const char *sp_sandbox_made_by(const sp_sandbox *sb);
 
 /**
  * Open an existing sandbox by name (state_root, podman_url and a non-zero

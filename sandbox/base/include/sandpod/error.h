@@ -30,6 +30,7 @@ typedef enum sp_code {
     SP_ETIMEOUT = -8,  /**< a deadline passed */
     SP_EREADONLY = -9, /**< a write on a read-only handle */
     SP_EDENIED = -10,  /**< refused by policy (deny globs, approval) */
+    SP_ECANCELED = -11, /**< stopped on the caller's request before it finished */
 } sp_code;
 
 /**
