@@ -544,7 +544,7 @@ int cli_create_sandbox(sp_sandbox **out, struct cli_create *c, sp_error **err)
         fputs("sandpod: warning: --seccomp: the workload may use keyctl and make user "
               "namespaces\n",
               stderr);
-    if (c->n_mounts)
+    if (c->n_mounts && !o.progress)
         o.progress = cli_progress_hydrate;
     o.pull_progress = cli_progress_pull;
     cli_progress_begin(c->n_mounts ? "hydrated" : "pulled", c->json);

@@ -226,6 +226,9 @@ static int peer_serve(const struct peer_args *a)
     mo.verbose = a->verbose;
     mo.should_stop = should_stop;
     mo.server_version = SANDPOD_VERSION;
+    /* The peer's clients are sandpod's own (tools_remote.c, the sessions):
+     * they read the typed object as structuredContent. */
+    mo.structured = true;
     /* Every client shares the one server and tools context: a client that
      * comes back finds the same state (what was read, the edit lock, its
      * sessions and, by their "sandpod/call" keys, its calls). */

@@ -454,6 +454,12 @@ const char *sp_sandbox_image(const sp_sandbox *sb)
     return sb->cfg.image;
 }
 
+int sp_sandbox_state_root(char **out, const char *state_root, sp_error **err)
+{
+    *out = NULL;
+    return sp_sandbox_resolve_root(out, state_root, err);
+}
+
 const char *sp_sandbox_made_by(const sp_sandbox *sb)
 {
     return sb->made_by;

@@ -12,6 +12,7 @@
  * input it waits for every job it has read to be answered. Every write to the output is one whole
  * line under out_mu. */
 #include <errno.h>
+#include <stddef.h>
 #include <inttypes.h>
 #include <poll.h>
 #include <pthread.h>
@@ -243,7 +244,7 @@ static void run_job(server *s, job *j)
         logf_(s, "call %s cancelled", j->name);
         free(result);
     } else {
-        cJSON *r = mcp_call_result(result);
+        cJSON *r = mcp_call_result(result, s->opts.structured);
         if (r)
             send_result(s, j->id, r);
         else
@@ -473,7 +474,7 @@ static void handle_initialize(server *s, const cJSON *id, const cJSON *params)
         "Tools over a sandbox workspace. File paths are relative to the workspace (which "
         "commands see as /workspace); '..' cannot leave it. Read before you edit; prefer "
         "edit_file or apply_patch for changes. Each answer's text is meant for you (on failure it "
-        "says how to recover); its structured content has ok, value, truncated and changes. "
+        "says how to recover). "
         "Read-only file tools answer while a command runs; calls that change files run one at "
         "a time in the order sent.%s%s",
         s->opts.instructions ? " " : "", s->opts.instructions ? s->opts.instructions : "");
@@ -512,7 +513,7 @@ static void handle_tools_call(server *s, const cJSON *id, const cJSON *params, c
     /* cJSON cuts strings at an escaped NUL: look at the raw text. */
     char *nul = NULL;
     if (json_nul_check(line, len, &nul) < 0) {
-        cJSON *r = mcp_refused_result(nul);
+        cJSON *r = mcp_refused_result(nul, s->opts.structured);
         free(nul);
         if (r)
             send_result(s, id, r);
@@ -536,7 +537,7 @@ static void handle_tools_call(server *s, const cJSON *id, const cJSON *params, c
     j->read = d && tool_concurrent(d);
     j->blocks_reads = !j->read && !(d && (d->needs & NEED_SANDBOX));
     pthread_mutex_lock(&s->mu);
-    if (!s->head && quick_tool(j->name)) {
+    if (!s->head && quick_tool(j->name) && sp_tools_ready(s->tools)) {
         /* Nothing else waits or runs: run it here, without the two thread
          * hand-offs that are most of a small read's cost. */
         pthread_mutex_unlock(&s->mu);
@@ -697,6 +698,8 @@ static void tick(server *s)
 {
     cJSON *notes[WORKERS];
     size_t n = 0;
+    /* While the sandbox is made, the calls that wait say how far it got. */
+    char *pending = sp_tools_pending_status(s->tools);
     pthread_mutex_lock(&s->mu);
     int64_t now = now_ms();
     for (job *j = s->head; j && n < WORKERS; j = j->next) {
@@ -710,8 +713,12 @@ static void tick(server *s)
         j->last_progress_ms = now;
         cJSON *params = cJSON_CreateObject();
         if (params) {
-            char msg[128];
-            snprintf(msg, sizeof(msg), "%s running for %.0f s", j->name, secs);
+            char msg[512];
+            if (pending)
+                snprintf(msg, sizeof(msg), "%s waits for the sandbox (%.0f s): %s", j->name, secs,
+                         pending);
+            else
+                snprintf(msg, sizeof(msg), "%s running for %.0f s", j->name, secs);
             cJSON_AddItemToObject(params, "progressToken",
                                   cJSON_Duplicate(j->progress_token, true));
             cJSON_AddNumberToObject(params, "progress", secs);
@@ -720,6 +727,7 @@ static void tick(server *s)
         }
     }
     pthread_mutex_unlock(&s->mu);
+    free(pending);
     for (size_t i = 0; i < n; i++)
         send_notification(s, "notifications/progress", notes[i]);
 }
@@ -755,19 +763,30 @@ int sp_mcp_serve(sp_tools *tools, int in_fd, int out_fd, const sp_mcp_opts *opts
 {
     if (SP_OPTS_CHECK(opts, 1, SP_MCP_OPTS_VERSION, "sp_mcp_opts", err) < 0)
         return SP_EINVAL;
+    if (!tools)
+        return sp_err_set(err, SP_EINVAL, 0, "no tools given");
     server s;
     memset(&s, 0, sizeof(s));
     s.tools = tools;
     s.in_fd = in_fd;
     s.out_fd = out_fd;
     sp_mcp_opts o = SP_MCP_OPTS_INIT;
-    if (opts)
+    if (opts && opts->version == 1)
+        /* A caller built against the first layout: its struct ends there. */
+        memcpy(&o, opts, offsetof(sp_mcp_opts, structured));
+    else if (opts)
         o = *opts;
+    o.version = SP_MCP_OPTS_VERSION;
     s.opts = o;
     pthread_mutex_init(&s.out_mu, NULL);
     pthread_mutex_init(&s.mu, NULL);
     pthread_cond_init(&s.cond, NULL);
     char *specs = sp_tools_specs(tools, SP_TOOLS_FORMAT_MCP);
+    if (specs && !o.structured) {
+        char *plain = mcp_unstructured_list(specs);
+        free(specs);
+        specs = plain;
+    }
     s.tools_list = specs ? specs : sp_xstrdup("{\"tools\":[]}");
     sp_tools_approve_fn old_fn = tools->opts.approve;
     void *old_ud = tools->opts.approve_userdata;

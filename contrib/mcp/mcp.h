@@ -8,10 +8,11 @@
  * input fd, answers one per line on the output fd; lines may be several
  * MiB long. The server answers initialize (with version negotiation: the
  * client's revision when it is one of these, else the newest), ping,
- * tools/list (with annotations and an outputSchema per tool) and
- * tools/call (one text content with the message for the model, plus
- * structuredContent {ok, value, truncated, changes[, error]} matching the
- * tool's outputSchema, and isError), handles notifications/cancelled (a
+ * tools/list (with annotations) and tools/call (one text content with the
+ * message for the model, isError, and the typed object {ok, value,
+ * truncated, changes[, error]} in _meta["sandpod/result"], or as
+ * structuredContent matching each tool's outputSchema when opts ask for
+ * it: see sp_mcp_opts.structured), handles notifications/cancelled (a
  * cancelled call gets no answer; a cancelled shell call kills its command)
  * and sends notifications/progress about once a second while a call whose
  * request carried params._meta.progressToken runs. When the approval
@@ -63,7 +64,7 @@ extern "C" {
 /** The JSON-RPC error code of a call refused because too many wait. */
 #define SP_MCP_BUSY (-32000)
 
-#define SP_MCP_OPTS_VERSION 1
+#define SP_MCP_OPTS_VERSION 2
 
 typedef struct sp_mcp_opts {
     unsigned version;
@@ -79,6 +80,16 @@ typedef struct sp_mcp_opts {
      *  end of its input) once it returns true. May be NULL. */
     bool (*should_stop)(void *userdata);
     void *userdata;
+    /* Version 2. */
+    /** Give each tool an outputSchema and each tools/call result the typed
+     *  object as structuredContent (MCP's structured output). Off by
+     *  default: Claude Code and Codex then show the model
+     *  JSON.stringify(structuredContent) in place of the text content, so
+     *  sandpod's text (numbered lines, exit codes, how to recover) would
+     *  never reach it. Off, the same object rides in the result's
+     *  _meta["sandpod/result"] and each tool's schema in its
+     *  _meta["sandpod/outputSchema"], which no client shows a model. */
+    bool structured;
 } sp_mcp_opts;
 
 #define SP_MCP_OPTS_INIT                                                                           \

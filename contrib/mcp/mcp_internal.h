@@ -4,12 +4,20 @@
 
 #include <cJSON.h>
 
+#include <stdbool.h>
+
 /* The tools/call result for a tools result object (text, consumed):
- * {content: [{type: text, text: message}], structuredContent: the object
- * without its message, isError}. NULL when memory ran out. */
-cJSON *mcp_call_result(char *result_text);
+ * {content: [{type: text, text: message}], isError, and the object without
+ * its message as structuredContent when `structured`, else as
+ * _meta["sandpod/result"]}. NULL when memory ran out. */
+cJSON *mcp_call_result(char *result_text, bool structured);
 
 /* The same shapes for a call refused before it reached the tools. */
-cJSON *mcp_refused_result(const char *message);
+cJSON *mcp_refused_result(const char *message, bool structured);
+
+/* A tools/list result (text) for clients that get no structured output:
+ * each tool's outputSchema moved to _meta["sandpod/outputSchema"]
+ * (malloc'd; NULL when memory ran out). */
+char *mcp_unstructured_list(const char *list);
 
 #endif

@@ -94,7 +94,7 @@ static char *first_line(const char *msg)
  * {content: [{type: text, text: message}], structuredContent: the object
  * without its message, isError}. The text is cut apart rather than parsed
  * and printed again, which would turn integers past 2^53 into doubles. */
-cJSON *mcp_call_result(char *result_text)
+cJSON *mcp_call_result(char *result_text, bool structured)
 {
     const char *end = result_text + strlen(result_text);
     const char *p = result_text;
@@ -154,8 +154,13 @@ cJSON *mcp_call_result(char *result_text)
     fine = fine && cJSON_AddItemToObject(r, "content", content);
     if (fine)
         content = NULL;
-    fine = fine && cJSON_AddRawToObject(r, "structuredContent", sc.data) &&
-           cJSON_AddBoolToObject(r, "isError", !ok);
+    if (structured) {
+        fine = fine && cJSON_AddRawToObject(r, "structuredContent", sc.data);
+    } else {
+        cJSON *meta = fine ? cJSON_AddObjectToObject(r, "_meta") : NULL;
+        fine = meta && cJSON_AddRawToObject(meta, "sandpod/result", sc.data);
+    }
+    fine = fine && cJSON_AddBoolToObject(r, "isError", !ok);
     free(msg);
     sp_buf_dispose(&sc);
     cJSON_Delete(item);
@@ -170,7 +175,7 @@ cJSON *mcp_call_result(char *result_text)
 
 /* A tools/call refused before it reached the tools (a NUL in the
  * arguments): the same shapes as a tool failure. */
-cJSON *mcp_refused_result(const char *message)
+cJSON *mcp_refused_result(const char *message, bool structured)
 {
     cJSON *sc = sp_json_error_code(SP_EINVAL, message);
     if (!sc)
@@ -181,5 +186,28 @@ cJSON *mcp_refused_result(const char *message)
     cJSON_AddItemToObject(sc, "changes", cJSON_CreateArray());
     char *text = cJSON_PrintUnformatted(sc);
     cJSON_Delete(sc);
-    return text ? mcp_call_result(text) : NULL;
+    return text ? mcp_call_result(text, structured) : NULL;
+}
+
+char *mcp_unstructured_list(const char *list)
+{
+    cJSON *root = cJSON_Parse(list);
+    cJSON *tool = NULL;
+    bool ok = root != NULL;
+    cJSON_ArrayForEach(tool, cJSON_GetObjectItemCaseSensitive(root, "tools"))
+    {
+        cJSON *schema = cJSON_DetachItemFromObjectCaseSensitive(tool, "outputSchema");
+        if (!schema)
+            continue;
+        cJSON *meta = cJSON_GetObjectItemCaseSensitive(tool, "_meta");
+        if (!meta)
+            meta = cJSON_AddObjectToObject(tool, "_meta");
+        if (!meta || !cJSON_AddItemToObject(meta, "sandpod/outputSchema", schema)) {
+            cJSON_Delete(schema);
+            ok = false;
+        }
+    }
+    char *out = ok ? cJSON_PrintUnformatted(root) : NULL;
+    cJSON_Delete(root);
+    return out;
 }

@@ -127,6 +127,16 @@ static int dispatch(char **result, sp_tools *t, const char *name, const char *ra
             call_fail(&c, SP_EINVAL, "%s is not available in this build", d->name);
         goto out_noevent;
     }
+    if (t->later) {
+        /* The sandbox of a context made later: made now, or waited for. */
+        sp_error *le = NULL;
+        int lr = tools_later_wait(t, &le);
+        if (lr < 0) {
+            call_fail(&c, lr, "%s; the next call tries again", le ? le->message : sp_strerror(lr));
+            sp_error_free(le);
+            goto out_noevent;
+        }
+    }
 
     /* Paths named by the arguments, for the start event. */
     const char *p0 = args ? sp_json_str_or(args, "path", NULL) : NULL;

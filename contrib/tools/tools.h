@@ -223,6 +223,39 @@ int sp_tools_open_root(sp_tools **out, const char *root, const sp_tools_opts *op
 int sp_tools_open_agent(sp_tools **out, const char *root, sp_sandbox *agent,
                         const sp_tools_opts *opts, sp_error **err);
 
+/** Where a context made by sp_tools_open_later() gets its sandbox. */
+typedef struct sp_tools_later {
+    /** Make, or open and start, the sandbox. Called at the first call,
+     *  on that call's thread, while every other call waits; once more at
+     *  a later call if it failed. *sb stays the caller's: it must outlive
+     *  the context. */
+    int (*open)(void *userdata, sp_sandbox **sb, sp_error **err);
+    /** How far `open` has got, for the calls that wait ("copying 1200 of
+     *  5000 files"), malloc'd; may return NULL. The field may be NULL. */
+    char *(*status)(void *userdata);
+    void *userdata;
+} sp_tools_later;
+
+/**
+ * Make a context over a sandbox that does not exist yet: it lists every
+ * tool a sandbox context would, and gets its sandbox from later->open()
+ * at the first call (an MCP session that only lists tools makes none).
+ * Calls that come while it is made wait for it; when it fails, each of
+ * them fails with its message. *later is copied.
+ *
+ * @return 0; SP_EINVAL (no later->open, unrestricted fs_mode)
+ */
+int sp_tools_open_later(sp_tools **out, const sp_tools_later *later, const sp_tools_opts *opts,
+                        sp_error **err);
+
+/** Whether calls can run at once: false while a context made by
+ *  sp_tools_open_later() has no sandbox yet. */
+bool sp_tools_ready(sp_tools *t);
+
+/** While such a context's sandbox is being made: what later->status
+ *  says, or a line saying that it is (malloc'd); NULL otherwise. */
+char *sp_tools_pending_status(sp_tools *t);
+
 /** Free a context; kills the sessions it started. Accepts NULL. */
 void sp_tools_free(sp_tools *t);
 

@@ -48,6 +48,7 @@ static sp_tools *tools_new(const sp_tools_opts *opts)
     pthread_mutex_init(&t->mu, NULL);
     pthread_mutex_init(&t->stale_mu, NULL);
     pthread_mutex_init(&t->kill_mu, NULL);
+    pthread_cond_init(&t->later_cond, NULL);
     atomic_init(&t->cancelled, false);
     return t;
 }
@@ -85,16 +86,10 @@ static bool unrestricted(const sp_tools_opts *opts, sp_error **err)
     return true;
 }
 
-int sp_tools_open_sandbox(sp_tools **out, sp_sandbox *sb, const sp_tools_opts *opts, sp_error **err)
+/* Give t its sandbox: the workspace (or the peer), the store, events
+ * (events_path, else the state folder's). On failure t is as before. */
+static int attach_sandbox(sp_tools *t, sp_sandbox *sb, const char *events_path, sp_error **err)
 {
-    *out = NULL;
-    if (SP_OPTS_CHECK(opts, 1, SP_TOOLS_OPTS_VERSION, "sp_tools_opts", err) < 0)
-        return SP_EINVAL;
-    if (!sb)
-        return sp_err_set(err, SP_EINVAL, 0, "no sandbox given");
-    if (unrestricted(opts, err))
-        return SP_EINVAL;
-    sp_tools *t = tools_new(opts);
     t->sb = sb;
     int r = 0;
     if (sp_sandbox_is_remote(sb))
@@ -104,7 +99,9 @@ int sp_tools_open_sandbox(sp_tools **out, sp_sandbox *sb, const sp_tools_opts *o
         r = open_fs(&t->fs, t, t->root, false, err);
     }
     if (r < 0) {
-        sp_tools_free(t);
+        t->sb = NULL;
+        free(t->root);
+        t->root = NULL;
         return r;
     }
     const char *state = sp_sandbox_state_dir(sb);
@@ -119,15 +116,116 @@ int sp_tools_open_sandbox(sp_tools **out, sp_sandbox *sb, const sp_tools_opts *o
             *slash = '\0';
     }
     t->state_root = sr;
-    if (opts && opts->events_path)
-        open_events(t, opts->events_path);
+    if (events_path)
+        open_events(t, events_path);
     else {
         char *p = sp_xasprintf("%s/events.jsonl", state);
         open_events(t, p);
         free(p);
     }
+    return 0;
+}
+
+int sp_tools_open_sandbox(sp_tools **out, sp_sandbox *sb, const sp_tools_opts *opts, sp_error **err)
+{
+    *out = NULL;
+    if (SP_OPTS_CHECK(opts, 1, SP_TOOLS_OPTS_VERSION, "sp_tools_opts", err) < 0)
+        return SP_EINVAL;
+    if (!sb)
+        return sp_err_set(err, SP_EINVAL, 0, "no sandbox given");
+    if (unrestricted(opts, err))
+        return SP_EINVAL;
+    sp_tools *t = tools_new(opts);
+    int r = attach_sandbox(t, sb, opts ? opts->events_path : NULL, err);
+    if (r < 0) {
+        sp_tools_free(t);
+        return r;
+    }
     *out = t;
     return 0;
+}
+
+int sp_tools_open_later(sp_tools **out, const sp_tools_later *later, const sp_tools_opts *opts,
+                        sp_error **err)
+{
+    *out = NULL;
+    if (SP_OPTS_CHECK(opts, 1, SP_TOOLS_OPTS_VERSION, "sp_tools_opts", err) < 0)
+        return SP_EINVAL;
+    if (!later || !later->open)
+        return sp_err_set(err, SP_EINVAL, 0, "no way to make the sandbox given");
+    if (unrestricted(opts, err))
+        return SP_EINVAL;
+    sp_tools *t = tools_new(opts);
+    t->later = true;
+    t->later_fn = *later;
+    if (opts && opts->events_path)
+        t->events_path = sp_xstrdup(opts->events_path); /* kept for the attach */
+    *out = t;
+    return 0;
+}
+
+int tools_later_wait(sp_tools *t, sp_error **err)
+{
+    if (!t->later)
+        return 0;
+    pthread_mutex_lock(&t->mu);
+    while (t->later_state == LATER_OPENING)
+        pthread_cond_wait(&t->later_cond, &t->mu);
+    if (t->later_state == LATER_READY) {
+        pthread_mutex_unlock(&t->mu);
+        return 0;
+    }
+    t->later_state = LATER_OPENING;
+    pthread_mutex_unlock(&t->mu);
+
+    sp_sandbox *sb = NULL;
+    sp_error *e = NULL;
+    int r = t->later_fn.open(t->later_fn.userdata, &sb, &e);
+    if (r == 0 && !sb)
+        r = sp_err_set(&e, SP_ERROR, 0, "no sandbox was made");
+    if (r == 0) {
+        char *events = t->events_path;
+        t->events_path = NULL;
+        r = attach_sandbox(t, sb, events, &e);
+        if (r < 0)
+            t->events_path = events;
+        else
+            free(events);
+    }
+    pthread_mutex_lock(&t->mu);
+    t->later_state = r == 0 ? LATER_READY : LATER_NONE;
+    free(t->later_error);
+    t->later_error = r < 0 ? sp_xstrdup(e && e->message ? e->message : sp_strerror(r)) : NULL;
+    pthread_cond_broadcast(&t->later_cond);
+    pthread_mutex_unlock(&t->mu);
+    if (r < 0) {
+        sp_err_wrap(&e, r, "the sandbox could not be made");
+        return sp_err_give(err, e, r);
+    }
+    return 0;
+}
+
+bool sp_tools_ready(sp_tools *t)
+{
+    if (!t || !t->later)
+        return true;
+    pthread_mutex_lock(&t->mu);
+    bool ready = t->later_state == LATER_READY;
+    pthread_mutex_unlock(&t->mu);
+    return ready;
+}
+
+char *sp_tools_pending_status(sp_tools *t)
+{
+    if (!t || !t->later)
+        return NULL;
+    pthread_mutex_lock(&t->mu);
+    bool opening = t->later_state == LATER_OPENING;
+    pthread_mutex_unlock(&t->mu);
+    if (!opening)
+        return NULL;
+    char *s = t->later_fn.status ? t->later_fn.status(t->later_fn.userdata) : NULL;
+    return s ? s : sp_xstrdup("making the sandbox");
 }
 
 int sp_tools_open_root(sp_tools **out, const char *root, const sp_tools_opts *opts, sp_error **err)
@@ -200,6 +298,8 @@ void sp_tools_free(sp_tools *t)
     pthread_mutex_destroy(&t->stale_mu);
     pthread_mutex_destroy(&t->mu);
     pthread_mutex_destroy(&t->kill_mu);
+    pthread_cond_destroy(&t->later_cond);
+    free(t->later_error);
     free(t);
 }
 
@@ -211,9 +311,10 @@ void sp_tools_set_approver(sp_tools *t, sp_tools_approve_fn fn, void *userdata)
 
 bool tools_available(const sp_tools *t, const tool_def *d)
 {
-    if ((d->needs & NEED_SANDBOX) && !t->sb)
+    /* A context made later has a sandbox, and so a store, once made. */
+    if ((d->needs & NEED_SANDBOX) && !t->sb && !t->later)
         return false;
-    if ((d->needs & NEED_STORE) && !t->store_path)
+    if ((d->needs & NEED_STORE) && !t->store_path && !t->later)
         return false;
     if ((d->needs & NEED_WRITE) && t->opts.read_only)
         return false;

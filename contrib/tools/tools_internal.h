@@ -132,8 +132,17 @@ int json_nul_check(const char *text, size_t len, char **msg);
 
 /* -------------------------------------------------------- the context -- */
 
+/* A context made by sp_tools_open_later(): where it stands. */
+typedef enum { LATER_NONE, LATER_OPENING, LATER_READY } later_state;
+
 struct sp_tools {
     sp_tools_opts opts;
+    /* sp_tools_open_later(): the sandbox comes at the first call. */
+    bool later;
+    sp_tools_later later_fn;
+    later_state later_state; /* under mu */
+    pthread_cond_t later_cond;
+    char *later_error; /* the last open's failure, under mu */
     sp_sandbox *sb; /* borrowed; NULL for a bare folder */
     /* sb runs on another engine: calls go to its peer (tools_remote.c). */
     bool remote;
@@ -171,6 +180,10 @@ struct sp_tools {
     struct stale_entry *stale;
     size_t n_stale, cap_stale;
 };
+
+/* For a context made by sp_tools_open_later(): make its sandbox unless
+ * made (waiting while another thread makes it). 0 at once otherwise. */
+int tools_later_wait(sp_tools *t, sp_error **err);
 
 /* Handlers, by file. */
 int tool_list_dir(sp_tools *t, const cJSON *a, tool_call *c);

@@ -14,9 +14,10 @@ class Server:
     notifications and requests seen while waiting for a response are kept
     in `self.seen`."""
 
-    def __init__(self, argv, env=None):
+    def __init__(self, argv, env=None, cwd=None):
         self.p = subprocess.Popen(
             argv,
+            cwd=cwd,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -140,7 +141,10 @@ def text_of(resp):
 
 def structured(resp):
     try:
-        return resp["result"]["structuredContent"] or {}
+        # The typed object: structuredContent under --structured, else the
+        # result's _meta["sandpod/result"].
+        res = resp["result"]
+        return res.get("structuredContent") or (res.get("_meta") or {}).get("sandpod/result") or {}
     except (KeyError, TypeError):
         return {}
 

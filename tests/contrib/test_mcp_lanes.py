@@ -4,9 +4,10 @@ strict tool modes of OpenAI and Anthropic ask for, checked from the outside.
 
 - tools/list: tool names as the 2025-11-25 revision wants them, annotations
   that match what each tool does, the approval tier that follows from them,
-  an outputSchema per tool;
-- every tool's structuredContent matches its outputSchema, the text comes
-  once (content), integers stay integers;
+  no outputSchema (it rides in _meta) unless --structured;
+- every tool's typed object (_meta["sandpod/result"], or structuredContent
+  under --structured) matches its schema, the text comes once (content),
+  integers stay integers;
 - ordering: a read sent after a write waits for it and sees it; a cancelled
   call gets no answer and changes nothing;
 - the end of stdin: every request already sent is answered;
@@ -47,6 +48,12 @@ def server(*args):
     return Server([SP, "mcp", "--root", root, *args])
 
 
+def out_schema(t):
+    """A tool's output schema: outputSchema under --structured, else its
+    _meta["sandpod/outputSchema"]."""
+    return t.get("outputSchema") or t.get("_meta", {}).get("sandpod/outputSchema", {})
+
+
 def tier_of(ann):
     if ann.get("readOnlyHint"):
         return "safe"
@@ -71,8 +78,10 @@ for name, t in tools.items():
                 ("readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint")), ann)
     c.check(f"{name}: the tier follows the annotations",
             t.get("_meta", {}).get("sandpod/tier") == tier_of(ann), t)
-    c.check(f"{name}: an outputSchema of type object",
-            t.get("outputSchema", {}).get("type") == "object", t.get("outputSchema"))
+    # Claude Code and Codex would show the model structuredContent in place
+    # of the text: by default there is none, and no outputSchema asks for it.
+    c.check(f"{name}: no outputSchema by default; the schema is in _meta",
+            "outputSchema" not in t and out_schema(t).get("type") == "object", t)
 ann = {n: t["annotations"] for n, t in tools.items()}
 c.check("mkdir is additive, not destructive",
         ann["mkdir"]["destructiveHint"] is False and ann["mkdir"]["readOnlyHint"] is False, ann)
@@ -101,22 +110,34 @@ calls = [
     ("read_file", {"path": "src/a.txt", "limit": "ten"}),
 ]
 results = {}
-for name, args in calls:
-    s.next_id += 1
-    s.send({"jsonrpc": "2.0", "id": s.next_id, "method": "tools/call",
-            "params": {"name": name, "arguments": args}})
-    line = s.read_line(60)
-    r = json.loads(line) if line else None
-    results.setdefault(name, (r, line))
-    results["last"] = (r, line)
-    sc = (r or {}).get("result", {}).get("structuredContent")
-    errs = schema_errors(sc, tools[name]["outputSchema"]) if sc is not None else ["no content"]
-    c.check(f"{name} {json.dumps(args)[:40]}: structuredContent matches outputSchema", not errs,
-            errs)
-    content = (r or {}).get("result", {}).get("content", [])
-    c.check(f"{name}: one text content, no message in structuredContent",
-            len(content) == 1 and content[0].get("type") == "text" and
-            "message" not in (sc or {}), r)
+s.close()
+for mode in ("default", "--structured"):
+    s = server(*([mode] if mode != "default" else []))
+    s.initialize("2025-11-25")
+    mtools = {t["name"]: t for t in s.request("tools/list")["result"]["tools"]}
+    c.check(f"{mode}: outputSchema only under --structured",
+            all(("outputSchema" in t) == (mode != "default") for t in mtools.values()), mode)
+    for name, args in calls:
+        s.next_id += 1
+        s.send({"jsonrpc": "2.0", "id": s.next_id, "method": "tools/call",
+                "params": {"name": name, "arguments": args}})
+        line = s.read_line(60)
+        r = json.loads(line) if line else None
+        if mode == "default":
+            results.setdefault(name, (r, line))
+            results["last"] = (r, line)
+        res = (r or {}).get("result", {})
+        c.check(f"{mode} {name}: structuredContent only under --structured",
+                ("structuredContent" in res) == (mode != "default"), res)
+        sc = structured(r) if r else None
+        errs = schema_errors(sc, out_schema(mtools[name])) if sc else ["no typed object"]
+        c.check(f"{mode} {name} {json.dumps(args)[:40]}: the typed object matches the schema",
+                not errs, errs)
+        content = res.get("content", [])
+        c.check(f"{mode} {name}: one text content, no message in the typed object",
+                len(content) == 1 and content[0].get("type") == "text" and
+                "message" not in (sc or {}), r)
+    s.close()
 c.check("a bad argument is a tool error (isError), not a protocol error",
         is_error(results["last"][0]) is True and "'limit'" in text_of(results["last"][0]),
         results["last"][0])
@@ -130,7 +151,6 @@ c.check("read_file: the file's text is not carried three times", ratio < 2.5, ra
 st = structured(results["stat"][0])["value"]
 c.check("stat: mtime_ns stays an integer", isinstance(st.get("mtime_ns"), int) and
         b'"mtime_ns":1.' not in results["stat"][1], results["stat"][1][-200:])
-s.close()
 
 # ------------------------------------------- the snapshot tools, with a store
 s = server("--store", os.path.join(tmp, "store"))
@@ -140,7 +160,7 @@ for name, args in [("snapshot", {"tag": "t1"}), ("list_snapshots", {}),
                    ("restore", {"snapshot": "t1"}), ("restore", {"snapshot": "nope"})]:
     r = s.call(name, args)
     sc = structured(r)
-    errs = schema_errors(sc, snap_tools[name]["outputSchema"]) if sc else ["no content"]
+    errs = schema_errors(sc, out_schema(snap_tools[name])) if sc else ["no content"]
     c.check(f"{name} {args}: structuredContent matches outputSchema", not errs, errs or r)
 s.close()
 

@@ -113,6 +113,11 @@ try:
     c.check("--rm: the instructions say the work goes with the session",
             ("sandbox %s" % name) in r["result"]["instructions"] and
             "removed" in r["result"]["instructions"], r["result"].get("instructions"))
+    # The sandbox is made at the first tool call, not at initialize.
+    listed = subprocess.run([SP, "ls"], env=env, stdout=subprocess.PIPE, text=True).stdout
+    c.check("initialize made no sandbox yet", name not in listed, listed)
+    r = s.call("stat", {"path": "."})
+    c.check("the first call makes the sandbox and answers", not is_error(r), r)
     files = ws_files(name)
     c.check(".env* files are left out of the mount by default",
             "pkg/data.txt" in files and

@@ -281,6 +281,14 @@ static int c_tools_open_root(sp_error **err)
     return sp_tools_open_root(&t, dir, &o, err);
 }
 
+static int c_tools_open_later(sp_error **err)
+{
+    sp_tools *t = NULL;
+    sp_tools_opts o = SP_TOOLS_OPTS_INIT;
+    o.version = BAD;
+    return sp_tools_open_later(&t, NULL, &o, err);
+}
+
 static int c_mcp_serve(sp_error **err)
 {
     sp_mcp_opts o = SP_MCP_OPTS_INIT;
@@ -373,6 +381,7 @@ static const row rows[] = {
     {"sp_sandbox_snapshot_diff", "sp_snapshot_diff_opts", c_sandbox_snapshot_diff},
     {"sp_tools_open_sandbox", "sp_tools_opts", c_tools_open_sandbox},
     {"sp_tools_open_root", "sp_tools_opts", c_tools_open_root},
+    {"sp_tools_open_later", "sp_tools_opts", c_tools_open_later},
     {"sp_tools_open_agent", "sp_tools_opts", c_tools_open_agent},
     {"sp_mcp_serve", "sp_mcp_opts", c_mcp_serve},
 };

@@ -165,6 +165,11 @@ typedef struct sp_sandbox_opts {
  */
 int sp_sandbox_create(sp_sandbox **out, const sp_sandbox_opts *opts, sp_error **err);
 
+/** The state root that sandboxes of `state_root` live in (NULL: the
+ *  default, $SANDPOD_HOME, $XDG_DATA_HOME/sandpod or
+ *  ~/.local/share/sandpod), as an absolute path in *out (free()). */
+int sp_sandbox_state_root(char **out, const char *state_root, sp_error **err);
+
 /** What sp_sandbox_opts.made_by said at create (NULL: a user made it). */
 const char *sp_sandbox_made_by(const sp_sandbox *sb);
 

@@ -54,9 +54,19 @@ async function connect(args, capabilities = {}) {
     return client;
 }
 
-// ------------------------------------------------ 2025-11-25, the SDK's own
+// ------------------------- the default: text for the model, the object in _meta
 {
     const client = await connect([]);
+    const { tools } = await client.listTools();
+    check('by default no tool has an outputSchema (it is in _meta)', tools.every(t => !t.outputSchema && t._meta?.['sandpod/outputSchema']?.type === 'object'), tools.map(t => t.name));
+    const r = await client.callTool({ name: 'read_file', arguments: { path: 'a.txt' } });
+    check('by default no structuredContent; the typed object is in _meta', r.structuredContent === undefined && r._meta?.['sandpod/result']?.ok === true && /^L1: /.test(r.content[0].text), r);
+    await client.close();
+}
+
+// ------------------------------------------------ 2025-11-25, the SDK's own
+{
+    const client = await connect(['--structured']);
     // The SDK offers 2025-11-25; serverInfo.description is that revision's.
     const info = client.getServerVersion();
     check('2025-11-25 negotiated by the SDK', info?.name === 'sandpod' && typeof info?.description === 'string', info);
@@ -142,7 +152,7 @@ async function connect(args, capabilities = {}) {
 // ---------------------- a sandbox: every tool it offers, reads beside a shell
 if (SANDBOX) {
     const profile = { tools: [], calls: [] };
-    const client = await connect(['--approval', 'never']);
+    const client = await connect(['--approval', 'never', '--structured']);
     const { tools } = await client.listTools();
     profile.tools = tools.map(t => t.name).sort();
     check('a sandbox offers the 17 tools', tools.length === 17 && tools.every(t => t.outputSchema), profile.tools);
