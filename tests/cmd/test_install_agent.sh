@@ -3,6 +3,8 @@
 # Install the build to a prefix and move the prefix; then, with nothing set:
 #   - the installed sandpod gives a new sandbox the moved tree's agent:
 #     inspect says so, and commands take the fast path;
+#   - a program that loads the moved libsandpod.so (python3, whose own
+#     folder holds no agent) finds it beside the library;
 #   - an agent under a folder others may write, through a symlink or not,
 #     is refused, and create says why;
 #   - with no agent anywhere, create warns once that commands take the slow
@@ -76,6 +78,38 @@ rest_ms=$(SANDPOD_EXEC_PATH=rest mean_ms fast)
 echo "round trip of 'sandpod exec fast true' (a whole CLI run) from the moved prefix, mean of 20:" \
     "fast ${fast_ms} ms, rest ${rest_ms} ms"
 run rm --force fast
+
+# ------------------------------ another program loading the moved library --
+site=$(sed -n 's/^SANDPOD_PYTHON_SITEDIR:STRING=//p' "$build/CMakeCache.txt")
+if grep -q '^SANDPOD_PYTHON:BOOL=ON' "$build/CMakeCache.txt" && [ -d "$P/$site/sandpod" ]; then
+    # A sanitized build's library loads in python with its runtime first.
+    san=$(ldd "$P/lib/libsandpod.so.0" 2>/dev/null |
+        awk '/lib(asan|ubsan)\.so/ {print $3}' | sort -u | paste -sd:)
+    (cd / && env -u SANDPOD_LIBRARY -u SANDPOD_TOOLS_LIBRARY -u PYTHONPATH \
+        ${san:+LD_PRELOAD=$san ASAN_OPTIONS=detect_leaks=0} \
+        PYTHONPATH="$P/$site" PYTHONDONTWRITEBYTECODE=1 /usr/bin/python3 -c '
+import sys, time
+import sandpod
+with sandpod.Sandbox.create(name="py") as sb:
+    e = sb.exec_path()
+    print(e.path, e.reason)
+    print(sb.exec(["echo", "hi"]).stdout.strip())
+    ms = []
+    for h in (sb, sandpod.Sandbox.open("py", exec_path="rest")):
+        h.exec(["true"])
+        t = time.monotonic()
+        for _ in range(20):
+            h.exec(["true"])
+        ms.append((time.monotonic() - t) / 20 * 1000)
+    print("round trip of Sandbox.exec([\"true\"]) from the moved prefix, mean of 20:"
+          " fast %.1f ms, rest %.1f ms" % tuple(ms), file=sys.stderr)' >"$T/out" 2>"$T/err")
+    rc=$?
+    expect 0 "python3 makes a sandbox with the moved library"
+    out_is "fast agent $AGENT\nhi\n" "python3 finds the agent beside the moved library"
+    grep '^round trip' "$T/err"
+else
+    echo "the Python package is not installed: its check is left out"
+fi
 
 # -------------------------------------------------- an agent others may change --
 chmod g+w "$P/libexec"
