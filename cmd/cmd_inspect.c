@@ -18,15 +18,18 @@ const struct cli_spec cli_spec_inspect = {
     .summary = "Show a sandbox's state, folders and configuration",
     .usage = CLI_USAGE("[--json] [--show-secrets] NAME"),
     .description = "Show a sandbox: its state (from Podman; unknown when Podman cannot be\n"
-                   "reached), container, image, creation time, workspace and state folders, and\n"
-                   "the configuration it was created with (workdir, user, env, network, limits,\n"
-                   "root filesystem, added capabilities). Environment values given with -e are\n"
-                   "shown as KEY=*** (they are often tokens) unless --show-secrets is given.",
+                   "reached), container, image, creation time, workspace and state folders, the\n"
+                   "exec path its commands take and why (fast: through sandpod-agent, the\n"
+                   "container's pid 1; rest: a Podman exec each, much slower), and the\n"
+                   "configuration it was created with (workdir, user, env, network, limits, root\n"
+                   "filesystem, added capabilities). Environment values given with -e are shown\n"
+                   "as KEY=*** (they are often tokens) unless --show-secrets is given.",
     .groups = CLI_GROUPS(
         CLI_OWN(
             CLI_FLAG("json", 0, 'j',
                      "print {ok, name, state, running, exit_code, oom_killed, container, "
-                     "image, created_at, workspace, state_dir, mounts: [{host_path, mount_path, "
+                     "image, created_at, workspace, state_dir, exec_path (fast|rest), "
+                     "exec_path_reason, mounts: [{host_path, mount_path, "
                      "include, exclude, max_bytes, follow_symlinks, gitignore, files, bytes, "
                      "secrets, secrets_left_out, secrets_rewritten}], config: "
                      "{workdir, user, env, "
@@ -215,6 +218,10 @@ static void print_human(const cJSON *o)
     field("created:", created ? buf : NULL);
     field("workspace:", str(o, "workspace"));
     field("state dir:", str(o, "state_dir"));
+    const char *path = str(o, "exec_path"), *why = str(o, "exec_path_reason");
+    char line[4200];
+    snprintf(line, sizeof(line), "%s (%s)", path ? path : "-", why ? why : "-");
+    field("exec path:", line);
     print_mounts(get(o, "mounts"));
 
     const cJSON *cfg = get(o, "config");
@@ -310,8 +317,14 @@ int cmd_inspect(int argc, char **argv)
     }
     cJSON *o = sp_json_sandbox_ext(sb, st, flags);
     sp_sandbox_status_free(st);
-    if (o)
+    if (o) {
         cJSON_AddItemToObject(o, "mounts", mounts_json(sb));
+        char *why = NULL;
+        sp_exec_path path = sp_sandbox_exec_path(&why, sb);
+        sp_json_add_string(o, "exec_path", path == SP_EXEC_FAST ? "fast" : "rest");
+        sp_json_add_string(o, "exec_path_reason", why);
+        free(why);
+    }
     if (podman_error) {
         if (o)
             sp_json_add_string(o, "podman_error", podman_error);

@@ -73,6 +73,40 @@ sp_exec_path sp_fast_mode(const sp_sandbox *sb)
     return SP_EXEC_AUTO;
 }
 
+sp_exec_path sp_sandbox_exec_path(char **reason, const sp_sandbox *sb)
+{
+    sp_exec_path path = SP_EXEC_REST;
+    char *why = NULL;
+    sp_exec_path mode = sp_fast_mode(sb);
+    const char *by =
+        sb->cfg.exec_path != SP_EXEC_AUTO ? "the sandbox's exec_path" : "SANDPOD_EXEC_PATH";
+    if (sp_sandbox_is_remote(sb)) {
+        why = sp_xasprintf("sandbox on engine %s: commands go through that engine",
+                           sp_sandbox_engine(sb));
+    } else if (sb->agent_socket) {
+        path = SP_EXEC_FAST;
+        why = sp_xasprintf("agent socket %s", sb->agent_socket);
+    } else if (mode == SP_EXEC_REST) {
+        why = sp_xasprintf("%s=rest", by);
+    } else if (sb->cfg.agent) {
+        path = SP_EXEC_FAST;
+        why = sb->cfg.agent_source ? sp_xasprintf("agent %s", sb->cfg.agent_source)
+                                   : sp_xstrdup("agent");
+    } else if (mode == SP_EXEC_FAST) {
+        /* sp_cmd_start_fast() then fails rather than fall back. */
+        path = SP_EXEC_FAST;
+        why = sp_xasprintf("%s=fast, but the container runs no agent: commands fail", by);
+    } else {
+        why = sp_xstrdup(sb->cfg.agent_missing ? sb->cfg.agent_missing
+                                               : "the container was made without sandpod-agent");
+    }
+    if (reason)
+        *reason = why;
+    else
+        free(why);
+    return path;
+}
+
 bool sp_fast_wanted(const sp_sandbox *sb, const char *user)
 {
     sp_exec_path mode = sp_fast_mode(sb);

@@ -55,6 +55,10 @@ typedef struct sp_sandbox_config {
     sp_exec_path exec_path;
     /* The container runs sandpod-agent as pid 1 (else catatonit + sleep). */
     bool agent;
+    /* Where that agent was found when the container was made; or why it
+     * has none (a phrase for sp_sandbox_exec_path()). NULL: not recorded. */
+    char *agent_source;
+    char *agent_missing;
     sp_userns userns;
     sp_seccomp seccomp;
     char **env_pass; /* names only; values come from the caller at each command */

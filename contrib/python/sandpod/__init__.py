@@ -11,8 +11,8 @@ from .filesystem import (FileEntry, FileStat, Filesystem, FilesystemSnapshot, Gl
                          GrepMatch, HostFilesystem, ReadBytesResult, ReadResult,
                          SandboxFilesystem, SnapshotableFilesystem, WriteResult)
 from .remote_fs import RemoteFilesystem
-from .sandbox import (ApplyResult, Change, Diff, GcResult, Mount, Orphan, RunResult, Sandbox,
-                      Snapshot, Status)
+from .sandbox import (ApplyResult, Change, Diff, ExecPath, GcResult, Mount, Orphan, RunResult,
+                      Sandbox, Snapshot, Status)
 from ._callbacks import HydrateProgress
 from . import images, templates
 from .hydrate import HydrateResult, hydrate
@@ -29,6 +29,6 @@ __all__ = ["Error", "SnapshotError", "SnapshotRestoreError", "LibraryNotFound",
            "ReadBytesResult", "WriteResult", "FilesystemSnapshot"]
 __all__ += ["Sandbox", "AsyncSandbox", "Mount", "RunResult", "Status", "Snapshot", "Change",
             "Diff", "ApplyResult", "SessionInfo", "SessionOutput", "Tools", "tools"]
-__all__ += ["GcResult", "Orphan", "HydrateProgress", "HydrateResult", "hydrate", "images",
-            "Image", "templates", "Template"]
+__all__ += ["ExecPath", "GcResult", "Orphan", "HydrateProgress", "HydrateResult", "hydrate",
+            "images", "Image", "templates", "Template"]
 __version__ = "0.1.0"

@@ -18,7 +18,8 @@ import os
 import secrets
 from typing import Any, Callable, TypeVar
 
-from .sandbox import ApplyResult, Diff, GcResult, RunResult, Sandbox, Snapshot, Status
+from .sandbox import (ApplyResult, Diff, ExecPath, GcResult, RunResult, Sandbox, Snapshot,
+                      Status)
 from .session import SessionInfo, SessionOutput
 
 T = TypeVar("T")
@@ -158,6 +159,9 @@ class AsyncSandbox:
 
     async def status(self) -> Status:
         return await self._run(self.sandbox.status)
+
+    async def exec_path(self) -> ExecPath:
+        return await self._run(self.sandbox.exec_path)
 
     async def start(self) -> None:
         await self._run(self.sandbox.start)

@@ -44,6 +44,7 @@ _is_remote = fn("sp_sandbox_is_remote", c_bool, _P)
 _rpc = fn("sp_sandbox_rpc", c_int, _P, c_char_p, c_char_p, POINTER(c_void_p), POINTER(ErrorPtr))
 _status_get = fn("sp_sandbox_status_get", c_int, POINTER(POINTER(S.Status)), _P, POINTER(ErrorPtr))
 _status_free = fn("sp_sandbox_status_free", None, POINTER(S.Status))
+_exec_path_get = fn("sp_sandbox_exec_path", c_int, POINTER(c_void_p), _P)
 _start = fn("sp_sandbox_start", c_int, _P, POINTER(ErrorPtr))
 _stop = fn("sp_sandbox_stop", c_int, _P, c_int, POINTER(ErrorPtr))
 _restart = fn("sp_sandbox_restart", c_int, _P, POINTER(ErrorPtr))
@@ -195,6 +196,14 @@ class Status:
     limits_apply: bool
     host_uid: int
     host_gid: int
+
+
+@dataclass(frozen=True)
+class ExecPath:
+    """Which way commands reach the container, and why (sp_sandbox_exec_path)."""
+
+    path: str  # "fast": through sandpod-agent; "rest": a Podman exec each
+    reason: str
 
 
 @dataclass(frozen=True)
@@ -681,6 +690,19 @@ class Sandbox:
                           host_uid=c.host_uid, host_gid=c.host_gid)
         finally:
             _status_free(p)
+
+    def exec_path(self) -> ExecPath:
+        """Which way commands reach the container now, and why: "fast"
+        (sandpod-agent, its pid 1) or "rest" (a Podman exec each). Asks no
+        engine."""
+        out = c_void_p()
+        with self._lock:
+            path = _exec_path_get(byref(out), self._main())
+        try:
+            why = ctypes.string_at(out.value).decode("utf-8", "surrogateescape")
+        finally:
+            c_free(out)
+        return ExecPath(path="fast" if path == _EXEC_PATHS["fast"] else "rest", reason=why)
 
     def start(self) -> None:
         with self._lock:

@@ -94,10 +94,16 @@ typedef struct sp_sandbox_opts {
      *  of the saved one for that handle. A container created without the
      *  agent (an older sandpod, or no agent binary found) always uses REST
      *  under SP_EXEC_AUTO. Under SP_EXEC_AUTO, $SANDPOD_EXEC_PATH=rest|fast
-     *  forces a path (for the CLI and tests). The agent binary is found through $SANDPOD_AGENT,
-     *  the install path (libexec/sandpod/sandpod-agent), then a
-     *  sandpod-agent beside the running program when root or the caller
-     *  owns it and nobody else may write it. */
+     *  forces a path (for the CLI and tests). The agent binary is the
+     *  first found of: $SANDPOD_AGENT (used as given; "none": no agent),
+     *  ../libexec/sandpod/sandpod-agent from the folder libsandpod.so was
+     *  loaded from, the same from the running program's folder, the
+     *  install path configured at build time, and sandpod-agent beside
+     *  the running program; each of the last four only when it and every folder
+     *  above it are owned by root or the caller and nobody else may write
+     *  them (a sticky folder such as /tmp excepted). When none is found,
+     *  sp_sandbox_warnings() says so and how to fix it;
+     *  sp_sandbox_exec_path() tells which path commands take and why. */
     sp_exec_path exec_path;
     /** User namespace (default: private; SP_USERNS_HOST shares the
      *  host's ids with the workload, on purpose only). */
@@ -299,9 +305,24 @@ const char *sp_sandbox_container_id(const sp_sandbox *sb);
 const char *sp_sandbox_image(const sp_sandbox *sb);
 /** Creation time, RFC 3339 UTC. */
 const char *sp_sandbox_created_at(const sp_sandbox *sb);
+/**
+ * Which way commands run as the sandbox's user reach its container now,
+ * and why. Asks no engine: it reads what the handle knows (sandbox.json,
+ * the handle's exec_path, $SANDPOD_EXEC_PATH).
+ *
+ * @param reason receives one line (free() it; may be NULL): "agent PATH"
+ *        (where the agent was found when the container was made), "no
+ *        sandpod-agent was found when the container was made",
+ *        "SANDPOD_EXEC_PATH=rest", ...
+ * @return SP_EXEC_FAST (through sandpod-agent) or SP_EXEC_REST (a Podman
+ *         exec per command; also for a sandbox on another engine, whose
+ *         commands go through that engine)
+ */
+sp_exec_path sp_sandbox_exec_path(char **reason, const sp_sandbox *sb);
+
 /** What Podman and sandpod warned about when the container was last made
  *  (limits a rootless service dropped, a seccomp profile that could not be
- *  written): NULL-terminated, owned by the handle. */
+ *  written, no sandpod-agent found): NULL-terminated, owned by the handle. */
 const char *const *sp_sandbox_warnings(const sp_sandbox *sb);
 
 /** A host folder the workspace was hydrated from, as sp_sandbox_create()
