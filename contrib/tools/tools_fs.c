@@ -229,6 +229,25 @@ static int glob_list(const char ***out, const cJSON *a, const char *key, bool on
     return 0;
 }
 
+/* A glob starting with '!' where the tool has no exclusion is refused, not
+ * matched as a literal '!' (rg's habit, which would silently match
+ * nothing); '\!' is the literal. `what` says what the tool's globs do
+ * instead. */
+static int no_negation(const char *const *globs, const char *what, tool_call *c)
+{
+    for (size_t i = 0; globs && globs[i]; i++) {
+        if (globs[i][0] != '!')
+            continue;
+        char *q = tools_quote(globs[i], strlen(globs[i]));
+        call_fail(c, SP_EINVAL,
+                  "'%s' starts with '!', but %s; '\\!' matches a name that starts with '!'", q,
+                  what);
+        free(q);
+        return SP_EINVAL;
+    }
+    return 0;
+}
+
 int tool_list_dir(sp_tools *t, const cJSON *a, tool_call *c)
 {
     const char *path = sp_json_str_or(a, "path", ".");
@@ -239,6 +258,13 @@ int tool_list_dir(sp_tools *t, const cJSON *a, tool_call *c)
     const char **ignore = NULL;
     if (glob_list(&ignore, a, "ignore", false, c) < 0)
         return SP_EINVAL;
+    if (no_negation(ignore,
+                    "list_dir's ignore globs hide what they match and bring nothing back: to "
+                    "list only some files use glob ('**/*.c')",
+                    c) < 0) {
+        free(ignore);
+        return SP_EINVAL;
+    }
 
     sp_fs *fs;
     const char *rel;
@@ -1076,6 +1102,12 @@ int tool_glob(sp_tools *t, const cJSON *a, tool_call *c)
     const char *pattern = sp_json_str_or(a, "pattern", "");
     const char *path = sp_json_str_or(a, "path", ".");
     size_t limit = (size_t)sp_json_int(a, "limit", 200);
+    const char *one[] = {pattern, NULL};
+    if (no_negation(one,
+                    "glob lists what its one pattern matches and excludes nothing: name what to "
+                    "list ('**/*.py'), or search with grep, whose include takes '!' globs",
+                    c) < 0)
+        return SP_EINVAL;
     sp_fs *fs;
     const char *rel;
     char *owned;
@@ -1124,11 +1156,24 @@ int tool_grep(sp_tools *t, const cJSON *a, tool_call *c)
     const char *rel;
     char *owned;
     fs_target(&fs, &rel, &owned, t, path, c);
-    const char **globs = NULL;
-    if (glob_list(&globs, a, "include", true, c) < 0) {
+    /* `glob` is rg's name for `include` (--glob), the one models reach for. */
+    const char **globs = NULL, **rg_globs = NULL;
+    if (glob_list(&globs, a, "include", true, c) < 0 ||
+        glob_list(&rg_globs, a, "glob", true, c) < 0) {
+        free(globs);
         free(owned);
         return SP_EINVAL;
     }
+    if (globs && rg_globs) {
+        free(globs);
+        free(rg_globs);
+        free(owned);
+        return call_fail(c, SP_EINVAL,
+                         "include and glob are the same argument (glob is rg's name for it): "
+                         "give one, with every glob in it");
+    }
+    if (!globs)
+        globs = rg_globs;
     sp_fs_grep_opts go = SP_FS_GREP_OPTS_INIT;
     go.path = rel;
     go.globs = globs;

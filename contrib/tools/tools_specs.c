@@ -37,7 +37,8 @@ static const char LIST_DIR_SCHEMA[] =
     "\"description\": \"Most entries to return.\"},"
     "\"ignore\": {\"type\": \"array\", \"items\": {\"type\": \"string\"}, \"description\": "
     "\"Globs of what not to list (a folder: shown, not entered; a file: left out), e.g. "
-    "['*.pyc', 'build']. Replaces the default list; [] skips nothing.\"}"
+    "['*.pyc', 'build']. Replaces the default list; [] skips nothing. No '!' here: '\\\\!' "
+    "matches a name starting with '!'.\"}"
     "}, \"additionalProperties\": false}";
 
 static const char READ_FILE_DESC[] =
@@ -167,7 +168,8 @@ static const char GLOB_DESC[] =
     "alternatives; a trailing '/' matches folders only. The pattern is matched against paths "
     "relative to `path`: use '**/*.c' to search at any depth. As in bash, wildcards do not "
     "match names starting with '.' (so .git is not searched) unless the pattern spells the "
-    "dot ('.*', '**/.env', '.github/**'). Symlinks are listed, never followed.";
+    "dot ('.*', '**/.env', '.github/**'). There is no '!' exclusion here (grep's include has "
+    "it); '\\!' matches a name starting with '!'. Symlinks are listed, never followed.";
 
 static const char GLOB_SCHEMA[] =
     "{\"type\": \"object\", \"properties\": {"
@@ -184,9 +186,10 @@ static const char GLOB_SCHEMA[] =
 
 static const char GREP_DESC[] =
     "Search file contents with a regular expression (PCRE2) and answer 'path:line:text' for "
-    "each matching line. `include` limits the search to files matching a glob ('*.py' by "
-    "name at any depth, 'src/**/*.c' by path) or several, as rg's -g: a '!' glob excludes "
-    "('!*.min.js', '!vendor'), and the last glob that matches decides. As rg does, hidden "
+    "each matching line. `include` (or `glob`, rg's name for it) limits the search to files "
+    "matching a glob ('*.py' by name at any depth, 'src/**/*.c' by path) or several, as rg's "
+    "-g: a '!' glob excludes ('!*.min.js', '!vendor'; with only '!' globs every other file is "
+    "searched; '\\!' is a literal '!'), and the last glob that matches decides. As rg does, hidden "
     "files and what .gitignore/.ignore name are skipped unless hidden / no_ignore is true. "
     "\\w, \\d and \\b are Unicode-aware. Binary files and .git folders are skipped; "
     "symlinks are not followed. Use fixed_string for literal text with regex characters.";
@@ -200,6 +203,9 @@ static const char GREP_SCHEMA[] =
     "\"include\": {\"anyOf\": [{\"type\": \"string\"}, {\"type\": \"array\", \"items\": "
     "{\"type\": \"string\"}}], \"description\": \"Only files matching this glob, or these "
     "globs ('!' excludes; the last match wins).\"},"
+    "\"glob\": {\"anyOf\": [{\"type\": \"string\"}, {\"type\": \"array\", \"items\": "
+    "{\"type\": \"string\"}}], \"description\": \"The same as include (rg's --glob); give "
+    "one of the two.\"},"
     "\"hidden\": {\"type\": \"boolean\", \"default\": false, \"description\": \"Also "
     "search files and folders whose names start with '.'.\"},"
     "\"no_ignore\": {\"type\": \"boolean\", \"default\": false, \"description\": \"Also "

@@ -1,6 +1,7 @@
 /* The list_dir, glob and grep tools' arguments: list_dir's `ignore`,
- * grep's `include` (a glob or a list, '!' excludes), `hidden`, `no_ignore`
- * and the hint when only skipped files could have matched. */
+ * grep's `include` or `glob` (a glob or a list, '!' excludes), `hidden`,
+ * `no_ignore`, the hint when only skipped files could have matched, and
+ * '!' refused where nothing can be excluded. */
 #include "testutil.h"
 
 #include <stdio.h>
@@ -149,6 +150,51 @@ static void test_grep_include(void **state)
     free(m);
 }
 
+/* A '!' glob excludes in grep's include and in its `glob` (rg's name for
+ * it); glob and list_dir, which cannot exclude, refuse one instead of
+ * matching a literal '!' (nothing, silently); '\!' is the literal. */
+static void test_bang_globs(void **state)
+{
+    fixture *f = *state;
+    tu_write(f->dir, "!keep.js", "needle\n", 0644);
+    /* rg's name and rules: with only '!' globs, every other file. */
+    char *m = call(f, "grep", "{\"pattern\": \"needle\", \"glob\": \"!*.min.js\"}", true);
+    HAS(m, "src/app.js:1:");
+    HAS(m, "!keep.js:1:");
+    HAS(m, "node_modules/pkg/index.js:1:");
+    LACKS(m, "app.min.js");
+    free(m);
+    m = call(f, "grep", "{\"pattern\": \"needle\", \"glob\": [\"!*.min.js\", \"!src\"]}", true);
+    HAS(m, "!keep.js:1:");
+    HAS(m, "index.js:1:");
+    LACKS(m, "src/app");
+    free(m);
+    m = call(f, "grep", "{\"pattern\": \"needle\", \"include\": \"\\\\!keep.js\"}", true);
+    HAS(m, "!keep.js:1:");
+    LACKS(m, "app.js");
+    free(m);
+    m = call(f, "grep", "{\"pattern\": \"needle\", \"include\": \"*.js\", \"glob\": \"!src\"}",
+             false);
+    HAS(m, "the same argument");
+    free(m);
+
+    m = call(f, "glob", "{\"pattern\": \"!*.js\"}", false);
+    HAS(m, "'!*.js' starts with '!'");
+    HAS(m, "grep, whose include takes '!' globs");
+    free(m);
+    m = call(f, "glob", "{\"pattern\": \"\\\\!*\"}", true);
+    HAS(m, "!keep.js");
+    LACKS(m, "src/");
+    free(m);
+    m = call(f, "list_dir", "{\"ignore\": [\"build\", \"!*.js\"]}", false);
+    HAS(m, "'!*.js' starts with '!'");
+    free(m);
+    m = call(f, "list_dir", "{\"ignore\": [\"\\\\!keep.js\"]}", true);
+    LACKS(m, "keep.js");
+    HAS(m, "app.js");
+    free(m);
+}
+
 static void test_glob_dirs(void **state)
 {
     fixture *f = *state;
@@ -179,6 +225,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_list_dir_ignore, setup, teardown),
         cmocka_unit_test_setup_teardown(test_grep_include, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_bang_globs, setup, teardown),
         cmocka_unit_test_setup_teardown(test_glob_dirs, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

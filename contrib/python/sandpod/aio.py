@@ -214,7 +214,7 @@ class AsyncSandbox:
     async def unpause(self) -> None:
         await self._run(self.sandbox.unpause)
 
-    async def get_snapshot(self, ref: str) -> Snapshot:
+    async def get_snapshot(self, ref: str | Snapshot) -> Snapshot:
         return await self._run(self.sandbox.get_snapshot, ref)
 
     async def delete_snapshot(self, ref: str | Snapshot) -> None:
@@ -223,7 +223,7 @@ class AsyncSandbox:
     async def apply(self, **kw: Any) -> ApplyResult:
         return await self._run(self.sandbox.apply, **kw)
 
-    async def fork(self, name: str | None = None, snapshot: str | None = None, *,
+    async def fork(self, name: str | None = None, snapshot: str | Snapshot | None = None, *,
                    keep: bool = False, workers: int = 8) -> AsyncSandbox:
         sb = await self._run(self.sandbox.fork, name, snapshot, keep=keep)
         return AsyncSandbox(sb, workers=workers)

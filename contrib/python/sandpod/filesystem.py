@@ -28,6 +28,7 @@ import errno as _errno
 import ctypes
 import hashlib
 import os
+import sys
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -47,10 +48,15 @@ __all__ = [
 
 WriteMode = Literal["create", "overwrite", "append"]
 
+# dataclass(slots=True) is 3.10's: on 3.9 the result types keep a __dict__
+# (frozen still refuses every assignment).
+_result = (dataclass(slots=True, frozen=True) if sys.version_info >= (3, 10)
+           else dataclass(frozen=True))
+
 # ----------------------------------------------------------------- types --
 
 
-@dataclass(slots=True, frozen=True)
+@_result
 class FileStat:
     """Metadata for a file or directory (a symlink is neither)."""
 
@@ -62,7 +68,7 @@ class FileStat:
     modified_at: datetime | None
 
 
-@dataclass(slots=True, frozen=True)
+@_result
 class FileEntry:
     """Directory listing entry."""
 
@@ -72,7 +78,7 @@ class FileEntry:
     is_directory: bool
 
 
-@dataclass(slots=True, frozen=True)
+@_result
 class GlobMatch:
     """Result from glob operations."""
 
@@ -80,7 +86,7 @@ class GlobMatch:
     is_file: bool
 
 
-@dataclass(slots=True, frozen=True)
+@_result
 class GrepMatch:
     """Result from grep operations; match_start/match_end index line_content."""
 
@@ -91,7 +97,7 @@ class GrepMatch:
     match_end: int
 
 
-@dataclass(slots=True, frozen=True)
+@_result
 class ReadResult:
     """Content returned from text read operations."""
 
@@ -103,7 +109,7 @@ class ReadResult:
     truncated: bool
 
 
-@dataclass(slots=True, frozen=True)
+@_result
 class ReadBytesResult:
     """Content returned from binary read operations."""
 
@@ -115,7 +121,7 @@ class ReadBytesResult:
     truncated: bool
 
 
-@dataclass(slots=True, frozen=True)
+@_result
 class WriteResult:
     """Confirmation of a write operation."""
 
@@ -124,7 +130,7 @@ class WriteResult:
     mode: WriteMode
 
 
-@dataclass(slots=True, frozen=True)
+@_result
 class FilesystemSnapshot:
     """Immutable capture of filesystem state, storable in session."""
 

@@ -300,6 +300,17 @@ def _snapshot(p: Any) -> Snapshot:
                     symlinks=c.symlinks, bytes=c.bytes)
 
 
+def _ref(snapshot: str | Snapshot | None) -> bytes | None:
+    """A snapshot argument as C takes it: a :class:`Snapshot` by its id, a
+    str (id, tag or id prefix) as it is, None as NULL."""
+    if isinstance(snapshot, Snapshot):
+        return enc(snapshot.id)
+    if snapshot is None or isinstance(snapshot, str):
+        return enc(snapshot)
+    raise TypeError(f"a snapshot is a sandpod.Snapshot or a str (id, tag or id prefix), "
+                    f"not {type(snapshot).__name__}")
+
+
 def _take_snapshot(p: Any) -> Snapshot:
     try:
         return _snapshot(p)
@@ -382,6 +393,10 @@ class Sandbox:
     created or opened with ``keep=True``); ``close()`` only frees the
     handles and leaves the sandbox. Safe to share between threads (see the
     module's notes).
+
+    Every argument that names a snapshot takes a :class:`Snapshot` (as
+    :meth:`snapshot` and :meth:`snapshots` return them) or a str: an id, a
+    tag or a unique id prefix.
     """
 
     def __init__(self, handle: c_void_p, *, keep: bool, state_root: Any, url: str | None,
@@ -425,7 +440,7 @@ class Sandbox:
                seccomp: str | None = None, exec_path: str | None = None,
                state_root: str | os.PathLike[str] | None = None, url: str | None = None,
                keep: bool = False, template: str | None = None,
-               from_: str | tuple[str, str | None] | None = None,
+               from_: str | tuple[str, str | Snapshot | None] | None = None,
                progress: Callable[[HydrateProgress], Any] | None = None,
                pull_progress: Callable[[str], Any] | None = None,
                engine: str | None = None) -> Sandbox:
@@ -502,7 +517,7 @@ class Sandbox:
                 s_h = c_void_p()
                 call(_open, byref(s_h), enc(src), byref(_base_opts(state_root, url, None)))
                 try:
-                    call(_fork, byref(h), s_h, enc(snap), byref(o))
+                    call(_fork, byref(h), s_h, _ref(snap), byref(o))
                 finally:
                     _free(s_h)
             else:
@@ -539,14 +554,14 @@ class Sandbox:
         call(_list, byref(out), enc(state_root))
         return take_strv(out)
 
-    def fork(self, name: str | None = None, snapshot: str | None = None, *,
+    def fork(self, name: str | None = None, snapshot: str | Snapshot | None = None, *,
              keep: bool = False) -> Sandbox:
         """A new sandbox from one of this one's snapshots (None: the newest)."""
         o = _base_opts(self._state_root, self._url, None)
         o.name = enc(name)
         h = c_void_p()
         with self._lock:
-            call(_fork, byref(h), self._main(), enc(snapshot), byref(o))
+            call(_fork, byref(h), self._main(), _ref(snapshot), byref(o))
         return Sandbox(h, keep=keep, state_root=self._state_root, url=self._url,
                        exec_path=self._exec_path)
 
@@ -825,33 +840,29 @@ class Sandbox:
         finally:
             _snapshots_free(p)
 
-    def get_snapshot(self, ref: str) -> Snapshot:
-        """One snapshot by id, tag or prefix."""
+    def get_snapshot(self, ref: str | Snapshot) -> Snapshot:
+        """One snapshot by id, tag or prefix (a Snapshot: its record anew)."""
         p = POINTER(S.Snapshot)()
-        self._snap_call(_sb_snap_get, byref(p), enc(ref))
+        self._snap_call(_sb_snap_get, byref(p), _ref(ref))
         return _take_snapshot(p)
 
     def restore(self, ref: str | Snapshot) -> Snapshot:
         """Make the workspace equal to a snapshot. Raises SnapshotRestoreError."""
-        r = ref.id if isinstance(ref, Snapshot) else ref
         p = POINTER(S.Snapshot)()
-        self._snap_call(_sb_snap_restore, byref(p), enc(r), wrap=errors.SnapshotRestoreError)
+        self._snap_call(_sb_snap_restore, byref(p), _ref(ref), wrap=errors.SnapshotRestoreError)
         return _take_snapshot(p)
 
     def delete_snapshot(self, ref: str | Snapshot) -> None:
-        r = ref.id if isinstance(ref, Snapshot) else ref
         with self._lock:
-            call(_sb_snap_delete, self._main(), enc(r), wrap=errors.SnapshotError)
+            call(_sb_snap_delete, self._main(), _ref(ref), wrap=errors.SnapshotError)
 
     def diff(self, a: str | Snapshot, b: str | Snapshot | None = None, *,
              patch: bool = False, context_lines: int = 0) -> Diff:
         """What changed from snapshot ``a`` to ``b`` (None: the live workspace)."""
-        ra = a.id if isinstance(a, Snapshot) else a
-        rb = b.id if isinstance(b, Snapshot) else b
         o = S.SnapshotDiffOpts(version=S.SNAPSHOT_DIFF_OPTS_VERSION, patch=patch,
                                context_lines=context_lines)
         p = POINTER(S.SnapDiff)()
-        self._snap_call(_sb_snap_diff, byref(p), enc(ra), enc(rb), byref(o))
+        self._snap_call(_sb_snap_diff, byref(p), _ref(a), _ref(b), byref(o))
         try:
             d = p.contents
             ch = tuple(Change(path=_s(d.v[i].path) or "",
@@ -868,7 +879,7 @@ class Sandbox:
     def export(self, ref: str | Snapshot, path: str | os.PathLike[str], *,
                gzip: bool | None = None) -> None:
         """Write a snapshot as a tar archive (gzip: by default when path ends in .gz/.tgz)."""
-        r = ref.id if isinstance(ref, Snapshot) else ref
+        r = _ref(ref)
         if gzip is None:
             gzip = os.fspath(path).endswith((".gz", ".tgz"))
         if self.is_remote:
@@ -880,7 +891,7 @@ class Sandbox:
                 fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
                 try:
                     with self._lock:
-                        call(_sb_snap_export_fd, self._main(), enc(r), fd, 1 if gzip else 0,
+                        call(_sb_snap_export_fd, self._main(), r, fd, 1 if gzip else 0,
                              wrap=errors.SnapshotError)
                 finally:
                     os.close(fd)
@@ -889,7 +900,7 @@ class Sandbox:
                 if os.path.lexists(tmp):
                     os.unlink(tmp)
             return
-        self._with_store(lambda store: call(_snapshot_export, store, enc(r), enc(path), -1,
+        self._with_store(lambda store: call(_snapshot_export, store, r, enc(path), -1,
                                             1 if gzip else 0, wrap=errors.SnapshotError))
 
     def import_(self, path: str | os.PathLike[str], tag: str | None = None) -> Snapshot:
@@ -921,9 +932,10 @@ class Sandbox:
             return _take_snapshot(p)
         return self._with_store(go)
 
-    def apply(self, *, to: str | os.PathLike[str] | None = None, from_: str | None = None,
-              subdir: str | None = None, dry_run: bool = False, force: bool = False,
-              patch: bool = False, max_file_bytes: int = 0, snapshot: str | None = None,
+    def apply(self, *, to: str | os.PathLike[str] | None = None,
+              from_: str | Snapshot | None = None, subdir: str | None = None,
+              dry_run: bool = False, force: bool = False, patch: bool = False,
+              max_file_bytes: int = 0, snapshot: str | Snapshot | None = None,
               allow_paths: Sequence[str] = (), allow_links_out: bool = False,
               all: bool = False, max_files: int = 0, max_bytes: int = 0,
               branch: str | None = None, message: str | None = None) -> ApplyResult:
@@ -934,9 +946,10 @@ class Sandbox:
         files, symlinks out of the folder (unless ``allow_links_out``) and
         review paths such as ``.gitattributes`` or ``.vscode/`` (unless a
         glob of ``allow_paths`` names them) are held back and listed in
-        ``held``; the mount's filters apply unless ``all``. ``snapshot``:
-        apply that snapshot's content (the one a review showed) instead of
-        the workspace now. ``branch``: write the changes as one commit on
+        ``held``; the mount's filters apply unless ``all``. ``from_``:
+        count the changes from that snapshot instead of the baseline.
+        ``snapshot``: apply that snapshot's content (the one a review
+        showed) instead of the workspace now. ``branch``: write the changes as one commit on
         that new branch of the host folder's git repository (its parent is
         HEAD; work tree, index, HEAD, config and hooks untouched).
         """
@@ -944,10 +957,10 @@ class Sandbox:
                         patch=patch, max_file_bytes=max_file_bytes,
                         allow_links_out=allow_links_out, all=all, max_files=max_files,
                         max_bytes=max_bytes)
-        o.from_ = enc(from_)
+        o.from_ = _ref(from_)
         o.to = enc(to)
         o.subdir = enc(subdir)
-        o.snapshot = enc(snapshot)
+        o.snapshot = _ref(snapshot)
         o.branch = enc(branch)
         o.message = enc(message)
         allow = (c_char_p * (len(allow_paths) + 1))(*[enc(a) for a in allow_paths], None)
@@ -1012,9 +1025,8 @@ class Sandbox:
         that name. Returns its :class:`sandpod.templates.Template`."""
         from . import templates
 
-        snap = snapshot.id if isinstance(snapshot, Snapshot) else snapshot
         with self._lock:
-            return templates._save(self._main(), name, snap, force)
+            return templates._save(self._main(), name, _ref(snapshot), force)
 
     def record_event(self, command: str, *, source: str | None = None,
                      summary: str | None = None, paths: Iterable[str] | None = None,

@@ -86,9 +86,9 @@ def _opts(state_root: str | os.PathLike[str] | None, url: str | None) -> S.Templ
     return o
 
 
-def _save(handle: Any, name: str, snapshot: str | None, force: bool) -> Template:
+def _save(handle: Any, name: str, snapshot: bytes | None, force: bool) -> Template:
     o = _opts(None, None)
-    o.snapshot = enc(snapshot)
+    o.snapshot = snapshot
     o.force = force
     p = POINTER(S.TemplateInfo)()
     call(_c_save, byref(p), handle, enc(name), byref(o))

@@ -1,6 +1,7 @@
 """The API beyond the filesystem that needs no Podman: hydrate with a
 progress callable, templates of an empty state root, images against a
-service nobody serves, and AsyncSandbox mirroring every Sandbox method."""
+service nobody serves, AsyncSandbox mirroring every Sandbox method, and
+every argument that names a snapshot taking a Snapshot object."""
 
 import asyncio
 import inspect
@@ -96,6 +97,37 @@ def test_async_sandbox_mirrors_every_sandbox_method():
                 continue
             f = getattr(sandpod.AsyncSandbox, name)
             assert inspect.iscoroutinefunction(f), name
+
+
+# Every argument that names a snapshot, (method, parameter): each takes a
+# Snapshot object as well as a str.
+SNAPSHOT_ARGS = {("create", "from_"), ("fork", "snapshot"), ("get_snapshot", "ref"),
+                 ("restore", "ref"), ("delete_snapshot", "ref"), ("diff", "a"), ("diff", "b"),
+                 ("export", "ref"), ("apply", "from_"), ("apply", "snapshot"),
+                 ("save_template", "snapshot")}
+
+
+def test_every_snapshot_argument_takes_a_snapshot_object():
+    named = set()
+    for cls in (sandpod.Sandbox, sandpod.AsyncSandbox):
+        for name in dir(cls):
+            f = getattr(cls, name)
+            if name.startswith("_") or not callable(f) or inspect.isclass(f):
+                continue
+            for p in inspect.signature(f).parameters.values():
+                if p.name in ("ref", "a", "b", "from_") or "snapshot" in p.name:
+                    named.add((name, p.name))
+                    assert "Snapshot" in str(p.annotation), (cls.__name__, name, p.name)
+    assert named == SNAPSHOT_ARGS
+
+    from sandpod.sandbox import _ref
+    snap = sandpod.Snapshot(id="0b5e3c1e-0000-4000-8000-000000000001", tag="t", commit="c",
+                            root="", store="", created_at="", files=0, dirs=0, symlinks=0,
+                            bytes=0)
+    assert _ref(snap) == snap.id.encode()
+    assert _ref("t") == b"t" and _ref(None) is None
+    with pytest.raises(TypeError, match="sandpod.Snapshot or a str"):
+        _ref(3)
 
 
 def test_async_gc_and_list_run_in_threads(tmp_path):

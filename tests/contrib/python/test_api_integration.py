@@ -35,6 +35,7 @@ def test_create_with_progress_then_template_round_trip(home, src_dir):
             sb.save_template("py-tmpl")
         assert sb.save_template("py-tmpl", force=True).snapshot != ""
         first = sb.snapshot("first")
+        assert sb.save_template("py-tmpl", force=True, snapshot=first).snapshot == first.id
         sb.shell("echo later > later.txt")
         with sandpod.Sandbox.create(name="py-forked", from_=("py-tmpl-src", first.id),
                                     env={"EXTRA": "1"}) as fk:

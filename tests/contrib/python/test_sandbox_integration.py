@@ -282,6 +282,7 @@ def test_snapshot_diff_restore_round_trip(sb):
     sb.shell("echo two > snapt/a.txt; echo new > snapt/b.txt; rm hello.txt")
     s2 = sb.snapshot("py-two")
     assert [s.id for s in sb.snapshots()][-2:] == [s1.id, s2.id]
+    assert sb.get_snapshot(s1) == s1 == sb.get_snapshot(s1.id[:8])
     d = sb.diff(s1, s2, patch=True)
     kinds = {c.path: c.kind for c in d.changes}
     assert kinds == {"snapt/a.txt": "modified", "snapt/b.txt": "added", "hello.txt": "deleted"}
@@ -318,11 +319,17 @@ def test_export_import(sb, tmp_path):
 def test_fork(sb):
     sb.shell("echo forked > fork.txt")
     snap = sb.snapshot("py-fork")
+    sb.shell("echo later > fork.txt")
     with sb.fork("py-forked", snapshot=snap.id) as f:
         assert f.shell("cat fork.txt").stdout == "forked\n"
         f.shell("echo child > fork.txt")
-        assert sb.shell("cat fork.txt").stdout == "forked\n"
+        assert sb.shell("cat fork.txt").stdout == "later\n"
     assert "py-forked" not in sandpod.Sandbox.list()
+    # The Snapshot object itself, as fork and create(from_=) take it.
+    with sb.fork("py-forked-obj", snapshot=snap) as f:
+        assert f.shell("cat fork.txt").stdout == "forked\n"
+    with _create(name="py-from-obj", from_=(sb.name, snap)) as f:
+        assert f.shell("cat fork.txt").stdout == "forked\n"
 
 
 def test_apply_back_to_host(home, tmp_path):
@@ -339,6 +346,14 @@ def test_apply_back_to_host(home, tmp_path):
         assert r.applied and not r.conflicts and r.snapshot
         assert (host / "keep.txt").read_text() == "v2\n"
         assert (host / "new.txt").read_text() == "made\n"
+        # from_ and snapshot take Snapshot objects: the changes between two.
+        one = s.snapshot("py-apply-one")
+        s.shell("echo v3 > keep.txt; echo later > later.txt")
+        two = s.snapshot("py-apply-two")
+        s.shell("echo unreviewed > keep.txt")
+        dry = s.apply(from_=one, snapshot=two, dry_run=True)
+        assert sorted(dry.changes) == [("add", "later.txt"), ("modify", "keep.txt")]
+        assert dry.from_snapshot == one.id and dry.snapshot == two.id
 
 
 def test_apply_holds_back_what_the_host_would_run(home, tmp_path):
