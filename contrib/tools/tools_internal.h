@@ -143,7 +143,7 @@ struct sp_tools {
     later_state later_state; /* under mu */
     pthread_cond_t later_cond;
     char *later_error; /* the last open's failure, under mu */
-    sp_sandbox *sb; /* borrowed; NULL for a bare folder */
+    sp_sandbox *sb;    /* borrowed; NULL for a bare folder */
     /* sb runs on another engine: calls go to its peer (tools_remote.c). */
     bool remote;
     /* sb is an agent-only handle (sp_tools_open_agent()): commands go to a

@@ -20,16 +20,16 @@ extern "C" {
  */
 typedef enum sp_code {
     SP_OK = 0,
-    SP_ERROR = -1,     /**< anything without a better code; see sys_errno */
-    SP_EINVAL = -2,    /**< bad argument or input (bad JSON, bad regex, binary as text) */
-    SP_ENOTFOUND = -3, /**< the named thing does not exist */
-    SP_EEXISTS = -4,   /**< the named thing exists and must not */
-    SP_EESCAPE = -5,   /**< a path would leave the workspace */
-    SP_ETOOBIG = -6,   /**< a size, depth or count limit was hit */
-    SP_EPODMAN = -7,   /**< the Podman service failed or is unreachable */
-    SP_ETIMEOUT = -8,  /**< a deadline passed */
-    SP_EREADONLY = -9, /**< a write on a read-only handle */
-    SP_EDENIED = -10,  /**< refused by policy (deny globs, approval) */
+    SP_ERROR = -1,      /**< anything without a better code; see sys_errno */
+    SP_EINVAL = -2,     /**< bad argument or input (bad JSON, bad regex, binary as text) */
+    SP_ENOTFOUND = -3,  /**< the named thing does not exist */
+    SP_EEXISTS = -4,    /**< the named thing exists and must not */
+    SP_EESCAPE = -5,    /**< a path would leave the workspace */
+    SP_ETOOBIG = -6,    /**< a size, depth or count limit was hit */
+    SP_EPODMAN = -7,    /**< the Podman service failed or is unreachable */
+    SP_ETIMEOUT = -8,   /**< a deadline passed */
+    SP_EREADONLY = -9,  /**< a write on a read-only handle */
+    SP_EDENIED = -10,   /**< refused by policy (deny globs, approval) */
     SP_ECANCELED = -11, /**< stopped on the caller's request before it finished */
 } sp_code;
 
