@@ -9,7 +9,10 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
 #include <pthread.h>
+#include <signal.h>
+#include <spawn.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +20,7 @@
 #include <sys/file.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "base.h"
@@ -35,7 +39,10 @@ enum {
     OPT_PROJECT,
     OPT_STRUCTURED,
     OPT_CHECK,
+    OPT_FINISH,
 };
+
+extern char **environ;
 
 const struct cli_spec cli_spec_mcp = {
     .name = "mcp",
@@ -91,7 +98,10 @@ const struct cli_spec cli_spec_mcp = {
             CLI_FLAG("check", 0, OPT_CHECK,
                      "say whether the server would start here (Podman, state root, agent, "
                      "project) and exit"),
-            CLI_FLAG("verbose", 0, OPT_VERBOSE, "log requests to stderr")),
+            CLI_FLAG("verbose", 0, OPT_VERBOSE, "log requests to stderr"),
+            CLI_VALUE("finish-session", 0, "NAME", OPT_FINISH, CLI_COMP_SANDBOX,
+                      "internal: the detached process that stops or removes a session's "
+                      "sandbox once the server (its fd 4) is gone")),
         CLI_TITLE("CREATE OPTIONS (with --create or --project; --state-root and --url apply to "
                   "NAME too):"),
         &cli_group_create, &cli_group_conn),
@@ -185,8 +195,12 @@ typedef struct session {
     bool project, create, rm;
     char *locks; /* --project: the state root's folder of session locks */
     int create_fd, users_fd;
-    sp_sandbox *sb; /* set by session_open() */
-    bool made;      /* this session created it */
+    sp_sandbox *sb;   /* set by session_open() */
+    bool made;        /* this session created it */
+    const char *url;  /* --url, for the finisher */
+    const char *root; /* the state root, for the finisher */
+    int finisher_fd;  /* the write end of the finisher's pipe, or -1 */
+    pid_t finisher;
 
     pthread_mutex_t mu; /* guards what status() reads */
     bool hydrating;
@@ -276,6 +290,79 @@ static int create_for_session(session *s, sp_error **err)
     return r;
 }
 
+/* The end of a session is not ours to run: Codex sends the server's
+ * process group SIGTERM and SIGKILL 200 ms later, Claude Code SIGINT,
+ * SIGTERM and SIGKILL within half a second, and stopping a container takes
+ * longer. So once the sandbox is there, a process of its own (a new
+ * session, apart from the client's process group) waits for the server to
+ * be gone — the pipe on its fd 4 reaches end of file however the server
+ * ends, SIGKILL included — and then stops or removes the sandbox
+ * (session_close). It holds the project's users lock on fd 3, the same
+ * lock as the server's, so no other session's end sees it as the last one
+ * before it has run. Called on a worker thread: posix_spawn() (no fork()
+ * of a threaded process). */
+static void spawn_finisher(session *s)
+{
+    char self[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+    int p[2];
+    if (n <= 0 || pipe2(p, O_CLOEXEC) < 0) {
+        fprintf(stderr,
+                "sandpod mcp: warning: cannot start the session's finisher; sandbox %s "
+                "stays as it is at exit\n",
+                s->name);
+        return;
+    }
+    self[n] = '\0';
+    const char *argv[16];
+    size_t a = 0;
+    argv[a++] = "sandpod";
+    argv[a++] = "mcp";
+    cleanup_free char *spec = sp_xasprintf("%s:%s",
+                                           s->project ? "project"
+                                           : s->rm    ? "rm"
+                                                      : "create",
+                                           s->name);
+    cleanup_free char *log = sp_xasprintf("%s/sessions/%s.log", s->root, s->name);
+    argv[a++] = "--finish-session";
+    argv[a++] = spec;
+    argv[a++] = "--state-root";
+    argv[a++] = s->root;
+    if (s->url) {
+        argv[a++] = "--url";
+        argv[a++] = s->url;
+    }
+    argv[a] = NULL;
+    posix_spawn_file_actions_t fa;
+    posix_spawnattr_t at;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawnattr_init(&at);
+    posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSID);
+    /* Nothing of the client's: its pipes would stay open (Node waits for
+     * them to close) and stdout is the protocol's. */
+    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+    posix_spawn_file_actions_addopen(&fa, 2, log, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW, 0600);
+    posix_spawn_file_actions_adddup2(&fa, p[0], 4);
+    if (s->users_fd >= 0)
+        posix_spawn_file_actions_adddup2(&fa, s->users_fd, 3);
+    else
+        posix_spawn_file_actions_addopen(&fa, 3, "/dev/null", O_RDONLY, 0);
+    pid_t pid;
+    int r = posix_spawn(&pid, self, &fa, &at, (char *const *)argv, environ);
+    posix_spawn_file_actions_destroy(&fa);
+    posix_spawnattr_destroy(&at);
+    close(p[0]);
+    if (r != 0) {
+        close(p[1]);
+        fprintf(stderr, "sandpod mcp: warning: cannot start the session's finisher: %s\n",
+                strerror(r));
+        return;
+    }
+    s->finisher_fd = p[1];
+    s->finisher = pid;
+}
+
 /* sp_tools_later.open: the first tool call's sandbox. */
 static int session_open(void *ud, sp_sandbox **out, sp_error **err)
 {
@@ -325,6 +412,8 @@ static int session_open(void *ud, sp_sandbox **out, sp_error **err)
         }
         return r;
     }
+    if (s->project || s->create)
+        spawn_finisher(s);
     *out = s->sb;
     return 0;
 }
@@ -380,6 +469,62 @@ static int session_close(session *s)
     }
     sp_error_free(e);
     return 0;
+}
+
+/* `mcp --finish-session MODE:NAME`: wait for the server to be gone (end of
+ * file on fd 4), then end its session (session_close). fd 3 holds the
+ * project's users lock. */
+static int finish_session(const char *spec, const struct cli_create *cc)
+{
+    signal(SIGINT, SIG_IGN);
+    signal(SIGTERM, SIG_IGN);
+    signal(SIGHUP, SIG_IGN);
+    signal(SIGPIPE, SIG_IGN);
+    const char *colon = strchr(spec, ':');
+    if (!colon)
+        return cli_usage("mcp", "--finish-session takes MODE:NAME");
+    cleanup_free char *mode = sp_xstrndup(spec, (size_t)(colon - spec));
+    session s = {.cc = (struct cli_create *)cc,
+                 .name = colon + 1,
+                 .create_fd = -1,
+                 .users_fd = -1,
+                 .finisher_fd = -1};
+    s.project = strcmp(mode, "project") == 0;
+    s.rm = strcmp(mode, "rm") == 0;
+    s.create = !s.project;
+    if (!s.project && !s.rm && strcmp(mode, "create") != 0)
+        return cli_usage("mcp", "--finish-session: unknown mode '%s'", mode);
+    /* A byte: the server ended its session itself; end of file: it is gone. */
+    char ch;
+    ssize_t n;
+    while ((n = read(4, &ch, 1)) < 0 && errno == EINTR)
+        ;
+    if (n == 1)
+        return CLI_EXIT_OK;
+    close(4);
+    if (s.project)
+        s.users_fd = 3;
+    else
+        close(3);
+    char *root = NULL;
+    sp_error *e = NULL;
+    int r = sp_sandbox_state_root(&root, cc->conn.state_root, &e);
+    if (r == 0) {
+        s.locks = sp_xasprintf("%s/sessions", root);
+        sp_sandbox_opts o = SP_SANDBOX_OPTS_INIT;
+        o.state_root = root;
+        o.podman_url = cc->conn.url;
+        r = sp_sandbox_open(&s.sb, s.name, &o, &e);
+    }
+    int rc = r < 0 ? cli_fail(false, r, e) : session_close(&s);
+    if (s.create_fd >= 0)
+        close(s.create_fd);
+    if (s.users_fd >= 0)
+        close(s.users_fd);
+    sp_sandbox_free(s.sb);
+    free(s.locks);
+    free(root);
+    return rc;
 }
 
 /* --------------------------------------------------------------- check -- */
@@ -457,11 +602,11 @@ int cmd_mcp(int argc, char **argv)
     }
     bool create = false, keep = false, rm = false, dotenv = false, verbose = false,
          create_opts = false, structured = false, checking = false;
-    const char *project = NULL;
+    const char *project = NULL, *finish = NULL;
     char *real = NULL, *pname = NULL, *gen = NULL, *spec = NULL, *root = NULL;
     const char ***excl = NULL; /* per mount: its excludes plus .env* */
     sp_tools *t = NULL;
-    session s = {.cc = &cc, .create_fd = -1, .users_fd = -1};
+    session s = {.cc = &cc, .create_fd = -1, .users_fd = -1, .finisher_fd = -1};
     pthread_mutex_init(&s.mu, NULL);
     optind = 0;
     int opt;
@@ -514,6 +659,9 @@ int cmd_mcp(int argc, char **argv)
         case OPT_CHECK:
             checking = true;
             break;
+        case OPT_FINISH:
+            finish = optarg;
+            break;
         case OPT_VERBOSE:
             verbose = true;
             break;
@@ -521,6 +669,10 @@ int cmd_mcp(int argc, char **argv)
             rc = CLI_EXIT_USAGE;
             goto done;
         }
+    }
+    if (finish) {
+        rc = finish_session(finish, &cc);
+        goto done;
     }
     const char *name = NULL;
     if (!create && !tc.root && !project && !checking) {
@@ -588,6 +740,7 @@ int cmd_mcp(int argc, char **argv)
     s.project = project != NULL;
     s.create = create;
     s.rm = rm;
+    s.url = cc.conn.url;
     if (project) {
         s.name = pname;
         if ((r = sp_sandbox_state_root(&root, cc.conn.state_root, &err)) < 0) {
@@ -595,6 +748,7 @@ int cmd_mcp(int argc, char **argv)
             goto done;
         }
         s.locks = sp_xasprintf("%s/sessions", root);
+        s.root = root;
         if (mkdir(root, 0700) < 0 && errno != EEXIST) {
             rc = cli_error("mkdir %s: %s", root, strerror(errno));
             goto done;
@@ -606,6 +760,17 @@ int cmd_mcp(int argc, char **argv)
     } else if (create) {
         if (!(s.name = cc.opts.name) && !(s.name = gen = random_name())) {
             rc = cli_error("cannot draw a random sandbox name");
+            goto done;
+        }
+        if ((r = sp_sandbox_state_root(&root, cc.conn.state_root, &err)) < 0) {
+            rc = cli_fail(false, r, err);
+            goto done;
+        }
+        s.root = root;
+        s.locks = sp_xasprintf("%s/sessions", root);
+        if ((mkdir(root, 0700) < 0 && errno != EEXIST) ||
+            (mkdir(s.locks, 0700) < 0 && errno != EEXIST)) {
+            rc = cli_error("mkdir %s: %s", s.locks, strerror(errno));
             goto done;
         }
     } else {
@@ -663,7 +828,19 @@ int cmd_mcp(int argc, char **argv)
 
 done:
     sp_tools_free(t);
-    if (session_close(&s) != 0)
+    /* Stopped by a signal, the client kills us next: the finisher ends the
+     * session once our end of its pipe closes. At the end of the input we
+     * end it ourselves, with the messages on our stderr: the finisher is
+     * told to step aside (and lets go of its copy of the users lock). */
+    bool ours = !finish && s.sb;
+    if (s.finisher_fd >= 0) {
+        ours = !cli_signal_caught() && write(s.finisher_fd, "q", 1) == 1;
+        close(s.finisher_fd);
+        if (ours)
+            while (waitpid(s.finisher, NULL, 0) < 0 && errno == EINTR)
+                ;
+    }
+    if (ours && session_close(&s) != 0)
         rc = CLI_EXIT_ERROR;
     if (s.create_fd >= 0)
         close(s.create_fd);

@@ -130,6 +130,29 @@ try:
     c.check("the other exits", b.close() == 0, b.stderr_text())
     c.check("the last one stops it", boxes() == {name: "exited"}, boxes())
 
+    # ------ a client that kills the server (Codex: SIGTERM, SIGKILL 200 ms on;
+    # Claude Code: SIGINT, SIGTERM, SIGKILL within half a second)
+    for how in ("codex", "claude", "sigkill"):
+        s = session()
+        s.initialize()
+        r = s.call("stat", {"path": "made.txt"})
+        c.check(f"{how}: the session starts the sandbox", boxes() == {name: "running"}, boxes())
+        if how == "codex":
+            s.p.send_signal(signal.SIGTERM)
+            time.sleep(0.2)
+        elif how == "claude":
+            s.p.send_signal(signal.SIGINT)
+            time.sleep(0.1)
+            s.p.send_signal(signal.SIGTERM)
+            time.sleep(0.4)
+        s.p.kill()
+        s.p.wait()
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and boxes() != {name: "exited"}:
+            time.sleep(0.2)
+        c.check(f"{how}: killed, the server's finisher still stops the sandbox",
+                boxes() == {name: "exited"}, boxes())
+
     # -------------------------------- ten sessions: still exactly one sandbox
     for i in range(10):
         s = session()
