@@ -190,7 +190,11 @@ const readAll = () => ({ steps: CLIENTS.map(c => ({ tool: 'read_file', args: { p
 function jsonDump(text) {
     return /^\s*\{\s*"ok"/.test(text) || /\{"ok":(true|false)/.test(text) || text.includes('"truncated":');
 }
-const refused = text => /requires approval|haven't granted|has been denied|was not run|not allowed/i.test(text);
+// A client's own refusal or failure in place of the result: approval
+// (Codex, Claude Code), a call that timed out (Codex) or that the MCP SDK
+// rejected, e.g. no structuredContent for a tool that declares an
+// outputSchema (the Agents SDK).
+const clientError = text => /requires approval|haven't granted|has been denied|was not run|tool call error|timed out awaiting|An error occurred while running the tool/i.test(text);
 const RENDER = {
     read_file: (args, text) => {
         const m = [];
@@ -229,7 +233,7 @@ function checkResults(label, client, script, expect = {}) {
             continue;
         const text = r.text;
         const shown = JSON.stringify(text.slice(0, 400));
-        if (!check(`${what}: ran (not refused by the client)`, !refused(text) && !r.is_error, shown))
+        if (!check(`${what}: ran (the client reported no refusal or error)`, !clientError(text) && !r.is_error, shown))
             continue;
         // A dump makes every check below fail for the same reason: it is
         // reported once.
