@@ -95,6 +95,11 @@ rootless_suite() {
   rm -rf "$src"
   mkdir -p "$src"
   git ls-files -z | tar --null -T - -cf - | tar -xf - -C "$src"
+  # The agent clients test's npm packages (~900 MB of native binaries, put
+  # there by its run.sh in the root run above) come along: the user's run
+  # needs no registry and does not download them again.
+  local nm=tests/contrib/agent_clients/node_modules
+  [ -d "$nm" ] && cp -a "$nm" "$src/$nm"
   chown -R "$user:" "$src"
   runuser -u "$user" -- env -i HOME="$home" USER="$user" PATH="$PATH" XDG_RUNTIME_DIR="$rt" \
     CI="${CI:-}" JOBS="$jobs" bash -c '
