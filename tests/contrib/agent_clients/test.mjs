@@ -253,10 +253,24 @@ function checkResults(label, client, script, expect = {}) {
 // After a session: the client has exited; its server must not leave a
 // sandbox running (it gets a grace period to stop it), and never more
 // than one sandbox for the project.
+// The processes that end sessions after their servers are gone (`sandpod
+// mcp --finish-session ... --state-root spHome`): a session is over when its
+// finisher is.
+function finishers() {
+    let n = 0;
+    for (const pid of fs.readdirSync('/proc').filter(d => /^[0-9]+$/.test(d))) {
+        let argv;
+        try { argv = fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0'); } catch { continue; }
+        if (argv.includes('--finish-session') && argv.includes(spHome))
+            n++;
+    }
+    return n;
+}
+
 async function checkSandboxes(label, want) {
     let list = sandboxes();
     const start = Date.now();
-    while (list.some(s => s.running) && Date.now() - start < 15000) {
+    while ((list.some(s => s.running) || finishers() > 0) && Date.now() - start < 30000) {
         await new Promise(r => setTimeout(r, 500));
         list = sandboxes();
     }
