@@ -1,11 +1,16 @@
-/* Orphaned containers: made by sandpod, owned by no sandbox any more.
+/* What sandpod left that nothing owns.
  *
+ * Orphaned containers: made by sandpod, owned by no sandbox any more.
  * A container is an orphan when the state folder named by its
  * sandpod.state label is gone, or holds no sandbox.json, or a sandbox.json
  * that names another container (an interrupted create or recreate, a
  * process killed between the container and the save). A state folder whose
  * lock is held is busy — a create or a recreate may be half-way — and its
- * containers are left alone. */
+ * containers are left alone.
+ *
+ * Incomplete sandboxes: state folders without sandbox.json (a create
+ * killed half-way), removed by sp_sandbox_remove_incomplete(), which holds
+ * their lock while it works. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -133,6 +138,42 @@ static int collect(sp_sandbox_orphans **out, const sp_local_ops *ops, sp_local *
     return 0;
 }
 
+/* How long an incomplete sandbox's folder must have been left unchanged:
+ * a create makes it a moment before it takes its lock. */
+#define INCOMPLETE_MIN_AGE_S 60
+
+/* The incomplete sandboxes of one state root: removed (listed when
+ * dry_run) unless busy or young, which are only counted. */
+static void collect_incomplete(sp_sandbox_orphans *o, const char *state_root, bool dry_run)
+{
+    cleanup_free char *root = NULL;
+    char **names = NULL;
+    if (sp_sandbox_resolve_root(&root, state_root, NULL) < 0 ||
+        sp_sandbox_list_incomplete(&names, root, NULL) < 0)
+        return;
+    for (size_t i = 0; names[i]; i++) {
+        sp_error *e = NULL;
+        int r = sp_sandbox_remove_incomplete(names[i], root, INCOMPLETE_MIN_AGE_S, dry_run, &e);
+        if (r == SP_ENOTFOUND || r == SP_EEXISTS) {
+            /* Gone meanwhile, or its create finished. */
+        } else if (r < 0 && e && e->sys_errno == EWOULDBLOCK) {
+            o->incomplete_busy++;
+        } else {
+            sp_sandbox_orphan *it = sp_orphans_add(o, SP_ORPHAN_INCOMPLETE);
+            it->container = sp_xstrdup(names[i]);
+            it->state_dir = sp_xasprintf("%s/sandboxes/%s", root, names[i]);
+            it->reason = sp_xstrdup("its create never finished: the state folder has no "
+                                    "sandbox.json and nothing holds its lock");
+            it->removed = !dry_run && r == 0;
+            if (r < 0)
+                it->error = sp_xstrdup(e && e->message ? e->message : sp_strerror(r));
+        }
+        sp_error_free(e);
+        free(names[i]);
+    }
+    free(names);
+}
+
 int sp_sandbox_gc(sp_sandbox_orphans **out, const char *podman_url, const char *state_root,
                   bool dry_run, sp_error **err)
 {
@@ -144,8 +185,12 @@ int sp_sandbox_gc(sp_sandbox_orphans **out, const char *podman_url, const char *
     int r = ops->open(&p, podman_url, state_root, true, err);
     if (r == 0)
         r = collect(out, ops, p, only, dry_run, err);
-    if (r == 0)
+    if (r == 0) {
+        /* After the containers: an incomplete sandbox's container, if its
+         * create made one, went with them. */
+        collect_incomplete(*out, state_root, dry_run);
         ops->reap_lost(*out, p, "sandpod-", 60, dry_run);
+    }
     ops->free(p);
     return r;
 }

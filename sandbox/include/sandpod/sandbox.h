@@ -417,6 +417,43 @@ int sp_sandbox_remove(sp_sandbox *sb, bool keep_workspace, sp_error **err);
  *  @param out NULL-terminated; free each string and the array with free(). */
 int sp_sandbox_list(char ***out, const char *state_root, sp_error **err);
 
+/**
+ * Names of the incomplete sandboxes under a state root (NULL = default),
+ * sorted: state folders that hold no sandbox.json, left by a create that
+ * was killed before it saved one (or one still under way; then its lock is
+ * held). sp_sandbox_open() does not open them and sp_sandbox_list() does
+ * not name them; sp_sandbox_remove_incomplete() removes them.
+ *
+ * @param out NULL-terminated; free each string and the array with free()
+ */
+int sp_sandbox_list_incomplete(char ***out, const char *state_root, sp_error **err);
+
+/**
+ * Remove an incomplete sandbox: the state folder
+ * `<state root>/sandboxes/<name>/` while it holds no sandbox.json. Its lock
+ * is taken without waiting and held until the folder is gone; the folder is
+ * first moved out of sandboxes/ (to `<state root>/removed-<name>-<ms>`),
+ * so the name is free at once, then removed without following a symlink.
+ * A container the create made is not touched (sp_sandbox_gc() collects
+ * it).
+ *
+ * @param state_root  NULL: the default
+ * @param min_age_s   leave the folder alone unless it last changed at least
+ *                    this many seconds ago (0: whatever its age). A create
+ *                    makes the folder a moment before it takes the lock;
+ *                    sp_sandbox_gc() waits a minute.
+ * @param dry_run     judge only (take the lock and let it go): change nothing
+ * @return 0 (removed; or, with dry_run, removable now); SP_ENOTFOUND (no
+ *         such folder); SP_EEXISTS (it holds a sandbox.json: a sandbox, for
+ *         sp_sandbox_remove()); SP_ERROR with sys_errno EWOULDBLOCK when
+ *         its lock is held (a create is under way) or it is younger than
+ *         min_age_s; SP_EINVAL (bad name); SP_EDENIED (a state root that is
+ *         not private); removal errors, whose message says where what could
+ *         not be removed was left
+ */
+int sp_sandbox_remove_incomplete(const char *name, const char *state_root, unsigned min_age_s,
+                                 bool dry_run, sp_error **err);
+
 /** What sp_sandbox_gc() found. */
 typedef enum sp_orphan_kind {
     /** A container sandpod made that no sandbox owns any more. */
@@ -431,6 +468,10 @@ typedef enum sp_orphan_kind {
     /** A Pod (of a kubernetes engine) sandpod made from this state root
      *  that no sandbox owns any more (sp_sandbox_gc_engine()). */
     SP_ORPHAN_POD,
+    /** An incomplete sandbox: a state folder without sandbox.json whose
+     *  lock is free and that has not changed for a minute (a create killed
+     *  before it saved one). `container` is the sandbox's name. */
+    SP_ORPHAN_INCOMPLETE,
 } sp_orphan_kind;
 
 typedef struct sp_sandbox_orphan {
@@ -449,6 +490,9 @@ typedef struct sp_sandbox_orphans {
     /** Containers labelled sandpod=1 without a sandpod.state label (made
      *  before containers carried it): never touched, only counted. */
     size_t unlabelled;
+    /** Incomplete sandboxes left alone: a create holds their lock, or their
+     *  folder changed less than a minute ago. Only counted. */
+    size_t incomplete_busy;
 } sp_sandbox_orphans;
 
 /**
@@ -459,14 +503,19 @@ typedef struct sp_sandbox_orphans {
  * held is busy and left alone); the conmon and `runc init` processes of
  * sandpod containers that the service lost (it was killed while starting
  * them; only for a service on this host, only processes of this user
- * older than a minute); and Podman services of this user whose socket
- * folder is gone (older than a minute). Does not start a Podman service.
+ * older than a minute); Podman services of this user whose socket
+ * folder is gone (older than a minute); and the incomplete sandboxes of the
+ * state root (sp_sandbox_remove_incomplete() with a minute's age; those
+ * left alone are counted in incomplete_busy). Does not start a Podman
+ * service.
  *
  * @param out         free with sp_sandbox_orphans_free()
  * @param podman_url  the service, or NULL: $SANDPOD_URL, then discovery
- * @param state_root  NULL: judge the containers of every state root; else
- *                    only those whose state folder lies beneath this one
- *                    (absolute), and find the service as its sandboxes do
+ * @param state_root  NULL: judge the containers of every state root, and
+ *                    the incomplete sandboxes of the default one; else
+ *                    only the containers whose state folder lies beneath
+ *                    this one (absolute) and its incomplete sandboxes, and
+ *                    find the service as its sandboxes do
  * @return 0 (removal failures are reported per item); SP_EPODMAN
  */
 int sp_sandbox_gc(sp_sandbox_orphans **out, const char *podman_url, const char *state_root,
