@@ -453,6 +453,69 @@ expect 0 "rm --force --json of an incomplete sandbox"
 json "rm --json says it was incomplete" \
     "j['ok'] and [(s['name'], s['incomplete']) for s in j['sandboxes']] == [('half-3', True)]"
 
+# ------------------------------------------------------------- gc --kept --
+# Sandboxes MCP sessions made (made_by "mcp"; no CLI flag sets it, so the
+# test writes it) go when stopped and unused for --older-than.
+for n in kept-old kept-new kept-run mine-old; do
+    run create --name "$n"
+    expect 0 "create $n"
+done
+for n in kept-old kept-new mine-old; do
+    run stop "$n"
+    expect 0 "stop $n"
+done
+for n in kept-old kept-new kept-run; do
+    python3 - "$SANDPOD_HOME/sandboxes/$n/sandbox.json" <<'PY'
+import json, sys
+j = json.load(open(sys.argv[1]))
+j["made_by"] = "mcp"
+json.dump(j, open(sys.argv[1], "w"))
+PY
+done
+for n in kept-old kept-run mine-old; do
+    touch -d '10 days ago' "$SANDPOD_HOME/sandboxes/$n/sandbox.json" \
+        "$SANDPOD_HOME/sandboxes/$n/events.jsonl"
+done
+old_cid=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["container_id"])' \
+    "$SANDPOD_HOME/sandboxes/kept-old/sandbox.json")
+run gc --kept --dry-run --json --state-root "$SANDPOD_HOME"
+expect 0 "gc --kept --dry-run"
+json "gc --kept: a week by default; only the stopped, unused MCP sandbox" \
+    "[(o['container'], o['removed']) for o in j['orphans'] if o['kind'] == 'kept'] == [('kept-old', False)]"
+run gc --kept --older-than 30d --dry-run --json --state-root "$SANDPOD_HOME"
+json "gc --kept --older-than 30d: none" "not any(o['kind'] == 'kept' for o in j['orphans'])"
+run gc --kept --older-than 1d12h --dry-run --state-root "$SANDPOD_HOME"
+out_has "would remove kept sandbox kept-old: an MCP session made and kept it; exited; last used 10d ago" \
+    "gc --kept --dry-run says why"
+check "the dry run removed nothing" test -f "$SANDPOD_HOME/sandboxes/kept-old/sandbox.json"
+flock "$SANDPOD_HOME/sandboxes/kept-old/lock" "$SP" gc --kept --json --state-root "$SANDPOD_HOME" \
+    <"$T/empty" >"$T/out" 2>"$T/err"
+rc=$?
+expect 0 "gc --kept while kept-old is locked"
+json "gc --kept leaves a locked sandbox alone" "not any(o['kind'] == 'kept' for o in j['orphans'])"
+run gc --kept --state-root "$SANDPOD_HOME"
+expect 0 "gc --kept"
+out_has "removed kept sandbox kept-old" "gc --kept says what it removed"
+check "kept-old is gone" test ! -e "$SANDPOD_HOME/sandboxes/kept-old"
+check "kept-old's container is gone" container_gone "$old_cid"
+for n in kept-new kept-run mine-old; do
+    check "gc --kept left $n" test -f "$SANDPOD_HOME/sandboxes/$n/sandbox.json"
+done
+run gc --kept --older-than 0s --json --state-root "$SANDPOD_HOME"
+expect 0 "gc --kept --older-than 0s"
+json "gc --kept never removes a running sandbox" \
+    "[(o['container'], o['removed']) for o in j['orphans'] if o['kind'] == 'kept'] == [('kept-new', True)]"
+run sh kept-run 'echo alive'
+out_is 'alive\n' "the running MCP sandbox is alive"
+run rm --force kept-run mine-old
+expect 0 "rm the --kept sandboxes"
+run gc --older-than 1d
+expect 2 "gc --older-than without --kept"
+run gc --kept --older-than soon
+expect 2 "gc --kept with a bad --older-than"
+run gc --kept --older-than 7
+expect 2 "gc --kept --older-than without a unit"
+
 # ------------------------------------------------------------- bad usage --
 run create --bogus
 expect 2 "create with an unknown option"

@@ -1,7 +1,8 @@
 /* What gc, rm and ls do with state folders, without Podman: incomplete
  * sandboxes (a state folder without sandbox.json) are listed apart and
  * removed only under their lock, once old enough, never following a
- * symlink; sp_sandbox_remove() holds the lock until the folder is gone. */
+ * symlink; sp_sandbox_remove() holds the lock until the folder is gone;
+ * sp_sandbox_gc_kept() never removes what it cannot judge. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -316,6 +317,59 @@ static void test_remove_holds_lock_to_the_end(void **state)
     assert_false(tu_exists(f->boxes, "box"));
 }
 
+/* made_by "mcp" in a sandbox.json, its folder and files backdated. */
+static void kept(const fx *f, const char *name, const char *made_by, time_t age)
+{
+    tu_mkdir(f->boxes, name);
+    char *dir = tu_join(f->boxes, name);
+    char json[128];
+    snprintf(json, sizeof(json), made_by ? "{\"made_by\": \"%s\"}" : "{}", made_by);
+    tu_write(dir, "sandbox.json", json, 0600);
+    tu_write(dir, "events.jsonl", "", 0600);
+    backdate(dir, "sandbox.json", age);
+    backdate(dir, "events.jsonl", age);
+    backdate(f->boxes, name, age);
+    free(dir);
+}
+
+static void test_kept_never_removes_what_it_cannot_judge(void **state)
+{
+    fx *f = *state;
+    kept(f, "mcp-old", "mcp", 10 * 86400);
+    kept(f, "mcp-new", "mcp", 0);
+    kept(f, "mcp-used", "mcp", 10 * 86400);
+    tu_write(f->boxes, "mcp-used/events.jsonl", "{}\n", 0600); /* a tool call now */
+    kept(f, "mcp-locked", "mcp", 10 * 86400);
+    kept(f, "other-old", "someone", 10 * 86400);
+    kept(f, "user-old", NULL, 10 * 86400);
+    int fd = hold_lock(f, "mcp-locked");
+
+    /* No Podman at that URL: the state of mcp-old is unknown, so it stays. */
+    char *url = NULL;
+    assert_true(asprintf(&url, "unix://%s/no-podman.sock", f->outside) > 0);
+    sp_sandbox_orphans *o = NULL;
+    assert_int_equal(sp_sandbox_gc_kept(&o, url, f->root, 7 * 86400, false, NULL), 0);
+    assert_int_equal(o->n, 1);
+    assert_int_equal(o->items[0].kind, SP_ORPHAN_KEPT);
+    assert_string_equal(o->items[0].container, "mcp-old");
+    assert_false(o->items[0].removed);
+    assert_non_null(o->items[0].error);
+    assert_non_null(strstr(o->items[0].error, "unknown"));
+    sp_sandbox_orphans_free(o);
+    static const char *const all[] = {"mcp-old",    "mcp-new",   "mcp-used",
+                                      "mcp-locked", "other-old", "user-old"};
+    for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++) {
+        char *js = tu_join(all[i], "sandbox.json");
+        assert_true(tu_exists(f->boxes, js));
+        free(js);
+    }
+    close(fd);
+
+    assert_int_equal(sp_sandbox_gc_kept(&o, url, f->root, -1, true, NULL), SP_EINVAL);
+    assert_null(o);
+    free(url);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -328,6 +382,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_incomplete_removed_under_lock_out_of_sight, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_remove_holds_lock_to_the_end, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_kept_never_removes_what_it_cannot_judge, setup,
+                                        teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

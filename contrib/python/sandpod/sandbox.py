@@ -98,7 +98,7 @@ _gc = fn("sp_sandbox_gc", c_int, POINTER(POINTER(S.SandboxOrphans)), c_char_p, c
 _orphans_free = fn("sp_sandbox_orphans_free", None, POINTER(S.SandboxOrphans))
 _event_append = fn("sp_sandbox_event_append", c_int, POINTER(ctypes.c_uint64), _P,
                    POINTER(S.SandboxEvent), POINTER(ErrorPtr))
-_ORPHAN_KINDS = {0: "container", 1: "runtime", 2: "service", 3: "pod", 4: "incomplete"}
+_ORPHAN_KINDS = {0: "container", 1: "runtime", 2: "service", 3: "pod", 4: "incomplete", 5: "kept"}
 
 _NETWORKS = {"none": 0, "default": 1, "bridge": 1, "host": 2}
 _EXEC_PATHS = {"auto": 0, "rest": 1, "fast": 2}
@@ -264,9 +264,10 @@ class ApplyResult:
 class Orphan:
     """Something :meth:`Sandbox.gc` found that no sandbox owns (sp_sandbox_orphan).
 
-    ``kind`` is "container", "runtime" (a lost conmon), "service", "pod" or
-    "incomplete" (a state folder a killed create left; ``container`` is the
-    sandbox's name)."""
+    ``kind`` is "container", "runtime" (a lost conmon), "service", "pod",
+    "incomplete" (a state folder a killed create left) or "kept" (a sandbox
+    an MCP session kept, from sp_sandbox_gc_kept); for the last two
+    ``container`` is the sandbox's name."""
 
     kind: str
     container: str

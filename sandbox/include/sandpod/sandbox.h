@@ -472,6 +472,10 @@ typedef enum sp_orphan_kind {
      *  lock is free and that has not changed for a minute (a create killed
      *  before it saved one). `container` is the sandbox's name. */
     SP_ORPHAN_INCOMPLETE,
+    /** A sandbox an MCP session made and kept (made_by "mcp"), not running
+     *  and unused for long (sp_sandbox_gc_kept()). `container` is the
+     *  sandbox's name. */
+    SP_ORPHAN_KEPT,
 } sp_orphan_kind;
 
 typedef struct sp_sandbox_orphan {
@@ -521,6 +525,31 @@ typedef struct sp_sandbox_orphans {
 int sp_sandbox_gc(sp_sandbox_orphans **out, const char *podman_url, const char *state_root,
                   bool dry_run, sp_error **err);
 void sp_sandbox_orphans_free(sp_sandbox_orphans *o);
+
+/** What sp_sandbox_gc_kept() collects: sp_sandbox_opts.made_by of the
+ *  sandboxes MCP sessions make. */
+#define SP_MADE_BY_MCP "mcp"
+
+/**
+ * Find and (unless dry_run) remove the sandboxes MCP sessions made and
+ * kept (made_by SP_MADE_BY_MCP) that are not running and were last used
+ * at least older_than_s seconds ago. Last used is the newest modification
+ * time of the sandbox's sandbox.json (written at create and at every
+ * start) and its events.jsonl (a line for every tool call and every CLI
+ * command run in it). A sandbox whose lock is held
+ * (a start, a remove under way), or whose container is running, paused or
+ * in any state but exited, created or missing, is left alone; one whose
+ * state cannot be had is left too, as an item with the error. Each is
+ * judged and removed under its lock, taken without waiting.
+ *
+ * @param out         items of kind SP_ORPHAN_KEPT, reason saying why;
+ *                    free with sp_sandbox_orphans_free()
+ * @param podman_url  as sp_sandbox_open() takes it (NULL: found)
+ * @param state_root  NULL: the default
+ * @return 0 (failures are reported per item); SP_EINVAL; list errors
+ */
+int sp_sandbox_gc_kept(sp_sandbox_orphans **out, const char *podman_url, const char *state_root,
+                       int64_t older_than_s, bool dry_run, sp_error **err);
 
 /**
  * sp_sandbox_gc() for an engine that runs sandboxes elsewhere: its
