@@ -28,7 +28,7 @@ const struct cli_spec cli_spec_inspect = {
                      "print {ok, name, state, running, exit_code, oom_killed, container, "
                      "image, created_at, workspace, state_dir, mounts: [{host_path, mount_path, "
                      "include, exclude, max_bytes, follow_symlinks, gitignore, files, bytes, "
-                     "secrets, secrets_left_out, secrets_rewritten}], config: "
+                     "secrets, secrets_left_out, secrets_rewritten}], made_by, config: "
                      "{workdir, user, env, "
                      "network, memory_bytes, nano_cpus, pids_limit, tmpfs_bytes, "
                      "writable_root, cap_add}}"),
@@ -215,6 +215,8 @@ static void print_human(const cJSON *o)
     field("created:", created ? buf : NULL);
     field("workspace:", str(o, "workspace"));
     field("state dir:", str(o, "state_dir"));
+    if (str(o, "made_by"))
+        field("made by:", str(o, "made_by"));
     print_mounts(get(o, "mounts"));
 
     const cJSON *cfg = get(o, "config");
@@ -312,6 +314,8 @@ int cmd_inspect(int argc, char **argv)
     sp_sandbox_status_free(st);
     if (o)
         cJSON_AddItemToObject(o, "mounts", mounts_json(sb));
+    if (o)
+        sp_json_add_string(o, "made_by", sp_sandbox_made_by(sb));
     if (podman_error) {
         if (o)
             sp_json_add_string(o, "podman_error", podman_error);

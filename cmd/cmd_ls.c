@@ -27,8 +27,9 @@ const struct cli_spec cli_spec_ls = {
     .groups = CLI_GROUPS(
         CLI_OWN(CLI_FLAG("json", 0, OPT_JSON,
                          "print {ok, sandboxes: [{name, state, running, exit_code, oom_killed, "
-                         "container, image, created_at, workspace, state_dir}], count}, plus "
-                         "podman_error when Podman could not be asked"),
+                         "container, image, created_at, workspace, state_dir, made_by}], "
+                         "count}, plus podman_error when Podman could not be asked; made_by is "
+                         "\"mcp\" for a sandbox an MCP session made, else null"),
                 CLI_FLAG("quiet", 'q', OPT_QUIET,
                          "print the names of the complete sandboxes only, one a line, without "
                          "asking Podman (for scripts and shell completion)")),
@@ -103,7 +104,8 @@ static bool incomplete_json(cJSON **out, const char *name, const char *state_roo
               cJSON_AddFalseToObject(o, "running") && cJSON_AddNullToObject(o, "exit_code") &&
               cJSON_AddFalseToObject(o, "oom_killed") && cJSON_AddNullToObject(o, "container") &&
               cJSON_AddNullToObject(o, "image") && cJSON_AddNullToObject(o, "created_at") &&
-              cJSON_AddNullToObject(o, "workspace") && sp_json_add_string(o, "state_dir", dir);
+              cJSON_AddNullToObject(o, "workspace") && sp_json_add_string(o, "state_dir", dir) &&
+              cJSON_AddNullToObject(o, "made_by");
     free(dir);
     if (!ok) {
         cJSON_Delete(o);
@@ -209,6 +211,10 @@ int cmd_ls(int argc, char **argv)
             if (!podman_error && sp_sandbox_status_get(&st, sb, NULL) < 0)
                 st = NULL;
             item = sp_json_sandbox(sb, st, false);
+            if (item && !sp_json_add_string(item, "made_by", sp_sandbox_made_by(sb))) {
+                cJSON_Delete(item);
+                item = NULL;
+            }
             sp_sandbox_status_free(st);
             sp_sandbox_free(sb);
         }

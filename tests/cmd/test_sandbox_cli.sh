@@ -478,6 +478,17 @@ for n in kept-old kept-run mine-old; do
 done
 old_cid=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["container_id"])' \
     "$SANDPOD_HOME/sandboxes/kept-old/sandbox.json")
+run inspect --json kept-old
+json "inspect --json shows made_by" "j['made_by'] == 'mcp'"
+run inspect kept-old
+if grep -qE '^made by: +mcp$' "$T/out"; then ok; else bad "inspect shows made by: $(cat "$T/out")"; fi
+run inspect --json mine-old
+json "inspect --json: made_by null for a sandbox a user made" "j['made_by'] is None"
+run inspect mine-old
+out_lacks "made by" "inspect prints no made by for a sandbox a user made"
+run ls --json
+json "ls --json shows made_by" \
+    "{s['name']: s['made_by'] for s in j['sandboxes'] if s['name'].startswith(('kept-', 'mine-'))} == {'kept-new': 'mcp', 'kept-old': 'mcp', 'kept-run': 'mcp', 'mine-old': None}"
 run gc --kept --dry-run --json --state-root "$SANDPOD_HOME"
 expect 0 "gc --kept --dry-run"
 json "gc --kept: a week by default; only the stopped, unused MCP sandbox" \
