@@ -31,7 +31,7 @@ const struct cli_spec cli_spec_inspect = {
                      "image, created_at, workspace, state_dir, exec_path (fast|rest), "
                      "exec_path_reason, mounts: [{host_path, mount_path, "
                      "include, exclude, max_bytes, follow_symlinks, gitignore, files, bytes, "
-                     "secrets, secrets_left_out, secrets_rewritten}], config: "
+                     "secrets, secrets_left_out, secrets_rewritten}], made_by, config: "
                      "{workdir, user, env, "
                      "network, memory_bytes, nano_cpus, pids_limit, tmpfs_bytes, "
                      "writable_root, cap_add}}"),
@@ -222,6 +222,8 @@ static void print_human(const cJSON *o)
     char line[4200];
     snprintf(line, sizeof(line), "%s (%s)", path ? path : "-", why ? why : "-");
     field("exec path:", line);
+    if (str(o, "made_by"))
+        field("made by:", str(o, "made_by"));
     print_mounts(get(o, "mounts"));
 
     const cJSON *cfg = get(o, "config");
@@ -319,12 +321,17 @@ int cmd_inspect(int argc, char **argv)
     sp_sandbox_status_free(st);
     if (o) {
         cJSON_AddItemToObject(o, "mounts", mounts_json(sb));
+<<<<<<< HEAD
         char *why = NULL;
         sp_exec_path path = sp_sandbox_exec_path(&why, sb);
         sp_json_add_string(o, "exec_path", path == SP_EXEC_FAST ? "fast" : "rest");
         sp_json_add_string(o, "exec_path_reason", why);
         free(why);
     }
+=======
+    if (o)
+        sp_json_add_string(o, "made_by", sp_sandbox_made_by(sb));
+>>>>>>> h-gc
     if (podman_error) {
         if (o)
             sp_json_add_string(o, "podman_error", podman_error);

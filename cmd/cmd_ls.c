@@ -1,6 +1,7 @@
 /* sandpod ls: the sandboxes under the state root, with what Podman says
  * about each. Podman being unreachable makes states "unknown", not an
  * error: the list itself lives on disk. */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -19,15 +20,19 @@ const struct cli_spec cli_spec_ls = {
     .usage = CLI_USAGE("[--json | --quiet] [--state-root DIR] [--url URL]"),
     .description = "List the sandboxes: NAME, STATE (from Podman: running, exited, paused,\n"
                    "created, missing when the container is gone, unknown when Podman cannot be\n"
-                   "reached), IMAGE, CREATED and WORKSPACE. No sandbox prints the header alone.",
+                   "reached), IMAGE, CREATED and WORKSPACE. No sandbox prints the header alone.\n"
+                   "A state folder without sandbox.json is listed too, with STATE creating\n"
+                   "while its create holds its lock, else incomplete: a create was killed\n"
+                   "before it finished; `sandpod rm NAME` or `sandpod gc` removes it.",
     .groups = CLI_GROUPS(
         CLI_OWN(CLI_FLAG("json", 0, OPT_JSON,
                          "print {ok, sandboxes: [{name, state, running, exit_code, oom_killed, "
-                         "container, image, created_at, workspace, state_dir}], count}, plus "
-                         "podman_error when Podman could not be asked"),
+                         "container, image, created_at, workspace, state_dir, made_by}], "
+                         "count}, plus podman_error when Podman could not be asked; made_by is "
+                         "\"mcp\" for a sandbox an MCP session made, else null"),
                 CLI_FLAG("quiet", 'q', OPT_QUIET,
-                         "print the names only, one a line, without asking Podman (for "
-                         "scripts and shell completion)")),
+                         "print the names of the complete sandboxes only, one a line, without "
+                         "asking Podman (for scripts and shell completion)")),
         &cli_group_conn),
     .exit_status = "0 ok (no sandbox too), 1 error, 2 bad usage.",
 };
@@ -65,18 +70,56 @@ static int print_table(const cJSON *list)
                str_field(it, "state"), width[2], str_field(it, "image"), width[3], created);
         if (sp_json_str(it, "workspace"))
             cli_put_name(stdout, str_field(it, "workspace"));
-        else
+        else if (sp_json_str(it, "engine"))
             printf("(engine %s)", str_field(it, "engine"));
+        else
+            fputs("-", stdout); /* incomplete */
         putchar('\n');
     }
     return CLI_EXIT_OK;
+}
+
+/* The line of an incomplete sandbox: *out NULL when it is gone or was
+ * completed meanwhile. False when out of memory. */
+static bool incomplete_json(cJSON **out, const char *name, const char *state_root)
+{
+    *out = NULL;
+    sp_error *e = NULL;
+    int r = sp_sandbox_remove_incomplete(name, state_root, 0, true, &e);
+    bool busy = r < 0 && e && e->sys_errno == EWOULDBLOCK;
+    sp_error_free(e);
+    if (r == SP_ENOTFOUND || r == SP_EEXISTS)
+        return true;
+    char *root = NULL;
+    if (!state_root && sp_state_root(&root, NULL) < 0)
+        root = NULL;
+    const char *base = state_root ? state_root : root;
+    char *dir = NULL;
+    if (base && asprintf(&dir, "%s/sandboxes/%s", base, name) < 0)
+        dir = NULL;
+    free(root);
+    cJSON *o = cJSON_CreateObject();
+    bool ok = o && sp_json_add_string(o, "name", name) &&
+              sp_json_add_string(o, "state", busy ? "creating" : "incomplete") &&
+              cJSON_AddFalseToObject(o, "running") && cJSON_AddNullToObject(o, "exit_code") &&
+              cJSON_AddFalseToObject(o, "oom_killed") && cJSON_AddNullToObject(o, "container") &&
+              cJSON_AddNullToObject(o, "image") && cJSON_AddNullToObject(o, "created_at") &&
+              cJSON_AddNullToObject(o, "workspace") && sp_json_add_string(o, "state_dir", dir) &&
+              cJSON_AddNullToObject(o, "made_by");
+    free(dir);
+    if (!ok) {
+        cJSON_Delete(o);
+        return false;
+    }
+    *out = o;
+    return true;
 }
 
 int cmd_ls(int argc, char **argv)
 {
     struct cli_conn conn = {0};
     bool json = false;
-    char **names = NULL;
+    char **names = NULL, **incomplete = NULL;
     cJSON *out = NULL;
     int rc = 0;
 
@@ -120,6 +163,9 @@ int cmd_ls(int argc, char **argv)
         }
         goto done;
     }
+    /* What a killed create left: shown, so that it can be removed. */
+    if (sp_sandbox_list_incomplete(&incomplete, conn.state_root, NULL) < 0)
+        incomplete = NULL;
 
     /* One connection attempt decides whether Podman is there at all, so
      * that an unreachable service costs one timeout, not one per sandbox. */
@@ -145,17 +191,33 @@ int cmd_ls(int argc, char **argv)
     }
     size_t count = 0;
     sp_sandbox_opts so = cli_conn_sandbox_opts(&conn);
-    for (size_t i = 0; names[i]; i++) {
-        sp_sandbox *sb = NULL;
-        /* Removed meanwhile by another sandpod: not an error. */
-        if (sp_sandbox_open(&sb, names[i], &so, NULL) < 0)
-            continue;
-        sp_sandbox_status *st = NULL;
-        if (!podman_error && sp_sandbox_status_get(&st, sb, NULL) < 0)
-            st = NULL;
-        cJSON *item = sp_json_sandbox(sb, st, false);
-        sp_sandbox_status_free(st);
-        sp_sandbox_free(sb);
+    /* Both lists are sorted: merged, one line per name. */
+    for (size_t i = 0, k = 0; names[i] || (incomplete && incomplete[k]);) {
+        cJSON *item = NULL;
+        if (!names[i] || (incomplete && incomplete[k] && strcmp(incomplete[k], names[i]) < 0)) {
+            if (!incomplete_json(&item, incomplete[k++], conn.state_root)) {
+                free(podman_error);
+                rc = cli_error("out of memory");
+                goto done;
+            }
+            if (!item)
+                continue;
+        } else {
+            sp_sandbox *sb = NULL;
+            /* Removed meanwhile by another sandpod: not an error. */
+            if (sp_sandbox_open(&sb, names[i++], &so, NULL) < 0)
+                continue;
+            sp_sandbox_status *st = NULL;
+            if (!podman_error && sp_sandbox_status_get(&st, sb, NULL) < 0)
+                st = NULL;
+            item = sp_json_sandbox(sb, st, false);
+            if (item && !sp_json_add_string(item, "made_by", sp_sandbox_made_by(sb))) {
+                cJSON_Delete(item);
+                item = NULL;
+            }
+            sp_sandbox_status_free(st);
+            sp_sandbox_free(sb);
+        }
         if (!item || !cJSON_AddItemToArray(list, item)) {
             cJSON_Delete(item);
             free(podman_error);
@@ -185,6 +247,9 @@ done:
     for (size_t i = 0; names && names[i]; i++)
         free(names[i]);
     free(names);
+    for (size_t i = 0; incomplete && incomplete[i]; i++)
+        free(incomplete[i]);
+    free(incomplete);
     cli_conn_dispose(&conn);
     return rc;
 }

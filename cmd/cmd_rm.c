@@ -15,14 +15,20 @@ const struct cli_spec cli_spec_rm = {
     .usage = CLI_USAGE("[OPTIONS] NAME..."),
     .description = "Remove sandboxes: the container, the state folder with its snapshots and\n"
                    "events, and the workspace. A running sandbox is refused unless --force is\n"
-                   "given. Each NAME is printed once removed.",
+                   "given. Each NAME is printed once removed.\n"
+                   "\n"
+                   "An incomplete sandbox (`sandpod ls` shows it so: a create killed before it\n"
+                   "finished left its state folder) is removed too, and printed as\n"
+                   "'NAME (incomplete: ...)'; one whose create is still under way (its lock is\n"
+                   "held) is refused, --force or not.",
     .groups = CLI_GROUPS(
         CLI_OWN(CLI_FLAG("keep-workspace", 0, OPT_KEEP,
                          "keep the workspace folder: it is moved to "
                          "STATE_ROOT/kept-workspaces/NAME, which is printed"),
                 CLI_FLAG("force", 'f', 'f', "remove running sandboxes too; a missing NAME is fine"),
                 CLI_FLAG("json", 0, OPT_JSON,
-                         "print {ok, sandboxes: [{name, ok, kept_workspace, error}]}")),
+                         "print {ok, sandboxes: [{name, ok, incomplete, kept_workspace, "
+                         "error}]}")),
         &cli_group_conn),
     .operands = CLI_OPERANDS({"NAME...", CLI_COMP_SANDBOX, NULL}),
     .exit_status = "0 when every sandbox is removed, 1 when any failed (the others are still "
@@ -40,14 +46,50 @@ static int own_error(sp_error **err, int code, const char *msg)
     return code;
 }
 
-/* Remove one sandbox. *missing tells a NAME that does not exist. */
-static int remove_one(sp_sandbox **sbp, const char *name, const sp_sandbox_opts *so, bool keep,
-                      bool force, bool *missing, sp_error **err)
+/* NAME has no sandbox.json: remove what its create left, unless that
+ * create is still under way. SP_ENOTFOUND (with *err kept) when there is no
+ * folder either; SP_EEXISTS when the create has just finished. */
+static int remove_incomplete(const char *name, const sp_sandbox_opts *so, bool keep, sp_error **err)
 {
-    *missing = false;
+    sp_error *e = NULL;
+    int r = sp_sandbox_remove_incomplete(name, so->state_root, 0, keep, &e);
+    if (r == SP_ENOTFOUND || r == SP_EEXISTS) {
+        sp_error_free(e);
+        return r;
+    }
+    sp_error_free(*err);
+    *err = e;
+    if (r == 0 && keep) {
+        char msg[256];
+        snprintf(msg, sizeof(msg),
+                 "sandbox %s is incomplete (its create never finished), so its workspace is "
+                 "not kept; remove it without --keep-workspace",
+                 name);
+        return own_error(err, SP_EINVAL, msg);
+    }
+    return r;
+}
+
+/* Remove one sandbox. *missing tells a NAME that does not exist;
+ * *incomplete, one that was incomplete. */
+static int remove_one(sp_sandbox **sbp, const char *name, const sp_sandbox_opts *so, bool keep,
+                      bool force, bool *missing, bool *incomplete, sp_error **err)
+{
+    *missing = *incomplete = false;
     int r = sp_sandbox_open(sbp, name, so, err);
-    if (r == SP_ENOTFOUND)
-        *missing = true;
+    if (r == SP_ENOTFOUND) {
+        r = remove_incomplete(name, so, keep, err);
+        /* Its create finished meanwhile: a sandbox now. */
+        if (r == SP_EEXISTS) {
+            sp_error_free(*err);
+            *err = NULL;
+            r = sp_sandbox_open(sbp, name, so, err);
+        } else {
+            *incomplete = r == 0;
+            *missing = r == SP_ENOTFOUND;
+            return r;
+        }
+    }
     if (r < 0)
         return r;
     if (!force) {
@@ -123,14 +165,16 @@ int cmd_rm(int argc, char **argv)
         const char *name = argv[i];
         sp_sandbox *sb = NULL;
         sp_error *err = NULL;
-        bool missing = false;
-        int r = remove_one(&sb, name, &so, keep, force, &missing, &err);
+        bool missing = false, incomplete = false;
+        int r = remove_one(&sb, name, &so, keep, force, &missing, &incomplete, &err);
         if (r < 0 && missing && force) {
             sp_error_free(err);
             continue;
         }
         if (r < 0) {
             rc = cli_sp_error(r, err);
+        } else if (!json && incomplete) {
+            printf("%s (incomplete: a create that never finished left it)\n", name);
         } else if (!json) {
             printf("%s\n", name);
             if (keep) {
@@ -146,8 +190,9 @@ int cmd_rm(int argc, char **argv)
             bool ok = item && sp_json_add_string(item, "name", name);
             if (ok && r == 0)
                 ok = cJSON_AddTrueToObject(item, "ok") &&
+                     cJSON_AddBoolToObject(item, "incomplete", incomplete) &&
                      sp_json_add_string(item, "kept_workspace",
-                                        keep ? sp_sandbox_workspace(sb) : NULL);
+                                        keep && sb ? sp_sandbox_workspace(sb) : NULL);
             if (!ok || !cJSON_AddItemToArray(list, item)) {
                 cJSON_Delete(item);
                 sp_error_free(err);

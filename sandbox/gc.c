@@ -1,11 +1,17 @@
-/* Orphaned containers: made by sandpod, owned by no sandbox any more.
+/* What sandpod left that nothing owns, and the sandboxes MCP sessions
+ * kept that nobody used for long.
  *
+ * Orphaned containers: made by sandpod, owned by no sandbox any more.
  * A container is an orphan when the state folder named by its
  * sandpod.state label is gone, or holds no sandbox.json, or a sandbox.json
  * that names another container (an interrupted create or recreate, a
  * process killed between the container and the save). A state folder whose
  * lock is held is busy — a create or a recreate may be half-way — and its
- * containers are left alone. */
+ * containers are left alone.
+ *
+ * Incomplete sandboxes: state folders without sandbox.json (a create
+ * killed half-way), removed by sp_sandbox_remove_incomplete(), which holds
+ * their lock while it works. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -133,6 +139,42 @@ static int collect(sp_sandbox_orphans **out, const sp_local_ops *ops, sp_local *
     return 0;
 }
 
+/* How long an incomplete sandbox's folder must have been left unchanged:
+ * a create makes it a moment before it takes its lock. */
+#define INCOMPLETE_MIN_AGE_S 60
+
+/* The incomplete sandboxes of one state root: removed (listed when
+ * dry_run) unless busy or young, which are only counted. */
+static void collect_incomplete(sp_sandbox_orphans *o, const char *state_root, bool dry_run)
+{
+    cleanup_free char *root = NULL;
+    char **names = NULL;
+    if (sp_sandbox_resolve_root(&root, state_root, NULL) < 0 ||
+        sp_sandbox_list_incomplete(&names, root, NULL) < 0)
+        return;
+    for (size_t i = 0; names[i]; i++) {
+        sp_error *e = NULL;
+        int r = sp_sandbox_remove_incomplete(names[i], root, INCOMPLETE_MIN_AGE_S, dry_run, &e);
+        if (r == SP_ENOTFOUND || r == SP_EEXISTS) {
+            /* Gone meanwhile, or its create finished. */
+        } else if (r < 0 && e && e->sys_errno == EWOULDBLOCK) {
+            o->incomplete_busy++;
+        } else {
+            sp_sandbox_orphan *it = sp_orphans_add(o, SP_ORPHAN_INCOMPLETE);
+            it->container = sp_xstrdup(names[i]);
+            it->state_dir = sp_xasprintf("%s/sandboxes/%s", root, names[i]);
+            it->reason = sp_xstrdup("its create never finished: the state folder has no "
+                                    "sandbox.json and nothing holds its lock");
+            it->removed = !dry_run && r == 0;
+            if (r < 0)
+                it->error = sp_xstrdup(e && e->message ? e->message : sp_strerror(r));
+        }
+        sp_error_free(e);
+        free(names[i]);
+    }
+    free(names);
+}
+
 int sp_sandbox_gc(sp_sandbox_orphans **out, const char *podman_url, const char *state_root,
                   bool dry_run, sp_error **err)
 {
@@ -144,10 +186,142 @@ int sp_sandbox_gc(sp_sandbox_orphans **out, const char *podman_url, const char *
     int r = ops->open(&p, podman_url, state_root, true, err);
     if (r == 0)
         r = collect(out, ops, p, only, dry_run, err);
-    if (r == 0)
+    if (r == 0) {
+        /* After the containers: an incomplete sandbox's container, if its
+         * create made one, went with them. */
+        collect_incomplete(*out, state_root, dry_run);
         ops->reap_lost(*out, p, "sandpod-", 60, dry_run);
+    }
     ops->free(p);
     return r;
+}
+
+/* ---------------------------------------------------------- --kept -- */
+
+/* The newest modification time of what the state folder records of a
+ * sandbox's use; 0 when none can be read. Not the folder's own: taking a
+ * lock (ours too) may make a file in it. Not the workspace's: the
+ * workload sets those times as it likes. */
+static time_t last_used(const sp_sandbox *sb)
+{
+    static const char *const names[] = {"sandbox.json", "events.jsonl"};
+    cleanup_close int dfd =
+        open(sp_sandbox_state_dir(sb), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    time_t newest = 0;
+    struct stat st;
+    for (size_t i = 0; dfd >= 0 && i < sizeof(names) / sizeof(names[0]); i++)
+        if (fstatat(dfd, names[i], &st, AT_SYMLINK_NOFOLLOW) == 0 && st.st_mtime > newest)
+            newest = st.st_mtime;
+    return newest;
+}
+
+/* "9d", "5h", "12m", "40s": how long ago, roughly. */
+static char *ago(time_t secs)
+{
+    if (secs >= 86400)
+        return sp_xasprintf("%lldd", (long long)(secs / 86400));
+    if (secs >= 3600)
+        return sp_xasprintf("%lldh", (long long)(secs / 3600));
+    if (secs >= 60)
+        return sp_xasprintf("%lldm", (long long)(secs / 60));
+    return sp_xasprintf("%llds", (long long)secs);
+}
+
+/* Take the sandbox's lock without waiting: false when someone holds it. */
+static bool try_lock(sp_sandbox *sb)
+{
+    cleanup_free char *path = sp_xasprintf("%s/lock", sp_sandbox_state_dir(sb));
+    int fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return false;
+    while (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+        if (errno != EINTR) {
+            close(fd);
+            return false;
+        }
+    }
+    /* sp_sandbox_lock() from here on only counts: it is ours already. */
+    sb->lock_fd = fd;
+    sb->lock_depth = 1;
+    return true;
+}
+
+/* Why the sandbox may go (NULL: it stays), judged under its lock. */
+static char *kept_reason(sp_sandbox *sb, time_t now, int64_t older_than_s, char **error)
+{
+    time_t used = last_used(sb);
+    if (used <= 0 || now - used < older_than_s)
+        return NULL;
+    sp_sandbox_status *st = NULL;
+    sp_error *e = NULL;
+    if (sp_sandbox_status_get(&st, sb, &e) < 0) {
+        *error = sp_xasprintf("its state is unknown, so it stays: %s",
+                              e && e->message ? e->message : "podman cannot be asked");
+        sp_error_free(e);
+        return sp_xstrdup("an MCP session made and kept it");
+    }
+    static const char *const idle[] = {"exited", "stopped", "created", "configured", "missing"};
+    bool stopped = false;
+    for (size_t i = 0; !st->running && st->state && i < sizeof(idle) / sizeof(idle[0]); i++)
+        stopped |= strcmp(st->state, idle[i]) == 0;
+    char *why = NULL;
+    if (stopped) {
+        char when[32];
+        struct tm tm;
+        gmtime_r(&used, &tm);
+        strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
+        cleanup_free char *age = ago(now - used);
+        why = sp_xasprintf("an MCP session made and kept it; %s; last used %s ago (%s)", st->state,
+                           age, when);
+    }
+    sp_sandbox_status_free(st);
+    return why;
+}
+
+int sp_sandbox_gc_kept(sp_sandbox_orphans **out, const char *podman_url, const char *state_root,
+                       int64_t older_than_s, bool dry_run, sp_error **err)
+{
+    *out = NULL;
+    if (older_than_s < 0)
+        return sp_err_set(err, SP_EINVAL, 0, "a negative age: %lld", (long long)older_than_s);
+    char **names = NULL;
+    int r = sp_sandbox_list(&names, state_root, err);
+    if (r < 0)
+        return r;
+    sp_sandbox_orphans *o = sp_xcalloc(1, sizeof(*o));
+    time_t now = time(NULL);
+    for (size_t i = 0; names[i]; i++) {
+        sp_sandbox_opts so = SP_SANDBOX_OPTS_INIT;
+        so.state_root = state_root;
+        so.podman_url = podman_url;
+        sp_sandbox *sb = NULL;
+        const char *by = NULL;
+        if (sp_sandbox_open(&sb, names[i], &so, NULL) == 0)
+            by = sp_sandbox_made_by(sb);
+        char *error = NULL;
+        char *why = by && strcmp(by, SP_MADE_BY_MCP) == 0 && try_lock(sb)
+                        ? kept_reason(sb, now, older_than_s, &error)
+                        : NULL;
+        if (why) {
+            sp_sandbox_orphan *it = sp_orphans_add(o, SP_ORPHAN_KEPT);
+            it->container = sp_xstrdup(names[i]);
+            it->state_dir = sp_xstrdup(sp_sandbox_state_dir(sb));
+            it->reason = why;
+            it->error = error;
+            sp_error *e = NULL;
+            if (!dry_run && !error) {
+                it->removed = sp_sandbox_remove(sb, false, &e) == 0;
+                if (!it->removed)
+                    it->error = sp_xstrdup(e && e->message ? e->message : "removal failed");
+            }
+            sp_error_free(e);
+        }
+        sp_sandbox_free(sb); /* lets the lock go */
+        free(names[i]);
+    }
+    free(names);
+    *out = o;
+    return 0;
 }
 
 void sp_sandbox_sweep_orphans(const sp_local_ops *ops, sp_local *p, const char *state_root)

@@ -1801,24 +1801,118 @@ int sp_sandbox_remove(sp_sandbox *sb, bool keep_workspace, sp_error **err)
         free(sb->workspace);
         sb->workspace = steal_pointer(&kept);
     }
-    sp_sandbox_unlock(sb);
     /* sandbox.json goes first: whatever of the rest cannot be removed, the
-     * name is free again and `sandpod ls` no longer lists it. */
+     * name is free again and `sandpod ls` no longer lists it. The lock is
+     * held to the end: a folder without sandbox.json whose lock is free is
+     * an incomplete sandbox, which gc and rm remove. */
     cleanup_free char *js = sp_xasprintf("%s/sandbox.json", sb->state_dir);
-    if (unlink(js) < 0 && errno != ENOENT)
-        return sp_err_errno(err, errno, "remove", js);
+    if (unlink(js) < 0 && errno != ENOENT) {
+        r = sp_err_errno(err, errno, "remove", js);
+        sp_sandbox_unlock(sb);
+        return r;
+    }
     if ((r = rm_state_dir(sb, err)) < 0) {
         /* The name is taken until its folder is gone: move what is left
          * aside, so that it can be made anew and cleaned up later. */
         cleanup_free char *aside =
             sp_xasprintf("%s/removed-%s-%lld", sb->state_root, sb->name, (long long)sp_now_ms());
         if (rename(sb->state_dir, aside) == 0)
-            return sp_err_wrap(err, r,
-                               "sandbox %s is removed, but some of its files could not be; "
-                               "they are in %s",
-                               sb->name, aside);
-        return sp_err_wrap(err, r, "remove sandbox %s", sb->name);
+            r = sp_err_wrap(err, r,
+                            "sandbox %s is removed, but some of its files could not be; "
+                            "they are in %s",
+                            sb->name, aside);
+        else
+            r = sp_err_wrap(err, r, "remove sandbox %s", sb->name);
     }
+    sp_sandbox_unlock(sb);
+    return r;
+}
+
+/* Contract: removes <root>/sandboxes/<name> only while it is a folder
+ * (not a symlink) with no entry named sandbox.json, its lock is held by
+ * us (taken without waiting, never broken) and, with min_age_s, it last
+ * changed at least that long ago. Nothing below it is followed: it is
+ * moved out of sandboxes/ by name, then removed through fds.
+ *
+ * Why an age as well as the lock: a create makes the folder a moment
+ * before it takes the lock, and nothing on disk tells that moment from a
+ * create killed in it. The move makes the worst case benign: a create
+ * that was that slow finds its folder gone and fails, leaving nothing. */
+int sp_sandbox_remove_incomplete(const char *name, const char *state_root, unsigned min_age_s,
+                                 bool dry_run, sp_error **err)
+{
+    if (!name || !sp_sandbox_name_valid(name))
+        return sp_err_set(err, SP_EINVAL, 0, "invalid sandbox name: %s", name ? name : "(null)");
+    cleanup_free char *root = NULL;
+    int r = sp_sandbox_resolve_root(&root, state_root, err);
+    if (r < 0)
+        return r;
+    sp_error *e = NULL;
+    if ((r = sp_state_root_check(root, false, &e)) < 0) {
+        if (r != SP_ENOTFOUND)
+            return sp_err_give(err, e, r);
+        sp_error_free(e);
+    }
+    cleanup_free char *boxes = sp_xasprintf("%s/sandboxes", root);
+    cleanup_close int rfd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    cleanup_close int bfd =
+        rfd < 0 ? -1 : openat(rfd, "sandboxes", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    cleanup_close int dfd =
+        bfd < 0 ? -1 : openat(bfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (dfd < 0) {
+        if (errno == ENOENT || errno == ENOTDIR || errno == ELOOP)
+            return sp_err_set(err, SP_ENOTFOUND, errno, "no sandbox named %s", name);
+        return sp_err_errno(err, errno, "open", boxes);
+    }
+    struct stat st;
+    if (min_age_s && fstat(dfd, &st) == 0 && st.st_mtime > time(NULL) - (time_t)min_age_s)
+        return sp_err_set(err, SP_ERROR, EWOULDBLOCK,
+                          "sandbox %s is incomplete but its state folder changed less than %us "
+                          "ago: a create may be starting",
+                          name, min_age_s);
+    /* A dry run makes no lock file; a removal makes one when the create
+     * never did, so that a create that comes late waits for us. */
+    cleanup_close int lfd =
+        openat(dfd, "lock", O_RDWR | O_NOFOLLOW | O_CLOEXEC | (dry_run ? 0 : O_CREAT), 0600);
+    if (lfd < 0 && !(dry_run && errno == ENOENT))
+        return sp_err_errno(err, errno, "lock the state folder of", name);
+    while (lfd >= 0 && flock(lfd, LOCK_EX | LOCK_NB) < 0) {
+        if (errno == EWOULDBLOCK)
+            return sp_err_set(err, SP_ERROR, EWOULDBLOCK,
+                              "sandbox %s is being created (or removed): another sandpod "
+                              "holds its lock",
+                              name);
+        if (errno != EINTR)
+            return sp_err_errno(err, errno, "lock the state folder of", name);
+    }
+    if (fstatat(dfd, "sandbox.json", &st, AT_SYMLINK_NOFOLLOW) == 0)
+        return sp_err_set(err, SP_EEXISTS, EEXIST,
+                          "sandbox %s is complete (it has a sandbox.json), not incomplete", name);
+    if (errno != ENOENT)
+        return sp_err_errno(err, errno, "stat the sandbox.json of", name);
+    if (dry_run)
+        return 0;
+
+    /* Out of sandboxes/ first: the name is free at once, and nothing that
+     * still knows the folder by its path (a create that stalled before its
+     * lock) writes into what we remove. */
+    cleanup_free char *aside = sp_xasprintf("removed-%s-%lld", name, (long long)sp_now_ms());
+    bool moved = renameat(bfd, name, rfd, aside) == 0;
+    int pfd = moved ? rfd : bfd;
+    const char *victim = moved ? aside : name;
+    cleanup_free char *left = sp_xasprintf("%s/%s", moved ? root : boxes, victim);
+    sp_error *first = NULL;
+    r = sp_tree_remove(pfd, victim, 0, &first);
+    /* Rootless: what a workload made as another id (a folder a failed
+     * remove left) only goes from inside the caller's user namespace. */
+    if (r < 0 && geteuid() != 0 && sp_local_engine()->remove_tree(left, NULL) == 0)
+        r = 0;
+    if (r < 0) {
+        sp_err_give(err, first, r);
+        return sp_err_wrap(err, r, "sandbox %s was incomplete; what could not be removed is in %s",
+                           name, left);
+    }
+    sp_error_free(first);
     return 0;
 }
 
@@ -1851,7 +1945,9 @@ char **sp_sandbox_command_env(const sp_sandbox *sb, const char *const *extra)
     return sp_strv_steal(&sv);
 }
 
-int sp_sandbox_list(char ***out, const char *state_root, sp_error **err)
+/* The sandbox names under a state root, sorted: those whose folder holds
+ * a sandbox.json (complete), or those whose folder holds none. */
+static int list_names(char ***out, const char *state_root, bool complete, sp_error **err)
 {
     *out = NULL;
     cleanup_free char *root = NULL;
@@ -1861,17 +1957,34 @@ int sp_sandbox_list(char ***out, const char *state_root, sp_error **err)
     cleanup_free char *boxes = sp_xasprintf("%s/sandboxes", root);
     sp_strv sv = {0};
     sp_dirnames names = SP_DIRNAMES_INIT;
-    if (sp_dir_read_at(&names, AT_FDCWD, boxes, SP_DIR_BYNAME, 0) == 0) {
+    cleanup_close int bfd = open(boxes, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (bfd >= 0 && sp_dir_read(&names, bfd, SP_DIR_BYNAME, 0) == 0) {
         for (size_t i = 0; i < names.n; i++) {
             const char *name = sp_dirnames_name(&names, i);
             if (name[0] == '.' || !sp_sandbox_name_valid(name))
                 continue;
-            cleanup_free char *js = sp_xasprintf("%s/%s/sandbox.json", boxes, name);
-            if (access(js, F_OK) == 0)
+            cleanup_free char *js = sp_xasprintf("%s/sandbox.json", name);
+            struct stat st;
+            bool take = complete
+                            ? faccessat(bfd, js, F_OK, 0) == 0
+                            : fstatat(bfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+                                  S_ISDIR(st.st_mode) &&
+                                  fstatat(bfd, js, &st, AT_SYMLINK_NOFOLLOW) < 0 && errno == ENOENT;
+            if (take)
                 sp_strv_push(&sv, sp_xstrdup(name));
         }
     }
     sp_dirnames_dispose(&names);
     *out = sp_strv_steal(&sv);
     return 0;
+}
+
+int sp_sandbox_list(char ***out, const char *state_root, sp_error **err)
+{
+    return list_names(out, state_root, true, err);
+}
+
+int sp_sandbox_list_incomplete(char ***out, const char *state_root, sp_error **err)
+{
+    return list_names(out, state_root, false, err);
 }

@@ -358,6 +358,175 @@ out_is 'alive\n' "gc left the live sandbox alone"
 run rm --force gc-live gc-stale
 expect 0 "rm the gc sandboxes"
 
+# --------------------------------------------------- incomplete sandboxes --
+# A create killed mid-hydration leaves a state folder without sandbox.json:
+# ls shows it, gc collects it once its lock is free and it is a minute old,
+# rm removes it. Made once by killing a create (many small files make the
+# hydration long enough to land in), once by hand for determinism.
+python3 - "$T/big" <<'PY'
+import os, sys
+for d in range(100):
+    p = os.path.join(sys.argv[1], "d%03d" % d)
+    os.makedirs(p)
+    for f in range(200):
+        with open(os.path.join(p, "f%03d" % f), "w") as fh:
+            fh.write("x")
+PY
+HK=$SANDPOD_HOME/sandboxes/half-killed
+made=0
+for _ in $(seq 1 20); do
+    "$SP" create --name half-killed --mount "$T/big" <"$T/empty" >/dev/null 2>&1 &
+    pid=$!
+    for _ in $(seq 1 500); do
+        [ -d "$HK/workspace" ] && break
+        sleep 0.01
+    done
+    kill -KILL "$pid" 2>/dev/null
+    wait "$pid" 2>/dev/null
+    if [ -d "$HK" ] && [ ! -e "$HK/sandbox.json" ]; then
+        made=1
+        break
+    fi
+    "$SP" rm --force half-killed >/dev/null 2>&1
+done
+check "a create killed mid-hydration left a state folder without sandbox.json" [ "$made" = 1 ]
+HH=$SANDPOD_HOME/sandboxes/half-hand
+mkdir -p "$HH/workspace/sub" "$T/outside"
+: >"$HH/lock"
+printf 'keep me\n' >"$T/outside/canary"
+ln -s "$T/outside" "$HH/workspace/out"
+ln -s "$T/outside/canary" "$HH/workspace/sub/canary-link"
+run ls
+expect 0 "ls with incomplete sandboxes"
+if grep -qE '^half-hand +incomplete +- +- +-$' "$T/out" && grep -qE '^half-killed +incomplete ' "$T/out"; then
+    ok
+else
+    bad "ls shows the incomplete sandboxes: $(cat "$T/out")"
+fi
+run ls --json
+json "ls --json shows them, state incomplete" \
+    "[(s['name'], s['state'], s['running'], s['container'], s['state_dir']) for s in j['sandboxes'] if s['name'].startswith('half-')] == [('half-hand', 'incomplete', False, None, '$HH'), ('half-killed', 'incomplete', False, None, '$HK')]"
+run ls --quiet
+out_lacks "half-" "ls --quiet names the complete sandboxes only"
+# While a create holds the lock: creating, and rm and gc leave it alone.
+flock "$HH/lock" "$SP" ls --json <"$T/empty" >"$T/out" 2>"$T/err"
+json "ls says creating while a create holds the lock" \
+    "[s['state'] for s in j['sandboxes'] if s['name'] == 'half-hand'] == ['creating']"
+flock "$HH/lock" "$SP" rm --force half-hand <"$T/empty" >"$T/out" 2>"$T/err"
+rc=$?
+expect 1 "rm --force of a sandbox being created"
+err_has "being created" "rm says the sandbox is being created"
+check "rm left the locked folder alone" test -d "$HH/workspace/sub"
+# gc: a folder changed within the minute may be a create about to lock it.
+run gc --dry-run --json --state-root "$SANDPOD_HOME"
+expect 0 "gc --dry-run with fresh incomplete sandboxes"
+json "gc leaves fresh incomplete sandboxes alone and counts them" \
+    "not any(o['kind'] == 'incomplete' for o in j['orphans']) and j['incomplete_busy'] == 2"
+touch -d '2 minutes ago' "$HH" "$HK"
+run gc --dry-run --json --state-root "$SANDPOD_HOME"
+json "gc --dry-run lists the incomplete sandboxes, removes nothing" \
+    "sorted(o['container'] for o in j['orphans'] if o['kind'] == 'incomplete') == ['half-hand', 'half-killed'] and not any(o['removed'] for o in j['orphans']) and j['incomplete_busy'] == 0"
+check "gc --dry-run kept them" test -d "$HH/workspace/sub" -a -d "$HK/workspace"
+run gc --dry-run --state-root "$SANDPOD_HOME"
+out_has "would remove incomplete sandbox half-killed: its create never finished" \
+    "gc --dry-run says why"
+flock "$HH/lock" "$SP" gc --json --state-root "$SANDPOD_HOME" <"$T/empty" >"$T/out" 2>"$T/err"
+rc=$?
+expect 0 "gc while half-hand is locked"
+json "gc removed the free incomplete sandbox, skipped the locked one" \
+    "[(o['container'], o['removed']) for o in j['orphans'] if o['kind'] == 'incomplete'] == [('half-killed', True)] and j['incomplete_busy'] == 1"
+check "half-killed is gone" test ! -e "$HK"
+check "half-hand stays" test -d "$HH/workspace/sub"
+run rm half-hand
+expect 0 "rm of an incomplete sandbox"
+out_is 'half-hand (incomplete: a create that never finished left it)\n' "rm says it was incomplete"
+check "half-hand is gone" test ! -e "$HH"
+file_is "$T/outside/canary" 'keep me\n' "removal followed no symlink out"
+check "nothing was left aside" sh -c '! ls -d "$1"/removed-* 2>/dev/null' _ "$SANDPOD_HOME"
+mkdir -p "$SANDPOD_HOME/sandboxes/half-3/workspace"
+run rm --keep-workspace half-3
+expect 1 "rm --keep-workspace of an incomplete sandbox"
+err_has "is incomplete" "rm --keep-workspace says why it keeps nothing"
+check "rm --keep-workspace removed nothing" test -d "$SANDPOD_HOME/sandboxes/half-3/workspace"
+run rm --force --json half-3 no-such-box
+expect 0 "rm --force --json of an incomplete sandbox"
+json "rm --json says it was incomplete" \
+    "j['ok'] and [(s['name'], s['incomplete']) for s in j['sandboxes']] == [('half-3', True)]"
+
+# ------------------------------------------------------------- gc --kept --
+# Sandboxes MCP sessions made (made_by "mcp"; no CLI flag sets it, so the
+# test writes it) go when stopped and unused for --older-than.
+for n in kept-old kept-new kept-run mine-old; do
+    run create --name "$n"
+    expect 0 "create $n"
+done
+for n in kept-old kept-new mine-old; do
+    run stop "$n"
+    expect 0 "stop $n"
+done
+for n in kept-old kept-new kept-run; do
+    python3 - "$SANDPOD_HOME/sandboxes/$n/sandbox.json" <<'PY'
+import json, sys
+j = json.load(open(sys.argv[1]))
+j["made_by"] = "mcp"
+json.dump(j, open(sys.argv[1], "w"))
+PY
+done
+for n in kept-old kept-run mine-old; do
+    touch -d '10 days ago' "$SANDPOD_HOME/sandboxes/$n/sandbox.json" \
+        "$SANDPOD_HOME/sandboxes/$n/events.jsonl"
+done
+old_cid=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["container_id"])' \
+    "$SANDPOD_HOME/sandboxes/kept-old/sandbox.json")
+run inspect --json kept-old
+json "inspect --json shows made_by" "j['made_by'] == 'mcp'"
+run inspect kept-old
+if grep -qE '^made by: +mcp$' "$T/out"; then ok; else bad "inspect shows made by: $(cat "$T/out")"; fi
+run inspect --json mine-old
+json "inspect --json: made_by null for a sandbox a user made" "j['made_by'] is None"
+run inspect mine-old
+out_lacks "made by" "inspect prints no made by for a sandbox a user made"
+run ls --json
+json "ls --json shows made_by" \
+    "{s['name']: s['made_by'] for s in j['sandboxes'] if s['name'].startswith(('kept-', 'mine-'))} == {'kept-new': 'mcp', 'kept-old': 'mcp', 'kept-run': 'mcp', 'mine-old': None}"
+run gc --kept --dry-run --json --state-root "$SANDPOD_HOME"
+expect 0 "gc --kept --dry-run"
+json "gc --kept: a week by default; only the stopped, unused MCP sandbox" \
+    "[(o['container'], o['removed']) for o in j['orphans'] if o['kind'] == 'kept'] == [('kept-old', False)]"
+run gc --kept --older-than 30d --dry-run --json --state-root "$SANDPOD_HOME"
+json "gc --kept --older-than 30d: none" "not any(o['kind'] == 'kept' for o in j['orphans'])"
+run gc --kept --older-than 1d12h --dry-run --state-root "$SANDPOD_HOME"
+out_has "would remove kept sandbox kept-old: an MCP session made and kept it; exited; last used 10d ago" \
+    "gc --kept --dry-run says why"
+check "the dry run removed nothing" test -f "$SANDPOD_HOME/sandboxes/kept-old/sandbox.json"
+flock "$SANDPOD_HOME/sandboxes/kept-old/lock" "$SP" gc --kept --json --state-root "$SANDPOD_HOME" \
+    <"$T/empty" >"$T/out" 2>"$T/err"
+rc=$?
+expect 0 "gc --kept while kept-old is locked"
+json "gc --kept leaves a locked sandbox alone" "not any(o['kind'] == 'kept' for o in j['orphans'])"
+run gc --kept --state-root "$SANDPOD_HOME"
+expect 0 "gc --kept"
+out_has "removed kept sandbox kept-old" "gc --kept says what it removed"
+check "kept-old is gone" test ! -e "$SANDPOD_HOME/sandboxes/kept-old"
+check "kept-old's container is gone" container_gone "$old_cid"
+for n in kept-new kept-run mine-old; do
+    check "gc --kept left $n" test -f "$SANDPOD_HOME/sandboxes/$n/sandbox.json"
+done
+run gc --kept --older-than 0s --json --state-root "$SANDPOD_HOME"
+expect 0 "gc --kept --older-than 0s"
+json "gc --kept never removes a running sandbox" \
+    "[(o['container'], o['removed']) for o in j['orphans'] if o['kind'] == 'kept'] == [('kept-new', True)]"
+run sh kept-run 'echo alive'
+out_is 'alive\n' "the running MCP sandbox is alive"
+run rm --force kept-run mine-old
+expect 0 "rm the --kept sandboxes"
+run gc --older-than 1d
+expect 2 "gc --older-than without --kept"
+run gc --kept --older-than soon
+expect 2 "gc --kept with a bad --older-than"
+run gc --kept --older-than 7
+expect 2 "gc --kept --older-than without a unit"
+
 # ------------------------------------------------------------- bad usage --
 run create --bogus
 expect 2 "create with an unknown option"

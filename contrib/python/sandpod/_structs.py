@@ -504,7 +504,8 @@ class SandboxOrphan(ctypes.Structure):
 class SandboxOrphans(ctypes.Structure):
     """sp_sandbox_orphans (sandpod/sandbox.h)."""
 
-    _fields_ = [("items", POINTER(SandboxOrphan)), ("n", c_size_t), ("unlabelled", c_size_t)]
+    _fields_ = [("items", POINTER(SandboxOrphan)), ("n", c_size_t), ("unlabelled", c_size_t),
+                ("incomplete_busy", c_size_t)]
 
 
 class PodmanOpts(ctypes.Structure):

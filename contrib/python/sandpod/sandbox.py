@@ -99,7 +99,7 @@ _gc = fn("sp_sandbox_gc", c_int, POINTER(POINTER(S.SandboxOrphans)), c_char_p, c
 _orphans_free = fn("sp_sandbox_orphans_free", None, POINTER(S.SandboxOrphans))
 _event_append = fn("sp_sandbox_event_append", c_int, POINTER(ctypes.c_uint64), _P,
                    POINTER(S.SandboxEvent), POINTER(ErrorPtr))
-_ORPHAN_KINDS = {0: "container", 1: "runtime", 2: "service"}
+_ORPHAN_KINDS = {0: "container", 1: "runtime", 2: "service", 3: "pod", 4: "incomplete", 5: "kept"}
 
 _NETWORKS = {"none": 0, "default": 1, "bridge": 1, "host": 2}
 _EXEC_PATHS = {"auto": 0, "rest": 1, "fast": 2}
@@ -273,7 +273,10 @@ class ApplyResult:
 class Orphan:
     """Something :meth:`Sandbox.gc` found that no sandbox owns (sp_sandbox_orphan).
 
-    ``kind`` is "container", "runtime" (a lost conmon) or "service"."""
+    ``kind`` is "container", "runtime" (a lost conmon), "service", "pod",
+    "incomplete" (a state folder a killed create left) or "kept" (a sandbox
+    an MCP session kept, from sp_sandbox_gc_kept); for the last two
+    ``container`` is the sandbox's name."""
 
     kind: str
     container: str
@@ -290,6 +293,9 @@ class GcResult:
 
     orphans: tuple[Orphan, ...]
     unlabelled: int
+    #: Incomplete sandboxes left alone: a create holds their lock, or they
+    #: changed less than a minute ago.
+    incomplete_busy: int = 0
 
 
 def _snapshot(p: Any) -> Snapshot:
@@ -1060,8 +1066,9 @@ class Sandbox:
     def gc(*, url: str | None = None, state_root: str | os.PathLike[str] | None = None,
            dry_run: bool = False) -> GcResult:
         """Find and (unless ``dry_run``) remove what sandpod left that nothing
-        owns: orphaned containers, lost conmons, unreachable services
-        (sp_sandbox_gc). ``state_root`` limits it to that root's containers."""
+        owns: orphaned containers, incomplete sandboxes, lost conmons,
+        unreachable services (sp_sandbox_gc). ``state_root`` limits it to
+        that root's containers."""
         p = POINTER(S.SandboxOrphans)()
         root = os.path.abspath(state_root) if state_root is not None else None
         call(_gc, byref(p), enc(url), enc(root), dry_run)
@@ -1072,6 +1079,7 @@ class Sandbox:
                                  reason=_s(it.reason) or "", pid=it.pid, removed=it.removed,
                                  error=_s(it.error))
                           for it in (o.items[i] for i in range(o.n)))
-            return GcResult(orphans=items, unlabelled=o.unlabelled)
+            return GcResult(orphans=items, unlabelled=o.unlabelled,
+                            incomplete_busy=o.incomplete_busy)
         finally:
             _orphans_free(p)

@@ -443,6 +443,43 @@ int sp_sandbox_remove(sp_sandbox *sb, bool keep_workspace, sp_error **err);
  *  @param out NULL-terminated; free each string and the array with free(). */
 int sp_sandbox_list(char ***out, const char *state_root, sp_error **err);
 
+/**
+ * Names of the incomplete sandboxes under a state root (NULL = default),
+ * sorted: state folders that hold no sandbox.json, left by a create that
+ * was killed before it saved one (or one still under way; then its lock is
+ * held). sp_sandbox_open() does not open them and sp_sandbox_list() does
+ * not name them; sp_sandbox_remove_incomplete() removes them.
+ *
+ * @param out NULL-terminated; free each string and the array with free()
+ */
+int sp_sandbox_list_incomplete(char ***out, const char *state_root, sp_error **err);
+
+/**
+ * Remove an incomplete sandbox: the state folder
+ * `<state root>/sandboxes/<name>/` while it holds no sandbox.json. Its lock
+ * is taken without waiting and held until the folder is gone; the folder is
+ * first moved out of sandboxes/ (to `<state root>/removed-<name>-<ms>`),
+ * so the name is free at once, then removed without following a symlink.
+ * A container the create made is not touched (sp_sandbox_gc() collects
+ * it).
+ *
+ * @param state_root  NULL: the default
+ * @param min_age_s   leave the folder alone unless it last changed at least
+ *                    this many seconds ago (0: whatever its age). A create
+ *                    makes the folder a moment before it takes the lock;
+ *                    sp_sandbox_gc() waits a minute.
+ * @param dry_run     judge only (take the lock and let it go): change nothing
+ * @return 0 (removed; or, with dry_run, removable now); SP_ENOTFOUND (no
+ *         such folder); SP_EEXISTS (it holds a sandbox.json: a sandbox, for
+ *         sp_sandbox_remove()); SP_ERROR with sys_errno EWOULDBLOCK when
+ *         its lock is held (a create is under way) or it is younger than
+ *         min_age_s; SP_EINVAL (bad name); SP_EDENIED (a state root that is
+ *         not private); removal errors, whose message says where what could
+ *         not be removed was left
+ */
+int sp_sandbox_remove_incomplete(const char *name, const char *state_root, unsigned min_age_s,
+                                 bool dry_run, sp_error **err);
+
 /** What sp_sandbox_gc() found. */
 typedef enum sp_orphan_kind {
     /** A container sandpod made that no sandbox owns any more. */
@@ -457,6 +494,14 @@ typedef enum sp_orphan_kind {
     /** A Pod (of a kubernetes engine) sandpod made from this state root
      *  that no sandbox owns any more (sp_sandbox_gc_engine()). */
     SP_ORPHAN_POD,
+    /** An incomplete sandbox: a state folder without sandbox.json whose
+     *  lock is free and that has not changed for a minute (a create killed
+     *  before it saved one). `container` is the sandbox's name. */
+    SP_ORPHAN_INCOMPLETE,
+    /** A sandbox an MCP session made and kept (made_by "mcp"), not running
+     *  and unused for long (sp_sandbox_gc_kept()). `container` is the
+     *  sandbox's name. */
+    SP_ORPHAN_KEPT,
 } sp_orphan_kind;
 
 typedef struct sp_sandbox_orphan {
@@ -475,6 +520,9 @@ typedef struct sp_sandbox_orphans {
     /** Containers labelled sandpod=1 without a sandpod.state label (made
      *  before containers carried it): never touched, only counted. */
     size_t unlabelled;
+    /** Incomplete sandboxes left alone: a create holds their lock, or their
+     *  folder changed less than a minute ago. Only counted. */
+    size_t incomplete_busy;
 } sp_sandbox_orphans;
 
 /**
@@ -485,19 +533,49 @@ typedef struct sp_sandbox_orphans {
  * held is busy and left alone); the conmon and `runc init` processes of
  * sandpod containers that the service lost (it was killed while starting
  * them; only for a service on this host, only processes of this user
- * older than a minute); and Podman services of this user whose socket
- * folder is gone (older than a minute). Does not start a Podman service.
+ * older than a minute); Podman services of this user whose socket
+ * folder is gone (older than a minute); and the incomplete sandboxes of the
+ * state root (sp_sandbox_remove_incomplete() with a minute's age; those
+ * left alone are counted in incomplete_busy). Does not start a Podman
+ * service.
  *
  * @param out         free with sp_sandbox_orphans_free()
  * @param podman_url  the service, or NULL: $SANDPOD_URL, then discovery
- * @param state_root  NULL: judge the containers of every state root; else
- *                    only those whose state folder lies beneath this one
- *                    (absolute), and find the service as its sandboxes do
+ * @param state_root  NULL: judge the containers of every state root, and
+ *                    the incomplete sandboxes of the default one; else
+ *                    only the containers whose state folder lies beneath
+ *                    this one (absolute) and its incomplete sandboxes, and
+ *                    find the service as its sandboxes do
  * @return 0 (removal failures are reported per item); SP_EPODMAN
  */
 int sp_sandbox_gc(sp_sandbox_orphans **out, const char *podman_url, const char *state_root,
                   bool dry_run, sp_error **err);
 void sp_sandbox_orphans_free(sp_sandbox_orphans *o);
+
+/** What sp_sandbox_gc_kept() collects: sp_sandbox_opts.made_by of the
+ *  sandboxes MCP sessions make. */
+#define SP_MADE_BY_MCP "mcp"
+
+/**
+ * Find and (unless dry_run) remove the sandboxes MCP sessions made and
+ * kept (made_by SP_MADE_BY_MCP) that are not running and were last used
+ * at least older_than_s seconds ago. Last used is the newest modification
+ * time of the sandbox's sandbox.json (written at create and at every
+ * start) and its events.jsonl (a line for every tool call and every CLI
+ * command run in it). A sandbox whose lock is held
+ * (a start, a remove under way), or whose container is running, paused or
+ * in any state but exited, created or missing, is left alone; one whose
+ * state cannot be had is left too, as an item with the error. Each is
+ * judged and removed under its lock, taken without waiting.
+ *
+ * @param out         items of kind SP_ORPHAN_KEPT, reason saying why;
+ *                    free with sp_sandbox_orphans_free()
+ * @param podman_url  as sp_sandbox_open() takes it (NULL: found)
+ * @param state_root  NULL: the default
+ * @return 0 (failures are reported per item); SP_EINVAL; list errors
+ */
+int sp_sandbox_gc_kept(sp_sandbox_orphans **out, const char *podman_url, const char *state_root,
+                       int64_t older_than_s, bool dry_run, sp_error **err);
 
 /**
  * sp_sandbox_gc() for an engine that runs sandboxes elsewhere: its
