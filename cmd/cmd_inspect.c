@@ -321,17 +321,13 @@ int cmd_inspect(int argc, char **argv)
     sp_sandbox_status_free(st);
     if (o) {
         cJSON_AddItemToObject(o, "mounts", mounts_json(sb));
-<<<<<<< HEAD
         char *why = NULL;
         sp_exec_path path = sp_sandbox_exec_path(&why, sb);
         sp_json_add_string(o, "exec_path", path == SP_EXEC_FAST ? "fast" : "rest");
         sp_json_add_string(o, "exec_path_reason", why);
         free(why);
-    }
-=======
-    if (o)
         sp_json_add_string(o, "made_by", sp_sandbox_made_by(sb));
->>>>>>> h-gc
+    }
     if (podman_error) {
         if (o)
             sp_json_add_string(o, "podman_error", podman_error);
