@@ -278,7 +278,7 @@ static int ensure_running(sp_sandbox *sb, sp_error **err)
 static int create_for_session(session *s, sp_error **err)
 {
     s->cc->opts.name = s->name;
-    s->cc->opts.made_by = "mcp";
+    s->cc->opts.made_by = SP_MADE_BY_MCP;
     s->cc->opts.should_stop = session_should_stop;
     s->cc->opts.progress = session_progress;
     s->cc->opts.progress_userdata = s;
