@@ -26,22 +26,12 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from mcp_client import (  # noqa: E402
-    Checks, Server, error_code, is_error, schema_errors, structured, text_of)
+    Checks, Server, error_code, is_error, need_podman, schema_errors, skip, structured, text_of)
 
 SP = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "sandpod")
 
 
-def skip(why):
-    if os.environ.get("CI") == "true":
-        print(f"FAIL: {why} (Podman is required under CI=true)")
-        print("0 passed, 1 failed")
-        sys.exit(1)
-    print(f"skipping: {why}")
-    sys.exit(77)
-
-
-if not shutil.which("podman"):
-    skip("podman is not installed (apt-get install podman runc catatonit)")
+need_podman()
 
 c = Checks()
 tmp = tempfile.mkdtemp(prefix="sandpod-mcpsb-")
