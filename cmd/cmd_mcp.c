@@ -69,8 +69,9 @@ const struct cli_spec cli_spec_mcp = {
                    "stopped, left as it is at exit). --root DIR serves a bare folder with the\n"
                    "filesystem tools only, no container. --create makes a new sandbox for the\n"
                    "session; at exit it is stopped and kept (removed when nothing changed, or\n"
-                   "with --rm). Mounts of --project and --create leave out .env* files (at any\n"
-                   "depth) unless --with-dotenv.\n"
+                   "with --rm). A Pod of the kubernetes engine cannot stop: it is left running.\n"
+                   "Mounts of --project and --create leave out .env* files (at any depth) unless\n"
+                   "--with-dotenv.\n"
                    "\n"
                    "Results carry sandpod's text as their content. Claude Code and Codex show the\n"
                    "model a result's structuredContent instead of its text whenever it is\n"
@@ -454,14 +455,16 @@ static int session_close(session *s)
             fprintf(stderr, "sandpod mcp: removed sandbox %s%s\n", n,
                     s->rm ? "" : " (nothing in it changed)");
     } else {
-        r = sp_sandbox_stop(s->sb, 10, &e);
+        /* A Pod has no stopped state: on such an engine it keeps running. */
+        bool can_stop = !sp_sandbox_is_remote(s->sb);
+        r = can_stop ? sp_sandbox_stop(s->sb, 10, &e) : 0;
         if (r == 0)
             fprintf(stderr,
-                    "sandpod mcp: sandbox %s is stopped and kept with the session's work:\n"
+                    "sandpod mcp: sandbox %s is %s and kept with the session's work:\n"
                     "sandpod mcp:   sandpod diff %s     what changed\n"
                     "sandpod mcp:   sandpod apply %s    bring the changes into the host folder\n"
                     "sandpod mcp:   sandpod rm -f %s    remove it\n",
-                    n, n, n, n);
+                    n, can_stop ? "stopped" : "running (its engine cannot stop it)", n, n, n);
     }
     if (r < 0) {
         cli_sp_error(r, e);
