@@ -147,6 +147,8 @@ try:
         c.check("initialize", False, err)
         raise SystemExit
     c.check("initialize", "result" in r, r)
+    # The sandbox is made at the first tool call, not at initialize.
+    c.check("the first call makes the sandbox", not is_error(s.call("stat", {"path": "."})))
     cid = container_id()
     c.check("the sandbox has a container", bool(cid))
     pid = s.p.pid
