@@ -935,6 +935,21 @@ static void agent_found_dispose(agent_found *a)
     free(a->want);
 }
 
+int sp_sandbox_agent_path(char **path, char **why)
+{
+    *path = *why = NULL;
+    agent_found a;
+    find_agent(&a);
+    if (a.path)
+        *path = sp_xstrdup(a.path);
+    else if (a.off)
+        *why = sp_xstrdup("SANDPOD_AGENT=none turns it off");
+    else
+        *why = a.refused ? sp_xstrdup(a.refused) : sp_xstrdup("no sandpod-agent was found");
+    agent_found_dispose(&a);
+    return *path ? 0 : SP_ENOTFOUND;
+}
+
 /* Copy the agent into the state folder, so that the bind mount's source
  * stays put whatever happens to the build tree or a later install. */
 static int copy_agent(int in, const char *dst, sp_error **err)

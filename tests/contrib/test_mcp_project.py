@@ -72,6 +72,13 @@ try:
     c.check("--check names the project's sandbox and says it would start",
             chk.returncode == 0 and name and name.startswith("p-my_project-") and
             "would start here" in chk.stdout, chk.stdout + chk.stderr)
+    c.check("--check says where the agent comes from",
+            "ok: sandpod-agent /" in chk.stdout, chk.stdout)
+    p = subprocess.run([SP, "mcp", "--check"], env=dict(env, SANDPOD_AGENT="none"),
+                       stdout=subprocess.PIPE, text=True)
+    c.check("--check warns when there is no agent, and still says the server would start",
+            p.returncode == 0 and "warning: SANDPOD_AGENT=none" in p.stdout and
+            "would start here" in p.stdout, p.stdout)
 
     # ------------------------------------------- health checks make nothing
     for i in range(3):

@@ -320,6 +320,14 @@ const char *sp_sandbox_created_at(const sp_sandbox *sb);
  */
 sp_exec_path sp_sandbox_exec_path(char **reason, const sp_sandbox *sb);
 
+/**
+ * Where the agent of a container made now would come from (the lookup of
+ * sp_sandbox_opts.exec_path), without making one: 0 and its path in *path,
+ * or SP_ENOTFOUND and in *why the reason there is none ("no sandpod-agent
+ * was found; ...", "SANDPOD_AGENT=none", a refused candidate). free() both.
+ */
+int sp_sandbox_agent_path(char **path, char **why);
+
 /** What Podman and sandpod warned about when the container was last made
  *  (limits a rootless service dropped, a seccomp profile that could not be
  *  written, no sandpod-agent found): NULL-terminated, owned by the handle. */
