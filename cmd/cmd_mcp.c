@@ -202,6 +202,8 @@ typedef struct session {
     const char *root; /* the state root, for the finisher */
     int finisher_fd;  /* the write end of the finisher's pipe, or -1 */
     pid_t finisher;
+    char *log;      /* where the finisher writes what it did */
+    off_t log_from; /* the log's size when it started */
 
     pthread_mutex_t mu; /* guards what status() reads */
     bool hydrating;
@@ -324,7 +326,9 @@ static void spawn_finisher(session *s)
                                            : s->rm    ? "rm"
                                                       : "create",
                                            s->name);
-    cleanup_free char *log = sp_xasprintf("%s/sessions/%s.log", s->root, s->name);
+    char *log = sp_xasprintf("%s/sessions/%s.log", s->root, s->name);
+    struct stat lst;
+    off_t log_from = lstat(log, &lst) == 0 && S_ISREG(lst.st_mode) ? lst.st_size : 0;
     argv[a++] = "--finish-session";
     argv[a++] = spec;
     argv[a++] = "--state-root";
@@ -356,12 +360,28 @@ static void spawn_finisher(session *s)
     close(p[0]);
     if (r != 0) {
         close(p[1]);
+        free(log);
         fprintf(stderr, "sandpod mcp: warning: cannot start the session's finisher: %s\n",
                 strerror(r));
         return;
     }
     s->finisher_fd = p[1];
     s->finisher = pid;
+    s->log = log;
+    s->log_from = log_from;
+}
+
+/* What the finisher wrote to its log from offset `from` on, to stderr. */
+static void show_log(const char *log, off_t from)
+{
+    cleanup_close int fd = log ? open(log, O_RDONLY | O_CLOEXEC | O_NOFOLLOW) : -1;
+    if (fd < 0 || lseek(fd, from, SEEK_SET) < 0)
+        return;
+    char buf[4096];
+    ssize_t n;
+    while ((n = read(fd, buf, sizeof(buf))) > 0)
+        if (fwrite(buf, 1, (size_t)n, stderr) != (size_t)n)
+            break;
 }
 
 /* sp_tools_later.open: the first tool call's sandbox. */
@@ -497,13 +517,11 @@ static int finish_session(const char *spec, const struct cli_create *cc)
     s.create = !s.project;
     if (!s.project && !s.rm && strcmp(mode, "create") != 0)
         return cli_usage("mcp", "--finish-session: unknown mode '%s'", mode);
-    /* A byte: the server ended its session itself; end of file: it is gone. */
-    char ch;
+    /* The server never writes: end of file says it is gone. */
+    char buf[64];
     ssize_t n;
-    while ((n = read(4, &ch, 1)) < 0 && errno == EINTR)
+    while ((n = read(4, buf, sizeof(buf))) != 0 && (n > 0 || errno == EINTR))
         ;
-    if (n == 1)
-        return CLI_EXIT_OK;
     close(4);
     if (s.project)
         s.users_fd = 3;
@@ -840,20 +858,22 @@ int cmd_mcp(int argc, char **argv)
 
 done:
     sp_tools_free(t);
-    /* Stopped by a signal, the client kills us next: the finisher ends the
-     * session once our end of its pipe closes. At the end of the input we
-     * end it ourselves, with the messages on our stderr: the finisher is
-     * told to step aside (and lets go of its copy of the users lock). */
-    bool ours = !finish && s.sb;
+    /* The finisher ends the session once our end of its pipe closes. A
+     * client may kill us any moment now (Claude Code closes stdin and
+     * SIGKILLs half a second later), so the work is never ours: at the end
+     * of the input we only wait for it and show what it said; stopped by a
+     * signal we do not even wait. Without a finisher (it could not be
+     * started), the session ends here. */
     if (s.finisher_fd >= 0) {
-        ours = !cli_signal_caught() && write(s.finisher_fd, "q", 1) == 1;
         close(s.finisher_fd);
-        if (ours)
+        if (!cli_signal_caught()) {
             while (waitpid(s.finisher, NULL, 0) < 0 && errno == EINTR)
                 ;
-    }
-    if (ours && session_close(&s) != 0)
+            show_log(s.log, s.log_from);
+        }
+    } else if (!finish && s.sb && session_close(&s) != 0) {
         rc = CLI_EXIT_ERROR;
+    }
     if (s.create_fd >= 0)
         close(s.create_fd);
     if (s.users_fd >= 0)
@@ -864,6 +884,7 @@ done:
     sp_sandbox_free(s.sb);
     pthread_mutex_destroy(&s.mu);
     free(s.locks);
+    free(s.log);
     free(root);
     free(real);
     free(pname);
