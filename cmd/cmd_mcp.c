@@ -241,12 +241,6 @@ static char *session_status(void *ud)
     return sp_xasprintf("starting sandbox %s", s->name);
 }
 
-static bool session_should_stop(void *ud)
-{
-    (void)ud;
-    return cli_signal_caught() != 0;
-}
-
 static int lock_file(int *fd, const char *dir, const char *name, const char *suffix, int how,
                      sp_error **err)
 {
@@ -282,7 +276,7 @@ static int create_for_session(session *s, sp_error **err)
 {
     s->cc->opts.name = s->name;
     s->cc->opts.made_by = SP_MADE_BY_MCP;
-    s->cc->opts.should_stop = session_should_stop;
+    s->cc->opts.should_stop = should_stop;
     s->cc->opts.progress = session_progress;
     s->cc->opts.progress_userdata = s;
     int r = cli_create_sandbox(&s->sb, s->cc, err);
