@@ -246,14 +246,8 @@ int cmd_logs(int argc, char **argv)
     }
     if ((rc = cli_sandbox_open(&sb, argv[optind], &conn, k.json)) != 0)
         goto done;
-    if (k.json && sp_sandbox_is_remote(sb)) {
-        /* The engine's log is one stream: its lines have no stream to tell. */
-        rc = cli_usage("logs",
-                       "--json needs a local sandbox: the log of %s (engine %s) merges "
-                       "stdout and stderr",
-                       argv[optind], sp_sandbox_engine(sb));
-        goto done;
-    }
+    /* --json tells the streams apart: refused where the log has one. */
+    o.streams_apart = k.json;
     sp_error *err = NULL;
     int r = sp_sandbox_logs(sb, &o, on_log, &k, &err);
     /* A last line without its newline. */

@@ -470,7 +470,7 @@ static int session_close(session *s)
                     s->rm ? "" : " (nothing in it changed)");
     } else {
         /* A Pod has no stopped state: on such an engine it keeps running. */
-        bool can_stop = !sp_sandbox_is_remote(s->sb);
+        bool can_stop = sp_sandbox_stops(s->sb);
         r = can_stop ? sp_sandbox_stop(s->sb, 10, &e) : 0;
         if (r == 0)
             fprintf(stderr,

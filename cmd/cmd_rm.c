@@ -101,7 +101,7 @@ static int remove_one(sp_sandbox **sbp, const char *name, const sp_sandbox_opts 
         sp_sandbox_status_free(st);
         if (running) {
             char msg[256];
-            if (sp_sandbox_is_remote(*sbp))
+            if (!sp_sandbox_stops(*sbp))
                 snprintf(msg, sizeof(msg),
                          "sandbox %s is running (on engine %s); use --force to remove it", name,
                          sp_sandbox_engine(*sbp));

@@ -188,8 +188,9 @@ static int snap_in_peer(struct cli_snap *c)
     return code < 0 || code > 125 ? CLI_EXIT_ERROR : code;
 }
 
-/* The NAME form on a sandbox of another engine: c->remote_tool through
- * its tools; the text for people, the tool's value under --json. */
+/* The NAME form on a sandbox whose store is not on this host (one of
+ * another engine): c->remote_tool through its tools; the text for people,
+ * the tool's value under --json. */
 static int snap_remote(struct cli_snap *c)
 {
     c->handled = true;
@@ -245,11 +246,14 @@ int cli_snap_open(struct cli_snap *c, const char *name, bool create)
         int rc = cli_sandbox_open(&c->sb, name, &c->conn, c->json);
         if (rc != 0)
             return rc;
-        if (sp_sandbox_is_remote(c->sb))
-            return snap_remote(c);
         sp_sandbox_snapshot_opts so = SP_SANDBOX_SNAPSHOT_OPTS_INIT;
         so.store = &o;
         r = sp_sandbox_snapshot_open(&c->snap, c->sb, &so, &err);
+        if (r < 0 && err && err->reason == SP_R_ELSEWHERE) {
+            /* The store is not on this host: the sandbox's peer has it. */
+            sp_error_free(err);
+            return snap_remote(c);
+        }
         c->s = sp_sandbox_snapshot_store(c->snap);
     } else {
         r = sp_snapstore_open(&c->s, c->root, c->store, &o, &err);

@@ -1167,7 +1167,7 @@ static int import_side(struct sides *sd, sp_sandbox *sb, const char *ref, sp_sna
     cleanup_close int fd = openat(sd->state_fd, sd->tmp, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
     if (fd < 0)
         return sp_err_errno(err, errno, "a temporary file in", sd->tmp);
-    int r = ref ? sp_remote_export(sb, ref, false, fd, err) : sp_remote_export_now(sb, fd, err);
+    int r = sb->kind->snap_export(sb, ref, SP_SNAPSHOT_TAR, fd, err);
     if (r == 0 && lseek(fd, 0, SEEK_SET) < 0)
         r = sp_err_errno(err, errno, "lseek", sd->tmp);
     if (r == 0)
@@ -1331,8 +1331,19 @@ int sp_sandbox_apply(sp_apply_result **out, sp_sandbox *sb, const sp_sandbox_app
         return r;
     }
     struct sides sd = {.state_fd = -1};
-    r = sp_sandbox_is_remote(sb) ? remote_sides(&sd, sb, o.from, o.snapshot, err)
-                                 : local_sides(&sd, sb, o.from, o.snapshot, err);
+    /* The sandbox's own store; where it is not on this host, a private
+     * one filled from its archives. */
+    sp_error *se = NULL;
+    r = local_sides(&sd, sb, o.from, o.snapshot, &se);
+    if (r < 0 && se && se->reason == SP_R_ELSEWHERE) {
+        sp_error_free(se);
+        se = NULL;
+        r = remote_sides(&sd, sb, o.from, o.snapshot, &se);
+    }
+    if (r < 0)
+        sp_err_give(err, se, r);
+    else
+        sp_error_free(se);
     struct item *items = NULL;
     size_t n = 0;
     struct planner p = {.subdir = subdir, .host = &host, .max = max, .res = res, .root_git = -1};

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "remote.h"
+#include "local_kind.h"
 #include "sandbox_internal.h"
 #include "sandpod/attach.h"
 
@@ -29,8 +30,9 @@
 struct sp_attach {
     sp_sandbox *sb;
     sp_cmd io;
-    sp_remote_stream *rs; /* a sandbox on another engine */
-    char *exec_id;        /* REST */
+    sp_remote_stream *rs; /* a sandbox on another engine, through rops */
+    const sp_remote_ops *rops;
+    char *exec_id; /* REST */
     bool tty;
     bool ended;
     int noexec;
@@ -126,22 +128,29 @@ int sp_sandbox_attach(sp_attach **out, sp_sandbox *sb, const char *const *argv,
         o = *opts;
     if (!argv || !argv[0])
         return sp_err_set(err, SP_EINVAL, 0, "attach: no command given");
-    unsigned rows = o.rows ? o.rows : 24, cols = o.cols ? o.cols : 80;
-    if (o.tty && (rows > 0xffff || cols > 0xffff))
-        return sp_err_set(err, SP_EINVAL, 0, "attach: bad terminal size %ux%u", rows, cols);
-    if (sp_sandbox_is_remote(sb)) {
-        sp_remote_stream *rs = NULL;
-        int rr = sp_remote_stream_open(&rs, sb, argv, o.workdir, o.env, o.user, o.tty, rows, cols,
-                                       o.stdin_open, err);
-        if (rr < 0)
-            return rr;
-        sp_attach *a = sp_xcalloc(1, sizeof(*a));
-        a->sb = sb;
-        a->rs = rs;
-        a->tty = o.tty;
-        *out = a;
-        return 0;
-    }
+    o.rows = o.rows ? o.rows : 24;
+    o.cols = o.cols ? o.cols : 80;
+    if (o.tty && (o.rows > 0xffff || o.cols > 0xffff))
+        return sp_err_set(err, SP_EINVAL, 0, "attach: bad terminal size %ux%u", o.rows, o.cols);
+    return sb->kind->attach(out, sb, argv, &o, err);
+}
+
+sp_attach *sp_attach_remote(sp_sandbox *sb, const sp_remote_ops *ops, sp_remote_stream *rs,
+                            bool tty)
+{
+    sp_attach *a = sp_xcalloc(1, sizeof(*a));
+    a->sb = sb;
+    a->rops = ops;
+    a->rs = rs;
+    a->tty = tty;
+    return a;
+}
+
+int sp_local_attach(sp_attach **out, sp_sandbox *sb, const char *const *argv,
+                    const sp_attach_opts *opts, sp_error **err)
+{
+    sp_attach_opts o = *opts;
+    unsigned rows = o.rows, cols = o.cols;
     char **env = sp_sandbox_command_env(sb, o.env);
     const char *workdir = o.workdir ? o.workdir : sb->cfg.workdir;
     sp_cmd io = {0};
@@ -191,14 +200,14 @@ int sp_sandbox_attach(sp_attach **out, sp_sandbox *sb, const char *const *argv,
 int sp_attach_fd(const sp_attach *a)
 {
     if (a->rs)
-        return a->sb->rops->stream_fd(a->rs);
+        return a->rops->stream_fd(a->rs);
     return sp_cmd_fd(&a->io);
 }
 
 bool sp_attach_buffered(const sp_attach *a)
 {
     if (a->rs)
-        return a->sb->rops->stream_buffered(a->rs);
+        return a->rops->stream_buffered(a->rs);
     return a->q[0].b.len > a->q[0].off || a->q[1].b.len > a->q[1].off || sp_cmd_buffered(&a->io);
 }
 
@@ -210,7 +219,7 @@ int sp_attach_read(size_t *n, int *stream, sp_attach *a, void *buf, size_t cap, 
         *stream = SP_EXEC_STDOUT;
     if (a->rs) {
         int st = 1;
-        int r = a->sb->rops->stream_read(a->rs, n, &st, buf, cap, timeout_ms, err);
+        int r = a->rops->stream_read(a->rs, n, &st, buf, cap, timeout_ms, err);
         if (stream)
             *stream = st == 2 ? SP_EXEC_STDERR : SP_EXEC_STDOUT;
         return r;
@@ -278,14 +287,14 @@ int sp_attach_read(size_t *n, int *stream, sp_attach *a, void *buf, size_t cap, 
 int sp_attach_write(sp_attach *a, const void *data, size_t len, sp_error **err)
 {
     if (a->rs)
-        return a->sb->rops->stream_write(a->rs, data, len, err);
+        return a->rops->stream_write(a->rs, data, len, err);
     return sp_cmd_write_stdin(&a->io, data, len, err);
 }
 
 int sp_attach_close_stdin(sp_attach *a, sp_error **err)
 {
     if (a->rs)
-        return a->sb->rops->stream_close_stdin(a->rs, err);
+        return a->rops->stream_close_stdin(a->rs, err);
     return sp_cmd_close_stdin(&a->io, err);
 }
 
@@ -296,7 +305,7 @@ int sp_attach_resize(sp_attach *a, unsigned rows, unsigned cols, sp_error **err)
     if (!rows || !cols || rows > 0xffff || cols > 0xffff)
         return sp_err_set(err, SP_EINVAL, 0, "attach: bad terminal size %ux%u", rows, cols);
     if (a->rs)
-        return a->sb->rops->stream_resize(a->rs, rows, cols, err);
+        return a->rops->stream_resize(a->rs, rows, cols, err);
     if (a->io.fast)
         return sp_fast_resize(a->io.fast, rows, cols, err);
     return a->sb->lops->exec_resize(a->sb->local, a->exec_id, rows, cols, err);
@@ -306,7 +315,7 @@ int sp_attach_wait(int *exit_code, sp_attach *a, int timeout_ms, sp_error **err)
 {
     *exit_code = -1;
     if (a->rs) {
-        if (!a->sb->rops->stream_exit(a->rs, exit_code))
+        if (!a->rops->stream_exit(a->rs, exit_code))
             return sp_err_set(err, SP_ERROR, 0, "the command in sandbox %s has not ended",
                               a->sb->name);
         return 0;
@@ -343,7 +352,7 @@ void sp_attach_free(sp_attach *a)
     if (!a)
         return;
     if (a->rs)
-        a->sb->rops->stream_free(a->rs);
+        a->rops->stream_free(a->rs);
     sp_fast_free(a->io.fast);
     sp_exec_free(a->io.rest);
     free(a->exec_id);

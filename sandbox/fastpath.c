@@ -18,6 +18,7 @@
 #include <sys/wait.h>
 
 #include "agent/protocol.h"
+#include "local_kind.h"
 #include "sandbox_internal.h"
 
 /* How long the agent may take to start a command once connected; longer
@@ -75,15 +76,23 @@ sp_exec_path sp_fast_mode(const sp_sandbox *sb)
 
 sp_exec_path sp_sandbox_exec_path(char **reason, const sp_sandbox *sb)
 {
+    char *why = NULL;
+    sp_exec_path path = sb->kind->exec_path(&why, sb);
+    if (reason)
+        *reason = why;
+    else
+        free(why);
+    return path;
+}
+
+sp_exec_path sp_local_exec_path(char **reason, const sp_sandbox *sb)
+{
     sp_exec_path path = SP_EXEC_REST;
     char *why = NULL;
     sp_exec_path mode = sp_fast_mode(sb);
     const char *by =
         sb->cfg.exec_path != SP_EXEC_AUTO ? "the sandbox's exec_path" : "SANDPOD_EXEC_PATH";
-    if (sp_sandbox_is_remote(sb)) {
-        why = sp_xasprintf("sandbox on engine %s: commands go through that engine",
-                           sp_sandbox_engine(sb));
-    } else if (sb->agent_socket) {
+    if (sb->agent_socket) {
         path = SP_EXEC_FAST;
         why = sp_xasprintf("agent socket %s", sb->agent_socket);
     } else if (mode == SP_EXEC_REST) {
@@ -100,10 +109,7 @@ sp_exec_path sp_sandbox_exec_path(char **reason, const sp_sandbox *sb)
         why = sp_xstrdup(sb->cfg.agent_missing ? sb->cfg.agent_missing
                                                : "the container was made without sandpod-agent");
     }
-    if (reason)
-        *reason = why;
-    else
-        free(why);
+    *reason = why;
     return path;
 }
 

@@ -8,12 +8,10 @@
  *     links and the snapshot's ref, and the snapshot is restored from
  *     there into the new, empty workspace through the store's restore
  *     (fds opened without following symlinks, set-id bits dropped);
- *   - to a remote sandbox: the snapshot is exported as a tar (by the local
- *     store, or by the origin's peer) and streamed through a pipe straight
- *     into the new peer's import (all or nothing there);
- *   - remote to local: the origin's peer exports it into an unnamed file
- *     in the new state folder, the new store imports it, and it is
- *     restored as above.
+ *   - where either store is not on this host (a remote sandbox's): the
+ *     snapshot is exported as a tar (by the local store, or through the
+ *     origin's kind) and streamed through a pipe straight into the new
+ *     sandbox's import (all or nothing there), restored as above.
  * create then hands the workspace to the container's user as it does
  * after a hydration; the origin is only read. */
 #include <errno.h>
@@ -21,6 +19,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "kind.h"
 #include "sandbox_internal.h"
 #include "sandpod/apply.h"
 #include "sandpod/fork.h"
@@ -28,7 +27,7 @@
 
 typedef struct fork_seed {
     sp_sandbox *origin;
-    const char *snapshot; /* a remote origin's is resolved (never NULL) */
+    const char *snapshot; /* resolved (never NULL) where the origin's store is elsewhere */
 } fork_seed;
 
 static char **strv_copy(char *const *v)
@@ -57,12 +56,26 @@ static void copy_mounts(sp_sandbox_config *dst, const sp_sandbox_config *src)
     }
 }
 
+/* sb's store when it is on this host, read without pausing; SP_ENOTFOUND
+ * when it has none yet (and !create); SP_EINVAL with reason
+ * SP_R_ELSEWHERE when it is not on this host. */
 static int open_store(sp_snapstore **out, sp_sandbox *sb, bool create, sp_error **err)
 {
-    sp_snapstore_opts so = SP_SNAPSTORE_OPTS_INIT;
-    so.no_create = !create;
-    cleanup_free char *dir = sp_xasprintf("%s/snapshots.git", sb->state_dir);
-    return sp_snapstore_open(out, sb->workspace, dir, &so, err);
+    sp_error *e = NULL;
+    *out = sb->kind->store(sb, create, &e);
+    return *out ? 0 : sp_err_give(err, e, e ? e->code : SP_ERROR);
+}
+
+/* Whether sb's store is on this host (made or not). */
+static bool store_here(sp_sandbox *sb)
+{
+    sp_snapstore *s = NULL;
+    sp_error *e = NULL;
+    int r = open_store(&s, sb, false, &e);
+    bool here = r == 0 || !e || e->reason != SP_R_ELSEWHERE;
+    sp_snapstore_free(s);
+    sp_error_free(e);
+    return here;
 }
 
 int sp_sandbox_keep_origin_base(sp_snapstore *dst, sp_snapstore *src, sp_error **err)
@@ -131,10 +144,14 @@ out:
     return r;
 }
 
-/* The local origin's snapshot (default: its newest) as a tar, to fd. */
-static int export_local(int fd, void *data, sp_error **err)
+/* The origin's snapshot (default: its newest) as a tar, to fd: from its
+ * store where it is on this host, else from its kind's export (the
+ * snapshot then resolved already). */
+static int export_origin(int fd, void *data, sp_error **err)
 {
     fork_seed *f = data;
+    if (!store_here(f->origin))
+        return f->origin->kind->snap_export(f->origin, f->snapshot, SP_SNAPSHOT_TAR, fd, err);
     sp_snapstore *src = NULL;
     sp_snapshots *list = NULL;
     int r = open_store(&src, f->origin, false, err);
@@ -157,35 +174,6 @@ static int export_local(int fd, void *data, sp_error **err)
     return r;
 }
 
-static int export_remote(int fd, void *data, sp_error **err)
-{
-    fork_seed *f = data;
-    return sp_remote_export(f->origin, f->snapshot, false, fd, err);
-}
-
-/* A remote origin's snapshot into a new local sandbox. */
-static int seed_from_remote(sp_sandbox *sb, fork_seed *f, sp_error **err)
-{
-    int fd = open(sb->state_dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
-    if (fd < 0)
-        return sp_err_errno(err, errno, "a temporary file in", sb->state_dir);
-    sp_snapstore *dst = NULL;
-    sp_snapshot *snap = NULL;
-    int r = export_remote(fd, f, err);
-    if (r == 0 && lseek(fd, 0, SEEK_SET) < 0)
-        r = sp_err_errno(err, errno, "lseek", sb->state_dir);
-    if (r == 0)
-        r = open_store(&dst, sb, true, err);
-    if (r == 0)
-        r = sp_snapshot_import(&snap, dst, NULL, fd, NULL, err);
-    if (r == 0)
-        r = sp_snapshot_restore(NULL, dst, snap->id, err);
-    sp_snapshot_free(snap);
-    sp_snapstore_free(dst);
-    close(fd);
-    return r;
-}
-
 /* What an origin was made from, on any engine: the id of its origin-base,
  * else of its base; NULL (and 0) when it has neither. A local origin's
  * store is only read, never paused. */
@@ -195,7 +183,7 @@ static int origin_base_id(char **id, sp_sandbox *origin, sp_error **err)
     static const char *const tags[] = {SP_SANDBOX_ORIGIN_TAG, SP_SANDBOX_BASELINE_TAG};
     sp_snapstore *src = NULL;
     int r = 0;
-    if (!sp_sandbox_is_remote(origin) && (r = open_store(&src, origin, false, err)) < 0)
+    if (store_here(origin) && (r = open_store(&src, origin, false, err)) < 0)
         return r == SP_ENOTFOUND ? 0 : r;
     for (size_t i = 0; i < 2 && !*id && r == 0; i++) {
         sp_snapshot *rec = NULL;
@@ -225,14 +213,8 @@ typedef struct base_src {
 static int export_ref(int fd, void *data, sp_error **err)
 {
     base_src *b = data;
-    if (sp_sandbox_is_remote(b->origin))
-        return sp_remote_export(b->origin, b->ref, false, fd, err);
-    sp_snapstore *src = NULL;
-    int r = open_store(&src, b->origin, false, err);
-    if (r == 0)
-        r = sp_snapshot_export(src, b->ref, NULL, fd, SP_SNAPSHOT_TAR, err);
-    sp_snapstore_free(src);
-    return r;
+    fork_seed f = {b->origin, b->ref};
+    return export_origin(fd, &f, err);
 }
 
 /* A fork across engines (or on a remote one) keeps what its origin was
@@ -246,26 +228,7 @@ static int carry_origin_base(sp_sandbox *sb, sp_sandbox *origin, sp_error **err)
     if (r < 0 || !id)
         return r;
     base_src b = {origin, id};
-    if (sp_sandbox_is_remote(sb)) {
-        r = sp_remote_import_piped(sb, SP_SANDBOX_ORIGIN_TAG, false, export_ref, &b, err);
-        free(id);
-        return r;
-    }
-    int fd = open(sb->state_dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
-    if (fd < 0)
-        r = sp_err_errno(err, errno, "a temporary file in", sb->state_dir);
-    sp_snapstore *dst = NULL;
-    if (r == 0)
-        r = export_ref(fd, &b, err);
-    if (r == 0 && lseek(fd, 0, SEEK_SET) < 0)
-        r = sp_err_errno(err, errno, "lseek", sb->state_dir);
-    if (r == 0)
-        r = open_store(&dst, sb, true, err);
-    if (r == 0)
-        r = sp_snapshot_import(NULL, dst, NULL, fd, SP_SANDBOX_ORIGIN_TAG, err);
-    sp_snapstore_free(dst);
-    if (fd >= 0)
-        close(fd);
+    r = sp_sandbox_import_from(NULL, sb, SP_SANDBOX_ORIGIN_TAG, false, export_ref, &b, err);
     free(id);
     return r;
 }
@@ -273,17 +236,12 @@ static int carry_origin_base(sp_sandbox *sb, sp_sandbox *origin, sp_error **err)
 static int seed_fork(sp_sandbox *sb, void *data, sp_error **err)
 {
     fork_seed *f = data;
-    bool from_remote = sp_sandbox_is_remote(f->origin);
     int r;
-    if (!sp_sandbox_is_remote(sb) && !from_remote) {
+    if (store_here(sb) && store_here(f->origin)) {
         if ((r = seed_from_snapshot(sb, f, err)) < 0)
             return r;
     } else {
-        r = sp_sandbox_is_remote(sb)
-                ? sp_remote_import_piped(sb, NULL, true, from_remote ? export_remote : export_local,
-                                         f, err)
-                : seed_from_remote(sb, f, err);
-        if (r < 0)
+        if ((r = sp_sandbox_import_from(NULL, sb, NULL, true, export_origin, f, err)) < 0)
             return sp_err_wrap(err, r, "fork sandbox %s", f->origin->name);
         if ((r = carry_origin_base(sb, f->origin, err)) < 0)
             return sp_err_wrap(err, r, "fork sandbox %s: its baseline", f->origin->name);
@@ -293,9 +251,10 @@ static int seed_fork(sp_sandbox *sb, void *data, sp_error **err)
     return 0;
 }
 
-/* A remote origin's newest snapshot, as a local fork takes by default:
- * asked of its peer, so that its store is only read. */
-static int newest_remote(char **id, sp_sandbox *origin, sp_error **err)
+/* The newest snapshot of an origin whose store is elsewhere, as a fork
+ * takes by default: asked through its kind, so that its store is only
+ * read. */
+static int newest_elsewhere(char **id, sp_sandbox *origin, sp_error **err)
 {
     *id = NULL;
     sp_snapshots *l = NULL;
@@ -347,8 +306,8 @@ int sp_sandbox_fork(sp_sandbox **out, sp_sandbox *origin, const char *snapshot,
     if (!o.engine)
         o.engine = sp_sandbox_engine(origin);
     cleanup_free char *newest = NULL;
-    if (!snapshot && sp_sandbox_is_remote(origin)) {
-        int r = newest_remote(&newest, origin, err);
+    if (!snapshot && !store_here(origin)) {
+        int r = newest_elsewhere(&newest, origin, err);
         if (r < 0)
             return r;
         snapshot = newest;

@@ -31,6 +31,7 @@
 #include "base.h"
 #include "dir.h"
 #include "json.h"
+#include "remote.h"
 #include "sandbox_internal.h"
 #include "sandpod/sandbox.h"
 
@@ -344,4 +345,81 @@ void sp_sandbox_orphans_free(sp_sandbox_orphans *o)
     }
     free(o->items);
     free(o);
+}
+
+/* Workloads an engine elsewhere runs for this state root that no sandbox
+ * owns any more. */
+int sp_sandbox_gc_engine(sp_sandbox_orphans **out, const char *state_root, const char *engine,
+                         bool dry_run, sp_error **err)
+{
+    *out = NULL;
+    cleanup_free char *root = NULL;
+    int r = sp_sandbox_resolve_root(&root, state_root, err);
+    if (r < 0)
+        return r;
+    sp_engine *e = NULL;
+    if ((r = sp_engine_get(&e, root, engine, err)) < 0)
+        return r;
+    const sp_remote_ops *ops = sp_remote_ops_for(e->kind);
+    if (!ops) {
+        r = sp_err_set(err, SP_EINVAL, 0,
+                       "engine %s is local Podman: its containers are collected by plain gc",
+                       e->name);
+        sp_engine_free(e);
+        return r;
+    }
+    cleanup_free char *owner = sp_remote_owner(root);
+    cJSON *list = NULL;
+    if ((r = ops->list(&list, e, owner, err)) < 0) {
+        sp_engine_free(e);
+        return r;
+    }
+    sp_sandbox_orphans *o = sp_xcalloc(1, sizeof(*o));
+    size_t cap = (size_t)cJSON_GetArraySize(list);
+    o->items = cap ? sp_xcalloc(cap, sizeof(*o->items)) : NULL;
+    const cJSON *it;
+    cJSON_ArrayForEach(it, list)
+    {
+        const char *name = sp_json_str_or(it, "name", "");
+        const char *id = sp_json_str_or(it, "id", "");
+        if (strcmp(sp_json_str_or(it, "state", ""), "removing") == 0)
+            continue;
+        char *why = NULL;
+        cleanup_free char *dir = sp_xasprintf("%s/sandboxes/%s", root, name);
+        cleanup_free char *js = sp_xasprintf("%s/sandbox.json", dir);
+        if (!*name || !sp_sandbox_name_valid(name) || access(dir, F_OK) != 0) {
+            why = sp_xasprintf("no sandbox named %s", *name ? name : "(none)");
+        } else if (access(js, F_OK) != 0) {
+            continue; /* being created: its create owns it */
+        } else {
+            sp_sandbox *sb = NULL;
+            sp_sandbox_opts so = SP_SANDBOX_OPTS_INIT;
+            so.state_root = root;
+            if (sp_sandbox_open(&sb, name, &so, NULL) == 0) {
+                const char *pod = sp_json_str(sb->remote_record, "pod");
+                if (!sb->engine || strcmp(sb->engine, e->name) != 0 || !pod || strcmp(pod, id) != 0)
+                    why = sp_xasprintf("sandbox %s owns another workload", name);
+            }
+            sp_sandbox_free(sb);
+        }
+        if (!why)
+            continue;
+        sp_sandbox_orphan *x = &o->items[o->n++];
+        x->kind = SP_ORPHAN_POD;
+        x->container = sp_xstrdup(id);
+        x->state_dir = sp_xstrdup(dir);
+        x->reason = why;
+        if (!dry_run) {
+            sp_error *re = NULL;
+            if (ops->remove_id(e, id, &re) == 0 || (re && re->code == SP_ENOTFOUND))
+                x->removed = true;
+            else
+                x->error = sp_xstrdup(re && re->message ? re->message : "failed");
+            sp_error_free(re);
+        }
+    }
+    cJSON_Delete(list);
+    sp_engine_free(e);
+    *out = o;
+    return 0;
 }

@@ -12,12 +12,13 @@
 #include <unistd.h>
 
 #include "remote.h"
+#include "remote_kind.h"
 #include "sandbox_internal.h"
 #include "seed.h"
 #include "json.h"
 #include "sha1.h"
 
-static const sp_remote_ops *ops_for(sp_engine_kind kind)
+const sp_remote_ops *sp_remote_ops_for(sp_engine_kind kind)
 {
     return kind == SP_ENGINE_KUBERNETES ? &sp_kube_remote_ops : NULL;
 }
@@ -38,23 +39,15 @@ char *sp_remote_owner(const char *state_root)
     return sp_xstrdup(hex);
 }
 
-bool sp_sandbox_is_remote(const sp_sandbox *sb)
+int sp_remote_refuse(const sp_sandbox *sb, const char *what, sp_error **err)
 {
-    return sb && sb->engine_kind != SP_ENGINE_PODMAN;
-}
-
-const char *sp_sandbox_engine(const sp_sandbox *sb)
-{
-    return sb->engine ? sb->engine : SP_ENGINE_LOCAL;
-}
-
-int sp_sandbox_not_local(const sp_sandbox *sb, const char *what, sp_error **err)
-{
-    return sp_err_set(err, SP_EINVAL, 0,
-                      "sandbox %s runs on engine %s (%s)%s%s: %s needs a local sandbox; "
-                      "use its tools (sandpod call, sandpod mcp) or sandpod exec",
-                      sb->name, sp_sandbox_engine(sb), sp_engine_kind_name(sb->engine_kind),
-                      sb->remote ? ", " : "", sb->remote ? sb->rops->where(sb->remote) : "", what);
+    return sp_err_reason(
+        err, SP_R_ELSEWHERE,
+        sp_err_set(err, SP_EINVAL, 0,
+                   "sandbox %s runs on engine %s (%s)%s%s: %s needs a local sandbox; "
+                   "use its tools (sandpod call, sandpod mcp) or sandpod exec",
+                   sb->name, sp_sandbox_engine(sb), sp_engine_kind_name(sb->engine_kind),
+                   sb->remote ? ", " : "", sb->remote ? sb->rops->where(sb->remote) : "", what));
 }
 
 /* The engine's handle, opened on first use. */
@@ -75,7 +68,7 @@ static sp_remote *handle(sp_sandbox *sb, sp_error **err)
         sp_engine_free(e);
         return NULL;
     }
-    sb->rops = ops_for(e->kind);
+    sb->rops = sp_remote_ops_for(e->kind);
     r = sb->rops->open(&sb->remote, e, sb->remote_record, err);
     sp_engine_free(e);
     return r < 0 ? NULL : sb->remote;
@@ -85,18 +78,13 @@ static sp_remote *handle(sp_sandbox *sb, sp_error **err)
 
 static int seed(sp_sandbox *sb, const sp_sandbox_opts *o, sp_error **err);
 
-int sp_remote_create(sp_sandbox *sb, const sp_sandbox_opts *o, const sp_engine *e, sp_error **err)
-{
-    return sp_remote_create_seeded(sb, o, e, NULL, NULL, err);
-}
-
 /* With seed_fn, the workspace is what it makes (a fork's), not the mounts. */
-int sp_remote_create_seeded(sp_sandbox *sb, const sp_sandbox_opts *o, const sp_engine *e,
-                            sp_sandbox_seed_fn seed_fn, void *seed_data, sp_error **err)
+static int create(sp_sandbox *sb, const sp_sandbox_opts *o, const sp_engine *e,
+                  sp_sandbox_seed_fn seed_fn, void *seed_data, sp_error **err)
 {
     sb->engine = sp_xstrdup(e->name);
     sb->engine_kind = e->kind;
-    sb->rops = ops_for(e->kind);
+    sb->rops = sp_remote_ops_for(e->kind);
     if (!sb->rops)
         return sp_err_set(err, SP_EINVAL, 0, "engine %s: kind %s runs no sandboxes here", e->name,
                           sp_engine_kind_name(e->kind));
@@ -132,78 +120,12 @@ int sp_remote_create_seeded(sp_sandbox *sb, const sp_sandbox_opts *o, const sp_e
     }
     /* The baseline, as a local create takes it: the prepared workspace. */
     char *out = NULL;
-    r = sp_sandbox_rpc(sb, "tools/call", "{\"name\":\"snapshot\",\"arguments\":{\"tag\":\"base\"}}",
-                       &out, err);
+    r = sp_remote_rpc(sb, "tools/call", "{\"name\":\"snapshot\",\"arguments\":{\"tag\":\"base\"}}",
+                      NULL, &out, err);
     if (r == 0 && (!out || !strstr(out, "\"isError\":false")))
         r = sp_err_set(err, SP_ERROR, 0, "the baseline snapshot of sandbox %s failed: %.300s",
                        sb->name, out ? out : "");
     free(out);
-    return r;
-}
-
-/* A tar a thread writes into a pipe, streamed into the peer's import (all
- * or nothing there). The writer's error wins over the import's (a cut
- * archive is what the import saw of it). SIGPIPE is blocked in the
- * writer's thread: a write after the import gave up fails with EPIPE
- * rather than killing a process that did not ignore the signal. */
-typedef struct piped_import {
-    int fd;
-    sp_remote_tar_writer write;
-    void *data;
-    sp_error *err;
-    int rc;
-} piped_import;
-
-static void *piped_writer(void *arg)
-{
-    piped_import *j = arg;
-    sigset_t pipe_set;
-    sigemptyset(&pipe_set);
-    sigaddset(&pipe_set, SIGPIPE);
-    pthread_sigmask(SIG_BLOCK, &pipe_set, NULL);
-    j->rc = j->write(j->fd, j->data, &j->err);
-    close(j->fd); /* the end of the archive, or a cut the import refuses */
-    /* A SIGPIPE our writes raised stays pending on this thread: take it. */
-    struct timespec zero = {0, 0};
-    while (sigtimedwait(&pipe_set, NULL, &zero) == SIGPIPE)
-        ;
-    return NULL;
-}
-
-int sp_remote_import_piped(sp_sandbox *sb, const char *tag, bool restore,
-                           sp_remote_tar_writer write, void *data, sp_error **err)
-{
-    int p[2];
-    if (pipe2(p, O_CLOEXEC) < 0)
-        return sp_err_errno(err, errno, "pipe", NULL);
-    piped_import j = {.fd = p[1], .write = write, .data = data};
-    pthread_t th;
-    if (pthread_create(&th, NULL, piped_writer, &j) != 0) {
-        close(p[0]);
-        close(p[1]);
-        return sp_err_set(err, SP_ERROR, 0, "could not start the archive's writer thread");
-    }
-    char *res = NULL;
-    sp_error *ie = NULL;
-    int r = sp_remote_import(sb, p[0], tag, restore, &res, &ie);
-    close(p[0]); /* a writer still going gets EPIPE and stops */
-    pthread_join(th, NULL);
-    free(res);
-    if (j.rc < 0) {
-        sp_error_free(ie);
-        if (err)
-            *err = j.err;
-        else
-            sp_error_free(j.err);
-        return j.rc;
-    }
-    sp_error_free(j.err);
-    if (r < 0) {
-        if (err)
-            *err = ie;
-        else
-            sp_error_free(ie);
-    }
     return r;
 }
 
@@ -228,7 +150,7 @@ static int seed(sp_sandbox *sb, const sp_sandbox_opts *o, sp_error **err)
 {
     struct seed_src src = {o, sb->state_root, NULL};
     /* Tagged: what the mounts brought, before any setup command. */
-    int r = sp_remote_import_piped(sb, "hydrated", true, seed_write, &src, err);
+    int r = sp_sandbox_import_from(NULL, sb, "hydrated", true, seed_write, &src, err);
     if (r < 0) {
         sp_hydrate_result_free(src.hr);
         return sp_err_wrap(err, r, "seeding the workspace of sandbox %s", sb->name);
@@ -247,13 +169,13 @@ static int seed(sp_sandbox *sb, const sp_sandbox_opts *o, sp_error **err)
 }
 
 /* What create leaves when it fails after the workload was made. */
-void sp_remote_discard(sp_sandbox *sb)
+static void discard(sp_sandbox *sb)
 {
     if (sb->remote)
         sb->rops->remove(sb->remote, NULL);
 }
 
-void sp_remote_free(sp_sandbox *sb)
+static void release(sp_sandbox *sb)
 {
     if (sb->remote)
         sb->rops->free(sb->remote);
@@ -265,30 +187,26 @@ void sp_remote_free(sp_sandbox *sb)
 }
 
 /* sandbox.json's engine keys, written and read. */
-void sp_remote_config_json(const sp_sandbox *sb, cJSON *o)
+static void save(const sp_sandbox *sb, cJSON *o)
 {
-    if (!sp_sandbox_is_remote(sb))
-        return;
     cJSON_AddStringToObject(o, "engine", sb->engine);
     cJSON_AddStringToObject(o, "engine_kind", sp_engine_kind_name(sb->engine_kind));
     if (sb->remote_record)
         cJSON_AddItemToObject(o, "remote", cJSON_Duplicate(sb->remote_record, true));
 }
 
-int sp_remote_config_load(sp_sandbox *sb, const cJSON *o, const char *path, sp_error **err)
+static int load(sp_sandbox *sb, const cJSON *o, const char *path, sp_error **err)
 {
-    const char *kind = sp_json_str(o, "engine_kind");
-    if (!kind)
-        return 0; /* made on the local engine */
-    if (sp_engine_kind_parse(&sb->engine_kind, kind, NULL) < 0 ||
-        !cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(o, "remote")) || !sp_json_str(o, "engine"))
+    const char *kind = sp_json_str_or(o, "engine_kind", "");
+    if (!cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(o, "remote")) || !sp_json_str(o, "engine"))
         return sp_err_set(err, SP_EINVAL, 0,
                           "%s names engine kind %s without its record; the sandbox state is "
                           "damaged",
                           path, kind);
     sb->engine = sp_xstrdup(sp_json_str(o, "engine"));
     sb->remote_record = cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(o, "remote"), true);
-    sb->rops = ops_for(sb->engine_kind);
+    sb->rops = sp_remote_ops_for(sb->engine_kind);
+    sb->lops = NULL; /* never the local engine's */
     free(sb->workspace);
     sb->workspace = NULL;
     return 0;
@@ -296,38 +214,19 @@ int sp_remote_config_load(sp_sandbox *sb, const cJSON *o, const char *path, sp_e
 
 /* ------------------------------------------------------------ the peer -- */
 
-int sp_sandbox_rpc_keyed(sp_sandbox *sb, const char *method, const char *params, const char *key,
-                         char **result, sp_error **err)
+int sp_remote_rpc(sp_sandbox *sb, const char *method, const char *params, const char *key,
+                  char **result, sp_error **err)
 {
-    *result = NULL;
-    if (!sp_sandbox_is_remote(sb))
-        return sp_err_set(err, SP_EINVAL, 0,
-                          "sandbox %s is local: its tools run in this process (sp_tools)",
-                          sb ? sb->name : "(none)");
-    if (!method || !*method)
-        return sp_err_set(err, SP_EINVAL, 0, "no method given");
     sp_remote *r = handle(sb, err);
     if (!r)
         return SP_ERROR;
     return sb->rops->rpc(r, method, params, key, result, err);
 }
 
-int sp_sandbox_rpc(sp_sandbox *sb, const char *method, const char *params, char **result,
-                   sp_error **err)
+static void rpc_cancel(sp_sandbox *sb, const char *key)
 {
-    return sp_sandbox_rpc_keyed(sb, method, params, NULL, result, err);
-}
-
-void sp_sandbox_rpc_cancel_key(sp_sandbox *sb, const char *key)
-{
-    if (sb && sb->remote && key)
+    if (sb->remote)
         sb->rops->cancel(sb->remote, key);
-}
-
-void sp_sandbox_rpc_cancel(sp_sandbox *sb)
-{
-    if (sb && sb->remote)
-        sb->rops->cancel(sb->remote, NULL);
 }
 
 /* ------------------------------------------------------------ commands -- */
@@ -379,29 +278,30 @@ static int wrap(sp_strv *w, sp_sandbox *sb, const char *const *argv, const char 
     return 0;
 }
 
-int sp_remote_stream_open(sp_remote_stream **out, sp_sandbox *sb, const char *const *argv,
-                          const char *workdir, const char *const *env, const char *user, bool tty,
-                          unsigned rows, unsigned cols, bool stdin_open, sp_error **err)
+static int attach(sp_attach **out, sp_sandbox *sb, const char *const *argv, const sp_attach_opts *o,
+                  sp_error **err)
 {
-    *out = NULL;
     sp_remote *r = handle(sb, err);
     if (!r)
         return SP_ERROR;
     sp_strv w = {0};
-    int rc = wrap(&w, sb, argv, workdir, env, user, NULL, err);
+    int rc = wrap(&w, sb, argv, o->workdir, o->env, o->user, NULL, err);
     sp_remote_cmd x = {.argv = (const char *const *)w.v,
-                       .stdin_fd = stdin_open ? 0 : -1,
+                       .stdin_fd = o->stdin_open ? 0 : -1,
                        .out_fd = -1,
-                       .tty = tty,
-                       .rows = rows,
-                       .cols = cols};
+                       .tty = o->tty,
+                       .rows = o->rows,
+                       .cols = o->cols};
+    sp_remote_stream *rs = NULL;
     if (rc == 0)
-        rc = sb->rops->stream_open(out, r, &x, err);
+        rc = sb->rops->stream_open(&rs, r, &x, err);
     sp_strv_dispose(&w);
+    if (rc == 0)
+        *out = sp_attach_remote(sb, sb->rops, rs, o->tty);
     return rc;
 }
 
-static void discard(void *ud, int stream, const void *data, size_t len)
+static void drop(void *ud, int stream, const void *data, size_t len)
 {
     (void)ud, (void)stream, (void)data, (void)len;
 }
@@ -413,16 +313,15 @@ static void kill_group(sp_sandbox *sb, sp_remote *r, const char *token)
     cleanup_free char *script = sp_group_kill_script(token);
     const char *argv[] = {"/bin/sh", "-c", script, NULL};
     sp_remote_cmd x = {
-        .argv = argv, .stdin_fd = -1, .out_fd = -1, .timeout_ms = 10000, .out = discard};
+        .argv = argv, .stdin_fd = -1, .out_fd = -1, .timeout_ms = 10000, .out = drop};
     int code = 0;
     bool timed_out = false;
     sb->rops->exec(r, &x, &code, &timed_out, NULL);
 }
 
-int sp_remote_exec(sp_run_result **out, sp_sandbox *sb, const char *const *argv,
-                   const sp_run_opts *o, sp_error **err)
+static int exec(sp_run_result **out, sp_sandbox *sb, const char *const *argv, const sp_run_opts *o,
+                sp_error **err)
 {
-    *out = NULL;
     sp_remote *r = handle(sb, err);
     if (!r)
         return SP_ERROR;
@@ -469,9 +368,8 @@ int sp_remote_exec(sp_run_result **out, sp_sandbox *sb, const char *const *argv,
 
 /* ------------------------------------------------------ state, remove -- */
 
-int sp_remote_status(sp_sandbox_status **out, sp_sandbox *sb, sp_error **err)
+static int status(sp_sandbox_status **out, sp_sandbox *sb, sp_error **err)
 {
-    *out = NULL;
     sp_remote *r = handle(sb, err);
     if (!r)
         return SP_ERROR;
@@ -489,28 +387,93 @@ int sp_remote_status(sp_sandbox_status **out, sp_sandbox *sb, sp_error **err)
     return 0;
 }
 
-int sp_remote_remove(sp_sandbox *sb, sp_error **err)
+/* Nothing to do while the Pod runs: a Pod is not started again. */
+static int start(sp_sandbox *sb, sp_error **err)
 {
+    sp_sandbox_status *st = NULL;
+    int r = status(&st, sb, err);
+    if (r < 0)
+        return r;
+    if (!st->running)
+        r = sp_err_set(err, SP_EPODMAN, 0,
+                       "sandbox %s runs on engine %s and its Pod is %s: a Pod is not started "
+                       "again; `sandpod rm --force %s` and create it anew",
+                       sb->name, sp_sandbox_engine(sb), st->state ? st->state : "unknown",
+                       sb->name);
+    sp_sandbox_status_free(st);
+    return r;
+}
+
+/* A Pod has no stopped or paused state: what stop, pause and restart
+ * would do to its workload, said in one line. */
+static int no_such_state(sp_sandbox *sb, const char *op, sp_error **err)
+{
+    return sp_err_set(err, SP_EINVAL, 0,
+                      "sandbox %s runs on engine %s: its Pod cannot %s (a Pod has no stopped or "
+                      "paused state); keep its work with `sandpod template save %s TEMPLATE` or "
+                      "`sandpod export`, then `sandpod rm --force %s`",
+                      sb->name, sp_sandbox_engine(sb), op, sb->name, sb->name);
+}
+
+static int stop(sp_sandbox *sb, int timeout_s, sp_error **err)
+{
+    (void)timeout_s;
+    return no_such_state(sb, "stop", err);
+}
+
+static int restart(sp_sandbox *sb, sp_error **err)
+{
+    return no_such_state(sb, "restart", err);
+}
+
+static int pause_(sp_sandbox *sb, sp_error **err)
+{
+    return no_such_state(sb, "pause", err);
+}
+
+static int unpause(sp_sandbox *sb, sp_error **err)
+{
+    return no_such_state(sb, "unpause", err);
+}
+
+static bool pauses(sp_sandbox *sb)
+{
+    (void)sb;
+    return false; /* a Pod has no freezer to ask */
+}
+
+static bool stops(const sp_sandbox *sb)
+{
+    (void)sb;
+    return false;
+}
+
+static int remove_(sp_sandbox *sb, bool keep_workspace, sp_error **err)
+{
+    if (keep_workspace)
+        return sp_remote_refuse(sb, "keeping the workspace", err);
     sp_remote *r = handle(sb, err);
     if (!r)
         return SP_ERROR;
     return sb->rops->remove(r, err);
 }
 
-int sp_sandbox_peer_command(sp_sandbox *sb, const char *const *args, int out_fd, int err_fd,
-                            int *exit_code, sp_error **err)
+static sp_fs *fs(sp_sandbox *sb, sp_error **err)
 {
-    return sp_sandbox_peer_command_in(sb, args, -1, out_fd, err_fd, exit_code, err);
+    sp_remote_refuse(sb, "a filesystem handle on the workspace", err);
+    return NULL;
 }
 
-int sp_sandbox_peer_command_in(sp_sandbox *sb, const char *const *args, int in_fd, int out_fd,
-                               int err_fd, int *exit_code, sp_error **err)
+static sp_exec_path exec_path(char **why, const sp_sandbox *sb)
 {
-    *exit_code = -1;
-    if (!sp_sandbox_is_remote(sb))
-        return sp_err_set(err, SP_EINVAL, 0, "sandbox %s is local: it has no peer", sb->name);
-    if (!args || !args[0])
-        return sp_err_set(err, SP_EINVAL, 0, "no sandpod command given");
+    *why = sp_xasprintf("sandbox on engine %s: commands go through that engine",
+                        sp_sandbox_engine(sb));
+    return SP_EXEC_REST;
+}
+
+int sp_remote_peer_command(sp_sandbox *sb, const char *const *args, int in_fd, int out_fd,
+                           int err_fd, int *exit_code, sp_error **err)
+{
     sp_remote *r = handle(sb, err);
     if (!r)
         return SP_ERROR;
@@ -522,13 +485,19 @@ int sp_sandbox_peer_command_in(sp_sandbox *sb, const char *const *args, int in_f
     return sb->rops->peer_command_in(r, args, in_fd, out_fd, err_fd, exit_code, err);
 }
 
-int sp_remote_logs(sp_sandbox *sb, const sp_logs_opts *o, sp_logs_fn fn, void *ud, sp_error **err)
+static int logs(sp_sandbox *sb, const sp_logs_opts *o, sp_logs_fn fn, void *ud, sp_error **err)
 {
     sp_remote *r = handle(sb, err);
     if (!r)
         return SP_ERROR;
     if (!sb->rops->logs)
-        return sp_sandbox_not_local(sb, "logs", err);
+        return sp_remote_refuse(sb, "logs", err);
+    /* The engine's log is one stream: its lines have no stream to tell. */
+    if (o->streams_apart)
+        return sp_err_set(err, SP_EINVAL, 0,
+                          "the log of sandbox %s (engine %s) merges stdout and stderr: it has "
+                          "no streams to tell apart",
+                          sb->name, sp_sandbox_engine(sb));
     int rc = sb->rops->logs(r, o, fn, ud, err);
     if (rc == SP_ENOTFOUND)
         return sp_err_wrap(err, rc, "sandbox %s: its workload is gone (%s)", sb->name,
@@ -536,105 +505,99 @@ int sp_remote_logs(sp_sandbox *sb, const sp_logs_opts *o, sp_logs_fn fn, void *u
     return rc;
 }
 
-int sp_remote_import(sp_sandbox *sb, int fd, const char *tag, bool restore, char **result,
+/* ---------------------------------------------------------- snapshots -- */
+
+static int snap_open(sp_sandbox_snap **out, sp_sandbox *sb, const sp_sandbox_snapshot_opts *o,
                      sp_error **err)
 {
-    sp_remote *r = handle(sb, err);
-    if (!r)
-        return SP_ERROR;
-    return sb->rops->import_tar(r, fd, tag, restore, result, err);
+    (void)out, (void)o;
+    return sp_remote_refuse(sb, "its snapshot store on this host", err);
 }
 
-int sp_remote_export(sp_sandbox *sb, const char *ref, bool gzip, int fd, sp_error **err)
+static int snap_export(sp_sandbox *sb, const char *ref, sp_snapshot_format format, int fd,
+                       sp_error **err)
 {
     sp_remote *r = handle(sb, err);
     if (!r)
         return SP_ERROR;
-    return sb->rops->export_tar(r, ref, gzip, fd, err);
+    return ref ? sb->rops->export_tar(r, ref, format == SP_SNAPSHOT_TAR_GZ, fd, err)
+               : sb->rops->export_now(r, fd, err);
 }
 
-int sp_remote_export_now(sp_sandbox *sb, int fd, sp_error **err)
+static int snap_import(char **id, sp_sandbox *sb, int fd, const char *tag, bool restore,
+                       sp_error **err)
 {
     sp_remote *r = handle(sb, err);
     if (!r)
         return SP_ERROR;
-    return sb->rops->export_now(r, fd, err);
+    char *res = NULL;
+    int rc = sb->rops->import_tar(r, fd, tag, restore, &res, err);
+    if (rc == 0 && id) {
+        cJSON *o = sp_json_parse(res, strlen(res));
+        const char *s = sp_json_str(o, "id");
+        *id = s ? sp_xstrdup(s) : NULL;
+        cJSON_Delete(o);
+        if (!*id)
+            rc = sp_err_set(err, SP_ERROR, 0, "the peer's import said no id: %.200s", res);
+    }
+    free(res);
+    return rc;
 }
 
-/* ----------------------------------------------------------------- gc -- */
-
-int sp_sandbox_gc_engine(sp_sandbox_orphans **out, const char *state_root, const char *engine,
-                         bool dry_run, sp_error **err)
+static sp_snapstore *store(sp_sandbox *sb, bool create_it, sp_error **err)
 {
-    *out = NULL;
-    cleanup_free char *root = NULL;
-    int r = sp_sandbox_resolve_root(&root, state_root, err);
-    if (r < 0)
-        return r;
-    sp_engine *e = NULL;
-    if ((r = sp_engine_get(&e, root, engine, err)) < 0)
-        return r;
-    const sp_remote_ops *ops = ops_for(e->kind);
-    if (!ops) {
-        r = sp_err_set(err, SP_EINVAL, 0,
-                       "engine %s is local Podman: its containers are collected by plain gc",
-                       e->name);
-        sp_engine_free(e);
-        return r;
-    }
-    cleanup_free char *owner = sp_remote_owner(root);
-    cJSON *list = NULL;
-    if ((r = ops->list(&list, e, owner, err)) < 0) {
-        sp_engine_free(e);
-        return r;
-    }
-    sp_sandbox_orphans *o = sp_xcalloc(1, sizeof(*o));
-    size_t cap = (size_t)cJSON_GetArraySize(list);
-    o->items = cap ? sp_xcalloc(cap, sizeof(*o->items)) : NULL;
-    const cJSON *it;
-    cJSON_ArrayForEach(it, list)
-    {
-        const char *name = sp_json_str_or(it, "name", "");
-        const char *id = sp_json_str_or(it, "id", "");
-        if (strcmp(sp_json_str_or(it, "state", ""), "removing") == 0)
-            continue;
-        char *why = NULL;
-        cleanup_free char *dir = sp_xasprintf("%s/sandboxes/%s", root, name);
-        cleanup_free char *js = sp_xasprintf("%s/sandbox.json", dir);
-        if (!*name || !sp_sandbox_name_valid(name) || access(dir, F_OK) != 0) {
-            why = sp_xasprintf("no sandbox named %s", *name ? name : "(none)");
-        } else if (access(js, F_OK) != 0) {
-            continue; /* being created: its create owns it */
-        } else {
-            sp_sandbox *sb = NULL;
-            sp_sandbox_opts so = SP_SANDBOX_OPTS_INIT;
-            so.state_root = root;
-            if (sp_sandbox_open(&sb, name, &so, NULL) == 0) {
-                const char *pod = sp_json_str(sb->remote_record, "pod");
-                if (!sp_sandbox_is_remote(sb) || !sb->engine || strcmp(sb->engine, e->name) != 0 ||
-                    !pod || strcmp(pod, id) != 0)
-                    why = sp_xasprintf("sandbox %s owns another workload", name);
-            }
-            sp_sandbox_free(sb);
-        }
-        if (!why)
-            continue;
-        sp_sandbox_orphan *x = &o->items[o->n++];
-        x->kind = SP_ORPHAN_POD;
-        x->container = sp_xstrdup(id);
-        x->state_dir = sp_xstrdup(dir);
-        x->reason = why;
-        if (!dry_run) {
-            sp_error *re = NULL;
-            if (ops->remove_id(e, id, &re) == 0 || (re && re->code == SP_ENOTFOUND))
-                x->removed = true;
-            else
-                x->error = sp_xstrdup(re && re->message ? re->message : "failed");
-            sp_error_free(re);
-        }
-    }
-    cJSON_Delete(list);
-    sp_engine_free(e);
-    *out = o;
+    (void)create_it;
+    sp_remote_refuse(sb, "its snapshot store on this host", err);
+    return NULL;
+}
+
+static int image_pin(char **out, sp_sandbox *sb, sp_error **err)
+{
+    (void)sb, (void)err;
+    *out = sp_xstrdup(""); /* the engine pulls its own; none kept */
     return 0;
 }
+
+const sp_kind sp_kind_remote = {
+    .name = "remote",
+    .load = load,
+    .save = save,
+    .release = release,
+    .create = create,
+    .discard = discard,
+    .remove = remove_,
+    .status = status,
+    .start = start,
+    .stop = stop,
+    .restart = restart,
+    .pause = pause_,
+    .unpause = unpause,
+    .pauses = pauses,
+    .stops = stops,
+    .logs = logs,
+    .fs = fs,
+    .exec_path = exec_path,
+    .exec = exec,
+    .attach = attach,
+    .session_start = sp_remote_session_start,
+    .session_write = sp_remote_session_write,
+    .session_signal = sp_remote_session_signal,
+    .session_resize = sp_remote_session_resize,
+    .session_kill = sp_remote_session_kill,
+    .session_list = sp_remote_session_list,
+    .sessions_close = sp_remote_sessions_close,
+    .snap_open = snap_open,
+    .snap_create = sp_remote_snap_create,
+    .snap_list = sp_remote_snap_list,
+    .snap_get = sp_remote_snap_get,
+    .snap_restore = sp_remote_snap_restore,
+    .snap_delete = sp_remote_snap_delete,
+    .snap_diff = sp_remote_snap_diff,
+    .snap_export = snap_export,
+    .snap_import = snap_import,
+    .store = store,
+    .image_pin = image_pin,
+    .rpc = sp_remote_rpc,
+    .rpc_cancel = rpc_cancel,
+    .peer_command = sp_remote_peer_command,
+};

@@ -20,6 +20,7 @@
 
 #include "base.h"
 #include "json.h"
+#include "remote_kind.h"
 #include "sandbox_internal.h"
 #include "sandpod/session.h"
 
@@ -83,7 +84,7 @@ static int call_tool(cJSON **value, sp_sandbox *sb, const char *name, cJSON *arg
     char *params = cJSON_PrintUnformatted(req);
     cJSON_Delete(req);
     char *text = NULL;
-    int r = sp_sandbox_rpc(sb, "tools/call", params, &text, err);
+    int r = sp_remote_rpc(sb, "tools/call", params, NULL, &text, err);
     free(params);
     if (r < 0)
         return r;
@@ -158,9 +159,9 @@ static bool is_text(const char *s, size_t len)
     return !memchr(s, '\0', len) && sp_utf8_valid(s, len);
 }
 
-int sp_remote_session_write(sp_session_output **out, sp_sandbox *sb, int session_id,
-                            const char *chars, size_t len, const sp_session_write_opts *o,
-                            bool kill_it, sp_error **err)
+/* kill_it: end the session (out may then be NULL). */
+static int write_or_kill(sp_session_output **out, sp_sandbox *sb, int session_id, const char *chars,
+                         size_t len, const sp_session_write_opts *o, bool kill_it, sp_error **err)
 {
     int64_t t0 = sp_now_ms();
     if (len && !is_text(chars, len))
@@ -192,24 +193,39 @@ int sp_remote_session_write(sp_session_output **out, sp_sandbox *sb, int session
     return 0;
 }
 
+int sp_remote_session_write(sp_session_output **out, sp_sandbox *sb, int session_id,
+                            const char *chars, size_t len, const sp_session_write_opts *o,
+                            sp_error **err)
+{
+    return write_or_kill(out, sb, session_id, chars, len, o, false, err);
+}
+
+int sp_remote_session_kill(sp_sandbox *sb, int session_id, sp_error **err)
+{
+    return write_or_kill(NULL, sb, session_id, NULL, 0, NULL, true, err);
+}
+
 int sp_remote_session_signal(sp_sandbox *sb, int session_id, int signo, sp_error **err)
 {
     if (signo == SIGKILL || signo == SIGTERM)
-        return sp_remote_session_write(NULL, sb, session_id, NULL, 0, NULL, true, err);
+        return sp_remote_session_kill(sb, session_id, err);
     if (signo != SIGINT)
         return refuse(sb, "a signal other than SIGINT, SIGTERM or SIGKILL", err);
     sp_session_write_opts o = SP_SESSION_WRITE_OPTS_INIT;
     o.yield_time_ms = -1;
-    return sp_remote_session_write(NULL, sb, session_id, "\x03", 1, &o, false, err);
+    return write_or_kill(NULL, sb, session_id, "\x03", 1, &o, false, err);
 }
 
-int sp_remote_session_resize(sp_sandbox *sb, sp_error **err)
+int sp_remote_session_resize(sp_sandbox *sb, int session_id, unsigned rows, unsigned cols,
+                             sp_error **err)
 {
+    (void)session_id, (void)rows, (void)cols;
     return refuse(sb, "a new terminal size", err);
 }
 
-int sp_remote_session_list(sp_session_info **out, size_t *n_out, sp_sandbox *sb)
+int sp_remote_session_list(sp_session_info **out, size_t *n_out, sp_sandbox *sb, sp_error **err)
 {
+    (void)err;
     *out = NULL;
     *n_out = sb->n_rsess;
     if (!sb->n_rsess)
@@ -235,7 +251,7 @@ void sp_remote_sessions_close(sp_sandbox *sb)
     while (sb->n_rsess) {
         int id = sb->rsess[sb->n_rsess - 1].id;
         sp_error *e = NULL;
-        int r = sp_remote_session_write(NULL, sb, id, NULL, 0, NULL, true, &e);
+        int r = sp_remote_session_kill(sb, id, &e);
         bool gone = r == SP_ENOTFOUND;
         sp_error_free(e);
         if (r < 0 && !gone)

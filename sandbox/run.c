@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "local_kind.h"
 #include "sandbox_internal.h"
 
 #define DEFAULT_TIMEOUT_MS 60000
@@ -208,11 +209,16 @@ int sp_sandbox_exec(sp_run_result **out, sp_sandbox *sb, const char *const *argv
         o = *opts;
     if (!argv || !argv[0])
         return sp_err_set(err, SP_EINVAL, 0, "exec: no command given");
-    int timeout = o.timeout_ms == 0 ? DEFAULT_TIMEOUT_MS : o.timeout_ms;
-    if (sp_sandbox_is_remote(sb)) {
-        o.timeout_ms = timeout;
-        return sp_remote_exec(out, sb, argv, &o, err);
-    }
+    if (o.timeout_ms == 0)
+        o.timeout_ms = DEFAULT_TIMEOUT_MS;
+    return sb->kind->exec(out, sb, argv, &o, err);
+}
+
+int sp_local_run(sp_run_result **out, sp_sandbox *sb, const char *const *argv,
+                 const sp_run_opts *opts, sp_error **err)
+{
+    sp_run_opts o = *opts;
+    int timeout = o.timeout_ms;
     int r = fast_exec(out, sb, argv, &o, timeout, err);
     if (r < 0 || *out)
         return r;

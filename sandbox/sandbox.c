@@ -16,6 +16,7 @@
 #include "agent/protocol.h"
 #include "dir.h"
 #include "json.h"
+#include "local_kind.h"
 #include "sandbox_internal.h"
 #include "sandpod/apply.h"
 #include "tree.h"
@@ -241,7 +242,7 @@ struct cJSON *sp_sandbox_config_json(const sp_sandbox *sb)
     cJSON_AddItemToObject(o, "mounts", mounts_json(c));
     cJSON_AddNumberToObject(o, "init_pid", sb->init_pid);
     cJSON_AddItemToObject(o, "setup", sp_json_strv((const char *const *)c->setup));
-    sp_remote_config_json(sb, o);
+    sb->kind->save(sb, o);
     return o;
 }
 
@@ -382,7 +383,17 @@ int sp_sandbox_config_load(sp_sandbox *sb, const char *path, sp_error **err)
     const char *ws = sp_json_str_or(o, "workspace", NULL);
     free(sb->workspace);
     sb->workspace = ws ? sp_xstrdup(ws) : sp_xasprintf("%s/workspace", sb->state_dir);
-    int r = sp_remote_config_load(sb, o, path, err);
+    /* Made on another engine: sandbox.json names its kind. */
+    const char *ek = sp_json_str(o, "engine_kind");
+    int r = 0;
+    if (ek && sp_engine_kind_parse(&sb->engine_kind, ek, NULL) < 0)
+        r = sp_err_set(err, SP_EINVAL, 0,
+                       "%s names engine kind %s, which this sandpod does not know; the sandbox "
+                       "state is damaged",
+                       path, ek);
+    sb->kind = sp_kind_for(sb->engine_kind);
+    if (r == 0)
+        r = sb->kind->load(sb, o, path, err);
     cJSON_Delete(o);
     return r;
 }
@@ -398,6 +409,7 @@ static sp_sandbox *sandbox_new(const char *root, const char *name, const char *u
     sb->workspace = sp_xasprintf("%s/workspace", sb->state_dir);
     sb->local_url = url ? sp_xstrdup(url) : NULL;
     sb->lops = sp_local_engine();
+    sb->kind = sp_kind_for(SP_ENGINE_PODMAN);
     sb->lock_fd = -1;
     return sb;
 }
@@ -410,8 +422,7 @@ void sp_sandbox_free(sp_sandbox *sb)
     if (sb->lock_fd >= 0)
         close(sb->lock_fd);
     sp_fs_free(sb->fs);
-    if (sb->local)
-        sb->lops->free(sb->local);
+    sb->kind->release(sb);
     free(sb->name);
     free(sb->state_root);
     free(sb->state_dir);
@@ -421,7 +432,6 @@ void sp_sandbox_free(sp_sandbox *sb)
     free(sb->created_at);
     free(sb->made_by);
     free(sb->agent_socket);
-    sp_remote_free(sb);
     free(sb->cfg.image);
     free(sb->cfg.workdir);
     free(sb->cfg.user);
@@ -503,13 +513,7 @@ const char *const *sp_sandbox_warnings(const sp_sandbox *sb)
 
 sp_fs *sp_sandbox_fs(sp_sandbox *sb, sp_error **err)
 {
-    if (sp_sandbox_is_remote(sb)) {
-        sp_sandbox_not_local(sb, "a filesystem handle on the workspace", err);
-        return NULL;
-    }
-    if (!sb->fs && sp_fs_open(&sb->fs, sb->workspace, NULL, err) < 0)
-        return NULL;
-    return sb->fs;
+    return sb->kind->fs(sb, err);
 }
 
 sp_local *sp_sandbox_local(sp_sandbox *sb, sp_error **err)
@@ -522,8 +526,9 @@ sp_local *sp_sandbox_local(sp_sandbox *sb, sp_error **err)
                    sb->agent_socket);
         return NULL;
     }
-    if (sp_sandbox_is_remote(sb)) {
-        sp_sandbox_not_local(sb, "this", err);
+    if (!sb->lops) {
+        sp_err_set(err, SP_EINVAL, 0, "sandbox %s runs on engine %s, not the local one", sb->name,
+                   sp_sandbox_engine(sb));
         return NULL;
     }
     if (sb->lops->open(&sb->local, sb->local_url, sb->state_root, false, err) < 0)
@@ -551,6 +556,7 @@ int sp_sandbox_open_agent(sp_sandbox **out, const sp_sandbox_agent_opts *opts, s
     sb->workspace = sp_xstrdup(opts->workspace);
     sb->agent_socket = sp_xstrdup(opts->socket);
     sb->agent_uid = opts->uid < 0 ? (int64_t)geteuid() : opts->uid;
+    sb->kind = sp_kind_for(SP_ENGINE_PODMAN);
     sb->lock_fd = -1;
     sb->cfg.workdir = sp_xstrdup(opts->workspace);
     sb->cfg.env = sp_xcalloc(1, sizeof(char *));
@@ -1374,8 +1380,7 @@ int sp_sandbox_create_seeded(sp_sandbox **out, const sp_sandbox_opts *opts, sp_s
     sp_engine *eng = NULL;
     if ((r = sp_engine_get(&eng, root, o.engine, err)) < 0)
         return r;
-    bool remote = eng->kind != SP_ENGINE_PODMAN;
-    if (!remote && eng->podman_url && !o.podman_url)
+    if (eng->podman_url && !o.podman_url)
         o.podman_url = eng->podman_url;
     cleanup_free char *boxes = sp_xasprintf("%s/sandboxes", root);
     if ((r = mkdirs(boxes, err)) < 0) {
@@ -1384,6 +1389,8 @@ int sp_sandbox_create_seeded(sp_sandbox **out, const sp_sandbox_opts *opts, sp_s
     }
 
     sp_sandbox *sb = sandbox_new(root, name, o.podman_url);
+    sb->engine_kind = eng->kind;
+    sb->kind = sp_kind_for(eng->kind);
     if (mkdir(sb->state_dir, 0700) < 0) {
         r = errno == EEXIST
                 ? sp_err_set(err, SP_EEXISTS, EEXIST, "a sandbox named %s already exists", name)
@@ -1413,48 +1420,9 @@ int sp_sandbox_create_seeded(sp_sandbox **out, const sp_sandbox_opts *opts, sp_s
     sb->created_at = sp_now_rfc3339();
     sb->made_by = o.made_by ? sp_xstrdup(o.made_by) : NULL;
 
-    if ((r = sp_sandbox_lock(sb, err)) < 0)
-        goto fail;
-    if (remote) {
-        /* The workload, its workspace and its store are the engine's. */
-        if ((r = sp_remote_create_seeded(sb, &o, eng, seed, seed_data, err)) < 0 ||
-            (r = sp_sandbox_save(sb, err)) < 0)
-            goto fail;
-        sp_engine_free(eng);
-        sp_sandbox_unlock(sb);
-        *out = sb;
-        return 0;
-    }
-    if (mkdir(sb->workspace, 0755) < 0) {
-        r = sp_err_errno(err, errno, "mkdir", sb->workspace);
-        goto fail;
-    }
-    if ((r = pull_image(sb, &o, err)) < 0)
-        goto fail;
-    if (seed) {
-        if ((r = seed(sb, seed_data, err)) < 0)
-            goto fail;
-    } else if (o.n_mounts) {
-        sp_hydrate_opts ho = SP_HYDRATE_OPTS_INIT;
-        ho.allowed_roots = o.allowed_roots;
-        ho.progress = o.progress;
-        ho.progress_userdata = o.progress_userdata;
-        ho.should_stop = o.should_stop;
-        sp_hydrate_result *hr = NULL;
-        r = sp_hydrate(&hr, sb->workspace, o.mounts, o.n_mounts, &ho, err);
-        if (r == 0)
-            sp_sandbox_record_mounts(c, o.mounts, o.n_mounts, hr);
-        sp_hydrate_result_free(hr);
-        if (r < 0)
-            goto fail;
-    }
-    if ((r = sp_sandbox_save(sb, err)) < 0)
-        goto fail;
-    if ((r = create_and_set_up(sb, &o, err)) < 0)
-        goto fail;
-    if ((r = sp_sandbox_save(sb, err)) < 0)
-        goto fail;
-    if ((r = take_baseline(sb, o.setup && o.setup[0], seed != NULL, err)) < 0)
+    if ((r = sp_sandbox_lock(sb, err)) < 0 ||
+        (r = sb->kind->create(sb, &o, eng, seed, seed_data, err)) < 0 ||
+        (r = sp_sandbox_save(sb, err)) < 0)
         goto fail;
     sp_engine_free(eng);
     sp_sandbox_unlock(sb);
@@ -1463,13 +1431,50 @@ int sp_sandbox_create_seeded(sp_sandbox **out, const sp_sandbox_opts *opts, sp_s
 
 fail:
     sp_engine_free(eng);
-    sp_remote_discard(sb);
-    if (sb->container_id && sb->local)
-        sb->lops->remove(sb->local, sb->container_id, NULL);
+    sb->kind->discard(sb);
     sp_sandbox_unlock(sb);
     rm_state_dir(sb, NULL);
     sp_sandbox_free(sb);
     return r;
+}
+
+int sp_local_create(sp_sandbox *sb, const sp_sandbox_opts *o, const sp_engine *e,
+                    sp_sandbox_seed_fn seed, void *seed_data, sp_error **err)
+{
+    (void)e;
+    sp_sandbox_config *c = &sb->cfg;
+    int r;
+    if (mkdir(sb->workspace, 0755) < 0)
+        return sp_err_errno(err, errno, "mkdir", sb->workspace);
+    if ((r = pull_image(sb, o, err)) < 0)
+        return r;
+    if (seed) {
+        if ((r = seed(sb, seed_data, err)) < 0)
+            return r;
+    } else if (o->n_mounts) {
+        sp_hydrate_opts ho = SP_HYDRATE_OPTS_INIT;
+        ho.allowed_roots = o->allowed_roots;
+        ho.progress = o->progress;
+        ho.progress_userdata = o->progress_userdata;
+        ho.should_stop = o->should_stop;
+        sp_hydrate_result *hr = NULL;
+        r = sp_hydrate(&hr, sb->workspace, o->mounts, o->n_mounts, &ho, err);
+        if (r == 0)
+            sp_sandbox_record_mounts(c, o->mounts, o->n_mounts, hr);
+        sp_hydrate_result_free(hr);
+        if (r < 0)
+            return r;
+    }
+    if ((r = sp_sandbox_save(sb, err)) < 0 || (r = create_and_set_up(sb, o, err)) < 0 ||
+        (r = sp_sandbox_save(sb, err)) < 0)
+        return r;
+    return take_baseline(sb, o->setup && o->setup[0], seed != NULL, err);
+}
+
+void sp_local_discard(sp_sandbox *sb)
+{
+    if (sb->container_id && sb->local)
+        sb->lops->remove(sb->local, sb->container_id, NULL);
 }
 
 /* Describe why the container is not running, for error messages. */
@@ -1520,11 +1525,8 @@ int sp_sandbox_require_running(sp_sandbox *sb, sp_error **err)
                       sb->name, why, sb->name);
 }
 
-int sp_sandbox_status_get(sp_sandbox_status **out, sp_sandbox *sb, sp_error **err)
+int sp_local_status(sp_sandbox_status **out, sp_sandbox *sb, sp_error **err)
 {
-    *out = NULL;
-    if (sp_sandbox_is_remote(sb))
-        return sp_remote_status(out, sb, err);
     sp_local *p = sp_sandbox_local(sb, err);
     if (!p)
         return SP_EPODMAN;
@@ -1567,38 +1569,8 @@ void sp_sandbox_status_free(sp_sandbox_status *st)
     free(st);
 }
 
-/* A Pod has no stopped or paused state: what stop, pause and restart
- * would do to a remote sandbox's workload, said in one line. */
-static int remote_lifecycle(sp_sandbox *sb, const char *op, sp_error **err)
+int sp_local_start(sp_sandbox *sb, sp_error **err)
 {
-    return sp_err_set(err, SP_EINVAL, 0,
-                      "sandbox %s runs on engine %s: its Pod cannot %s (a Pod has no stopped or "
-                      "paused state); keep its work with `sandpod template save %s TEMPLATE` or "
-                      "`sandpod export`, then `sandpod rm --force %s`",
-                      sb->name, sp_sandbox_engine(sb), op, sb->name, sb->name);
-}
-
-/* Start of a remote sandbox: nothing to do while its Pod runs. */
-static int remote_start(sp_sandbox *sb, sp_error **err)
-{
-    sp_sandbox_status *st = NULL;
-    int r = sp_sandbox_status_get(&st, sb, err);
-    if (r < 0)
-        return r;
-    if (!st->running)
-        r = sp_err_set(err, SP_EPODMAN, 0,
-                       "sandbox %s runs on engine %s and its Pod is %s: a Pod is not started "
-                       "again; `sandpod rm --force %s` and create it anew",
-                       sb->name, sp_sandbox_engine(sb), st->state ? st->state : "unknown",
-                       sb->name);
-    sp_sandbox_status_free(st);
-    return r;
-}
-
-int sp_sandbox_start(sp_sandbox *sb, sp_error **err)
-{
-    if (sp_sandbox_is_remote(sb))
-        return remote_start(sb, err);
     sp_local *p = sp_sandbox_local(sb, err);
     if (!p)
         return SP_EPODMAN;
@@ -1640,10 +1612,8 @@ int sp_sandbox_start(sp_sandbox *sb, sp_error **err)
     return r;
 }
 
-int sp_sandbox_stop(sp_sandbox *sb, int timeout_s, sp_error **err)
+int sp_local_stop(sp_sandbox *sb, int timeout_s, sp_error **err)
 {
-    if (sp_sandbox_is_remote(sb))
-        return remote_lifecycle(sb, "stop", err);
     sp_local *p = sp_sandbox_local(sb, err);
     if (!p)
         return SP_EPODMAN;
@@ -1661,46 +1631,38 @@ int sp_sandbox_stop(sp_sandbox *sb, int timeout_s, sp_error **err)
     return r;
 }
 
-int sp_sandbox_restart(sp_sandbox *sb, sp_error **err)
+int sp_local_restart(sp_sandbox *sb, sp_error **err)
 {
-    if (sp_sandbox_is_remote(sb))
-        return remote_lifecycle(sb, "restart", err);
-    int r = sp_sandbox_stop(sb, -1, err);
-    return r < 0 ? r : sp_sandbox_start(sb, err);
+    int r = sp_local_stop(sb, -1, err);
+    return r < 0 ? r : sp_local_start(sb, err);
 }
 
-int sp_sandbox_pause(sp_sandbox *sb, sp_error **err)
+int sp_local_pause(sp_sandbox *sb, sp_error **err)
 {
-    if (sp_sandbox_is_remote(sb))
-        return remote_lifecycle(sb, "pause", err);
     sp_local *p = sp_sandbox_local(sb, err);
     if (!p)
         return SP_EPODMAN;
     /* Rootless Podman on cgroup v1 has no freezer to pause with: the
      * snapshot is taken while the workload runs, and callers say so
      * (sp_sandbox_pauses()). */
-    if (!sp_sandbox_pauses(sb))
+    if (!sp_local_pauses(sb))
         return 0;
     return sb->lops->pause(p, sb->container_id, err);
 }
 
-bool sp_sandbox_pauses(sp_sandbox *sb)
+bool sp_local_pauses(sp_sandbox *sb)
 {
-    if (sp_sandbox_is_remote(sb))
-        return false; /* a Pod has no freezer to ask */
     sp_local *p = sp_sandbox_local(sb, NULL);
     const sp_container_host *h = NULL;
     return !p || sb->lops->host(&h, p, NULL) < 0 || h->can_pause;
 }
 
-int sp_sandbox_unpause(sp_sandbox *sb, sp_error **err)
+int sp_local_unpause(sp_sandbox *sb, sp_error **err)
 {
-    if (sp_sandbox_is_remote(sb))
-        return remote_lifecycle(sb, "unpause", err);
     sp_local *p = sp_sandbox_local(sb, err);
     if (!p)
         return SP_EPODMAN;
-    if (!sp_sandbox_pauses(sb))
+    if (!sp_local_pauses(sb))
         return 0;
     return sb->lops->unpause(p, sb->container_id, err);
 }
@@ -1751,32 +1713,16 @@ static int strip_setid(const sp_tree_entry *e, int when, void *ctx, sp_error **e
     return 0;
 }
 
-int sp_sandbox_remove(sp_sandbox *sb, bool keep_workspace, sp_error **err)
+int sp_local_remove(sp_sandbox *sb, bool keep_workspace, sp_error **err)
 {
-    int r = sp_sandbox_lock(sb, err);
-    if (r < 0)
-        return r;
-    sp_sandbox_sessions_close(sb);
-    if (sp_sandbox_is_remote(sb)) {
-        if (keep_workspace) {
-            sp_sandbox_unlock(sb);
-            return sp_sandbox_not_local(sb, "keeping the workspace", err);
-        }
-        if ((r = sp_remote_remove(sb, err)) < 0) {
-            sp_sandbox_unlock(sb);
-            return r;
-        }
-    } else if (sb->container_id) {
+    int r;
+    if (sb->container_id) {
         sp_local *p = sp_sandbox_local(sb, err);
-        if (!p) {
-            sp_sandbox_unlock(sb);
+        if (!p)
             return SP_EPODMAN;
-        }
         r = sb->lops->remove(p, sb->container_id, err);
-        if (r < 0 && r != SP_ENOTFOUND) {
-            sp_sandbox_unlock(sb);
+        if (r < 0 && r != SP_ENOTFOUND)
             return r;
-        }
         if (err && *err) {
             sp_error_free(*err);
             *err = NULL;
@@ -1784,37 +1730,37 @@ int sp_sandbox_remove(sp_sandbox *sb, bool keep_workspace, sp_error **err)
     }
     sp_fs_free(sb->fs);
     sb->fs = NULL;
-    if (keep_workspace) {
-        /* Move the workspace next to the state root's sandboxes folder so
-         * that the state folder can go whole. */
-        cleanup_free char *kept = sp_xasprintf("%s/kept-workspaces/%s", sb->state_root, sb->name);
-        cleanup_free char *parent = sp_xasprintf("%s/kept-workspaces", sb->state_root);
-        if ((r = mkdirs(parent, err)) < 0) {
-            sp_sandbox_unlock(sb);
-            return r;
-        }
-        if ((r = rm_tree(kept, err)) < 0) {
-            sp_sandbox_unlock(sb);
-            return r;
-        }
-        if (rename(sb->workspace, kept) < 0) {
-            r = sp_err_errno(err, errno, "keep workspace", sb->workspace);
-            sp_sandbox_unlock(sb);
-            return r;
-        }
-        /* The container is gone: nothing changes the tree under the walk. */
-        int pfd = open(parent, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        if (pfd < 0 || (r = sp_tree_walk(pfd, sb->name, strip_setid, NULL, err)) < 0) {
-            if (pfd < 0)
-                r = sp_err_errno(err, errno, "open", parent);
-            if (pfd >= 0)
-                close(pfd);
-            sp_sandbox_unlock(sb);
-            return sp_err_wrap(err, r, "keep workspace %s", kept);
-        }
-        close(pfd);
-        free(sb->workspace);
-        sb->workspace = steal_pointer(&kept);
+    if (!keep_workspace)
+        return 0;
+    /* Move the workspace next to the state root's sandboxes folder so that
+     * the state folder can go whole. */
+    cleanup_free char *kept = sp_xasprintf("%s/kept-workspaces/%s", sb->state_root, sb->name);
+    cleanup_free char *parent = sp_xasprintf("%s/kept-workspaces", sb->state_root);
+    if ((r = mkdirs(parent, err)) < 0 || (r = rm_tree(kept, err)) < 0)
+        return r;
+    if (rename(sb->workspace, kept) < 0)
+        return sp_err_errno(err, errno, "keep workspace", sb->workspace);
+    /* The container is gone: nothing changes the tree under the walk. */
+    cleanup_close int pfd = open(parent, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (pfd < 0)
+        return sp_err_wrap(err, sp_err_errno(err, errno, "open", parent), "keep workspace %s",
+                           kept);
+    if ((r = sp_tree_walk(pfd, sb->name, strip_setid, NULL, err)) < 0)
+        return sp_err_wrap(err, r, "keep workspace %s", kept);
+    free(sb->workspace);
+    sb->workspace = steal_pointer(&kept);
+    return 0;
+}
+
+int sp_sandbox_remove(sp_sandbox *sb, bool keep_workspace, sp_error **err)
+{
+    int r = sp_sandbox_lock(sb, err);
+    if (r < 0)
+        return r;
+    sp_sandbox_sessions_close(sb);
+    if ((r = sb->kind->remove(sb, keep_workspace, err)) < 0) {
+        sp_sandbox_unlock(sb);
+        return r;
     }
     /* sandbox.json goes first: whatever of the rest cannot be removed, the
      * name is free again and `sandpod ls` no longer lists it. The lock is
@@ -2002,4 +1948,109 @@ int sp_sandbox_list(char ***out, const char *state_root, sp_error **err)
 int sp_sandbox_list_incomplete(char ***out, const char *state_root, sp_error **err)
 {
     return list_names(out, state_root, false, err);
+}
+
+/* ------------------------------------- the public calls, by its kind -- */
+
+int sp_sandbox_status_get(sp_sandbox_status **out, sp_sandbox *sb, sp_error **err)
+{
+    *out = NULL;
+    return sb->kind->status(out, sb, err);
+}
+
+int sp_sandbox_start(sp_sandbox *sb, sp_error **err)
+{
+    return sb->kind->start(sb, err);
+}
+
+int sp_sandbox_stop(sp_sandbox *sb, int timeout_s, sp_error **err)
+{
+    return sb->kind->stop(sb, timeout_s, err);
+}
+
+int sp_sandbox_restart(sp_sandbox *sb, sp_error **err)
+{
+    return sb->kind->restart(sb, err);
+}
+
+int sp_sandbox_pause(sp_sandbox *sb, sp_error **err)
+{
+    return sb->kind->pause(sb, err);
+}
+
+int sp_sandbox_unpause(sp_sandbox *sb, sp_error **err)
+{
+    return sb->kind->unpause(sb, err);
+}
+
+bool sp_sandbox_pauses(sp_sandbox *sb)
+{
+    return sb->kind->pauses(sb);
+}
+
+bool sp_sandbox_stops(const sp_sandbox *sb)
+{
+    return sb->kind->stops(sb);
+}
+
+bool sp_sandbox_is_remote(const sp_sandbox *sb)
+{
+    return sb && sb->engine_kind != SP_ENGINE_PODMAN;
+}
+
+const char *sp_sandbox_engine(const sp_sandbox *sb)
+{
+    return sb->engine ? sb->engine : SP_ENGINE_LOCAL;
+}
+
+int sp_sandbox_rpc_keyed(sp_sandbox *sb, const char *method, const char *params, const char *key,
+                         char **result, sp_error **err)
+{
+    *result = NULL;
+    if (!sb)
+        return sp_err_set(err, SP_EINVAL, 0, "no sandbox given");
+    if (!method || !*method)
+        return sp_err_set(err, SP_EINVAL, 0, "no method given");
+    return sb->kind->rpc(sb, method, params, key, result, err);
+}
+
+int sp_sandbox_rpc(sp_sandbox *sb, const char *method, const char *params, char **result,
+                   sp_error **err)
+{
+    return sp_sandbox_rpc_keyed(sb, method, params, NULL, result, err);
+}
+
+void sp_sandbox_rpc_cancel_key(sp_sandbox *sb, const char *key)
+{
+    if (sb && key)
+        sb->kind->rpc_cancel(sb, key);
+}
+
+void sp_sandbox_rpc_cancel(sp_sandbox *sb)
+{
+    if (sb)
+        sb->kind->rpc_cancel(sb, NULL);
+}
+
+int sp_sandbox_peer_command(sp_sandbox *sb, const char *const *args, int out_fd, int err_fd,
+                            int *exit_code, sp_error **err)
+{
+    return sp_sandbox_peer_command_in(sb, args, -1, out_fd, err_fd, exit_code, err);
+}
+
+int sp_sandbox_peer_command_in(sp_sandbox *sb, const char *const *args, int in_fd, int out_fd,
+                               int err_fd, int *exit_code, sp_error **err)
+{
+    *exit_code = -1;
+    if (!args || !args[0])
+        return sp_err_set(err, SP_EINVAL, 0, "no sandpod command given");
+    return sb->kind->peer_command(sb, args, in_fd, out_fd, err_fd, exit_code, err);
+}
+
+int sp_local_image_pin(char **out, sp_sandbox *sb, sp_error **err)
+{
+    sp_local *p = sp_sandbox_local(sb, err);
+    if (!p)
+        return SP_EPODMAN;
+    return sb->lops->image_id(out, p, sb->cfg.image, err);
 }

@@ -3,6 +3,7 @@
 #define SANDPOD_SANDBOX_INTERNAL_H
 
 #include "base.h"
+#include "kind.h"
 #include "log_internal.h"
 #include "engine/local.h"
 #include "sandpod/engine.h"
@@ -104,6 +105,8 @@ struct sp_sandbox {
      * path and the uid that must own it; NULL for a Podman sandbox. */
     char *agent_socket;
     int64_t agent_uid;
+    /* Its kind (kind.h), chosen at open or create. */
+    const sp_kind *kind;
     /* A sandbox on another engine (remote.c): its engine's name and kind,
      * the engine's record from sandbox.json, and the engine's handle
      * (opened on first use). engine NULL: the local engine. */
@@ -125,72 +128,25 @@ void sp_sandbox_opts_take(sp_sandbox_opts *o, const sp_sandbox_opts *in);
 void sp_sandbox_record_mounts(sp_sandbox_config *c, const sp_mount *req, size_t n,
                               const sp_hydrate_result *hr);
 
-/* remote_sessions.c: sandpod/session.h on a sandbox of another engine
- * (the entry points in sessions.c hand over; opts already checked). */
-struct sp_session_opts;
-struct sp_session_write_opts;
-struct sp_session_output;
-struct sp_session_info;
-int sp_remote_session_start(struct sp_session_output **out, sp_sandbox *sb, const char *command,
-                            const struct sp_session_opts *o, sp_error **err);
-/* kill_it: end the session (out may then be NULL). */
-int sp_remote_session_write(struct sp_session_output **out, sp_sandbox *sb, int session_id,
-                            const char *chars, size_t len, const struct sp_session_write_opts *o,
-                            bool kill_it, sp_error **err);
-int sp_remote_session_signal(sp_sandbox *sb, int session_id, int signo, sp_error **err);
-int sp_remote_session_resize(sp_sandbox *sb, sp_error **err);
-int sp_remote_session_list(struct sp_session_info **out, size_t *n_out, sp_sandbox *sb);
-/* End this handle's sessions in the peer (best effort), forget them. */
-void sp_remote_sessions_close(sp_sandbox *sb);
-
-/* remote.c: the calls on a sandbox of another engine. */
-char *sp_remote_owner(const char *state_root);
-/* SP_EINVAL saying that `what` needs a local sandbox. */
-int sp_sandbox_not_local(const sp_sandbox *sb, const char *what, sp_error **err);
-int sp_remote_create(sp_sandbox *sb, const sp_sandbox_opts *o, const sp_engine *e, sp_error **err);
-void sp_remote_discard(sp_sandbox *sb);
-void sp_remote_free(sp_sandbox *sb);
-void sp_remote_config_json(const sp_sandbox *sb, struct cJSON *o);
-int sp_remote_config_load(sp_sandbox *sb, const struct cJSON *o, const char *path, sp_error **err);
-int sp_remote_exec(sp_run_result **out, sp_sandbox *sb, const char *const *argv,
-                   const sp_run_opts *o, sp_error **err);
-int sp_remote_status(sp_sandbox_status **out, sp_sandbox *sb, sp_error **err);
-int sp_remote_remove(sp_sandbox *sb, sp_error **err);
-/* sp_sandbox_logs() of a remote sandbox. */
-int sp_remote_logs(sp_sandbox *sb, const sp_logs_opts *o, sp_logs_fn fn, void *ud, sp_error **err);
-/* A command whose streams the caller drives (attach.c); its calls are
- * sb->rops->stream_*. */
-struct sp_remote_stream;
-int sp_remote_stream_open(struct sp_remote_stream **out, sp_sandbox *sb, const char *const *argv,
-                          const char *workdir, const char *const *env, const char *user, bool tty,
-                          unsigned rows, unsigned cols, bool stdin_open, sp_error **err);
-/* peer import / export through the engine. */
-int sp_remote_import(sp_sandbox *sb, int fd, const char *tag, bool restore, char **result,
-                     sp_error **err);
-int sp_remote_export(sp_sandbox *sb, const char *ref, bool gzip, int fd, sp_error **err);
-/* The workspace as it is now, as a plain tar (no snapshot is kept). */
-int sp_remote_export_now(sp_sandbox *sb, int fd, sp_error **err);
-
 int sp_sandbox_resolve_root(char **out, const char *state_root, sp_error **err);
 /* sp_sandbox_create() with the workspace filled by seed (called with the
- * state folder and the empty workspace made, under the sandbox's lock,
- * before the container exists; on a remote engine once the workload
- * serves, see sp_remote_create_seeded()) in place of hydrating
- * opts->mounts; a failing seed fails the create, which removes everything
- * it made. A seed fills either kind of sandbox (sp_sandbox_is_remote()). */
-typedef int (*sp_sandbox_seed_fn)(sp_sandbox *sb, void *data, sp_error **err);
+ * state folder made, under the sandbox's lock: for a local sandbox with
+ * the empty workspace made, before the container exists; on a remote
+ * engine once the workload serves, before its setup commands and its
+ * `base` snapshot) in place of hydrating opts->mounts; a failing seed
+ * fails the create, which removes everything it made. */
 int sp_sandbox_create_seeded(sp_sandbox **out, const sp_sandbox_opts *opts, sp_sandbox_seed_fn seed,
                              void *seed_data, sp_error **err);
-/* remote.c: on a remote engine the seed runs once the workload serves,
- * before its setup commands and its `base` snapshot. */
-int sp_remote_create_seeded(sp_sandbox *sb, const sp_sandbox_opts *o, const sp_engine *e,
-                            sp_sandbox_seed_fn seed_fn, void *seed_data, sp_error **err);
-/* remote.c: stream the tar write() makes into the remote sandbox's peer
- * import (tagged tag; restored into the workspace when `restore`);
- * write's error wins over the import's. */
-typedef int (*sp_remote_tar_writer)(int fd, void *data, sp_error **err);
-int sp_remote_import_piped(sp_sandbox *sb, const char *tag, bool restore,
-                           sp_remote_tar_writer write, void *data, sp_error **err);
+/* snap.c: the archive write() makes, streamed through a pipe into sb's
+ * import (kind.h's snap_import) as a new snapshot tagged tag, restored
+ * into the workspace when `restore`; *id (may be NULL) its id. */
+int sp_sandbox_import_from(char **id, sp_sandbox *sb, const char *tag, bool restore,
+                           sp_tar_writer write, void *data, sp_error **err);
+/* attach.c: the handle of a command started on a remote engine. */
+struct sp_remote_ops;
+struct sp_remote_stream;
+sp_attach *sp_attach_remote(sp_sandbox *sb, const struct sp_remote_ops *ops,
+                            struct sp_remote_stream *rs, bool tty);
 /* flock the state folder's lock file; nests. */
 int sp_sandbox_lock(sp_sandbox *sb, sp_error **err);
 void sp_sandbox_unlock(sp_sandbox *sb);

@@ -25,6 +25,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "local_kind.h"
 #include "session_internal.h"
 
 #define DEFAULT_ROWS 24
@@ -88,25 +89,14 @@ static char **session_env(const sp_sandbox *sb, const char *const *extra, const 
     return env;
 }
 
-int sp_session_start(sp_session_output **out, sp_sandbox *sb, const char *command,
-                     const sp_session_opts *opts, sp_error **err)
+int sp_local_session_start(sp_session_output **out, sp_sandbox *sb, const char *command,
+                           const sp_session_opts *opts, sp_error **err)
 {
-    *out = NULL;
-    if (SP_OPTS_CHECK(opts, 1, SP_SESSION_OPTS_VERSION, "sp_session_opts", err) < 0)
-        return SP_EINVAL;
     int64_t t0 = sp_now_ms();
-    sp_session_opts o = SP_SESSION_OPTS_INIT;
-    if (opts)
-        o = *opts;
-    if (!command || !*command)
-        return sp_err_set(err, SP_EINVAL, 0, "session: no command given");
-    if (sp_sandbox_is_remote(sb))
-        return sp_remote_session_start(out, sb, command, &o, err);
+    sp_session_opts o = *opts;
     bool tty = !o.no_tty;
     unsigned rows = o.rows ? o.rows : DEFAULT_ROWS;
     unsigned cols = o.cols ? o.cols : DEFAULT_COLS;
-    if (tty && (rows > 0xffff || cols > 0xffff))
-        return sp_err_set(err, SP_EINVAL, 0, "session: bad terminal size %ux%u", rows, cols);
     const char *user = o.user ? o.user : sb->cfg.user;
     bool fast = sp_fast_wanted(sb, o.user);
     int r = fast ? 0 : sp_sandbox_require_running(sb, err);
@@ -215,12 +205,8 @@ static session *lookup(sp_sandbox *sb, int id)
     return s;
 }
 
-int sp_session_signal(sp_sandbox *sb, int session_id, int signo, sp_error **err)
+int sp_local_session_signal(sp_sandbox *sb, int session_id, int signo, sp_error **err)
 {
-    if (signo <= 0 || signo >= 65)
-        return sp_err_set(err, SP_EINVAL, 0, "session %d: bad signal %d", session_id, signo);
-    if (sp_sandbox_is_remote(sb))
-        return sp_remote_session_signal(sb, session_id, signo, err);
     session *s = lookup(sb, session_id);
     if (!s)
         return no_session(sb, session_id, err);
@@ -251,20 +237,12 @@ int sp_session_signal(sp_sandbox *sb, int session_id, int signo, sp_error **err)
     return 0;
 }
 
-int sp_session_write(sp_session_output **out, sp_sandbox *sb, int session_id, const char *chars,
-                     size_t len, const sp_session_write_opts *opts, sp_error **err)
+int sp_local_session_write(sp_session_output **out, sp_sandbox *sb, int session_id,
+                           const char *chars, size_t len, const sp_session_write_opts *opts,
+                           sp_error **err)
 {
-    *out = NULL;
-    if (SP_OPTS_CHECK(opts, 1, SP_SESSION_WRITE_OPTS_VERSION, "sp_session_write_opts", err) < 0)
-        return SP_EINVAL;
     int64_t t0 = sp_now_ms();
-    sp_session_write_opts o = SP_SESSION_WRITE_OPTS_INIT;
-    if (opts)
-        o = *opts;
-    if (!chars && len)
-        return sp_err_set(err, SP_EINVAL, 0, "session %d: no characters given", session_id);
-    if (sp_sandbox_is_remote(sb))
-        return sp_remote_session_write(out, sb, session_id, chars, len, &o, false, err);
+    sp_session_write_opts o = *opts;
     session *s = lookup(sb, session_id);
     if (!s)
         return no_session(sb, session_id, err);
@@ -272,7 +250,7 @@ int sp_session_write(sp_session_output **out, sp_sandbox *sb, int session_id, co
     char *note = NULL;
     if (!s->tty && len == 1 && chars[0] == '\x03') {
         /* No line discipline to turn ^C into SIGINT: do its job. */
-        int r = sp_session_signal(sb, session_id, SIGINT, err);
+        int r = sp_local_session_signal(sb, session_id, SIGINT, err);
         if (r < 0)
             return r;
         len = 0;
@@ -303,10 +281,9 @@ int sp_session_write(sp_session_output **out, sp_sandbox *sb, int session_id, co
                            sp_sess_budget_bytes(o.max_output_tokens), t0, note, err);
 }
 
-int sp_session_resize(sp_sandbox *sb, int session_id, unsigned rows, unsigned cols, sp_error **err)
+int sp_local_session_resize(sp_sandbox *sb, int session_id, unsigned rows, unsigned cols,
+                            sp_error **err)
 {
-    if (sp_sandbox_is_remote(sb))
-        return sp_remote_session_resize(sb, err);
     session *s = lookup(sb, session_id);
     if (!s)
         return no_session(sb, session_id, err);
@@ -330,10 +307,8 @@ int sp_session_resize(sp_sandbox *sb, int session_id, unsigned rows, unsigned co
     return 0;
 }
 
-int sp_session_kill(sp_sandbox *sb, int session_id, sp_error **err)
+int sp_local_session_kill(sp_sandbox *sb, int session_id, sp_error **err)
 {
-    if (sp_sandbox_is_remote(sb))
-        return sp_remote_session_write(NULL, sb, session_id, NULL, 0, NULL, true, err);
     session *s = lookup(sb, session_id);
     if (!s)
         return no_session(sb, session_id, err);
@@ -345,13 +320,9 @@ int sp_session_kill(sp_sandbox *sb, int session_id, sp_error **err)
     return 0;
 }
 
-int sp_session_list(sp_session_info **out, size_t *n_out, sp_sandbox *sb, sp_error **err)
+int sp_local_session_list(sp_session_info **out, size_t *n_out, sp_sandbox *sb, sp_error **err)
 {
     (void)err;
-    if (sp_sandbox_is_remote(sb))
-        return sp_remote_session_list(out, n_out, sb);
-    *out = NULL;
-    *n_out = 0;
     sp_session_table *t = sb->sessions;
     if (!t)
         return 0;
@@ -384,10 +355,8 @@ void sp_session_info_free(sp_session_info *v, size_t n)
     free(v);
 }
 
-void sp_sandbox_sessions_close(sp_sandbox *sb)
+void sp_local_sessions_close(sp_sandbox *sb)
 {
-    if (sb->rsess)
-        sp_remote_sessions_close(sb);
     sp_session_table *t = sb->sessions;
     if (!t)
         return;
@@ -414,4 +383,65 @@ void sp_sandbox_sessions_close(sp_sandbox *sb)
     pthread_cond_destroy(&t->cond);
     free(t);
     sb->sessions = NULL;
+}
+
+/* ------------------------------------------------- the public calls -- */
+
+int sp_session_start(sp_session_output **out, sp_sandbox *sb, const char *command,
+                     const sp_session_opts *opts, sp_error **err)
+{
+    *out = NULL;
+    if (SP_OPTS_CHECK(opts, 1, SP_SESSION_OPTS_VERSION, "sp_session_opts", err) < 0)
+        return SP_EINVAL;
+    sp_session_opts o = SP_SESSION_OPTS_INIT;
+    if (opts)
+        o = *opts;
+    if (!command || !*command)
+        return sp_err_set(err, SP_EINVAL, 0, "session: no command given");
+    if (!o.no_tty && (o.rows > 0xffff || o.cols > 0xffff))
+        return sp_err_set(err, SP_EINVAL, 0, "session: bad terminal size %ux%u", o.rows, o.cols);
+    return sb->kind->session_start(out, sb, command, &o, err);
+}
+
+int sp_session_write(sp_session_output **out, sp_sandbox *sb, int session_id, const char *chars,
+                     size_t len, const sp_session_write_opts *opts, sp_error **err)
+{
+    *out = NULL;
+    if (SP_OPTS_CHECK(opts, 1, SP_SESSION_WRITE_OPTS_VERSION, "sp_session_write_opts", err) < 0)
+        return SP_EINVAL;
+    sp_session_write_opts o = SP_SESSION_WRITE_OPTS_INIT;
+    if (opts)
+        o = *opts;
+    if (!chars && len)
+        return sp_err_set(err, SP_EINVAL, 0, "session %d: no characters given", session_id);
+    return sb->kind->session_write(out, sb, session_id, chars, len, &o, err);
+}
+
+int sp_session_signal(sp_sandbox *sb, int session_id, int signo, sp_error **err)
+{
+    if (signo <= 0 || signo >= 65)
+        return sp_err_set(err, SP_EINVAL, 0, "session %d: bad signal %d", session_id, signo);
+    return sb->kind->session_signal(sb, session_id, signo, err);
+}
+
+int sp_session_resize(sp_sandbox *sb, int session_id, unsigned rows, unsigned cols, sp_error **err)
+{
+    return sb->kind->session_resize(sb, session_id, rows, cols, err);
+}
+
+int sp_session_kill(sp_sandbox *sb, int session_id, sp_error **err)
+{
+    return sb->kind->session_kill(sb, session_id, err);
+}
+
+int sp_session_list(sp_session_info **out, size_t *n_out, sp_sandbox *sb, sp_error **err)
+{
+    *out = NULL;
+    *n_out = 0;
+    return sb->kind->session_list(out, n_out, sb, err);
+}
+
+void sp_sandbox_sessions_close(sp_sandbox *sb)
+{
+    sb->kind->sessions_close(sb);
 }

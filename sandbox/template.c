@@ -82,6 +82,8 @@ static int open_as_origin(sp_sandbox **out, cJSON **meta, const char *name, cons
         return r == SP_ENOTFOUND ? sp_err_set(err, SP_ENOTFOUND, 0, "no template named %s", name)
                                  : r;
     sp_sandbox *t = sp_xcalloc(1, sizeof(*t));
+    /* A template's store is in its folder here, as a local sandbox's. */
+    t->kind = sp_kind_for(SP_ENGINE_PODMAN);
     t->lock_fd = -1;
     t->name = sp_xstrdup(name);
     t->state_root = sp_xstrndup(dir, strlen(dir) - strlen("/templates"));
@@ -164,17 +166,18 @@ void sp_template_info_free(sp_template_info *t)
 
 /* ----------------------------------------------------------------- save -- */
 
-/* A remote sandbox's snapshot ref (NULL: its workspace now, through a
- * snapshot its peer does not keep) into the template's store dst, through
- * an unnamed file in the template's folder. */
-static int import_remote(char **out_id, sp_snapstore *dst, sp_sandbox *sb, const char *ref,
-                         const char *tmp, sp_error **err)
+/* Snapshot ref of a sandbox whose store is not on this host (NULL: its
+ * workspace now, through a snapshot its store does not keep) into the
+ * template's store dst, through an unnamed file in the template's
+ * folder. */
+static int import_archive(char **out_id, sp_snapstore *dst, sp_sandbox *sb, const char *ref,
+                          const char *tmp, sp_error **err)
 {
     cleanup_close int fd = open(tmp, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
     if (fd < 0)
         return sp_err_errno(err, errno, "a temporary file in", tmp);
     int r = ref ? sp_sandbox_snapshot_export_fd(sb, ref, fd, SP_SNAPSHOT_TAR, err)
-                : sp_remote_export_now(sb, fd, err);
+                : sb->kind->snap_export(sb, NULL, SP_SNAPSHOT_TAR, fd, err);
     if (r == 0 && lseek(fd, 0, SEEK_SET) < 0)
         r = sp_err_errno(err, errno, "lseek", tmp);
     sp_snapshot *snap = NULL;
@@ -197,18 +200,22 @@ static int share_snapshot(char **out_id, sp_sandbox *sb, const char *ref, const 
     int r = sp_snapstore_open(&dst, ws, store, NULL, err);
     if (r < 0)
         return r;
-    if (sp_sandbox_is_remote(sb)) {
-        r = import_remote(out_id, dst, sb, ref, tmp, err);
-        sp_snapstore_free(dst);
-        return r;
-    }
     sp_sandbox_snap *h = NULL;
     sp_snapshot *fresh = NULL, *shared = NULL;
     sp_snapstore_opts so = SP_SNAPSTORE_OPTS_INIT;
     so.no_create = ref != NULL;
     sp_sandbox_snapshot_opts ho = SP_SANDBOX_SNAPSHOT_OPTS_INIT;
     ho.store = &so;
-    r = sp_sandbox_snapshot_open(&h, sb, &ho, err);
+    sp_error *e = NULL;
+    r = sp_sandbox_snapshot_open(&h, sb, &ho, &e);
+    if (r < 0 && e && e->reason == SP_R_ELSEWHERE) {
+        sp_error_free(e);
+        r = import_archive(out_id, dst, sb, ref, tmp, err);
+        sp_snapstore_free(dst);
+        return r;
+    }
+    if (r < 0)
+        sp_err_give(err, e, r);
     if (r == SP_ENOTFOUND && ref)
         r = sp_err_set(err, SP_ENOTFOUND, 0, "sandbox %s has no snapshot %s", sb->name, ref);
     if (r == 0 && !ref &&
@@ -308,16 +315,9 @@ int sp_template_save(sp_template_info **out, sp_sandbox *sb, const char *name,
     /* The image the snapshot was prepared in, pinned by id where the
      * image is on this machine; a remote engine pulls its own (none kept). */
     cleanup_free char *image_id = NULL;
-    if (sp_sandbox_is_remote(sb)) {
-        image_id = sp_xstrdup("");
-    } else {
-        sp_local *p = sp_sandbox_local(sb, err);
-        if (!p)
-            return SP_EPODMAN;
-        if ((r = sb->lops->image_id(&image_id, p, sb->cfg.image, err)) < 0)
-            return sp_err_wrap(err, r, "template %s: image %s of sandbox %s", name, sb->cfg.image,
-                               sb->name);
-    }
+    if ((r = sb->kind->image_pin(&image_id, sb, err)) < 0)
+        return sp_err_wrap(err, r, "template %s: image %s of sandbox %s", name, sb->cfg.image,
+                           sb->name);
     cleanup_free char *tmp = sp_xasprintf("%s/.tmp-%s-XXXXXX", dir, name);
     if (!mkdtemp(tmp))
         return sp_err_errno(err, errno, "mkdtemp", tmp);

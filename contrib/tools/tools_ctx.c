@@ -92,7 +92,7 @@ static int attach_sandbox(sp_tools *t, sp_sandbox *sb, const char *events_path, 
 {
     t->sb = sb;
     int r = 0;
-    if (sp_sandbox_is_remote(sb))
+    if (!sp_sandbox_workspace(sb)) /* not on this host: the peer's tools */
         r = tools_open_remote(t, sb, err);
     else {
         t->root = sp_xstrdup(sp_sandbox_workspace(sb));

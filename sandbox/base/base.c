@@ -130,7 +130,7 @@ const char *sp_reason_name(int reason)
     static const char *const names[] = {
         "none",        "is_directory",   "not_directory", "not_empty", "exists",
         "patch_parse", "patch_conflict", "too_large",     "stale",     "not_text",
-        "not_unique",  "no_store",       "cross_device",  "service",
+        "not_unique",  "no_store",       "cross_device",  "service",   "elsewhere",
     };
     if (reason < 0 || (size_t)reason >= sizeof(names) / sizeof(names[0]))
         return "unknown";

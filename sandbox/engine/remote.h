@@ -121,4 +121,11 @@ typedef struct sp_remote_ops {
 
 extern const sp_remote_ops sp_kube_remote_ops;
 
+/* The table of engines of kind k that run sandboxes elsewhere; NULL for
+ * the local kind (remote.c). */
+const sp_remote_ops *sp_remote_ops_for(sp_engine_kind k);
+/* What labels this state root's workloads on an engine (label
+ * sandpod.owner): a hash of the host name and the state root. */
+char *sp_remote_owner(const char *state_root);
+
 #endif

@@ -134,12 +134,12 @@ static void test_reason_names(void **state)
     static const char *const want[] = {
         "none",        "is_directory",   "not_directory", "not_empty", "exists",
         "patch_parse", "patch_conflict", "too_large",     "stale",     "not_text",
-        "not_unique",  "no_store",       "cross_device",  "service",
+        "not_unique",  "no_store",       "cross_device",  "service",   "elsewhere",
     };
     for (int i = 0; i < (int)(sizeof(want) / sizeof(want[0])); i++)
         assert_string_equal(sp_reason_name(i), want[i]);
     assert_string_equal(sp_reason_name(-1), "unknown");
-    assert_string_equal(sp_reason_name(SP_R_SERVICE + 1), "unknown");
+    assert_string_equal(sp_reason_name(SP_R_ELSEWHERE + 1), "unknown");
     /* Made from an errno where the error is made; kept by a wrap. */
     sp_error *err = NULL;
     sp_err_errno(&err, ENOTEMPTY, "remove", "x");

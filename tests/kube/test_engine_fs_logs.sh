@@ -210,8 +210,9 @@ for bad in yesterday 10x 2024-05-01 "2024-05-01 10:00:00Z" 2024-05-01T10:00:00 "
 done
 err_has "not a time" "logs --since bad: why"
 run logs --json "$B"
-expect 2 "logs --json on a remote sandbox is refused in one line"
+expect 1 "logs --json on a remote sandbox is refused"
 err_has "merges stdout and stderr" "logs --json: why"
+one_line "logs --json on a remote sandbox"
 run logs nosuch-$$
 expect 1 "logs of a missing sandbox"
 err_has "nosuch-$$" "logs of a missing sandbox names it"

@@ -25,7 +25,7 @@ APPLY_OPTS_VERSION = 2
 TOOLS_OPTS_VERSION = 2
 TOOLS_SPECS_OPTS_VERSION = 1
 TEMPLATE_OPTS_VERSION = 1
-LOGS_OPTS_VERSION = 1
+LOGS_OPTS_VERSION = 2
 PODMAN_OPTS_VERSION = 1
 PODMAN_PULL_OPTS_VERSION = 1
 PODMAN_BUILD_OPTS_VERSION = 1
@@ -484,6 +484,7 @@ class LogsOpts(ctypes.Structure):
         ("tail", c_int64),
         ("since", c_char_p),
         ("timestamps", c_bool),
+        ("streams_apart", c_bool),
     ]
 
 

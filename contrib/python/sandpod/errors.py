@@ -40,6 +40,7 @@ R_NOT_UNIQUE = 10
 R_NO_STORE = 11
 R_CROSS_DEVICE = 12
 R_SERVICE = 13
+R_ELSEWHERE = 14
 
 
 class Error(Exception):

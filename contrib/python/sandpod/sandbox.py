@@ -693,7 +693,8 @@ class Sandbox:
             fs = getattr(self, "_fs", None)
             if fs is None:
                 h = self._main()  # a closed sandbox raises here
-                fs = (RemoteFilesystem(self) if self.is_remote
+                # The workspace is on this host, or its peer's tools serve it.
+                fs = (RemoteFilesystem(self) if not self.workspace
                       else SandboxFilesystem(h, self, lock=self._lock))
                 self._fs = fs
             return fs
@@ -888,55 +889,43 @@ class Sandbox:
         r = _ref(ref)
         if gzip is None:
             gzip = os.fspath(path).endswith((".gz", ".tgz"))
-        if self.is_remote:
-            # The peer writes it; it lands here under a temporary name,
-            # renamed into place once whole (as a local export does).
-            dest = os.fspath(path)
-            tmp = f"{dest}.sandpod-{os.getpid()}-{threading.get_ident()}.tmp"
-            try:
-                fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
-                try:
-                    with self._lock:
-                        call(_sb_snap_export_fd, self._main(), r, fd, 1 if gzip else 0,
-                             wrap=errors.SnapshotError)
-                finally:
-                    os.close(fd)
-                os.replace(tmp, dest)
-            finally:
-                if os.path.lexists(tmp):
-                    os.unlink(tmp)
-            return
-        self._with_store(lambda store: call(_snapshot_export, store, r, enc(path), -1,
-                                            1 if gzip else 0, wrap=errors.SnapshotError))
-
-    def import_(self, path: str | os.PathLike[str], tag: str | None = None) -> Snapshot:
-        """Read a tar archive into a new snapshot (the workspace is untouched)."""
-        if self.is_remote:
-            # The archive streams to the peer, which adds it to its store.
-            try:
-                fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-            except OSError as e:  # a SnapshotError, as on a local sandbox
-                raise errors.SnapshotError(
-                    f"{os.fspath(path)}: {e.strerror}",
-                    errors.ENOTFOUND if e.errno == errno.ENOENT else errors.ERROR,
-                    errno=e.errno or 0) from e
-            idp = c_void_p()
+        # Written here under a temporary name, renamed into place once
+        # whole; the library reads the sandbox's store, or has its peer
+        # write the archive where the store is elsewhere.
+        dest = os.fspath(path)
+        tmp = f"{dest}.sandpod-{os.getpid()}-{threading.get_ident()}.tmp"
+        try:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
             try:
                 with self._lock:
-                    call(_sb_snap_import_fd, byref(idp), self._main(), fd, enc(tag),
+                    call(_sb_snap_export_fd, self._main(), r, fd, 1 if gzip else 0,
                          wrap=errors.SnapshotError)
             finally:
                 os.close(fd)
-            new_id = ctypes.string_at(idp.value).decode()
-            c_free(idp)
-            return self.get_snapshot(new_id)
+            os.replace(tmp, dest)
+        finally:
+            if os.path.lexists(tmp):
+                os.unlink(tmp)
 
-        def go(store: Any) -> Snapshot:
-            p = POINTER(S.Snapshot)()
-            call(_snapshot_import, byref(p), store, enc(path), -1, enc(tag),
-                 wrap=errors.SnapshotError)
-            return _take_snapshot(p)
-        return self._with_store(go)
+    def import_(self, path: str | os.PathLike[str], tag: str | None = None) -> Snapshot:
+        """Read a tar archive into a new snapshot (the workspace is untouched)."""
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        except OSError as e:  # a SnapshotError, as the library's own
+            raise errors.SnapshotError(
+                f"{os.fspath(path)}: {e.strerror}",
+                errors.ENOTFOUND if e.errno == errno.ENOENT else errors.ERROR,
+                errno=e.errno or 0) from e
+        idp = c_void_p()
+        try:
+            with self._lock:
+                call(_sb_snap_import_fd, byref(idp), self._main(), fd, enc(tag),
+                     wrap=errors.SnapshotError)
+        finally:
+            os.close(fd)
+        new_id = ctypes.string_at(idp.value).decode()
+        c_free(idp)
+        return self.get_snapshot(new_id)
 
     def apply(self, *, to: str | os.PathLike[str] | None = None,
               from_: str | Snapshot | None = None, subdir: str | None = None,

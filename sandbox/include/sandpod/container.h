@@ -188,7 +188,7 @@ typedef struct sp_container_spec {
         .version = SP_CONTAINER_SPEC_VERSION                                                       \
     }
 
-#define SP_LOGS_OPTS_VERSION 1
+#define SP_LOGS_OPTS_VERSION 2
 
 /** Options of sp_sandbox_logs() (and sp_podman_container_logs()); NULL means
  *  all defaults (everything logged so far, then return). */
@@ -203,6 +203,10 @@ typedef struct sp_logs_opts {
     const char *since;
     /** Prefix every line with the time it was logged (RFC 3339, then a space). */
     bool timestamps;
+    /** (version 2) Refuse with SP_EINVAL where the engine's log merges
+     *  stdout and stderr (a Pod's), rather than handing both as
+     *  SP_EXEC_STDOUT. */
+    bool streams_apart;
 } sp_logs_opts;
 
 #define SP_LOGS_OPTS_INIT                                                                          \

@@ -245,7 +245,10 @@ const char *sp_sandbox_engine(const sp_sandbox *sb);
  *  (to and from any engine), templates and logs work; sp_sandbox_fs()
  *  (`sandpod fs NAME` runs in the peer instead), sp_sandbox_snapshot_open()
  *  (a local store handle), stop, restart and pause are SP_EINVAL saying
- *  so (a Pod has no stopped or paused state). */
+ *  so (a Pod has no stopped or paused state), with reason SP_R_ELSEWHERE
+ *  where what is asked for is not on this host. For people (status
+ *  lines): programs ask for the capability itself (sp_sandbox_stops(),
+ *  sp_sandbox_workspace() NULL, SP_R_ELSEWHERE). */
 bool sp_sandbox_is_remote(const sp_sandbox *sb);
 /**
  * One JSON-RPC request to the sandpod peer beside a remote sandbox's
@@ -436,6 +439,10 @@ int sp_sandbox_restart(sp_sandbox *sb, sp_error **err);
  *  rootless Podman service on cgroup v1 (no freezer), where it does
  *  nothing and snapshots are taken while the workload runs. */
 bool sp_sandbox_pauses(sp_sandbox *sb);
+/** Whether sp_sandbox_stop() keeps the sandbox to start again: false for
+ *  a sandbox whose engine has no stopped state (a Pod), where stop and
+ *  restart are SP_EINVAL saying so. */
+bool sp_sandbox_stops(const sp_sandbox *sb);
 
 int sp_sandbox_pause(sp_sandbox *sb, sp_error **err);
 int sp_sandbox_unpause(sp_sandbox *sb, sp_error **err);

@@ -54,6 +54,8 @@ typedef enum sp_reason {
     SP_R_NO_STORE = 11,      /**< no snapshot store exists (nothing snapshotted yet) */
     SP_R_CROSS_DEVICE = 12,  /**< a rename across file systems (EXDEV) */
     SP_R_SERVICE = 13,       /**< the Podman service failed, refused or is unreachable */
+    SP_R_ELSEWHERE = 14,     /**< the workspace or its store is not on this host (a sandbox on
+                                  another engine): ask through the sandbox's typed calls */
 } sp_reason;
 
 /** An error: a code, the errno behind it (0 if none) and a one-line message. */
@@ -73,7 +75,7 @@ const char *sp_strerror(int code);
 /** The stable snake_case name of a reason ("none", "is_directory",
  *  "not_directory", "not_empty", "exists", "patch_parse", "patch_conflict",
  *  "too_large", "stale", "not_text", "not_unique", "no_store",
- *  "cross_device", "service"); "unknown" for anything else. */
+ *  "cross_device", "service", "elsewhere"); "unknown" for anything else. */
 const char *sp_reason_name(int reason);
 
 #ifdef __cplusplus
