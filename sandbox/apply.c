@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "base.h"
+#include "dir.h"
 #include "tree.h"
 #include "apply_internal.h"
 #include "sandbox_internal.h"
@@ -786,14 +787,11 @@ static void trash_remove(struct host *h)
 {
     if (h->trash < 0)
         return;
-    DIR *d = fdopendir(dup(h->trash));
-    if (d) {
-        struct dirent *de;
-        while ((de = readdir(d)))
-            if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
-                unlinkat(h->trash, de->d_name, 0);
-        closedir(d);
-    }
+    sp_dirnames names = SP_DIRNAMES_INIT;
+    if (sp_dir_read(&names, h->trash, SP_DIR_UNSORTED, 0) == 0)
+        for (size_t i = 0; i < names.n; i++)
+            unlinkat(h->trash, sp_dirnames_name(&names, i), 0);
+    sp_dirnames_dispose(&names);
     close(h->trash);
     h->trash = -1;
     unlinkat(h->root, h->trash_name, AT_REMOVEDIR);

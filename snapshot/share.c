@@ -11,13 +11,13 @@
  * side only removes that side's name. Where linking is refused (another
  * filesystem, a store on a read-only one), the file is copied (reflinked
  * where the filesystem can). */
-#include <dirent.h>
 #include <fcntl.h>
 #include <linux/fs.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 
+#include "dir.h"
 #include "store_internal.h"
 
 static int copy_file_at(int sdir, int ddir, const char *name, sp_error **err)
@@ -69,37 +69,37 @@ static int share_dir(int sobj, int dobj, const char *sub, uint64_t *count, sp_er
     cleanup_close int dd = openat(dobj, sub, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (dd < 0)
         return sp_err_errno(err, errno, "open", sub);
-    DIR *d = fdopendir(dup(sd));
-    if (!d)
+    sp_dirnames names = SP_DIRNAMES_INIT;
+    if (sp_dir_read(&names, sd, SP_DIR_UNSORTED, 0) < 0)
         return sp_err_errno(err, errno, "read", sub);
     int r = 0;
     bool copy = false;
-    struct dirent *e;
-    while (r == 0 && (e = readdir(d))) {
-        if (e->d_name[0] == '.' || strncmp(e->d_name, "tmp_", 4) == 0)
+    for (size_t i = 0; r == 0 && i < names.n; i++) {
+        const char *name = sp_dirnames_name(&names, i);
+        if (name[0] == '.' || strncmp(name, "tmp_", 4) == 0)
             continue;
         struct stat st;
-        if (fstatat(sd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode))
+        if (fstatat(sd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode))
             continue;
         if (!copy) {
-            if (linkat(sd, e->d_name, dd, e->d_name, 0) == 0) {
+            if (linkat(sd, name, dd, name, 0) == 0) {
                 (*count)++;
                 continue;
             }
             if (errno == EEXIST)
                 continue;
             if (errno != EXDEV && errno != EPERM && errno != EROFS && errno != EMLINK) {
-                r = sp_err_errno(err, errno, "link", e->d_name);
+                r = sp_err_errno(err, errno, "link", name);
                 break;
             }
             copy = true; /* the same answer for the rest: do not ask again */
         }
-        if (faccessat(dd, e->d_name, F_OK, AT_SYMLINK_NOFOLLOW) == 0)
+        if (faccessat(dd, name, F_OK, AT_SYMLINK_NOFOLLOW) == 0)
             continue;
-        if ((r = copy_file_at(sd, dd, e->d_name, err)) == 0)
+        if ((r = copy_file_at(sd, dd, name, err)) == 0)
             (*count)++;
     }
-    closedir(d);
+    sp_dirnames_dispose(&names);
     return r;
 }
 
@@ -141,19 +141,17 @@ int sp_snapshot_share_tagged(sp_snapshot **out, sp_snapstore *dst, sp_snapstore 
         return r;
     }
     uint64_t linked = 0;
-    /* A dup shares the fd's offset: rewind, or a second share from the
-     * same source handle would find the folder already read to its end. */
-    DIR *d = fdopendir(dup(src->odb.objfd));
-    if (!d)
+    /* Read from the start (sp_dir_read() rewinds): a second share from
+     * the same source handle sees the whole folder again. */
+    sp_dirnames names = SP_DIRNAMES_INIT;
+    if (sp_dir_read(&names, src->odb.objfd, SP_DIR_UNSORTED, 0) < 0)
         r = sp_err_errno(err, errno, "read", src->store);
-    else
-        rewinddir(d);
-    struct dirent *e;
-    while (r == 0 && d && (e = readdir(d)))
-        if (is_fanout(e->d_name) || strcmp(e->d_name, "pack") == 0)
-            r = share_dir(src->odb.objfd, dst->odb.objfd, e->d_name, &linked, err);
-    if (d)
-        closedir(d);
+    for (size_t i = 0; r == 0 && i < names.n; i++) {
+        const char *name = sp_dirnames_name(&names, i);
+        if (is_fanout(name) || strcmp(name, "pack") == 0)
+            r = share_dir(src->odb.objfd, dst->odb.objfd, name, &linked, err);
+    }
+    sp_dirnames_dispose(&names);
     sp_oid id;
     if (r == 0 && sp_oid_parse(&id, snap->commit, strlen(snap->commit)) < 0)
         r = sp_err_set(err, SP_EINVAL, 0, "snapshot %s has a bad commit id", snap->id);
