@@ -12,6 +12,7 @@ set -u
 
 SRC=${1:?usage: test_doc_links.sh SOURCE_DIR}
 here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=tests/cmd/doc_files.sh
 . "$here/doc_files.sh"
 command -v python3 >/dev/null 2>&1 || {
     echo "skip: python3 is missing"

@@ -121,6 +121,7 @@ fi
 # exampleN), and reported as FILE:LINE.
 san=
 readelf -d "$libdir/libsandpod.so" | grep 'libasan' >/dev/null && san="-fsanitize=address,undefined"
+# shellcheck source=tests/cmd/doc_files.sh
 . "$(dirname "$0")/doc_files.sh"
 mkdir -p "$T/ex"
 : >"$T/ex/list"

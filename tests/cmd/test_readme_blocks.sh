@@ -31,6 +31,7 @@ PREFIX=sandpod-readme
 . "$(dirname "$0")/podman_lib.sh"
 need_image
 
+# shellcheck source=tests/cmd/doc_files.sh
 . "$(dirname "$0")/doc_files.sh"
 mapfile -t docs < <(doc_files "$SRC")
 
