@@ -6,7 +6,7 @@ set -euo pipefail
 # clang and libclang-rt: the fuzzers; gdb: tests print every thread's stack
 # when they crash (tu_crash_reports), the only trace a CI run keeps; zsh,
 # fish and groff-base: the completion and man page tests; man-db: the
-# README's `man -l` (tests/cmd/test_readme_blocks.sh); ripgrep: grep is
+# `man -l` of contrib/docs/cli.md (tests/cmd/test_readme_blocks.sh); ripgrep: grep is
 # compared with rg (test_search_ref; bash globstar is the glob reference);
 # docker-registry: the image tests pull from a registry on 127.0.0.1;
 # python3-pytest/-setuptools/-pip/-venv: the Python package and its tests;

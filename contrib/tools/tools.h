@@ -182,7 +182,8 @@ typedef struct sp_tools_opts {
     unsigned timeout_ms;
     /** Turn the stale-edit check off: edit_file, insert, write_file
      *  (overwrite) and apply_patch then change files the model read before
-     *  they changed on disk. See "Stale edits" in README.md. */
+     *  they changed on disk. See "Stale edits" in
+     *  contrib/docs/tools-and-mcp.md. */
     bool no_stale_check;
 } sp_tools_opts;
 

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The way back as a boundary: a hostile workload in a sandbox hydrated from
 # a real git project writes everything git (and other host tools) would run
-# or follow, then the user reviews and applies the work the way the README
-# says and keeps using git in the project. Nothing the workload wrote may
+# or follow, then the user reviews and applies the work the way
+# contrib/docs/apply.md says and keeps using git in the project. Nothing the workload wrote may
 # ever run on the host: every payload touches a canary file, and none may
 # appear. On a real Podman service, rootful or rootless.
 #

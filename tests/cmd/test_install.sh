@@ -4,7 +4,9 @@
 # the library would:
 #   - every public header compiles alone;
 #   - libsandpod.so exports exactly the functions the public headers declare;
-#   - the README's C examples build with pkg-config and run (the sandbox one
+#   - the C examples of the documentation (every `c` block of the files
+#     tests/cmd/doc_files.sh lists; today those of contrib/docs/c-api.md)
+#     build with pkg-config, and show.c and box.c run (the sandbox one
 #     against Podman when a service answers; required under CI=true).
 # usage: test_install.sh BUILD_DIR SOURCE_DIR
 set -uo pipefail
@@ -113,47 +115,69 @@ else
 $(head -n 20 "$T/tools_sym.diff")"
 fi
 
-# The README's C examples, as written there. A sanitized build's library
-# needs its programs built the same way (the runtime must come first).
+# The documentation's C examples, as written there. A sanitized build's
+# library needs its programs built the same way (the runtime must come
+# first). Each is named by the `cc NAME.c` of its first line (else
+# exampleN), and reported as FILE:LINE.
 san=
 readelf -d "$libdir/libsandpod.so" | grep 'libasan' >/dev/null && san="-fsanitize=address,undefined"
-awk '/^```c$/ {on = 1; n++; next} /^```$/ {on = 0} on {print > (dir "/example" n ".c")}' \
-    dir="$T" "$src/README.md"
+# shellcheck source=tests/cmd/doc_files.sh
+. "$(dirname "$0")/doc_files.sh"
+mkdir -p "$T/ex"
+: >"$T/ex/list"
+while IFS= read -r doc; do
+    [ -f "$src/$doc" ] || continue
+    awk -v dir="$T/ex" -v doc="$doc" '
+        /^```c$/ { on = 1; start = NR + 1; name = ""; next }
+        on && /^```$/ { on = 0; close(f); next }
+        on && name == "" {
+            name = "example" (++n)
+            if (match($0, /cc [A-Za-z0-9_]+\.c/)) name = substr($0, RSTART + 3, RLENGTH - 5)
+            f = dir "/" name ".c"
+            printf "%s\t%s:%d\n", name, doc, start >> (dir "/list")
+        }
+        on { print > f }
+    ' "$src/$doc"
+done < <(doc_files "$src")
 n=0
-for ex in "$T"/example*.c; do
+while IFS=$'\t' read -r name where; do
     n=$((n + 1))
-    if cc -std=c11 -Wall -Wextra -Werror $san "$ex" $cflags $libs -Wl,-rpath,"$libdir" -o "${ex%.c}" \
-        2>"$T/cc.err"; then
-        ok "README example $(basename "$ex") builds with pkg-config"
+    if cc -std=c11 -Wall -Wextra -Werror $san "$T/ex/$name.c" $cflags $libs -Wl,-rpath,"$libdir" \
+        -o "$T/ex/$name" 2>"$T/cc.err"; then
+        ok "C example $name.c ($where) builds with pkg-config"
     else
-        bad "README example $(basename "$ex") builds: $(head -n 5 "$T/cc.err")"
+        bad "C example $name.c ($where) builds: $(head -n 5 "$T/cc.err")"
     fi
-done
-[ "$n" -ge 2 ] && ok "the README has $n C examples" || bad "the README's C examples were not found"
+done <"$T/ex/list"
+dups=$(cut -f1 "$T/ex/list" | sort | uniq -d | tr '\n' ' ')
+[ -z "$dups" ] || bad "C examples share a name (each needs its own cc NAME.c): $dups"
+[ "$n" -ge 2 ] && ok "the documentation has $n C examples" || bad "the documentation's C examples were not found"
 
-# Example 1 reads src/main.c of the workspace it is given.
+# show.c reads src/main.c of the workspace it is given.
 mkdir -p "$T/ws/src"
 printf 'int main(void) { return 0; }\n' >"$T/ws/src/main.c"
-if [ -x "$T/example1" ] && [ "$("$T/example1" "$T/ws")" = "int main(void) { return 0; }" ]; then
-    ok "README example 1 runs"
+if [ -x "$T/ex/show" ] && [ "$("$T/ex/show" "$T/ws")" = "int main(void) { return 0; }" ]; then
+    ok "C example show.c runs"
 else
-    bad "README example 1 runs: $("$T/example1" "$T/ws" 2>&1 | head -n 3)"
+    bad "C example show.c runs: $("$T/ex/show" "$T/ws" 2>&1 | head -n 3)"
 fi
 
-# Example 2 makes a sandbox: it needs a Podman service.
-if [ -x "$T/example2" ]; then
+# box.c makes a sandbox: it needs a Podman service.
+if [ -x "$T/ex/box" ]; then
     mkdir -p "$T/project" "$T/home"
     echo hello >"$T/project/hello.txt"
     out=$(SANDPOD_HOME=$T/home SANDPOD_AGENT=$P/libexec/sandpod/sandpod-agent \
-        "$T/example2" "$T/project" 2>&1)
+        "$T/ex/box" "$T/project" 2>&1)
     rc=$?
     if [ $rc = 0 ] && printf '%s' "$out" | grep 'hello.txt' >/dev/null; then
-        ok "README example 2 runs a sandbox"
+        ok "C example box.c runs a sandbox"
     elif printf '%s' "$out" | grep -i 'podman service' >/dev/null && [ "${CI:-}" != true ]; then
-        echo "ok - README example 2 # SKIP no Podman service: $out"
+        echo "ok - C example box.c # SKIP no Podman service: $out"
     else
-        bad "README example 2 runs a sandbox (exit $rc): $(printf '%s' "$out" | head -n 5)"
+        bad "C example box.c runs a sandbox (exit $rc): $(printf '%s' "$out" | head -n 5)"
     fi
+else
+    bad "C example box.c was not found"
 fi
 
 if [ $fails -ne 0 ]; then

@@ -4,8 +4,8 @@
 # Podman-backed fake API server, fake_podman.py), and the same run against
 # a local sandbox beside it: each run checks its own answers; their
 # per-tool profiles (SANDPOD_SDK_PROFILE) must then be the same but for
-# the differences listed below (README, Kubernetes: "MCP on a remote
-# sandbox"). Exits 77 (skip) without node/npm or
+# the differences listed below (contrib/docs/kubernetes.md, "MCP on a
+# remote sandbox"). Exits 77 (skip) without node/npm or
 # Podman, except under CI=true.
 #
 # Usage: test_mcp_sdk_remote.sh PATH/TO/sandpod

@@ -1,6 +1,6 @@
 """sandpod: hardened Podman sandboxes around a host workspace, from Python.
 
-Pure Python over ``libsandpod.so`` (ctypes); see the README's Python section.
+Pure Python over ``libsandpod.so`` (ctypes); see contrib/python/README.md.
 """
 
 from __future__ import annotations

@@ -131,7 +131,7 @@ class Mount:
     ``dst`` is where it lands in the workspace (None: its root).
     ``keep_secrets`` copies files that hold credentials as they are
     (``secrets=keep``); by default they are left out or rewritten without
-    them (see the README's list).
+    them (see the list in contrib/docs/hydration.md).
     """
 
     src: str | os.PathLike[str]

@@ -1,7 +1,7 @@
 // sandpod's MCP server through the agent clients people run: Claude Code,
 // Codex CLI and the OpenAI Agents SDK, each talking to a scripted model API
 // of our own (model_api.mjs) on 127.0.0.1 and starting sandpod as its
-// README registration says. What the model was shown for each tool result
+// registration in contrib/docs/tools-and-mcp.md says. What the model was shown for each tool result
 // is read from the recorded requests: sandpod's rendered text (numbered
 // L1: lines, Exit code / Wall time / Output, the edit and patch messages),
 // never a JSON dump of the structured result. Writing tools must run
@@ -63,7 +63,7 @@ git('add', '.');
 git('commit', '-q', '-m', 'a project');
 
 // The clients' environment: a private HOME, CODEX_HOME, TMPDIR and state
-// root, sandpod first on PATH (the README's plain `sandpod`), no telemetry
+// root, sandpod first on PATH (the guide's plain `sandpod`), no telemetry
 // or update checks, dummy keys. The caller's client settings are dropped
 // (a test run from inside a Claude Code session would otherwise nest).
 const env = {};
@@ -126,7 +126,7 @@ function sandboxes() {
 }
 
 // ------------------------------------------------------ registrations
-// The registrations as the README gives them; '.' in the target is the
+// The registrations as contrib/docs/tools-and-mcp.md gives them; '.' in the target is the
 // project folder, which Claude Code and Codex start their servers in.
 const targetIn = dir => TARGET.map(a => (a === '.' ? dir : a));
 const toml = s => JSON.stringify(s);

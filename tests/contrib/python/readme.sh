@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
-# The README's Python section as a new user on Debian 12 follows it, after
-# the Build section's `cmake --install build` to /usr/local — without
+# The Python guide, contrib/python/README.md, as a new user on Debian 12
+# follows it, after the README's Build section (`cmake --install build`) to
+# /usr/local — without
 # touching the real /usr/local: this build is installed with DESTDIR and
 # that tree is bind-mounted on /usr/local in a private mount namespace
 # (so the package must find libsandpod.so.0, libsandpod_tools.so.0 and the
 # agent at their installed paths, with no variable set). Then, as written:
-#   - the section's sh block (venv + pip install --no-build-isolation
+#   - the guide's sh block (venv + pip install --no-build-isolation
 #     contrib/python), from a copy of the source tree, HOME a scratch folder;
-#   - every python block of the section, each in a fresh folder, with the
+#   - every python block of the guide, each in a fresh folder, with the
 #     venv's python (pip's package) and with /usr/bin/python3 (the package
 #     cmake --install put in /usr/local/lib/python3.X/dist-packages).
 # Blocks that make sandboxes need Podman: without a service they are
@@ -19,20 +20,20 @@ src=${2:?source dir}
 if [ "${SP_README_INSIDE:-}" != 1 ]; then
     prefix=$(sed -n 's/^CMAKE_INSTALL_PREFIX:PATH=//p' "$build/CMakeCache.txt")
     if [ "$prefix" != /usr/local ]; then
-        echo "skip: this build's prefix is $prefix, the README's is /usr/local"
+        echo "skip: this build's prefix is $prefix, the guide's is /usr/local"
         exit 77
     fi
     # A user installs a plain build: a sanitized library loads in python
     # only with its runtime preloaded (run.sh does that for the unit tests).
     if ldd "$build/libsandpod.so" 2>/dev/null | grep 'lib\(a\|ub\)san\.so' >/dev/null; then
-        echo "skip: a sanitized build; the README's install is of a plain one"
+        echo "skip: a sanitized build; the guide's install is of a plain one"
         exit 77
     fi
-    # The README installs into /usr/local as root (cmake --install); as
+    # The guide installs into /usr/local as root (cmake --install); as
     # another user a fake root in a user namespace would reach neither the
     # rootful service nor its own rootless one, so the run is root's.
     if [ "$(id -u)" != 0 ]; then
-        echo "skip: the README's install into /usr/local is root's (this is uid $(id -u))"
+        echo "skip: the guide's install into /usr/local is root's (this is uid $(id -u))"
         exit 77
     fi
     if unshare --mount --propagation private true 2>/dev/null; then
@@ -70,21 +71,20 @@ mkdir -p "$HOME" "$T/src/contrib" "$T/blocks"
 cp -r "$src/contrib/python" "$T/src/contrib/python"
 rm -rf "$T/src/contrib/python/build" "$T/src/contrib/python"/*.egg-info
 
-# The README's "## Python" section, cut into its fenced blocks.
-awk '/^## Python$/ {on = 1; next} on && /^## / {on = 0}
-     on && /^```(sh|python)$/ {n++; lang = substr($0, 4); f = dir "/" n "." lang; next}
-     on && /^```$/ {f = ""; next}
-     on && f != "" {print > f}' dir="$T/blocks" "$src/README.md"
+# The guide, cut into its fenced blocks.
+awk '/^```(sh|python)$/ {n++; lang = substr($0, 4); f = dir "/" n "." lang; next}
+     /^```$/ {f = ""; next}
+     f != "" {print > f}' dir="$T/blocks" "$src/contrib/python/README.md"
 nsh=$(ls "$T/blocks"/*.sh 2>/dev/null | wc -l)
 npy=$(ls "$T/blocks"/*.python 2>/dev/null | wc -l)
-[ "$nsh" -ge 1 ] && [ "$npy" -ge 2 ] && ok "the Python section has $nsh sh and $npy python blocks" ||
-    bad "the Python section's blocks were not found ($nsh sh, $npy python)"
+[ "$nsh" -ge 1 ] && [ "$npy" -ge 2 ] && ok "the Python guide has $nsh sh and $npy python blocks" ||
+    bad "the Python guide's blocks were not found ($nsh sh, $npy python)"
 
 for b in "$T/blocks"/*.sh; do
     if (cd "$T/src" && bash -e "$b") >"$T/sh.log" 2>&1; then
-        ok "README sh block $(basename "$b") runs"
+        ok "Python guide sh block $(basename "$b") runs"
     else
-        bad "README sh block $(basename "$b"): $(tail -n 5 "$T/sh.log")"
+        bad "Python guide sh block $(basename "$b"): $(tail -n 5 "$T/sh.log")"
     fi
 done
 venv_py=$HOME/.venvs/sandpod/bin/python
@@ -135,16 +135,16 @@ for py in "$venv_py" $sys_py; do
         fi
         run=$(mktemp -d "$T/run-XXXXXX")
         if (cd "$run" && timeout 300 "$py" "$b") >"$run.out" 2>"$run.err"; then
-            ok "README python block $name runs"
+            ok "Python guide python block $name runs"
         else
-            bad "README python block $name: $(tail -n 5 "$run.err")"
+            bad "Python guide python block $name: $(tail -n 5 "$run.err")"
             continue
         fi
         # What the sandbox example prints, line for line where it is fixed.
         if grep -q 'fed on stdin' "$b"; then
             head -n 3 "$run.out" | diff - <(printf '3 a.txt\nb.txt\n oops\n') >/dev/null &&
                 grep -q 'fed on stdin' "$run.out" && grep -qF "[('added', 'new.txt')]" "$run.out" &&
-                [ "$(grep -v "^$" "$run.out" | tail -n 1)" = hi ] && ok "$name prints what the README says" ||
+                [ "$(grep -v "^$" "$run.out" | tail -n 1)" = hi ] && ok "$name prints what the guide says" ||
                 bad "$name prints: $(cat "$run.out")"
         fi
     done
