@@ -43,42 +43,6 @@ const struct cli_spec cli_spec_fork = {
     .exit_status = "0 ok, 1 error (nothing of the new sandbox is left), 2 bad usage.",
 };
 
-int cli_fork_sandbox(sp_sandbox **out, struct cli_create *c, const char *origin, const char *snap,
-                     sp_error **err)
-{
-    *out = NULL;
-    sp_sandbox_opts so = cli_conn_sandbox_opts(&c->conn);
-    sp_sandbox *from = NULL;
-    int r = sp_sandbox_open(&from, origin, &so, err);
-    if (r < 0)
-        return r;
-    sp_sandbox_opts o = c->opts;
-    o.state_root = c->conn.state_root;
-    o.podman_url = c->conn.url;
-    o.env = c->n_env ? c->env : NULL;
-    o.cap_add = c->n_caps ? c->caps : NULL;
-    o.env_pass = c->n_pass ? c->pass : NULL;
-    r = sp_sandbox_fork(out, from, snap, &o, err);
-    sp_sandbox_free(from);
-    for (const char *const *w = r == 0 ? sp_sandbox_warnings(*out) : NULL; w && *w; w++)
-        fprintf(stderr, "sandpod: warning: %s\n", *w);
-    return r;
-}
-
-int cli_print_created(sp_sandbox *sb, bool json)
-{
-    if (!json) {
-        printf("%s\n", sp_sandbox_name(sb));
-        return 0;
-    }
-    sp_sandbox_status *st = NULL;
-    if (sp_sandbox_status_get(&st, sb, NULL) < 0)
-        st = NULL;
-    int rc = cli_print_result(sp_json_sandbox(sb, st, false));
-    sp_sandbox_status_free(st);
-    return rc;
-}
-
 int cmd_fork(int argc, char **argv)
 {
     struct cli_create c;

@@ -8,7 +8,7 @@
 #include <sys/stat.h>
 
 #include "fs_internal.h"
-#include "tree.h"
+#include "fdtree.h"
 
 int sp_fs_open(sp_fs **out, const char *root, const sp_fs_opts *opts, sp_error **err)
 {

@@ -19,7 +19,7 @@
 #include "sandpod/hydrate.h"
 #include "dir.h"
 #include "secrets.h"
-#include "tree.h"
+#include "fdtree.h"
 
 /* Deeper folders are skipped with a note: each level holds an fd. */
 #define MAX_DEPTH 256

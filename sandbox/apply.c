@@ -13,7 +13,7 @@
 
 #include "base.h"
 #include "dir.h"
-#include "tree.h"
+#include "fdtree.h"
 #include "apply_internal.h"
 #include "sandbox_internal.h"
 #include "sandpod/apply.h"

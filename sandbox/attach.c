@@ -14,6 +14,9 @@
 #include <errno.h>
 #include <string.h>
 
+#include "local_state.h"
+#include "fastpath.h"
+#include "cmdio.h"
 #include "remote.h"
 #include "local_kind.h"
 #include "sandbox_internal.h"

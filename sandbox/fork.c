@@ -30,14 +30,6 @@ typedef struct fork_seed {
     const char *snapshot; /* resolved (never NULL) where the origin's store is elsewhere */
 } fork_seed;
 
-static char **strv_copy(char *const *v)
-{
-    sp_strv sv = {0};
-    for (size_t i = 0; v && v[i]; i++)
-        sp_strv_push(&sv, sp_xstrdup(v[i]));
-    return sp_strv_steal(&sv);
-}
-
 /* The origin's record of its host folders, for `diff` and applying back. */
 static void copy_mounts(sp_sandbox_config *dst, const sp_sandbox_config *src)
 {
@@ -49,10 +41,10 @@ static void copy_mounts(sp_sandbox_config *dst, const sp_sandbox_config *src)
         *d = *s;
         d->host_path = sp_xstrdup(s->host_path);
         d->mount_path = sp_xstrdup(s->mount_path);
-        d->include = (const char *const *)strv_copy((char *const *)s->include);
-        d->exclude = (const char *const *)strv_copy((char *const *)s->exclude);
-        d->secrets_left_out = (const char *const *)strv_copy((char *const *)s->secrets_left_out);
-        d->secrets_rewritten = (const char *const *)strv_copy((char *const *)s->secrets_rewritten);
+        d->include = (const char *const *)sp_strv_copy(s->include);
+        d->exclude = (const char *const *)sp_strv_copy(s->exclude);
+        d->secrets_left_out = (const char *const *)sp_strv_copy(s->secrets_left_out);
+        d->secrets_rewritten = (const char *const *)sp_strv_copy(s->secrets_rewritten);
     }
 }
 

@@ -14,7 +14,7 @@
 #include <sys/stat.h>
 
 #include "sandbox_internal.h"
-#include "tree.h"
+#include "fdtree.h"
 
 int sp_idmap_parse(sp_idmap *m, const char *text)
 {

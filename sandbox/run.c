@@ -17,6 +17,10 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "local_state.h"
+#include "fastpath.h"
+#include "cmdio.h"
+#include "procgroup.h"
 #include "local_kind.h"
 #include "sandbox_internal.h"
 

@@ -78,6 +78,12 @@ typedef struct sp_sandbox_config {
     size_t n_mounts;
 } sp_sandbox_config;
 
+/* What a sandbox gets when its options say nothing (sandbox.json too). */
+#define SP_SANDBOX_DEFAULT_MEMORY    (1ull << 30)
+#define SP_SANDBOX_DEFAULT_NANO_CPUS 1000000000ull
+#define SP_SANDBOX_DEFAULT_PIDS      256
+#define SP_SANDBOX_DEFAULT_TMPFS     (64ull << 20)
+
 /* Interactive sessions of a handle (sessions.c). */
 struct sp_session_table;
 typedef struct sp_session_table sp_session_table;
@@ -147,6 +153,18 @@ struct sp_remote_ops;
 struct sp_remote_stream;
 sp_attach *sp_attach_remote(sp_sandbox *sb, const struct sp_remote_ops *ops,
                             struct sp_remote_stream *rs, bool tty);
+/* A handle on the sandbox `name` of state root `root` (nothing read yet),
+ * of the local kind until told otherwise. */
+sp_sandbox *sp_sandbox_new(const char *root, const char *name, const char *url);
+/* "UID" or "UID:GID" (GID defaults to UID); -1 for anything else. */
+int sp_sandbox_parse_user(const char *user, uid_t *uid, gid_t *gid);
+/* mkdir -p for a host path we own (the state root): private. */
+int sp_mkdirs(const char *path, sp_error **err);
+/* rm -rf of a folder in our state root, never following a symlink. */
+int sp_rm_tree(const char *path, sp_error **err);
+/* Remove sb's state folder (rootless: from inside the user namespace what
+ * the workload made as another id). */
+int sp_sandbox_rm_state_dir(sp_sandbox *sb, sp_error **err);
 /* flock the state folder's lock file; nests. */
 int sp_sandbox_lock(sp_sandbox *sb, sp_error **err);
 void sp_sandbox_unlock(sp_sandbox *sb);
@@ -156,9 +174,7 @@ int sp_sandbox_save(sp_sandbox *sb, sp_error **err);
 /* The time now, RFC 3339 UTC ("2024-05-01T12:00:00Z"); free(). */
 char *sp_now_rfc3339(void);
 struct cJSON *sp_sandbox_config_json(const sp_sandbox *sb);
-int sp_sandbox_config_load(sp_sandbox *sb, const char *path, sp_error **err);
-/* 0 when the container runs; otherwise SP_EPODMAN saying why and what to do. */
-int sp_sandbox_require_running(sp_sandbox *sb, sp_error **err);
+int sp_sandbox_config_load(sp_sandbox *sb, const char *path, struct cJSON **json, sp_error **err);
 /* The environment of one command: the sandbox's, the passed-through
  * variables the caller has set, then extra ("KEY=VALUE"). Free with
  * sp_strv_free(). */
@@ -174,132 +190,6 @@ void sp_sandbox_sweep_orphans(const sp_local_ops *ops, sp_local *l, const char *
 /* The sandbox's connection to its local engine, opened on first use;
  * NULL (err set) for a remote or agent-only handle. */
 sp_local *sp_sandbox_local(sp_sandbox *sb, sp_error **err);
-/* ------------------------------------------- the exec fast path (fastpath.c) */
-
-/* A command run by sandpod-agent, pid 1 of the container, over a unix
- * socket in the sandbox's state folder (see sandbox/agent/protocol.h). */
-typedef struct sp_fast sp_fast;
-
-typedef struct sp_fast_spec {
-    const char *const *argv; /* NULL-terminated, required */
-    const char *const *env;  /* extra "KEY=VALUE" entries */
-    const char *workdir;
-    bool tty;
-    unsigned rows, cols;
-    /* When the command returns, kill what it left in its process group. */
-    bool kill_on_exit;
-    /* A "KEY=VALUE" environment entry; kills also reach every process
-     * carrying it (NULL = none). */
-    const char *kill_marker;
-} sp_fast_spec;
-
-/* Host folder bind-mounted at /.sandpod/run (holds agent.sock). */
-char *sp_fast_run_dir(const sp_sandbox *sb);
-/* Connect to the sandbox's own agent (see its contract); 0, or -errno
- * (-EPERM: something else listens there). */
-int sp_fast_connect(int *out, sp_sandbox *sb);
-/* Ask Podman for the container's pid 1 again (sb->init_pid). */
-int sp_sandbox_refresh_init_pid(sp_sandbox *sb);
-/* The exec path in force: the sandbox's setting, or under SP_EXEC_AUTO
- * $SANDPOD_EXEC_PATH (rest|fast). */
-sp_exec_path sp_fast_mode(const sp_sandbox *sb);
-/* Whether a command as `user` (NULL = the sandbox's) may take the fast
- * path under the sandbox's exec_path setting. */
-bool sp_fast_wanted(const sp_sandbox *sb, const char *user);
-/* Start a command through the agent. SP_ENOTFOUND (with *err set) when no
- * agent answers, so the caller can fall back to REST exec; SP_ETIMEOUT when
- * one accepted but did not start the command in time (a paused container);
- * SP_EPODMAN when it could not start it. */
-int sp_fast_start(sp_fast **out, sp_sandbox *sb, const sp_fast_spec *spec, sp_error **err);
-/* For poll(); data may also be buffered (sp_fast_buffered). */
-int sp_fast_fd(const sp_fast *f);
-bool sp_fast_buffered(const sp_fast *f);
-/* Like sp_exec_read(): *n = 0 once the exit status arrived; SP_ETIMEOUT;
- * SP_EPODMAN when the agent went away first. */
-int sp_fast_read(size_t *n, int *stream, sp_fast *f, void *buf, size_t cap, int timeout_ms,
-                 sp_error **err);
-/* Whether the exit status arrived, and the exit code (128+N for signal N). */
-bool sp_fast_exited(const sp_fast *f, int *exit_code);
-int sp_fast_write_stdin(sp_fast *f, const void *data, size_t len, sp_error **err);
-int sp_fast_close_stdin(sp_fast *f, sp_error **err);
-int sp_fast_resize(sp_fast *f, unsigned rows, unsigned cols, sp_error **err);
-/* Send a signal to the command's process group. */
-int sp_fast_signal(sp_fast *f, int signo, sp_error **err);
-/* SIGKILL the command's whole tree and wait up to wait_ms for its end. */
-void sp_fast_kill(sp_fast *f, int wait_ms);
-/* The errno of the agent's execvp when the command could not be
- * executed (ENOENT: not found), else 0. */
-int sp_fast_noexec(const sp_fast *f);
-/* The command's pid on the host (from SCM_CREDENTIALS), 0 when unknown. */
-int sp_fast_host_pid(const sp_fast *f);
-/* Close the connection; the agent then kills whatever still runs. */
-void sp_fast_free(sp_fast *f);
-
-/* ------------------------------------ one command's stream (cmdio.c) -- */
-
-/* A command's stream in the container, whichever way it was started:
- * through the agent (fast) or Podman's exec (rest); the other is NULL.
- * The handles stay the owner's to free. */
-typedef struct sp_cmd {
-    sp_fast *fast;
-    sp_exec *rest;
-} sp_cmd;
-
-int sp_cmd_fd(const sp_cmd *c);
-/* Output may sit in the stream's own buffer with nothing new on the fd. */
-bool sp_cmd_buffered(const sp_cmd *c);
-/* Like sp_exec_read(): *n = 0 once the stream ended; SP_ETIMEOUT. */
-int sp_cmd_read(size_t *n, int *stream, sp_cmd *c, void *buf, size_t cap, int wait_ms,
-                sp_error **err);
-int sp_cmd_write_stdin(sp_cmd *c, const void *data, size_t len, sp_error **err);
-int sp_cmd_close_stdin(sp_cmd *c, sp_error **err);
-
-/* Input still to send: data[off..len), then stdin closed when close_after.
- * The owner may append (growing len, moving data) between steps. */
-typedef struct sp_cmd_input {
-    const char *data;
-    size_t len, off;
-    bool close_after;
-    bool closed;     /* stdin was closed (or never opened) */
-    sp_error *error; /* why a write failed (the rest was dropped); the owner frees it */
-} sp_cmd_input;
-
-bool sp_cmd_input_pending(const sp_cmd_input *in);
-/* What to poll sp_cmd_fd() for. */
-short sp_cmd_events(const sp_cmd_input *in);
-
-enum { SP_CMD_IDLE = 0, SP_CMD_MORE = 1, SP_CMD_END = 2 };
-/* One round of the loop: given what poll() reported for sp_cmd_fd(),
- * send the next slice of input (when writable), then read up to
- * max_reads chunks of output into out, stderr into errs (NULL: out).
- * SP_CMD_END: the stream ended; SP_CMD_MORE: output may remain, poll
- * without sleeping; SP_CMD_IDLE: nothing more now; or a read error. */
-int sp_cmd_step(sp_cmd *c, short revents, sp_cmd_input *in, sp_capbuf *out, sp_capbuf *errs,
-                int max_reads, sp_error **err);
-
-/* Start a command through the agent when the sandbox's exec path allows
- * (see sp_fast_wanted()). 0 with *out set; 0 with *out NULL when the REST
- * path is to be taken (not wanted, or under SP_EXEC_AUTO no agent
- * answers); otherwise SP_EPODMAN (or another code) with *err, which says
- * how to start a container that is not running. */
-int sp_cmd_start_fast(sp_fast **out, sp_sandbox *sb, const char *user, const sp_fast_spec *spec,
-                      sp_error **err);
-
-/* 16 random hex digits naming one command (its pid file, its marker). */
-char *sp_cmd_token(void);
-/* sh -c SP_GROUP_WRAPPER sandpod TOKEN ARGV...: ARGV in a process group of
- * its own (setsid), its pgid in /tmp/.sandpod-TOKEN.pgid while it runs,
- * the group killed when it ends (nothing left behind) or on TERM/INT/HUP.
- * stdin reaches it on fd 3, since sh gives background jobs /dev/null. */
-#define SP_GROUP_WRAPPER                                                                           \
-    "t=$1; shift; exec 3<&0; "                                                                     \
-    "setsid \"$@\" <&3 3<&- & p=$!; "                                                              \
-    "echo $p > /tmp/.sandpod-$t.pgid 2>/dev/null; "                                                \
-    "trap 'kill -TERM -$p 2>/dev/null' TERM INT HUP; "                                             \
-    "wait $p; r=$?; kill -KILL -$p 2>/dev/null; rm -f /tmp/.sandpod-$t.pgid; exit $r"
-/* The sh script that kills the group of the command run under TOKEN. */
-char *sp_group_kill_script(const char *token);
-
 /* Test hook (sessions.c): kill sessions through a container exec even when
  * the host could signal them directly. */
 extern bool sp_session_container_kill_only;

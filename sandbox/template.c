@@ -23,7 +23,7 @@
 #include "sandpod/hydrate.h"
 #include "sandpod/sandbox_snapshot.h"
 #include "sandpod/template.h"
-#include "tree.h"
+#include "fdtree.h"
 
 #define TEMPLATE_JSON_VERSION 1
 
@@ -95,7 +95,7 @@ static int open_as_origin(sp_sandbox **out, cJSON **meta, const char *name, cons
         sp_sandbox_free(t);
         return sp_err_set(err, SP_ENOTFOUND, 0, "no template named %s", name);
     }
-    if ((r = sp_sandbox_config_load(t, path, err)) < 0) {
+    if ((r = sp_sandbox_config_load(t, path, NULL, err)) < 0) {
         sp_sandbox_free(t);
         return r == SP_ENOTFOUND ? sp_err_set(err, SP_ENOTFOUND, 0, "no template named %s", name)
                                  : r;

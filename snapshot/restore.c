@@ -27,7 +27,7 @@
 #include <sys/random.h>
 #include <sys/syscall.h>
 
-#include "tree.h"
+#include "fdtree.h"
 #include "snap_internal.h"
 
 static int fail_at(sp_scan *sc, int e, const char *what, sp_error **err)

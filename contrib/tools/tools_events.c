@@ -1,5 +1,5 @@
 /* Events: one JSON line per tool call, appended to events.jsonl. */
-#include "events.h"
+#include "event_log.h"
 #include "tools_core.h"
 
 /* ------------------------------------------------------------- events -- */

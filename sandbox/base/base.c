@@ -429,6 +429,14 @@ char **sp_strv_steal(sp_strv *sv)
     return v;
 }
 
+char **sp_strv_copy(const char *const *v)
+{
+    sp_strv sv = {0};
+    for (size_t i = 0; v && v[i]; i++)
+        sp_strv_push(&sv, sp_xstrdup(v[i]));
+    return sp_strv_steal(&sv);
+}
+
 void sp_strv_free(char **v)
 {
     for (size_t i = 0; v && v[i]; i++)

@@ -136,6 +136,9 @@ void sp_strv_dispose(sp_strv *sv);
 /* The NULL-terminated array (never NULL, empty when nothing was pushed);
  * the caller frees each string and the array. */
 char **sp_strv_steal(sp_strv *sv);
+/* A copy of the NULL-terminated v (NULL: an empty one); free with
+ * sp_strv_free(). */
+char **sp_strv_copy(const char *const *v);
 /* Free a NULL-terminated array of strings and the array; accepts NULL. */
 void sp_strv_free(char **v);
 

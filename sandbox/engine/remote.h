@@ -1,4 +1,4 @@
-/* The boundary between the engine-neutral sandbox code (sandbox/remote.c)
+/* The boundary between the engine-neutral sandbox code (sandbox/remote/remote_kind.c)
  * and an engine that runs sandboxes elsewhere (sandbox/kube/kube_remote.c).
  * Internal: the sandbox module and the engines see it, nothing else.
  *

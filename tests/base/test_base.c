@@ -13,7 +13,7 @@
 
 #include "base.h"
 #include "dir.h"
-#include "events.h"
+#include "event_log.h"
 #include "json.h"
 #include "lazy.h"
 #include "sandpod/fs.h"

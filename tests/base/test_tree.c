@@ -1,4 +1,4 @@
-/* The fd-based tree walker and remover (sandbox/base/tree.h): order,
+/* The fd-based tree walker and remover (sandbox/base/fdtree.h): order,
  * depth without limits, the fd budget, modes, and a workload that swaps
  * folders for symlinks or moves them while we work. */
 #include <errno.h>
@@ -15,7 +15,7 @@
 
 #include "base.h"
 #include "testutil.h"
-#include "tree.h"
+#include "fdtree.h"
 
 /* fd budget of tree.c plus its one transient fd */
 #define MAX_TREE_FDS 65

@@ -100,16 +100,29 @@ def wait_for(what, cond, limit=30):
     return False
 
 
+def accepts(path):
+    """Whether something listens on unix socket `path`: its file appears at
+    bind(), a moment before listen()."""
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        s.connect(path)
+        return True
+    except OSError:
+        return False
+    finally:
+        s.close()
+
+
 agent = subprocess.Popen([AGENT, RUN], cwd=W, stderr=open(os.path.join(T, "agent.err"), "w"))
 procs.append(agent)
 peer = None
 try:
-    wait_for("the agent listens", lambda: os.path.exists(os.path.join(RUN, "agent.sock")))
+    wait_for("the agent listens", lambda: accepts(os.path.join(RUN, "agent.sock")))
     peer = subprocess.Popen([SP, "peer", "serve", "--root", W, "--store", os.path.join(T, "store"),
                              "--socket", SOCK, "--agent", os.path.join(RUN, "agent.sock"),
                              "--verbose"], stderr=open(os.path.join(T, "peer.err"), "w"))
     procs.append(peer)
-    wait_for("the peer listens", lambda: os.path.exists(SOCK))
+    wait_for("the peer listens", lambda: accepts(SOCK))
 
     class Client:
         """One connection: a raw socket, or a `peer connect` relay."""

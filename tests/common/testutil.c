@@ -17,7 +17,7 @@
 
 #include "sandpod/fs.h"
 #include "sandpod/podman.h"
-#include "tree.h"
+#include "fdtree.h"
 
 char *tu_join(const char *a, const char *b)
 {

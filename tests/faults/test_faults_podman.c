@@ -25,7 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../../sandbox/sandbox_internal.h"
+#include "sandbox_internal.h"
 #include "sandpod/podman.h"
 #include "sandpod/sandbox.h"
 #include "sandpod/session.h"

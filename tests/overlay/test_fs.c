@@ -14,7 +14,7 @@
 #include "base.h"
 #include "sandpod/fs.h"
 #include "testutil.h"
-#include "tree.h"
+#include "fdtree.h"
 
 /* A call that must succeed; prints the error otherwise. */
 #define OK(call)                                                                                   \

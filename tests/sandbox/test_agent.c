@@ -17,7 +17,8 @@
 #include <unistd.h>
 
 #include "../../sandbox/agent/protocol.h"
-#include "../../sandbox/sandbox_internal.h"
+#include "sandbox_internal.h"
+#include "fastpath.h"
 #include "sandpod/podman.h"
 #include "testutil.h"
 

@@ -1,4 +1,4 @@
-/* Unit tests for sandbox/engine.c: engines.json read, checked, changed
+/* Unit tests for sandbox/engine/engines.c: engines.json read, checked, changed
  * atomically with unknown keys kept; a bad file refused and left alone. */
 #include <dirent.h>
 #include <stdlib.h>

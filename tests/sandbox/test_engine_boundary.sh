@@ -27,7 +27,7 @@ while IFS= read -r -d '' o; do
     esac
     checked=$((checked + 1))
     while read -r sym; do
-        [[ $sym =~ $allowed ]] && [[ $rel == sandbox/engine.c ]] && continue
+        [[ $sym =~ $allowed ]] && [[ $rel == sandbox/engine/engines.c ]] && continue
         echo "boundary: $rel uses $sym"
         fail=1
     done < <(nm -u "$o" | awk '{print $NF}' | grep -E '^sp_podman_|^sp_sandbox_podman$' || true)

@@ -16,7 +16,7 @@
 #include "base.h"
 #include "sandpod/sandbox.h"
 #include "testutil.h"
-#include "tree.h"
+#include "fdtree.h"
 
 /* A scratch state root (private, as sp_state_root_check() wants it) with
  * its sandboxes/ folder, and a folder outside it holding a canary. */

@@ -16,7 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../../sandbox/sandbox_internal.h"
+#include "sandbox_internal.h"
 #include "base.h"
 #include "sandpod/session.h"
 #include "testutil.h"

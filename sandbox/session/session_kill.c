@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "fastpath.h"
 #include "session_internal.h"
 
 /* Run a short sh script in the container as `user` and wait for it. */

@@ -1,5 +1,5 @@
 /* sp_seed_tar(): mounts -> hydrated temp folder -> snapshot -> tar on an
- * fd (sandbox/seed.h). Going through a snapshot keeps one archive format
+ * fd (sandbox/remote/seed.h). Going through a snapshot keeps one archive format
  * on both sides: what the peer imports is what `sandpod export` writes. */
 #include <errno.h>
 #include <fcntl.h>
@@ -11,7 +11,7 @@
 #include "base.h"
 #include "seed.h"
 #include "sandpod/snapshot.h"
-#include "tree.h"
+#include "fdtree.h"
 
 /* Hydrate, snapshot and export inside the temp folder `tmp`. */
 static int seed_in(sp_hydrate_result **out, const char *tmp, int fd, const sp_mount *mounts,

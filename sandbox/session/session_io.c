@@ -11,6 +11,8 @@
 #include <sys/eventfd.h>
 #include <time.h>
 
+#include "fastpath.h"
+#include "cmdio.h"
 #include "session_internal.h"
 
 #define READS_PER_ROUND 16

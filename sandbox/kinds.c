@@ -1,5 +1,5 @@
-/* Which kind of sandbox runs on which kind of engine (kind.h): the one
- * place that knows every kind. */
+/* The registry of sandbox kinds (kind.h): which kind runs on which kind of
+ * engine, the one place that knows every kind. */
 #include "kind.h"
 
 const sp_kind *sp_kind_for(sp_engine_kind k)

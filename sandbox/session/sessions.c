@@ -25,6 +25,10 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "local_state.h"
+#include "fastpath.h"
+#include "cmdio.h"
+#include "procgroup.h"
 #include "local_kind.h"
 #include "session_internal.h"
 
@@ -439,9 +443,4 @@ int sp_session_list(sp_session_info **out, size_t *n_out, sp_sandbox *sb, sp_err
     *out = NULL;
     *n_out = 0;
     return sb->kind->session_list(out, n_out, sb, err);
-}
-
-void sp_sandbox_sessions_close(sp_sandbox *sb)
-{
-    sb->kind->sessions_close(sb);
 }

@@ -15,8 +15,8 @@
  *
  * Messages are one line, "what: path: why", with path relative to dirfd
  * (it starts with name; "." stands for dirfd itself). */
-#ifndef SANDPOD_TREE_H
-#define SANDPOD_TREE_H
+#ifndef SANDPOD_FDTREE_H
+#define SANDPOD_FDTREE_H
 
 #include <sys/stat.h>
 

@@ -17,6 +17,8 @@
 #include <sys/un.h>
 #include <sys/wait.h>
 
+#include "local_state.h"
+#include "fastpath.h"
 #include "agent/protocol.h"
 #include "local_kind.h"
 #include "sandbox_internal.h"

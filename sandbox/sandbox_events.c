@@ -2,7 +2,7 @@
 #include <string.h>
 
 #include "base.h"
-#include "events.h"
+#include "event_log.h"
 #include "json.h"
 #include "sandpod/sandbox_events.h"
 

@@ -11,6 +11,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
+#include "cmdio.h"
 #include "sandbox_internal.h"
 #include "sandpod/session.h"
 

@@ -11,6 +11,9 @@
 #include <poll.h>
 #include <sys/random.h>
 
+#include "local_state.h"
+#include "fastpath.h"
+#include "cmdio.h"
 #include "sandbox_internal.h"
 
 /* Bytes of stdin sent per step. */
@@ -146,20 +149,4 @@ int sp_cmd_start_fast(sp_fast **out, sp_sandbox *sb, const char *user, const sp_
     else
         sp_error_free(ferr);
     return r == SP_ETIMEOUT || r == SP_ENOTFOUND ? SP_EPODMAN : r;
-}
-
-char *sp_group_kill_script(const char *token)
-{
-    /* The file too: a wrapper killed with its stream leaves it. */
-    return sp_xasprintf("f=/tmp/.sandpod-%s.pgid; p=$(cat $f 2>/dev/null) && [ -n \"$p\" ] && "
-                        "kill -KILL -$p; rm -f $f",
-                        token);
-}
-
-char *sp_cmd_token(void)
-{
-    uint64_t r = 0;
-    if (getrandom(&r, sizeof(r), 0) != sizeof(r))
-        r = (uint64_t)sp_now_ms() ^ ((uint64_t)getpid() << 20) ^ (uint64_t)(uintptr_t)&r;
-    return sp_xasprintf("%016llx", (unsigned long long)r);
 }

@@ -10,8 +10,8 @@
  * so a crash costs a gap, never a repeat); when that is missing or
  * unreadable, the file's last complete record says where to go on. A line
  * left unfinished by a killed writer is closed before the next one. */
-#ifndef SANDPOD_EVENTS_H
-#define SANDPOD_EVENTS_H
+#ifndef SANDPOD_EVENT_LOG_H
+#define SANDPOD_EVENT_LOG_H
 
 #include <stdint.h>
 

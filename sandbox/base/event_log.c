@@ -1,5 +1,5 @@
-/* events.jsonl with a counter that survives processes (events.h). */
-#include "events.h"
+/* events.jsonl with a counter that survives processes (event_log.h). */
+#include "event_log.h"
 
 #include <errno.h>
 #include <fcntl.h>

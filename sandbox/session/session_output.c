@@ -6,6 +6,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "fastpath.h"
 #include "session_internal.h"
 
 #define DEFAULT_YIELD_MS 250

@@ -1,4 +1,4 @@
-/* The tree walker and remover (tree.h): one iterative engine for both.
+/* The tree walker and remover (fdtree.h): one iterative engine for both.
  *
  * Contract. The tree may belong to a workload that rewrites it while we
  * work, so:
@@ -32,7 +32,7 @@
 #include <sys/stat.h>
 
 #include "dir.h"
-#include "tree.h"
+#include "fdtree.h"
 
 /* The most level fds kept open; the fewest we can work with (the top, the
  * one we open from, the one we open). */

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "procgroup.h"
 #include "remote.h"
 #include "remote_kind.h"
 #include "sandbox_internal.h"

@@ -5,11 +5,20 @@
 #define SANDPOD_LOCAL_KIND_H
 
 #include "kind.h"
+#include "engine/local.h"
 
-/* sandbox.c */
+/* local_create.c */
 int sp_local_create(sp_sandbox *sb, const sp_sandbox_opts *o, const sp_engine *e,
                     sp_sandbox_seed_fn seed, void *seed_data, sp_error **err);
 void sp_local_discard(sp_sandbox *sb);
+int sp_local_image_pin(char **out, sp_sandbox *sb, sp_error **err);
+/* The container made from the saved configuration around the workspace
+ * (not started); started with the workspace handed to its user, then the
+ * agent waited for. */
+int sp_local_make_container(sp_sandbox *sb, sp_error **err);
+int sp_local_start_container(sp_sandbox *sb, sp_local *p, sp_error **err);
+
+/* local_life.c */
 int sp_local_remove(sp_sandbox *sb, bool keep_workspace, sp_error **err);
 int sp_local_status(sp_sandbox_status **out, sp_sandbox *sb, sp_error **err);
 int sp_local_start(sp_sandbox *sb, sp_error **err);
@@ -18,7 +27,6 @@ int sp_local_restart(sp_sandbox *sb, sp_error **err);
 int sp_local_pause(sp_sandbox *sb, sp_error **err);
 int sp_local_unpause(sp_sandbox *sb, sp_error **err);
 bool sp_local_pauses(sp_sandbox *sb);
-int sp_local_image_pin(char **out, sp_sandbox *sb, sp_error **err);
 
 /* logs.c */
 int sp_local_logs(sp_sandbox *sb, const sp_logs_opts *o, sp_logs_fn fn, void *ud, sp_error **err);
