@@ -86,7 +86,8 @@ int sp_sandbox_open(sp_sandbox **out, const char *name, const sp_sandbox_opts *o
         return r;
     }
     sp_error_free(e);
-    sp_sandbox *sb = sp_sandbox_new(root, name, opts ? opts->podman_url : NULL);
+    sp_sandbox *sb =
+        sp_sandbox_new(root, name, opts ? opts->podman_url : NULL, sp_kind_for(SP_ENGINE_PODMAN));
     if ((r = load(sb, err)) < 0) {
         sp_sandbox_free(sb);
         return r;
@@ -160,9 +161,8 @@ int sp_sandbox_create_seeded(sp_sandbox **out, const sp_sandbox_opts *opts, sp_s
         return r;
     }
 
-    sp_sandbox *sb = sp_sandbox_new(root, name, o.podman_url);
+    sp_sandbox *sb = sp_sandbox_new(root, name, o.podman_url, sp_kind_for(eng->kind));
     sb->engine_kind = eng->kind;
-    sb->kind = sp_kind_for(eng->kind);
     if (mkdir(sb->state_dir, 0700) < 0) {
         r = errno == EEXIST
                 ? sp_err_set(err, SP_EEXISTS, EEXIST, "a sandbox named %s already exists", name)

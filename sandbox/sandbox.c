@@ -366,9 +366,10 @@ int sp_sandbox_config_load(sp_sandbox *sb, const char *path, struct cJSON **json
 
 /* ------------------------------------------------------------- handles -- */
 
-sp_sandbox *sp_sandbox_new(const char *root, const char *name, const char *url)
+sp_sandbox *sp_sandbox_new(const char *root, const char *name, const char *url, const sp_kind *kind)
 {
     sp_sandbox *sb = sp_xcalloc(1, sizeof(*sb));
+    sb->kind = kind;
     sb->name = sp_xstrdup(name);
     sb->state_root = sp_xstrdup(root);
     sb->state_dir = sp_xasprintf("%s/sandboxes/%s", root, name);
@@ -387,8 +388,7 @@ void sp_sandbox_free(sp_sandbox *sb)
     if (sb->lock_fd >= 0)
         close(sb->lock_fd);
     sp_fs_free(sb->fs);
-    if (sb->kind)
-        sb->kind->release(sb);
+    sb->kind->release(sb);
     free(sb->name);
     free(sb->state_root);
     free(sb->state_dir);

@@ -153,9 +153,10 @@ struct sp_remote_ops;
 struct sp_remote_stream;
 sp_attach *sp_attach_remote(sp_sandbox *sb, const struct sp_remote_ops *ops,
                             struct sp_remote_stream *rs, bool tty);
-/* A handle on the sandbox `name` of state root `root` (nothing read yet),
- * of the local kind until told otherwise. */
-sp_sandbox *sp_sandbox_new(const char *root, const char *name, const char *url);
+/* A handle on the sandbox `name` of state root `root` (nothing read yet)
+ * of the given kind, until told otherwise. */
+sp_sandbox *sp_sandbox_new(const char *root, const char *name, const char *url,
+                           const sp_kind *kind);
 /* "UID" or "UID:GID" (GID defaults to UID); -1 for anything else. */
 int sp_sandbox_parse_user(const char *user, uid_t *uid, gid_t *gid);
 /* mkdir -p for a host path we own (the state root): private. */

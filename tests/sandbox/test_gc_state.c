@@ -317,6 +317,36 @@ static void test_remove_holds_lock_to_the_end(void **state)
     assert_false(tu_exists(f->boxes, "box"));
 }
 
+/* Opening what is not a sandbox fails cleanly, whatever the folder holds:
+ * the handle made for it is freed before any kind is known. */
+static void test_open_what_is_not_there(void **state)
+{
+    fx *f = *state;
+    sp_sandbox_opts so = SP_SANDBOX_OPTS_INIT;
+    so.state_root = f->root;
+    sp_sandbox *sb = NULL;
+    sp_error *err = NULL;
+    assert_int_equal(sp_sandbox_open(&sb, "nosuch", &so, &err), SP_ENOTFOUND);
+    assert_null(sb);
+    assert_non_null(strstr(err->message, "no sandbox named nosuch"));
+    sp_error_free(err);
+    err = NULL;
+    /* A sandbox.json naming an engine kind this sandpod does not know. */
+    tu_mkdir(f->boxes, "odd");
+    tu_write(f->boxes, "odd/sandbox.json", "{\"engine_kind\": \"teleporter\"}", 0600);
+    assert_int_equal(sp_sandbox_open(&sb, "odd", &so, &err), SP_EINVAL);
+    assert_null(sb);
+    assert_non_null(strstr(err->message, "teleporter"));
+    sp_error_free(err);
+    err = NULL;
+    /* One naming a remote kind without its record. */
+    tu_write(f->boxes, "odd/sandbox.json", "{\"engine_kind\": \"kubernetes\"}", 0600);
+    assert_int_equal(sp_sandbox_open(&sb, "odd", &so, &err), SP_EINVAL);
+    assert_null(sb);
+    assert_non_null(strstr(err->message, "damaged"));
+    sp_error_free(err);
+}
+
 /* made_by "mcp" in a sandbox.json, its folder and files backdated. */
 static void kept(const fx *f, const char *name, const char *made_by, time_t age)
 {
@@ -374,6 +404,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_list_apart, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_open_what_is_not_there, setup, teardown),
         cmocka_unit_test_setup_teardown(test_remove_incomplete, setup, teardown),
         cmocka_unit_test_setup_teardown(test_locked_is_left_alone, setup, teardown),
         cmocka_unit_test_setup_teardown(test_young_is_left_alone, setup, teardown),
