@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "fs_internal.h"
 #include "ignore.h"
@@ -50,6 +51,7 @@ typedef struct grep_ctx {
     size_t line_max;
     sp_fs_matches *res;
     size_t cap;
+    sp_buf buf; /* the file being searched; kept from file to file */
 } grep_ctx;
 
 void sp_fs_matches_free(sp_fs_matches *m)
@@ -178,6 +180,42 @@ static int scan_buffer(grep_ctx *g, const char *rel, const char *buf, size_t len
     return SP_WALK_CONTINUE;
 }
 
+/* Read a whole regular file of `size` bytes (per fstat) into `b`, which
+ * is reused from file to file: pages that stay mapped cost nothing to fill
+ * again, while a fresh buffer per file pays a page fault per 4 KiB (and
+ * more under a hypervisor). One read(2) is enough for a file that does not
+ * change meanwhile: a short read at or past the size means the end. At
+ * most `limit` bytes are kept. Returns -1 on a read error. */
+static int read_file(sp_buf *b, int fd, size_t size, size_t limit)
+{
+    b->len = 0;
+    sp_buf_grow(b, (size < limit ? size : limit) + 1);
+    for (;;) {
+        size_t want = b->cap - 1 - b->len;
+        if (want == 0) {
+            if (b->len >= limit)
+                break;
+            sp_buf_grow(b, b->len < 65536 ? 65536 : b->len);
+            want = b->cap - 1 - b->len;
+        }
+        if (want > limit - b->len)
+            want = limit - b->len;
+        if (want == 0)
+            break;
+        ssize_t n = read(fd, b->data + b->len, want);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            return -1;
+        }
+        b->len += (size_t)n;
+        if (n == 0 || ((size_t)n < want && b->len >= size))
+            break;
+    }
+    b->data[b->len] = '\0';
+    return 0;
+}
+
 /* Search one open file; takes ownership of fd. */
 static int search_fd(grep_ctx *g, int fd_in, const char *rel)
 {
@@ -190,30 +228,22 @@ static int search_fd(grep_ctx *g, int fd_in, const char *rel)
         return SP_WALK_CONTINUE;
     }
 
-    sp_buf buf = SP_BUF_INIT;
-    /* Room for the whole file plus the final empty read: one allocation. */
-    sp_buf_grow(&buf, (size_t)st.st_size + 65536);
-    sp_error *e = NULL;
-    if (sp_fs_slurp_fd(fd, rel, GREP_MAX_FILE_BYTES, &buf, &e) < 0) {
-        sp_error_free(e);
-        sp_buf_dispose(&buf);
+    sp_buf *buf = &g->buf;
+    if (read_file(buf, fd, (size_t)st.st_size, GREP_MAX_FILE_BYTES) < 0) {
         g->res->files_skipped++;
         return SP_WALK_CONTINUE;
     }
-    size_t probe = buf.len < GREP_BINARY_PROBE ? buf.len : GREP_BINARY_PROBE;
-    if (probe && memchr(buf.data, '\0', probe)) {
-        sp_buf_dispose(&buf);
+    size_t probe = buf->len < GREP_BINARY_PROBE ? buf->len : GREP_BINARY_PROBE;
+    if (probe && memchr(buf->data, '\0', probe)) {
         g->res->files_skipped++;
         return SP_WALK_CONTINUE;
     }
     g->res->files_searched++;
     /* rg drops a UTF-8 byte order mark when it decodes: `^` then matches
      * line 1, and the line shown has no mark. Offsets stay file offsets. */
-    size_t bom = buf.len >= 3 && memcmp(buf.data, "\xef\xbb\xbf", 3) == 0 ? 3 : 0;
-    int r =
-        buf.len > bom ? scan_buffer(g, rel, buf.data + bom, buf.len - bom, bom) : SP_WALK_CONTINUE;
-    sp_buf_dispose(&buf);
-    return r;
+    size_t bom = buf->len >= 3 && memcmp(buf->data, "\xef\xbb\xbf", 3) == 0 ? 3 : 0;
+    return buf->len > bom ? scan_buffer(g, rel, buf->data + bom, buf->len - bom, bom)
+                          : SP_WALK_CONTINUE;
 }
 
 /* The part of a walker path below the searched folder. */
@@ -482,6 +512,7 @@ done:
         sp_glob_free(g.ov[i].g);
     free(g.ov);
     sp_ignore_free(g.ig);
+    sp_buf_dispose(&g.buf);
     sp_fs_matches_free(g.res);
     return r;
 }
