@@ -310,18 +310,17 @@ static int grep_visit(void *ctx, int dirfd, const char *name, const char *rel,
     }
     if (is_dir)
         return prune_dir(g, sub) ? SP_WALK_SKIP : SP_WALK_CONTINUE;
-    /* Symlinks, fifos, sockets and devices are never opened. */
+    /* Symlinks, fifos, sockets and devices are never opened. `st` has
+     * only the type (type_only): the size is checked after the open. */
     if (!S_ISREG(st->st_mode))
         return SP_WALK_CONTINUE;
-    if ((uint64_t)st->st_size > GREP_MAX_FILE_BYTES) {
-        g->res->files_skipped++;
-        return SP_WALK_CONTINUE;
-    }
     /* O_NOFOLLOW + fstat in search_fd: the entry may have been swapped for
-     * a symlink or a fifo since the walker's lstat. */
+     * a symlink or a fifo since it was listed. Gone or now a symlink: as
+     * if the listing had not shown it. */
     int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
     if (fd < 0) {
-        g->res->files_skipped++;
+        if (errno != ENOENT && errno != ELOOP)
+            g->res->files_skipped++;
         return SP_WALK_CONTINUE;
     }
     return search_fd(g, fd, rel);
@@ -487,7 +486,8 @@ int sp_fs_grep(sp_fs_matches **out, sp_fs *fs, const char *pattern, const sp_fs_
         g.hidden = o->hidden;
         if (!o->no_ignore)
             g.ig = load_parents(fs, rel);
-        sp_walk_opts wo = {.max_depth = 0, .skip_git = true, .enter = grep_enter};
+        sp_walk_opts wo = {
+            .max_depth = 0, .skip_git = true, .enter = grep_enter, .type_only = true};
         r = sp_fs_walk(fs, rel, &wo, grep_visit, &g, err);
         if (r < 0)
             goto done;
