@@ -3,11 +3,21 @@
  * Each regular file is read whole and the regex runs over the whole buffer
  * (PCRE2, JIT when available): far faster than matching line by line, since
  * the matcher skips through non-matching text with its own start-of-match
- * optimizations. Lines are only located around actual matches. */
+ * optimizations. Lines are only located around actual matches.
+ *
+ * One thread walks (folders, ignore files, globs) and opens the files to
+ * search; worker threads read and search them, as rg does: on two cores a
+ * search over many files takes about half the time. Files are numbered in
+ * walk order and their matches taken in that order, so the answer, where a
+ * max_matches limit cuts it and the counts are those of a walk on one
+ * thread. */
 #define PCRE2_CODE_UNIT_WIDTH 8
 
 #include <fcntl.h>
 #include <pcre2.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
@@ -25,6 +35,13 @@
 #define GREP_BINARY_PROBE  8192
 #define GREP_DEFAULT_MAX   1000
 #define GREP_JIT_STACK_MAX ((size_t)1 << 20)
+/* Workers beside the walking thread: enough for a workstation; each holds
+ * a read buffer as big as the largest file it met (see GREP_KEEP_BUF). */
+#define GREP_MAX_WORKERS 7
+/* Files opened ahead of the searchers: each queued file holds an fd. */
+#define GREP_QUEUE 64
+/* A read buffer grown past this is given back after its file. */
+#define GREP_KEEP_BUF ((size_t)16 << 20)
 
 /* One `-g` glob. */
 typedef struct override {
@@ -33,7 +50,40 @@ typedef struct override {
     bool by_name; /* no '/': matches names at any depth, as in rg */
 } override;
 
-typedef struct grep_ctx {
+/* What one searching thread owns: PCRE2's match data, match context and
+ * JIT stack cannot be shared between threads, and the read buffer is kept
+ * from file to file. */
+typedef struct searcher {
+    pcre2_match_data *md;
+    pcre2_match_context *mctx;
+    pcre2_jit_stack *jit_stack;
+    sp_buf buf;
+} searcher;
+
+/* One file to search, in walk order, and what its search found. */
+typedef struct grep_job {
+    int fd;    /* the open file; -1 once searched */
+    char *rel; /* path relative to the root */
+    /* The walk's own counts when the file was queued: a search cut short
+     * by max_matches at this file reports these. */
+    size_t walk_ignored, walk_skipped;
+    sp_fs_match *v; /* at most max_matches */
+    size_t n, cap;
+    bool over;     /* the file holds more than max_matches matches */
+    bool searched; /* text, searched */
+    bool skipped;  /* binary, too big or unreadable */
+    bool done;     /* results ready (under the pool lock) */
+} grep_job;
+
+typedef struct grep_ctx grep_ctx;
+
+typedef struct worker {
+    grep_ctx *g;
+    searcher sr;
+    pthread_t th;
+} worker;
+
+struct grep_ctx {
     sp_fs *fs;
     const char *base; /* normalized folder searched, "." = the root */
     size_t base_len;  /* bytes of "base/" to strip from walker paths */
@@ -45,14 +95,27 @@ typedef struct grep_ctx {
     sp_ignore *ig;      /* NULL: ignore files are not read */
     bool spans_lines;   /* the pattern names a newline: matches may run over lines */
     pcre2_code *re;
-    pcre2_match_data *md;
-    pcre2_match_context *mctx;
     size_t max_matches;
     size_t line_max;
     sp_fs_matches *res;
     size_t cap;
-    sp_buf buf; /* the file being searched; kept from file to file */
-} grep_ctx;
+    size_t walk_ignored, walk_skipped; /* counted by the walk, not yet in res */
+    searcher own;                      /* the walking thread searches too when the queue is full */
+
+    /* The queue: jobs [head, tail) in ring; [head, next) are taken or
+     * done, [next, tail) wait. Only the walking thread adds jobs and takes
+     * results (from head, in order). */
+    pthread_mutex_t mu;
+    pthread_cond_t work;     /* a job was queued, or closing */
+    pthread_cond_t finished; /* a job is done */
+    grep_job ring[GREP_QUEUE];
+    size_t room; /* how many jobs may wait: GREP_QUEUE, or 1 without workers */
+    size_t head, next, tail;
+    bool closing; /* no more jobs: workers leave once none waits */
+    bool stop;    /* max_matches passed: the rest is not searched */
+    worker *w;
+    size_t n_workers, n_started;
+};
 
 void sp_fs_matches_free(sp_fs_matches *m)
 {
@@ -89,19 +152,18 @@ static size_t count_newlines(const char *p, size_t n)
     return count;
 }
 
-/* Record one match; false when max_matches was already reached, which
- * means this match proves the result is truncated. */
-static bool add_match(grep_ctx *g, const char *rel, size_t line_number, const char *line,
+/* Record one match of the file; false once the file holds more than
+ * max_matches, which proves the answer truncated whatever comes before. */
+static bool add_match(const grep_ctx *g, grep_job *j, size_t line_number, const char *line,
                       size_t line_len, size_t ms, size_t me, uint64_t byte_offset)
 {
-    sp_fs_matches *res = g->res;
-    if (res->n >= g->max_matches) {
-        res->truncated = true;
+    if (j->n >= g->max_matches) {
+        j->over = true;
         return false;
     }
-    if (res->n == g->cap) {
-        g->cap = g->cap ? g->cap * 2 : 64;
-        res->v = sp_xrealloc(res->v, g->cap * sizeof(*res->v));
+    if (j->n == j->cap) {
+        j->cap = j->cap ? j->cap * 2 : 16;
+        j->v = sp_xrealloc(j->v, j->cap * sizeof(*j->v));
     }
     size_t cut = sp_utf8_cut(line, line_len, g->line_max);
     if (ms > cut)
@@ -110,8 +172,8 @@ static bool add_match(grep_ctx *g, const char *rel, size_t line_number, const ch
         me = cut;
     if (me < ms)
         me = ms;
-    sp_fs_match *m = &res->v[res->n++];
-    m->path = sp_xstrdup(rel);
+    sp_fs_match *m = &j->v[j->n++];
+    m->path = sp_xstrdup(j->rel);
     m->line_number = line_number;
     m->line = sp_xstrndup(line, cut);
     m->match_start = ms;
@@ -120,25 +182,25 @@ static bool add_match(grep_ctx *g, const char *rel, size_t line_number, const ch
     return true;
 }
 
-/* Run the regex over a whole file's bytes. Returns SP_WALK_STOP once the
- * match limit is passed, else SP_WALK_CONTINUE. */
-static int scan_buffer(grep_ctx *g, const char *rel, const char *buf, size_t len, uint64_t off0)
+/* Run the regex over a whole file's bytes, into the file's job. */
+static void scan_buffer(const grep_ctx *g, searcher *sr, grep_job *j, const char *buf, size_t len,
+                        uint64_t off0)
 {
     size_t pos = 0;     /* where the next search starts: always a line start */
     size_t counted = 0; /* newlines before this offset are in line_number */
     size_t line_number = 1;
+    PCRE2_SIZE *ov = pcre2_get_ovector_pointer(sr->md);
 
     while (pos < len) {
-        int rc = pcre2_match(g->re, (PCRE2_SPTR)buf, len, pos, 0, g->md, g->mctx);
+        int rc = pcre2_match(g->re, (PCRE2_SPTR)buf, len, pos, 0, sr->md, sr->mctx);
         if (rc == PCRE2_ERROR_NOMATCH)
             break;
         if (rc < 0) {
             /* Match or heap limit hit on a pathological pattern: keep what
              * was found and call the file skipped. */
-            g->res->files_skipped++;
+            j->skipped = true;
             break;
         }
-        PCRE2_SIZE *ov = pcre2_get_ovector_pointer(g->md);
         size_t s = ov[0], e = ov[1];
         if (e < s)
             e = s;
@@ -151,7 +213,7 @@ static int scan_buffer(grep_ctx *g, const char *rel, const char *buf, size_t len
             size_t ls = lb ? (size_t)(lb - buf) + 1 : pos;
             const char *nlp = memchr(buf + s, '\n', len - s);
             size_t le = nlp ? (size_t)(nlp - buf) : len;
-            rc = pcre2_match(g->re, (PCRE2_SPTR)buf, le, ls, 0, g->md, g->mctx);
+            rc = pcre2_match(g->re, (PCRE2_SPTR)buf, le, ls, 0, sr->md, sr->mctx);
             if (rc < 0) {
                 pos = le + 1;
                 continue;
@@ -170,14 +232,13 @@ static int scan_buffer(grep_ctx *g, const char *rel, const char *buf, size_t len
         nl = memchr(buf + s, '\n', len - s);
         size_t line_end = nl ? (size_t)(nl - buf) : len;
 
-        if (!add_match(g, rel, line_number, buf + line_start, line_end - line_start, s - line_start,
+        if (!add_match(g, j, line_number, buf + line_start, line_end - line_start, s - line_start,
                        (e < line_end ? e : line_end) - line_start, off0 + s))
-            return SP_WALK_STOP;
+            return;
         /* One match per line: resume at the next line, which also ends
          * the loop for empty matches. */
         pos = line_end + 1;
     }
-    return SP_WALK_CONTINUE;
 }
 
 /* Read a whole regular file of `size` bytes (per fstat) into `b`, which
@@ -216,34 +277,243 @@ static int read_file(sp_buf *b, int fd, size_t size, size_t limit)
     return 0;
 }
 
-/* Search one open file; takes ownership of fd. */
-static int search_fd(grep_ctx *g, int fd_in, const char *rel)
+/* Search the job's file with this thread's searcher; closes its fd. */
+static void search_job(const grep_ctx *g, searcher *sr, grep_job *j)
 {
-    cleanup_close int fd = fd_in;
+    cleanup_close int fd = j->fd;
+    j->fd = -1;
     struct stat st;
     if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
-        return SP_WALK_CONTINUE;
+        return;
     if ((uint64_t)st.st_size > GREP_MAX_FILE_BYTES) {
-        g->res->files_skipped++;
-        return SP_WALK_CONTINUE;
+        j->skipped = true;
+        return;
     }
 
-    sp_buf *buf = &g->buf;
-    if (read_file(buf, fd, (size_t)st.st_size, GREP_MAX_FILE_BYTES) < 0) {
-        g->res->files_skipped++;
-        return SP_WALK_CONTINUE;
-    }
+    sp_buf *buf = &sr->buf;
+    int r = read_file(buf, fd, (size_t)st.st_size, GREP_MAX_FILE_BYTES);
     size_t probe = buf->len < GREP_BINARY_PROBE ? buf->len : GREP_BINARY_PROBE;
-    if (probe && memchr(buf->data, '\0', probe)) {
-        g->res->files_skipped++;
-        return SP_WALK_CONTINUE;
+    if (r < 0 || (probe && memchr(buf->data, '\0', probe))) {
+        j->skipped = true;
+    } else {
+        j->searched = true;
+        /* rg drops a UTF-8 byte order mark when it decodes: `^` then
+         * matches line 1, and the line shown has no mark. Offsets stay
+         * file offsets. */
+        size_t bom = buf->len >= 3 && memcmp(buf->data, "\xef\xbb\xbf", 3) == 0 ? 3 : 0;
+        if (buf->len > bom)
+            scan_buffer(g, sr, j, buf->data + bom, buf->len - bom, bom);
     }
-    g->res->files_searched++;
-    /* rg drops a UTF-8 byte order mark when it decodes: `^` then matches
-     * line 1, and the line shown has no mark. Offsets stay file offsets. */
-    size_t bom = buf->len >= 3 && memcmp(buf->data, "\xef\xbb\xbf", 3) == 0 ? 3 : 0;
-    return buf->len > bom ? scan_buffer(g, rel, buf->data + bom, buf->len - bom, bom)
-                          : SP_WALK_CONTINUE;
+    if (buf->cap > GREP_KEEP_BUF)
+        sp_buf_dispose(buf);
+}
+
+static void job_dispose(grep_job *j)
+{
+    if (j->fd >= 0)
+        close(j->fd);
+    for (size_t i = 0; i < j->n; i++) {
+        free(j->v[i].path);
+        free(j->v[i].line);
+    }
+    free(j->v);
+    free(j->rel);
+    *j = (grep_job){.fd = -1};
+}
+
+/* Take the results of job `j`, the oldest not yet taken, into the answer;
+ * sets g->stop once it passes max_matches. Holding the lock. */
+static void commit_job(grep_ctx *g, grep_job *j)
+{
+    sp_fs_matches *res = g->res;
+    res->files_searched += j->searched;
+    res->files_skipped += j->skipped;
+    size_t take = g->max_matches - res->n;
+    if (take > j->n)
+        take = j->n;
+    if (res->n + take > g->cap) {
+        while (g->cap < res->n + take)
+            g->cap = g->cap ? g->cap * 2 : 64;
+        res->v = sp_xrealloc(res->v, g->cap * sizeof(*res->v));
+    }
+    memcpy(res->v + res->n, j->v, take * sizeof(*j->v));
+    res->n += take;
+    memmove(j->v, j->v + take, (j->n - take) * sizeof(*j->v));
+    j->n -= take;
+    if (j->n || j->over) {
+        /* As a walk on one thread would have stopped here. */
+        res->truncated = true;
+        g->stop = true;
+        res->ignored = j->walk_ignored;
+        res->files_skipped += j->walk_skipped;
+    }
+    job_dispose(j);
+}
+
+/* Commit the finished jobs at the head of the queue. Holding the lock. */
+static void commit_done(grep_ctx *g)
+{
+    while (g->head < g->tail && !g->stop) {
+        grep_job *j = &g->ring[g->head % GREP_QUEUE];
+        if (!j->done)
+            break;
+        commit_job(g, j);
+        g->head++;
+    }
+}
+
+/* Take the next waiting job and search it, unless the search has stopped.
+ * Holding the lock, which is let go meanwhile. */
+static void run_next(grep_ctx *g, searcher *sr)
+{
+    grep_job *j = &g->ring[g->next++ % GREP_QUEUE];
+    if (!g->stop) {
+        pthread_mutex_unlock(&g->mu);
+        search_job(g, sr, j);
+        pthread_mutex_lock(&g->mu);
+    }
+    j->done = true;
+    pthread_cond_broadcast(&g->finished);
+}
+
+static void *worker_main(void *arg)
+{
+    worker *w = arg;
+    grep_ctx *g = w->g;
+    pthread_mutex_lock(&g->mu);
+    for (;;) {
+        while (g->next == g->tail && !g->closing)
+            pthread_cond_wait(&g->work, &g->mu);
+        if (g->next == g->tail)
+            break;
+        run_next(g, &w->sr);
+    }
+    pthread_mutex_unlock(&g->mu);
+    return NULL;
+}
+
+static bool searcher_init(searcher *sr, const pcre2_code *re)
+{
+    sr->md = pcre2_match_data_create_from_pattern(re, NULL);
+    sr->mctx = pcre2_match_context_create(NULL);
+    if (!sr->md || !sr->mctx)
+        return false;
+    /* The default 32 KiB JIT stack is too small for some patterns that the
+     * interpreter handles; grow on demand up to 1 MiB. */
+    sr->jit_stack = pcre2_jit_stack_create(32 * 1024, GREP_JIT_STACK_MAX, NULL);
+    if (sr->jit_stack)
+        pcre2_jit_stack_assign(sr->mctx, NULL, sr->jit_stack);
+    return true;
+}
+
+static void searcher_dispose(searcher *sr)
+{
+    pcre2_match_context_free(sr->mctx);
+    pcre2_jit_stack_free(sr->jit_stack);
+    pcre2_match_data_free(sr->md);
+    sp_buf_dispose(&sr->buf);
+    *sr = (searcher){0};
+}
+
+/* The CPUs this process may run on. */
+static size_t cpus_usable(void)
+{
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof(set), &set) == 0)
+        return (size_t)CPU_COUNT(&set);
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 ? (size_t)n : 1;
+}
+
+/* Start the workers, the first time there is a file to search. A worker
+ * that cannot start leaves its share to the others and the walker. */
+static void start_workers(grep_ctx *g)
+{
+    if (g->n_started || !g->n_workers)
+        return;
+    g->w = sp_xcalloc(g->n_workers, sizeof(*g->w));
+    /* The threads take no signals: they belong to the program. */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, &old);
+    for (size_t i = 0; i < g->n_workers; i++) {
+        worker *w = &g->w[g->n_started];
+        w->g = g;
+        if (!searcher_init(&w->sr, g->re) || pthread_create(&w->th, NULL, worker_main, w) != 0) {
+            searcher_dispose(&w->sr);
+            break;
+        }
+        g->n_started++;
+    }
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (!g->n_started)
+        g->room = 1;
+}
+
+/* Queue open file `fd` (taken over) at `rel` for a search. */
+static int queue_file(grep_ctx *g, int fd, const char *rel)
+{
+    pthread_mutex_lock(&g->mu);
+    start_workers(g);
+    for (;;) {
+        commit_done(g);
+        if (g->stop || g->tail - g->head < g->room)
+            break;
+        /* Full: search a waiting file here, or wait for the oldest. */
+        if (g->next < g->tail)
+            run_next(g, &g->own);
+        else
+            pthread_cond_wait(&g->finished, &g->mu);
+    }
+    if (g->stop) {
+        pthread_mutex_unlock(&g->mu);
+        close(fd);
+        return SP_WALK_STOP;
+    }
+    grep_job *j = &g->ring[g->tail++ % GREP_QUEUE];
+    *j = (grep_job){.fd = fd,
+                    .rel = sp_xstrdup(rel),
+                    .walk_ignored = g->walk_ignored,
+                    .walk_skipped = g->walk_skipped};
+    pthread_cond_signal(&g->work);
+    pthread_mutex_unlock(&g->mu);
+    return SP_WALK_CONTINUE;
+}
+
+/* The walk is over (or stopped): search what waits, take every result,
+ * and let the workers go. */
+static void finish_queue(grep_ctx *g)
+{
+    pthread_mutex_lock(&g->mu);
+    g->closing = true;
+    pthread_cond_broadcast(&g->work);
+    for (;;) {
+        commit_done(g);
+        if (g->head == g->tail || g->stop)
+            break;
+        if (g->next < g->tail)
+            run_next(g, &g->own);
+        else
+            pthread_cond_wait(&g->finished, &g->mu);
+    }
+    /* Stopped: the workers skip what waits; wait for the running ones. */
+    while (g->next < g->tail)
+        run_next(g, &g->own);
+    pthread_mutex_unlock(&g->mu);
+    for (size_t i = 0; i < g->n_started; i++) {
+        pthread_join(g->w[i].th, NULL);
+        searcher_dispose(&g->w[i].sr);
+    }
+    free(g->w);
+    g->w = NULL;
+    g->n_started = 0;
+    for (; g->head < g->tail; g->head++)
+        job_dispose(&g->ring[g->head % GREP_QUEUE]);
+    if (g->res && !g->res->truncated) {
+        g->res->ignored += g->walk_ignored;
+        g->res->files_skipped += g->walk_skipped;
+    }
+    g->walk_ignored = g->walk_skipped = 0;
 }
 
 /* The part of a walker path below the searched folder. */
@@ -293,6 +563,8 @@ static int grep_visit(void *ctx, int dirfd, const char *name, const char *rel,
 {
     (void)err;
     grep_ctx *g = ctx;
+    if (g->stop) /* only this thread sets it */
+        return SP_WALK_STOP;
     bool is_dir = S_ISDIR(st->st_mode);
     int skip = is_dir ? SP_WALK_SKIP : SP_WALK_CONTINUE;
     const char *sub = below_base(g, rel);
@@ -305,7 +577,7 @@ static int grep_visit(void *ctx, int dirfd, const char *name, const char *rel,
      * rules. */
     if (ov == OV_NONE &&
         ((!g->hidden && name[0] == '.') || (g->ig && sp_ignore_match(g->ig, rel, is_dir)))) {
-        g->res->ignored++;
+        g->walk_ignored++;
         return skip;
     }
     if (is_dir)
@@ -314,16 +586,16 @@ static int grep_visit(void *ctx, int dirfd, const char *name, const char *rel,
      * only the type (type_only): the size is checked after the open. */
     if (!S_ISREG(st->st_mode))
         return SP_WALK_CONTINUE;
-    /* O_NOFOLLOW + fstat in search_fd: the entry may have been swapped for
-     * a symlink or a fifo since it was listed. Gone or now a symlink: as
-     * if the listing had not shown it. */
+    /* O_NOFOLLOW + fstat in search_job: the entry may have been swapped
+     * for a symlink or a fifo since it was listed. Gone or now a symlink:
+     * as if the listing had not shown it. */
     int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
     if (fd < 0) {
         if (errno != ENOENT && errno != ELOOP)
-            g->res->files_skipped++;
+            g->walk_skipped++;
         return SP_WALK_CONTINUE;
     }
-    return search_fd(g, fd, rel);
+    return queue_file(g, fd, rel);
 }
 
 static int compile_regex(pcre2_code **out, const char *pattern, const sp_fs_grep_opts *o,
@@ -425,7 +697,7 @@ int sp_fs_grep(sp_fs_matches **out, sp_fs *fs, const char *pattern, const sp_fs_
         memcpy(&o_, opts, offsetof(sp_fs_grep_opts, globs));
     const sp_fs_grep_opts *o = &o_;
     grep_ctx g = {0};
-    pcre2_jit_stack *jit_stack = NULL;
+    bool queue = false;
     cleanup_free char *rel = NULL;
     int fd = -1;
     int r;
@@ -449,15 +721,13 @@ int sp_fs_grep(sp_fs_matches **out, sp_fs *fs, const char *pattern, const sp_fs_
     r = compile_regex(&g.re, pattern, o, err);
     if (r < 0)
         goto done;
-    g.md = pcre2_match_data_create_from_pattern(g.re, NULL);
-    g.mctx = pcre2_match_context_create(NULL);
-    if (!g.md || !g.mctx)
+    if (!searcher_init(&g.own, g.re))
         abort();
-    /* The default 32 KiB JIT stack is too small for some patterns that the
-     * interpreter handles; grow on demand up to 1 MiB. */
-    jit_stack = pcre2_jit_stack_create(32 * 1024, GREP_JIT_STACK_MAX, NULL);
-    if (jit_stack)
-        pcre2_jit_stack_assign(g.mctx, NULL, jit_stack);
+    pthread_mutex_init(&g.mu, NULL);
+    pthread_cond_init(&g.work, NULL);
+    pthread_cond_init(&g.finished, NULL);
+    queue = true;
+    g.room = 1;
 
     /* The named path itself may be a symlink; sp_fs_openat follows it only
      * while it stays beneath the root. */
@@ -477,7 +747,7 @@ int sp_fs_grep(sp_fs_matches **out, sp_fs *fs, const char *pattern, const sp_fs_
         const char *slash = strrchr(rel, '/');
         const char *name = slash ? slash + 1 : rel;
         if (override_match(&g, name, name, false) != OV_EXCLUDE)
-            (void)search_fd(&g, steal_fd(&fd), rel);
+            (void)queue_file(&g, steal_fd(&fd), rel);
     } else if (S_ISDIR(st.st_mode)) {
         close(steal_fd(&fd));
         g.base = rel;
@@ -486,9 +756,13 @@ int sp_fs_grep(sp_fs_matches **out, sp_fs *fs, const char *pattern, const sp_fs_
         g.hidden = o->hidden;
         if (!o->no_ignore)
             g.ig = load_parents(fs, rel);
+        size_t cpus = cpus_usable();
+        g.n_workers = cpus > GREP_MAX_WORKERS ? GREP_MAX_WORKERS : cpus - 1;
+        g.room = g.n_workers ? GREP_QUEUE : 1;
         sp_walk_opts wo = {
             .max_depth = 0, .skip_git = true, .enter = grep_enter, .type_only = true};
         r = sp_fs_walk(fs, rel, &wo, grep_visit, &g, err);
+        finish_queue(&g);
         if (r < 0)
             goto done;
     } else {
@@ -496,6 +770,7 @@ int sp_fs_grep(sp_fs_matches **out, sp_fs *fs, const char *pattern, const sp_fs_
         goto done;
     }
 
+    finish_queue(&g);
     if (g.res->n > 1)
         qsort(g.res->v, g.res->n, sizeof(*g.res->v), match_cmp);
     *out = steal_pointer(&g.res);
@@ -504,15 +779,18 @@ int sp_fs_grep(sp_fs_matches **out, sp_fs *fs, const char *pattern, const sp_fs_
 done:
     if (fd >= 0)
         close(fd);
-    pcre2_match_context_free(g.mctx);
-    pcre2_jit_stack_free(jit_stack);
-    pcre2_match_data_free(g.md);
+    if (queue) {
+        finish_queue(&g);
+        pthread_mutex_destroy(&g.mu);
+        pthread_cond_destroy(&g.work);
+        pthread_cond_destroy(&g.finished);
+    }
+    searcher_dispose(&g.own);
     pcre2_code_free(g.re);
     for (size_t i = 0; i < g.n_ov; i++)
         sp_glob_free(g.ov[i].g);
     free(g.ov);
     sp_ignore_free(g.ig);
-    sp_buf_dispose(&g.buf);
     sp_fs_matches_free(g.res);
     return r;
 }

@@ -6,6 +6,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <dirent.h>
+
 #include "sandpod/fs.h"
 
 typedef tu_fsfx fixture;
@@ -681,6 +683,73 @@ static void test_bad_arguments(void **state)
     sp_fs_matches_free(NULL);
 }
 
+static size_t open_fds(void)
+{
+    size_t n = 0;
+    DIR *d = opendir("/proc/self/fd");
+    if (!d)
+        return 0;
+    while (readdir(d))
+        n++;
+    closedir(d);
+    return n;
+}
+
+/* Files are searched by several threads, yet the answer, the place where
+ * max_matches cuts it and the counts are those of a walk on one thread;
+ * no fd is left open. Run many times to give a race its chance. */
+static void test_threads_cut_like_one(void **state)
+{
+    fixture *f = *state;
+    tu_write(f->dir, ".gitignore", "*.skip\n", 0644);
+    for (int i = 0; i < 200; i++) {
+        char name[32];
+        snprintf(name, sizeof(name), "f%03d.skip", i);
+        tu_write(f->dir, name, "x\n", 0644);
+        snprintf(name, sizeof(name), "f%03d.txt", i);
+        if (i == 20)
+            tu_write_n(f->dir, name, "x\n\0binary", 10, 0644);
+        else
+            tu_write(f->dir, name, "x\nx\nyes x\n", 0644);
+    }
+    size_t fds = open_fds();
+    for (int round = 0; round < 20; round++) {
+        sp_fs_grep_opts o = SP_FS_GREP_OPTS_INIT;
+        o.max_matches = 250;
+        sp_fs_matches *m = grep_ok(f->fs, "x", &o);
+        /* f000..f083 minus the binary f020: 83 files of 3 matches = 249,
+         * then the 250th is f084's first and its second proves more. */
+        assert_int_equal(m->n, 250);
+        assert_true(m->truncated);
+        assert_string_equal(m->v[249].path, "f084.txt");
+        assert_int_equal(m->v[249].line_number, 1);
+        assert_string_equal(m->v[248].path, "f083.txt");
+        assert_int_equal(m->v[248].line_number, 3);
+        assert_int_equal(m->files_searched, 84);
+        assert_int_equal(m->files_skipped, 1);
+        assert_int_equal(m->ignored, 1 + 85); /* .gitignore, f000..f084.skip */
+        sp_fs_matches_free(m);
+
+        o.max_matches = 199 * 3;
+        m = grep_ok(f->fs, "x", &o);
+        assert_int_equal(m->n, 199 * 3);
+        assert_false(m->truncated);
+        assert_int_equal(m->files_searched, 199);
+        assert_int_equal(m->files_skipped, 1);
+        assert_int_equal(m->ignored, 201);
+        for (size_t i = 1; i < m->n; i++)
+            assert_true(strcmp(m->v[i - 1].path, m->v[i].path) <= 0);
+        sp_fs_matches_free(m);
+
+        o.max_matches = 0;
+        m = grep_ok(f->fs, "yes", &o);
+        assert_int_equal(m->n, 199);
+        assert_false(m->truncated);
+        sp_fs_matches_free(m);
+        assert_int_equal(open_fds(), fds);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -707,6 +776,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_invalid_utf8_file, setup, teardown),
         cmocka_unit_test_setup_teardown(test_long_line_cut, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bad_arguments, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_threads_cut_like_one, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
