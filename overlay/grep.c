@@ -3,7 +3,11 @@
  * Each regular file is read whole and the regex runs over the whole buffer
  * (PCRE2, JIT when available): far faster than matching line by line, since
  * the matcher skips through non-matching text with its own start-of-match
- * optimizations. Lines are only located around actual matches.
+ * optimizations. Lines are only located around actual matches. A pattern
+ * those optimizations cannot help (`\w+_t\b`; a case-insensitive `s` or
+ * `k` first, which have non-ASCII partners) but that needs some literal is
+ * searched for the literal first, and the regex runs on its lines alone
+ * (grep_literal.h).
  *
  * One thread walks (folders, ignore files, globs) and opens the files to
  * search; worker threads read and search them, as rg does: on two cores a
@@ -25,6 +29,7 @@
 #include <unistd.h>
 
 #include "fs_internal.h"
+#include "grep_literal.h"
 #include "ignore.h"
 
 /* Bigger files are skipped: a workspace may hold datasets or disk images
@@ -55,6 +60,7 @@ typedef struct override {
  * from file to file. */
 typedef struct searcher {
     pcre2_match_data *md;
+    pcre2_match_data *lit_md; /* for lit_re */
     pcre2_match_context *mctx;
     pcre2_jit_stack *jit_stack;
     sp_buf buf;
@@ -95,6 +101,9 @@ struct grep_ctx {
     sp_ignore *ig;      /* NULL: ignore files are not read */
     bool spans_lines;   /* the pattern names a newline: matches may run over lines */
     pcre2_code *re;
+    /* A literal that every match holds (grep_literal.h), compiled as
+     * bytes, or NULL: only the lines holding it are given to `re`. */
+    pcre2_code *lit_re;
     size_t max_matches;
     size_t line_max;
     sp_fs_matches *res;
@@ -241,6 +250,48 @@ static void scan_buffer(const grep_ctx *g, searcher *sr, grep_job *j, const char
     }
 }
 
+/* The search with a required literal: find the literal, give its line
+ * alone to the regex (the subject ends at the line's end and the search
+ * starts at the line's start, so \b and ^ still see the byte before), go
+ * on after that line. The same answer as scan_buffer for a pattern that
+ * needs the literal, without trying the regex at every byte. */
+static void scan_lines(const grep_ctx *g, searcher *sr, grep_job *j, const char *buf, size_t len,
+                       uint64_t off0)
+{
+    size_t pos = 0;     /* where the next search starts: always a line start */
+    size_t counted = 0; /* newlines before this offset are in line_number */
+    size_t line_number = 1;
+    PCRE2_SIZE *ov = pcre2_get_ovector_pointer(sr->md);
+    PCRE2_SIZE *lov = pcre2_get_ovector_pointer(sr->lit_md);
+
+    while (pos < len) {
+        int rc = pcre2_match(g->lit_re, (PCRE2_SPTR)buf, len, pos, 0, sr->lit_md, sr->mctx);
+        if (rc == PCRE2_ERROR_NOMATCH)
+            break;
+        if (rc < 0) {
+            j->skipped = true;
+            break;
+        }
+        size_t at = lov[0];
+        const char *nl = at > pos ? memrchr(buf + pos, '\n', at - pos) : NULL;
+        size_t ls = nl ? (size_t)(nl - buf) + 1 : pos;
+        nl = memchr(buf + at, '\n', len - at);
+        size_t le = nl ? (size_t)(nl - buf) : len;
+        rc = pcre2_match(g->re, (PCRE2_SPTR)buf, le, ls, 0, sr->md, sr->mctx);
+        if (rc >= 0) {
+            size_t s = ov[0], e = ov[1] < s ? s : ov[1];
+            line_number += count_newlines(buf + counted, ls - counted);
+            counted = ls;
+            if (!add_match(g, j, line_number, buf + ls, le - ls, s - ls, e - ls, off0 + s))
+                return;
+        } else if (rc != PCRE2_ERROR_NOMATCH) {
+            j->skipped = true; /* as in scan_buffer */
+            break;
+        }
+        pos = le + 1;
+    }
+}
+
 /* Read a whole regular file of `size` bytes (per fstat) into `b`, which
  * is reused from file to file: pages that stay mapped cost nothing to fill
  * again, while a fresh buffer per file pays a page fault per 4 KiB (and
@@ -301,7 +352,9 @@ static void search_job(const grep_ctx *g, searcher *sr, grep_job *j)
          * matches line 1, and the line shown has no mark. Offsets stay
          * file offsets. */
         size_t bom = buf->len >= 3 && memcmp(buf->data, "\xef\xbb\xbf", 3) == 0 ? 3 : 0;
-        if (buf->len > bom)
+        if (buf->len > bom && g->lit_re)
+            scan_lines(g, sr, j, buf->data + bom, buf->len - bom, bom);
+        else if (buf->len > bom)
             scan_buffer(g, sr, j, buf->data + bom, buf->len - bom, bom);
     }
     if (buf->cap > GREP_KEEP_BUF)
@@ -395,8 +448,9 @@ static void *worker_main(void *arg)
 static bool searcher_init(searcher *sr, const pcre2_code *re)
 {
     sr->md = pcre2_match_data_create_from_pattern(re, NULL);
+    sr->lit_md = pcre2_match_data_create(1, NULL);
     sr->mctx = pcre2_match_context_create(NULL);
-    if (!sr->md || !sr->mctx)
+    if (!sr->md || !sr->lit_md || !sr->mctx)
         return false;
     /* The default 32 KiB JIT stack is too small for some patterns that the
      * interpreter handles; grow on demand up to 1 MiB. */
@@ -411,6 +465,7 @@ static void searcher_dispose(searcher *sr)
     pcre2_match_context_free(sr->mctx);
     pcre2_jit_stack_free(sr->jit_stack);
     pcre2_match_data_free(sr->md);
+    pcre2_match_data_free(sr->lit_md);
     sp_buf_dispose(&sr->buf);
     *sr = (searcher){0};
 }
@@ -636,6 +691,29 @@ static int compile_regex(pcre2_code **out, const char *pattern, const sp_fs_grep
     return 0;
 }
 
+/* The prefilter for `pattern`, or NULL when it has no required literal
+ * worth searching for (a single byte saves little over PCRE2's own
+ * start-of-match search). */
+static pcre2_code *compile_literal(const char *pattern, const sp_fs_grep_opts *o)
+{
+    sp_buf lit = SP_BUF_INIT;
+    pcre2_code *re = NULL;
+    if (sp_grep_required_literal(&lit, pattern, o->fixed_string, o->case_insensitive) &&
+        lit.len >= 2) {
+        /* Bytes, not UTF: ignoring case is then ASCII's rule, which the
+         * literal was chosen for. */
+        int errcode = 0;
+        PCRE2_SIZE erroff = 0;
+        re = pcre2_compile((PCRE2_SPTR)lit.data, lit.len,
+                           PCRE2_LITERAL | (o->case_insensitive ? PCRE2_CASELESS : 0), &errcode,
+                           &erroff, NULL);
+        if (re)
+            (void)pcre2_jit_compile(re, PCRE2_JIT_COMPLETE);
+    }
+    sp_buf_dispose(&lit);
+    return re;
+}
+
 static int add_override(grep_ctx *g, const char *glob, sp_error **err)
 {
     if (!glob || !*glob)
@@ -721,6 +799,8 @@ int sp_fs_grep(sp_fs_matches **out, sp_fs *fs, const char *pattern, const sp_fs_
     r = compile_regex(&g.re, pattern, o, err);
     if (r < 0)
         goto done;
+    if (!g.spans_lines)
+        g.lit_re = compile_literal(pattern, o);
     if (!searcher_init(&g.own, g.re))
         abort();
     pthread_mutex_init(&g.mu, NULL);
@@ -787,6 +867,7 @@ done:
     }
     searcher_dispose(&g.own);
     pcre2_code_free(g.re);
+    pcre2_code_free(g.lit_re);
     for (size_t i = 0; i < g.n_ov; i++)
         sp_glob_free(g.ov[i].g);
     free(g.ov);
