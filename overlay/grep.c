@@ -147,17 +147,31 @@ static int match_cmp(const void *a, const void *b)
     return (x->line_number > y->line_number) - (x->line_number < y->line_number);
 }
 
+/* Newlines in p[0..n), eight bytes at a time: a memchr per line costs more
+ * than the search itself when matches are dense (a line number is counted
+ * for each). */
 static size_t count_newlines(const char *p, size_t n)
 {
+    const uint64_t ones = 0x0101010101010101u, high = 0x8080808080808080u;
     size_t count = 0;
-    const char *end = p + n;
-    while (p < end) {
-        const char *nl = memchr(p, '\n', (size_t)(end - p));
-        if (!nl)
-            break;
-        count++;
-        p = nl + 1;
+    while (n >= 8) {
+        /* Up to 255 words per round: each byte of acc counts in one lane. */
+        uint64_t acc = 0;
+        size_t words = n / 8 < 255 ? n / 8 : 255;
+        for (size_t i = 0; i < words; i++, p += 8) {
+            uint64_t x;
+            memcpy(&x, p, 8);
+            x ^= ones * '\n'; /* a newline byte is now zero */
+            uint64_t t = ((x & ~high) + ~high) | x;
+            acc += (~t & high) >> 7;
+        }
+        /* Lanes to 16 bits, then their sum in the top 16 bits. */
+        acc = (acc & 0x00ff00ff00ff00ffu) + ((acc >> 8) & 0x00ff00ff00ff00ffu);
+        count += (size_t)((acc * 0x0001000100010001u) >> 48);
+        n -= words * 8;
     }
+    while (n--)
+        count += *p++ == '\n';
     return count;
 }
 
@@ -851,8 +865,13 @@ int sp_fs_grep(sp_fs_matches **out, sp_fs *fs, const char *pattern, const sp_fs_
     }
 
     finish_queue(&g);
-    if (g.res->n > 1)
-        qsort(g.res->v, g.res->n, sizeof(*g.res->v), match_cmp);
+    /* Walk order is already path order (walk.c), so this is a check. */
+    for (size_t i = 1; i < g.res->n; i++) {
+        if (match_cmp(&g.res->v[i - 1], &g.res->v[i]) > 0) {
+            qsort(g.res->v, g.res->n, sizeof(*g.res->v), match_cmp);
+            break;
+        }
+    }
     *out = steal_pointer(&g.res);
     r = 0;
 

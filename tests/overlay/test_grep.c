@@ -976,6 +976,31 @@ static void test_threads_cut_like_one(void **state)
     }
 }
 
+/* Line numbers stay right across long files (the newline count works on
+ * words, in rounds of 255). */
+static void test_line_numbers_long_file(void **state)
+{
+    fixture *f = *state;
+    sp_buf b = SP_BUF_INIT;
+    for (int i = 1; i <= 6000; i++) {
+        for (int k = 0; k < i % 23; k++)
+            sp_buf_addc(&b, 'a' + (char)(k % 26));
+        sp_buf_adds(&b, i % 7 == 0 ? " hit\n" : "\n");
+    }
+    tu_write(f->dir, "long.txt", b.data, 0644);
+    sp_buf_dispose(&b);
+    sp_fs_grep_opts o = SP_FS_GREP_OPTS_INIT;
+    o.max_matches = 10000;
+    const char *patterns[] = {"hit", "\\w*\\shit$", "[ ]hit"};
+    for (size_t p = 0; p < sizeof(patterns) / sizeof(patterns[0]); p++) {
+        sp_fs_matches *m = grep_ok(f->fs, patterns[p], &o);
+        assert_int_equal(m->n, 6000 / 7);
+        for (size_t i = 0; i < m->n; i++)
+            assert_int_equal(m->v[i].line_number, 7 * (i + 1));
+        sp_fs_matches_free(m);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1007,6 +1032,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_prefilter_keeps_matches, setup, teardown),
         cmocka_unit_test_setup_teardown(test_prefilter_line_context, setup, teardown),
         cmocka_unit_test_setup_teardown(test_threads_cut_like_one, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_line_numbers_long_file, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
