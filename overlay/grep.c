@@ -403,10 +403,12 @@ static void commit_job(grep_ctx *g, grep_job *j)
             g->cap = g->cap ? g->cap * 2 : 64;
         res->v = sp_xrealloc(res->v, g->cap * sizeof(*res->v));
     }
-    memcpy(res->v + res->n, j->v, take * sizeof(*j->v));
-    res->n += take;
-    memmove(j->v, j->v + take, (j->n - take) * sizeof(*j->v));
-    j->n -= take;
+    if (take) { /* memcpy with NULLs is undefined even for 0 bytes */
+        memcpy(res->v + res->n, j->v, take * sizeof(*j->v));
+        res->n += take;
+        memmove(j->v, j->v + take, (j->n - take) * sizeof(*j->v));
+        j->n -= take;
+    }
     if (j->n || j->over) {
         /* As a walk on one thread would have stopped here. */
         res->truncated = true;
