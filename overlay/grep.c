@@ -43,8 +43,12 @@
 /* Workers beside the walking thread: enough for a workstation; each holds
  * a read buffer as big as the largest file it met (see GREP_KEEP_BUF). */
 #define GREP_MAX_WORKERS 7
-/* Files opened ahead of the searchers: each queued file holds an fd. */
+/* Files opened ahead of the searchers: each waiting file holds an fd. */
 #define GREP_QUEUE 64
+/* Files queued and not yet taken into the answer: those searched hold
+ * their matches until every file before them is done, so one big file
+ * does not hold up the others before GREP_RING files wait on it. */
+#define GREP_RING 256
 /* A read buffer grown past this is given back after its file. */
 #define GREP_KEEP_BUF ((size_t)16 << 20)
 
@@ -117,7 +121,7 @@ struct grep_ctx {
     pthread_mutex_t mu;
     pthread_cond_t work;     /* a job was queued, or closing */
     pthread_cond_t finished; /* a job is done */
-    grep_job ring[GREP_QUEUE];
+    grep_job ring[GREP_RING];
     size_t room; /* how many jobs may wait: GREP_QUEUE, or 1 without workers */
     size_t head, next, tail;
     bool closing; /* no more jobs: workers leave once none waits */
@@ -423,7 +427,7 @@ static void commit_job(grep_ctx *g, grep_job *j)
 static void commit_done(grep_ctx *g)
 {
     while (g->head < g->tail && !g->stop) {
-        grep_job *j = &g->ring[g->head % GREP_QUEUE];
+        grep_job *j = &g->ring[g->head % GREP_RING];
         if (!j->done)
             break;
         commit_job(g, j);
@@ -435,7 +439,7 @@ static void commit_done(grep_ctx *g)
  * Holding the lock, which is let go meanwhile. */
 static void run_next(grep_ctx *g, searcher *sr)
 {
-    grep_job *j = &g->ring[g->next++ % GREP_QUEUE];
+    grep_job *j = &g->ring[g->next++ % GREP_RING];
     if (!g->stop) {
         pthread_mutex_unlock(&g->mu);
         search_job(g, sr, j);
@@ -528,9 +532,9 @@ static int queue_file(grep_ctx *g, int fd, const char *rel)
     start_workers(g);
     for (;;) {
         commit_done(g);
-        if (g->stop || g->tail - g->head < g->room)
+        if (g->stop || (g->tail - g->next < g->room && g->tail - g->head < GREP_RING))
             break;
-        /* Full: search a waiting file here, or wait for the oldest. */
+        /* Full: search a waiting file here, or wait for one to finish. */
         if (g->next < g->tail)
             run_next(g, &g->own);
         else
@@ -541,7 +545,7 @@ static int queue_file(grep_ctx *g, int fd, const char *rel)
         close(fd);
         return SP_WALK_STOP;
     }
-    grep_job *j = &g->ring[g->tail++ % GREP_QUEUE];
+    grep_job *j = &g->ring[g->tail++ % GREP_RING];
     *j = (grep_job){.fd = fd,
                     .rel = sp_xstrdup(rel),
                     .walk_ignored = g->walk_ignored,
@@ -579,7 +583,7 @@ static void finish_queue(grep_ctx *g)
     g->w = NULL;
     g->n_started = 0;
     for (; g->head < g->tail; g->head++)
-        job_dispose(&g->ring[g->head % GREP_QUEUE]);
+        job_dispose(&g->ring[g->head % GREP_RING]);
     if (g->res && !g->res->truncated) {
         g->res->ignored += g->walk_ignored;
         g->res->files_skipped += g->walk_skipped;
