@@ -102,8 +102,9 @@ if want cold; then
 fi
 
 # ------------------------------------------------------------------ grep
-# [ \t] rather than \s: sandpod's grep runs a pattern over the whole file,
-# where \s also matches a newline; rg and grep see one line at a time.
+# [ \t] rather than \s: chosen when sandpod's \s could run into the next line
+# (no longer: matches stay within a line since a7d5c88), kept so that runs
+# compare with the earlier ones.
 grep_pat='\bsize_t[ \t]+\w+_len\b'
 if want grep; then
     if ! command -v rg >/dev/null; then
