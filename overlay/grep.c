@@ -22,6 +22,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
@@ -43,12 +44,12 @@
 /* Workers beside the walking thread: enough for a workstation; each holds
  * a read buffer as big as the largest file it met (see GREP_KEEP_BUF). */
 #define GREP_MAX_WORKERS 7
-/* Files opened ahead of the searchers: each waiting file holds an fd. */
-#define GREP_QUEUE 64
-/* Files queued and not yet taken into the answer: those searched hold
- * their matches until every file before them is done, so one big file
- * does not hold up the others before GREP_RING files wait on it. */
-#define GREP_RING 256
+/* Files queued and not yet taken into the answer (each holds an fd until
+ * searched, its matches after): the walk runs at most this far ahead. */
+#define GREP_RING 128
+/* Jobs handed over at a time, each way: one lock per file made the two
+ * threads of a 2-CPU machine wait on each other (futex calls, switches). */
+#define GREP_BATCH 8
 /* A read buffer grown past this is given back after its file. */
 #define GREP_KEEP_BUF ((size_t)16 << 20)
 
@@ -79,10 +80,10 @@ typedef struct grep_job {
     size_t walk_ignored, walk_skipped;
     sp_fs_match *v; /* at most max_matches */
     size_t n, cap;
-    bool over;     /* the file holds more than max_matches matches */
-    bool searched; /* text, searched */
-    bool skipped;  /* binary, too big or unreadable */
-    bool done;     /* results ready (under the pool lock) */
+    bool over;        /* the file holds more than max_matches matches */
+    bool searched;    /* text, searched */
+    bool skipped;     /* binary, too big or unreadable */
+    atomic_bool done; /* set last by its searcher: the rest is ready */
 } grep_job;
 
 typedef struct grep_ctx grep_ctx;
@@ -115,17 +116,21 @@ struct grep_ctx {
     size_t walk_ignored, walk_skipped; /* counted by the walk, not yet in res */
     searcher own;                      /* the walking thread searches too when the queue is full */
 
-    /* The queue: jobs [head, tail) in ring; [head, next) are taken or
-     * done, [next, tail) wait. Only the walking thread adds jobs and takes
-     * results (from head, in order). */
+    /* The queue, a ring of jobs in walk order. Only the walking thread
+     * fills slots (up to `filled`) and takes results (from `head`, in
+     * order); it hands filled jobs over in batches by moving `tail`, and
+     * searchers take them from `next` (both under mu). A searcher marks a
+     * job done last, without the lock. */
     pthread_mutex_t mu;
-    pthread_cond_t work;     /* a job was queued, or closing */
-    pthread_cond_t finished; /* a job is done */
+    pthread_cond_t work;     /* jobs handed over, or closing */
+    pthread_cond_t finished; /* a job is done while the walker waits */
     grep_job ring[GREP_RING];
-    size_t room; /* how many jobs may wait: GREP_QUEUE, or 1 without workers */
-    size_t head, next, tail;
-    bool closing; /* no more jobs: workers leave once none waits */
-    bool stop;    /* max_matches passed: the rest is not searched */
+    size_t head, filled, published; /* the walking thread's own */
+    size_t next, tail;              /* under mu */
+    atomic_size_t sleepers;         /* searchers waiting for work */
+    atomic_bool walker_waits;       /* the walking thread waits for `head` */
+    bool closing;                   /* under mu: no more jobs */
+    atomic_bool stop;               /* max_matches passed: the rest is not searched */
     worker *w;
     size_t n_workers, n_started;
 };
@@ -393,7 +398,7 @@ static void job_dispose(grep_job *j)
 }
 
 /* Take the results of job `j`, the oldest not yet taken, into the answer;
- * sets g->stop once it passes max_matches. Holding the lock. */
+ * sets g->stop once it passes max_matches. The walking thread's. */
 static void commit_job(grep_ctx *g, grep_job *j)
 {
     sp_fs_matches *res = g->res;
@@ -416,37 +421,75 @@ static void commit_job(grep_ctx *g, grep_job *j)
     if (j->n || j->over) {
         /* As a walk on one thread would have stopped here. */
         res->truncated = true;
-        g->stop = true;
+        atomic_store(&g->stop, true);
         res->ignored = j->walk_ignored;
         res->files_skipped += j->walk_skipped;
     }
     job_dispose(j);
 }
 
-/* Commit the finished jobs at the head of the queue. Holding the lock. */
+/* Take the results of the finished jobs at the head of the queue. */
 static void commit_done(grep_ctx *g)
 {
-    while (g->head < g->tail && !g->stop) {
+    while (g->head < g->filled && !atomic_load_explicit(&g->stop, memory_order_relaxed)) {
         grep_job *j = &g->ring[g->head % GREP_RING];
-        if (!j->done)
+        if (!atomic_load_explicit(&j->done, memory_order_acquire))
             break;
         commit_job(g, j);
         g->head++;
     }
 }
 
-/* Take the next waiting job and search it, unless the search has stopped.
- * Holding the lock, which is let go meanwhile. */
-static void run_next(grep_ctx *g, searcher *sr)
+/* Search job `j` (unless the search has stopped) and mark it done; the
+ * job is not touched after. Wakes the walking thread if it waits. */
+static void run_job(grep_ctx *g, searcher *sr, grep_job *j)
 {
-    grep_job *j = &g->ring[g->next++ % GREP_RING];
-    if (!g->stop) {
-        pthread_mutex_unlock(&g->mu);
+    if (!atomic_load_explicit(&g->stop, memory_order_relaxed))
         search_job(g, sr, j);
+    /* seq_cst with wait_head(): either the walker sees the job done or
+     * this thread sees it waiting. */
+    atomic_store(&j->done, true);
+    if (atomic_load(&g->walker_waits)) {
         pthread_mutex_lock(&g->mu);
+        pthread_cond_signal(&g->finished);
+        pthread_mutex_unlock(&g->mu);
     }
-    j->done = true;
-    pthread_cond_broadcast(&g->finished);
+}
+
+/* Hand the filled jobs over to the searchers. */
+static void publish(grep_ctx *g)
+{
+    if (g->published == g->filled)
+        return;
+    pthread_mutex_lock(&g->mu);
+    g->tail = g->filled;
+    if (atomic_load(&g->sleepers))
+        pthread_cond_broadcast(&g->work);
+    pthread_mutex_unlock(&g->mu);
+    g->published = g->filled;
+}
+
+/* The walking thread searches one waiting job; false when none waits. */
+static bool help_one(grep_ctx *g)
+{
+    pthread_mutex_lock(&g->mu);
+    grep_job *j = g->next < g->tail ? &g->ring[g->next++ % GREP_RING] : NULL;
+    pthread_mutex_unlock(&g->mu);
+    if (j)
+        run_job(g, &g->own, j);
+    return j != NULL;
+}
+
+/* The walking thread waits until the job at head is done. */
+static void wait_head(grep_ctx *g)
+{
+    grep_job *j = &g->ring[g->head % GREP_RING];
+    pthread_mutex_lock(&g->mu);
+    atomic_store(&g->walker_waits, true);
+    while (!atomic_load(&j->done))
+        pthread_cond_wait(&g->finished, &g->mu);
+    atomic_store(&g->walker_waits, false);
+    pthread_mutex_unlock(&g->mu);
 }
 
 static void *worker_main(void *arg)
@@ -455,11 +498,24 @@ static void *worker_main(void *arg)
     grep_ctx *g = w->g;
     pthread_mutex_lock(&g->mu);
     for (;;) {
-        while (g->next == g->tail && !g->closing)
+        while (g->next == g->tail && !g->closing) {
+            atomic_fetch_add(&g->sleepers, 1);
             pthread_cond_wait(&g->work, &g->mu);
+            atomic_fetch_sub(&g->sleepers, 1);
+        }
         if (g->next == g->tail)
             break;
-        run_next(g, &w->sr);
+        /* A share of what waits, so that other searchers get some. */
+        size_t waiting = g->tail - g->next;
+        size_t take = (waiting + g->n_started) / (g->n_started + 1);
+        if (take > GREP_BATCH)
+            take = GREP_BATCH;
+        size_t first = g->next;
+        g->next += take;
+        pthread_mutex_unlock(&g->mu);
+        for (size_t i = first; i < first + take; i++)
+            run_job(g, &w->sr, &g->ring[i % GREP_RING]);
+        pthread_mutex_lock(&g->mu);
     }
     pthread_mutex_unlock(&g->mu);
     return NULL;
@@ -504,7 +560,7 @@ static size_t cpus_usable(void)
  * that cannot start leaves its share to the others and the walker. */
 static void start_workers(grep_ctx *g)
 {
-    if (g->n_started || !g->n_workers)
+    if (g->w || !g->n_workers)
         return;
     g->w = sp_xcalloc(g->n_workers, sizeof(*g->w));
     /* The threads take no signals: they belong to the program. */
@@ -514,44 +570,60 @@ static void start_workers(grep_ctx *g)
     for (size_t i = 0; i < g->n_workers; i++) {
         worker *w = &g->w[g->n_started];
         w->g = g;
-        if (!searcher_init(&w->sr, g->re) || pthread_create(&w->th, NULL, worker_main, w) != 0) {
+        if (!searcher_init(&w->sr, g->re)) {
             searcher_dispose(&w->sr);
             break;
         }
+        /* n_started before the thread reads it (worker_main's share). */
+        pthread_mutex_lock(&g->mu);
         g->n_started++;
+        bool ok = pthread_create(&w->th, NULL, worker_main, w) == 0;
+        if (!ok)
+            g->n_started--;
+        pthread_mutex_unlock(&g->mu);
+        if (!ok) {
+            searcher_dispose(&w->sr);
+            break;
+        }
     }
     pthread_sigmask(SIG_SETMASK, &old, NULL);
-    if (!g->n_started)
-        g->room = 1;
 }
 
 /* Queue open file `fd` (taken over) at `rel` for a search. */
 static int queue_file(grep_ctx *g, int fd, const char *rel)
 {
-    pthread_mutex_lock(&g->mu);
     start_workers(g);
+    if (!g->n_started) {
+        /* No worker: search it here and now. */
+        grep_job j = {.fd = fd, .rel = sp_xstrdup(rel)};
+        j.walk_ignored = g->walk_ignored;
+        j.walk_skipped = g->walk_skipped;
+        search_job(g, &g->own, &j);
+        commit_job(g, &j);
+        return atomic_load(&g->stop) ? SP_WALK_STOP : SP_WALK_CONTINUE;
+    }
     for (;;) {
         commit_done(g);
-        if (g->stop || (g->tail - g->next < g->room && g->tail - g->head < GREP_RING))
+        if (atomic_load(&g->stop) || g->filled - g->head < GREP_RING)
             break;
-        /* Full: search a waiting file here, or wait for one to finish. */
-        if (g->next < g->tail)
-            run_next(g, &g->own);
-        else
-            pthread_cond_wait(&g->finished, &g->mu);
+        /* Full: search a waiting file here, or wait for the oldest. */
+        publish(g);
+        if (!help_one(g))
+            wait_head(g);
     }
-    if (g->stop) {
-        pthread_mutex_unlock(&g->mu);
+    if (atomic_load(&g->stop)) {
         close(fd);
         return SP_WALK_STOP;
     }
-    grep_job *j = &g->ring[g->tail++ % GREP_RING];
-    *j = (grep_job){.fd = fd,
-                    .rel = sp_xstrdup(rel),
-                    .walk_ignored = g->walk_ignored,
-                    .walk_skipped = g->walk_skipped};
-    pthread_cond_signal(&g->work);
-    pthread_mutex_unlock(&g->mu);
+    grep_job *j = &g->ring[g->filled % GREP_RING];
+    j->fd = fd;
+    j->rel = sp_xstrdup(rel);
+    j->walk_ignored = g->walk_ignored;
+    j->walk_skipped = g->walk_skipped;
+    atomic_init(&j->done, false);
+    g->filled++;
+    if (g->filled - g->published >= GREP_BATCH || atomic_load(&g->sleepers))
+        publish(g);
     return SP_WALK_CONTINUE;
 }
 
@@ -559,30 +631,33 @@ static int queue_file(grep_ctx *g, int fd, const char *rel)
  * and let the workers go. */
 static void finish_queue(grep_ctx *g)
 {
-    pthread_mutex_lock(&g->mu);
-    g->closing = true;
-    pthread_cond_broadcast(&g->work);
-    for (;;) {
-        commit_done(g);
-        if (g->head == g->tail || g->stop)
-            break;
-        if (g->next < g->tail)
-            run_next(g, &g->own);
-        else
-            pthread_cond_wait(&g->finished, &g->mu);
+    if (g->w) {
+        publish(g);
+        pthread_mutex_lock(&g->mu);
+        g->closing = true;
+        pthread_cond_broadcast(&g->work);
+        pthread_mutex_unlock(&g->mu);
+        for (;;) {
+            commit_done(g);
+            if (g->head == g->filled || atomic_load(&g->stop))
+                break;
+            if (!help_one(g))
+                wait_head(g);
+        }
+        /* Stopped: what waits is not searched; the workers finish the
+         * file they are on. */
+        pthread_mutex_lock(&g->mu);
+        g->next = g->tail;
+        pthread_mutex_unlock(&g->mu);
+        for (size_t i = 0; i < g->n_started; i++) {
+            pthread_join(g->w[i].th, NULL);
+            searcher_dispose(&g->w[i].sr);
+        }
+        free(g->w);
+        g->w = NULL;
+        g->n_started = 0;
     }
-    /* Stopped: the workers skip what waits; wait for the running ones. */
-    while (g->next < g->tail)
-        run_next(g, &g->own);
-    pthread_mutex_unlock(&g->mu);
-    for (size_t i = 0; i < g->n_started; i++) {
-        pthread_join(g->w[i].th, NULL);
-        searcher_dispose(&g->w[i].sr);
-    }
-    free(g->w);
-    g->w = NULL;
-    g->n_started = 0;
-    for (; g->head < g->tail; g->head++)
+    for (; g->head < g->filled; g->head++)
         job_dispose(&g->ring[g->head % GREP_RING]);
     if (g->res && !g->res->truncated) {
         g->res->ignored += g->walk_ignored;
@@ -827,7 +902,6 @@ int sp_fs_grep(sp_fs_matches **out, sp_fs *fs, const char *pattern, const sp_fs_
     pthread_cond_init(&g.work, NULL);
     pthread_cond_init(&g.finished, NULL);
     queue = true;
-    g.room = 1;
 
     /* The named path itself may be a symlink; sp_fs_openat follows it only
      * while it stays beneath the root. */
@@ -858,7 +932,6 @@ int sp_fs_grep(sp_fs_matches **out, sp_fs *fs, const char *pattern, const sp_fs_
             g.ig = load_parents(fs, rel);
         size_t cpus = cpus_usable();
         g.n_workers = cpus > GREP_MAX_WORKERS ? GREP_MAX_WORKERS : cpus - 1;
-        g.room = g.n_workers ? GREP_QUEUE : 1;
         sp_walk_opts wo = {
             .max_depth = 0, .skip_git = true, .enter = grep_enter, .type_only = true};
         r = sp_fs_walk(fs, rel, &wo, grep_visit, &g, err);
