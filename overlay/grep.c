@@ -71,10 +71,27 @@ typedef struct searcher {
     sp_buf buf;
 } searcher;
 
+/* A folder of the walk, for the searchers to open its files from: the
+ * walking thread's own fd is closed once the walk leaves the folder, so
+ * the first file queued from it takes a dup; the last user closes it. */
+typedef struct dir_ref {
+    int fd;
+    atomic_int refs;
+} dir_ref;
+
+static void dir_release(dir_ref *d)
+{
+    if (d && atomic_fetch_sub(&d->refs, 1) == 1) {
+        close(d->fd);
+        free(d);
+    }
+}
+
 /* One file to search, in walk order, and what its search found. */
 typedef struct grep_job {
-    int fd;    /* the open file; -1 once searched */
-    char *rel; /* path relative to the root */
+    int fd;       /* the open file, or -1: open `rel`'s last name in dir */
+    dir_ref *dir; /* held until the file is open */
+    char *rel;    /* path relative to the root */
     /* The walk's own counts when the file was queued: a search cut short
      * by max_matches at this file reports these. */
     size_t walk_ignored, walk_skipped;
@@ -115,6 +132,8 @@ struct grep_ctx {
     size_t cap;
     size_t walk_ignored, walk_skipped; /* counted by the walk, not yet in res */
     searcher own;                      /* the walking thread searches too when the queue is full */
+    dir_ref **dirs;                    /* by folder depth: the folders the walk is in */
+    size_t n_dirs;
 
     /* The queue, a ring of jobs in walk order. Only the walking thread
      * fills slots (up to `filled`) and takes results (from `head`, in
@@ -356,6 +375,21 @@ static void search_job(const grep_ctx *g, searcher *sr, grep_job *j)
 {
     cleanup_close int fd = j->fd;
     j->fd = -1;
+    if (j->dir) {
+        /* O_NOFOLLOW + the fstat below: the entry may have been swapped
+         * for a symlink or a fifo since it was listed. Gone or now a
+         * symlink: as if the listing had not shown it. */
+        const char *slash = strrchr(j->rel, '/');
+        fd = openat(j->dir->fd, slash ? slash + 1 : j->rel,
+                    O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+        int e = errno;
+        dir_release(j->dir);
+        j->dir = NULL;
+        if (fd < 0) {
+            j->skipped = e != ENOENT && e != ELOOP;
+            return;
+        }
+    }
     struct stat st;
     if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
         return;
@@ -388,6 +422,7 @@ static void job_dispose(grep_job *j)
 {
     if (j->fd >= 0)
         close(j->fd);
+    dir_release(j->dir);
     for (size_t i = 0; i < j->n; i++) {
         free(j->v[i].path);
         free(j->v[i].line);
@@ -589,10 +624,51 @@ static void start_workers(grep_ctx *g)
     pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
-/* Queue open file `fd` (taken over) at `rel` for a search. */
-static int queue_file(grep_ctx *g, int fd, const char *rel)
+/* The shared fd of the folder at `depth` (open as dirfd), or NULL. */
+static dir_ref *dir_at(grep_ctx *g, int dirfd, unsigned depth)
+{
+    if (depth >= g->n_dirs) {
+        size_t n = depth + 16;
+        g->dirs = sp_xrealloc(g->dirs, n * sizeof(*g->dirs));
+        memset(g->dirs + g->n_dirs, 0, (n - g->n_dirs) * sizeof(*g->dirs));
+        g->n_dirs = n;
+    }
+    if (!g->dirs[depth]) {
+        int fd = fcntl(dirfd, F_DUPFD_CLOEXEC, 0);
+        if (fd < 0)
+            return NULL;
+        dir_ref *d = sp_xmalloc(sizeof(*d));
+        d->fd = fd;
+        atomic_init(&d->refs, 1); /* the walk's own hold */
+        g->dirs[depth] = d;
+    }
+    return g->dirs[depth];
+}
+
+/* The walk has left the folders at `depth` and deeper. */
+static void dirs_leave(grep_ctx *g, unsigned depth)
+{
+    for (size_t i = depth; i < g->n_dirs; i++) {
+        dir_release(g->dirs[i]);
+        g->dirs[i] = NULL;
+    }
+}
+
+/* Queue the file `name` of folder dirfd (at `depth`, the file's) for a
+ * search; or, with `fd` >= 0, that open file (taken over). */
+static int queue_file(grep_ctx *g, int fd, int dirfd, const char *name, const char *rel,
+                      unsigned depth)
 {
     start_workers(g);
+    if (!g->n_started && fd < 0) {
+        fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+        if (fd < 0) {
+            /* As in search_job. */
+            if (errno != ENOENT && errno != ELOOP)
+                g->walk_skipped++;
+            return SP_WALK_CONTINUE;
+        }
+    }
     if (!g->n_started) {
         /* No worker: search it here and now. */
         grep_job j = {.fd = fd, .rel = sp_xstrdup(rel)};
@@ -601,6 +677,11 @@ static int queue_file(grep_ctx *g, int fd, const char *rel)
         search_job(g, &g->own, &j);
         commit_job(g, &j);
         return atomic_load(&g->stop) ? SP_WALK_STOP : SP_WALK_CONTINUE;
+    }
+    dir_ref *dir = NULL;
+    if (fd < 0 && !(dir = dir_at(g, dirfd, depth - 1))) {
+        g->walk_skipped++; /* out of fds */
+        return SP_WALK_CONTINUE;
     }
     for (;;) {
         commit_done(g);
@@ -612,11 +693,15 @@ static int queue_file(grep_ctx *g, int fd, const char *rel)
             wait_head(g);
     }
     if (atomic_load(&g->stop)) {
-        close(fd);
+        if (fd >= 0)
+            close(fd);
         return SP_WALK_STOP;
     }
     grep_job *j = &g->ring[g->filled % GREP_RING];
     j->fd = fd;
+    if (dir)
+        atomic_fetch_add(&dir->refs, 1);
+    j->dir = dir;
     j->rel = sp_xstrdup(rel);
     j->walk_ignored = g->walk_ignored;
     j->walk_skipped = g->walk_skipped;
@@ -659,6 +744,10 @@ static void finish_queue(grep_ctx *g)
     }
     for (; g->head < g->filled; g->head++)
         job_dispose(&g->ring[g->head % GREP_RING]);
+    dirs_leave(g, 0);
+    free(g->dirs);
+    g->dirs = NULL;
+    g->n_dirs = 0;
     if (g->res && !g->res->truncated) {
         g->res->ignored += g->walk_ignored;
         g->res->files_skipped += g->walk_skipped;
@@ -704,6 +793,7 @@ static void grep_enter(void *ctx, int dfd, const char *rel, unsigned depth,
                        const struct sp_dirnames *names)
 {
     grep_ctx *g = ctx;
+    dirs_leave(g, depth);
     if (g->ig)
         sp_ignore_push(g->ig, g->fs, dfd, rel, depth, names);
 }
@@ -736,16 +826,8 @@ static int grep_visit(void *ctx, int dirfd, const char *name, const char *rel,
      * only the type (type_only): the size is checked after the open. */
     if (!S_ISREG(st->st_mode))
         return SP_WALK_CONTINUE;
-    /* O_NOFOLLOW + fstat in search_job: the entry may have been swapped
-     * for a symlink or a fifo since it was listed. Gone or now a symlink:
-     * as if the listing had not shown it. */
-    int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
-    if (fd < 0) {
-        if (errno != ENOENT && errno != ELOOP)
-            g->walk_skipped++;
-        return SP_WALK_CONTINUE;
-    }
-    return queue_file(g, fd, rel);
+    /* Opened by its searcher, O_NOFOLLOW from this folder's fd. */
+    return queue_file(g, -1, dirfd, name, rel, depth);
 }
 
 static int compile_regex(pcre2_code **out, const char *pattern, const sp_fs_grep_opts *o,
@@ -921,7 +1003,7 @@ int sp_fs_grep(sp_fs_matches **out, sp_fs *fs, const char *pattern, const sp_fs_
         const char *slash = strrchr(rel, '/');
         const char *name = slash ? slash + 1 : rel;
         if (override_match(&g, name, name, false) != OV_EXCLUDE)
-            (void)queue_file(&g, steal_fd(&fd), rel);
+            (void)queue_file(&g, steal_fd(&fd), -1, NULL, rel, 0);
     } else if (S_ISDIR(st.st_mode)) {
         close(steal_fd(&fd));
         g.base = rel;
