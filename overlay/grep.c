@@ -9,9 +9,9 @@
  * searched for the literal first, and the regex runs on its lines alone
  * (grep_literal.h).
  *
- * One thread walks (folders, ignore files, globs) and opens the files to
- * search; worker threads read and search them, as rg does: on two cores a
- * search over many files takes about half the time. Files are numbered in
+ * One thread walks (folders, ignore files, globs) and queues the files to
+ * search; worker threads open, read and search them, as rg does: on two
+ * cores a search over many files takes about half the time. Files are numbered in
  * walk order and their matches taken in that order, so the answer, where a
  * max_matches limit cuts it and the counts are those of a walk on one
  * thread. */
