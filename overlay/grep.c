@@ -44,8 +44,9 @@
 /* Workers beside the walking thread: enough for a workstation; each holds
  * a read buffer as big as the largest file it met (see GREP_KEEP_BUF). */
 #define GREP_MAX_WORKERS 7
-/* Files queued and not yet taken into the answer (each holds an fd until
- * searched, its matches after): the walk runs at most this far ahead. */
+/* Files queued and not yet taken into the answer (each holds its folder's
+ * fd until searched, its matches after): the walk runs at most this far
+ * ahead, and holds at most this many folder fds for the searchers. */
 #define GREP_RING 128
 /* Jobs handed over at a time, each way: one lock per file made the two
  * threads of a 2-CPU machine wait on each other (futex calls, switches). */
