@@ -297,14 +297,18 @@ void cli_put_name(FILE *f, const char *s)
     size_t len = strlen(s);
     for (size_t i = 0; i < len;) {
         unsigned char c = p[i];
-        if (c == '\\') {
+        size_t plain = 0; /* a run written at once, not a fputc each */
+        while (i + plain < len && p[i + plain] >= 0x20 && p[i + plain] < 0x7f &&
+               p[i + plain] != '\\')
+            plain++;
+        if (plain) {
+            fwrite(p + i, 1, plain, f);
+            i += plain;
+        } else if (c == '\\') {
             fputs("\\\\", f);
             i++;
         } else if (c < 0x20 || c == 0x7f) {
             fprintf(f, "\\x%02x", c);
-            i++;
-        } else if (c < 0x80) {
-            fputc(c, f);
             i++;
         } else {
             size_t n = utf8_seq(p + i, len - i);

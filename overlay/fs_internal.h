@@ -98,6 +98,11 @@ typedef struct sp_walk_opts {
      * (depth 0), with its fd and all its names, before its entries. */
     void (*enter)(void *ctx, int dfd, const char *rel, unsigned depth,
                   const struct sp_dirnames *names);
+    /* The callback's `st` holds only the type bits of st_mode where the
+     * folder listing gives the type (d_type), which saves an fstatat per
+     * entry; a callback that opens an entry must fstat the fd anyway,
+     * since the entry may have changed since it was listed. */
+    bool type_only;
 } sp_walk_opts;
 int sp_fs_walk(sp_fs *fs, const char *base_rel, const sp_walk_opts *opts, sp_walk_fn fn, void *ctx,
                sp_error **err);

@@ -40,7 +40,10 @@ static int walk_dir(sp_fs *fs, int dfd, const char *rel, const char *real, unsig
         if (sp_fs_denied(fs, child) || (child_real && sp_fs_denied(fs, child_real)))
             continue;
         struct stat st;
-        if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+        unsigned char type = sp_dirnames_type(&nm, i);
+        if (opts->type_only && type != DT_UNKNOWN)
+            st = (struct stat){.st_mode = DTTOIF(type)};
+        else if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
             continue; /* vanished */
         bool isdir = S_ISDIR(st.st_mode);
         if (isdir && opts->skip_git && strcmp(name, ".git") == 0)
@@ -72,7 +75,7 @@ done:
 int sp_fs_walk(sp_fs *fs, const char *base_rel, const sp_walk_opts *opts, sp_walk_fn fn, void *ctx,
                sp_error **err)
 {
-    sp_walk_opts defaults = {0, false, NULL};
+    sp_walk_opts defaults = {0, false, NULL, false};
     if (!opts)
         opts = &defaults;
     int dfd = sp_fs_openat(fs, base_rel, O_RDONLY | O_DIRECTORY | O_NONBLOCK, 0, true, err);

@@ -6,6 +6,11 @@
 #include <string.h>
 #include <unistd.h>
 
+#define PCRE2_CODE_UNIT_WIDTH 8
+#include <dirent.h>
+#include <pcre2.h>
+
+#include "grep_literal.h"
 #include "sandpod/fs.h"
 
 typedef tu_fsfx fixture;
@@ -681,6 +686,321 @@ static void test_bad_arguments(void **state)
     sp_fs_matches_free(NULL);
 }
 
+/* The required literal of a pattern (the prefilter's): NULL = none. */
+static void test_required_literal(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *pattern;
+        bool fixed, caseless;
+        const char *want;
+    } cases[] = {
+        {"fcntl\\s*\\(", false, false, "fcntl"},
+        {"\\w+_t\\b", false, false, "_t"},
+        {"PTHREAD_MUTEX_INITIALIZER", false, false, "PTHREAD_MUTEX_INITIALIZER"},
+        /* Ignoring case, k and s (and anything not ASCII) cut the run. */
+        {"sockaddr_in6", false, true, "addr_in6"},
+        {"Kelvin", true, true, "elvin"},
+        {"caf\xc3\xa9s", false, true, "caf"},
+        {"caf\xc3\xa9", false, false, "caf\xc3\xa9"},
+        /* An optional atom is not required; a repeated one ends the run. */
+        {"colou?r", false, false, "colo"},
+        {"caf\xc3\xa9?x", false, false, "caf"},
+        {"ab*c", false, false, "a"},
+        {"x{2}yz", false, false, "yz"},
+        {"x{0,3}yzw", false, false, "yzw"},
+        {"ab+cd", false, false, "ab"},
+        {"(foo)?barbaz", false, false, "barbaz"},
+        {"(?:foobar)baz", false, false, "foobar"},
+        {"(foobar)*baz", false, false, "baz"},
+        {"(a|b)cde", false, false, "cde"},
+        {"\\Qa.b\\E?cd", false, false, "a."},
+        {"\\Qa(b\\E", false, false, "a(b"},
+        {"a\\.b", false, false, "a.b"},
+        {"[abc]def", false, false, "def"},
+        {"[]x]yz", false, false, "yz"},
+        {"[^]x]yz", false, false, "yz"},
+        {"[[:alpha:]]+foo", false, false, "foo"},
+        {"\\p{Lu}abc", false, false, "abc"},
+        {"\\pLabc", false, false, "abc"},
+        {"a.b*c", true, false, "a.b*c"},
+        {"tab\\there", false, false, "tab\there"},
+        /* Whatever is not understood: no literal. */
+        {"foo|barbaz", false, false, NULL},
+        {"(?i)abc", false, false, NULL},
+        {"(?=x)abc", false, false, NULL},
+        {"(?<n>ab)cd", false, false, NULL},
+        {"(*UTF)abc", false, false, NULL},
+        {"\\x41bc", false, false, NULL},
+        {"(ab)c\\1", false, false, NULL},
+        {"a{,3}bc", false, false, NULL},
+        {"abc\\z", false, false, NULL},
+        {"a{b", false, false, NULL},
+        {"[abc", false, false, NULL},
+        {"(abc", false, false, NULL},
+        {"abc\\ndef", false, false, NULL},
+        {"\\w+", false, false, NULL},
+        {"ks", false, true, NULL},
+    };
+    sp_buf b = SP_BUF_INIT;
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        bool got =
+            sp_grep_required_literal(&b, cases[i].pattern, cases[i].fixed, cases[i].caseless);
+        if (!cases[i].want) {
+            if (got)
+                fail_msg("'%s': literal '%.*s', none expected", cases[i].pattern, (int)b.len,
+                         b.data);
+            assert_int_equal(b.len, 0);
+            continue;
+        }
+        if (!got || b.len != strlen(cases[i].want) || memcmp(b.data, cases[i].want, b.len) != 0)
+            fail_msg("'%s': literal '%.*s', want '%s'", cases[i].pattern, got ? (int)b.len : 0,
+                     got ? b.data : "", cases[i].want);
+    }
+    sp_buf_dispose(&b);
+}
+
+/* The prefilter's case rule rests on this: under PCRE2's Unicode case
+ * folding, the only non-ASCII partners of ASCII characters are U+212A
+ * KELVIN SIGN (k) and U+017F LATIN SMALL LETTER LONG S (s). A PCRE2 that
+ * adds one must fail here. */
+static void test_ascii_case_partners(void **state)
+{
+    (void)state;
+    pcre2_match_data *md = pcre2_match_data_create(1, NULL);
+    for (int ch = 0x20; ch < 0x7f; ch++) {
+        char pat[16];
+        snprintf(pat, sizeof(pat), "\\x{%x}", ch);
+        int ec;
+        PCRE2_SIZE eo;
+        pcre2_code *re = pcre2_compile((PCRE2_SPTR)pat, PCRE2_ZERO_TERMINATED,
+                                       PCRE2_UTF | PCRE2_UCP | PCRE2_CASELESS, &ec, &eo, NULL);
+        assert_non_null(re);
+        for (uint32_t c = 0x80; c < 0x110000; c++) {
+            if (c >= 0xd800 && c < 0xe000)
+                continue;
+            unsigned char u[4];
+            size_t n;
+            if (c < 0x800) {
+                u[0] = (unsigned char)(0xc0 | c >> 6);
+                u[1] = (unsigned char)(0x80 | (c & 0x3f));
+                n = 2;
+            } else if (c < 0x10000) {
+                u[0] = (unsigned char)(0xe0 | c >> 12);
+                u[1] = (unsigned char)(0x80 | ((c >> 6) & 0x3f));
+                u[2] = (unsigned char)(0x80 | (c & 0x3f));
+                n = 3;
+            } else {
+                u[0] = (unsigned char)(0xf0 | c >> 18);
+                u[1] = (unsigned char)(0x80 | ((c >> 12) & 0x3f));
+                u[2] = (unsigned char)(0x80 | ((c >> 6) & 0x3f));
+                u[3] = (unsigned char)(0x80 | (c & 0x3f));
+                n = 4;
+            }
+            if (pcre2_match(re, u, n, 0, PCRE2_ANCHORED, md, NULL) < 0)
+                continue;
+            bool known = (c == 0x212a && (ch == 'k' || ch == 'K')) ||
+                         (c == 0x17f && (ch == 's' || ch == 'S'));
+            if (!known)
+                fail_msg("'%c' ignoring case matches U+%04X: grep_literal.c must cut there", ch,
+                         (unsigned)c);
+        }
+        pcre2_code_free(re);
+    }
+    pcre2_match_data_free(md);
+}
+
+/* Lines of `m` as "path:line" joined by ' ', for one comparison. */
+static char *where(const sp_fs_matches *m)
+{
+    sp_buf b = SP_BUF_INIT;
+    for (size_t i = 0; i < m->n; i++)
+        sp_buf_printf(&b, "%s%s:%zu", i ? " " : "", m->v[i].path, m->v[i].line_number);
+    return sp_buf_steal(&b);
+}
+
+static void expect_where(sp_fs *fs, const char *pattern, bool ci, bool fixed, const char *want)
+{
+    sp_fs_grep_opts o = SP_FS_GREP_OPTS_INIT;
+    o.case_insensitive = ci;
+    o.fixed_string = fixed;
+    sp_fs_matches *m = grep_ok(fs, pattern, &o);
+    char *got = where(m);
+    if (strcmp(got, want) != 0)
+        fail_msg("grep%s%s '%s': got [%s], want [%s]", ci ? " -i" : "", fixed ? " -F" : "", pattern,
+                 got, want);
+    free(got);
+    sp_fs_matches_free(m);
+}
+
+/* Matches that a prefilter on the wrong literal, or one that folds case
+ * as ASCII does, would drop: each must still be found. */
+static void test_prefilter_keeps_matches(void **state)
+{
+    fixture *f = *state;
+    tu_write(f->dir, "case.txt",
+             "\xc5\xbf"
+             "ocket here\n" /* U+017F LONG S: matches s ignoring case */
+             "SOCKET\n"
+             "soc ket\n"
+             "\xe2\x84\xaa"
+             "ernel\n" /* U+212A KELVIN SIGN: matches k ignoring case */
+             "KERNEL\n"
+             "STRA\xe1\xba\x9e"
+             "E\n" /* U+1E9E CAPITAL SHARP S, partner of U+00DF */
+             "plain\n",
+             0644);
+    expect_where(f->fs, "socket", true, false, "case.txt:1 case.txt:2");
+    expect_where(f->fs, "socket", true, true, "case.txt:1 case.txt:2");
+    expect_where(f->fs, "kernel", true, false, "case.txt:4 case.txt:5");
+    expect_where(f->fs, "kernel", true, true, "case.txt:4 case.txt:5");
+    expect_where(f->fs, "\\bkernel\\b", true, false, "case.txt:4 case.txt:5");
+    expect_where(f->fs,
+                 "stra\xc3\x9f"
+                 "e",
+                 true, false, "case.txt:6");
+    expect_where(f->fs, "socket", false, false, "");
+
+    tu_write(f->dir, "opt.txt",
+             "color\n"
+             "colour\n"
+             "ac\n"
+             "bar alone\n"
+             "yz\n"
+             "a.c\n"
+             "_t at the start\n"
+             "size_t n;\n"
+             "caf\xc3\xa9x y\n"
+             "cafx\n",
+             0644);
+    expect_where(f->fs, "colou?r", false, false, "opt.txt:1 opt.txt:2");
+    expect_where(f->fs, "ab*c", false, false, "opt.txt:3");
+    expect_where(f->fs, "(foo)?bar", false, false, "opt.txt:4");
+    expect_where(f->fs, "foo|bar", false, false, "opt.txt:4");
+    expect_where(f->fs, "x{0}yz", false, false, "opt.txt:5");
+    expect_where(f->fs, "\\Qa.b\\E?c", false, false, "opt.txt:6");
+    expect_where(f->fs, "\\w+_t\\b", false, false, "opt.txt:8");
+    expect_where(f->fs, "\\w*_t\\b", false, false, "opt.txt:7 opt.txt:8");
+    expect_where(f->fs, "caf\xc3\xa9?x", false, false, "opt.txt:9 opt.txt:10");
+    expect_where(f->fs, "^size_t", false, false, "opt.txt:8");
+    expect_where(f->fs, "n;$", false, false, "opt.txt:8");
+}
+
+/* Prefiltered lines keep grep's line semantics: \b and ^ see the byte
+ * before the line, $ its end, offsets are the file's. */
+static void test_prefilter_line_context(void **state)
+{
+    fixture *f = *state;
+    tu_write(f->dir, "l.txt", "xfoo_t\nfoo_t bar\n  foo_t\nfoo_tx\n", 0644);
+    sp_fs_matches *m = grep_ok(f->fs, "\\bfoo_t\\b", NULL);
+    assert_int_equal(m->n, 2);
+    assert_int_equal(m->v[0].line_number, 2);
+    assert_int_equal(m->v[0].byte_offset, 7);
+    assert_int_equal(m->v[0].match_start, 0);
+    assert_int_equal(m->v[0].match_end, 5);
+    assert_int_equal(m->v[1].line_number, 3);
+    assert_int_equal(m->v[1].match_start, 2);
+    assert_int_equal(m->v[1].byte_offset, 19);
+    sp_fs_matches_free(m);
+    expect_where(f->fs, "^foo_t", false, false, "l.txt:2 l.txt:4");
+    expect_where(f->fs, "foo_t$", false, false, "l.txt:1 l.txt:3");
+    /* \s* stops at the line's end, as rg's lines do. */
+    expect_where(f->fs, "foo_t\\s*bar", false, false, "l.txt:2");
+    expect_where(f->fs, "foo_t\\s*\\w", false, false, "l.txt:2 l.txt:4");
+}
+
+static size_t open_fds(void)
+{
+    size_t n = 0;
+    DIR *d = opendir("/proc/self/fd");
+    if (!d)
+        return 0;
+    while (readdir(d))
+        n++;
+    closedir(d);
+    return n;
+}
+
+/* Files are searched by several threads, yet the answer, the place where
+ * max_matches cuts it and the counts are those of a walk on one thread;
+ * no fd is left open. Run many times to give a race its chance. */
+static void test_threads_cut_like_one(void **state)
+{
+    fixture *f = *state;
+    tu_write(f->dir, ".gitignore", "*.skip\n", 0644);
+    for (int i = 0; i < 200; i++) {
+        char name[32];
+        snprintf(name, sizeof(name), "f%03d.skip", i);
+        tu_write(f->dir, name, "x\n", 0644);
+        snprintf(name, sizeof(name), "f%03d.txt", i);
+        if (i == 20)
+            tu_write_n(f->dir, name, "x\n\0binary", 10, 0644);
+        else
+            tu_write(f->dir, name, "x\nx\nyes x\n", 0644);
+    }
+    size_t fds = open_fds();
+    for (int round = 0; round < 20; round++) {
+        sp_fs_grep_opts o = SP_FS_GREP_OPTS_INIT;
+        o.max_matches = 250;
+        sp_fs_matches *m = grep_ok(f->fs, "x", &o);
+        /* f000..f083 minus the binary f020: 83 files of 3 matches = 249,
+         * then the 250th is f084's first and its second proves more. */
+        assert_int_equal(m->n, 250);
+        assert_true(m->truncated);
+        assert_string_equal(m->v[249].path, "f084.txt");
+        assert_int_equal(m->v[249].line_number, 1);
+        assert_string_equal(m->v[248].path, "f083.txt");
+        assert_int_equal(m->v[248].line_number, 3);
+        assert_int_equal(m->files_searched, 84);
+        assert_int_equal(m->files_skipped, 1);
+        assert_int_equal(m->ignored, 1 + 85); /* .gitignore, f000..f084.skip */
+        sp_fs_matches_free(m);
+
+        o.max_matches = 199 * 3;
+        m = grep_ok(f->fs, "x", &o);
+        assert_int_equal(m->n, 199 * 3);
+        assert_false(m->truncated);
+        assert_int_equal(m->files_searched, 199);
+        assert_int_equal(m->files_skipped, 1);
+        assert_int_equal(m->ignored, 201);
+        for (size_t i = 1; i < m->n; i++)
+            assert_true(strcmp(m->v[i - 1].path, m->v[i].path) <= 0);
+        sp_fs_matches_free(m);
+
+        o.max_matches = 0;
+        m = grep_ok(f->fs, "yes", &o);
+        assert_int_equal(m->n, 199);
+        assert_false(m->truncated);
+        sp_fs_matches_free(m);
+        assert_int_equal(open_fds(), fds);
+    }
+}
+
+/* Line numbers stay right across long files (the newline count works on
+ * words, in rounds of 255). */
+static void test_line_numbers_long_file(void **state)
+{
+    fixture *f = *state;
+    sp_buf b = SP_BUF_INIT;
+    for (int i = 1; i <= 6000; i++) {
+        for (int k = 0; k < i % 23; k++)
+            sp_buf_addc(&b, 'a' + (char)(k % 26));
+        sp_buf_adds(&b, i % 7 == 0 ? " hit\n" : "\n");
+    }
+    tu_write(f->dir, "long.txt", b.data, 0644);
+    sp_buf_dispose(&b);
+    sp_fs_grep_opts o = SP_FS_GREP_OPTS_INIT;
+    o.max_matches = 10000;
+    const char *patterns[] = {"hit", "\\w*\\shit$", "[ ]hit"};
+    for (size_t p = 0; p < sizeof(patterns) / sizeof(patterns[0]); p++) {
+        sp_fs_matches *m = grep_ok(f->fs, patterns[p], &o);
+        assert_int_equal(m->n, 6000 / 7);
+        for (size_t i = 0; i < m->n; i++)
+            assert_int_equal(m->v[i].line_number, 7 * (i + 1));
+        sp_fs_matches_free(m);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -707,6 +1027,12 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_invalid_utf8_file, setup, teardown),
         cmocka_unit_test_setup_teardown(test_long_line_cut, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bad_arguments, setup, teardown),
+        cmocka_unit_test(test_required_literal),
+        cmocka_unit_test(test_ascii_case_partners),
+        cmocka_unit_test_setup_teardown(test_prefilter_keeps_matches, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_prefilter_line_context, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_threads_cut_like_one, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_line_numbers_long_file, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

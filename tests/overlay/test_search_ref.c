@@ -403,6 +403,21 @@ static void grep_tree(const char *d)
              "\xe6\x97\xa5\xe6\x9c\xac\xe8\xaa\x9e\n" /* 日本語 */
              "plain 42\n",
              0644);
+    /* For the literal prefilter: case partners outside ASCII (U+017F LONG
+     * S, U+212A KELVIN SIGN, U+1E9E CAPITAL SHARP S), optional parts. */
+    tu_write(d, "fold.txt",
+             "\xc5\xbf"
+             "ocket_t one\n"
+             "SOCKET_T two\n"
+             "\xe2\x84\xaa"
+             "ernel\n"
+             "STRA\xe1\xba\x9e"
+             "E\n"
+             "color colour\n"
+             "colour\n"
+             "size_t n; ssize_t m\n"
+             "x_t\n",
+             0644);
 }
 
 typedef struct grep_case {
@@ -498,6 +513,18 @@ static void test_grep_vs_rg(void **state)
         {"\\bcaf\xc3\xa9\\b", NULL, NULL, false, false, false},
         {"_\\w\\b", NULL, NULL, false, false, false},
         {"\\W\\d\\W", NULL, NULL, false, false, false},
+        /* Patterns the literal prefilter takes (grep_literal.h). */
+        {"socket", NULL, NULL, false, false, true},
+        {"kernel", NULL, NULL, false, false, true},
+        {"stra\xc3\x9f"
+         "e",
+         NULL, NULL, false, false, true},
+        {"\\w+_t\\b", NULL, NULL, false, false, false},
+        {"\\w+_t\\b", NULL, NULL, false, false, true},
+        {"colou?r", NULL, NULL, false, false, false},
+        {"(?:col)?our$", NULL, NULL, false, false, false},
+        {"ne+dle\\s+h", NULL, NULL, false, false, false},
+        {"^\\S+ needle", NULL, NULL, false, false, true},
         {"needle", NULL, js, false, false, false},
         {"needle", NULL, js_rev, false, false, false},
         {"needle", NULL, no_vendor, false, false, false},

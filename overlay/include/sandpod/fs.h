@@ -416,6 +416,8 @@ typedef struct sp_fs_matches {
  * by default also hidden entries and what ignore files name (see
  * sp_fs_grep_opts). A UTF-8 byte order mark is not part of line 1.
  * Results sorted by path then line. One match per line is reported.
+ * Files are searched on up to 8 threads (the usable CPUs), all joined
+ * before the call returns; they take no signals.
  *
  * @return 0; SP_EINVAL for a bad regex (the message gives the offset)
  */
