@@ -47,12 +47,17 @@ typedef struct session {
 
 struct sp_session_table {
     pthread_mutex_t mu;
-    pthread_cond_t cond; /* signalled after every I/O round */
+    /* Signalled when a session's stream ends: what sp_sess_collect()
+     * waits for (with its yield time). Not after every round: a caller
+     * waiting on a command that prints without pause was woken thousands
+     * of times a second to find nothing to do. */
+    pthread_cond_t cond;
     session *v[SP_SESSION_MAX];
     size_t n;
     int wake_fd;
     pthread_t thread;
     bool stop;
+    uint64_t early_wakeups; /* collects woken before their time, for tests */
 };
 
 /* session_io.c */

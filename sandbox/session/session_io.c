@@ -87,7 +87,7 @@ static sp_cmd_input *input(session *s)
 
 /* One round of a session's I/O (sp_cmd_step(), as run.c's commands).
  * True when output may remain, so the next poll must not sleep. */
-static bool step(session *s, short revents)
+static bool step(sp_session_table *t, session *s, short revents)
 {
     sp_error *e = NULL;
     int r = sp_cmd_step(&s->io, revents, input(s), &s->pending, NULL, READS_PER_ROUND, &e);
@@ -103,6 +103,8 @@ static bool step(session *s, short revents)
     } else if (r == SP_CMD_END) {
         s->ended = true;
     }
+    if (s->ended)
+        pthread_cond_broadcast(&t->cond);
     return r == SP_CMD_MORE;
 }
 
@@ -138,9 +140,8 @@ static void *io_main(void *arg)
             session *s = sp_sess_find(t, ids[k]);
             if (!s || s->ended)
                 continue;
-            busy |= step(s, pfd[k].revents);
+            busy |= step(t, s, pfd[k].revents);
         }
-        pthread_cond_broadcast(&t->cond);
     }
     pthread_mutex_unlock(&t->mu);
     return NULL;

@@ -129,6 +129,7 @@ int sp_sess_collect(sp_session_output **out, sp_sandbox *sb, session *s, int yie
     while (!s->ended && sp_now_ms() < deadline) {
         if (pthread_cond_timedwait(&t->cond, &t->mu, &ts) == ETIMEDOUT)
             break;
+        t->early_wakeups++;
     }
     sp_capbuf taken = s->pending;
     sp_sess_pending_reset(s);

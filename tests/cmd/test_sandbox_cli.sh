@@ -417,7 +417,9 @@ rc=$?
 expect 1 "rm --force of a sandbox being created"
 err_has "being created" "rm says the sandbox is being created"
 check "rm left the locked folder alone" test -d "$HH/workspace/sub"
-# gc: a folder changed within the minute may be a create about to lock it.
+# gc: a folder changed within the minute may be a create about to lock it
+# (changed now, not when this test made it: a slow run gets there later).
+touch "$HH" "$HK"
 run gc --dry-run --json --state-root "$SANDPOD_HOME"
 expect 0 "gc --dry-run with fresh incomplete sandboxes"
 json "gc leaves fresh incomplete sandboxes alone and counts them" \
@@ -472,8 +474,11 @@ j["made_by"] = "mcp"
 json.dump(j, open(sys.argv[1], "w"))
 PY
 done
+# Ten days of seconds, not '10 days ago': that is ten calendar days in
+# local time, an hour short across a change to summer time, and gc would
+# then say "last used 9d ago".
 for n in kept-old kept-run mine-old; do
-    touch -d '10 days ago' "$SANDPOD_HOME/sandboxes/$n/sandbox.json" \
+    touch -d "@$(($(date +%s) - 10 * 86400))" "$SANDPOD_HOME/sandboxes/$n/sandbox.json" \
         "$SANDPOD_HOME/sandboxes/$n/events.jsonl"
 done
 old_cid=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["container_id"])' \

@@ -107,6 +107,17 @@ both() {
     fi
 }
 E=$T/empty
+# pin_times: every entry of both workspaces gets the same times, 2000-01-01
+# 00:00:00 UTC. The two sides write their files moments apart, and a text
+# listing shows mtimes to the minute: a minute that turned in between
+# (21:38 here, 21:39 there) failed the comparison once. The clock is taken
+# out of it, not blurred: the times shown must still agree.
+PINNED=946684800
+pin_times() {
+    find "$L" -exec touch -h -d "@$PINNED" {} + &&
+        "$SP" sh "$B" "find /workspace -exec touch -h -d @$PINNED {} +" <"$E" >"$T/pin.out" 2>&1 ||
+        bad "pin the workspaces' times: $(head -c 300 "$T/pin.out")"
+}
 # one_line DESC: the last failure said why in exactly one `sandpod: ` line.
 one_line() {
     check "$1: one 'sandpod: ' line" sh -c "[ \"\$(wc -l <'$T/err')\" -eq 1 ] && grep -q '^sandpod: ' '$T/err'"
@@ -122,7 +133,9 @@ check "fs cat of a binary file gives its bytes" cmp -s "$T/bin.got" "$T/bin"
 both "$E" read --base64 d/bin.dat
 both "$E" read d/bin.dat
 both --json-times "$E" stat d/bin.dat --json
+pin_times
 both "$E" ls
+check "fs ls shows the pinned times" grep -q '2000-01-01 00:00' "$T/out"
 both --json-times "$E" ls --depth 3 --json
 both "$E" exists t.txt
 both "$E" exists nope.txt
