@@ -148,7 +148,9 @@ expect_rc 125 "exec as another user: refused (sandpod's own failure)"
 err_has "commands run as its user" "... saying why"
 # A timeout kills the command's whole process group in the workload, as
 # locally (closing the pods/exec stream would end nothing there).
-run sh --timeout 1500 "$B" 'sleep 1001 & echo started; sleep 1002'
+# The timeout leaves the command time to start first: under ASan on a
+# loaded machine, 1.5 s passed before the Pod's exec ran anything.
+run sh --timeout 6000 "$B" 'sleep 1001 & echo started; sleep 1002'
 expect_rc 124 "sh --timeout exits 124"
 out_has "started" "... with what it printed before"
 err_has "timed out" "... saying so"
