@@ -240,12 +240,18 @@ SIG_DEFAULT='import os, signal, sys
 signal.signal(signal.SIGINT, signal.SIG_DFL)
 os.execv(sys.argv[1], sys.argv[1:])'
 readers() { pgrep -f "podman logs --follow $POD-workload" | wc -l; }
+# shows TEXT FILE: wait until TEXT is in FILE, by what -f printed, not by a
+# pause (up to 30 s: a sanitized build on a loaded machine is slow to start).
+shows() {
+    for _ in $(seq 300); do grep -q "$1" "$2" && return 0; sleep 0.1; done
+    return 1
+}
 for sig in INT TERM; do
     /usr/bin/python3 -c "$SIG_DEFAULT" "$SP" logs -f "$B" >"$T/f1.out" 2>"$T/f1.err" &
     F1=$!
-    for _ in $(seq 50); do grep -q "sandpod-agent: ready" "$T/f1.out" && break; sleep 0.1; done
+    shows "sandpod-agent: ready" "$T/f1.out"
     run sh "$B" "echo followed-line-$sig >/proc/1/fd/1"
-    for _ in $(seq 50); do grep -q "followed-line-$sig" "$T/f1.out" && break; sleep 0.1; done
+    shows "followed-line-$sig" "$T/f1.out"
     check "logs -f shows a line pid 1 writes later ($sig)" grep -q "followed-line-$sig" "$T/f1.out"
     check "logs -f is still running ($sig)" kill -0 "$F1"
     check "the fake follows with one podman logs ($sig)" test "$(readers)" -eq 1
@@ -260,14 +266,16 @@ for sig in INT TERM; do
     want=$((128 + $(kill -l "$sig")))
     check "logs -f ends on SIG$sig as killed by it (exit $frc, want $want)" test "$frc" -eq "$want"
     check "logs -f said nothing on SIG$sig" test ! -s "$T/f1.err"
-    for _ in $(seq 50); do [ "$(readers)" -eq 0 ] && break; sleep 0.1; done
+    for _ in $(seq 300); do [ "$(readers)" -eq 0 ] && break; sleep 0.1; done
     check "nothing of logs -f is left in the fake after SIG$sig" test "$(readers)" -eq 0
 done
 
-# -f ends when the Pod is deleted.
+# -f ends when the Pod is deleted: deleted once -f follows (it printed the
+# log so far). A fixed second here was not always enough under load: the
+# Pod went before -f asked for its log, and -f had nothing to print.
 "$SP" logs -f "$B" >"$T/f2.out" 2>"$T/f2.err" &
 F2=$!
-sleep 1
+shows "sandpod-agent: ready" "$T/f2.out"
 check "logs -f runs" kill -0 "$F2"
 kc delete pod "$POD" --wait=false >/dev/null 2>&1
 for _ in $(seq 300); do kill -0 "$F2" 2>/dev/null || break; sleep 0.1; done
