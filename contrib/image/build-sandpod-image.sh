@@ -71,7 +71,7 @@ install -m 0755 "$agent" "$root/sandpod/bin/sandpod-agent"
 
 # Every library ldd resolves, and the dynamic loader, at the path the
 # binary looks for it (the file itself, not a symlink to it).
-# libarchive is loaded only when used (sandbox/base/lazy.c), which ldd
+# libarchive is loaded only when used (overlay/base/lazy.c), which ldd
 # cannot see: `peer import` and `peer export` need it, with what it needs.
 archive=$(/sbin/ldconfig -p 2>/dev/null | awk '$1 == "libarchive.so.13" && $NF ~ /^\// && !found { print $NF; found = 1 }')
 if [ -z "$archive" ]; then

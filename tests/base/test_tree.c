@@ -1,4 +1,4 @@
-/* The fd-based tree walker and remover (sandbox/base/fdtree.h): order,
+/* The fd-based tree walker and remover (overlay/base/fdtree.h): order,
  * depth without limits, the fd budget, modes, and a workload that swaps
  * folders for symlinks or moves them while we work. */
 #include <errno.h>

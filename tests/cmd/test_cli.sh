@@ -553,7 +553,7 @@ out_lacks "s3cr3t" "ls does not print an env value"
 
 # ------------------------------------------------------- start-up cost --
 # libcurl and libarchive (about thirty libraries) load on first use, not
-# at start: fs tools and snapshots never pay for them (sandbox/base/lazy.h).
+# at start: fs tools and snapshots never pay for them (overlay/base/lazy.h).
 if command -v readelf >/dev/null; then
   if readelf -d "$SP" | grep NEEDED | grep -q 'libcurl\|libarchive'; then
     bad "the CLI links libcurl or libarchive at start"

@@ -16,7 +16,7 @@ import pytest
 from sandpod import _structs
 
 SRC = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
-INCLUDES = ["sandbox/include", "sandbox/base/include", "overlay/include", "snapshot/include",
+INCLUDES = ["sandbox/include", "overlay/base/include", "overlay/include", "snapshot/include",
             "contrib/tools"]
 HEADERS = ["sandpod/sandbox.h", "sandpod/session.h", "sandpod/snapshot.h", "sandpod/apply.h",
            "sandpod/fork.h", "sandpod/sandbox_snapshot.h", "sandpod/template.h",
