@@ -298,6 +298,21 @@ static void hyd_dispose(hyd *h)
             close(fds[i]);
 }
 
+int sp_hydrate_check(const sp_mount *mounts, size_t n, const sp_hydrate_opts *opts, sp_error **err)
+{
+    if (SP_OPTS_CHECK(opts, 1, SP_HYDRATE_OPTS_VERSION, "sp_hydrate_opts", err) < 0)
+        return SP_EINVAL;
+    if (n && !mounts)
+        return sp_err_set(err, SP_EINVAL, 0, "hydrate: mounts missing");
+    hyd h;
+    memset(&h, 0, sizeof(h));
+    h.opts = opts;
+    h.wsfd = h.stage_parent = h.stagefd = h.treefd = h.trashfd = -1;
+    int rc = resolve_roots(&h, mounts, n, err);
+    hyd_dispose(&h);
+    return rc;
+}
+
 int sp_hydrate(sp_hydrate_result **out, const char *workspace, const sp_mount *mounts, size_t n,
                const sp_hydrate_opts *opts, sp_error **err)
 {

@@ -93,9 +93,17 @@ static int create(sp_sandbox *sb, const sp_sandbox_opts *o, const sp_engine *e,
     ro.setup = NULL;  /* run below, as commands */
     ro.mounts = NULL; /* streamed below, into the peer */
     ro.n_mounts = 0;
+    /* A bad mount fails here, before a Pod is made for it. */
+    int r = 0;
+    if (!seed_fn && o->n_mounts) {
+        sp_hydrate_opts ho = SP_HYDRATE_OPTS_INIT;
+        ho.allowed_roots = o->allowed_roots;
+        if ((r = sp_hydrate_check(o->mounts, o->n_mounts, &ho, err)) < 0)
+            return sp_err_wrap(err, r, "seeding the workspace of sandbox %s", sb->name);
+    }
     cleanup_free char *owner = sp_remote_owner(sb->state_root);
     sp_remote_spec c = {.engine = e, .name = sb->name, .owner = owner, .opts = &ro};
-    int r = sb->rops->create(&sb->remote, &sb->remote_record, &c, err);
+    r = sb->rops->create(&sb->remote, &sb->remote_record, &c, err);
     if (r < 0)
         return r;
     /* What local code would take for a workspace on this host: nothing. */

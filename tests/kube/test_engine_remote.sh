@@ -125,9 +125,22 @@ run inspect "rt$$-m" --json
 json "inspect records the mount" 'j["mounts"][0]["host_path"] == "'"$T/proj"'"'
 run rm --force "rt$$-m"
 expect 0 "rm --force rt$$-m"
+# pods_asked: how many Pods the API server was asked to make so far.
+pods_asked() {
+    curl -sf --cacert "$T/ca.pem" -H 'Authorization: Bearer token-one' \
+        "https://127.0.0.1:$PORT/fake/requests" | python3 -c '
+import json, sys
+print(sum(1 for r in json.load(sys.stdin) if r["method"] == "POST" and r["path"].split("?")[0].endswith("/pods")))'
+}
+[ "$E2E" = 1 ] || pods_before=$(pods_asked)
 run create --engine fake --name "rt$$-n" --image "$WIMG" --mount "src=$T/no-such-folder"
 expect 1 "create --mount of a folder that is not there fails"
 check "... leaving no sandbox" [ ! -e "$SANDPOD_HOME/sandboxes/rt$$-n" ]
+err_has "mount source not found" "... and saying which mount"
+if [ "$E2E" != 1 ]; then
+    no_pod_asked() { [ "$pods_before" -gt 0 ] && [ "$(pods_asked)" = "$pods_before" ]; }
+    check "... asking the API server for no Pod: the mount is checked first" no_pod_asked
+fi
 
 # Commands.
 run sh "$B" 'echo out; echo "$GREETING"; pwd; id -u; echo err >&2; exit 3'

@@ -356,6 +356,19 @@ typedef struct sp_hydrate_result {
 int sp_hydrate(sp_hydrate_result **out, const char *workspace, const sp_mount *mounts, size_t n,
                const sp_hydrate_opts *opts, sp_error **err);
 
+/**
+ * Check `n` mounts as sp_hydrate() would begin: every allowed root and
+ * mount source is resolved and opened (a source must be a folder inside an
+ * allowed root) and every mount_path normalized. Nothing is read or copied.
+ * A caller that must spend time before the copy (a sandbox made on a
+ * remote engine first makes its Pod) asks first, so a bad mount costs
+ * nothing.
+ *
+ * @return 0; or the error sp_hydrate() would give for the first bad mount
+ *         (SP_ENOTFOUND, SP_EESCAPE, SP_EINVAL, errno-mapped codes).
+ */
+int sp_hydrate_check(const sp_mount *mounts, size_t n, const sp_hydrate_opts *opts, sp_error **err);
+
 /** Free a result; accepts NULL. */
 void sp_hydrate_result_free(sp_hydrate_result *r);
 
