@@ -22,8 +22,11 @@ bad() {
 
 # run ARGS...: sandpod with no stdin; stdout, stderr and status kept.
 run() {
+    local t0=${EPOCHREALTIME:-}
     "$SP" "$@" <"$T/empty" >"$T/out" 2>"$T/err"
     rc=$?
+    [ -n "${SP_TEST_TRACE:-}" ] && echo "$(echo "${EPOCHREALTIME} - $t0" | bc) $*" >>"$SP_TEST_TRACE"
+    return 0
 }
 
 # runin INPUT ARGS...: the same with INPUT on stdin.
