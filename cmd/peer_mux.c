@@ -34,6 +34,7 @@ typedef struct client {
     sp_buf in;
     sp_buf out;
     size_t out_off;
+    size_t open;   /* calls of its own in the list */
     bool read_eof; /* it closed its side: answer what it asked, then close */
     bool dead;     /* dropped: freed at the end of the loop's round */
     struct client *next;
@@ -48,7 +49,8 @@ typedef struct call {
     cJSON *token; /* the client's progressToken, or NULL */
     char *key;    /* "sandpod/call", or NULL */
     bool init;
-    struct call *next;
+    bool runs; /* tools/call: worth cancelling when its client goes */
+    struct call *prev, *next;
 } call;
 
 /* A finished resumable call's answer. */
@@ -69,7 +71,7 @@ typedef struct mux {
     client *clients;
     size_t n_clients;
     unsigned serial;
-    call *calls;
+    call *calls, *calls_tail; /* oldest first: the server answers in about that order */
     int64_t next_iid;
     kept *kept_head, *kept_tail;
     size_t kept_n, kept_bytes;
@@ -99,16 +101,37 @@ static void call_free(call *c)
     free(c);
 }
 
-static void call_unlink(mux *m, call *c)
+/* Calls are a list in the order they were made, unlinked in O(1), so a
+ * flood of a hundred thousand requests costs linear time, not quadratic. */
+static void call_link(mux *m, call *c)
 {
-    for (call **p = &m->calls; *p; p = &(*p)->next) {
-        if (*p == c) {
-            *p = c->next;
-            return;
-        }
-    }
+    if (c->to)
+        c->to->open++;
+    c->next = NULL;
+    c->prev = m->calls_tail;
+    if (m->calls_tail)
+        m->calls_tail->next = c;
+    else
+        m->calls = c;
+    m->calls_tail = c;
 }
 
+static void call_unlink(mux *m, call *c)
+{
+    if (c->to)
+        c->to->open--;
+    if (c->prev)
+        c->prev->next = c->next;
+    else
+        m->calls = c->next;
+    if (c->next)
+        c->next->prev = c->prev;
+    else
+        m->calls_tail = c->prev;
+    c->prev = c->next = NULL;
+}
+
+/* From the oldest: an answer is for one of the first calls still open. */
 static call *call_by_iid(mux *m, int64_t iid)
 {
     for (call *c = m->calls; c; c = c->next)
@@ -224,16 +247,17 @@ static void cancel_in_server(mux *m, int64_t iid)
  * (and the first initialize, whose answer every client needs). */
 static void client_drop(mux *m, client *cl, const char *why)
 {
-    logf_(m, "client %u gone (%s)", cl->serial, why);
+    logf_(m, "client %u gone (%s; %zu of its requests open)", cl->serial, why, cl->open);
     for (call *c = m->calls, *next; c; c = next) {
         next = c->next;
         if (c->to != cl)
             continue;
         if (c->key || (c->init && c->iid)) {
             c->to = NULL;
+            cl->open--;
             continue;
         }
-        if (c->iid)
+        if (c->iid && c->runs)
             cancel_in_server(m, c->iid);
         call_unlink(m, c);
         call_free(c);
@@ -326,8 +350,7 @@ static void client_initialize(mux *m, client *cl, cJSON *msg, const cJSON *id)
         to_server(m, msg);
         m->init_sent = true;
     }
-    c->next = m->calls;
-    m->calls = c;
+    call_link(m, c);
 }
 
 static void client_request(mux *m, client *cl, cJSON *msg, const cJSON *id, const char *method)
@@ -363,7 +386,10 @@ static void client_request(mux *m, client *cl, cJSON *msg, const cJSON *id, cons
         if (c) {
             /* Running: this connection takes over its answer. */
             logf_(m, "client %u: %s resumed", cl->serial, key);
+            if (c->to)
+                c->to->open--;
             c->to = cl;
+            cl->open++;
             cJSON_Delete(c->id);
             c->id = cJSON_Duplicate(id, true);
             cJSON_Delete(c->token);
@@ -376,14 +402,14 @@ static void client_request(mux *m, client *cl, cJSON *msg, const cJSON *id, cons
     c->to = cl;
     c->id = cJSON_Duplicate(id, true);
     c->key = key ? sp_xstrdup(key) : NULL;
+    c->runs = strcmp(method, "tools/call") == 0;
     if (tok) {
         c->token = cJSON_Duplicate(tok, true);
         cJSON_ReplaceItemInObjectCaseSensitive(meta, "progressToken",
                                                cJSON_CreateNumber((double)c->iid));
     }
     cJSON_ReplaceItemInObjectCaseSensitive(msg, "id", cJSON_CreateNumber((double)c->iid));
-    c->next = m->calls;
-    m->calls = c;
+    call_link(m, c);
     to_server(m, msg);
 }
 
@@ -667,7 +693,7 @@ static void mux_loop(mux *m, int listen_fd)
             m->stopping || m->n_clients >= PEER_MUX_MAX_CLIENTS ? -1 : listen_fd, POLLIN, 0};
         for (client *cl = m->clients; cl; cl = cl->next) {
             short ev = 0;
-            if (!cl->read_eof && !backlog && !m->stopping)
+            if (!cl->read_eof && !backlog && !m->stopping && cl->open < PEER_MUX_CLIENT_CALLS)
                 ev |= POLLIN;
             if (cl->out.len > cl->out_off)
                 ev |= POLLOUT;

@@ -20,6 +20,10 @@
 /** Answers waiting for a client that does not read them; past this the
  *  client is disconnected (the others are never held up by it). */
 #define PEER_MUX_CLIENT_BUFFER ((size_t)16 << 20)
+/** Requests of one client open at once (give or take what one read
+ *  brings); past this the client is not read until some are answered, so
+ *  a flood never queues ahead of the other clients. */
+#define PEER_MUX_CLIENT_CALLS 256
 /** The longest request line a client may send; longer: disconnected. */
 #define PEER_MUX_MAX_LINE SP_MCP_MAX_QUEUED_BYTES
 /** Clients served at once; more wait in the listen backlog. */

@@ -24,6 +24,7 @@ Usage: test_peer_mux.py PATH/TO/sandpod. Exit 0 when every check passes,
 
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -399,6 +400,14 @@ try:
             pass
         h.close()
         check("what it was sent is bounded (%d MiB)" % (got >> 20), got <= (17 << 20) + (8 << 20), got)
+        # Its requests were read no faster than they were answered: at most
+        # PEER_MUX_CLIENT_CALLS (256) open, plus what one 64 KiB read holds
+        # (a 50-byte line each), never the 8 MiB backlog (~140,000) that
+        # once kept the server busy with answers nobody read for minutes.
+        gone = re.findall(r"client \d+ gone \(it does not read its answers; (\d+) of its requests open\)",
+                          open(os.path.join(T, "peer.err")).read())
+        check("the flood had a bounded number of requests open (%s)" % gone,
+              len(gone) == 1 and int(gone[0]) <= 256 + 65536 // 50, gone)
         b.request(200, "tools/list")
         check("the others are still served", b.answer(200).get("result", {}).get("tools"))
 
