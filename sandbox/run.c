@@ -18,7 +18,6 @@
 #include <string.h>
 
 #include "local_state.h"
-#include "fastpath.h"
 #include "cmdio.h"
 #include "procgroup.h"
 #include "local_kind.h"
@@ -46,19 +45,20 @@ static void kill_group(sp_sandbox *sb, const char *token)
     spec.argv = argv;
     spec.user = sb->cfg.user;
     spec.attach_stdout = spec.attach_stderr = true;
-    sp_exec *e = NULL;
+    sp_stream e = {0};
     if (sp_local_exec(&e, sb->lops, sb->local, sb->container_id, &spec, NULL) < 0)
         return;
     char buf[512];
     size_t n;
     int64_t end = sp_now_ms() + DRAIN_MS;
     while (sp_now_ms() < end &&
-           sp_exec_read(&n, NULL, e, buf, sizeof(buf), (int)(end - sp_now_ms()), NULL) == 0 && n)
+           e.ops->read(&n, NULL, e.impl, buf, sizeof(buf), (int)(end - sp_now_ms()), NULL) == 0 &&
+           n)
         ;
-    /* Its exit code read, the kill's exec session leaves no process behind
-     * (see the exec_inspect op). */
-    sb->lops->exec_wait(NULL, sb->local, sp_exec_id(e), DRAIN_MS, NULL);
-    sp_exec_free(e);
+    /* Its exit code read, the kill's exec session leaves no process behind. */
+    int code;
+    e.ops->exited(&code, e.impl, DRAIN_MS, NULL);
+    sp_stream_free(&e);
 }
 
 /* A command ended early (killed, or its stream lost): when the container
@@ -92,10 +92,10 @@ static int replace_err(sp_error **err, sp_error **e)
 
 /* Drive the command's stream (sp_cmd_step(): stdin in slices between
  * reads, so input of any size streams with the output) and collect the
- * output until the stream ends; at the deadline kill(kill_ctx) and drain
- * for DRAIN_MS. Returns 0 (the stream ended, or drained after a kill) or a
- * read error. */
-static int pump(sp_cmd *c, void (*kill)(void *ctx), void *kill_ctx, const sp_run_opts *o,
+ * output until the stream ends; at the deadline kill the command (the
+ * stream's kill, else its process group `token`) and drain for DRAIN_MS.
+ * Returns 0 (the stream ended, or drained after a kill) or a read error. */
+static int pump(sp_stream *c, sp_sandbox *sb, const char *token, const sp_run_opts *o,
                 int64_t start, int timeout, sp_capbuf *cout, sp_capbuf *cerr, bool *timed_out,
                 sp_error **err)
 {
@@ -111,7 +111,8 @@ static int pump(sp_cmd *c, void (*kill)(void *ctx), void *kill_ctx, const sp_run
         int64_t now = sp_now_ms();
         if (now >= deadline && !*timed_out) {
             *timed_out = true;
-            kill(kill_ctx);
+            if (c->ops->kill(c->impl, 0))
+                kill_group(sb, token);
             deadline = sp_now_ms() + DRAIN_MS;
             continue;
         }
@@ -119,8 +120,8 @@ static int pump(sp_cmd *c, void (*kill)(void *ctx), void *kill_ctx, const sp_run
             r = 0; /* killed, and the stream still did not end */
             break;
         }
-        struct pollfd pfd = {.fd = sp_cmd_fd(c), .events = sp_cmd_events(&in)};
-        if (sp_cmd_buffered(c))
+        struct pollfd pfd = {.fd = c->ops->fd(c->impl), .events = sp_cmd_events(&in)};
+        if (c->ops->buffered(c->impl))
             pfd.revents = POLLIN;
         else if (poll(&pfd, 1, deadline == INT64_MAX ? 1000 : (int)(deadline - now)) < 0)
             pfd.revents = 0; /* EINTR */
@@ -136,21 +137,6 @@ static int pump(sp_cmd *c, void (*kill)(void *ctx), void *kill_ctx, const sp_run
     return r;
 }
 
-static void fast_kill(void *f)
-{
-    sp_fast_kill(f, 0);
-}
-
-struct rest_kill {
-    sp_sandbox *sb;
-    const char *token;
-};
-static void rest_kill_group(void *ctx)
-{
-    struct rest_kill *k = ctx;
-    kill_group(k->sb, k->token);
-}
-
 /* Run a command through the agent. 0 with *out NULL: nothing ran, the
  * REST path is to be taken (sp_cmd_start_fast()). */
 static int fast_exec(sp_run_result **out, sp_sandbox *sb, const char *const *argv,
@@ -162,18 +148,17 @@ static int fast_exec(sp_run_result **out, sp_sandbox *sb, const char *const *arg
                          .workdir = o->workdir ? o->workdir : sb->cfg.workdir,
                          .kill_on_exit = true};
     int64_t start = sp_now_ms();
-    sp_fast *f = NULL;
-    int r = sp_cmd_start_fast(&f, sb, o->user, &spec, err);
+    sp_stream c = {0};
+    int r = sp_cmd_start_fast(&c, sb, o->user, &spec, err);
     sp_strv_free(env);
-    if (r < 0 || !f)
+    if (r < 0 || !c.ops)
         return r;
 
     sp_capbuf cout, cerr;
     sp_capbuf_init(&cout, o->max_bytes, o->max_lines);
     sp_capbuf_init(&cerr, o->max_bytes, o->max_lines);
     bool timed_out = false;
-    sp_cmd c = {.fast = f};
-    r = pump(&c, fast_kill, f, o, start, timeout, &cout, &cerr, &timed_out, err);
+    r = pump(&c, sb, NULL, o, start, timeout, &cout, &cerr, &timed_out, err);
     if (r < 0) {
         /* The agent is pid 1: it goes when the container goes. */
         sp_error *down = NULL;
@@ -183,7 +168,7 @@ static int fast_exec(sp_run_result **out, sp_sandbox *sb, const char *const *arg
         goto done;
     }
     int code = -1;
-    if (!sp_fast_exited(f, &code))
+    if (c.ops->exited(&code, c.impl, 0, NULL) < 0)
         code = 128 + SIGKILL;
     sp_run_result *res = sp_xcalloc(1, sizeof(*res));
     res->exit_code = code;
@@ -196,7 +181,7 @@ static int fast_exec(sp_run_result **out, sp_sandbox *sb, const char *const *arg
     *out = res;
     r = 0;
 done:
-    sp_fast_free(f); /* closing kills whatever is left */
+    sp_stream_free(&c); /* closing kills whatever is left */
     sp_capbuf_dispose(&cout);
     sp_capbuf_dispose(&cerr);
     return r;
@@ -250,7 +235,7 @@ int sp_local_run(sp_run_result **out, sp_sandbox *sb, const char *const *argv,
 
     int64_t start = sp_now_ms();
     char *exec_id = NULL;
-    sp_exec *e = NULL;
+    sp_stream c = {0};
     sp_capbuf cout, cerr;
     sp_capbuf_init(&cout, o.max_bytes, o.max_lines);
     sp_capbuf_init(&cerr, o.max_bytes, o.max_lines);
@@ -259,12 +244,10 @@ int sp_local_run(sp_run_result **out, sp_sandbox *sb, const char *const *argv,
     r = sb->lops->exec_create(&exec_id, sb->local, sb->container_id, &spec, err);
     if (r < 0)
         goto done;
-    r = sb->lops->exec_start(&e, sb->local, exec_id, false, err);
+    r = sb->lops->exec_start(&c, sb->local, exec_id, false, false, err);
     if (r < 0)
         goto done;
-    struct rest_kill kc = {sb, token};
-    sp_cmd c = {.rest = e};
-    r = pump(&c, rest_kill_group, &kc, &o, start, timeout, &cout, &cerr, &timed_out, NULL);
+    r = pump(&c, sb, token, &o, start, timeout, &cout, &cerr, &timed_out, NULL);
     if (r < 0) {
         sp_error *down = NULL;
         if (cut_short(sb, &down) < 0 && down->reason != SP_R_SERVICE) {
@@ -284,7 +267,7 @@ int sp_local_run(sp_run_result **out, sp_sandbox *sb, const char *const *argv,
      * tells a finished command from a lost connection. */
     int code = -1;
     sp_error *werr = NULL;
-    int wr = sb->lops->exec_wait(&code, sb->local, exec_id, timed_out ? DRAIN_MS : 10000, &werr);
+    int wr = c.ops->exited(&code, c.impl, timed_out ? DRAIN_MS : 10000, &werr);
     if (wr < 0 && !timed_out) {
         r = sp_err_set(err, SP_EPODMAN, werr ? werr->sys_errno : 0,
                        "lost the %s service while running a command in sandbox %s (%s); "
@@ -310,7 +293,7 @@ int sp_local_run(sp_run_result **out, sp_sandbox *sb, const char *const *argv,
     r = 0;
 
 done:
-    sp_exec_free(e);
+    sp_stream_free(&c);
     free(exec_id);
     sp_capbuf_dispose(&cout);
     sp_capbuf_dispose(&cerr);

@@ -148,11 +148,8 @@ int sp_sandbox_create_seeded(sp_sandbox **out, const sp_sandbox_opts *opts, sp_s
  * into the workspace when `restore`; *id (may be NULL) its id. */
 int sp_sandbox_import_from(char **id, sp_sandbox *sb, const char *tag, bool restore,
                            sp_tar_writer write, void *data, sp_error **err);
-/* attach.c: the handle of a command started on a remote engine. */
-struct sp_remote_ops;
-struct sp_remote_stream;
-sp_attach *sp_attach_remote(sp_sandbox *sb, const struct sp_remote_ops *ops,
-                            struct sp_remote_stream *rs, bool tty);
+/* attach.c: the handle of a command started on stream io, which it owns. */
+sp_attach *sp_attach_new(sp_sandbox *sb, sp_stream io, bool tty);
 /* A handle on the sandbox `name` of state root `root` (nothing read yet)
  * of the given kind, until told otherwise. */
 sp_sandbox *sp_sandbox_new(const char *root, const char *name, const char *url,

@@ -37,14 +37,14 @@ void sp_containers_free(sp_containers *list)
     free(list);
 }
 
-int sp_local_exec(sp_exec **out, const sp_local_ops *ops, sp_local *l, const char *container,
+int sp_local_exec(sp_stream *out, const sp_local_ops *ops, sp_local *l, const char *container,
                   const sp_exec_spec *spec, sp_error **err)
 {
-    *out = NULL;
+    *out = (sp_stream){0};
     char *id = NULL;
     int r = ops->exec_create(&id, l, container, spec, err);
     if (r == 0)
-        r = ops->exec_start(out, l, id, spec->tty, err);
+        r = ops->exec_start(out, l, id, spec->tty, false, err);
     free(id);
     return r;
 }

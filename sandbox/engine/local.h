@@ -20,6 +20,7 @@
 #include "sandpod/container.h"
 #include "sandpod/error.h"
 #include "sandpod/sandbox.h"
+#include "stream.h"
 
 /* A connection to the local engine (one per thread, as a Podman client). */
 typedef struct sp_local sp_local;
@@ -65,17 +66,15 @@ typedef struct sp_local_ops {
     int (*logs)(sp_local *l, const char *id, const sp_logs_opts *opts, sp_logs_fn fn,
                 void *userdata, sp_error **err);
 
-    /* Commands in a running container: made, then started as a stream
-     * (tty as the spec said); inspect and wait read its state once the
-     * stream ended; resize its TTY. */
+    /* Commands in a running container: made, then started as a command's
+     * stream (engine/stream.h; tty as the spec said), which also tells its
+     * exit code and pid and resizes its TTY. With noexec, a command the
+     * runtime could not execute is told by the stream's noexec(), not by
+     * the runtime's lines on it. The stream needs l while it lives. */
     int (*exec_create)(char **exec_id, sp_local *l, const char *container, const sp_exec_spec *spec,
                        sp_error **err);
-    int (*exec_start)(sp_exec **out, sp_local *l, const char *exec_id, bool tty, sp_error **err);
-    int (*exec_inspect)(sp_exec_info *out, sp_local *l, const char *exec_id, sp_error **err);
-    int (*exec_wait)(int *exit_code, sp_local *l, const char *exec_id, int timeout_ms,
-                     sp_error **err);
-    int (*exec_resize)(sp_local *l, const char *exec_id, unsigned rows, unsigned cols,
-                       sp_error **err);
+    int (*exec_start)(sp_stream *out, sp_local *l, const char *exec_id, bool tty, bool noexec,
+                      sp_error **err);
 
     /* Processes the engine lost (it was killed mid-create, its socket is
      * gone): added to o, and ended unless dry_run; only containers named
@@ -90,7 +89,7 @@ extern const sp_local_ops sp_podman_local_ops;
 const sp_local_ops *sp_local_engine(void);
 
 /* exec_create then exec_start. */
-int sp_local_exec(sp_exec **out, const sp_local_ops *ops, sp_local *l, const char *container,
+int sp_local_exec(sp_stream *out, const sp_local_ops *ops, sp_local *l, const char *container,
                   const sp_exec_spec *spec, sp_error **err);
 
 /* Append an item of kind to o (zeroed but for kind). */

@@ -18,6 +18,7 @@
 #include "sandpod/engine.h"
 #include "sandpod/error.h"
 #include "sandpod/sandbox.h"
+#include "stream.h"
 
 typedef struct sp_remote sp_remote;
 
@@ -46,9 +47,6 @@ typedef struct sp_remote_cmd {
     void *ud;
 } sp_remote_cmd;
 
-/* A command whose streams the caller drives (sp_sandbox_attach()). */
-typedef struct sp_remote_stream sp_remote_stream;
-
 typedef struct sp_remote_ops {
     const char *kind;
     /* Make the workload (and its peer), wait until it serves; *record gets
@@ -66,21 +64,9 @@ typedef struct sp_remote_ops {
     int (*exec)(sp_remote *r, const sp_remote_cmd *x, int *exit_code, bool *timed_out,
                 sp_error **err);
     /* Start x->argv (x->tty, rows, cols; stdin open when x->stdin_fd >= 0,
-     * which is not read: the caller writes) and hand its streams over. */
-    int (*stream_open)(sp_remote_stream **out, sp_remote *r, const sp_remote_cmd *x,
-                       sp_error **err);
-    int (*stream_fd)(sp_remote_stream *s);
-    bool (*stream_buffered)(const sp_remote_stream *s);
-    /* Up to cap bytes of output (*stream 1 or 2); *n 0 at its end, then
-     * stream_exit tells the status; SP_ETIMEOUT when nothing came. */
-    int (*stream_read)(sp_remote_stream *s, size_t *n, int *stream, void *buf, size_t cap,
-                       int timeout_ms, sp_error **err);
-    int (*stream_write)(sp_remote_stream *s, const void *data, size_t len, sp_error **err);
-    int (*stream_close_stdin)(sp_remote_stream *s, sp_error **err);
-    int (*stream_resize)(sp_remote_stream *s, unsigned rows, unsigned cols, sp_error **err);
-    /* The exit status once the output ended; false before. */
-    bool (*stream_exit)(const sp_remote_stream *s, int *code);
-    void (*stream_free)(sp_remote_stream *s);
+     * which is not read: the caller writes) as a command's stream whose
+     * driving is the caller's (sp_sandbox_attach()). */
+    int (*stream_open)(sp_stream *out, sp_remote *r, const sp_remote_cmd *x, sp_error **err);
     /* Run `sandpod ARGS...` in the peer's container (its store commands),
      * its stdout to out_fd and stderr to err_fd; *exit_code its status. */
     int (*peer_command)(sp_remote *r, const char *const *args, int out_fd, int err_fd,

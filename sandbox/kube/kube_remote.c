@@ -692,7 +692,7 @@ typedef struct bulk_out {
 
 /* ------------------------------------------------------------ streams -- */
 
-struct sp_remote_stream {
+typedef struct kube_stream {
     sp_remote *r;
     sp_ws *ws;
     bool v5;
@@ -701,46 +701,26 @@ struct sp_remote_stream {
     int pend_stream; /* a message handed out in parts */
     sp_buf pend;
     size_t pend_off;
-};
+} kube_stream;
 
-static int ks_open(sp_remote_stream **out, sp_remote *r, const sp_remote_cmd *x, sp_error **err)
+static int ks_fd(const void *impl)
 {
-    *out = NULL;
-    sp_ws *ws = NULL;
-    sp_kube_exec_spec s = {.pod = r->pod,
-                           .container = "workload",
-                           .argv = x->argv,
-                           .stdin_open = x->stdin_fd >= 0,
-                           .tty = x->tty};
-    int rc = sp_kube_exec_connect(&ws, r->k, &s, err);
-    if (rc < 0)
-        return sp_err_wrap(err, rc, "running a command in %s", r->where);
-    if (x->tty && x->rows && x->cols)
-        sp_kube_exec_resize(ws, x->cols, x->rows, NULL);
-    sp_remote_stream *st = sp_xcalloc(1, sizeof(*st));
-    st->r = r;
-    st->ws = ws;
-    st->v5 = strcmp(sp_ws_protocol(ws), SP_KUBE_PROTO_V5) == 0;
-    st->exit_code = -1;
-    *out = st;
-    return 0;
+    return sp_ws_fd(((const kube_stream *)impl)->ws);
 }
 
-static int ks_fd(sp_remote_stream *s)
+static bool ks_buffered(const void *impl)
 {
-    return sp_ws_fd(s->ws);
-}
-
-static bool ks_buffered(const sp_remote_stream *s)
-{
+    const kube_stream *s = impl;
     return s->pend.len > s->pend_off || sp_ws_buffered(s->ws);
 }
 
-static int ks_read(sp_remote_stream *s, size_t *n, int *stream, void *buf, size_t cap,
-                   int timeout_ms, sp_error **err)
+static int ks_read(size_t *n, int *stream, void *impl, void *buf, size_t cap, int timeout_ms,
+                   sp_error **err)
 {
+    kube_stream *s = impl;
     *n = 0;
-    *stream = 1;
+    if (stream)
+        *stream = SP_EXEC_STDOUT;
     int64_t end = timeout_ms < 0 ? -1 : sp_now_ms() + timeout_ms;
     while (s->pend.len == s->pend_off) {
         if (s->ended)
@@ -772,7 +752,7 @@ static int ks_read(sp_remote_stream *s, size_t *n, int *stream, void *buf, size_
             return rc;
         }
         s->pend.len = s->pend_off = 0;
-        s->pend_stream = ch == SP_KUBE_STDERR ? 2 : 1;
+        s->pend_stream = ch == SP_KUBE_STDERR ? SP_EXEC_STDERR : SP_EXEC_STDOUT;
         sp_buf_add(&s->pend, d, dl);
     }
     size_t k = s->pend.len - s->pend_off;
@@ -780,39 +760,97 @@ static int ks_read(sp_remote_stream *s, size_t *n, int *stream, void *buf, size_
     memcpy(buf, s->pend.data + s->pend_off, k);
     s->pend_off += k;
     *n = k;
-    *stream = s->pend_stream;
+    if (stream)
+        *stream = s->pend_stream;
     return 0;
 }
 
-static int ks_write(sp_remote_stream *s, const void *data, size_t len, sp_error **err)
+static int ks_write(void *impl, const void *data, size_t len, sp_error **err)
 {
-    return sp_kube_exec_write(s->ws, data, len, err);
+    return sp_kube_exec_write(((kube_stream *)impl)->ws, data, len, err);
 }
 
-static int ks_close_stdin(sp_remote_stream *s, sp_error **err)
+static int ks_close_stdin(void *impl, sp_error **err)
 {
+    kube_stream *s = impl;
     /* v4 has no end of input: the command keeps its stdin open. */
     return s->v5 ? sp_kube_exec_close_stdin(s->ws, err) : 0;
 }
 
-static int ks_resize(sp_remote_stream *s, unsigned rows, unsigned cols, sp_error **err)
+static int ks_resize(void *impl, unsigned rows, unsigned cols, sp_error **err)
 {
-    return sp_kube_exec_resize(s->ws, cols, rows, err);
+    return sp_kube_exec_resize(((kube_stream *)impl)->ws, cols, rows, err);
 }
 
-static bool ks_exit(const sp_remote_stream *s, int *code)
+/* The status comes on the stream: nothing to wait for past its end. */
+static int ks_exited(int *code, void *impl, int wait_ms, sp_error **err)
 {
+    kube_stream *s = impl;
+    (void)wait_ms;
     *code = s->exit_code;
-    return s->ended;
+    if (!s->ended)
+        return sp_err_set(err, SP_ERROR, 0, "the command in %s has not ended", s->r->where);
+    return 0;
 }
 
-static void ks_free(sp_remote_stream *s)
+static int ks_noexec(const void *impl)
 {
+    (void)impl;
+    return 0;
+}
+
+static int ks_host_pid(void *impl)
+{
+    (void)impl;
+    return 0;
+}
+
+static void ks_free(void *impl)
+{
+    kube_stream *s = impl;
     if (!s)
         return;
     sp_ws_free(s->ws);
     sp_buf_dispose(&s->pend);
     free(s);
+}
+
+static const sp_stream_ops kube_stream_ops = {
+    .fd = ks_fd,
+    .buffered = ks_buffered,
+    .read = ks_read,
+    .write = ks_write,
+    .close_stdin = ks_close_stdin,
+    .resize = ks_resize,
+    .exited = ks_exited,
+    .noexec = ks_noexec,
+    .host_pid = ks_host_pid,
+    .signal = sp_stream_no_signal, /* the caller reaches the process group */
+    .kill = sp_stream_no_kill,
+    .free = ks_free,
+};
+
+static int ks_open(sp_stream *out, sp_remote *r, const sp_remote_cmd *x, sp_error **err)
+{
+    *out = (sp_stream){0};
+    sp_ws *ws = NULL;
+    sp_kube_exec_spec s = {.pod = r->pod,
+                           .container = "workload",
+                           .argv = x->argv,
+                           .stdin_open = x->stdin_fd >= 0,
+                           .tty = x->tty};
+    int rc = sp_kube_exec_connect(&ws, r->k, &s, err);
+    if (rc < 0)
+        return sp_err_wrap(err, rc, "running a command in %s", r->where);
+    if (x->tty && x->rows && x->cols)
+        sp_kube_exec_resize(ws, x->cols, x->rows, NULL);
+    kube_stream *st = sp_xcalloc(1, sizeof(*st));
+    st->r = r;
+    st->ws = ws;
+    st->v5 = strcmp(sp_ws_protocol(ws), SP_KUBE_PROTO_V5) == 0;
+    st->exit_code = -1;
+    *out = (sp_stream){&kube_stream_ops, st};
+    return 0;
 }
 
 /* -------------------------------------------------------------- bulk -- */
@@ -1097,14 +1135,6 @@ const sp_remote_ops sp_kube_remote_ops = {
     .cancel = kr_cancel,
     .exec = kr_exec,
     .stream_open = ks_open,
-    .stream_fd = ks_fd,
-    .stream_buffered = ks_buffered,
-    .stream_read = ks_read,
-    .stream_write = ks_write,
-    .stream_close_stdin = ks_close_stdin,
-    .stream_resize = ks_resize,
-    .stream_exit = ks_exit,
-    .stream_free = ks_free,
     .peer_command = kr_peer_command,
     .peer_command_in = kr_peer_command_in,
     .logs = kr_logs,

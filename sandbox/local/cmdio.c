@@ -1,6 +1,6 @@
-/* One command's stream, over the agent (sp_fast) or Podman's exec
- * (sp_exec), behind one interface, and the one read/write step that every
- * caller drives it with: run.c's pump() and the session reader thread.
+/* The one read/write step that drives a command's stream (any of
+ * engine/stream.h), for run.c's pump() and the session reader thread, and
+ * the start of a command through the agent.
  *
  * A step sends the next slice of stdin when the socket polled writable and
  * then reads whatever output is there, so input of any size streams while
@@ -19,34 +19,6 @@
 /* Bytes of stdin sent per step. */
 #define SLICE 16384
 
-int sp_cmd_fd(const sp_cmd *c)
-{
-    return c->fast ? sp_fast_fd(c->fast) : sp_exec_fd(c->rest);
-}
-
-bool sp_cmd_buffered(const sp_cmd *c)
-{
-    return c->fast ? sp_fast_buffered(c->fast) : sp_exec_buffered(c->rest);
-}
-
-int sp_cmd_read(size_t *n, int *stream, sp_cmd *c, void *buf, size_t cap, int wait_ms,
-                sp_error **err)
-{
-    return c->fast ? sp_fast_read(n, stream, c->fast, buf, cap, wait_ms, err)
-                   : sp_exec_read(n, stream, c->rest, buf, cap, wait_ms, err);
-}
-
-int sp_cmd_write_stdin(sp_cmd *c, const void *data, size_t len, sp_error **err)
-{
-    return c->fast ? sp_fast_write_stdin(c->fast, data, len, err)
-                   : sp_exec_write_stdin(c->rest, data, len, err);
-}
-
-int sp_cmd_close_stdin(sp_cmd *c, sp_error **err)
-{
-    return c->fast ? sp_fast_close_stdin(c->fast, err) : sp_exec_close_stdin(c->rest, err);
-}
-
 bool sp_cmd_input_pending(const sp_cmd_input *in)
 {
     return !in->closed && (in->off < in->len || in->close_after);
@@ -60,12 +32,12 @@ short sp_cmd_events(const sp_cmd_input *in)
 /* Send the next slice of input; close stdin once it is all sent (when
  * asked to). A write that fails means the command stopped reading: the
  * rest is dropped and stdin closed, and in->error says why. */
-static void feed(sp_cmd *c, sp_cmd_input *in)
+static void feed(sp_stream *c, sp_cmd_input *in)
 {
     if (in->off < in->len) {
         size_t k = in->len - in->off < SLICE ? in->len - in->off : SLICE;
         sp_error *e = NULL;
-        if (sp_cmd_write_stdin(c, in->data + in->off, k, &e) < 0) {
+        if (c->ops->write(c->impl, in->data + in->off, k, &e) < 0) {
             if (!in->error)
                 in->error = e;
             else
@@ -78,23 +50,23 @@ static void feed(sp_cmd *c, sp_cmd_input *in)
     }
     if (in->off == in->len && in->close_after && !in->closed) {
         in->closed = true;
-        sp_cmd_close_stdin(c, NULL);
+        c->ops->close_stdin(c->impl, NULL);
     }
 }
 
-int sp_cmd_step(sp_cmd *c, short revents, sp_cmd_input *in, sp_capbuf *out, sp_capbuf *errs,
+int sp_cmd_step(sp_stream *c, short revents, sp_cmd_input *in, sp_capbuf *out, sp_capbuf *errs,
                 int max_reads, sp_error **err)
 {
     if ((revents & POLLOUT) && sp_cmd_input_pending(in))
         feed(c, in);
-    if (!(revents & (POLLIN | POLLHUP | POLLERR)) && !sp_cmd_buffered(c))
+    if (!(revents & (POLLIN | POLLHUP | POLLERR)) && !c->ops->buffered(c->impl))
         return SP_CMD_IDLE;
     char buf[65536];
     for (int i = 0; i < max_reads; i++) {
         size_t n = 0;
         int stream = SP_EXEC_STDOUT;
         sp_error *e = NULL;
-        int r = sp_cmd_read(&n, &stream, c, buf, sizeof(buf), 0, &e);
+        int r = c->ops->read(&n, &stream, c->impl, buf, sizeof(buf), 0, &e);
         if (r == SP_ETIMEOUT) {
             sp_error_free(e);
             return SP_CMD_IDLE;
@@ -113,10 +85,10 @@ int sp_cmd_step(sp_cmd *c, short revents, sp_cmd_input *in, sp_capbuf *out, sp_c
     return SP_CMD_MORE;
 }
 
-int sp_cmd_start_fast(sp_fast **out, sp_sandbox *sb, const char *user, const sp_fast_spec *spec,
+int sp_cmd_start_fast(sp_stream *out, sp_sandbox *sb, const char *user, const sp_fast_spec *spec,
                       sp_error **err)
 {
-    *out = NULL;
+    *out = (sp_stream){0};
     if (!sp_fast_wanted(sb, user)) {
         sp_log(SP_LOG_DEBUG, "exec path: podman's REST exec (%s)",
                sp_fast_mode(sb) == SP_EXEC_REST ? "the REST path is asked for"
@@ -125,9 +97,11 @@ int sp_cmd_start_fast(sp_fast **out, sp_sandbox *sb, const char *user, const sp_
         return 0;
     }
     sp_error *ferr = NULL;
-    int r = sp_fast_start(out, sb, spec, &ferr);
+    sp_fast *f = NULL;
+    int r = sp_fast_start(&f, sb, spec, &ferr);
     if (r == 0) {
         sp_log(SP_LOG_DEBUG, "exec path: the agent");
+        *out = sp_fast_stream(f);
         return 0;
     }
     if (r == SP_ENOTFOUND && sp_fast_mode(sb) != SP_EXEC_FAST) {

@@ -626,3 +626,93 @@ void sp_fast_free(sp_fast *f)
     free(f->box);
     free(f);
 }
+
+/* ----------------------------------------------------------- the stream -- */
+
+static int a_fd(const void *f)
+{
+    return sp_fast_fd(f);
+}
+
+static bool a_buffered(const void *f)
+{
+    return sp_fast_buffered(f);
+}
+
+static int a_read(size_t *n, int *stream, void *f, void *buf, size_t cap, int timeout_ms,
+                  sp_error **err)
+{
+    return sp_fast_read(n, stream, f, buf, cap, timeout_ms, err);
+}
+
+static int a_write(void *f, const void *data, size_t len, sp_error **err)
+{
+    return sp_fast_write_stdin(f, data, len, err);
+}
+
+static int a_close_stdin(void *f, sp_error **err)
+{
+    return sp_fast_close_stdin(f, err);
+}
+
+static int a_resize(void *f, unsigned rows, unsigned cols, sp_error **err)
+{
+    return sp_fast_resize(f, rows, cols, err);
+}
+
+/* The agent is pid 1: no exit frame means it went with the container. */
+static int a_exited(int *code, void *f, int wait_ms, sp_error **err)
+{
+    (void)wait_ms;
+    if (!sp_fast_exited(f, code))
+        return sp_err_set(err, SP_EPODMAN, 0,
+                          "lost the exec agent of sandbox %s before the command ended",
+                          ((sp_fast *)f)->box);
+    return 0;
+}
+
+static int a_noexec(const void *f)
+{
+    return sp_fast_noexec(f);
+}
+
+static int a_host_pid(void *f)
+{
+    return sp_fast_host_pid(f);
+}
+
+static int a_signal(void *f, int signo, sp_error **err)
+{
+    return sp_fast_signal(f, signo, err);
+}
+
+static int a_kill(void *f, int wait_ms)
+{
+    sp_fast_kill(f, wait_ms);
+    return 0;
+}
+
+static void a_free(void *f)
+{
+    sp_fast_free(f);
+}
+
+static const sp_stream_ops agent_ops = {
+    .fd = a_fd,
+    .buffered = a_buffered,
+    .read = a_read,
+    .write = a_write,
+    .close_stdin = a_close_stdin,
+    .resize = a_resize,
+    .exited = a_exited,
+    .noexec = a_noexec,
+    .host_pid = a_host_pid,
+    .signal = a_signal,
+    .kill = a_kill,
+    .free = a_free,
+};
+
+sp_stream sp_fast_stream(sp_fast *f)
+{
+    return (sp_stream){&agent_ops, f};
+}

@@ -5,6 +5,7 @@
 #define SANDPOD_FASTPATH_H
 
 #include "sandbox_internal.h"
+#include "engine/stream.h"
 
 typedef struct sp_fast sp_fast;
 
@@ -60,5 +61,7 @@ int sp_fast_noexec(const sp_fast *f);
 int sp_fast_host_pid(const sp_fast *f);
 /* Close the connection; the agent then kills whatever still runs. */
 void sp_fast_free(sp_fast *f);
+/* f as a command's stream (engine/stream.h), which owns it from then on. */
+sp_stream sp_fast_stream(sp_fast *f);
 
 #endif

@@ -116,26 +116,10 @@ static int l_exec_create(char **exec_id, sp_local *l, const char *container,
     return sp_podman_exec_create(exec_id, P(l), container, spec, err);
 }
 
-static int l_exec_start(sp_exec **out, sp_local *l, const char *exec_id, bool tty, sp_error **err)
+static int l_exec_start(sp_stream *out, sp_local *l, const char *exec_id, bool tty, bool noexec,
+                        sp_error **err)
 {
-    return sp_podman_exec_start(out, P(l), exec_id, tty, err);
-}
-
-static int l_exec_inspect(sp_exec_info *out, sp_local *l, const char *exec_id, sp_error **err)
-{
-    return sp_podman_exec_inspect(out, P(l), exec_id, err);
-}
-
-static int l_exec_wait(int *exit_code, sp_local *l, const char *exec_id, int timeout_ms,
-                       sp_error **err)
-{
-    return sp_podman_exec_wait(exit_code, P(l), exec_id, timeout_ms, err);
-}
-
-static int l_exec_resize(sp_local *l, const char *exec_id, unsigned rows, unsigned cols,
-                         sp_error **err)
-{
-    return sp_podman_exec_resize(P(l), exec_id, rows, cols, err);
+    return sp_podman_exec_stream(out, P(l), exec_id, tty, noexec, err);
 }
 
 static void l_reap_lost(sp_sandbox_orphans *o, sp_local *l, const char *name_prefix,
@@ -167,9 +151,6 @@ const sp_local_ops sp_podman_local_ops = {
     .logs = l_logs,
     .exec_create = l_exec_create,
     .exec_start = l_exec_start,
-    .exec_inspect = l_exec_inspect,
-    .exec_wait = l_exec_wait,
-    .exec_resize = l_exec_resize,
     .reap_lost = l_reap_lost,
 };
 

@@ -158,4 +158,11 @@ int sp_podman_curl_init(sp_error **err);
 void sp_podman_reap_lost(sp_sandbox_orphans *o, sp_podman *p, const char *name_prefix,
                          double min_age_s, bool dry_run);
 
+/* Start exec session exec_id as a command's stream (engine/stream.h); with
+ * noexec, a command the runtime could not execute is told by the stream's
+ * noexec() and the runtime's lines about it are dropped (exec_stream.c). */
+struct sp_stream;
+int sp_podman_exec_stream(struct sp_stream *out, sp_podman *p, const char *exec_id, bool tty,
+                          bool noexec, sp_error **err);
+
 #endif

@@ -301,12 +301,12 @@ static int attach(sp_attach **out, sp_sandbox *sb, const char *const *argv, cons
                        .tty = o->tty,
                        .rows = o->rows,
                        .cols = o->cols};
-    sp_remote_stream *rs = NULL;
+    sp_stream rs = {0};
     if (rc == 0)
         rc = sb->rops->stream_open(&rs, r, &x, err);
     sp_strv_dispose(&w);
     if (rc == 0)
-        *out = sp_attach_remote(sb, sb->rops, rs, o->tty);
+        *out = sp_attach_new(sb, rs, o->tty);
     return rc;
 }
 

@@ -26,10 +26,9 @@
 typedef struct session {
     int id;
     char *token;
-    char *exec_id;
     char *command;
     char *user;
-    sp_cmd io; /* through the agent, or Podman's exec */
+    sp_stream io; /* through the agent, or Podman's exec */
     bool tty;
     int host_pid;
     bool pid_checked; /* registration was attempted with a known pid */

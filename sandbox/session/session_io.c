@@ -11,7 +11,6 @@
 #include <sys/eventfd.h>
 #include <time.h>
 
-#include "fastpath.h"
 #include "cmdio.h"
 #include "session_internal.h"
 
@@ -27,14 +26,12 @@ void sp_sess_free(session *s)
     if (!s)
         return;
     sp_sess_registry_remove(s->reg);
-    sp_exec_free(s->io.rest);
-    sp_fast_free(s->io.fast);
+    sp_stream_free(&s->io);
     sp_capbuf_dispose(&s->pending);
     sp_buf_dispose(&s->inq);
     sp_error_free(s->in.error);
     free(s->io_error);
     free(s->token);
-    free(s->exec_id);
     free(s->command);
     free(s->user);
     free(s);
@@ -123,7 +120,8 @@ static void *io_main(void *arg)
             if (s->ended)
                 continue;
             ids[n] = s->id;
-            pfd[n++] = (struct pollfd){.fd = sp_cmd_fd(&s->io), .events = sp_cmd_events(input(s))};
+            pfd[n++] =
+                (struct pollfd){.fd = s->io.ops->fd(s->io.impl), .events = sp_cmd_events(input(s))};
         }
         pthread_mutex_unlock(&t->mu);
         int pr = poll(pfd, n, busy ? 0 : -1);

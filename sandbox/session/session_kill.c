@@ -1,10 +1,9 @@
-/* Killing sessions' process trees: from the host when their leader's pid
- * is verified, else through an exec in the container; on the fast path the
- * agent does it. */
+/* Killing sessions' process trees: by their stream when it can (the
+ * agent), else from the host when their leader's pid is verified, else
+ * through an exec in the container. */
 #include <stdio.h>
 #include <string.h>
 
-#include "fastpath.h"
 #include "session_internal.h"
 
 /* Run a short sh script in the container as `user` and wait for it. */
@@ -19,7 +18,7 @@ int sp_sess_run_script(sp_sandbox *sb, const char *user, const char *script, sp_
     sp_exec_spec spec = SP_EXEC_SPEC_INIT;
     spec.argv = argv;
     spec.user = user;
-    sp_exec *e = NULL;
+    sp_stream e = {0};
     int r = sp_local_exec(&e, sb->lops, p, sb->container_id, &spec, err);
     if (r < 0)
         return r;
@@ -27,9 +26,10 @@ int sp_sess_run_script(sp_sandbox *sb, const char *user, const char *script, sp_
     size_t n;
     int64_t end = sp_now_ms() + KILL_WAIT_MS;
     while (sp_now_ms() < end &&
-           sp_exec_read(&n, NULL, e, buf, sizeof(buf), (int)(end - sp_now_ms()), NULL) == 0 && n)
+           e.ops->read(&n, NULL, e.impl, buf, sizeof(buf), (int)(end - sp_now_ms()), NULL) == 0 &&
+           n)
         ;
-    sp_exec_free(e);
+    sp_stream_free(&e);
     return 0;
 }
 
@@ -91,11 +91,9 @@ int sp_sess_kill_trees(sp_sandbox *sb, session **v, size_t n, sp_error **err)
     session *rest[SP_SESSION_MAX];
     size_t nl = 0, nr = 0;
     for (size_t i = 0; i < n && i < SP_SESSION_MAX; i++) {
-        if (v[i]->io.fast) {
-            /* The agent kills the tree; its exit frame says it is done. */
-            sp_fast_kill(v[i]->io.fast, KILL_WAIT_MS);
+        /* The agent kills the tree; its exit frame says it is done. */
+        if (v[i]->io.ops->kill(v[i]->io.impl, KILL_WAIT_MS) == 0)
             continue;
-        }
         int leader = sp_session_container_kill_only ? 0 : sp_sess_registry_leader(v[i]->reg);
         if (leader) {
             leaders[nl] = leader;

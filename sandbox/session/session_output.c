@@ -6,7 +6,6 @@
 #include <string.h>
 #include <time.h>
 
-#include "fastpath.h"
 #include "session_internal.h"
 
 #define DEFAULT_YIELD_MS 250
@@ -93,22 +92,16 @@ void sp_sess_note_add(char **note, const char *fmt, ...)
 /* Learn the session's host pid (for the exit handlers) once it runs. */
 static void learn_pid(sp_sandbox *sb, session *s)
 {
-    if (s->pid_checked || (!sb->local && !s->io.fast) || sp_session_skip_pid_learning)
+    if (s->pid_checked || sp_session_skip_pid_learning)
         return;
-    if (s->io.fast) {
-        s->host_pid = sp_fast_host_pid(s->io.fast);
-        s->pid_checked = true;
-        sp_sess_registry_set_pid(s->reg, s->host_pid);
-        return;
-    }
-    sp_exec_info info;
-    if (sb->lops->exec_inspect(&info, sb->local, s->exec_id, NULL) < 0 || info.pid <= 0)
+    int pid = s->io.ops->host_pid(s->io.impl);
+    if (pid <= 0)
         return;
     /* Not ours yet (still before execve): look again next time, a few
      * times (a remote service's pids are never ours). */
-    if (!sp_sess_registry_set_pid(s->reg, info.pid) && s->reg >= 0 && ++s->pid_tries < 20)
+    if (!sp_sess_registry_set_pid(s->reg, pid) && s->reg >= 0 && ++s->pid_tries < 20)
         return;
-    s->host_pid = info.pid;
+    s->host_pid = pid;
     s->pid_checked = true;
 }
 
@@ -152,47 +145,37 @@ int sp_sess_collect(sp_session_output **out, sp_sandbox *sb, session *s, int yie
 
     if (ended) {
         int code = -1;
-        sp_exec_info info = {0};
-        bool running = false;
-        if (s->io.fast) {
-            if (!sp_fast_exited(s->io.fast, &code)) {
-                /* The agent went away first; closing the connection (if
-                 * it still listens) kills what is left. */
-                sp_sess_note_add(&note, "lost the output stream of session %d (%s)", s->id,
-                                 io_error ? io_error : "closed early");
-            }
-        } else {
-            sp_error *ierr = NULL;
-            if (!sb->local || sb->lops->exec_inspect(&info, sb->local, s->exec_id, &ierr) < 0) {
-                /* The stream went with the service: no exit code to give,
-                 * and none to make up. Kill what can be reached from here. */
-                int r = sp_err_set(err, SP_EPODMAN, ierr ? ierr->sys_errno : 0,
-                                   "session %d: lost the %s service (%s); the session is "
-                                   "gone and its command may still run in the container",
-                                   s->id, sb->lops->kind, ierr ? ierr->message : "no connection");
-                sp_error_free(ierr);
-                sp_sess_kill_trees(sb, &s, 1, NULL);
-                sp_sess_detach(t, s);
-                sp_sess_free(s);
-                sp_session_output_free(o);
-                free(io_error);
-                free(note);
-                return r;
-            }
-            running = info.running;
-            if (running && !io_error) /* the stream ended a moment before the exit was recorded */
-                running =
-                    sb->lops->exec_wait(&code, sb->local, s->exec_id, EXIT_WAIT_MS, NULL) != 0;
-            else if (!running)
-                code = info.exit_code;
+        sp_error *ierr = NULL;
+        int wr = s->io.ops->exited(&code, s->io.impl, io_error ? 0 : EXIT_WAIT_MS, &ierr);
+        if (wr < 0 && wr != SP_ETIMEOUT && ierr && ierr->reason == SP_R_SERVICE) {
+            /* The stream went with the service: no exit code to give,
+             * and none to make up. Kill what can be reached from here. */
+            int r = sp_err_set(err, SP_EPODMAN, ierr->sys_errno,
+                               "session %d: lost the %s service (%s); the session is "
+                               "gone and its command may still run in the container",
+                               s->id, sb->lops->kind, ierr->message);
+            sp_error_free(ierr);
+            sp_sess_kill_trees(sb, &s, 1, NULL);
+            sp_sess_detach(t, s);
+            sp_sess_free(s);
+            sp_session_output_free(o);
+            free(io_error);
+            free(note);
+            return r;
         }
-        if (running) {
+        sp_error_free(ierr);
+        if (wr == SP_ETIMEOUT) {
             /* The stream broke while the command still runs: without a
              * stream nobody could talk to it again, so it goes. */
             sp_sess_note_add(&note, "lost the output stream of session %d (%s); it was killed",
                              s->id, io_error ? io_error : "closed early");
             sp_sess_kill_trees(sb, &s, 1, NULL);
-        } else if (io_error && !s->io.fast) {
+        } else if (wr < 0) {
+            /* No exit code: the agent went away first; closing the
+             * connection (if it still listens) kills what is left. */
+            sp_sess_note_add(&note, "lost the output stream of session %d (%s)", s->id,
+                             io_error ? io_error : "closed early");
+        } else if (io_error) {
             sp_sess_note_add(&note, "I/O error as session %d ended: %s", s->id, io_error);
         }
         o->exited = true;

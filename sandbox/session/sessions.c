@@ -26,7 +26,6 @@
 #include <string.h>
 
 #include "local_state.h"
-#include "fastpath.h"
 #include "cmdio.h"
 #include "procgroup.h"
 #include "local_kind.h"
@@ -113,8 +112,7 @@ int sp_local_session_start(sp_session_output **out, sp_sandbox *sb, const char *
     char *note = t->n >= SP_SESSION_MAX ? prune(sb, t) : NULL;
 
     char *token = sp_cmd_token();
-    sp_cmd io = {0};
-    char *exec_id = NULL;
+    sp_stream io = {0};
     char **env = session_env(sb, o.env, token);
     const char *workdir = o.workdir ? o.workdir : sb->cfg.workdir;
     if (fast) {
@@ -127,11 +125,11 @@ int sp_local_session_start(sp_session_output **out, sp_sandbox *sb, const char *
                            .rows = rows,
                            .cols = cols,
                            .kill_marker = marker};
-        r = sp_cmd_start_fast(&io.fast, sb, o.user, &fs, err);
-        if (r == 0 && !io.fast)
+        r = sp_cmd_start_fast(&io, sb, o.user, &fs, err);
+        if (r == 0 && !io.ops)
             r = sp_sandbox_require_running(sb, err); /* no agent answers: the REST path */
     }
-    if (r == 0 && !io.fast) {
+    if (r == 0 && !io.ops) {
         char rs[16], cs[16];
         snprintf(rs, sizeof(rs), "%u", tty ? rows : 0);
         snprintf(cs, sizeof(cs), "%u", tty ? cols : 0);
@@ -145,19 +143,20 @@ int sp_local_session_start(sp_session_output **out, sp_sandbox *sb, const char *
         spec.tty = tty;
         spec.attach_stdin = true;
         spec.attach_stdout = spec.attach_stderr = true;
+        char *exec_id = NULL;
         r = sb->lops->exec_create(&exec_id, sb->local, sb->container_id, &spec, err);
         if (r == 0)
-            r = sb->lops->exec_start(&io.rest, sb->local, exec_id, tty, err);
+            r = sb->lops->exec_start(&io, sb->local, exec_id, tty, false, err);
+        free(exec_id);
         if (r < 0)
             sp_err_wrap(err, r, "start session in sandbox %s", sb->name);
         /* The wrapper already set the size with stty, before the command
          * could look; this covers images without stty. */
         else if (tty)
-            sb->lops->exec_resize(sb->local, exec_id, rows, cols, NULL);
+            io.ops->resize(io.impl, rows, cols, NULL);
     }
     sp_strv_free(env);
     if (r < 0) {
-        free(exec_id);
         free(token);
         free(note);
         return r;
@@ -165,13 +164,11 @@ int sp_local_session_start(sp_session_output **out, sp_sandbox *sb, const char *
 
     session *s = sp_xcalloc(1, sizeof(*s));
     s->token = token;
-    s->exec_id = exec_id;
     s->command = sp_xstrdup(command);
     s->user = sp_xstrdup(user ? user : "");
     s->io = io;
     s->tty = tty;
     s->reg = sp_sess_registry_reserve(token);
-    s->host_pid = io.fast ? sp_fast_host_pid(io.fast) : 0;
     s->started_ms = s->used_ms = sp_now_ms();
     sp_sess_pending_reset(s);
     if (o.close_stdin) {
@@ -214,13 +211,12 @@ int sp_local_session_signal(sp_sandbox *sb, int session_id, int signo, sp_error 
     session *s = lookup(sb, session_id);
     if (!s)
         return no_session(sb, session_id, err);
-    if (s->io.fast) {
-        /* Frames from this thread and the I/O thread must not interleave. */
-        pthread_mutex_lock(&sb->sessions->mu);
-        int r = s->ended ? 0 : sp_fast_signal(s->io.fast, signo, err);
-        pthread_mutex_unlock(&sb->sessions->mu);
+    /* Frames from this thread and the I/O thread must not interleave. */
+    pthread_mutex_lock(&sb->sessions->mu);
+    int r = s->ended ? 0 : s->io.ops->signal(s->io.impl, signo, err);
+    pthread_mutex_unlock(&sb->sessions->mu);
+    if (r <= 0)
         return r < 0 ? sp_err_wrap(err, r, "signal session %d", session_id) : 0;
-    }
     int leader = sp_session_container_kill_only ? 0 : sp_sess_registry_leader(s->reg);
     if (leader) {
         kill(-leader, signo);
@@ -235,7 +231,7 @@ int sp_local_session_signal(sp_sandbox *sb, int session_id, int signo, sp_error 
         "n=${f#/proc/}; n=${n%%/environ}; [ \"$n\" = \"$$\" ] || kill -%d $n; done; fi "
         "2>/dev/null; exit 0",
         s->token, signo, s->token, signo);
-    int r = sp_sess_run_script(sb, *s->user ? s->user : NULL, script, err);
+    r = sp_sess_run_script(sb, *s->user ? s->user : NULL, script, err);
     if (r < 0)
         return sp_err_wrap(err, r, "signal session %d", session_id);
     return 0;
@@ -296,19 +292,10 @@ int sp_local_session_resize(sp_sandbox *sb, int session_id, unsigned rows, unsig
     if (!rows || !cols || rows > 0xffff || cols > 0xffff)
         return sp_err_set(err, SP_EINVAL, 0, "session %d: bad terminal size %ux%u", session_id,
                           rows, cols);
-    if (s->io.fast) {
-        pthread_mutex_lock(&sb->sessions->mu);
-        int r = s->ended ? 0 : sp_fast_resize(s->io.fast, rows, cols, err);
-        pthread_mutex_unlock(&sb->sessions->mu);
-        return r < 0 ? sp_err_wrap(err, r, "resize session %d", session_id) : 0;
-    }
-    sp_local *p = sp_sandbox_local(sb, err);
-    if (!p)
-        return SP_EPODMAN;
-    int r = sb->lops->exec_resize(p, s->exec_id, rows, cols, err);
-    if (r < 0)
-        return sp_err_wrap(err, r, "resize session %d", session_id);
-    return 0;
+    pthread_mutex_lock(&sb->sessions->mu);
+    int r = s->ended ? 0 : s->io.ops->resize(s->io.impl, rows, cols, err);
+    pthread_mutex_unlock(&sb->sessions->mu);
+    return r < 0 ? sp_err_wrap(err, r, "resize session %d", session_id) : 0;
 }
 
 int sp_local_session_kill(sp_sandbox *sb, int session_id, sp_error **err)
