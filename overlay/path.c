@@ -10,7 +10,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 
-#include "fs_internal.h"
+#include "path.h"
 
 #define MAX_SYMLINK_HOPS 40
 

@@ -7,7 +7,8 @@
 #include <sys/stat.h>
 
 #include "dir.h"
-#include "fs_internal.h"
+#include "path.h"
+#include "walk.h"
 
 /* Deeper folders are not visited: each level holds an fd, and an attacker
  * can build trees far deeper than any real project. */

@@ -386,7 +386,7 @@ static int look_at(sp_scan *sc, int dfd, const char *name, struct stat *st, snod
         if (type == SN_FILE || type == SN_LINK) {
             /* Another name of this file, somewhere, can change it with no
              * event here: the tracker must learn of every such file (see
-             * sp_track_apply). A link count change moves ctime, so an
+             * sp_rescan). A link count change moves ctime, so an
              * unchanged entry has the count it had. */
             if (type == SN_FILE && st->st_nlink > 1 && (fresh || !(n->flags & SN_LINKED)))
                 sc->new_links = true;

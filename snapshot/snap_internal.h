@@ -347,8 +347,31 @@ void sp_track_reset(sp_track *t);
 /* Before a full walk (which puts every watch in place again): forget the
  * events so far. */
 void sp_track_begin_full(sp_track *t);
-/* Apply the dirty set to the tree rooted at root (open on rootfd). */
-int sp_track_apply(sp_track *t, sp_scan *sc, int rootfd, snode *root, sp_error **err);
+
+/* A path to stat again: relative, "." = the root's own attributes. */
+typedef struct sp_track_dirty {
+    char *path;
+    bool deep; /* walk a folder's contents too */
+} sp_track_dirty;
+
+/* Read pending events, then hand out the dirty set (owned by the tracker
+ * until sp_track_clear()): sorted, each path once, with every file known
+ * to have other names. 1 when the tracker cannot vouch for what it did
+ * not report: walk everything instead. */
+int sp_track_changes(sp_track *t, const snode *root, const sp_track_dirty **out, size_t *n,
+                     sp_error **err);
+/* True when a proper ancestor of path is in the dirty set (sorted by
+ * sp_track_changes()); with deep_only, only a deep one counts. */
+bool sp_track_dirty_above(const sp_track *t, const char *path, bool deep_only);
+/* Forget the dirty set. */
+void sp_track_clear(sp_track *t);
+
+/* ------------------------------------------------------------- rescan -- */
+
+/* Bring the tree rooted at root (open on rootfd) up to date by looking
+ * only at the paths the tracker saw change. 1 when that cannot be trusted
+ * and a full walk must follow. */
+int sp_rescan(sp_scan *sc, sp_track *t, int rootfd, snode *root, sp_error **err);
 
 /* ------------------------------------------------------------ restore -- */
 

@@ -192,7 +192,7 @@ int sp_snap_refresh(sp_snapstore *s, sp_scan *sc, sp_error **err)
     int r = 1;
     if (s->track && sp_track_ok(s->track)) {
         sc->track = s->track;
-        r = sp_track_apply(s->track, sc, s->rootfd, s->tree, err);
+        r = sp_rescan(sc, s->track, s->rootfd, s->tree, err);
     }
     if (r == 1) {
         s->stats.full_walk = true;

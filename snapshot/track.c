@@ -24,14 +24,10 @@
  *
  * Not seen at all: writes through a shared writable mmap. A full walk
  * (sp_snapstore_invalidate()) catches those by their mtime. */
-#include <fcntl.h>
-#include <stdatomic.h>
 #include <poll.h>
 #include <stdio.h>
 #include <string.h>
-#include <linux/openat2.h>
 #include <sys/inotify.h>
-#include <sys/syscall.h>
 
 #include "snap_internal.h"
 
@@ -39,18 +35,13 @@
     (IN_CREATE | IN_DELETE | IN_MODIFY | IN_ATTRIB | IN_MOVED_FROM | IN_MOVED_TO |                 \
      IN_CLOSE_WRITE | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR)
 
-struct dirty {
-    char *path; /* relative; "." = the root's own attributes */
-    bool deep;  /* walk a folder's contents too */
-};
-
 struct sp_track {
     int fd;
     snode **wdmap; /* wd -> folder node */
     size_t wdcap;
     bool ok;     /* nothing was missed since the last full walk */
     bool synced; /* a full walk has put the watches in place */
-    struct dirty *dv;
+    sp_track_dirty *dv;
     size_t dn, dcap;
 };
 
@@ -66,7 +57,7 @@ int sp_track_new(sp_track **out, sp_error **err)
     return 0;
 }
 
-static void clear_dirty(sp_track *t)
+void sp_track_clear(sp_track *t)
 {
     for (size_t i = 0; i < t->dn; i++)
         free(t->dv[i].path);
@@ -77,7 +68,7 @@ void sp_track_free(sp_track *t)
 {
     if (!t)
         return;
-    clear_dirty(t);
+    sp_track_clear(t);
     free(t->dv);
     free(t->wdmap);
     close(t->fd);
@@ -140,7 +131,7 @@ void sp_track_begin_full(sp_track *t)
     char buf[65536] __attribute__((aligned(8)));
     while (read(t->fd, buf, sizeof(buf)) > 0)
         ;
-    clear_dirty(t);
+    sp_track_clear(t);
     t->ok = true;
     t->synced = true;
 }
@@ -219,20 +210,18 @@ int sp_track_drain(sp_track *t, sp_error **err)
 
 static int cmp_dirty(const void *a, const void *b)
 {
-    return strcmp(((const struct dirty *)a)->path, ((const struct dirty *)b)->path);
+    return strcmp(((const sp_track_dirty *)a)->path, ((const sp_track_dirty *)b)->path);
 }
 
-/* True when a proper ancestor of path is in the (sorted, deduped) set; with
- * deep_only, only a deep one counts. */
-static bool ancestor_dirty(const sp_track *t, const char *path, bool deep_only)
+bool sp_track_dirty_above(const sp_track *t, const char *path, bool deep_only)
 {
     size_t len = strlen(path);
     for (size_t i = len; i-- > 0;) {
         if (path[i] != '/')
             continue;
         char *pre = sp_xstrndup(path, i);
-        struct dirty key = {pre, false};
-        struct dirty *hit = bsearch(&key, t->dv, t->dn, sizeof(*t->dv), cmp_dirty);
+        sp_track_dirty key = {pre, false};
+        sp_track_dirty *hit = bsearch(&key, t->dv, t->dn, sizeof(*t->dv), cmp_dirty);
         free(pre);
         if (hit && (!deep_only || hit->deep))
             return true;
@@ -254,76 +243,17 @@ static void add_linked(sp_track *t, const snode *dir)
     }
 }
 
-/* Open the folder at `dir` (a relative path, "" = the root) beneath
- * rootfd without following any symlink, and find its node. -1 when either
- * is not a folder any more. openat2(RESOLVE_NO_SYMLINKS | RESOLVE_BENEATH)
- * does it in one call; without it, one name at a time with O_NOFOLLOW. */
-static int open_dir_node(int rootfd, snode *root, const char *dir, snode **node)
+int sp_track_changes(sp_track *t, const snode *root, const sp_track_dirty **out, size_t *n,
+                     sp_error **err)
 {
-    *node = NULL;
-    snode *n = root;
-    const char *p = dir;
-    while (*p && n) {
-        const char *slash = strchr(p, '/');
-        size_t l = slash ? (size_t)(slash - p) : strlen(p);
-        n = n->type == SN_DIR ? sp_snode_find(n, p, l, NULL) : NULL;
-        p = slash ? slash + 1 : p + l;
-    }
-    if (!n || n->type != SN_DIR)
-        return -1;
-    int fd = -1;
-    if (!*dir) {
-        fd = fcntl(rootfd, F_DUPFD_CLOEXEC, 3);
-    } else {
-        static _Atomic int have_openat2 = 1;
-        if (atomic_load_explicit(&have_openat2, memory_order_relaxed)) {
-            struct open_how how = {
-                .flags = O_RDONLY | O_DIRECTORY | O_CLOEXEC,
-                .resolve = RESOLVE_NO_SYMLINKS | RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS,
-            };
-            fd = (int)syscall(SYS_openat2, rootfd, dir, &how, sizeof(how));
-            if (fd < 0 && (errno == ENOSYS || errno == EPERM))
-                atomic_store_explicit(&have_openat2, 0, memory_order_relaxed);
-            else if (fd < 0)
-                return -1;
-        }
-        if (!atomic_load_explicit(&have_openat2, memory_order_relaxed)) {
-            fd = fcntl(rootfd, F_DUPFD_CLOEXEC, 3);
-            for (const char *q = dir; fd >= 0 && *q;) {
-                const char *slash = strchr(q, '/');
-                size_t l = slash ? (size_t)(slash - q) : strlen(q);
-                char name[256];
-                if (l >= sizeof(name)) {
-                    close(fd);
-                    return -1;
-                }
-                memcpy(name, q, l);
-                name[l] = '\0';
-                int cfd = openat(fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-                close(fd);
-                fd = cfd;
-                q = slash ? slash + 1 : q + l;
-            }
-        }
-    }
-    struct stat st;
-    if (fd >= 0 && (fstat(fd, &st) < 0 || (uint64_t)st.st_ino != n->ino)) {
-        close(fd);
-        return -1;
-    }
-    *node = n;
-    return fd;
-}
-
-int sp_track_apply(sp_track *t, sp_scan *sc, int rootfd, snode *root, sp_error **err)
-{
+    *out = NULL;
+    *n = 0;
     int r = sp_track_drain(t, err);
     if (r < 0)
         return r;
     if (!sp_track_ok(t))
         return 1;
     add_linked(t, root);
-    sc->new_links = false;
     if (t->dn > 1) {
         qsort(t->dv, t->dn, sizeof(*t->dv), cmp_dirty);
         size_t w = 0;
@@ -337,52 +267,7 @@ int sp_track_apply(sp_track *t, sp_scan *sc, int rootfd, snode *root, sp_error *
         }
         t->dn = w;
     }
-    int ret = 0;
-    char *open_path = NULL; /* the parent folder currently open */
-    int pfd = -1;
-    snode *pnode = NULL;
-    for (size_t i = 0; i < t->dn && ret == 0; i++) {
-        const char *path = t->dv[i].path;
-        if (strcmp(path, ".") == 0) {
-            struct stat st;
-            if (fstat(rootfd, &st) == 0 && (st.st_mode & 07777u) != root->mode) {
-                root->mode = st.st_mode & 07777;
-                sp_snode_dirty_up(root);
-            }
-            continue;
-        }
-        if (ancestor_dirty(t, path, true))
-            continue; /* walked whole with its ancestor */
-        const char *slash = strrchr(path, '/');
-        cleanup_free char *parent = slash ? sp_xstrndup(path, (size_t)(slash - path)) : NULL;
-        const char *name = slash ? slash + 1 : path;
-        if (!open_path || strcmp(open_path, parent ? parent : "") != 0) {
-            if (pfd >= 0)
-                close(pfd);
-            free(open_path);
-            open_path = sp_xstrdup(parent ? parent : "");
-            pfd = open_dir_node(rootfd, root, open_path, &pnode);
-        }
-        if (pfd < 0) {
-            /* The folder changed too; its own event covers this path. */
-            if (ancestor_dirty(t, path, false))
-                continue;
-            ret = 1;
-            break;
-        }
-        sc->path.len = 0;
-        sp_scan_push(sc, path);
-        ret = sp_scan_name(sc, pfd, pnode, name, t->dv[i].deep, err);
-        sp_scan_pop(sc, 0);
-    }
-    if (pfd >= 0)
-        close(pfd);
-    free(open_path);
-    clear_dirty(t);
-    /* A name we did not know of appeared for some file: its other names
-     * were never told (link() sends no event to their folders), so only
-     * a full walk finds them all. */
-    if (ret == 0 && sc->new_links)
-        ret = 1;
-    return ret;
+    *out = t->dv;
+    *n = t->dn;
+    return 0;
 }

@@ -1,7 +1,8 @@
 /* The tool suite's core: result objects, dispatch and cancellation. The
  * handlers live in tools_fs.c, tools_exec.c and tools_patch.c; the table
- * in tools_specs.c; contexts, arguments, policies and events in
- * tools_ctx.c, tools_args.c, tools_policy.c and tools_events.c. */
+ * in tools_table.c and its specs in tools_specs.c; contexts, arguments,
+ * policies and events in tools_ctx.c, tools_args.c, tools_policy.c and
+ * tools_events.c. */
 #include "tools_core.h"
 
 /* ------------------------------------------------------------ results -- */

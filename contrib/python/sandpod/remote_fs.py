@@ -22,17 +22,15 @@ import tempfile
 import threading
 from collections.abc import Sequence
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from uuid import UUID
 
 from . import _native, _structs as S, errors
+from ._sandbox_protocol import SnapshottingSandbox
 from .errors import SnapshotError, SnapshotRestoreError
 from .filesystem import (FileEntry, FileStat, FilesystemSnapshot, GlobMatch, GrepMatch,
                          ReadBytesResult, ReadResult, WriteMode, WriteResult, _BadTag, _count,
                          _FsBase, _is_utf8, _path, _write_args)
-
-if TYPE_CHECKING:
-    from .sandbox import Sandbox
 
 __all__ = ["RemoteFilesystem"]
 
@@ -97,7 +95,7 @@ class RemoteFilesystem:
     calls go on meanwhile); snapshots use the sandbox's lock.
     """
 
-    def __init__(self, sandbox: Sandbox) -> None:
+    def __init__(self, sandbox: SnapshottingSandbox) -> None:
         self._sb = sandbox
         self._lock = threading.RLock()
         self._tools: Any = None

@@ -12,13 +12,11 @@ from __future__ import annotations
 import ctypes
 from ctypes import POINTER, byref, c_char_p, c_int, c_size_t, c_void_p
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from . import _structs as S
 from ._native import ErrorPtr, call, enc, fn
-
-if TYPE_CHECKING:
-    from .sandbox import Sandbox
+from ._sandbox_protocol import SandboxHandle
 
 _start = fn("sp_session_start", c_int, POINTER(POINTER(S.SessionOutput)), c_void_p, c_char_p,
             POINTER(S.SessionOpts), POINTER(ErrorPtr))
@@ -84,7 +82,7 @@ def _output(p: Any) -> SessionOutput:
 class _Sessions:
     """The sessions of one Sandbox (its main handle, under its lock)."""
 
-    def __init__(self, sb: Sandbox) -> None:
+    def __init__(self, sb: SandboxHandle) -> None:
         self._sb = sb
 
     def start(self, command: str, *, tty: bool, yield_time_ms: int, max_output_tokens: int,

@@ -25,13 +25,11 @@ import json
 import os
 import threading
 from ctypes import POINTER, byref, c_char_p, c_int, c_size_t, c_void_p
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import Any, Iterable
 
 from . import _native, _structs as S, errors
 from ._native import ErrorPtr, LibraryNotFound, enc
-
-if TYPE_CHECKING:
-    from .sandbox import Sandbox
+from ._sandbox_protocol import HandleLender
 
 TOOLS_LIBRARY_NAME = "libsandpod_tools.so.0"
 FORMATS = ("mcp", "openai", "openai-chat", "openai-freeform", "anthropic")
@@ -123,7 +121,7 @@ def tool_names() -> list[str]:
 class Tools:
     """A tool suite over a sandbox or a bare folder. See :func:`sandpod.tools`."""
 
-    def __init__(self, target: Sandbox | str | os.PathLike[str], *,
+    def __init__(self, target: HandleLender | str | os.PathLike[str], *,
                  approval: str = "never", read_only: bool = False,
                  disabled: Iterable[str] = (), deny: Iterable[str] = (),
                  snapshot_store: str | os.PathLike[str] | None = None,
@@ -131,12 +129,10 @@ class Tools:
                  max_output_bytes: int = 0, max_output_lines: int = 0,
                  max_text_bytes: int = 0, timeout: float | None = None,
                  no_stale_check: bool = False) -> None:
-        from .sandbox import Sandbox
-
         self._lib = _load()
         self._lock = threading.Lock()
         self._ctx = c_void_p()
-        self._sb: Sandbox | None = None
+        self._sb: HandleLender | None = None
         self._handle: c_void_p | None = None
         keep: list[object] = []
         o = S.ToolsOpts(version=S.TOOLS_OPTS_VERSION)
@@ -155,7 +151,7 @@ class Tools:
         if timeout is not None:
             o.timeout_ms = max(1, int(timeout * 1000))
         o.no_stale_check = no_stale_check
-        if isinstance(target, Sandbox):
+        if isinstance(target, HandleLender):
             # The context borrows a C handle that no other thread may use
             # while it lives: one of the sandbox's own, taken from its pool.
             self._sb = target
@@ -246,6 +242,6 @@ class Tools:
             self._lib.sp_tools_cancel(ctx)
 
 
-def tools(target: Sandbox | str | os.PathLike[str], **opts: Any) -> Tools:
+def tools(target: HandleLender | str | os.PathLike[str], **opts: Any) -> Tools:
     """The model tool suite over a :class:`~sandpod.Sandbox` or a bare folder."""
     return Tools(target, **opts)
