@@ -171,6 +171,13 @@ static int c_hydrate(sp_error **err)
     return sp_hydrate(&r, dir, NULL, 0, &o, err);
 }
 
+static int c_hydrate_check(sp_error **err)
+{
+    sp_hydrate_opts o = SP_HYDRATE_OPTS_INIT;
+    o.version = BAD;
+    return sp_hydrate_check(NULL, 0, &o, err);
+}
+
 static int c_fs_open(sp_error **err)
 {
     sp_fs *f = NULL;
@@ -367,6 +374,7 @@ static const row rows[] = {
     {"sp_sandbox_snapshot_open", "sp_sandbox_snapshot_opts", c_sandbox_snapshot_open},
     {"sp_sandbox_apply", "sp_sandbox_apply_opts", c_sandbox_apply},
     {"sp_hydrate", "sp_hydrate_opts", c_hydrate},
+    {"sp_hydrate_check", "sp_hydrate_opts", c_hydrate_check},
     {"sp_fs_open", "sp_fs_opts", c_fs_open},
     {"sp_fs_read", "sp_fs_read_opts", c_fs_read},
     {"sp_fs_write", "sp_fs_write_opts", c_fs_write},
