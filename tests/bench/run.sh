@@ -67,7 +67,9 @@ sp="$build/sandpod"
 # ------------------------------------------------------------ round trip
 if want roundtrip; then
     say "== round trip ($reps reps each, interleaved)"
-    "$build/tests/bench_exec" "$reps" >"$work/roundtrip.json"
+    # The agent of this build: bench_exec runs from tests/, where the
+    # library looks for none (it found one only where an install had left it).
+    SANDPOD_AGENT="$build/sandpod-agent" "$build/tests/bench_exec" "$reps" >"$work/roundtrip.json"
 fi
 
 # ------------------------------------------------------------ cold start
