@@ -29,8 +29,6 @@ int sp_fs_check_writable(const sp_fs *fs, const char *rel, sp_error **err);
  * limit). */
 int sp_fs_slurp_fd(int fd, const char *display, size_t limit, sp_buf *out, sp_error **err);
 
-/* Write data atomically to (dirfd, name): temp file, fsync, rename; keeps
- * the mode and owner of a file being replaced. */
 /* Give an unnamed file (opened with O_TMPFILE in dirfd) the name `name`
  * in dirfd: through /proc/self/fd, which needs no capability, else with
  * AT_EMPTY_PATH (which needs CAP_DAC_READ_SEARCH). Writers stage their data
@@ -38,6 +36,8 @@ int sp_fs_slurp_fd(int fd, const char *display, size_t limit, sp_buf *out, sp_er
  * Returns 0, or -1 with errno set. */
 int sp_fs_link_tmpfile(int tfd, int dirfd, const char *name);
 
+/* Write data atomically to (dirfd, name): temp file, fsync, rename; keeps
+ * the mode and owner of a file being replaced. */
 int sp_fs_replace_at(sp_fs *fs, int dirfd, const char *name, const char *display, const void *data,
                      size_t len, bool must_not_exist, sp_error **err);
 

@@ -24,7 +24,6 @@
  *
  * Not seen at all: writes through a shared writable mmap. A full walk
  * (sp_snapstore_invalidate()) catches those by their mtime. */
-#include <poll.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/inotify.h>
