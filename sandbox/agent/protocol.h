@@ -25,6 +25,9 @@
  * container. */
 #define SPA_RUN_DIR    "/.sandpod/run"
 #define SPA_AGENT_PATH "/.sandpod/agent"
+/* Where a sandbox with an egress policy mounts its proxy's socket folder
+ * (read-only): the agent then relays 127.0.0.1:SP_EGRESS_PORT to it. */
+#define SPA_EGRESS_DIR "/.sandpod/egress"
 
 #define SPA_HEADER_LEN 5
 /* No frame may be longer: the agent drops a connection that sends one. */

@@ -41,6 +41,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "egress_proxy.h"
 #include "protocol.h"
 
 extern char **environ;
@@ -761,10 +762,38 @@ static int listen_on(const char *dir)
     return fd;
 }
 
+/* The egress relay (egress_proxy.h), a child of init, started again when
+ * it ends (at most once a second: a relay that cannot listen is not
+ * spun). */
+static pid_t relay_pid = -1;
+static int64_t relay_started;
+
+static void start_relay(void)
+{
+    char sock[256];
+    snprintf(sock, sizeof(sock), "%s/%s", SPA_EGRESS_DIR, SP_EGRESS_SOCKET);
+    if (access(SPA_EGRESS_DIR, F_OK) != 0 || now_ms() - relay_started < 1000)
+        return;
+    relay_started = now_ms();
+    pid_t p = fork();
+    if (p == 0) {
+        sigset_t none;
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, NULL);
+        signal(SIGTERM, SIG_DFL);
+        signal(SIGINT, SIG_DFL);
+        signal(SIGHUP, SIG_DFL);
+        _exit(sp_egress_relay_run(SP_EGRESS_PORT, sock));
+    }
+    relay_pid = p;
+}
+
 static void reap(void)
 {
-    while (waitpid(-1, NULL, WNOHANG) > 0)
-        ;
+    pid_t p;
+    while ((p = waitpid(-1, NULL, WNOHANG)) > 0)
+        if (p == relay_pid)
+            relay_pid = -1;
 }
 
 /* fork(), retried for a while on EAGAIN: right after a command hit the
@@ -811,8 +840,35 @@ static void shut_down(int sig)
     _exit(0);
 }
 
+/* sandpod-agent --egress-proxy DIR RUN [--max-connections N] [--resolv-conf FILE] */
+static int egress_proxy_main(int argc, char **argv)
+{
+    sp_egress_proxy_opts o = {.dir = argc > 3 ? argv[2] : NULL,
+                              .run_dir = argc > 3 ? argv[3] : NULL};
+    for (int i = 4; i + 1 < argc; i += 2) {
+        if (strcmp(argv[i], "--max-connections") == 0)
+            o.max_conns = (unsigned)strtoul(argv[i + 1], NULL, 10);
+        else if (strcmp(argv[i], "--resolv-conf") == 0)
+            o.resolv_conf = argv[i + 1];
+        else
+            o.dir = NULL;
+    }
+    if (!o.dir || argc % 2) {
+        dprintf(2, "usage: sandpod-agent --egress-proxy POLICY-DIR RUN-DIR [--max-connections N] "
+                   "[--resolv-conf FILE]\n");
+        return 2;
+    }
+    return sp_egress_proxy_run(&o);
+}
+
 int main(int argc, char **argv)
 {
+    /* The egress proxy's container runs this binary too; the relay mode
+     * alone is for tests (init starts the relay itself). */
+    if (argc > 1 && strcmp(argv[1], "--egress-proxy") == 0)
+        return egress_proxy_main(argc, argv);
+    if (argc == 4 && strcmp(argv[1], "--egress-relay") == 0)
+        return sp_egress_relay_run((uint16_t)strtoul(argv[2], NULL, 10), argv[3]);
     const char *dir = argc > 1 ? argv[1] : SPA_RUN_DIR;
     sigset_t set;
     sigemptyset(&set);
@@ -833,9 +889,14 @@ int main(int argc, char **argv)
     if (lfd >= 0)
         said_listening(dir);
     int64_t started = now_ms();
+    start_relay();
     for (;;) {
+        if (relay_pid < 0)
+            start_relay();
         struct pollfd pfd[2] = {{sfd, POLLIN, 0}, {lfd, POLLIN, 0}};
-        int wait = lfd >= 0 ? -1 : now_ms() - started < 10000 ? 5 : 1000;
+        int wait = lfd >= 0                     ? (relay_pid < 0 && relay_started ? 1000 : -1)
+                   : now_ms() - started < 10000 ? 5
+                                                : 1000;
         int pr = poll(pfd, lfd >= 0 ? 2 : 1, wait);
         if (lfd < 0 && (lfd = listen_on(dir)) >= 0)
             said_listening(dir);

@@ -109,6 +109,8 @@ typedef enum sp_egress_reason {
     SP_EGRESS_R_NO_RULE = 1, /* no rule allows it: the default deny */
     SP_EGRESS_R_SPECIAL = 2, /* a special address no allow CIDR rule names: special is set */
     SP_EGRESS_R_ADDRESS = 3, /* not an IPv4 or IPv6 address */
+    SP_EGRESS_R_NAME = 4,    /* not a valid host name (sp_egress_may_resolve()) */
+    SP_EGRESS_R_NO_NAME = 5, /* no name rule allows it (sp_egress_may_resolve()) */
 } sp_egress_reason;
 
 typedef struct sp_egress_decision {
@@ -162,6 +164,22 @@ void sp_egress_policy_dispose(sp_egress_policy *p);
  */
 bool sp_egress_decide(sp_egress_decision *out, const sp_egress_policy *p, const char *host,
                       const struct sockaddr *addr, uint16_t port);
+
+/*
+ * Contract: whether the proxy may look up `host` for a connection on
+ * `port`, before it resolves anything: a name deny rule that matches
+ * refuses; a name allow rule (one name, or *.suffix) whose port range holds
+ * the port allows; anything else is refused (SP_EGRESS_R_NO_NAME), so a
+ * workload cannot make the proxy send a lookup of a name no rule names
+ * (DNS tunnelling: the name itself would carry the data out). Network
+ * rules never allow a lookup: a name reaches an address of a CIDR rule
+ * only when a name rule names it too. The addresses the lookup gives are
+ * then judged one by one with sp_egress_decide().
+ *
+ * @return true when the name may be resolved
+ */
+bool sp_egress_may_resolve(sp_egress_decision *out, const sp_egress_policy *p, const char *host,
+                           uint16_t port);
 
 /* One line for a 403 body and the connection log: "allowed by --allow
  * 'example.com'", "denied by --deny '*.evil.com'", "refused: 127.0.0.1 is

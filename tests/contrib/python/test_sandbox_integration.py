@@ -231,11 +231,19 @@ def test_many_threads_share_one_sandbox(sb):
     barrier = threading.Barrier(n)
     sb.shell("rm -rf /tmp/par && mkdir /tmp/par")
 
+    # Each command counts the commands inside the sandbox beside it. In
+    # the first round it waits (up to 20 s) for another one to be there:
+    # a fixed sleep made the count depend on the machine's speed, and a
+    # loaded one (each remote command taking seconds) saw 1.
+    def cmd(i, k):
+        wait = ("t=0; while [ $(ls /tmp/par | wc -l) -lt 2 ] && [ $t -lt 200 ]; "
+                "do sleep 0.1; t=$((t+1)); done; " if k == 0 else "")
+        return (f"touch /tmp/par/{i}-{k}; {wait}n=$(ls /tmp/par | wc -l); "
+                f"rm /tmp/par/{i}-{k}; echo {i}-{k} $n")
+
     def work(i):
         barrier.wait()
-        # Each command counts the commands inside the sandbox beside it.
-        results[i] = [sb.shell(f"touch /tmp/par/{i}-{k}; sleep 0.3; n=$(ls /tmp/par | wc -l); "
-                               f"rm /tmp/par/{i}-{k}; echo {i}-{k} $n") for k in range(3)]
+        results[i] = [sb.shell(cmd(i, k)) for k in range(3)]
 
     threads = [threading.Thread(target=work, args=(i,)) for i in range(n)]
     for t in threads:
@@ -248,8 +256,8 @@ def test_many_threads_share_one_sandbox(sb):
             who, count = r.stdout.split()
             assert who == f"{i}-{k}", r.stdout
             most = max(most, int(count))
-    # At once, not one after the other: some command saw others running
-    # (counted in the sandbox, not timed, so a slow machine cannot fail it).
+    # At once, not one after the other: some command saw another running
+    # (serialized commands would each wait 20 s in vain and see 1).
     assert most >= 2, most
 
 

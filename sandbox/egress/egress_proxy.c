@@ -1,0 +1,1440 @@
+/* The egress proxy (egress_proxy.h says what it is and where it runs). One
+ * thread per connection, bounded; each connection's bytes go straight
+ * between the workload's socket and the upstream one. */
+#include "egress_proxy.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ifaddrs.h>
+#include <limits.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
+
+#include "base.h"
+#include "egress_policy.h"
+#include "egress_resolve.h"
+
+#define PUMP_BUF       32768
+#define RESOLVE_MS     3000
+#define WATCH_MS       100
+#define MAX_RECEIVERS  16
+#define THREAD_STACK   (256 * 1024)
+#define TLS_RECORD_MAX (16384 + 5)
+
+typedef struct policy_ref {
+    sp_egress_policy p;
+    unsigned refs;
+} policy_ref;
+
+typedef struct conn {
+    int client, up;
+    const char *proto; /* "http", "connect", "socks" */
+    char host[256];    /* as the client asked, lowercase for names */
+    uint16_t port;
+    bool literal;
+    struct sockaddr_storage sa; /* what it connected to */
+    char addr[INET6_ADDRSTRLEN];
+    bool allowed;
+    char why[512]; /* the decision, or why it failed */
+    char *rule;    /* the deciding rule's text, or NULL */
+    uint64_t up_bytes, down_bytes;
+    int64_t started_ms;
+    atomic_int cut; /* the watcher found the policy now denies it */
+    char cut_why[512];
+    struct conn *prev, *next;
+} conn;
+
+static struct {
+    sp_egress_proxy_opts o;
+    char policy_path[PATH_MAX], hosts_path[PATH_MAX];
+    pthread_mutex_t mu;
+    policy_ref *policy;
+    struct stat policy_st;
+    unsigned open, receivers;
+    conn *live;
+    int log_fd;
+} g = {.mu = PTHREAD_MUTEX_INITIALIZER, .log_fd = -1};
+
+static int64_t mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int64_t wall_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void say(const char *fmt, ...) SP_PRINTF(1, 2);
+static void say(const char *fmt, ...)
+{
+    char line[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof(line), fmt, ap);
+    va_end(ap);
+    dprintf(2, "sandpod-egress: %s\n", line);
+}
+
+/* ------------------------------------------------------------- policy -- */
+
+/* The host's own addresses are special: a rule must name them by network. */
+static void add_host_addresses(sp_egress_policy *p)
+{
+    struct ifaddrs *ifs = NULL;
+    if (getifaddrs(&ifs) < 0)
+        return;
+    for (struct ifaddrs *i = ifs; i; i = i->ifa_next) {
+        if (!i->ifa_addr ||
+            (i->ifa_addr->sa_family != AF_INET && i->ifa_addr->sa_family != AF_INET6))
+            continue;
+        char a[INET6_ADDRSTRLEN];
+        const void *raw = i->ifa_addr->sa_family == AF_INET
+                              ? (const void *)&((struct sockaddr_in *)i->ifa_addr)->sin_addr
+                              : (const void *)&((struct sockaddr_in6 *)i->ifa_addr)->sin6_addr;
+        if (!inet_ntop(i->ifa_addr->sa_family, raw, a, sizeof(a)))
+            continue;
+        sp_error *e = NULL;
+        if (sp_egress_policy_add_special(p, a, "an address of this host", &e) < 0)
+            sp_error_free(e);
+    }
+    freeifaddrs(ifs);
+}
+
+/* Read the policy file into a new reference; NULL (said why) when it is
+ * unreadable or holds a bad line: the old policy stays. */
+static policy_ref *load_policy(struct stat *st)
+{
+    int fd = open(g.policy_path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    FILE *f = fd >= 0 ? fdopen(fd, "r") : NULL;
+    if (!f) {
+        if (fd >= 0)
+            close(fd);
+        say("cannot read %s: %s", g.policy_path, strerror(errno));
+        return NULL;
+    }
+    fstat(fd, st);
+    policy_ref *r = sp_xcalloc(1, sizeof(*r));
+    r->refs = 1;
+    char line[2048];
+    bool ok = true;
+    while (ok && fgets(line, sizeof(line), f)) {
+        line[strcspn(line, "\r\n")] = '\0';
+        if (!line[0] || line[0] == '#')
+            continue;
+        sp_egress_verdict v;
+        const char *text;
+        if (strncmp(line, "allow ", 6) == 0) {
+            v = SP_EGRESS_ALLOW;
+            text = line + 6;
+        } else if (strncmp(line, "deny ", 5) == 0) {
+            v = SP_EGRESS_DENY;
+            text = line + 5;
+        } else {
+            say("%s: not a rule: %.100s", g.policy_path, line);
+            ok = false;
+            break;
+        }
+        sp_error *e = NULL;
+        if (sp_egress_policy_add(&r->p, text, v, &e) < 0) {
+            say("%s: %s", g.policy_path, e ? e->message : "bad rule");
+            sp_error_free(e);
+            ok = false;
+        }
+    }
+    fclose(f);
+    if (!ok) {
+        sp_egress_policy_dispose(&r->p);
+        free(r);
+        return NULL;
+    }
+    add_host_addresses(&r->p);
+    return r;
+}
+
+static policy_ref *policy_get(void)
+{
+    pthread_mutex_lock(&g.mu);
+    policy_ref *r = g.policy;
+    r->refs++;
+    pthread_mutex_unlock(&g.mu);
+    return r;
+}
+
+static void policy_put_locked(policy_ref *r)
+{
+    if (--r->refs == 0) {
+        sp_egress_policy_dispose(&r->p);
+        free(r);
+    }
+}
+
+static void policy_put(policy_ref *r)
+{
+    pthread_mutex_lock(&g.mu);
+    policy_put_locked(r);
+    pthread_mutex_unlock(&g.mu);
+}
+
+static void set_why(conn *c, const sp_egress_decision *d)
+{
+    char *t = sp_egress_decision_text(d);
+    snprintf(c->why, sizeof(c->why), "%s", t);
+    free(t);
+    free(c->rule);
+    c->rule = d->rule ? sp_xstrdup(d->rule->text) : NULL;
+}
+
+/* Whether c's open connection is still allowed by p. Reads only what
+ * does not change once connected; when not, the refusal goes to
+ * c->cut_why (under g.mu) and the connection's own thread takes it. */
+static bool still_allowed(conn *c, const sp_egress_policy *p)
+{
+    sp_egress_decision d;
+    if ((!c->literal && !sp_egress_may_resolve(&d, p, c->host, c->port)) ||
+        !sp_egress_decide(&d, p, c->literal ? NULL : c->host, (struct sockaddr *)&c->sa, c->port)) {
+        char *t = sp_egress_decision_text(&d);
+        snprintf(c->cut_why, sizeof(c->cut_why), "cut: the policy changed: %s", t);
+        free(t);
+        return false;
+    }
+    return true;
+}
+
+/* Every WATCH_MS: a changed policy file is read and put in force, and the
+ * open connections it no longer allows are cut. */
+static void *watcher(void *arg)
+{
+    (void)arg;
+    for (;;) {
+        struct timespec ts = {0, WATCH_MS * 1000000L};
+        nanosleep(&ts, NULL);
+        struct stat st;
+        if (stat(g.policy_path, &st) < 0 ||
+            (st.st_ino == g.policy_st.st_ino && st.st_size == g.policy_st.st_size &&
+             st.st_mtim.tv_sec == g.policy_st.st_mtim.tv_sec &&
+             st.st_mtim.tv_nsec == g.policy_st.st_mtim.tv_nsec && st.st_dev == g.policy_st.st_dev))
+            continue;
+        struct stat got;
+        policy_ref *r = load_policy(&got);
+        g.policy_st = r ? got : st; /* a bad file is not read again until it changes */
+        if (!r)
+            continue;
+        pthread_mutex_lock(&g.mu);
+        policy_ref *old = g.policy;
+        g.policy = r;
+        policy_put_locked(old);
+        unsigned cut = 0;
+        for (conn *c = g.live; c; c = c->next)
+            if (c->allowed && c->up >= 0 && !atomic_load(&c->cut) && !still_allowed(c, &r->p)) {
+                atomic_store(&c->cut, 1);
+                shutdown(c->client, SHUT_RDWR);
+                shutdown(c->up, SHUT_RDWR);
+                cut++;
+            }
+        pthread_mutex_unlock(&g.mu);
+        say("policy read anew (%zu rules)%s", r->p.n_rules, cut ? "; open connections cut" : "");
+    }
+    return NULL;
+}
+
+/* ---------------------------------------------------------------- log -- */
+
+static void json_str(char *out, size_t cap, size_t *at, const char *s)
+{
+    if (*at < cap)
+        out[(*at)++] = '"';
+    for (; s && *s && *at + 8 < cap; s++) {
+        unsigned char ch = (unsigned char)*s;
+        if (ch == '"' || ch == '\\')
+            *at += (size_t)snprintf(out + *at, cap - *at, "\\%c", ch);
+        else if (ch < 0x20 || ch == 0x7f)
+            *at += (size_t)snprintf(out + *at, cap - *at, "\\u%04x", ch);
+        else
+            out[(*at)++] = (char)ch;
+    }
+    if (*at < cap)
+        out[(*at)++] = '"';
+}
+
+static void log_conn(const conn *c)
+{
+    char line[2048];
+    size_t at = 0;
+    time_t secs = (time_t)(c->started_ms / 1000);
+    struct tm tm;
+    gmtime_r(&secs, &tm);
+    at += strftime(line, sizeof(line), "{\"time\":\"%Y-%m-%dT%H:%M:%S", &tm);
+    at += (size_t)snprintf(line + at, sizeof(line) - at,
+                           ".%03dZ\",\"proto\":", (int)(c->started_ms % 1000));
+    json_str(line, sizeof(line), &at, c->proto);
+    at += (size_t)snprintf(line + at, sizeof(line) - at, ",\"host\":");
+    json_str(line, sizeof(line), &at, c->host);
+    at += (size_t)snprintf(line + at, sizeof(line) - at, ",\"port\":%u,\"addr\":", c->port);
+    json_str(line, sizeof(line), &at, c->addr);
+    at += (size_t)snprintf(line + at, sizeof(line) - at,
+                           ",\"verdict\":\"%s\",\"up\":%llu,\"down\":%llu,\"ms\":%lld,\"rule\":",
+                           c->allowed && !atomic_load(&c->cut) ? "allow" : "deny",
+                           (unsigned long long)c->up_bytes, (unsigned long long)c->down_bytes,
+                           (long long)(wall_ms() - c->started_ms));
+    if (c->rule)
+        json_str(line, sizeof(line), &at, c->rule);
+    else
+        at += (size_t)snprintf(line + at, sizeof(line) - at, "null");
+    at += (size_t)snprintf(line + at, sizeof(line) - at, ",\"why\":");
+    json_str(line, sizeof(line), &at, c->why);
+    if (at + 2 >= sizeof(line))
+        at = sizeof(line) - 3;
+    line[at++] = '}';
+    line[at++] = '\n';
+    if (g.log_fd >= 0 && write(g.log_fd, line, at) < 0)
+        say("cannot write the connection log: %s", strerror(errno));
+}
+
+/* ---------------------------------------------------------------- I/O -- */
+
+/* Read at least one byte before the deadline; 0 at EOF, -1 on error or time out. */
+static ssize_t read_by(int fd, void *buf, size_t cap, int64_t deadline, int flags)
+{
+    for (;;) {
+        ssize_t r = recv(fd, buf, cap, flags);
+        if (r >= 0)
+            return r;
+        if (errno != EAGAIN && errno != EINTR)
+            return -1;
+        int64_t left = deadline - mono_ms();
+        if (left <= 0) {
+            errno = ETIMEDOUT;
+            return -1;
+        }
+        struct pollfd p = {fd, POLLIN, 0};
+        poll(&p, 1, (int)left);
+    }
+}
+
+static bool read_exact(int fd, void *buf, size_t n, int64_t deadline)
+{
+    for (size_t at = 0; at < n;) {
+        ssize_t r = read_by(fd, (char *)buf + at, n - at, deadline, 0);
+        if (r <= 0)
+            return false;
+        at += (size_t)r;
+    }
+    return true;
+}
+
+static bool write_all(int fd, const void *buf, size_t n, int64_t deadline)
+{
+    for (size_t at = 0; at < n;) {
+        ssize_t w = send(fd, (const char *)buf + at, n - at, MSG_NOSIGNAL);
+        if (w > 0) {
+            at += (size_t)w;
+            continue;
+        }
+        if (w < 0 && errno != EAGAIN && errno != EINTR)
+            return false;
+        int64_t left = deadline - mono_ms();
+        if (left <= 0)
+            return false;
+        struct pollfd p = {fd, POLLOUT, 0};
+        poll(&p, 1, (int)left);
+    }
+    return true;
+}
+
+/* ---------------------------------------------------------- decisions -- */
+
+static void set_port(struct sockaddr_storage *ss, uint16_t port)
+{
+    if (ss->ss_family == AF_INET)
+        ((struct sockaddr_in *)ss)->sin_port = htons(port);
+    else
+        ((struct sockaddr_in6 *)ss)->sin6_port = htons(port);
+}
+
+/* Connect within the deadline; the socket, or -1 with errno. */
+static int connect_by(const struct sockaddr_storage *ss, int64_t deadline)
+{
+    int fd = socket(ss->ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (fd < 0)
+        return -1;
+    socklen_t sl =
+        ss->ss_family == AF_INET ? sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6);
+    if (connect(fd, (const struct sockaddr *)ss, sl) < 0 && errno != EINPROGRESS) {
+        int e = errno;
+        close(fd);
+        errno = e;
+        return -1;
+    }
+    struct pollfd p = {fd, POLLOUT, 0};
+    int64_t left = deadline - mono_ms();
+    if (left <= 0 || poll(&p, 1, (int)left) <= 0) {
+        close(fd);
+        errno = ETIMEDOUT;
+        return -1;
+    }
+    int soerr = 0;
+    socklen_t len = sizeof(soerr);
+    getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &len);
+    if (soerr) {
+        close(fd);
+        errno = soerr;
+        return -1;
+    }
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    return fd;
+}
+
+typedef enum { OPEN_OK, OPEN_DENIED, OPEN_NO_NAME, OPEN_FAILED, OPEN_TIMEOUT } open_result;
+
+/* Decide on c->host:c->port and connect to the first address the policy
+ * allows. Sets c->up, c->sa, c->addr, c->allowed and c->why. */
+static open_result open_upstream(conn *c)
+{
+    struct sockaddr_storage lit;
+    c->literal = sp_egress_parse_literal(&lit, c->host);
+    policy_ref *pr = policy_get();
+    const sp_egress_policy *p = &pr->p;
+    sp_egress_decision d;
+    sp_egress_addrs addrs = {.n = 0};
+    open_result res = OPEN_DENIED;
+    if (c->literal) {
+        addrs.a[addrs.n++] = lit;
+    } else {
+        if (!sp_egress_may_resolve(&d, p, c->host, c->port)) {
+            set_why(c, &d);
+            goto done;
+        }
+        char why[256];
+        if (sp_egress_resolve(&addrs, c->host, g.hosts_path, g.o.resolv_conf, RESOLVE_MS, why,
+                              sizeof(why)) < 0) {
+            snprintf(c->why, sizeof(c->why), "cannot resolve %.200s: %.200s", c->host, why);
+            res = OPEN_NO_NAME;
+            goto done;
+        }
+    }
+    /* Every address is judged; the first allowed one that answers wins.
+     * With none allowed, the first address's refusal is the answer. */
+    int64_t deadline = mono_ms() + g.o.connect_timeout_ms;
+    bool any = false;
+    int last_errno = 0;
+    for (size_t i = 0; i < addrs.n; i++) {
+        sp_egress_decision di;
+        if (!sp_egress_decide(&di, p, c->literal ? NULL : c->host, (struct sockaddr *)&addrs.a[i],
+                              c->port)) {
+            if (!any && i == 0) {
+                set_why(c, &di);
+                sp_egress_addr_text(&addrs.a[i], c->addr, sizeof(c->addr));
+            }
+            continue;
+        }
+        any = true;
+        set_port(&addrs.a[i], c->port);
+        c->sa = addrs.a[i];
+        sp_egress_addr_text(&addrs.a[i], c->addr, sizeof(c->addr));
+        set_why(c, &di);
+        int fd = connect_by(&addrs.a[i], deadline);
+        if (fd >= 0) {
+            c->allowed = true;
+            pthread_mutex_lock(&g.mu);
+            c->up = fd;
+            /* A policy that changed while it connected still counts. */
+            bool ok = still_allowed(c, &g.policy->p);
+            pthread_mutex_unlock(&g.mu);
+            if (!ok) {
+                c->allowed = false;
+                snprintf(c->why, sizeof(c->why), "%s", c->cut_why);
+                free(c->rule);
+                c->rule = NULL;
+                goto done;
+            }
+            res = OPEN_OK;
+            goto done;
+        }
+        last_errno = errno;
+        if (errno == ETIMEDOUT)
+            break;
+    }
+    if (any) {
+        c->allowed = true;
+        char decided_by[sizeof(c->why)];
+        memcpy(decided_by, c->why, sizeof(decided_by));
+        snprintf(c->why, sizeof(c->why), "%.300s; connect to %s port %u: %.100s", decided_by,
+                 c->addr, c->port, strerror(last_errno));
+        res = last_errno == ETIMEDOUT ? OPEN_TIMEOUT : OPEN_FAILED;
+    }
+done:
+    policy_put(pr);
+    return res;
+}
+
+/* ----------------------------------------------------------- TLS SNI -- */
+
+int sp_egress_sni(char *name, size_t cap, const unsigned char *b, size_t len, int *is_tls)
+{
+    *is_tls = 0;
+    name[0] = '\0';
+    if (len < 1)
+        return -2;
+    if (b[0] != 0x16)
+        return 0; /* not a TLS handshake record */
+    if (len < 5)
+        return -2;
+    if (b[1] != 0x03) /* SSL 3.0 to TLS 1.3 all say 3.x here */
+        return 0;
+    *is_tls = 1;
+    size_t rec = (size_t)b[3] << 8 | b[4];
+    if (rec > 16384 || rec < 4)
+        return -1;
+    if (len < 5 + rec)
+        return -2;
+    const unsigned char *h = b + 5, *end = b + 5 + rec;
+    if (h[0] != 0x01)
+        return -1; /* the first handshake message must be a ClientHello */
+    size_t hl = (size_t)h[1] << 16 | (size_t)h[2] << 8 | h[3];
+    if (4 + hl > rec)
+        return -1; /* split over records: the server would see what we cannot */
+    end = h + 4 + hl;
+    const unsigned char *p = h + 4 + 2 + 32; /* version, random */
+    if (p + 1 > end)
+        return -1;
+    p += 1 + p[0]; /* session id */
+    if (p + 2 > end)
+        return -1;
+    p += 2 + ((size_t)p[0] << 8 | p[1]); /* cipher suites */
+    if (p + 1 > end)
+        return -1;
+    p += 1 + p[0]; /* compression methods */
+    if (p == end)
+        return 0; /* no extensions */
+    if (p + 2 > end)
+        return -1;
+    size_t el = (size_t)p[0] << 8 | p[1];
+    p += 2;
+    if (p + el != end)
+        return -1;
+    int found = 0;
+    while (p < end) {
+        if (p + 4 > end)
+            return -1;
+        unsigned type = (unsigned)p[0] << 8 | p[1];
+        size_t l = (size_t)p[2] << 8 | p[3];
+        p += 4;
+        if (p + l > end)
+            return -1;
+        if (type == 0) { /* server_name */
+            if (found || l < 2)
+                return -1;
+            const unsigned char *q = p + 2, *qe = p + l;
+            if (2 + ((size_t)p[0] << 8 | p[1]) != l)
+                return -1;
+            while (q < qe) {
+                if (q + 3 > qe)
+                    return -1;
+                size_t nl = (size_t)q[1] << 8 | q[2];
+                if (q + 3 + nl > qe)
+                    return -1;
+                if (q[0] == 0) { /* host_name: one only */
+                    if (found || nl == 0 || nl >= cap || memchr(q + 3, 0, nl))
+                        return -1;
+                    memcpy(name, q + 3, nl);
+                    name[nl] = '\0';
+                    found = 1;
+                }
+                q += 3 + nl;
+            }
+        }
+        p += l;
+    }
+    return found;
+}
+
+static bool same_host(const char *a, const char *b)
+{
+    size_t la = strlen(a), lb = strlen(b);
+    if (la && a[la - 1] == '.')
+        la--;
+    if (lb && b[lb - 1] == '.')
+        lb--;
+    return la == lb && strncasecmp(a, b, la) == 0;
+}
+
+/* ------------------------------------------------------------- pumping -- */
+
+typedef enum { BODY_NONE, BODY_LENGTH, BODY_CHUNKED, BODY_RAW } body_mode;
+
+typedef struct body {
+    body_mode mode;
+    uint64_t left; /* LENGTH: bytes; CHUNKED: of the current chunk */
+    int st;        /* CHUNKED: the parser's state */
+    int digits;
+    bool done;
+} body;
+
+enum {
+    CH_SIZE,
+    CH_EXT,
+    CH_SIZE_LF,
+    CH_DATA,
+    CH_DATA_CR,
+    CH_DATA_LF,
+    CH_TR_START,
+    CH_TRAILER,
+    CH_END_LF
+};
+
+static int hexval(unsigned char ch)
+{
+    if (ch >= '0' && ch <= '9')
+        return ch - '0';
+    ch = (unsigned char)(ch | 0x20);
+    return ch >= 'a' && ch <= 'f' ? ch - 'a' + 10 : -1;
+}
+
+/* How many of the n client bytes belong to the request body (and go
+ * upstream); sets b->done at its end; -1 when the framing is malformed. */
+static ssize_t body_take(body *b, const unsigned char *p, size_t n)
+{
+    if (b->done)
+        return 0;
+    switch (b->mode) {
+    case BODY_NONE:
+        b->done = true;
+        return 0;
+    case BODY_RAW:
+        return (ssize_t)n;
+    case BODY_LENGTH: {
+        size_t k = n < b->left ? n : (size_t)b->left;
+        b->left -= k;
+        if (b->left == 0)
+            b->done = true;
+        return (ssize_t)k;
+    }
+    case BODY_CHUNKED:
+        break;
+    }
+    size_t i = 0;
+    while (i < n && !b->done) {
+        unsigned char ch = p[i];
+        switch (b->st) {
+        case CH_SIZE: {
+            int v = hexval(ch);
+            if (v >= 0) {
+                if (++b->digits > 15)
+                    return -1;
+                b->left = b->left * 16 + (uint64_t)v;
+            } else if (b->digits && (ch == ';' || ch == ' ' || ch == '\t')) {
+                b->st = CH_EXT;
+            } else if (b->digits && ch == '\r') {
+                b->st = CH_SIZE_LF;
+            } else {
+                return -1;
+            }
+            i++;
+            break;
+        }
+        case CH_EXT:
+            if (ch == '\r')
+                b->st = CH_SIZE_LF;
+            else if (ch == '\n')
+                return -1;
+            i++;
+            break;
+        case CH_SIZE_LF:
+            if (ch != '\n')
+                return -1;
+            b->st = b->left ? CH_DATA : CH_TR_START;
+            b->digits = 0;
+            i++;
+            break;
+        case CH_DATA: {
+            size_t k = n - i < b->left ? n - i : (size_t)b->left;
+            i += k;
+            b->left -= k;
+            if (b->left == 0)
+                b->st = CH_DATA_CR;
+            break;
+        }
+        case CH_DATA_CR:
+            if (ch != '\r')
+                return -1;
+            b->st = CH_DATA_LF;
+            i++;
+            break;
+        case CH_DATA_LF:
+            if (ch != '\n')
+                return -1;
+            b->st = CH_SIZE;
+            i++;
+            break;
+        case CH_TR_START:
+            b->st = ch == '\r' ? CH_END_LF : CH_TRAILER;
+            i++;
+            break;
+        case CH_TRAILER:
+            if (ch == '\n')
+                b->st = CH_TR_START;
+            i++;
+            break;
+        case CH_END_LF:
+            if (ch != '\n')
+                return -1;
+            b->done = true;
+            i++;
+            break;
+        }
+    }
+    return (ssize_t)i;
+}
+
+typedef struct buf {
+    unsigned char d[PUMP_BUF];
+    size_t at, end;
+} buf;
+
+/* A TLS alert (fatal, unrecognized_name) for a client whose ClientHello
+ * names another host: its TLS library says so instead of a reset. */
+static const unsigned char alert_unrecognized_name[] = {0x15, 0x03, 0x01, 0x00, 0x02, 0x02, 0x70};
+
+/* Move bytes both ways until both sides are done. Client bytes go through
+ * the body filter (`pre` first: what came after the request head), and,
+ * while sni_host is set, are held until the ClientHello's server name has
+ * been checked against it. */
+static void pump(conn *c, body *b, const unsigned char *pre, size_t pre_len, const char *sni_host)
+{
+    buf *cu = sp_xcalloc(1, sizeof(*cu)), *uc = sp_xcalloc(1, sizeof(*uc));
+    unsigned char *hello = NULL;
+    size_t hello_len = 0;
+    bool sni_wait = sni_host != NULL;
+    if (sni_wait)
+        hello = sp_xmalloc(TLS_RECORD_MAX);
+    bool client_eof = false, up_eof = false, up_shut = false, client_shut = false;
+    bool failed = false;
+    fcntl(c->client, F_SETFL, fcntl(c->client, F_GETFL) | O_NONBLOCK);
+
+    /* Client bytes: into the hello buffer or through the body filter. */
+#define TAKE_CLIENT(ptr, len)                                                                      \
+    do {                                                                                           \
+        const unsigned char *p_ = (ptr);                                                           \
+        size_t n_ = (len);                                                                         \
+        if (sni_wait) {                                                                            \
+            memcpy(hello + hello_len, p_, n_);                                                     \
+            hello_len += n_;                                                                       \
+        } else {                                                                                   \
+            ssize_t k_ = body_take(b, p_, n_);                                                     \
+            if (k_ < 0) {                                                                          \
+                failed = true;                                                                     \
+                snprintf(c->why, sizeof(c->why), "a malformed chunked request body");              \
+            } else {                                                                               \
+                memcpy(cu->d + cu->end, p_, (size_t)k_);                                           \
+                cu->end += (size_t)k_;                                                             \
+            }                                                                                      \
+        }                                                                                          \
+    } while (0)
+
+    if (pre_len)
+        TAKE_CLIENT(pre, pre_len);
+    while (!failed && !atomic_load(&c->cut)) {
+        if (sni_wait && hello_len) {
+            char name[256];
+            int tls = 0;
+            int r = sp_egress_sni(name, sizeof(name), hello, hello_len, &tls);
+            if (r == -2 && hello_len >= TLS_RECORD_MAX)
+                r = -1;
+            if (r == -1 || (r == 1 && (c->literal || !same_host(name, sni_host)))) {
+                if (r == -1)
+                    snprintf(c->why, sizeof(c->why),
+                             "refused: a TLS ClientHello that is malformed or split over records");
+                else
+                    snprintf(c->why, sizeof(c->why),
+                             "refused: the TLS server name %.200s is not the host asked for", name);
+                free(c->rule);
+                c->rule = NULL;
+                c->allowed = false;
+                write_all(c->client, alert_unrecognized_name, sizeof(alert_unrecognized_name),
+                          mono_ms() + 1000);
+                break;
+            }
+            if (r != -2) {
+                sni_wait = false;
+                TAKE_CLIENT(hello, hello_len);
+                hello_len = 0;
+                continue;
+            }
+        }
+        if (cu->at == cu->end)
+            cu->at = cu->end = 0;
+        bool client_done = client_eof || b->done;
+        if (client_done && cu->at == cu->end && !up_shut && b->mode == BODY_RAW) {
+            shutdown(c->up, SHUT_WR);
+            up_shut = true;
+        }
+        if (up_eof && uc->at == uc->end && !client_shut) {
+            shutdown(c->client, SHUT_WR);
+            client_shut = true;
+        }
+        bool http_done = b->mode != BODY_RAW && up_eof && uc->at == uc->end;
+        if ((client_done && up_eof && cu->at == cu->end && uc->at == uc->end) || http_done)
+            break;
+        struct pollfd pf[2] = {{c->client, 0, 0}, {c->up, 0, 0}};
+        size_t room = sni_wait ? TLS_RECORD_MAX - hello_len : sizeof(cu->d) - cu->end;
+        if (!client_done && cu->at == cu->end && room)
+            pf[0].events |= POLLIN;
+        if (uc->at < uc->end)
+            pf[0].events |= POLLOUT;
+        if (!up_eof && uc->at == uc->end)
+            pf[1].events |= POLLIN;
+        if (cu->at < cu->end)
+            pf[1].events |= POLLOUT;
+        if (poll(pf, 2, WATCH_MS) < 0 && errno != EINTR)
+            break;
+        if (pf[0].revents & (POLLIN | POLLHUP | POLLERR) && (pf[0].events & POLLIN)) {
+            unsigned char tmp[PUMP_BUF];
+            ssize_t r = recv(c->client, tmp, room < sizeof(tmp) ? room : sizeof(tmp), 0);
+            if (r > 0)
+                TAKE_CLIENT(tmp, (size_t)r);
+            else if (r == 0 || (errno != EAGAIN && errno != EINTR))
+                client_eof = true;
+        }
+        if (pf[1].revents & (POLLIN | POLLHUP | POLLERR) && (pf[1].events & POLLIN)) {
+            ssize_t r = recv(c->up, uc->d, sizeof(uc->d), 0);
+            if (r > 0) {
+                uc->at = 0;
+                uc->end = (size_t)r;
+            } else if (r == 0 || (errno != EAGAIN && errno != EINTR)) {
+                up_eof = true;
+            }
+        }
+        if (cu->at < cu->end && (pf[1].revents & (POLLOUT | POLLERR | POLLHUP))) {
+            ssize_t w = send(c->up, cu->d + cu->at, cu->end - cu->at, MSG_NOSIGNAL);
+            if (w > 0) {
+                cu->at += (size_t)w;
+                c->up_bytes += (uint64_t)w;
+            } else if (w < 0 && errno != EAGAIN && errno != EINTR) {
+                break;
+            }
+        }
+        if (uc->at < uc->end && (pf[0].revents & (POLLOUT | POLLERR | POLLHUP))) {
+            ssize_t w = send(c->client, uc->d + uc->at, uc->end - uc->at, MSG_NOSIGNAL);
+            if (w > 0) {
+                uc->at += (size_t)w;
+                c->down_bytes += (uint64_t)w;
+            } else if (w < 0 && errno != EAGAIN && errno != EINTR) {
+                break;
+            }
+        }
+    }
+#undef TAKE_CLIENT
+    if (failed)
+        c->allowed = false;
+    free(hello);
+    free(cu);
+    free(uc);
+}
+
+/* ---------------------------------------------------------- protocols -- */
+
+static void http_reply(conn *c, int code, const char *reason, const char *msg)
+{
+    char body_text[900];
+    int bl = snprintf(body_text, sizeof(body_text), "sandpod egress: %.800s\n", msg);
+    char head[1200];
+    int hl = snprintf(head, sizeof(head),
+                      "HTTP/1.1 %d %s\r\nContent-Type: text/plain; charset=utf-8\r\n"
+                      "Content-Length: %d\r\nConnection: close\r\n\r\n%s",
+                      code, reason, bl, body_text);
+    write_all(c->client, head, (size_t)hl, mono_ms() + 2000);
+}
+
+/* host[:port] or [v6][:port]: into c->host (lowercase) and c->port. */
+static bool parse_authority(conn *c, const char *a, size_t n, uint16_t default_port)
+{
+    const char *host = a, *colon = NULL;
+    size_t hl;
+    if (n && a[0] == '[') {
+        const char *close_br = memchr(a, ']', n);
+        if (!close_br)
+            return false;
+        host = a + 1;
+        hl = (size_t)(close_br - host);
+        if (close_br + 1 < a + n) {
+            if (close_br[1] != ':')
+                return false;
+            colon = close_br + 1;
+        }
+        struct in6_addr tmp;
+        char t[INET6_ADDRSTRLEN];
+        if (hl >= sizeof(t))
+            return false;
+        memcpy(t, host, hl);
+        t[hl] = '\0';
+        if (inet_pton(AF_INET6, t, &tmp) != 1)
+            return false;
+    } else {
+        colon = memchr(a, ':', n);
+        hl = colon ? (size_t)(colon - a) : n;
+    }
+    if (hl == 0 || hl >= sizeof(c->host))
+        return false;
+    for (size_t i = 0; i < hl; i++)
+        c->host[i] = (char)((host[i] >= 'A' && host[i] <= 'Z') ? host[i] | 0x20 : host[i]);
+    c->host[hl] = '\0';
+    c->port = default_port;
+    if (colon) {
+        const char *p = colon + 1, *e = a + n;
+        if (p == e || e - p > 5)
+            return false;
+        unsigned v = 0;
+        for (; p < e; p++) {
+            if (*p < '0' || *p > '9')
+                return false;
+            v = v * 10 + (unsigned)(*p - '0');
+        }
+        if (v == 0 || v > 65535)
+            return false;
+        c->port = (uint16_t)v;
+    }
+    return true;
+}
+
+/* A header's name matches (case-insensitive) at line; its value in *v, *vl. */
+static bool header_is(const char *line, size_t len, const char *name, const char **v, size_t *vl)
+{
+    size_t nl = strlen(name);
+    if (len <= nl || line[nl] != ':' || strncasecmp(line, name, nl) != 0)
+        return false;
+    const char *p = line + nl + 1, *e = line + len;
+    while (p < e && (*p == ' ' || *p == '\t'))
+        p++;
+    while (e > p && (e[-1] == ' ' || e[-1] == '\t'))
+        e--;
+    *v = p;
+    *vl = (size_t)(e - p);
+    return true;
+}
+
+static void serve_http(conn *c, unsigned char *head, size_t got, int64_t deadline)
+{
+    /* The request head, whole, within the limit and the time. */
+    unsigned char *end = NULL;
+    for (;;) {
+        end = got >= 4 ? memmem(head, got, "\r\n\r\n", 4) : NULL;
+        if (end || got >= SP_EGRESS_HEAD_LIMIT)
+            break;
+        ssize_t r = read_by(c->client, head + got, SP_EGRESS_HEAD_LIMIT - got, deadline, 0);
+        if (r <= 0) {
+            snprintf(c->why, sizeof(c->why), "no complete request head in time");
+            return;
+        }
+        got += (size_t)r;
+    }
+    c->proto = "http";
+    if (!end) {
+        snprintf(c->why, sizeof(c->why), "a request head over %d bytes", SP_EGRESS_HEAD_LIMIT);
+        http_reply(c, 431, "Request Header Fields Too Large", c->why);
+        return;
+    }
+    size_t head_len = (size_t)(end - head) + 4;
+    const char *h = (const char *)head;
+    const char *line_end = memmem(h, head_len, "\r\n", 2);
+    const char *sp1 = memchr(h, ' ', (size_t)(line_end - h));
+    const char *sp2 = sp1 ? memchr(sp1 + 1, ' ', (size_t)(line_end - sp1 - 1)) : NULL;
+    if (!sp1 || !sp2 || sp1 == h || (size_t)(line_end - sp2 - 1) != 8 ||
+        strncmp(sp2 + 1, "HTTP/1.", 7) != 0 || (sp2[8] != '0' && sp2[8] != '1')) {
+        snprintf(c->why, sizeof(c->why), "not an HTTP/1 proxy request");
+        http_reply(c, 400, "Bad Request", c->why);
+        return;
+    }
+    size_t ml = (size_t)(sp1 - h);
+    const char *target = sp1 + 1;
+    size_t tl = (size_t)(sp2 - target);
+    bool is_connect = ml == 7 && strncmp(h, "CONNECT", 7) == 0;
+    const char *path = "/";
+    size_t path_len = 1;
+    if (is_connect) {
+        c->proto = "connect";
+        if (!parse_authority(c, target, tl, 443)) {
+            snprintf(c->why, sizeof(c->why), "CONNECT needs host:port");
+            http_reply(c, 400, "Bad Request", c->why);
+            return;
+        }
+    } else {
+        if (tl >= 8 && strncasecmp(target, "https://", 8) == 0) {
+            snprintf(c->why, sizeof(c->why),
+                     "an https:// URL goes through CONNECT, not a plain request");
+            http_reply(c, 400, "Bad Request", c->why);
+            return;
+        }
+        if (tl < 7 || strncasecmp(target, "http://", 7) != 0) {
+            snprintf(c->why, sizeof(c->why), "a proxy request needs an absolute http:// URL");
+            http_reply(c, 400, "Bad Request", c->why);
+            return;
+        }
+        const char *a = target + 7, *te = target + tl, *ae = a;
+        while (ae < te && *ae != '/' && *ae != '?' && *ae != '#')
+            ae++;
+        if (memchr(a, '@', (size_t)(ae - a)) || !parse_authority(c, a, (size_t)(ae - a), 80)) {
+            snprintf(c->why, sizeof(c->why), "a URL whose authority is not host[:port]");
+            http_reply(c, 400, "Bad Request", c->why);
+            return;
+        }
+        if (ae < te) {
+            path = ae;
+            path_len = (size_t)(te - ae);
+        }
+        if (*path != '/') {
+            snprintf(c->why, sizeof(c->why), "a URL without a path");
+            http_reply(c, 400, "Bad Request", c->why);
+            return;
+        }
+    }
+
+    /* Headers: Host must name the URL's authority; the body's framing must
+     * be one, unambiguous. */
+    body b = {.mode = BODY_NONE};
+    int hosts = 0, lengths = 0;
+    bool chunked = false, bad = false;
+    const char *hv = NULL;
+    size_t hvl = 0;
+    uint64_t clen = 0;
+    for (const char *l = line_end + 2; l < h + head_len - 2;) {
+        const char *le = memmem(l, (size_t)(h + head_len - l), "\r\n", 2);
+        size_t ll = (size_t)(le - l);
+        const char *v;
+        size_t vl;
+        if (ll == 0 || l[0] == ' ' || l[0] == '\t' || !memchr(l, ':', ll))
+            bad = true; /* obsolete folding, or not a header */
+        else if (header_is(l, ll, "host", &v, &vl)) {
+            hosts++;
+            hv = v;
+            hvl = vl;
+        } else if (header_is(l, ll, "content-length", &v, &vl)) {
+            uint64_t n = 0;
+            if (vl == 0 || vl > 18)
+                bad = true;
+            for (size_t i = 0; i < vl; i++)
+                if (v[i] < '0' || v[i] > '9')
+                    bad = true;
+                else
+                    n = n * 10 + (uint64_t)(v[i] - '0');
+            if (lengths++ && n != clen)
+                bad = true;
+            clen = n;
+        } else if (header_is(l, ll, "transfer-encoding", &v, &vl)) {
+            if (vl != 7 || strncasecmp(v, "chunked", 7) != 0 || chunked)
+                bad = true;
+            chunked = true;
+        }
+        l = le + 2;
+    }
+    if (bad || (chunked && lengths)) {
+        snprintf(c->why, sizeof(c->why), "a malformed or ambiguous request head");
+        http_reply(c, 400, "Bad Request", c->why);
+        return;
+    }
+    if (!is_connect) {
+        conn hc = {.port = 0};
+        if (hosts > 1 || (hosts == 0 && sp2[8] == '1') ||
+            (hosts == 1 && (!parse_authority(&hc, hv, hvl, 80) || !same_host(hc.host, c->host) ||
+                            hc.port != c->port))) {
+            snprintf(c->why, sizeof(c->why),
+                     "refused: the Host header does not name the URL's host %.200s:%u", c->host,
+                     c->port);
+            http_reply(c, 403, "Forbidden", c->why);
+            return;
+        }
+        b.mode = chunked ? BODY_CHUNKED : lengths ? BODY_LENGTH : BODY_NONE;
+        b.left = clen;
+        if (b.mode == BODY_LENGTH && clen == 0)
+            b.mode = BODY_NONE;
+    } else {
+        b.mode = BODY_RAW;
+    }
+
+    open_result r = open_upstream(c);
+    char msg[800];
+    snprintf(msg, sizeof(msg), "connection to %.200s port %u: %.500s", c->host, c->port, c->why);
+    switch (r) {
+    case OPEN_OK:
+        break;
+    case OPEN_DENIED:
+        http_reply(c, 403, "Forbidden", msg);
+        return;
+    case OPEN_NO_NAME:
+    case OPEN_FAILED:
+        http_reply(c, 502, "Bad Gateway", msg);
+        return;
+    case OPEN_TIMEOUT:
+        http_reply(c, 504, "Gateway Timeout", msg);
+        return;
+    }
+    if (is_connect) {
+        static const char ok[] = "HTTP/1.1 200 Connection established\r\n\r\n";
+        if (!write_all(c->client, ok, sizeof(ok) - 1, mono_ms() + 5000))
+            return;
+        pump(c, &b, head + head_len, got - head_len, c->host);
+        return;
+    }
+    /* The request upstream: origin-form, our own Connection: close, no
+     * proxy headers. One request per connection: what a client sends
+     * after the body is not passed on. */
+    size_t cap = head_len + 64;
+    char *out = sp_xmalloc(cap);
+    int n = snprintf(out, cap, "%.*s %.*s HTTP/1.%c\r\n", (int)ml, h, (int)path_len, path, sp2[8]);
+    size_t at = (size_t)n;
+    for (const char *l = line_end + 2; l < h + head_len - 2;) {
+        const char *le = memmem(l, (size_t)(h + head_len - l), "\r\n", 2);
+        size_t ll = (size_t)(le - l);
+        const char *v;
+        size_t vl;
+        if (!header_is(l, ll, "connection", &v, &vl) &&
+            !header_is(l, ll, "proxy-connection", &v, &vl) &&
+            !header_is(l, ll, "keep-alive", &v, &vl) &&
+            !header_is(l, ll, "proxy-authorization", &v, &vl)) {
+            memcpy(out + at, l, ll + 2);
+            at += ll + 2;
+        }
+        l = le + 2;
+    }
+    static const char close_hdr[] = "Connection: close\r\n\r\n";
+    memcpy(out + at, close_hdr, sizeof(close_hdr) - 1);
+    at += sizeof(close_hdr) - 1;
+    bool sent = write_all(c->up, out, at, mono_ms() + 10000);
+    free(out);
+    if (sent)
+        c->up_bytes += at;
+    if (sent)
+        pump(c, &b, head + head_len, got - head_len, NULL);
+}
+
+static void socks_reply(conn *c, unsigned char code)
+{
+    unsigned char r[10] = {5, code, 0, 1, 0, 0, 0, 0, 0, 0};
+    write_all(c->client, r, sizeof(r), mono_ms() + 2000);
+}
+
+static void serve_socks(conn *c, int64_t deadline)
+{
+    c->proto = "socks";
+    unsigned char b[262];
+    if (!read_exact(c->client, b, 2, deadline) || b[0] != 5 ||
+        !read_exact(c->client, b + 2, b[1], deadline)) {
+        snprintf(c->why, sizeof(c->why), "not a SOCKS5 greeting");
+        return;
+    }
+    if (!memchr(b + 2, 0, b[1])) {
+        static const unsigned char no[] = {5, 0xff};
+        write_all(c->client, no, 2, deadline);
+        snprintf(c->why, sizeof(c->why), "SOCKS5 without the no-authentication method");
+        return;
+    }
+    static const unsigned char yes[] = {5, 0};
+    if (!write_all(c->client, yes, 2, deadline) || !read_exact(c->client, b, 4, deadline) ||
+        b[0] != 5) {
+        snprintf(c->why, sizeof(c->why), "not a SOCKS5 request");
+        return;
+    }
+    unsigned char cmd = b[1], atyp = b[3];
+    if (atyp == 1 || atyp == 4) {
+        size_t al = atyp == 1 ? 4 : 16;
+        if (!read_exact(c->client, b, al + 2, deadline)) {
+            snprintf(c->why, sizeof(c->why), "a short SOCKS5 request");
+            return;
+        }
+        inet_ntop(atyp == 1 ? AF_INET : AF_INET6, b, c->host, sizeof(c->host));
+        c->port = (uint16_t)(b[al] << 8 | b[al + 1]);
+    } else if (atyp == 3) {
+        if (!read_exact(c->client, b, 1, deadline) || b[0] == 0 ||
+            !read_exact(c->client, b + 1, (size_t)b[0] + 2, deadline)) {
+            snprintf(c->why, sizeof(c->why), "a short SOCKS5 request");
+            return;
+        }
+        size_t nl = b[0];
+        for (size_t i = 0; i < nl; i++)
+            c->host[i] = (char)((b[1 + i] >= 'A' && b[1 + i] <= 'Z') ? b[1 + i] | 0x20 : b[1 + i]);
+        c->host[nl] = '\0';
+        if (strlen(c->host) != nl)
+            c->host[0] = '\0'; /* a NUL inside: no name */
+        c->port = (uint16_t)(b[1 + nl] << 8 | b[2 + nl]);
+    } else {
+        socks_reply(c, 8); /* address type not supported */
+        snprintf(c->why, sizeof(c->why), "a SOCKS5 address type %u", atyp);
+        return;
+    }
+    if (cmd != 1) {
+        socks_reply(c, 7); /* command not supported: no BIND, no UDP */
+        snprintf(c->why, sizeof(c->why), "refused: SOCKS5 command %u (only CONNECT is served)",
+                 cmd);
+        return;
+    }
+    if (c->port == 0) {
+        socks_reply(c, 2);
+        snprintf(c->why, sizeof(c->why), "refused: port 0");
+        return;
+    }
+    switch (open_upstream(c)) {
+    case OPEN_OK:
+        break;
+    case OPEN_DENIED:
+        socks_reply(c, 2); /* connection not allowed by ruleset */
+        return;
+    case OPEN_NO_NAME:
+        socks_reply(c, 4); /* host unreachable */
+        return;
+    case OPEN_FAILED:
+        socks_reply(c, errno == ECONNREFUSED ? 5 : 4);
+        return;
+    case OPEN_TIMEOUT:
+        socks_reply(c, 6); /* TTL expired: the nearest SOCKS has to a time out */
+        return;
+    }
+    socks_reply(c, 0);
+    body raw = {.mode = BODY_RAW};
+    pump(c, &raw, NULL, 0, c->literal ? NULL : c->host);
+}
+
+static void *serve_conn(void *arg)
+{
+    conn *c = arg;
+    int64_t deadline = mono_ms() + g.o.head_timeout_ms;
+    unsigned char *head = sp_xmalloc(SP_EGRESS_HEAD_LIMIT);
+    ssize_t r = read_by(c->client, head, 1, deadline, MSG_PEEK);
+    if (r == 1 && head[0] == 5)
+        serve_socks(c, deadline);
+    else if (r == 1)
+        serve_http(c, head, 0, deadline);
+    else
+        snprintf(c->why, sizeof(c->why), "no request in time");
+    free(head);
+    pthread_mutex_lock(&g.mu);
+    if (c->prev)
+        c->prev->next = c->next;
+    else
+        g.live = c->next;
+    if (c->next)
+        c->next->prev = c->prev;
+    g.open--;
+    pthread_mutex_unlock(&g.mu);
+    if (atomic_load(&c->cut)) {
+        snprintf(c->why, sizeof(c->why), "%s", c->cut_why);
+        free(c->rule);
+        c->rule = NULL;
+    }
+    if (c->proto)
+        log_conn(c);
+    if (c->up >= 0)
+        close(c->up);
+    close(c->client);
+    free(c->rule);
+    free(c);
+    return NULL;
+}
+
+static bool spawn(void *(*fn)(void *), void *arg)
+{
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setstacksize(&attr, THREAD_STACK);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    pthread_t t;
+    int rc = pthread_create(&t, &attr, fn, arg);
+    pthread_attr_destroy(&attr);
+    return rc == 0;
+}
+
+/* Take one connection the agent handed over, if it is a TCP stream. */
+static void take(int fd)
+{
+    struct stat st;
+    int type = 0, domain = 0, listening = 0;
+    socklen_t l1 = sizeof(type), l2 = sizeof(domain), l3 = sizeof(listening);
+    if (fstat(fd, &st) < 0 || !S_ISSOCK(st.st_mode) ||
+        getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &l1) < 0 || type != SOCK_STREAM ||
+        getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &l2) < 0 ||
+        (domain != AF_INET && domain != AF_INET6) ||
+        getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &l3) < 0 || listening) {
+        close(fd);
+        return;
+    }
+    conn *c = sp_xcalloc(1, sizeof(*c));
+    c->client = fd;
+    c->up = -1;
+    c->started_ms = wall_ms();
+    atomic_init(&c->cut, 0);
+    pthread_mutex_lock(&g.mu);
+    bool full = g.open >= g.o.max_conns;
+    if (!full) {
+        g.open++;
+        c->next = g.live;
+        if (g.live)
+            g.live->prev = c;
+        g.live = c;
+    }
+    pthread_mutex_unlock(&g.mu);
+    if (full) {
+        /* At once, not after a wait: the client learns it is refused. */
+        c->proto = "refused";
+        snprintf(c->why, sizeof(c->why),
+                 "refused: %u connections are open, the most this sandbox may have", g.o.max_conns);
+        static const char busy[] = "HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\n"
+                                   "Content-Length: 0\r\n\r\n";
+        unsigned char first;
+        /* A SOCKS client gets a SOCKS refusal if its greeting is there already. */
+        if (recv(fd, &first, 1, MSG_PEEK | MSG_DONTWAIT) == 1 && first == 5) {
+            static const unsigned char no[] = {5, 0xff};
+            send(fd, no, 2, MSG_NOSIGNAL | MSG_DONTWAIT);
+        } else {
+            send(fd, busy, sizeof(busy) - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+        }
+        log_conn(c);
+        close(fd);
+        free(c);
+        return;
+    }
+    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+    if (!spawn(serve_conn, c)) {
+        pthread_mutex_lock(&g.mu);
+        g.open--;
+        g.live = c->next;
+        if (c->next)
+            c->next->prev = NULL;
+        pthread_mutex_unlock(&g.mu);
+        close(fd);
+        free(c);
+    }
+}
+
+/* One unix connection from the agent: a byte and one descriptor per
+ * message; anything else ends it. */
+static void *receiver(void *arg)
+{
+    int u = (int)(intptr_t)arg;
+    for (;;) {
+        char byte;
+        struct iovec iov = {&byte, 1};
+        union {
+            struct cmsghdr h;
+            char buf[CMSG_SPACE(sizeof(int))];
+        } ctl;
+        struct msghdr m = {.msg_iov = &iov,
+                           .msg_iovlen = 1,
+                           .msg_control = ctl.buf,
+                           .msg_controllen = sizeof(ctl.buf)};
+        ssize_t r = recvmsg(u, &m, MSG_CMSG_CLOEXEC);
+        if (r <= 0)
+            break;
+        int fd = -1;
+        struct cmsghdr *cm = CMSG_FIRSTHDR(&m);
+        if (cm && cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS &&
+            cm->cmsg_len == CMSG_LEN(sizeof(int)))
+            memcpy(&fd, CMSG_DATA(cm), sizeof(int));
+        else if (cm && cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS) {
+            /* More than one: close them all, and the connection. */
+            size_t n = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+            for (size_t i = 0; i < n; i++) {
+                int x;
+                memcpy(&x, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
+                close(x);
+            }
+            break;
+        }
+        if ((m.msg_flags & MSG_CTRUNC) || fd < 0) {
+            if (fd >= 0)
+                close(fd);
+            break;
+        }
+        take(fd);
+    }
+    close(u);
+    pthread_mutex_lock(&g.mu);
+    g.receivers--;
+    pthread_mutex_unlock(&g.mu);
+    return NULL;
+}
+
+int sp_egress_proxy_run(const sp_egress_proxy_opts *o)
+{
+    g.o = *o;
+    if (!g.o.max_conns)
+        g.o.max_conns = SP_EGRESS_MAX_CONNS;
+    if (!g.o.connect_timeout_ms)
+        g.o.connect_timeout_ms = 10000;
+    if (!g.o.head_timeout_ms)
+        g.o.head_timeout_ms = 10000;
+    signal(SIGPIPE, SIG_IGN);
+    snprintf(g.policy_path, sizeof(g.policy_path), "%s/%s", o->dir, SP_EGRESS_POLICY);
+    snprintf(g.hosts_path, sizeof(g.hosts_path), "%s/%s", o->dir, SP_EGRESS_HOSTS);
+    g.policy = load_policy(&g.policy_st);
+    if (!g.policy) {
+        say("no policy: not serving");
+        return 1;
+    }
+    char path[PATH_MAX];
+    snprintf(path, sizeof(path), "%s/%s", o->run_dir, SP_EGRESS_LOG);
+    g.log_fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+    if (g.log_fd < 0)
+        say("cannot open %s: %s (connections go unrecorded)", path, strerror(errno));
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    if ((size_t)snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/%s", o->run_dir, SP_EGRESS_SOCKET) >=
+        sizeof(sa.sun_path)) {
+        say("the socket's path is too long: %s", o->run_dir);
+        return 1;
+    }
+    int l = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    unlink(sa.sun_path);
+    /* The workload's agent, another user, connects: the socket is
+     * everyone's; what it may do through it is the policy's. */
+    mode_t old = umask(0);
+    int br = l >= 0 ? bind(l, (struct sockaddr *)&sa, sizeof(sa)) : -1;
+    umask(old);
+    if (br < 0 || listen(l, 64) < 0) {
+        say("cannot listen on %s: %s", sa.sun_path, strerror(errno));
+        return 1;
+    }
+    if (!spawn(watcher, NULL)) {
+        say("cannot start the policy watcher");
+        return 1;
+    }
+    say("ready: %zu rules, at most %u connections, listening on %s", g.policy->p.n_rules,
+        g.o.max_conns, sa.sun_path);
+    for (;;) {
+        int u = accept4(l, NULL, NULL, SOCK_CLOEXEC);
+        if (u < 0) {
+            if (errno == EMFILE || errno == ENFILE) {
+                struct timespec ts = {0, 50 * 1000000L};
+                nanosleep(&ts, NULL);
+            }
+            continue;
+        }
+        pthread_mutex_lock(&g.mu);
+        bool ok = g.receivers < MAX_RECEIVERS;
+        if (ok)
+            g.receivers++;
+        pthread_mutex_unlock(&g.mu);
+        if (!ok || !spawn(receiver, (void *)(intptr_t)u)) {
+            if (ok) {
+                pthread_mutex_lock(&g.mu);
+                g.receivers--;
+                pthread_mutex_unlock(&g.mu);
+            }
+            close(u);
+        }
+    }
+}
