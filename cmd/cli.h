@@ -50,6 +50,7 @@ int cmd_rm(int argc, char **argv);
 int cmd_gc(int argc, char **argv);
 int cmd_exec(int argc, char **argv);
 int cmd_logs(int argc, char **argv);
+int cmd_network(int argc, char **argv);
 int cmd_fork(int argc, char **argv);
 int cmd_template(int argc, char **argv);
 int cmd_sh(int argc, char **argv);
@@ -167,6 +168,9 @@ enum {
     CLI_OPT_PULL,
     CLI_OPT_TLS_VERIFY,
     CLI_OPT_ENGINE,
+    CLI_OPT_ALLOW,
+    CLI_OPT_DENY,
+    CLI_OPT_EGRESS_HOSTS,
 };
 
 /* The --state-root row of cli_group_conn, for a command that takes it alone. */
@@ -222,8 +226,8 @@ struct cli_create {
     sp_mount **parsed; /* each from sp_mount_spec_parse() */
     sp_mount *mounts;  /* shallow copies, contiguous, for opts.mounts */
     size_t n_mounts;
-    const char **roots, **env, **caps, **pass, **setup; /* NULL-terminated */
-    size_t n_roots, n_env, n_caps, n_pass, n_setup;
+    const char **roots, **env, **caps, **pass, **setup, **allow, **deny; /* NULL-terminated */
+    size_t n_roots, n_env, n_caps, n_pass, n_setup, n_allow, n_deny;
     bool json;        /* --json: no progress summary line (cmd/progress.h) */
     const char *from; /* --from NAME[:SNAP]: fork that sandbox (cmd_fork.c) */
     const char *tmpl; /* --template TEMPLATE: start from that template */

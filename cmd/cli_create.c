@@ -79,7 +79,10 @@ int cli_create_init(struct cli_create *c, int argc)
     c->caps = calloc(n, sizeof(*c->caps));
     c->pass = calloc(n, sizeof(*c->pass));
     c->setup = calloc(n, sizeof(*c->setup));
-    if (!c->parsed || !c->mounts || !c->roots || !c->env || !c->caps || !c->pass || !c->setup) {
+    c->allow = calloc(n, sizeof(*c->allow));
+    c->deny = calloc(n, sizeof(*c->deny));
+    if (!c->parsed || !c->mounts || !c->roots || !c->env || !c->caps || !c->pass || !c->setup ||
+        !c->allow || !c->deny) {
         cli_create_dispose(c);
         return cli_error("out of memory");
     }
@@ -97,6 +100,8 @@ void cli_create_dispose(struct cli_create *c)
     free(c->caps);
     free(c->pass);
     free(c->setup);
+    free(c->allow);
+    free(c->deny);
     cli_conn_dispose(&c->conn);
     memset(c, 0, sizeof(*c));
 }
@@ -214,6 +219,23 @@ int cli_create_option(struct cli_create *c, const char *cmd, int opt, const char
         return 1;
     case CLI_OPT_CAP_ADD:
         c->caps[c->n_caps++] = arg;
+        return 1;
+    case CLI_OPT_ALLOW:
+    case CLI_OPT_DENY: {
+        sp_error *e = NULL;
+        if (sp_egress_rule_check(arg, opt == CLI_OPT_ALLOW, &e) < 0) {
+            cli_usage(cmd, "%s", e->message);
+            sp_error_free(e);
+            return -1;
+        }
+        if (opt == CLI_OPT_ALLOW)
+            c->allow[c->n_allow++] = arg;
+        else
+            c->deny[c->n_deny++] = arg;
+        return 1;
+    }
+    case CLI_OPT_EGRESS_HOSTS:
+        o->egress_hosts = arg;
         return 1;
     case CLI_OPT_USERNS:
         if (strcmp(arg, "private") == 0)
@@ -341,6 +363,8 @@ sp_sandbox_opts cli_create_opts(const struct cli_create *c)
     o.cap_add = c->n_caps ? c->caps : NULL;
     o.env_pass = c->n_pass ? c->pass : NULL;
     o.setup = c->n_setup ? c->setup : NULL;
+    o.allow = c->n_allow ? c->allow : NULL;
+    o.deny = c->n_deny ? c->deny : NULL;
     return o;
 }
 
@@ -410,6 +434,8 @@ int cli_fork_sandbox(sp_sandbox **out, struct cli_create *c, const char *origin,
     o.env = c->n_env ? c->env : NULL;
     o.cap_add = c->n_caps ? c->caps : NULL;
     o.env_pass = c->n_pass ? c->pass : NULL;
+    o.allow = c->n_allow ? c->allow : NULL;
+    o.deny = c->n_deny ? c->deny : NULL;
     r = sp_sandbox_fork(out, from, snap, &o, err);
     sp_sandbox_free(from);
     for (const char *const *w = r == 0 ? sp_sandbox_warnings(*out) : NULL; w && *w; w++)

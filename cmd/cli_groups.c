@@ -74,6 +74,28 @@ const struct cli_optgroup cli_group_create = {
     NULL, create_opts,
     "SIZE is a whole number with an optional K, M, G or T suffix (powers of 1024).", false};
 
+/* Apart from create's other options: `mcp` takes those too, and its
+ * --deny is the tools' (paths). */
+static const struct cli_optdesc egress_opts[] = {
+    CLI_VALUE("allow", 0, "RULE", CLI_OPT_ALLOW, CLI_COMP_NONE,
+              "let the workload reach RULE through the sandbox's egress proxy, its only network "
+              "then (repeatable): HOST[:PORT], '*.DOMAIN'[:PORT] (the names below DOMAIN), "
+              "CIDR[:PORT] or [IPv6-CIDR]:PORT; PORT may be a range (8000-8999); everything no "
+              "rule allows is refused"),
+    CLI_VALUE("deny", 0, "RULE", CLI_OPT_DENY, CLI_COMP_NONE,
+              "refuse RULE even where an --allow rule matches (repeatable; same forms)"),
+    CLI_VALUE("egress-hosts", 0, "FILE", CLI_OPT_EGRESS_HOSTS, CLI_COMP_FILE,
+              "a hosts(5) file whose names the proxy resolves before DNS (copied)"),
+    CLI_OPTS_END,
+};
+
+const struct cli_optgroup cli_group_egress = {
+    NULL, egress_opts,
+    "With --allow or --deny, loopback, link-local (cloud metadata), private ranges and this "
+    "host's own addresses stay refused unless a rule names them by network (CIDR); "
+    "`sandpod network NAME` shows and changes the rules and its log.",
+    false};
+
 static const struct cli_optdesc snap_opts[] = {
     CLI_VALUE("root", 0, "DIR", CLI_OPT_SNAP_ROOT, CLI_COMP_DIR,
               "work on the folder DIR instead of a sandbox"),

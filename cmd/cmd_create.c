@@ -24,7 +24,7 @@ const struct cli_spec cli_spec_create = {
         "hardened Podman container that sees it at /workspace (no network, all\n"
         "capabilities dropped, read-only root, limits on memory, CPU and processes).\n"
         "The container is started; the sandbox's name is printed.",
-    .groups = CLI_GROUPS(&cli_group_create, &cli_group_conn,
+    .groups = CLI_GROUPS(&cli_group_create, &cli_group_egress, &cli_group_conn,
                          CLI_OWN(CLI_VALUE("from", 0, "NAME[:SNAP]", 'F', CLI_COMP_SANDBOX,
                                            "fork sandbox NAME at snapshot SNAP (default: its "
                                            "newest), as `sandpod fork`; the options given here "

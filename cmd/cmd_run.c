@@ -20,7 +20,8 @@ const struct cli_spec cli_spec_run = {
         "when sandpod is interrupted (SIGINT, SIGTERM, SIGHUP). Exit with the command's\n"
         "exit code.",
     .groups = CLI_GROUPS(
-        CLI_TITLE("Options (those of 'sandpod create'):"), &cli_group_create, &cli_group_conn,
+        CLI_TITLE("Options (those of 'sandpod create'):"), &cli_group_create, &cli_group_egress,
+        &cli_group_conn,
         CLI_OWN(CLI_FLAG("json", 0, 'j',
                          "refused: the output is the command's (a usage error in JSON)"))),
     .operands = CLI_OPERANDS({"COMMAND...", CLI_COMP_NONE, NULL}),

@@ -47,6 +47,7 @@ const struct cli_spec *const cli_commands[] = {
     &cli_spec_exec,
     &cli_spec_sh,
     &cli_spec_logs,
+    &cli_spec_network,
     &cli_spec_fork,
     &cli_spec_template,
     &cli_spec_run,

@@ -143,9 +143,14 @@ int sp_sandbox_create_seeded(sp_sandbox **out, const sp_sandbox_opts *opts, sp_s
         if (!*o.env_pass[i] || strchr(o.env_pass[i], '='))
             return sp_err_set(err, SP_EINVAL, 0, "a passed-through variable is a name: %s",
                               o.env_pass[i]);
+    char **egress = NULL;
+    int r = sp_sandbox_egress_from_opts(&egress, &o, err);
+    sp_strv_free(egress);
+    if (r < 0)
+        return r;
 
     cleanup_free char *root = NULL;
-    int r = sp_sandbox_resolve_root(&root, o.state_root, err);
+    r = sp_sandbox_resolve_root(&root, o.state_root, err);
     if (r < 0)
         return r;
     if ((r = sp_state_root_check(root, true, err)) < 0)
@@ -188,6 +193,7 @@ int sp_sandbox_create_seeded(sp_sandbox **out, const sp_sandbox_opts *opts, sp_s
     c->seccomp = o.seccomp;
     c->env_pass = sp_strv_copy(o.env_pass);
     c->setup = sp_strv_copy(o.setup);
+    sp_sandbox_egress_from_opts(&c->egress, &o, NULL); /* checked above */
     c->host_uid = c->host_gid = -1;
     sb->created_at = sp_now_rfc3339();
     sb->made_by = o.made_by ? sp_xstrdup(o.made_by) : NULL;

@@ -304,6 +304,23 @@ int sp_sandbox_fork(sp_sandbox **out, sp_sandbox *origin, const char *snapshot,
             return r;
         snapshot = newest;
     }
+    /* The origin's egress policy comes along unless rules are given (its
+     * hosts file too): a fork reaches no more than its origin. */
+    sp_strv allow = {0}, deny = {0};
+    cleanup_free char *hosts = NULL;
+    if (!in.allow && !in.deny && c->egress) {
+        sp_sandbox_egress_split(c->egress, &allow, &deny);
+        o.allow = (const char *const *)sp_strv_steal(&allow);
+        o.deny = (const char *const *)sp_strv_steal(&deny);
+        hosts = sp_xasprintf("%s/egress/hosts", origin->state_dir);
+        if (!in.egress_hosts && access(hosts, R_OK) == 0)
+            o.egress_hosts = hosts;
+    }
     fork_seed f = {origin, snapshot};
-    return sp_sandbox_create_seeded(out, &o, seed_fork, &f, err);
+    int r = sp_sandbox_create_seeded(out, &o, seed_fork, &f, err);
+    if (o.allow != in.allow) {
+        sp_strv_free((char **)o.allow);
+        sp_strv_free((char **)o.deny);
+    }
+    return r;
 }

@@ -46,7 +46,9 @@ static const char *label_value(char **labels, const char *key)
 
 /* The container id that <dir>/sandbox.json names; NULL when there is no
  * readable sandbox.json or it names none. */
-static char *saved_container(const char *dir)
+/* The container sandbox.json of `dir` names, or NULL; *egress says
+ * whether it has an egress policy (and so a proxy container). */
+static char *saved_container(const char *dir, bool *egress)
 {
     cleanup_free char *path = sp_xasprintf("%s/sandbox.json", dir);
     sp_buf b = SP_BUF_INIT;
@@ -58,6 +60,7 @@ static char *saved_container(const char *dir)
     cJSON *o = sp_json_parse(b.data ? b.data : "", b.len);
     sp_buf_dispose(&b);
     char *out = sp_json_strdup(o, "container_id");
+    *egress = cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(o, "egress"));
     cJSON_Delete(o);
     return out;
 }
@@ -70,7 +73,7 @@ static bool same_id(const char *a, const char *b)
 
 /* Why the container is an orphan, or NULL when its sandbox owns it (or
  * may: the lock is held). */
-static char *orphan_reason(const char *state, const char *id, const char *name)
+static char *orphan_reason(const char *state, const char *id, const char *name, bool proxy)
 {
     if (!state)
         return NULL;
@@ -82,9 +85,13 @@ static char *orphan_reason(const char *state, const char *id, const char *name)
     cleanup_close int lfd = openat(dfd, "lock", O_RDWR | O_CLOEXEC | O_NOFOLLOW);
     if (lfd >= 0 && flock(lfd, LOCK_EX | LOCK_NB) < 0)
         return NULL; /* busy: a create, start or remove is under way */
-    cleanup_free char *saved = saved_container(state);
+    bool egress = false;
+    cleanup_free char *saved = saved_container(state, &egress);
     if (!saved)
         return sp_xstrdup("its state folder has no sandbox.json naming a container");
+    /* A sandbox's egress proxy is its own while it has a policy. */
+    if (proxy)
+        return egress ? NULL : sp_xstrdup("its sandbox has no egress policy any more");
     if (same_id(saved, id) || (name && strcmp(saved, name) == 0))
         return NULL;
     return sp_xasprintf("its sandbox now owns container %.12s", saved);
@@ -119,7 +126,8 @@ static int collect(sp_sandbox_orphans **out, const sp_local_ops *ops, sp_local *
         }
         if (only && strncmp(state, only, strlen(only)) != 0)
             continue;
-        char *why = orphan_reason(state, c->id, c->name);
+        const char *role = label_value(c->labels, "sandpod.role");
+        char *why = orphan_reason(state, c->id, c->name, role && strcmp(role, "egress") == 0);
         if (!why)
             continue;
         sp_sandbox_orphan *it = sp_orphans_add(o, SP_ORPHAN_CONTAINER);

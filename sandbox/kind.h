@@ -119,6 +119,10 @@ typedef struct sp_kind {
     int (*rpc)(sp_sandbox *sb, const char *method, const char *params, const char *key,
                char **result, sp_error **err);
     void (*rpc_cancel)(sp_sandbox *sb, const char *key);
+    /* Egress: put sb->cfg.egress in force now (the policy changed); open
+     * the connection log for reading. */
+    int (*egress_set)(sp_sandbox *sb, sp_error **err);
+    int (*egress_log)(int *fd, sp_sandbox *sb, sp_error **err);
     int (*peer_command)(sp_sandbox *sb, const char *const *args, int in_fd, int out_fd, int err_fd,
                         int *exit_code, sp_error **err);
 } sp_kind;

@@ -204,6 +204,8 @@ struct cJSON *sp_sandbox_config_json(const sp_sandbox *sb)
     cJSON_AddStringToObject(o, "seccomp",
                             seccomp_names[c->seccomp <= SP_SECCOMP_UNCONFINED ? c->seccomp : 0]);
     cJSON_AddItemToObject(o, "env_pass", sp_json_strv((const char *const *)c->env_pass));
+    if (c->egress)
+        cJSON_AddItemToObject(o, "egress", sp_json_strv((const char *const *)c->egress));
     cJSON_AddItemToObject(o, "uid_map", idmap_or_null(&c->uid_map));
     cJSON_AddItemToObject(o, "gid_map", idmap_or_null(&c->gid_map));
     cJSON_AddNumberToObject(o, "host_uid", (double)c->host_uid);
@@ -305,6 +307,8 @@ int sp_sandbox_config_load(sp_sandbox *sb, const char *path, struct cJSON **json
     c->userns = (sp_userns)name_index(userns_names, 2, sp_json_str_or(o, "userns", "host"));
     c->seccomp = (sp_seccomp)name_index(seccomp_names, 3, sp_json_str_or(o, "seccomp", "podman"));
     c->env_pass = json_strv(cJSON_GetObjectItemCaseSensitive(o, "env_pass"));
+    const cJSON *eg = cJSON_GetObjectItemCaseSensitive(o, "egress");
+    c->egress = cJSON_IsArray(eg) ? json_strv(eg) : NULL;
     if (sp_idmap_from_json(&c->uid_map, cJSON_GetObjectItemCaseSensitive(o, "uid_map")) < 0 ||
         sp_idmap_from_json(&c->gid_map, cJSON_GetObjectItemCaseSensitive(o, "gid_map")) < 0) {
         cJSON_Delete(o);
@@ -406,6 +410,7 @@ void sp_sandbox_free(sp_sandbox *sb)
     sp_strv_free(sb->cfg.env);
     sp_strv_free(sb->cfg.cap_add);
     sp_strv_free(sb->cfg.env_pass);
+    sp_strv_free(sb->cfg.egress);
     sp_strv_free(sb->cfg.warnings);
     sp_strv_free(sb->cfg.setup);
     mounts_free(&sb->cfg);
@@ -454,6 +459,8 @@ void sp_sandbox_opts_take(sp_sandbox_opts *o, const sp_sandbox_opts *in)
     if (in && in->version == 1)
         /* A caller built against the first layout: its struct ends there. */
         memcpy(&d, in, offsetof(sp_sandbox_opts, should_stop));
+    else if (in && in->version == 2)
+        memcpy(&d, in, offsetof(sp_sandbox_opts, allow));
     else if (in)
         d = *in;
     d.version = SP_SANDBOX_OPTS_VERSION;

@@ -73,6 +73,10 @@ typedef struct sp_sandbox_config {
     char **warnings; /* what Podman and sandpod warned about then */
     /* The setup commands that made the workspace what it is (never NULL). */
     char **setup;
+    /* The egress policy: "allow RULE" and "deny RULE" lines (egress_policy.h),
+     * in force through the sandbox's proxy; NULL: no policy (the network
+     * is `network`'s). */
+    char **egress;
     /* The host folders hydrated at create (strings owned here). */
     sp_sandbox_mount *mounts;
     size_t n_mounts;
@@ -167,6 +171,10 @@ int sp_sandbox_rm_state_dir(sp_sandbox *sb, sp_error **err);
 int sp_sandbox_lock(sp_sandbox *sb, sp_error **err);
 void sp_sandbox_unlock(sp_sandbox *sb);
 int sp_sandbox_save(sp_sandbox *sb, sp_error **err);
+/* sandbox_egress.c: the policy lines of o's rules, checked (NULL: none);
+ * and policy lines split back into rules, for a fork. */
+int sp_sandbox_egress_from_opts(char ***out, const sp_sandbox_opts *o, sp_error **err);
+void sp_sandbox_egress_split(char **lines, sp_strv *allow, sp_strv *deny);
 /* sandbox.json's content, and reading one such file (sandbox.json, or a
  * template's template.json) into sb's configuration. */
 /* The time now, RFC 3339 UTC ("2024-05-01T12:00:00Z"); free(). */

@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <ifaddrs.h>
+#include <net/if.h>
 #include <limits.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -36,6 +37,7 @@
 typedef struct policy_ref {
     sp_egress_policy p;
     unsigned refs;
+    char version[64]; /* what its "# version" line says, for the host's wait */
 } policy_ref;
 
 typedef struct conn {
@@ -101,7 +103,7 @@ static void add_host_addresses(sp_egress_policy *p)
     if (getifaddrs(&ifs) < 0)
         return;
     for (struct ifaddrs *i = ifs; i; i = i->ifa_next) {
-        if (!i->ifa_addr ||
+        if (!i->ifa_addr || (i->ifa_flags & IFF_LOOPBACK) ||
             (i->ifa_addr->sa_family != AF_INET && i->ifa_addr->sa_family != AF_INET6))
             continue;
         char a[INET6_ADDRSTRLEN];
@@ -136,6 +138,9 @@ static policy_ref *load_policy(struct stat *st)
     bool ok = true;
     while (ok && fgets(line, sizeof(line), f)) {
         line[strcspn(line, "\r\n")] = '\0';
+        if (strncmp(line, SP_EGRESS_VERSION_LINE, strlen(SP_EGRESS_VERSION_LINE)) == 0)
+            snprintf(r->version, sizeof(r->version), "%.60s",
+                     line + strlen(SP_EGRESS_VERSION_LINE));
         if (!line[0] || line[0] == '#')
             continue;
         sp_egress_verdict v;
@@ -166,6 +171,22 @@ static policy_ref *load_policy(struct stat *st)
     }
     add_host_addresses(&r->p);
     return r;
+}
+
+/* Tell the host which policy is in force: RUN/policy.loaded holds its
+ * version (written anew and renamed, so never half). */
+static void said_loaded(const policy_ref *r)
+{
+    char tmp[PATH_MAX + 8], path[PATH_MAX];
+    snprintf(path, sizeof(path), "%s/%s", g.o.run_dir, SP_EGRESS_LOADED);
+    snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+    if (fd < 0)
+        return;
+    bool ok = dprintf(fd, "%s\n", r->version) > 0;
+    close(fd);
+    if (!ok || rename(tmp, path) < 0)
+        unlink(tmp);
 }
 
 static policy_ref *policy_get(void)
@@ -249,6 +270,7 @@ static void *watcher(void *arg)
                 cut++;
             }
         pthread_mutex_unlock(&g.mu);
+        said_loaded(r);
         say("policy read anew (%zu rules)%s", r->p.n_rules, cut ? "; open connections cut" : "");
     }
     return NULL;
@@ -1369,6 +1391,14 @@ static void *receiver(void *arg)
     return NULL;
 }
 
+/* As its container's pid 1, a stop's SIGTERM is ignored unless handled:
+ * the connections end with the process. */
+static void on_term(int sig)
+{
+    (void)sig;
+    _exit(0);
+}
+
 int sp_egress_proxy_run(const sp_egress_proxy_opts *o)
 {
     g.o = *o;
@@ -1379,6 +1409,8 @@ int sp_egress_proxy_run(const sp_egress_proxy_opts *o)
     if (!g.o.head_timeout_ms)
         g.o.head_timeout_ms = 10000;
     signal(SIGPIPE, SIG_IGN);
+    signal(SIGTERM, on_term);
+    signal(SIGINT, on_term);
     snprintf(g.policy_path, sizeof(g.policy_path), "%s/%s", o->dir, SP_EGRESS_POLICY);
     snprintf(g.hosts_path, sizeof(g.hosts_path), "%s/%s", o->dir, SP_EGRESS_HOSTS);
     g.policy = load_policy(&g.policy_st);
@@ -1386,32 +1418,46 @@ int sp_egress_proxy_run(const sp_egress_proxy_opts *o)
         say("no policy: not serving");
         return 1;
     }
-    char path[PATH_MAX];
-    snprintf(path, sizeof(path), "%s/%s", o->run_dir, SP_EGRESS_LOG);
-    g.log_fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
-    if (g.log_fd < 0)
-        say("cannot open %s: %s (connections go unrecorded)", path, strerror(errno));
     struct sockaddr_un sa = {.sun_family = AF_UNIX};
     if ((size_t)snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/%s", o->run_dir, SP_EGRESS_SOCKET) >=
         sizeof(sa.sun_path)) {
         say("the socket's path is too long: %s", o->run_dir);
         return 1;
     }
-    int l = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    unlink(sa.sun_path);
-    /* The workload's agent, another user, connects: the socket is
-     * everyone's; what it may do through it is the policy's. */
-    mode_t old = umask(0);
-    int br = l >= 0 ? bind(l, (struct sockaddr *)&sa, sizeof(sa)) : -1;
-    umask(old);
-    if (br < 0 || listen(l, 64) < 0) {
-        say("cannot listen on %s: %s", sa.sun_path, strerror(errno));
-        return 1;
+    /* The host hands the run folder to this container's user once the
+     * container runs (its ids are not known before): until then, bind
+     * fails, and is tried again for a while. */
+    int l = -1;
+    for (int64_t end = mono_ms() + 10000;;) {
+        l = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        unlink(sa.sun_path);
+        /* The workload's agent, another user, connects: the socket is
+         * everyone's; what it may do through it is the policy's. */
+        mode_t old = umask(0);
+        int br = l >= 0 ? bind(l, (struct sockaddr *)&sa, sizeof(sa)) : -1;
+        umask(old);
+        if (br == 0 && listen(l, 64) == 0)
+            break;
+        int e = errno;
+        if (l >= 0)
+            close(l);
+        if (mono_ms() >= end) {
+            say("cannot listen on %s: %s", sa.sun_path, strerror(e));
+            return 1;
+        }
+        struct timespec ts = {0, 10 * 1000000L};
+        nanosleep(&ts, NULL);
     }
+    char path[PATH_MAX];
+    snprintf(path, sizeof(path), "%s/%s", o->run_dir, SP_EGRESS_LOG);
+    g.log_fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+    if (g.log_fd < 0)
+        say("cannot open %s: %s (connections go unrecorded)", path, strerror(errno));
     if (!spawn(watcher, NULL)) {
         say("cannot start the policy watcher");
         return 1;
     }
+    said_loaded(g.policy);
     say("ready: %zu rules, at most %u connections, listening on %s", g.policy->p.n_rules,
         g.o.max_conns, sa.sun_path);
     for (;;) {

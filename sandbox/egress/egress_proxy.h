@@ -29,6 +29,8 @@
  *   DIR/hosts       optional: names the proxy resolves before DNS (hosts(5))
  *   RUN/proxy.sock  the socket the agent hands connections to
  *   RUN/connections.jsonl  one JSON line per connection, when it ends
+ *   RUN/policy.loaded      the version of the policy in force (the "# version"
+ *                          line of DIR/policy), so the host can wait for it
  *   RUN/proxy.log   what the proxy says of itself (its container's log too) */
 #ifndef SANDPOD_EGRESS_PROXY_H
 #define SANDPOD_EGRESS_PROXY_H
@@ -37,13 +39,17 @@
 #include <stdint.h>
 
 /* The port the workload's agent listens on, on 127.0.0.1 and ::1. */
-#define SP_EGRESS_PORT       3128
-#define SP_EGRESS_SOCKET     "proxy.sock"
-#define SP_EGRESS_LOG        "connections.jsonl"
-#define SP_EGRESS_POLICY     "policy"
-#define SP_EGRESS_HOSTS      "hosts"
-#define SP_EGRESS_MAX_CONNS  256 /* default bound of open connections */
-#define SP_EGRESS_HEAD_LIMIT 16384
+#define SP_EGRESS_PORT   3128
+#define SP_EGRESS_SOCKET "proxy.sock"
+#define SP_EGRESS_LOG    "connections.jsonl"
+#define SP_EGRESS_POLICY "policy"
+#define SP_EGRESS_HOSTS  "hosts"
+#define SP_EGRESS_LOADED "policy.loaded"
+/* The policy's first line names its version; the proxy writes the version
+ * it put in force to RUN/policy.loaded, which the host waits for. */
+#define SP_EGRESS_VERSION_LINE "# version "
+#define SP_EGRESS_MAX_CONNS    256 /* default bound of open connections */
+#define SP_EGRESS_HEAD_LIMIT   16384
 
 typedef struct sp_egress_proxy_opts {
     const char *dir;         /* the policy's folder */

@@ -6,6 +6,7 @@
 #define SANDPOD_H
 
 #include "sandpod/engine.h"
+#include "sandpod/egress.h"
 #include "sandpod/error.h"
 #include "sandpod/fork.h"
 #include "sandpod/template.h"

@@ -12,6 +12,7 @@
 
 #include "agent/protocol.h"
 #include "agent_install.h"
+#include "egress_proxy.h"
 #include "fastpath.h"
 #include "local_kind.h"
 #include "sandbox_internal.h"
@@ -132,7 +133,11 @@ static void wait_agent(sp_sandbox *sb)
  * agent (which binds its socket once its folder is its own). */
 int sp_local_start_container(sp_sandbox *sb, sp_local *p, sp_error **err)
 {
-    int r = sb->lops->start(p, sb->container_id, err);
+    /* The proxy first: the workload's first connection finds it there. */
+    int r = sb->cfg.network == SP_NET_NONE ? sp_local_egress_up(sb, p, err) : 0;
+    if (r < 0)
+        return r;
+    r = sb->lops->start(p, sb->container_id, err);
     if (r < 0 && err && *err && strstr((*err)->message, "/dev/net/tun"))
         return sp_err_wrap(err, r,
                            "start container for sandbox %s (a rootless network needs "
@@ -166,9 +171,35 @@ int sp_local_make_container(sp_sandbox *sb, sp_error **err)
     cleanup_free char *agent_run = NULL;
     cleanup_free char *agent_warning = NULL;
     sb->cfg.agent = sp_agent_prepare(sb, &agent_bin, &agent_run, &agent_warning);
-    sp_bind_mount mounts[3] = {{sb->workspace, SP_WORKSPACE_MOUNT, false},
+    /* Egress: the proxy's socket folder, read-only; the agent relays the
+     * workload's loopback port to it, and every command is told so. */
+    bool egress = c->egress && c->network == SP_NET_NONE;
+    if (egress && !sb->cfg.agent)
+        return sp_err_set(err, SP_EINVAL, 0,
+                          "egress rules need sandpod-agent in the container (%s): set "
+                          "SANDPOD_AGENT=/path/to/sandpod-agent",
+                          c->agent_missing ? c->agent_missing : "none was found");
+    cleanup_free char *egress_run = sp_xasprintf("%s/egress/run", sb->state_dir);
+    if (egress && (r = sp_local_egress_write(sb, NULL, err)) < 0)
+        return r;
+    sp_bind_mount mounts[4] = {{sb->workspace, SP_WORKSPACE_MOUNT, false},
                                {agent_bin, SPA_AGENT_PATH, true},
-                               {agent_run, SPA_RUN_DIR, false}};
+                               {agent_run, SPA_RUN_DIR, false},
+                               {egress_run, SPA_EGRESS_DIR, true}};
+    sp_strv env = {0};
+    for (char **e = c->env; e && *e; e++)
+        sp_strv_push(&env, sp_xstrdup(*e));
+    if (egress) {
+        static const char *const vars[] = {"http_proxy", "https_proxy", "HTTP_PROXY",
+                                           "HTTPS_PROXY"};
+        for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++)
+            sp_strv_push(&env, sp_xasprintf("%s=http://127.0.0.1:%d", vars[i], SP_EGRESS_PORT));
+        sp_strv_push(&env, sp_xasprintf("ALL_PROXY=socks5h://127.0.0.1:%d", SP_EGRESS_PORT));
+        sp_strv_push(&env, sp_xasprintf("all_proxy=socks5h://127.0.0.1:%d", SP_EGRESS_PORT));
+        sp_strv_push(&env, sp_xstrdup("NO_PROXY=localhost,127.0.0.1,::1"));
+        sp_strv_push(&env, sp_xstrdup("no_proxy=localhost,127.0.0.1,::1"));
+    }
+    char **env_all = sp_strv_steal(&env);
     sp_tmpfs tmp = {"/tmp", c->tmpfs_bytes, 01777, false};
     cleanup_free char *label_name = sp_xasprintf("sandpod.name=%s", sb->name);
     /* sp_sandbox_gc() finds orphans by the state folder that owns them. */
@@ -191,11 +222,11 @@ int sp_local_make_container(sp_sandbox *sb, sp_error **err)
     spec.name = cname;
     spec.image = c->image;
     spec.command = sb->cfg.agent ? agent_cmd : cmd;
-    spec.env = (const char *const *)c->env;
+    spec.env = (const char *const *)env_all;
     spec.workdir = c->workdir;
     spec.user = c->user;
     spec.mounts = mounts;
-    spec.n_mounts = sb->cfg.agent ? 3 : 1;
+    spec.n_mounts = sb->cfg.agent ? (egress ? 4 : 3) : 1;
     spec.tmpfs = &tmp;
     spec.n_tmpfs = 1;
     spec.network = c->network;
@@ -216,6 +247,7 @@ int sp_local_make_container(sp_sandbox *sb, sp_error **err)
     char *id = NULL;
     char **warnings = NULL;
     r = sb->lops->create(&id, &warnings, p, &spec, err);
+    sp_strv_free(env_all);
     if (r < 0)
         return sp_err_wrap(err, r, "create container for sandbox %s", sb->name);
     sp_strv_free(c->warnings);
@@ -358,6 +390,8 @@ int sp_local_create(sp_sandbox *sb, const sp_sandbox_opts *o, const sp_engine *e
         if (r < 0)
             return r;
     }
+    if (c->egress && (r = sp_local_egress_write(sb, o->egress_hosts, err)) < 0)
+        return r;
     if ((r = sp_sandbox_save(sb, err)) < 0 || (r = create_and_set_up(sb, o, err)) < 0 ||
         (r = sp_sandbox_save(sb, err)) < 0)
         return r;
@@ -368,6 +402,8 @@ void sp_local_discard(sp_sandbox *sb)
 {
     if (sb->container_id && sb->local)
         sb->lops->remove(sb->local, sb->container_id, NULL);
+    if (sb->local)
+        sp_local_egress_down(sb, sb->local, true);
 }
 
 int sp_local_image_pin(char **out, sp_sandbox *sb, sp_error **err)

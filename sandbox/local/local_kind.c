@@ -96,5 +96,7 @@ const sp_kind sp_kind_local = {
     .image_pin = sp_local_image_pin,
     .rpc = rpc,
     .rpc_cancel = rpc_cancel,
+    .egress_set = sp_local_egress_set,
+    .egress_log = sp_local_egress_log,
     .peer_command = peer_command,
 };

@@ -18,6 +18,16 @@ int sp_local_image_pin(char **out, sp_sandbox *sb, sp_error **err);
 int sp_local_make_container(sp_sandbox *sb, sp_error **err);
 int sp_local_start_container(sp_sandbox *sb, sp_local *p, sp_error **err);
 
+/* local_egress.c: the policy files (and the hosts file copied), the
+ * proxy's container made or started and handed its folder, stopped or
+ * removed; its name. */
+int sp_local_egress_write(sp_sandbox *sb, const char *hosts_file, sp_error **err);
+int sp_local_egress_up(sp_sandbox *sb, sp_local *p, sp_error **err);
+void sp_local_egress_down(sp_sandbox *sb, sp_local *p, bool remove);
+char *sp_local_egress_container(const sp_sandbox *sb);
+int sp_local_egress_set(sp_sandbox *sb, sp_error **err);
+int sp_local_egress_log(int *fd, sp_sandbox *sb, sp_error **err);
+
 /* local_life.c */
 int sp_local_remove(sp_sandbox *sb, bool keep_workspace, sp_error **err);
 int sp_local_status(sp_sandbox_status **out, sp_sandbox *sb, sp_error **err);

@@ -100,6 +100,7 @@ int sp_local_stop(sp_sandbox *sb, int timeout_s, sp_error **err)
         return 0;
     sp_sandbox_sessions_close(sb);
     int r = sb->lops->stop(p, sb->container_id, timeout_s < 0 ? 10 : timeout_s, err);
+    sp_local_egress_down(sb, p, false);
     if (r == SP_ENOTFOUND) {
         if (err) {
             sp_error_free(*err);
@@ -170,6 +171,7 @@ int sp_local_remove(sp_sandbox *sb, bool keep_workspace, sp_error **err)
         r = sb->lops->remove(p, sb->container_id, err);
         if (r < 0 && r != SP_ENOTFOUND)
             return r;
+        sp_local_egress_down(sb, p, true);
         if (err && *err) {
             sp_error_free(*err);
             *err = NULL;

@@ -86,6 +86,11 @@ static int create(sp_sandbox *sb, const sp_sandbox_opts *o, const sp_engine *e,
     sb->engine = sp_xstrdup(e->name);
     sb->engine_kind = e->kind;
     sb->rops = sp_remote_ops_for(e->kind);
+    if (sb->cfg.egress)
+        return sp_err_set(err, SP_EINVAL, 0,
+                          "engine %s: egress rules (--allow, --deny) are not enforced on a %s "
+                          "engine yet; make the sandbox without them, or on the local engine",
+                          e->name, sp_engine_kind_name(e->kind));
     if (!sb->rops)
         return sp_err_set(err, SP_EINVAL, 0, "engine %s: kind %s runs no sandboxes here", e->name,
                           sp_engine_kind_name(e->kind));
@@ -567,6 +572,17 @@ static int image_pin(char **out, sp_sandbox *sb, sp_error **err)
     return 0;
 }
 
+static int egress_set(sp_sandbox *sb, sp_error **err)
+{
+    return sp_remote_refuse(sb, "an egress policy", err);
+}
+
+static int egress_log(int *fd, sp_sandbox *sb, sp_error **err)
+{
+    *fd = -1;
+    return sp_remote_refuse(sb, "an egress policy", err);
+}
+
 const sp_kind sp_kind_remote = {
     .name = "remote",
     .load = load,
@@ -608,5 +624,7 @@ const sp_kind sp_kind_remote = {
     .image_pin = image_pin,
     .rpc = sp_remote_rpc,
     .rpc_cancel = rpc_cancel,
+    .egress_set = egress_set,
+    .egress_log = egress_log,
     .peer_command = sp_remote_peer_command,
 };

@@ -36,7 +36,7 @@ cleanup() {
         *) kill "$pid" 2>/dev/null ;;
         esac
     fi
-    rm -rf "$T"
+    [ -n "${KEEP_T:-}" ] || rm -rf "$T"
 }
 trap cleanup EXIT
 

@@ -16,7 +16,8 @@ from . import _cfs
 
 StrV = POINTER(c_char_p)
 
-SANDBOX_OPTS_VERSION = 2
+SANDBOX_OPTS_VERSION = 3
+EGRESS_CHANGE_VERSION = 1
 RUN_OPTS_VERSION = 1
 SESSION_OPTS_VERSION = 1
 SESSION_WRITE_OPTS_VERSION = 1
@@ -87,6 +88,20 @@ class SandboxOpts(ctypes.Structure):
         ("engine", c_char_p),
         ("should_stop", c_void_p),
         ("made_by", c_char_p),
+        ("allow", c_void_p),
+        ("deny", c_void_p),
+        ("egress_hosts", c_char_p),
+    ]
+
+
+class EgressChange(ctypes.Structure):
+    """sp_egress_change (sandpod/egress.h)."""
+
+    _fields_ = [
+        ("version", c_uint),
+        ("allow", c_void_p),
+        ("deny", c_void_p),
+        ("remove", c_void_p),
     ]
 
 

@@ -232,6 +232,15 @@ class AsyncSandbox:
         """:meth:`Sandbox.logs`; a ``callback`` runs on a worker thread."""
         return await self._run(self.sandbox.logs, **kw)
 
+    async def network(self) -> list[tuple[str, str]] | None:
+        return await self._run(self.sandbox.network)
+
+    async def network_change(self, **kw: Any) -> list[tuple[str, str]]:
+        return await self._run(self.sandbox.network_change, **kw)
+
+    async def network_log(self) -> list[dict[str, Any]]:
+        return await self._run(self.sandbox.network_log)
+
     async def save_template(self, name: str, **kw: Any) -> Any:
         return await self._run(self.sandbox.save_template, name, **kw)
 

@@ -33,6 +33,10 @@ _PP = POINTER(c_void_p)
 _create = fn("sp_sandbox_create", c_int, _PP, POINTER(S.SandboxOpts), POINTER(ErrorPtr))
 _open = fn("sp_sandbox_open", c_int, _PP, c_char_p, POINTER(S.SandboxOpts), POINTER(ErrorPtr))
 _free = fn("sp_sandbox_free", None, _P)
+_egress = fn("sp_sandbox_egress", c_int, POINTER(c_void_p), _P, POINTER(ErrorPtr))
+_egress_change = fn("sp_sandbox_egress_change", c_int, _P, POINTER(S.EgressChange),
+                    POINTER(ErrorPtr))
+_egress_log = fn("sp_sandbox_egress_log", c_int, POINTER(c_int), _P, POINTER(ErrorPtr))
 _name = fn("sp_sandbox_name", c_char_p, _P)
 _workspace = fn("sp_sandbox_workspace", c_char_p, _P)
 _state_dir = fn("sp_sandbox_state_dir", c_char_p, _P)
@@ -449,7 +453,9 @@ class Sandbox:
                from_: str | tuple[str, str | Snapshot | None] | None = None,
                progress: Callable[[HydrateProgress], Any] | None = None,
                pull_progress: Callable[[str], Any] | None = None,
-               engine: str | None = None) -> Sandbox:
+               engine: str | None = None, allow: Iterable[str] | None = None,
+               deny: Iterable[str] | None = None,
+               egress_hosts: str | os.PathLike[str] | None = None) -> Sandbox:
         """Create and start a sandbox (sp_sandbox_create); nothing is left on failure.
 
         ``memory`` is bytes (None: 1 GiB), ``cpus`` a CPU count (None: 1),
@@ -467,6 +473,11 @@ class Sandbox:
         ``pull_progress`` with each line of an image pull; both on the
         calling thread. An exception either raises removes the new sandbox
         and propagates.
+
+        ``allow``, ``deny``: egress rules (``sandpod create --allow/--deny``,
+        sandpod/egress.h); with either, the sandbox's only network is its
+        egress proxy and what no rule allows is refused. ``egress_hosts``: a
+        hosts(5) file the proxy resolves names from before DNS.
 
         ``engine``: where it runs, an engine of ``sandpod engine ls`` (None:
         the state root's default, normally local Podman). On a kubernetes
@@ -512,6 +523,11 @@ class Sandbox:
         o.progress = ctypes.cast(cbs.hydrate(progress), c_void_p)
         o.pull_progress = ctypes.cast(cbs.lines(pull_progress), c_void_p)
         o.engine = enc(engine)
+        if allow is not None:
+            o.allow = S.strv_ptr(list(allow), keep_alive)
+        if deny is not None:
+            o.deny = S.strv_ptr(list(deny), keep_alive)
+        o.egress_hosts = enc(egress_hosts)
         h = c_void_p()
         try:
             if template is not None and from_ is not None:
@@ -671,6 +687,46 @@ class Sandbox:
             return json.loads(ctypes.string_at(out.value).decode("utf-8", "surrogateescape"))
         finally:
             c_free(out)
+
+    # -- egress ----------------------------------------------------------------
+
+    def network(self) -> list[tuple[str, str]] | None:
+        """The egress policy as ``(verdict, rule)`` pairs in the order they
+        are decided (``("deny", "*.evil.com")``); None when the sandbox has
+        none (its network is its ``network`` option's)."""
+        out = c_void_p()
+        with self._lock:
+            call(_egress, byref(out), self._main())
+        if not out.value:
+            return None
+        return [tuple(line.split(" ", 1)) for line in take_strv(out)]  # type: ignore[misc]
+
+    def network_change(self, *, allow: Iterable[str] = (), deny: Iterable[str] = (),
+                       remove: Iterable[str] = ()) -> list[tuple[str, str]]:
+        """Change the policy while the sandbox runs (sp_sandbox_egress_change):
+        in force within 100 ms, open connections it no longer allows are
+        cut. All or nothing; returns the new policy."""
+        keep: list[object] = []
+        ch = S.EgressChange(version=S.EGRESS_CHANGE_VERSION)
+        ch.allow = S.strv_ptr(list(allow) or None, keep)
+        ch.deny = S.strv_ptr(list(deny) or None, keep)
+        ch.remove = S.strv_ptr(list(remove) or None, keep)
+        with self._lock:
+            call(_egress_change, self._main(), byref(ch))
+        return self.network() or []
+
+    def network_log(self) -> list[dict[str, Any]]:
+        """The proxy's connection records so far, oldest first (one dict per
+        connection: time, proto, host, port, addr, verdict, up, down, ms,
+        rule, why); [] before the first."""
+        fd = c_int(-1)
+        try:
+            with self._lock:
+                call(_egress_log, byref(fd), self._main())
+        except errors.NotFoundError:
+            return []
+        with os.fdopen(fd.value, "rb") as f:
+            return [json.loads(line) for line in f.read().splitlines() if line.strip()]
 
     @property
     def created_at(self) -> str | None:

@@ -35,7 +35,7 @@ typedef struct sp_sandbox sp_sandbox;
 /** The user commands run as unless told otherwise: unprivileged. */
 #define SP_SANDBOX_DEFAULT_USER "1000:1000"
 
-#define SP_SANDBOX_OPTS_VERSION 2
+#define SP_SANDBOX_OPTS_VERSION 3
 
 /**
  * How commands reach the container. The fast path asks sandpod-agent, the
@@ -155,6 +155,19 @@ typedef struct sp_sandbox_opts {
      *  --project), which `sandpod gc --kept` may collect; NULL for one a
      *  user made. At most 64 printable ASCII characters. */
     const char *made_by;
+    /* Version 3. */
+    /** Egress rules (sandpod/egress.h says their forms and how they are
+     *  decided): NULL-terminated lists of what the workload may reach and
+     *  what it may not (deny wins). When either is non-NULL, even empty,
+     *  the sandbox's network is its egress proxy alone: `network` must be
+     *  SP_NET_NONE (the default), and everything no rule allows is refused.
+     *  NULL and NULL: no policy, the network is `network`'s. */
+    const char *const *allow;
+    const char *const *deny;
+    /** A hosts(5) file whose names the proxy resolves before DNS (copied
+     *  at create; NULL: none). Its addresses are judged like any other:
+     *  a name listed at a private address still needs a rule naming it. */
+    const char *egress_hosts;
 } sp_sandbox_opts;
 
 #define SP_SANDBOX_OPTS_INIT                                                                       \
