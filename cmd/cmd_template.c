@@ -67,7 +67,9 @@ static cJSON *info_json(const sp_template_info *t)
         cJSON_AddNumberToObject(o, "memory_bytes", (double)t->memory_bytes) &&
         cJSON_AddNumberToObject(o, "nano_cpus", (double)t->nano_cpus) &&
         cJSON_AddNumberToObject(o, "pids_limit", (double)t->pids_limit) &&
-        cJSON_AddNumberToObject(o, "mounts", (double)t->n_mounts);
+        cJSON_AddNumberToObject(o, "mounts", (double)t->n_mounts) &&
+        (t->egress ? sp_json_add(o, "egress", sp_json_strv((const char *const *)t->egress))
+                   : cJSON_AddNullToObject(o, "egress") != NULL);
     if (!ok) {
         cJSON_Delete(o);
         return NULL;
@@ -91,6 +93,8 @@ static void print_info(const sp_template_info *t)
         printf("env:        %s\n", t->env_names[i]);
     for (size_t i = 0; t->setup[i]; i++)
         printf("setup:      %s\n", t->setup[i]);
+    for (size_t i = 0; t->egress && t->egress[i]; i++)
+        printf("egress:     %s\n", t->egress[i]);
 }
 
 static int do_save(sp_template_opts *o, const struct cli_conn *conn, const char *name,

@@ -142,6 +142,8 @@ static sp_template_info *info_of(sp_sandbox *t, const cJSON *meta)
     i->nano_cpus = c->nano_cpus;
     i->pids_limit = c->pids_limit;
     i->n_mounts = c->n_mounts;
+    i->egress = c->egress;
+    c->egress = NULL;
     return i;
 }
 
@@ -159,6 +161,7 @@ void sp_template_info_free(sp_template_info *t)
     sp_strv_free(t->setup);
     sp_strv_free(t->env_names);
     sp_strv_free(t->env_pass);
+    sp_strv_free(t->egress);
     free(t->workdir);
     free(t->user);
     free(t);
@@ -269,6 +272,22 @@ static int write_template_json(sp_sandbox *sb, const char *name, const char *tmp
     /* It may hold -e values: only its owner reads it. */
     int r = sp_write_file_atomic(path, text.data, text.len, 0600, err);
     sp_buf_dispose(&text);
+    if (r < 0 || !sb->cfg.egress)
+        return r;
+    /* The egress hosts file goes along with the rules (a fork of the
+     * template finds it where a fork of a sandbox does). */
+    cleanup_free char *hosts = sp_xasprintf("%s/egress/hosts", sb->state_dir);
+    cleanup_close int hf = open(hosts, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (hf < 0)
+        return 0;
+    sp_buf b = SP_BUF_INIT;
+    cleanup_free char *dir = sp_xasprintf("%s/egress", tmp);
+    cleanup_free char *copy = sp_xasprintf("%s/egress/hosts", tmp);
+    if (sp_read_all(hf, &b, 1u << 20) < 0 || (mkdir(dir, 0755) < 0 && errno != EEXIST))
+        r = sp_err_errno(err, errno, "copy the egress hosts file of sandbox", sb->name);
+    else
+        r = sp_write_file_atomic(copy, b.data ? b.data : "", b.len, 0644, err);
+    sp_buf_dispose(&b);
     return r;
 }
 

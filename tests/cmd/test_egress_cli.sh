@@ -225,6 +225,22 @@ out_is 'hello from upstream /fork\n' "the fork has a proxy of its own"
 run exec "$A-f" -- wget -q -O - "http://other.test:$HPORT/"
 expect_rc 1 "... that refuses what the origin's refuses"
 
+# ----------------------------------------------------------- template --
+run template save "$A" "tpl-$$"
+expect 0 "template save"
+run template inspect "tpl-$$"
+out_has "egress:     allow up.test" "the template records the rules"
+run create --template "tpl-$$" --name "$A-t"
+expect 0 "create --template"
+run exec "$A-t" -- wget -q -O - "http://up.test:$HPORT/tpl"
+out_is 'hello from upstream /tpl\n' "a sandbox from the template has the rules and the hosts file"
+run exec "$A-t" -- wget -q -O - "http://other.test:$HPORT/"
+expect_rc 1 "... and refuses the rest"
+run rm --force "$A-t"
+expect 0 "rm the template's sandbox"
+run template rm "tpl-$$"
+expect 0 "template rm"
+
 # ------------------------------------------------------------ refusals --
 run create --name bad-$$ --allow 'a b'
 expect 2 "create with a malformed rule"

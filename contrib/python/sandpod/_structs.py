@@ -487,6 +487,7 @@ class TemplateInfo(ctypes.Structure):
         ("nano_cpus", c_uint64),
         ("pids_limit", c_int64),
         ("n_mounts", c_size_t),
+        ("egress", StrV),
     ]
 
 

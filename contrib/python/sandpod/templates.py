@@ -49,6 +49,8 @@ class Template:
     nano_cpus: int
     pids_limit: int
     n_mounts: int
+    #: the egress policy ("allow RULE" / "deny RULE"); None: none
+    egress: tuple[str, ...] | None = None
 
 
 def _strs(v: Any) -> tuple[str, ...]:
@@ -74,7 +76,8 @@ def _take(p: Any) -> Template:
                         env_pass=_strs(t.env_pass), workdir=_d(t.workdir), user=_d(t.user),
                         network=_NETWORKS.get(t.network, str(t.network)),
                         memory_bytes=t.memory_bytes, nano_cpus=t.nano_cpus,
-                        pids_limit=t.pids_limit, n_mounts=t.n_mounts)
+                        pids_limit=t.pids_limit, n_mounts=t.n_mounts,
+                        egress=_strs(t.egress) if t.egress else None)
     finally:
         _info_free(p)
 

@@ -67,6 +67,9 @@ typedef struct sp_template_info {
     uint64_t nano_cpus;
     int64_t pids_limit;
     size_t n_mounts; /**< host folders the origin was hydrated from */
+    /** The egress policy a sandbox made from it gets ("allow RULE" /
+     *  "deny RULE" lines, sandpod/egress.h); NULL: none. */
+    char **egress;
 } sp_template_info;
 
 /** Free a template's record; accepts NULL. */
