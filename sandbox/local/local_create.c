@@ -147,6 +147,20 @@ int sp_local_start_container(sp_sandbox *sb, sp_local *p, sp_error **err)
         return sp_err_wrap(err, r, "start container for sandbox %s", sb->name);
     if ((r = hand_over_ids(sb, p, err)) < 0)
         return r;
+    /* Before anything of the workload runs (the agent, pid 1, does not
+     * connect anywhere). */
+    if (sb->cfg.network == SP_NET_DEFAULT) {
+        sp_container_info *info = NULL;
+        if ((r = sb->lops->inspect(&info, p, sb->container_id, err)) < 0)
+            return r;
+        int pid = info->pid;
+        sp_container_info_free(info);
+        if (pid <= 0)
+            return sp_err_set(err, SP_EPODMAN, 0, "the container of sandbox %s did not stay up",
+                              sb->name);
+        if ((r = sp_local_netguard(sb, pid, err)) < 0)
+            return r;
+    }
     wait_agent(sb);
     return 0;
 }

@@ -28,6 +28,11 @@ char *sp_local_egress_container(const sp_sandbox *sb);
 int sp_local_egress_set(sp_sandbox *sb, sp_error **err);
 int sp_local_egress_log(int *fd, sp_sandbox *sb, sp_error **err);
 
+/* local_netguard.c: firewall rules in the network namespace of a
+ * --network default container (its pid 1 is pid) that keep it off this
+ * host, its neighbours and link-local metadata. */
+int sp_local_netguard(sp_sandbox *sb, int pid, sp_error **err);
+
 /* local_life.c */
 int sp_local_remove(sp_sandbox *sb, bool keep_workspace, sp_error **err);
 int sp_local_status(sp_sandbox_status **out, sp_sandbox *sb, sp_error **err);

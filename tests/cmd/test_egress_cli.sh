@@ -241,6 +241,47 @@ expect 0 "rm the template's sandbox"
 run template rm "tpl-$$"
 expect 0 "template rm"
 
+# ---------------------------------------- --network default stays off --
+# A server on all of this host's addresses, and a neighbour sandbox.
+HOSTPORT=$(free_port)
+python3 -m http.server --bind 0.0.0.0 "$HOSTPORT" >/dev/null 2>&1 &
+UPS+=($!)
+HOSTIP=$(ip -4 route get 1.1.1.1 2>/dev/null | sed -n 's/.* src \([0-9.]*\).*/\1/p')
+[ -n "$HOSTIP" ] || HOSTIP=$(hostname -I 2>/dev/null | awk '{print $1}')
+D=eg-d-$$
+run create --name "$D" --network default
+expect 0 "create --network default"
+run create --name "$D-n" --network default
+expect 0 "a neighbour"
+NIP=$(podman inspect -f '{{.NetworkSettings.IPAddress}}' "$(podman ps --format '{{.Names}}' | grep -- "-$D-n-[0-9a-f]*$")")
+for _ in $(seq 1 50); do
+    python3 -c "import socket; socket.create_connection(('$HOSTIP', $HOSTPORT), 1)" 2>/dev/null && break
+    sleep 0.1
+done
+run exec "$D" -- sh -c "printf 'GET / HTTP/1.0\r\n\r\n' | nc -w 3 $HOSTIP $HOSTPORT 2>&1"
+out_lacks "200 OK" "--network default does not reach a service on this host's address"
+out_has "refused" "... and fails at once"
+if [ -n "$NS" ]; then
+    run exec "$D" -- sh -c "printf 'GET / HTTP/1.0\r\n\r\n' | nc -w 3 $UP $HPORT"
+    out_has "200 OK" "--network default still reaches the world (the namespace's upstream)"
+    run exec "$D" -- sh -c "printf 'GET / HTTP/1.0\r\n\r\n' | nc -w 3 $HOSTSIDE $HPORT 2>&1"
+    out_lacks "200 OK" "... but not the host's side of the veth"
+fi
+run exec "$D" -- sh -c "nc -w 3 169.254.169.254 80 </dev/null 2>&1; echo rc=\$?"
+out_has "rc=1" "the metadata address is refused"
+if [ -n "$NIP" ]; then
+    run exec "$D" -- sh -c "nc -w 3 $NIP 22 </dev/null 2>&1; echo rc=\$?"
+    out_has "refused" "another sandbox's address is refused"
+fi
+run restart "$D"
+expect 0 "restart (a new network namespace)"
+run exec "$D" -- sh -c "printf 'GET / HTTP/1.0\r\n\r\n' | nc -w 3 $HOSTIP $HOSTPORT 2>&1"
+out_lacks "200 OK" "the rules hold after a restart"
+for s in "$D" "$D-n"; do
+    run rm --force "$s"
+    expect 0 "rm $s"
+done
+
 # ------------------------------------------------------------ refusals --
 run create --name bad-$$ --allow 'a b'
 expect 2 "create with a malformed rule"
