@@ -81,8 +81,9 @@ int cli_create_init(struct cli_create *c, int argc)
     c->setup = calloc(n, sizeof(*c->setup));
     c->allow = calloc(n, sizeof(*c->allow));
     c->deny = calloc(n, sizeof(*c->deny));
+    c->setup_allow = calloc(n, sizeof(*c->setup_allow));
     if (!c->parsed || !c->mounts || !c->roots || !c->env || !c->caps || !c->pass || !c->setup ||
-        !c->allow || !c->deny) {
+        !c->allow || !c->deny || !c->setup_allow) {
         cli_create_dispose(c);
         return cli_error("out of memory");
     }
@@ -102,6 +103,7 @@ void cli_create_dispose(struct cli_create *c)
     free(c->setup);
     free(c->allow);
     free(c->deny);
+    free(c->setup_allow);
     cli_conn_dispose(&c->conn);
     memset(c, 0, sizeof(*c));
 }
@@ -221,17 +223,20 @@ int cli_create_option(struct cli_create *c, const char *cmd, int opt, const char
         c->caps[c->n_caps++] = arg;
         return 1;
     case CLI_OPT_ALLOW:
-    case CLI_OPT_DENY: {
+    case CLI_OPT_DENY:
+    case CLI_OPT_SETUP_ALLOW: {
         sp_error *e = NULL;
-        if (sp_egress_rule_check(arg, opt == CLI_OPT_ALLOW, &e) < 0) {
+        if (sp_egress_rule_check(arg, opt != CLI_OPT_DENY, &e) < 0) {
             cli_usage(cmd, "%s", e->message);
             sp_error_free(e);
             return -1;
         }
         if (opt == CLI_OPT_ALLOW)
             c->allow[c->n_allow++] = arg;
-        else
+        else if (opt == CLI_OPT_DENY)
             c->deny[c->n_deny++] = arg;
+        else
+            c->setup_allow[c->n_setup_allow++] = arg;
         return 1;
     }
     case CLI_OPT_EGRESS_HOSTS:
@@ -365,6 +370,7 @@ sp_sandbox_opts cli_create_opts(const struct cli_create *c)
     o.setup = c->n_setup ? c->setup : NULL;
     o.allow = c->n_allow ? c->allow : NULL;
     o.deny = c->n_deny ? c->deny : NULL;
+    o.setup_allow = c->n_setup_allow ? c->setup_allow : NULL;
     return o;
 }
 

@@ -84,6 +84,9 @@ static const struct cli_optdesc egress_opts[] = {
               "rule allows is refused"),
     CLI_VALUE("deny", 0, "RULE", CLI_OPT_DENY, CLI_COMP_NONE,
               "refuse RULE even where an --allow rule matches (repeatable; same forms)"),
+    CLI_VALUE("setup-allow", 0, "RULE", CLI_OPT_SETUP_ALLOW, CLI_COMP_NONE,
+              "an allow rule in force only while the --setup commands run (repeatable; needs "
+              "--allow or --deny)"),
     CLI_VALUE("egress-hosts", 0, "FILE", CLI_OPT_EGRESS_HOSTS, CLI_COMP_FILE,
               "a hosts(5) file whose names the proxy resolves before DNS (copied)"),
     CLI_OPTS_END,

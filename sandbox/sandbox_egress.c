@@ -40,6 +40,15 @@ static int add_lines(sp_strv *out, const char *const *rules, bool allow, sp_erro
 int sp_sandbox_egress_from_opts(char ***out, const sp_sandbox_opts *o, sp_error **err)
 {
     *out = NULL;
+    if (o->setup_allow && !o->allow && !o->deny)
+        return sp_err_set(err, SP_EINVAL, 0,
+                          "--setup-allow widens egress rules for setup: give --allow or --deny "
+                          "too (or --setup-network for a setup with the default network)");
+    for (size_t i = 0; o->setup_allow && o->setup_allow[i]; i++) {
+        int r = sp_egress_rule_check(o->setup_allow[i], true, err);
+        if (r < 0)
+            return r;
+    }
     if (!o->allow && !o->deny)
         return 0;
     if (o->network != SP_NET_NONE)

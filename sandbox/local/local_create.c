@@ -307,6 +307,19 @@ static int create_and_set_up(sp_sandbox *sb, const sp_sandbox_opts *o, sp_error 
     bool lend = any && o->setup_network && want == SP_NET_NONE;
     if (lend)
         c->network = SP_NET_DEFAULT;
+    /* --setup-allow: the proxy's policy is wider while setup runs, then
+     * narrowed in place (the proxy reads it anew; nothing restarts). */
+    char **keep = NULL;
+    bool widen = any && c->egress && o->setup_allow && o->setup_allow[0];
+    if (widen) {
+        sp_strv wide = {0};
+        for (char **l = c->egress; *l; l++)
+            sp_strv_push(&wide, sp_xstrdup(*l));
+        for (size_t i = 0; o->setup_allow[i]; i++)
+            sp_strv_push(&wide, sp_xasprintf("allow %s", o->setup_allow[i]));
+        keep = c->egress;
+        c->egress = sp_strv_steal(&wide);
+    }
     int r = sp_local_make_container(sb, err);
     c->network = want;
     for (size_t i = 0; r == 0 && any && o->setup[i]; i++) {
@@ -334,6 +347,13 @@ static int create_and_set_up(sp_sandbox *sb, const sp_sandbox_opts *o, sp_error 
             sp_buf_dispose(&b);
         }
         sp_run_result_free(res);
+    }
+    if (widen) {
+        sp_strv_free(c->egress);
+        c->egress = keep;
+        int r2 = sp_local_egress_set(sb, r == 0 ? err : NULL);
+        if (r == 0)
+            r = r2;
     }
     if (r == 0 && lend)
         r = sp_local_make_container(sb, err);

@@ -225,6 +225,23 @@ out_is 'hello from upstream /fork\n' "the fork has a proxy of its own"
 run exec "$A-f" -- wget -q -O - "http://other.test:$HPORT/"
 expect_rc 1 "... that refuses what the origin's refuses"
 
+# -------------------------------------------------------- setup-allow --
+S=eg-s-$$
+run create --name "$S" --allow up.test "${EXTRA[@]}" --egress-hosts "$T/hosts" \
+    --setup-allow other.test --setup "wget -q -O /workspace/got http://other.test:$HPORT/setup"
+expect 0 "create --setup-allow: setup reaches a wider list"
+run exec "$S" -- cat /workspace/got
+out_is 'hello from upstream /setup\n' "... what setup fetched is in the workspace"
+run exec "$S" -- wget -q -O - "http://other.test:$HPORT/"
+expect_rc 1 "the sandbox does not keep the setup's rule"
+run network "$S"
+out_lacks "other.test" "... and its policy does not list it"
+run rm --force "$S"
+expect 0 "rm $S"
+run create --name bad-$$ --setup-allow up.test --setup true
+expect 1 "--setup-allow without rules"
+err_has "--setup-allow widens" "... says why"
+
 # ----------------------------------------------------------- template --
 run template save "$A" "tpl-$$"
 expect 0 "template save"

@@ -91,6 +91,7 @@ class SandboxOpts(ctypes.Structure):
         ("allow", c_void_p),
         ("deny", c_void_p),
         ("egress_hosts", c_char_p),
+        ("setup_allow", c_void_p),
     ]
 
 

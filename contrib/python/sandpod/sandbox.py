@@ -455,7 +455,8 @@ class Sandbox:
                pull_progress: Callable[[str], Any] | None = None,
                engine: str | None = None, allow: Iterable[str] | None = None,
                deny: Iterable[str] | None = None,
-               egress_hosts: str | os.PathLike[str] | None = None) -> Sandbox:
+               egress_hosts: str | os.PathLike[str] | None = None,
+               setup_allow: Iterable[str] | None = None) -> Sandbox:
         """Create and start a sandbox (sp_sandbox_create); nothing is left on failure.
 
         ``memory`` is bytes (None: 1 GiB), ``cpus`` a CPU count (None: 1),
@@ -478,6 +479,7 @@ class Sandbox:
         sandpod/egress.h); with either, the sandbox's only network is its
         egress proxy and what no rule allows is refused. ``egress_hosts``: a
         hosts(5) file the proxy resolves names from before DNS.
+        ``setup_allow``: allow rules in force only while ``setup`` runs.
 
         ``engine``: where it runs, an engine of ``sandpod engine ls`` (None:
         the state root's default, normally local Podman). On a kubernetes
@@ -528,6 +530,8 @@ class Sandbox:
         if deny is not None:
             o.deny = S.strv_ptr(list(deny), keep_alive)
         o.egress_hosts = enc(egress_hosts)
+        if setup_allow is not None:
+            o.setup_allow = S.strv_ptr(list(setup_allow), keep_alive)
         h = c_void_p()
         try:
             if template is not None and from_ is not None:

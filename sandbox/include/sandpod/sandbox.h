@@ -168,6 +168,10 @@ typedef struct sp_sandbox_opts {
      *  at create; NULL: none). Its addresses are judged like any other:
      *  a name listed at a private address still needs a rule naming it. */
     const char *egress_hosts;
+    /** Allow rules in force only while the setup commands run (the
+     *  sandbox keeps allow and deny alone): setup may reach a wider list
+     *  than the workload. Needs allow or deny. */
+    const char *const *setup_allow;
 } sp_sandbox_opts;
 
 #define SP_SANDBOX_OPTS_INIT                                                                       \
