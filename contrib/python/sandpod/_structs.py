@@ -88,10 +88,10 @@ class SandboxOpts(ctypes.Structure):
         ("engine", c_char_p),
         ("should_stop", c_void_p),
         ("made_by", c_char_p),
-        ("allow", c_void_p),
-        ("deny", c_void_p),
+        ("allow", StrV),
+        ("deny", StrV),
         ("egress_hosts", c_char_p),
-        ("setup_allow", c_void_p),
+        ("setup_allow", StrV),
     ]
 
 
@@ -100,9 +100,9 @@ class EgressChange(ctypes.Structure):
 
     _fields_ = [
         ("version", c_uint),
-        ("allow", c_void_p),
-        ("deny", c_void_p),
-        ("remove", c_void_p),
+        ("allow", StrV),
+        ("deny", StrV),
+        ("remove", StrV),
     ]
 
 

@@ -1101,15 +1101,22 @@ class Sandbox:
             call(_event_append, byref(n), self._main(), byref(ev))
         return n.value
 
-    def events(self) -> list[dict[str, Any]]:
-        """The records of the sandbox's events.jsonl (tool calls, commands), oldest first."""
+    def events(self, *, connections: bool = True) -> list[dict[str, Any]]:
+        """The records of the sandbox's events.jsonl (tool calls, commands),
+        oldest first; with ``connections`` (the default) and an egress
+        policy, its proxy's connection records too (``"event":
+        "connection"``, :meth:`network_log`), merged in by time."""
         import json
 
         try:
             with open(os.path.join(self.state_dir, "events.jsonl"), encoding="utf-8") as f:
-                return [json.loads(line) for line in f if line.strip()]
+                recs = [json.loads(line) for line in f if line.strip()]
         except FileNotFoundError:
-            return []
+            recs = []
+        if connections and self.network() is not None:
+            recs += self.network_log()
+            recs.sort(key=lambda r: r.get("ts") or r.get("time") or "")
+        return recs
 
     @staticmethod
     def gc(*, url: str | None = None, state_root: str | os.PathLike[str] | None = None,

@@ -80,7 +80,8 @@ int sp_sandbox_egress_change(sp_sandbox *sb, const sp_egress_change *ch, sp_erro
 
 /**
  * Open the sandbox's connection log for reading: one JSON object per line,
- * per connection, written when it ends: "time" (RFC 3339, UTC, ms),
+ * per connection, written when it ends: "event" ("connection"), "time"
+ * (RFC 3339, UTC, ms),
  * "proto" ("connect", "http", "socks", "refused"), "host", "port",
  * "addr" (the address connected to, or ""), "verdict" ("allow" or "deny"),
  * "up" and "down" (bytes), "ms", "rule" (the deciding rule or null) and

@@ -168,3 +168,32 @@ def test_pull_from_a_private_registry(home, registry):
         sandpod.images.remove(ref)
     with pytest.raises(FileNotFoundError):
         sandpod.images.pull(f"{registry}/sandpod-py/none:1", tls_verify=False)
+
+
+def test_egress_rules_from_python(home):
+    """Rules at create, read back, changed live, refusals in the log and in
+    events(); no upstream is needed: what no rule names is refused without
+    a lookup."""
+    with pytest.raises(ValueError):
+        sandpod.Sandbox.create(name="py-eg-bad", allow=["exa mple.com"])
+    with pytest.raises(ValueError):
+        sandpod.Sandbox.create(name="py-eg-bad", setup_allow=["x.test"], setup=["true"])
+    with _create(name="py-eg", allow=["example.com"], deny=["bad.example.com"]) as sb:
+        assert sb.network() == [("deny", "bad.example.com"), ("allow", "example.com")]
+        r = sb.shell("wget -q -O - http://nope.test/ || echo refused")
+        assert r.stdout.strip() == "refused"
+        assert sb.network_change(allow=["*.pypi.org"], remove=["bad.example.com"]) == \
+            [("allow", "example.com"), ("allow", "*.pypi.org")]
+        with pytest.raises(ValueError):
+            sb.network_change(remove=["not.there"])
+        log = sb.network_log()
+        assert any(x["host"] == "nope.test" and x["verdict"] == "deny" and x["rule"] is None
+                   for x in log), log
+        assert any(e.get("event") == "connection" for e in sb.events())
+        assert not any(e.get("event") == "connection" for e in sb.events(connections=False))
+    with _create(name="py-eg-none") as plain:
+        assert plain.network() is None
+        with pytest.raises(ValueError):
+            plain.network_log()
+        with pytest.raises(ValueError):
+            plain.network_change(allow=["example.com"])
