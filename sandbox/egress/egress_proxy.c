@@ -302,7 +302,8 @@ static void log_conn(const conn *c)
     time_t secs = (time_t)(c->started_ms / 1000);
     struct tm tm;
     gmtime_r(&secs, &tm);
-    at += strftime(line, sizeof(line), "{\"event\":\"connection\",\"time\":\"%Y-%m-%dT%H:%M:%S", &tm);
+    at +=
+        strftime(line, sizeof(line), "{\"event\":\"connection\",\"time\":\"%Y-%m-%dT%H:%M:%S", &tm);
     at += (size_t)snprintf(line + at, sizeof(line) - at,
                            ".%03dZ\",\"proto\":", (int)(c->started_ms % 1000));
     json_str(line, sizeof(line), &at, c->proto);
