@@ -133,25 +133,41 @@ finish() {
 # Python has no pty module.
 run_tty() {
     python3 - "$SP" "$@" >"$T/out" 2>"$T/err" <<'PY'
-import os, sys
+import fcntl, os, select, sys, termios
 try:
     import pty, tty
 except ImportError:
     sys.exit(77)
-pid, fd = pty.fork()
+# The parent keeps the terminal's other end open: a master whose slave is
+# gone may answer EIO before it hands over the last output (seen under
+# load: a --json answer cut to its first byte). It reads until the program
+# has exited and the terminal is empty.
+master, slave = pty.openpty()
+pid = os.fork()
 if pid == 0:
+    os.close(master)
+    os.setsid()
+    fcntl.ioctl(slave, termios.TIOCSCTTY, 0)
+    for f in (0, 1, 2):
+        os.dup2(slave, f)
+    if slave > 2:
+        os.close(slave)
     tty.setraw(0)  # no \n -> \r\n: compare bytes as the program wrote them
     os.execv(sys.argv[1], sys.argv[1:])
 out = b""
+st = None
 while True:
-    try:
-        d = os.read(fd, 65536)
-    except OSError:  # EIO once the program has exited
-        break
-    if not d:
-        break
-    out += d
-_, st = os.waitpid(pid, 0)
+    r, _, _ = select.select([master], [], [], 0.05)
+    if r:
+        out += os.read(master, 65536)
+        continue
+    if st is not None:
+        break  # exited, and nothing more came
+    p, status = os.waitpid(pid, os.WNOHANG)
+    if p:
+        st = status
+os.close(slave)
+os.close(master)
 sys.stdout.buffer.write(out)
 sys.exit(os.waitstatus_to_exitcode(st))
 PY
