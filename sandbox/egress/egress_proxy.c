@@ -716,7 +716,8 @@ static const unsigned char alert_unrecognized_name[] = {0x15, 0x03, 0x01, 0x00, 
 /* Move bytes both ways until both sides are done. Client bytes go through
  * the body filter (`pre` first: what came after the request head), and,
  * while sni_host is set, are held until the ClientHello's server name has
- * been checked against it. */
+ * been checked against it (on a tunnel to an address, c->literal, a server
+ * name is refused whatever it is). */
 static void pump(conn *c, body *b, const unsigned char *pre, size_t pre_len, const char *sni_host)
 {
     buf *cu = sp_xcalloc(1, sizeof(*cu)), *uc = sp_xcalloc(1, sizeof(*uc));
@@ -1207,7 +1208,9 @@ static void serve_socks(conn *c, int64_t deadline)
     }
     socks_reply(c, 0);
     body raw = {.mode = BODY_RAW};
-    pump(c, &raw, NULL, 0, c->literal ? NULL : c->host);
+    /* The server name is checked on a tunnel to an address too, as for
+     * CONNECT: a name there would pick another site on an allowed address. */
+    pump(c, &raw, NULL, 0, c->host);
 }
 
 static void *serve_conn(void *arg)
