@@ -493,13 +493,20 @@ int sp_egress_sni(char *name, size_t cap, const unsigned char *b, size_t len, in
     name[0] = '\0';
     if (len < 1)
         return -2;
-    if (b[0] != 0x16)
-        return 0; /* not a TLS handshake record */
-    if (len < 5)
+    if (b[0] < 0x14 || b[0] > 0x18)
+        return 0; /* not a TLS record */
+    if (len < 2)
         return -2;
     if (b[1] != 0x03) /* SSL 3.0 to TLS 1.3 all say 3.x here */
         return 0;
     *is_tls = 1;
+    /* Another record first (an alert, change_cipher_spec, ...): servers may
+     * skip it and read the ClientHello behind it (Go's crypto/tls and rustls
+     * drop warning alerts before the handshake), which would go unchecked. */
+    if (b[0] != 0x16)
+        return -1;
+    if (len < 5)
+        return -2;
     size_t rec = (size_t)b[3] << 8 | b[4];
     if (rec > 16384 || rec < 4)
         return -1;
@@ -762,7 +769,8 @@ static void pump(conn *c, body *b, const unsigned char *pre, size_t pre_len, con
             if (r == -1 || (r == 1 && (c->literal || !same_host(name, sni_host)))) {
                 if (r == -1)
                     snprintf(c->why, sizeof(c->why),
-                             "refused: a TLS ClientHello that is malformed or split over records");
+                             "refused: TLS that does not start with one whole, well-formed "
+                             "ClientHello");
                 else
                     snprintf(c->why, sizeof(c->why),
                              "refused: the TLS server name %.200s is not the host asked for", name);

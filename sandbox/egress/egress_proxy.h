@@ -66,7 +66,8 @@ int sp_egress_relay_run(uint16_t port, const char *socket_path);
 /* For tests and the fuzzer: the server name of the TLS ClientHello that
  * starts `buf` into name (NUL-terminated). @return 1 found; 0 a complete
  * ClientHello without one, or not TLS at all (*is_tls false); -1 it is
- * TLS but malformed or split over records; -2 more bytes needed */
+ * TLS but malformed, split over records, or starts with another record
+ * than a handshake; -2 more bytes needed */
 int sp_egress_sni(char *name, size_t cap, const unsigned char *buf, size_t len, int *is_tls);
 
 #endif
