@@ -94,7 +94,9 @@ static void say(const char *fmt, ...)
 
 /* ------------------------------------------------------------- policy -- */
 
-/* The host's own addresses are special: a rule must name them by network. */
+/* The host's own addresses are special: a rule must name them by network.
+ * Not the loopback ones: the built-in range holds them already, and
+ * "127.0.0.1 is loopback" says more than "an address of this host". */
 static void add_host_addresses(sp_egress_policy *p)
 {
     struct ifaddrs *ifs = NULL;
@@ -104,11 +106,14 @@ static void add_host_addresses(sp_egress_policy *p)
         if (!i->ifa_addr ||
             (i->ifa_addr->sa_family != AF_INET && i->ifa_addr->sa_family != AF_INET6))
             continue;
+        bool v4 = i->ifa_addr->sa_family == AF_INET;
+        const struct in_addr *a4 = &((struct sockaddr_in *)i->ifa_addr)->sin_addr;
+        const struct in6_addr *a6 = &((struct sockaddr_in6 *)i->ifa_addr)->sin6_addr;
+        if (v4 ? (ntohl(a4->s_addr) >> 24) == 127 : IN6_IS_ADDR_LOOPBACK(a6))
+            continue;
         char a[INET6_ADDRSTRLEN];
-        const void *raw = i->ifa_addr->sa_family == AF_INET
-                              ? (const void *)&((struct sockaddr_in *)i->ifa_addr)->sin_addr
-                              : (const void *)&((struct sockaddr_in6 *)i->ifa_addr)->sin6_addr;
-        if (!inet_ntop(i->ifa_addr->sa_family, raw, a, sizeof(a)))
+        if (!inet_ntop(i->ifa_addr->sa_family, v4 ? (const void *)a4 : (const void *)a6, a,
+                       sizeof(a)))
             continue;
         sp_error *e = NULL;
         if (sp_egress_policy_add_special(p, a, "an address of this host", &e) < 0)

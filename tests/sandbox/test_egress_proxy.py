@@ -1163,7 +1163,9 @@ def c13b_host_address_added_later():
 
 def c14_mapped():
     lo = special("127.0.0.1", "loopback")
-    refuse_connect("[::ffff:127.0.0.1]:%d" % PH, "::ffff:127.0.0.1", PH, lo, log_addr="127.0.0.1")
+    # judged as 127.0.0.1; the record's addr is the one it would connect to
+    refuse_connect("[::ffff:127.0.0.1]:%d" % PH, "::ffff:127.0.0.1", PH, lo,
+                   log_addr="::ffff:127.0.0.1")
     refuse_connect("[64:ff9b::7f00:1]:%d" % PH, "64:ff9b::7f00:1", PH, lo)
     refuse_connect("[::ffff:%s]:%d" % (P1, PH), "::ffff:%s" % P1, PH,
                    special(P1, "an address of this host"))
