@@ -8,6 +8,8 @@
 #include <fcntl.h>
 #include <ifaddrs.h>
 #include <limits.h>
+#include <linux/netlink.h>
+#include <linux/rtnetlink.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
@@ -62,6 +64,7 @@ static struct {
     pthread_mutex_t mu;
     policy_ref *policy;
     struct stat policy_st;
+    char *host_addrs; /* host_addresses(), as the policy in force has them */
     unsigned open, receivers;
     conn *live;
     int log_fd;
@@ -94,14 +97,17 @@ static void say(const char *fmt, ...)
 
 /* ------------------------------------------------------------- policy -- */
 
-/* The host's own addresses are special: a rule must name them by network.
+/* This host's own addresses, one a line; NULL when they cannot be read.
  * Not the loopback ones: the built-in range holds them already, and
  * "127.0.0.1 is loopback" says more than "an address of this host". */
-static void add_host_addresses(sp_egress_policy *p)
+static char *host_addresses(void)
 {
     struct ifaddrs *ifs = NULL;
     if (getifaddrs(&ifs) < 0)
-        return;
+        return NULL;
+    size_t len = 0, cap = 256;
+    char *out = sp_xmalloc(cap);
+    out[0] = '\0';
     for (struct ifaddrs *i = ifs; i; i = i->ifa_next) {
         if (!i->ifa_addr ||
             (i->ifa_addr->sa_family != AF_INET && i->ifa_addr->sa_family != AF_INET6))
@@ -115,11 +121,37 @@ static void add_host_addresses(sp_egress_policy *p)
         if (!inet_ntop(i->ifa_addr->sa_family, v4 ? (const void *)a4 : (const void *)a6, a,
                        sizeof(a)))
             continue;
-        sp_error *e = NULL;
-        if (sp_egress_policy_add_special(p, a, "an address of this host", &e) < 0)
-            sp_error_free(e);
+        size_t al = strlen(a);
+        if (len + al + 2 > cap) {
+            cap = 2 * cap + al;
+            out = sp_xrealloc(out, cap);
+        }
+        memcpy(out + len, a, al);
+        len += al;
+        out[len++] = '\n';
+        out[len] = '\0';
     }
     freeifaddrs(ifs);
+    return out;
+}
+
+/* The host's own addresses (g.host_addrs) are special: a rule must name
+ * them by network. */
+static void add_host_addresses(sp_egress_policy *p)
+{
+    for (const char *l = g.host_addrs; l && *l;) {
+        const char *nl = strchr(l, '\n');
+        size_t n = nl ? (size_t)(nl - l) : strlen(l);
+        char a[INET6_ADDRSTRLEN];
+        if (n < sizeof(a)) {
+            memcpy(a, l, n);
+            a[n] = '\0';
+            sp_error *e = NULL;
+            if (sp_egress_policy_add_special(p, a, "an address of this host", &e) < 0)
+                sp_error_free(e);
+        }
+        l += n + (nl ? 1 : 0);
+    }
 }
 
 /* Read the policy file into a new reference; NULL (said why) when it is
@@ -222,39 +254,115 @@ static bool still_allowed(conn *c, const sp_egress_policy *p)
     return true;
 }
 
-/* Every WATCH_MS: a changed policy file is read and put in force, and the
- * open connections it no longer allows are cut. */
+/* A socket that hears of this host's address changes, so that a new address
+ * is special at once, not at the next look; -1 when there is none (then the
+ * addresses are read every WATCH_MS). */
+static int address_events(void)
+{
+    int fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC | SOCK_NONBLOCK, NETLINK_ROUTE);
+    struct sockaddr_nl sa = {.nl_family = AF_NETLINK,
+                             .nl_groups = RTMGRP_IPV4_IFADDR | RTMGRP_IPV6_IFADDR};
+    if (fd >= 0 && bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+        close(fd);
+        fd = -1;
+    }
+    return fd;
+}
+
+/* Whether this host's addresses are no longer g.host_addrs (which then
+ * holds the new ones). */
+static bool addresses_moved(void)
+{
+    char *now = host_addresses();
+    if (!now || (g.host_addrs && strcmp(now, g.host_addrs) == 0)) {
+        free(now);
+        return false;
+    }
+    free(g.host_addrs);
+    g.host_addrs = now;
+    return true;
+}
+
+/* The rules of p (parsed once, so they parse again) with the host's
+ * addresses as they are now. */
+static policy_ref *with_new_addresses(const sp_egress_policy *p)
+{
+    policy_ref *r = sp_xcalloc(1, sizeof(*r));
+    r->refs = 1;
+    for (size_t i = 0; i < p->n_rules; i++) {
+        sp_error *e = NULL;
+        if (sp_egress_policy_add(&r->p, p->rules[i].text, p->rules[i].verdict, &e) < 0)
+            sp_error_free(e);
+    }
+    add_host_addresses(&r->p);
+    return r;
+}
+
+/* Put r in force and cut the open connections it no longer allows; how many. */
+static unsigned put_in_force(policy_ref *r)
+{
+    pthread_mutex_lock(&g.mu);
+    policy_ref *old = g.policy;
+    g.policy = r;
+    policy_put_locked(old);
+    unsigned cut = 0;
+    for (conn *c = g.live; c; c = c->next)
+        if (c->allowed && c->up >= 0 && !atomic_load(&c->cut) && !still_allowed(c, &r->p)) {
+            atomic_store(&c->cut, 1);
+            shutdown(c->client, SHUT_RDWR);
+            shutdown(c->up, SHUT_RDWR);
+            cut++;
+        }
+    pthread_mutex_unlock(&g.mu);
+    return cut;
+}
+
+/* Every WATCH_MS, and whenever the host's addresses change: a changed
+ * policy file is read, or the host's new addresses taken, and put in force;
+ * the open connections it no longer allows are cut. Only this thread
+ * replaces g.policy, so it reads it without the lock. */
 static void *watcher(void *arg)
 {
     (void)arg;
-    for (;;) {
-        struct timespec ts = {0, WATCH_MS * 1000000L};
-        nanosleep(&ts, NULL);
+    int events = address_events();
+    /* The first look: what changed between the first read and the socket. */
+    for (bool look = true;; look = events < 0) {
+        if (events >= 0) {
+            struct pollfd p = {events, POLLIN, 0};
+            if (poll(&p, 1, WATCH_MS) > 0) {
+                /* Which change it was does not matter (nor an overflow,
+                 * ENOBUFS): the addresses are read whole. */
+                char buf[8192];
+                while (recv(events, buf, sizeof(buf), 0) > 0 || errno == ENOBUFS)
+                    ;
+                look = true;
+            }
+        } else {
+            struct timespec ts = {0, WATCH_MS * 1000000L};
+            nanosleep(&ts, NULL);
+        }
+        bool moved = look && addresses_moved();
         struct stat st;
-        if (stat(g.policy_path, &st) < 0 ||
-            (st.st_ino == g.policy_st.st_ino && st.st_size == g.policy_st.st_size &&
-             st.st_mtim.tv_sec == g.policy_st.st_mtim.tv_sec &&
-             st.st_mtim.tv_nsec == g.policy_st.st_mtim.tv_nsec && st.st_dev == g.policy_st.st_dev))
-            continue;
-        struct stat got;
-        policy_ref *r = load_policy(&got);
-        g.policy_st = r ? got : st; /* a bad file is not read again until it changes */
+        bool edited =
+            stat(g.policy_path, &st) == 0 &&
+            !(st.st_ino == g.policy_st.st_ino && st.st_size == g.policy_st.st_size &&
+              st.st_mtim.tv_sec == g.policy_st.st_mtim.tv_sec &&
+              st.st_mtim.tv_nsec == g.policy_st.st_mtim.tv_nsec && st.st_dev == g.policy_st.st_dev);
+        policy_ref *r = NULL;
+        if (edited) {
+            struct stat got;
+            r = load_policy(&got);
+            g.policy_st = r ? got : st; /* a bad file is not read again until it changes */
+        }
+        bool read = r != NULL;
+        if (!r && moved)
+            r = with_new_addresses(&g.policy->p);
         if (!r)
             continue;
-        pthread_mutex_lock(&g.mu);
-        policy_ref *old = g.policy;
-        g.policy = r;
-        policy_put_locked(old);
-        unsigned cut = 0;
-        for (conn *c = g.live; c; c = c->next)
-            if (c->allowed && c->up >= 0 && !atomic_load(&c->cut) && !still_allowed(c, &r->p)) {
-                atomic_store(&c->cut, 1);
-                shutdown(c->client, SHUT_RDWR);
-                shutdown(c->up, SHUT_RDWR);
-                cut++;
-            }
-        pthread_mutex_unlock(&g.mu);
-        say("policy read anew (%zu rules)%s", r->p.n_rules, cut ? "; open connections cut" : "");
+        unsigned cut = put_in_force(r);
+        say("%s%s%s (%zu rules)%s", read ? "policy read anew" : "", read && moved ? ", " : "",
+            moved ? "host addresses changed" : "", r->p.n_rules,
+            cut ? "; open connections cut" : "");
     }
     return NULL;
 }
@@ -1434,6 +1542,7 @@ int sp_egress_proxy_run(const sp_egress_proxy_opts *o)
     signal(SIGPIPE, SIG_IGN);
     snprintf(g.policy_path, sizeof(g.policy_path), "%s/%s", o->dir, SP_EGRESS_POLICY);
     snprintf(g.hosts_path, sizeof(g.hosts_path), "%s/%s", o->dir, SP_EGRESS_HOSTS);
+    g.host_addrs = host_addresses();
     g.policy = load_policy(&g.policy_st);
     if (!g.policy) {
         say("no policy: not serving");

@@ -17,10 +17,10 @@
  * authentication), told apart by the first byte. The proxy resolves names
  * itself (egress_resolve.h), only names a rule allows
  * (sp_egress_may_resolve()), judges every address it would connect to
- * (sp_egress_decide(), with this host's own addresses added as special),
- * checks that a plain request's Host header names the URL's authority and
- * that a TLS ClientHello's server name, when there is one, is the host the
- * tunnel was asked for, and records every connection.
+ * (sp_egress_decide(), with this host's own addresses, as they are now, added
+ * as special), checks that a plain request's Host header names the URL's
+ * authority and that a TLS ClientHello's server name, when there is one, is
+ * the host the tunnel was asked for, and records every connection.
  *
  * Files (DIR is read-only to the proxy, RUN is its own):
  *   DIR/policy      "allow RULE" and "deny RULE" lines (egress_policy.h), read
