@@ -904,6 +904,11 @@ static void pump(conn *c, body *b, const unsigned char *pre, size_t pre_len, con
         if (cu->at == cu->end)
             cu->at = cu->end = 0;
         bool client_done = client_eof || b->done;
+        /* A request body the client left before its end will not be whole:
+         * the upstream would wait for the rest as long as it cares to, and
+         * this connection with it. */
+        if (client_eof && !b->done && (b->mode == BODY_LENGTH || b->mode == BODY_CHUNKED))
+            break;
         if (client_done && cu->at == cu->end && !up_shut && b->mode == BODY_RAW) {
             shutdown(c->up, SHUT_WR);
             up_shut = true;
