@@ -42,7 +42,7 @@ typedef struct policy_ref {
 
 typedef struct conn {
     int client, up;
-    const char *proto; /* "http", "connect", "socks" */
+    const char *proto; /* "http", "connect", "socks"; "none": no first byte; "refused": too many */
     char host[256];    /* as the client asked, lowercase for names */
     uint16_t port;
     bool literal;
@@ -1091,6 +1091,7 @@ static bool header_name_ok(const char *l, size_t ll)
 
 static void serve_http(conn *c, unsigned char *head, size_t got, int64_t deadline)
 {
+    c->proto = "http";
     /* The request head, whole, within the limit and the time. */
     unsigned char *end = NULL;
     for (;;) {
@@ -1099,12 +1100,13 @@ static void serve_http(conn *c, unsigned char *head, size_t got, int64_t deadlin
             break;
         ssize_t r = read_by(c->client, head + got, SP_EGRESS_HEAD_LIMIT - got, deadline, 0);
         if (r <= 0) {
-            snprintf(c->why, sizeof(c->why), "no complete request head in time");
+            snprintf(c->why, sizeof(c->why), "%s",
+                     r == 0 ? "the client left before the end of its request head"
+                            : "no complete request head in time");
             return;
         }
         got += (size_t)r;
     }
-    c->proto = "http";
     if (!end) {
         snprintf(c->why, sizeof(c->why), "a request head over %d bytes", SP_EGRESS_HEAD_LIMIT);
         http_reply(c, 431, "Request Header Fields Too Large", c->why);
@@ -1382,12 +1384,15 @@ static void *serve_conn(void *arg)
     int64_t deadline = mono_ms() + g.o.head_timeout_ms;
     unsigned char *head = sp_xmalloc(SP_EGRESS_HEAD_LIMIT);
     ssize_t r = read_by(c->client, head, 1, deadline, MSG_PEEK);
-    if (r == 1 && head[0] == 5)
+    if (r == 1 && head[0] == 5) {
         serve_socks(c, deadline);
-    else if (r == 1)
+    } else if (r == 1) {
         serve_http(c, head, 0, deadline);
-    else
-        snprintf(c->why, sizeof(c->why), "no request in time");
+    } else {
+        c->proto = "none";
+        snprintf(c->why, sizeof(c->why), "%s",
+                 r == 0 ? "the client left without a request" : "no request in time");
+    }
     free(head);
     pthread_mutex_lock(&g.mu);
     if (c->prev)
@@ -1403,8 +1408,7 @@ static void *serve_conn(void *arg)
         free(c->rule);
         c->rule = NULL;
     }
-    if (c->proto)
-        log_conn(c);
+    log_conn(c); /* every connection, those that never said a word too */
     if (c->up >= 0)
         close(c->up);
     close(c->client);

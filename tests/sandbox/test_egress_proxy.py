@@ -1389,6 +1389,9 @@ def c19_flood():
         s.close()
         time.sleep(0.05)
     need(took is not None, "after they close, a tunnel works again")
+    left = LOG2.wait(lm, lambda e: e["why"] == "the client left without a request", n=20)
+    need(len(left) == 20 and all(e["proto"] == "none" for e in left),
+         "the 20 held ones are recorded when they leave", left[:2])
     end = time.monotonic() + 5
     while fd_count(PROXY2) > base + 2 and time.monotonic() < end:
         time.sleep(0.05)
@@ -1566,10 +1569,10 @@ def c24_slow_clients():
          took2)
     print("     (closed after %.1f s and %.1f s, %d bytes trickled)" % (took, took2, sent))
     recs = LOG.since(SLOW_MARK)
-    need([r for r in recs if r.get("why") == "no request in time"], "the silent one is recorded",
-         None)
-    need([r for r in recs if r.get("why") == "no complete request head in time"],
-         "the trickled one is recorded", None)
+    need([r for r in recs if r.get("why") == "no request in time" and r["proto"] == "none"
+          and r["verdict"] == "deny"], "the silent one is recorded", None)
+    need([r for r in recs if r.get("why") == "no complete request head in time" and
+          r["proto"] == "http" and r["verdict"] == "deny"], "the trickled one is recorded", None)
 
 
 CASES = [
