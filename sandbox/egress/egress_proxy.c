@@ -369,15 +369,19 @@ static void *watcher(void *arg)
 
 /* ---------------------------------------------------------------- log -- */
 
+/* s as a JSON string. A name the client sent may be any bytes: when s is
+ * not UTF-8, its bytes from 0x80 up are written as \u0080 to \u00ff (each
+ * byte one character), so that the line stays JSON, which is UTF-8. */
 static void json_str(char *out, size_t cap, size_t *at, const char *s)
 {
+    bool utf8 = !s || sp_utf8_valid(s, strlen(s));
     if (*at < cap)
         out[(*at)++] = '"';
     for (; s && *s && *at + 8 < cap; s++) {
         unsigned char ch = (unsigned char)*s;
         if (ch == '"' || ch == '\\')
             *at += (size_t)snprintf(out + *at, cap - *at, "\\%c", ch);
-        else if (ch < 0x20 || ch == 0x7f)
+        else if (ch < 0x20 || ch == 0x7f || (ch >= 0x80 && !utf8))
             *at += (size_t)snprintf(out + *at, cap - *at, "\\u%04x", ch);
         else
             out[(*at)++] = (char)ch;
