@@ -1076,21 +1076,27 @@ static bool head_bytes_ok(const char *h, size_t n)
     return true;
 }
 
-/* A header line whose name, up to the first ':', is a token (RFC 9110): not
- * "Transfer-Encoding : chunked", which we would not take for the header and
- * a lenient server would; nor a folded line, which starts with a space. */
-static bool header_name_ok(const char *l, size_t ll)
+/* Is s[0..n) a token (RFC 9110), as a method and a header name must be? */
+static bool is_token(const char *s, size_t n)
 {
-    const char *colon = memchr(l, ':', ll);
-    if (!colon || colon == l)
+    if (n == 0)
         return false;
-    for (const char *p = l; p < colon; p++) {
-        unsigned char ch = (unsigned char)*p;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char ch = (unsigned char)s[i];
         if (!((ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
               (ch && strchr("!#$%&'*+-.^_`|~", ch))))
             return false;
     }
     return true;
+}
+
+/* A header line whose name, up to the first ':', is a token: not
+ * "Transfer-Encoding : chunked", which we would not take for the header and
+ * a lenient server would; nor a folded line, which starts with a space. */
+static bool header_name_ok(const char *l, size_t ll)
+{
+    const char *colon = memchr(l, ':', ll);
+    return colon && is_token(l, (size_t)(colon - l));
 }
 
 static void serve_http(conn *c, unsigned char *head, size_t got, int64_t deadline)
@@ -1126,7 +1132,11 @@ static void serve_http(conn *c, unsigned char *head, size_t got, int64_t deadlin
     const char *line_end = memmem(h, head_len, "\r\n", 2);
     const char *sp1 = memchr(h, ' ', (size_t)(line_end - h));
     const char *sp2 = sp1 ? memchr(sp1 + 1, ' ', (size_t)(line_end - sp1 - 1)) : NULL;
-    if (!sp1 || !sp2 || sp1 == h || (size_t)(line_end - sp2 - 1) != 8 ||
+    /* The method a token, no tab anywhere: a server that splits the line at
+     * any white space would find another target in "GET\thttp://evil/ ..."
+     * (and an absolute one names the host it serves, whatever Host says). */
+    if (!sp1 || !sp2 || !is_token(h, (size_t)(sp1 - h)) ||
+        memchr(h, '\t', (size_t)(line_end - h)) || (size_t)(line_end - sp2 - 1) != 8 ||
         strncmp(sp2 + 1, "HTTP/1.", 7) != 0 || (sp2[8] != '0' && sp2[8] != '1')) {
         snprintf(c->why, sizeof(c->why), "not an HTTP/1 proxy request");
         http_reply(c, 400, "Bad Request", c->why);

@@ -1473,6 +1473,7 @@ def c20b_truncated_body():
 
 
 def c21_malformed():
+    m = up_mark()
     for what, raw, code, why in (
             ("a garbage line", b"HELLO\r\n\r\n", 400, "not an HTTP/1 proxy request"),
             ("origin-form", b"GET / HTTP/1.1\r\nHost: good.test:8080\r\n\r\n", 400,
@@ -1485,6 +1486,14 @@ def c21_malformed():
             ("user info in the URL",
              b"GET http://good.test:8080@evil.test/ HTTP/1.1\r\nHost: evil.test\r\n\r\n", 400,
              "a URL whose authority is not host[:port]"),
+            # servers that split the request line at any white space would
+            # see an absolute-form target, whose host overrides Host
+            ("a tab in the method", b"GET\thttp://evil.test/ http://good.test:8080/ HTTP/1.1\r\n"
+             b"Host: good.test:8080\r\n\r\n", 400, "not an HTTP/1 proxy request"),
+            ("a tab in the target", b"GET http://good.test:8080/a\thttp://evil.test/ HTTP/1.1\r\n"
+             b"Host: good.test:8080\r\n\r\n", 400, "not an HTTP/1 proxy request"),
+            ("a method that is no token", b"G(E)T http://good.test:8080/ HTTP/1.1\r\n"
+             b"Host: good.test:8080\r\n\r\n", 400, "not an HTTP/1 proxy request"),
             ("CONNECT to brackets without an IPv6 address",
              b"CONNECT [evil.test]:443 HTTP/1.1\r\n\r\n", 400, "CONNECT needs host:port"),
     ):
@@ -1493,6 +1502,7 @@ def c21_malformed():
         need(st == code and eof and body == b"sandpod egress: " + why.encode() + b"\n",
              "%s: %d" % (what, code), data)
         record(lm, verdict="deny", why=why)
+    need(not reached(m), "the upstream got none of them")
     # the head limit: 16384 bytes without an end is too much; with one, fine
     start = b"GET http://good.test:8080/big HTTP/1.1\r\nHost: good.test:8080\r\nX-Pad: "
     lm = LOG.mark()
