@@ -607,7 +607,10 @@ class JsonLog:
 UP = JsonLog(UP_LOG)
 LOG = JsonLog(os.path.join(RUN, "connections.jsonl"))
 LOG2 = JsonLog(os.path.join(RUN2, "connections.jsonl"))
-barrier_ports = set()
+# The barrier's own connections, by where they went and where from: (the
+# address, the port, the source port). A source port alone is no name: the
+# proxy's connections reuse those of earlier barriers to other ports.
+barriers = set()
 
 
 def settle():
@@ -615,28 +618,28 @@ def settle():
     them before now: one direct connection each, waited for. A queue is
     accepted in order, so what the proxy connected before is logged."""
     m = UP.mark()
-    mine = []
+    mine = set()
     targets = [(P2, port) for port in (8080, 9000, 9999)]
     if NET6:
         targets += [(V2, port) for port in (8080, 9000, 9999)]
     for addr, port in targets:
         s = socket.create_connection((addr, port), timeout=3)
-        lp = s.getsockname()[1]
-        barrier_ports.add(lp)
-        mine.append(lp)
+        mine.add((addr, port, s.getsockname()[1]))
         s.close()
-    got = UP.wait(m, lambda e: e["ev"] == "accept" and e["pport"] in mine, n=len(mine))
+    barriers.update(mine)
+    got = UP.wait(m, lambda e: e["ev"] == "accept" and (e["local"], e["port"], e["pport"]) in mine,
+                  n=len(mine))
     need(len(got) == len(mine), "the upstream servers answer the barrier", got)
-    before = len(oracle_hits)
+    mine = set()
     for fam, addr in ((socket.AF_INET, "127.0.0.1"), (socket.AF_INET6, "::1")):
         s = socket.socket(fam)
         s.settimeout(3)
         s.connect((addr, PH))
-        lp = s.getsockname()[1]
-        barrier_ports.add(lp)
+        mine.add((addr, PH, s.getsockname()[1]))
         s.close()
+    barriers.update(mine)
     end = time.monotonic() + 3
-    while len(oracle_hits) < before + 2 and time.monotonic() < end:
+    while not mine <= {(h[2], PH, h[1]) for h in oracle_hits} and time.monotonic() < end:
         time.sleep(0.01)
 
 
@@ -649,12 +652,13 @@ def up_mark():
 def reached(m):
     """The upstream connections the proxy made since mark m (after settle())."""
     settle()
-    return [e for e in UP.since(m) if e["ev"] == "accept" and e["pport"] not in barrier_ports]
+    return [e for e in UP.since(m)
+            if e["ev"] == "accept" and (e["local"], e["port"], e["pport"]) not in barriers]
 
 
 def oracle_clean():
     settle()
-    bad = [h for h in oracle_hits if h[1] not in barrier_ports]
+    bad = [h for h in oracle_hits if (h[2], PH, h[1]) not in barriers]
     need(not bad, "nothing reached this host's own listeners", bad)
 
 
@@ -1563,6 +1567,11 @@ def c23_v6():
     s.close()
     r = record(lm, host="v6.good.test")
     need(r["addr"] == V2 and r["rule"] == str(NET6), "record", r)
+    m = up_mark()
+    st, data, body, eof = http(b"GET http://[%s]:8080/v6 HTTP/1.1\r\nHost: [%s]:8080\r\n\r\n"
+                               % (V2.encode(), V2.encode()))
+    need(st == 200 and body == b"upstream saw GET /v6 HTTP/1.1\n", "plain http to [V2]:8080", data)
+    need(len(reached(m)) == 1, "one upstream connection")
     other = "fd00:1:2:3::9"
     refuse_connect("[%s]:9000" % other, other, 9000, special(other, "unique local"))
 
