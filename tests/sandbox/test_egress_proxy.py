@@ -412,6 +412,7 @@ DNS_TABLE = {
     "meta.good.test": {"A": ["169.254.169.254"]},
     "mixed.good.test": {"A": ["169.254.169.254", P2]},
     "mapped.good.test": {"AAAA": ["::ffff:127.0.0.1"]},
+    "denied4.good.test": {"A": [P4]},
 }
 if NET6:
     DNS_TABLE["v6.good.test"] = {"AAAA": [V2]}
@@ -469,6 +470,7 @@ BASE_POLICY = [
     "allow self.test",
     "allow %s" % P3,
     "allow %s/31" % NET.network_address,  # holds .1, the host's: that stays refused
+    "deny %s" % P4,  # .4 by address, whatever name leads there
 ]
 if NET6:
     BASE_POLICY.append("allow %s" % NET6)  # a ULA network: needs a CIDR rule
@@ -873,6 +875,15 @@ def slow_silent():
     s.close()
 
 
+def slow_socks():
+    t = time.monotonic()
+    s = relay_conn()
+    s.sendall(b"\x05")  # a greeting's first byte, never the rest
+    data, eof = recv_until_eof(s, 20)
+    slow["socks"] = (time.monotonic() - t, data, eof)
+    s.close()
+
+
 def slow_trickle():
     t = time.monotonic()
     s = relay_conn()
@@ -897,7 +908,7 @@ def slow_trickle():
 
 
 SLOW_MARK = LOG.mark()
-slow_threads = [threading.Thread(target=f, daemon=True) for f in (slow_silent, slow_trickle)]
+slow_threads = [threading.Thread(target=f, daemon=True) for f in (slow_silent, slow_trickle, slow_socks)]
 for th in slow_threads:
     th.start()
 
@@ -985,6 +996,9 @@ def c04_deny_wins():
     refuse_connect("BAD.Good.Test.:9000", "bad.good.test.", 9000, why)
     st, _, body, _ = http(b"GET http://bad.good.test:8080/ HTTP/1.1\r\nHost: bad.good.test:8080\r\n\r\n")
     need(st == 403 and body == refused_body("bad.good.test", 8080, why), "plain http: 403", body)
+    # a deny rule by address wins over a name rule that allows the name
+    refuse_connect("denied4.good.test:9000", "denied4.good.test", 9000,
+                   "denied by --deny '%s'" % P4, log_addr=P4)
     need(not reached(m), "no upstream connection")
     need("bad.good.test" not in dns_queries(), "no DNS query for it")
     # control: the wildcard does allow its siblings
@@ -1131,6 +1145,10 @@ def c12_metadata():
     st, _, body, _ = http(b"GET http://169.254.169.254/latest/meta-data/ HTTP/1.1\r\n"
                           b"Host: 169.254.169.254\r\n\r\n")
     need(st == 403 and body == refused_body("169.254.169.254", 80, md), "plain http: 403", body)
+    refuse_connect("[fe80::a9fe:a9fe]:80", "fe80::a9fe:a9fe", 80,
+                   special("fe80::a9fe:a9fe", "link-local"))
+    refuse_connect("[fd00:ec2::254]:80", "fd00:ec2::254", 80,  # AWS's IPv6 metadata address
+                   special("fd00:ec2::254", "unique local"))
     # the metadata address first, an allowed one second: the second one
     lm = LOG.mark()
     s, st, _ = tunnel("mixed.good.test:9000")
@@ -1589,12 +1607,18 @@ def c24_slow_clients():
     need(eof2, "a head trickled a byte at a time is closed", slow["trickle"])
     need(9 <= took2 <= 15, "after the head time out from its start, not from its last byte",
          took2)
-    print("     (closed after %.1f s and %.1f s, %d bytes trickled)" % (took, took2, sent))
+    took3, data3, eof3 = slow["socks"]
+    need(eof3 and data3 == b"" and 9 <= took3 <= 15, "a SOCKS5 greeting cut short is closed "
+         "at the head time out", slow["socks"])
+    print("     (closed after %.1f s, %.1f s and %.1f s, %d bytes trickled)" %
+          (took, took2, took3, sent))
     recs = LOG.since(SLOW_MARK)
     need([r for r in recs if r.get("why") == "no request in time" and r["proto"] == "none"
           and r["verdict"] == "deny"], "the silent one is recorded")
     need([r for r in recs if r.get("why") == "no complete request head in time" and
           r["proto"] == "http" and r["verdict"] == "deny"], "the trickled one is recorded")
+    need([r for r in recs if r.get("why") == "not a SOCKS5 greeting" and r["proto"] == "socks"],
+         "the SOCKS5 one is recorded")
 
 
 CASES = [
