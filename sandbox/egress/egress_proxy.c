@@ -9,6 +9,8 @@
 #include <ifaddrs.h>
 #include <net/if.h>
 #include <limits.h>
+#include <linux/netlink.h>
+#include <linux/rtnetlink.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
@@ -42,7 +44,7 @@ typedef struct policy_ref {
 
 typedef struct conn {
     int client, up;
-    const char *proto; /* "http", "connect", "socks" */
+    const char *proto; /* "http", "connect", "socks"; "none": no first byte; "refused": too many */
     char host[256];    /* as the client asked, lowercase for names */
     uint16_t port;
     bool literal;
@@ -64,6 +66,7 @@ static struct {
     pthread_mutex_t mu;
     policy_ref *policy;
     struct stat policy_st;
+    char *host_addrs; /* host_addresses(), as the policy in force has them */
     unsigned open, receivers;
     conn *live;
     int log_fd;
@@ -96,27 +99,61 @@ static void say(const char *fmt, ...)
 
 /* ------------------------------------------------------------- policy -- */
 
-/* The host's own addresses are special: a rule must name them by network. */
-static void add_host_addresses(sp_egress_policy *p)
+/* This host's own addresses, one a line; NULL when they cannot be read.
+ * Not the loopback ones: the built-in range holds them already, and
+ * "127.0.0.1 is loopback" says more than "an address of this host". */
+static char *host_addresses(void)
 {
     struct ifaddrs *ifs = NULL;
     if (getifaddrs(&ifs) < 0)
-        return;
+        return NULL;
+    size_t len = 0, cap = 256;
+    char *out = sp_xmalloc(cap);
+    out[0] = '\0';
     for (struct ifaddrs *i = ifs; i; i = i->ifa_next) {
         if (!i->ifa_addr || (i->ifa_flags & IFF_LOOPBACK) ||
             (i->ifa_addr->sa_family != AF_INET && i->ifa_addr->sa_family != AF_INET6))
             continue;
-        char a[INET6_ADDRSTRLEN];
-        const void *raw = i->ifa_addr->sa_family == AF_INET
-                              ? (const void *)&((struct sockaddr_in *)i->ifa_addr)->sin_addr
-                              : (const void *)&((struct sockaddr_in6 *)i->ifa_addr)->sin6_addr;
-        if (!inet_ntop(i->ifa_addr->sa_family, raw, a, sizeof(a)))
+        bool v4 = i->ifa_addr->sa_family == AF_INET;
+        const struct in_addr *a4 = &((struct sockaddr_in *)i->ifa_addr)->sin_addr;
+        const struct in6_addr *a6 = &((struct sockaddr_in6 *)i->ifa_addr)->sin6_addr;
+        if (v4 ? (ntohl(a4->s_addr) >> 24) == 127 : IN6_IS_ADDR_LOOPBACK(a6))
             continue;
-        sp_error *e = NULL;
-        if (sp_egress_policy_add_special(p, a, "an address of this host", &e) < 0)
-            sp_error_free(e);
+        char a[INET6_ADDRSTRLEN];
+        if (!inet_ntop(i->ifa_addr->sa_family, v4 ? (const void *)a4 : (const void *)a6, a,
+                       sizeof(a)))
+            continue;
+        size_t al = strlen(a);
+        if (len + al + 2 > cap) {
+            cap = 2 * cap + al;
+            out = sp_xrealloc(out, cap);
+        }
+        memcpy(out + len, a, al);
+        len += al;
+        out[len++] = '\n';
+        out[len] = '\0';
     }
     freeifaddrs(ifs);
+    return out;
+}
+
+/* The host's own addresses (g.host_addrs) are special: a rule must name
+ * them by network. */
+static void add_host_addresses(sp_egress_policy *p)
+{
+    for (const char *l = g.host_addrs; l && *l;) {
+        const char *nl = strchr(l, '\n');
+        size_t n = nl ? (size_t)(nl - l) : strlen(l);
+        char a[INET6_ADDRSTRLEN];
+        if (n < sizeof(a)) {
+            memcpy(a, l, n);
+            a[n] = '\0';
+            sp_error *e = NULL;
+            if (sp_egress_policy_add_special(p, a, "an address of this host", &e) < 0)
+                sp_error_free(e);
+        }
+        l += n + (nl ? 1 : 0);
+    }
 }
 
 /* Read the policy file into a new reference; NULL (said why) when it is
@@ -238,55 +275,137 @@ static bool still_allowed(conn *c, const sp_egress_policy *p)
     return true;
 }
 
-/* Every WATCH_MS: a changed policy file is read and put in force, and the
- * open connections it no longer allows are cut. */
+/* A socket that hears of this host's address changes, so that a new address
+ * is special at once, not at the next look; -1 when there is none (then the
+ * addresses are read every WATCH_MS). */
+static int address_events(void)
+{
+    int fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC | SOCK_NONBLOCK, NETLINK_ROUTE);
+    struct sockaddr_nl sa = {.nl_family = AF_NETLINK,
+                             .nl_groups = RTMGRP_IPV4_IFADDR | RTMGRP_IPV6_IFADDR};
+    if (fd >= 0 && bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+        close(fd);
+        fd = -1;
+    }
+    return fd;
+}
+
+/* Whether this host's addresses are no longer g.host_addrs (which then
+ * holds the new ones). */
+static bool addresses_moved(void)
+{
+    char *now = host_addresses();
+    if (!now || (g.host_addrs && strcmp(now, g.host_addrs) == 0)) {
+        free(now);
+        return false;
+    }
+    free(g.host_addrs);
+    g.host_addrs = now;
+    return true;
+}
+
+/* The rules of p (parsed once, so they parse again) with the host's
+ * addresses as they are now. */
+static policy_ref *with_new_addresses(const policy_ref *old)
+{
+    const sp_egress_policy *p = &old->p;
+    policy_ref *r = sp_xcalloc(1, sizeof(*r));
+    r->refs = 1;
+    memcpy(r->version, old->version, sizeof(r->version));
+    for (size_t i = 0; i < p->n_rules; i++) {
+        sp_error *e = NULL;
+        if (sp_egress_policy_add(&r->p, p->rules[i].text, p->rules[i].verdict, &e) < 0)
+            sp_error_free(e);
+    }
+    add_host_addresses(&r->p);
+    return r;
+}
+
+/* Put r in force and cut the open connections it no longer allows; how many. */
+static unsigned put_in_force(policy_ref *r)
+{
+    pthread_mutex_lock(&g.mu);
+    policy_ref *old = g.policy;
+    g.policy = r;
+    policy_put_locked(old);
+    unsigned cut = 0;
+    for (conn *c = g.live; c; c = c->next)
+        if (c->allowed && c->up >= 0 && !atomic_load(&c->cut) && !still_allowed(c, &r->p)) {
+            atomic_store(&c->cut, 1);
+            shutdown(c->client, SHUT_RDWR);
+            shutdown(c->up, SHUT_RDWR);
+            cut++;
+        }
+    pthread_mutex_unlock(&g.mu);
+    return cut;
+}
+
+/* Every WATCH_MS, and whenever the host's addresses change: a changed
+ * policy file is read, or the host's new addresses taken, and put in force;
+ * the open connections it no longer allows are cut. Only this thread
+ * replaces g.policy, so it reads it without the lock. */
 static void *watcher(void *arg)
 {
     (void)arg;
-    for (;;) {
-        struct timespec ts = {0, WATCH_MS * 1000000L};
-        nanosleep(&ts, NULL);
+    int events = address_events();
+    /* The first look: what changed between the first read and the socket. */
+    for (bool look = true;; look = events < 0) {
+        if (events >= 0) {
+            struct pollfd p = {events, POLLIN, 0};
+            if (poll(&p, 1, WATCH_MS) > 0) {
+                /* Which change it was does not matter (nor an overflow,
+                 * ENOBUFS): the addresses are read whole. */
+                char buf[8192];
+                while (recv(events, buf, sizeof(buf), 0) > 0 || errno == ENOBUFS)
+                    ;
+                look = true;
+            }
+        } else {
+            struct timespec ts = {0, WATCH_MS * 1000000L};
+            nanosleep(&ts, NULL);
+        }
+        bool moved = look && addresses_moved();
         struct stat st;
-        if (stat(g.policy_path, &st) < 0 ||
-            (st.st_ino == g.policy_st.st_ino && st.st_size == g.policy_st.st_size &&
-             st.st_mtim.tv_sec == g.policy_st.st_mtim.tv_sec &&
-             st.st_mtim.tv_nsec == g.policy_st.st_mtim.tv_nsec && st.st_dev == g.policy_st.st_dev))
-            continue;
-        struct stat got;
-        policy_ref *r = load_policy(&got);
-        g.policy_st = r ? got : st; /* a bad file is not read again until it changes */
+        bool edited =
+            stat(g.policy_path, &st) == 0 &&
+            !(st.st_ino == g.policy_st.st_ino && st.st_size == g.policy_st.st_size &&
+              st.st_mtim.tv_sec == g.policy_st.st_mtim.tv_sec &&
+              st.st_mtim.tv_nsec == g.policy_st.st_mtim.tv_nsec && st.st_dev == g.policy_st.st_dev);
+        policy_ref *r = NULL;
+        if (edited) {
+            struct stat got;
+            r = load_policy(&got);
+            g.policy_st = r ? got : st; /* a bad file is not read again until it changes */
+        }
+        bool read = r != NULL;
+        if (!r && moved)
+            r = with_new_addresses(g.policy);
         if (!r)
             continue;
-        pthread_mutex_lock(&g.mu);
-        policy_ref *old = g.policy;
-        g.policy = r;
-        policy_put_locked(old);
-        unsigned cut = 0;
-        for (conn *c = g.live; c; c = c->next)
-            if (c->allowed && c->up >= 0 && !atomic_load(&c->cut) && !still_allowed(c, &r->p)) {
-                atomic_store(&c->cut, 1);
-                shutdown(c->client, SHUT_RDWR);
-                shutdown(c->up, SHUT_RDWR);
-                cut++;
-            }
-        pthread_mutex_unlock(&g.mu);
+        unsigned cut = put_in_force(r);
         said_loaded(r);
-        say("policy read anew (%zu rules)%s", r->p.n_rules, cut ? "; open connections cut" : "");
+        say("%s%s%s (%zu rules)%s", read ? "policy read anew" : "", read && moved ? ", " : "",
+            moved ? "host addresses changed" : "", r->p.n_rules,
+            cut ? "; open connections cut" : "");
     }
     return NULL;
 }
 
 /* ---------------------------------------------------------------- log -- */
 
+/* s as a JSON string. A name the client sent may be any bytes: when s is
+ * not UTF-8, its bytes from 0x80 up are written as \u0080 to \u00ff (each
+ * byte one character), so that the line stays JSON, which is UTF-8. */
 static void json_str(char *out, size_t cap, size_t *at, const char *s)
 {
+    bool utf8 = !s || sp_utf8_valid(s, strlen(s));
     if (*at < cap)
         out[(*at)++] = '"';
     for (; s && *s && *at + 8 < cap; s++) {
         unsigned char ch = (unsigned char)*s;
         if (ch == '"' || ch == '\\')
             *at += (size_t)snprintf(out + *at, cap - *at, "\\%c", ch);
-        else if (ch < 0x20 || ch == 0x7f)
+        else if (ch < 0x20 || ch == 0x7f || (ch >= 0x80 && !utf8))
             *at += (size_t)snprintf(out + *at, cap - *at, "\\u%04x", ch);
         else
             out[(*at)++] = (char)ch;
@@ -516,13 +635,20 @@ int sp_egress_sni(char *name, size_t cap, const unsigned char *b, size_t len, in
     name[0] = '\0';
     if (len < 1)
         return -2;
-    if (b[0] != 0x16)
-        return 0; /* not a TLS handshake record */
-    if (len < 5)
+    if (b[0] < 0x14 || b[0] > 0x18)
+        return 0; /* not a TLS record */
+    if (len < 2)
         return -2;
     if (b[1] != 0x03) /* SSL 3.0 to TLS 1.3 all say 3.x here */
         return 0;
     *is_tls = 1;
+    /* Another record first (an alert, change_cipher_spec, ...): servers may
+     * skip it and read the ClientHello behind it (Go's crypto/tls and rustls
+     * drop warning alerts before the handshake), which would go unchecked. */
+    if (b[0] != 0x16)
+        return -1;
+    if (len < 5)
+        return -2;
     size_t rec = (size_t)b[3] << 8 | b[4];
     if (rec > 16384 || rec < 4)
         return -1;
@@ -739,7 +865,8 @@ static const unsigned char alert_unrecognized_name[] = {0x15, 0x03, 0x01, 0x00, 
 /* Move bytes both ways until both sides are done. Client bytes go through
  * the body filter (`pre` first: what came after the request head), and,
  * while sni_host is set, are held until the ClientHello's server name has
- * been checked against it. */
+ * been checked against it (on a tunnel to an address, c->literal, a server
+ * name is refused whatever it is). */
 static void pump(conn *c, body *b, const unsigned char *pre, size_t pre_len, const char *sni_host)
 {
     buf *cu = sp_xcalloc(1, sizeof(*cu)), *uc = sp_xcalloc(1, sizeof(*uc));
@@ -784,7 +911,8 @@ static void pump(conn *c, body *b, const unsigned char *pre, size_t pre_len, con
             if (r == -1 || (r == 1 && (c->literal || !same_host(name, sni_host)))) {
                 if (r == -1)
                     snprintf(c->why, sizeof(c->why),
-                             "refused: a TLS ClientHello that is malformed or split over records");
+                             "refused: TLS that does not start with one whole, well-formed "
+                             "ClientHello");
                 else
                     snprintf(c->why, sizeof(c->why),
                              "refused: the TLS server name %.200s is not the host asked for", name);
@@ -805,6 +933,11 @@ static void pump(conn *c, body *b, const unsigned char *pre, size_t pre_len, con
         if (cu->at == cu->end)
             cu->at = cu->end = 0;
         bool client_done = client_eof || b->done;
+        /* A request body the client left before its end will not be whole:
+         * the upstream would wait for the rest as long as it cares to, and
+         * this connection with it. */
+        if (client_eof && !b->done && (b->mode == BODY_LENGTH || b->mode == BODY_CHUNKED))
+            break;
         if (client_done && cu->at == cu->end && !up_shut && b->mode == BODY_RAW) {
             shutdown(c->up, SHUT_WR);
             up_shut = true;
@@ -953,8 +1086,47 @@ static bool header_is(const char *line, size_t len, const char *name, const char
     return true;
 }
 
+/* No CR or LF but in CRLF pairs, no control characters but HTAB: servers
+ * differ on them (many end a header line at a bare LF), and a header line
+ * we did not see is a body framing we did not check (request smuggling). */
+static bool head_bytes_ok(const char *h, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        unsigned char ch = (unsigned char)h[i];
+        if (ch == '\r' && i + 1 < n && h[i + 1] == '\n')
+            i++;
+        else if ((ch < 0x20 && ch != '\t') || ch == 0x7f)
+            return false;
+    }
+    return true;
+}
+
+/* Is s[0..n) a token (RFC 9110), as a method and a header name must be? */
+static bool is_token(const char *s, size_t n)
+{
+    if (n == 0)
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char ch = (unsigned char)s[i];
+        if (!((ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+              (ch && strchr("!#$%&'*+-.^_`|~", ch))))
+            return false;
+    }
+    return true;
+}
+
+/* A header line whose name, up to the first ':', is a token: not
+ * "Transfer-Encoding : chunked", which we would not take for the header and
+ * a lenient server would; nor a folded line, which starts with a space. */
+static bool header_name_ok(const char *l, size_t ll)
+{
+    const char *colon = memchr(l, ':', ll);
+    return colon && is_token(l, (size_t)(colon - l));
+}
+
 static void serve_http(conn *c, unsigned char *head, size_t got, int64_t deadline)
 {
+    c->proto = "http";
     /* The request head, whole, within the limit and the time. */
     unsigned char *end = NULL;
     for (;;) {
@@ -963,12 +1135,13 @@ static void serve_http(conn *c, unsigned char *head, size_t got, int64_t deadlin
             break;
         ssize_t r = read_by(c->client, head + got, SP_EGRESS_HEAD_LIMIT - got, deadline, 0);
         if (r <= 0) {
-            snprintf(c->why, sizeof(c->why), "no complete request head in time");
+            snprintf(c->why, sizeof(c->why), "%s",
+                     r == 0 ? "the client left before the end of its request head"
+                            : "no complete request head in time");
             return;
         }
         got += (size_t)r;
     }
-    c->proto = "http";
     if (!end) {
         snprintf(c->why, sizeof(c->why), "a request head over %d bytes", SP_EGRESS_HEAD_LIMIT);
         http_reply(c, 431, "Request Header Fields Too Large", c->why);
@@ -976,10 +1149,19 @@ static void serve_http(conn *c, unsigned char *head, size_t got, int64_t deadlin
     }
     size_t head_len = (size_t)(end - head) + 4;
     const char *h = (const char *)head;
+    if (!head_bytes_ok(h, head_len)) {
+        snprintf(c->why, sizeof(c->why), "a malformed or ambiguous request head");
+        http_reply(c, 400, "Bad Request", c->why);
+        return;
+    }
     const char *line_end = memmem(h, head_len, "\r\n", 2);
     const char *sp1 = memchr(h, ' ', (size_t)(line_end - h));
     const char *sp2 = sp1 ? memchr(sp1 + 1, ' ', (size_t)(line_end - sp1 - 1)) : NULL;
-    if (!sp1 || !sp2 || sp1 == h || (size_t)(line_end - sp2 - 1) != 8 ||
+    /* The method a token, no tab anywhere: a server that splits the line at
+     * any white space would find another target in "GET\thttp://evil/ ..."
+     * (and an absolute one names the host it serves, whatever Host says). */
+    if (!sp1 || !sp2 || !is_token(h, (size_t)(sp1 - h)) ||
+        memchr(h, '\t', (size_t)(line_end - h)) || (size_t)(line_end - sp2 - 1) != 8 ||
         strncmp(sp2 + 1, "HTTP/1.", 7) != 0 || (sp2[8] != '0' && sp2[8] != '1')) {
         snprintf(c->why, sizeof(c->why), "not an HTTP/1 proxy request");
         http_reply(c, 400, "Bad Request", c->why);
@@ -1042,7 +1224,7 @@ static void serve_http(conn *c, unsigned char *head, size_t got, int64_t deadlin
         size_t ll = (size_t)(le - l);
         const char *v;
         size_t vl;
-        if (ll == 0 || l[0] == ' ' || l[0] == '\t' || !memchr(l, ':', ll))
+        if (!header_name_ok(l, ll))
             bad = true; /* obsolete folding, or not a header */
         else if (header_is(l, ll, "host", &v, &vl)) {
             hosts++;
@@ -1230,7 +1412,9 @@ static void serve_socks(conn *c, int64_t deadline)
     }
     socks_reply(c, 0);
     body raw = {.mode = BODY_RAW};
-    pump(c, &raw, NULL, 0, c->literal ? NULL : c->host);
+    /* The server name is checked on a tunnel to an address too, as for
+     * CONNECT: a name there would pick another site on an allowed address. */
+    pump(c, &raw, NULL, 0, c->host);
 }
 
 static void *serve_conn(void *arg)
@@ -1239,12 +1423,15 @@ static void *serve_conn(void *arg)
     int64_t deadline = mono_ms() + g.o.head_timeout_ms;
     unsigned char *head = sp_xmalloc(SP_EGRESS_HEAD_LIMIT);
     ssize_t r = read_by(c->client, head, 1, deadline, MSG_PEEK);
-    if (r == 1 && head[0] == 5)
+    if (r == 1 && head[0] == 5) {
         serve_socks(c, deadline);
-    else if (r == 1)
+    } else if (r == 1) {
         serve_http(c, head, 0, deadline);
-    else
-        snprintf(c->why, sizeof(c->why), "no request in time");
+    } else {
+        c->proto = "none";
+        snprintf(c->why, sizeof(c->why), "%s",
+                 r == 0 ? "the client left without a request" : "no request in time");
+    }
     free(head);
     pthread_mutex_lock(&g.mu);
     if (c->prev)
@@ -1260,8 +1447,7 @@ static void *serve_conn(void *arg)
         free(c->rule);
         c->rule = NULL;
     }
-    if (c->proto)
-        log_conn(c);
+    log_conn(c); /* every connection, those that never said a word too */
     if (c->up >= 0)
         close(c->up);
     close(c->client);
@@ -1414,6 +1600,7 @@ int sp_egress_proxy_run(const sp_egress_proxy_opts *o)
     signal(SIGINT, on_term);
     snprintf(g.policy_path, sizeof(g.policy_path), "%s/%s", o->dir, SP_EGRESS_POLICY);
     snprintf(g.hosts_path, sizeof(g.hosts_path), "%s/%s", o->dir, SP_EGRESS_HOSTS);
+    g.host_addrs = host_addresses();
     g.policy = load_policy(&g.policy_st);
     if (!g.policy) {
         say("no policy: not serving");

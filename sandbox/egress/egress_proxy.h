@@ -17,10 +17,10 @@
  * authentication), told apart by the first byte. The proxy resolves names
  * itself (egress_resolve.h), only names a rule allows
  * (sp_egress_may_resolve()), judges every address it would connect to
- * (sp_egress_decide(), with this host's own addresses added as special),
- * checks that a plain request's Host header names the URL's authority and
- * that a TLS ClientHello's server name, when there is one, is the host the
- * tunnel was asked for, and records every connection.
+ * (sp_egress_decide(), with this host's own addresses, as they are now, added
+ * as special), checks that a plain request's Host header names the URL's
+ * authority and that a TLS ClientHello's server name, when there is one, is
+ * the host the tunnel was asked for, and records every connection.
  *
  * Files (DIR is read-only to the proxy, RUN is its own):
  *   DIR/policy      "allow RULE" and "deny RULE" lines (egress_policy.h), read
@@ -72,7 +72,8 @@ int sp_egress_relay_run(uint16_t port, const char *socket_path);
 /* For tests and the fuzzer: the server name of the TLS ClientHello that
  * starts `buf` into name (NUL-terminated). @return 1 found; 0 a complete
  * ClientHello without one, or not TLS at all (*is_tls false); -1 it is
- * TLS but malformed or split over records; -2 more bytes needed */
+ * TLS but malformed, split over records, or starts with another record
+ * than a handshake; -2 more bytes needed */
 int sp_egress_sni(char *name, size_t cap, const unsigned char *buf, size_t len, int *is_tls);
 
 #endif
