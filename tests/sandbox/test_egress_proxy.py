@@ -1562,8 +1562,9 @@ def c22_log_is_json():
             rec = json.loads(ln.decode("utf-8"))
         except ValueError as e:
             raise Fail("a log line that is not UTF-8 JSON: %r (%s)" % (ln[:300], e))
-        need(set(rec) == {"time", "proto", "host", "port", "addr", "verdict", "up", "down", "ms",
-                          "rule", "why"}, "the fields of every record", rec)
+        need(set(rec) == {"event", "time", "proto", "host", "port", "addr", "verdict", "up", "down",
+                          "ms", "rule", "why"}, "the fields of every record", rec)
+        need(rec["event"] == "connection", "every record is a connection event", rec)
         need(rec["verdict"] in ("allow", "deny"), "a verdict", rec)
     socks_rec = [r for r in recs if r["proto"] == "socks"]
     need(socks_rec and socks_rec[0]["host"].startswith("\x01\x02\x03"),
