@@ -8,7 +8,7 @@
 #   COLD_REPS (default 10), GREP_REPS (default 3), GREP_RG_REPS (default 15),
 #   MCP_CALLS (default 10000), HYDRATE_REPS (default 5), SNAPSHOT_REPS (default 3),
 #   BENCH_SKIP (space-separated rows to leave out: roundtrip cold grep grep_rg
-#   mcp hydrate snapshot kube kube_fleet), SANDPOD_URL (default unix:///run/podman/podman.sock).
+#   mcp hydrate snapshot kube kube_fleet egress), SANDPOD_URL (default unix:///run/podman/podman.sock).
 # Writes tests/bench/results/bench.json (machine info and every row) and
 # prints a markdown table.
 #
@@ -31,6 +31,9 @@
 #              Podman-backed fake, beside kubectl exec), its JSON merged in
 #   kube_fleet tests/bench/bench_kube_fleet.sh (50 sandboxes created, used
 #              and removed through the CLI, beside kubectl), merged in
+#   egress     tests/bench/bench_egress.sh (connections and throughput through
+#              a sandbox's egress proxy, beside a `--network default` sandbox
+#              and sandbox-runtime; needs root), merged in
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -249,6 +252,10 @@ if want kube_fleet; then
     say "== kube_fleet (tests/bench/bench_kube_fleet.sh)"
     BUILD=$build "$here/bench_kube_fleet.sh" $quick >&2 || say "bench_kube_fleet.sh failed"
 fi
+if want egress; then
+    say "== egress (tests/bench/bench_egress.sh)"
+    BUILD=$build "$here/bench_egress.sh" $quick >&2 || say "bench_egress.sh failed or was skipped"
+fi
 
 # ----------------------------------------------------------------- report
 python3 - "$work" "$out" "$skip" <<'EOF'
@@ -359,7 +366,7 @@ if os.path.exists(p):
 elif "mcp" not in skip:
     res["mcp_note"] = "sandpod mcp not available in this build; row left out"
 
-for name in ("hydrate", "snapshot", "kube", "kube_fleet"):
+for name in ("hydrate", "snapshot", "kube", "kube_fleet", "egress"):
     p = os.path.join(out, name + ".json")
     if os.path.exists(p) and name not in skip:
         try:
@@ -384,6 +391,22 @@ if os.path.exists(p) and "grep_rg" not in skip:
     except (ValueError, KeyError):
         res["grep_rg"] = {"error": "unreadable " + p}
 
+eg = res.get("egress")
+if isinstance(eg, dict) and "paths" in eg:
+    # Per connection (connect, CONNECT and its 200, a 1-byte echo, close),
+    # through the proxy against the direct path and sandbox-runtime; the
+    # throughput rows are in the egress table printed below.
+    px = eg["paths"]["proxy"]
+    for peer, goal in (("direct", "<= +0.5 ms per connection at the median"),
+                       ("srt", "ahead of sandbox-runtime")):
+        if peer not in eg["paths"]:
+            continue
+        q = eg["paths"][peer]
+        met = (px["connection_median_ms"] - q["connection_median_ms"] <= 0.5 if peer == "direct"
+               else q["connection_median_ms"] > px["connection_median_ms"])
+        row("egress: a connection through the proxy (%d)" % eg["connections_per_path"],
+            "`--allow` (proxy)", px["connection_median_ms"], px["connection_p99_ms"],
+            q["label"], q["connection_median_ms"], q["connection_p99_ms"], goal, met)
 json.dump(res, open(os.path.join(out, "bench.json"), "w"), indent=2)
 print("machine: %d CPUs, %s, kernel %s, %s\n" % (res["machine"]["nproc"], cpu,
                                                 res["machine"]["kernel"],
@@ -394,8 +417,11 @@ print("\n".join(table))
 for r in rows:
     if r["note"]:
         print("\n- %s: %s" % (r["name"], r["note"]))
-for name in ("hydrate", "snapshot", "kube", "kube_fleet"):
+for name in ("hydrate", "snapshot", "kube", "kube_fleet", "egress"):
     if name in res:
         print("\n- %s: merged from tests/bench/results/%s.json" % (name, name))
+if isinstance(eg, dict) and "markdown" in eg:
+    print("\negress (tests/bench/bench_egress.sh):\n")
+    print(eg["markdown"])
 print("\nwritten: %s" % os.path.join(out, "bench.json"))
 EOF
