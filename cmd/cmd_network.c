@@ -244,7 +244,7 @@ int cmd_network(int argc, char **argv)
         goto done;
     }
     if (change) {
-        sp_egress_change ch = SP_EGRESS_CHANGE_INIT;
+        sp_egress_change_opts ch = SP_EGRESS_CHANGE_OPTS_INIT;
         ch.allow = na ? allow : NULL;
         ch.deny = nd ? deny : NULL;
         ch.remove = nr ? remove : NULL;

@@ -84,9 +84,9 @@ int sp_sandbox_egress(char ***rules, const sp_sandbox *sb, sp_error **err)
     return 0;
 }
 
-int sp_sandbox_egress_change(sp_sandbox *sb, const sp_egress_change *ch, sp_error **err)
+int sp_sandbox_egress_change(sp_sandbox *sb, const sp_egress_change_opts *opts, sp_error **err)
 {
-    if (SP_OPTS_CHECK(ch, 1, SP_EGRESS_CHANGE_VERSION, "sp_egress_change", err) < 0)
+    if (SP_OPTS_CHECK(opts, 1, SP_EGRESS_CHANGE_OPTS_VERSION, "sp_egress_change_opts", err) < 0)
         return SP_EINVAL;
     int r = sp_sandbox_lock(sb, err);
     if (r < 0)
@@ -102,26 +102,26 @@ int sp_sandbox_egress_change(sp_sandbox *sb, const sp_egress_change *ch, sp_erro
     for (char **l = sb->cfg.egress; *l; l++) {
         bool drop = false;
         const char *text = strchr(*l, ' ') + 1;
-        for (size_t i = 0; ch && ch->remove && ch->remove[i] && !drop; i++)
-            drop = strcmp(text, ch->remove[i]) == 0;
+        for (size_t i = 0; opts && opts->remove && opts->remove[i] && !drop; i++)
+            drop = strcmp(text, opts->remove[i]) == 0;
         if (!drop)
             sp_strv_push(&v, sp_xstrdup(*l));
     }
-    for (size_t i = 0; ch && ch->remove && ch->remove[i]; i++) {
+    for (size_t i = 0; opts && opts->remove && opts->remove[i]; i++) {
         bool found = false;
         for (char **l = sb->cfg.egress; *l && !found; l++)
-            found = strcmp(strchr(*l, ' ') + 1, ch->remove[i]) == 0;
+            found = strcmp(strchr(*l, ' ') + 1, opts->remove[i]) == 0;
         if (!found) {
             sp_strv_dispose(&v);
             sp_sandbox_unlock(sb);
             return sp_err_set(err, SP_EINVAL, 0, "--remove '%s': sandbox %s has no such rule",
-                              ch->remove[i], sb->name);
+                              opts->remove[i], sb->name);
         }
     }
     /* Deny lines first: the order is the one decisions are named in. */
     sp_strv deny = {0};
-    if ((r = add_lines(&deny, ch ? ch->deny : NULL, false, err)) < 0 ||
-        (r = add_lines(&v, ch ? ch->allow : NULL, true, err)) < 0) {
+    if ((r = add_lines(&deny, opts ? opts->deny : NULL, false, err)) < 0 ||
+        (r = add_lines(&v, opts ? opts->allow : NULL, true, err)) < 0) {
         sp_strv_dispose(&deny);
         sp_strv_dispose(&v);
         sp_sandbox_unlock(sb);

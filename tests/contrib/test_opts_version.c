@@ -178,6 +178,13 @@ static int c_hydrate_check(sp_error **err)
     return sp_hydrate_check(NULL, 0, &o, err);
 }
 
+static int c_sandbox_egress_change(sp_error **err)
+{
+    sp_egress_change_opts o = SP_EGRESS_CHANGE_OPTS_INIT;
+    o.version = BAD;
+    return sp_sandbox_egress_change(NULL, &o, err);
+}
+
 static int c_fs_open(sp_error **err)
 {
     sp_fs *f = NULL;
@@ -375,6 +382,7 @@ static const row rows[] = {
     {"sp_sandbox_apply", "sp_sandbox_apply_opts", c_sandbox_apply},
     {"sp_hydrate", "sp_hydrate_opts", c_hydrate},
     {"sp_hydrate_check", "sp_hydrate_opts", c_hydrate_check},
+    {"sp_sandbox_egress_change", "sp_egress_change_opts", c_sandbox_egress_change},
     {"sp_fs_open", "sp_fs_opts", c_fs_open},
     {"sp_fs_read", "sp_fs_read_opts", c_fs_read},
     {"sp_fs_write", "sp_fs_write_opts", c_fs_write},

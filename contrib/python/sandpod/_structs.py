@@ -17,7 +17,7 @@ from . import _cfs
 StrV = POINTER(c_char_p)
 
 SANDBOX_OPTS_VERSION = 3
-EGRESS_CHANGE_VERSION = 1
+EGRESS_CHANGE_OPTS_VERSION = 1
 RUN_OPTS_VERSION = 1
 SESSION_OPTS_VERSION = 1
 SESSION_WRITE_OPTS_VERSION = 1
@@ -95,8 +95,8 @@ class SandboxOpts(ctypes.Structure):
     ]
 
 
-class EgressChange(ctypes.Structure):
-    """sp_egress_change (sandpod/egress.h)."""
+class EgressChangeOpts(ctypes.Structure):
+    """sp_egress_change_opts (sandpod/egress.h)."""
 
     _fields_ = [
         ("version", c_uint),

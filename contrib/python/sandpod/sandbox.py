@@ -34,7 +34,7 @@ _create = fn("sp_sandbox_create", c_int, _PP, POINTER(S.SandboxOpts), POINTER(Er
 _open = fn("sp_sandbox_open", c_int, _PP, c_char_p, POINTER(S.SandboxOpts), POINTER(ErrorPtr))
 _free = fn("sp_sandbox_free", None, _P)
 _egress = fn("sp_sandbox_egress", c_int, POINTER(c_void_p), _P, POINTER(ErrorPtr))
-_egress_change = fn("sp_sandbox_egress_change", c_int, _P, POINTER(S.EgressChange),
+_egress_change = fn("sp_sandbox_egress_change", c_int, _P, POINTER(S.EgressChangeOpts),
                     POINTER(ErrorPtr))
 _egress_log = fn("sp_sandbox_egress_log", c_int, POINTER(c_int), _P, POINTER(ErrorPtr))
 _name = fn("sp_sandbox_name", c_char_p, _P)
@@ -711,7 +711,7 @@ class Sandbox:
         in force within 100 ms, open connections it no longer allows are
         cut. All or nothing; returns the new policy."""
         keep: list[object] = []
-        ch = S.EgressChange(version=S.EGRESS_CHANGE_VERSION)
+        ch = S.EgressChangeOpts(version=S.EGRESS_CHANGE_OPTS_VERSION)
         ch.allow = S.strv_ptr(list(allow) or None, keep)
         ch.deny = S.strv_ptr(list(deny) or None, keep)
         ch.remove = S.strv_ptr(list(remove) or None, keep)

@@ -53,18 +53,18 @@ int sp_egress_rule_check(const char *rule, bool allow, sp_error **err);
  */
 int sp_sandbox_egress(char ***rules, const sp_sandbox *sb, sp_error **err);
 
-#define SP_EGRESS_CHANGE_VERSION 1
+#define SP_EGRESS_CHANGE_OPTS_VERSION 1
 
 /** A change to a running sandbox's policy. */
-typedef struct sp_egress_change {
+typedef struct sp_egress_change_opts {
     unsigned version;
     const char *const *allow;  /**< rules to add as allow (NULL: none) */
     const char *const *deny;   /**< rules to add as deny (NULL: none) */
     const char *const *remove; /**< rules to remove, as written ("pypi.org") */
-} sp_egress_change;
-#define SP_EGRESS_CHANGE_INIT                                                                      \
+} sp_egress_change_opts;
+#define SP_EGRESS_CHANGE_OPTS_INIT                                                                 \
     {                                                                                              \
-        .version = SP_EGRESS_CHANGE_VERSION                                                        \
+        .version = SP_EGRESS_CHANGE_OPTS_VERSION                                                   \
     }
 
 /**
@@ -76,7 +76,7 @@ typedef struct sp_egress_change {
  * @return 0; SP_EINVAL (a bad rule, a rule to remove that is not there, a
  *         sandbox without a policy, a remote sandbox); SP_ENOTFOUND
  */
-int sp_sandbox_egress_change(sp_sandbox *sb, const sp_egress_change *ch, sp_error **err);
+int sp_sandbox_egress_change(sp_sandbox *sb, const sp_egress_change_opts *opts, sp_error **err);
 
 /**
  * Open the sandbox's connection log for reading: one JSON object per line,
