@@ -11,12 +11,14 @@ set -euo pipefail
 # docker-registry: the image tests pull from a registry on 127.0.0.1;
 # python3-pytest/-setuptools/-pip/-venv: the Python package and its tests;
 # python3-websockets: an independent RFC 6455 server the WebSocket client is
-# tested against (test_ws_live); openssl: that test's TLS certificate.
+# tested against (test_ws_live); openssl: that test's TLS certificate;
+# iproute2: the egress tests' network namespaces (ip netns, veth), iptables
+# also keeps --network default sandboxes off the host (iptables-restore).
 pkgs=(
   gcc make cmake pkg-config git python3 clang-format
   libcurl4-openssl-dev libcjson-dev libgit2-dev libarchive-dev libpcre2-dev
   libcmocka-dev zlib1g-dev
-  podman runc catatonit busybox-static uidmap slirp4netns iptables curl
+  podman runc catatonit busybox-static uidmap slirp4netns iptables iproute2 curl
   clang libclang-rt-14-dev
   gdb
   zsh fish groff-base man-db
