@@ -39,6 +39,9 @@
 #define PROXY_POLICY_DIR "/.sandpod/egress-policy"
 #define PROXY_PIDS       (SP_EGRESS_MAX_CONNS + 64)
 #define PROXY_MEMORY     (256ull << 20)
+/* Each connection holds four descriptors (the client's socket, the
+ * upstream's, a pipe's two ends); the default 1024 ran out at its bound. */
+#define PROXY_NOFILE (SP_EGRESS_MAX_CONNS * 4 + 256)
 
 char *sp_local_egress_container(const sp_sandbox *sb)
 {
@@ -126,6 +129,9 @@ static int make_proxy(sp_sandbox *sb, sp_local *p, const char *name, sp_error **
     spec.memory_bytes = PROXY_MEMORY;
     spec.nano_cpus = c->nano_cpus == UINT64_MAX ? 0 : c->nano_cpus;
     spec.pids_limit = PROXY_PIDS;
+    sp_rlimit nofile = {"nofile", PROXY_NOFILE, PROXY_NOFILE};
+    spec.rlimits = &nofile;
+    spec.n_rlimits = 1;
     spec.labels = labels;
     spec.stop_timeout_s = 1;
     spec.userns = c->userns;

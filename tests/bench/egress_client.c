@@ -15,6 +15,11 @@
  *       streams zeros, closed; prints MB/s (10^6 bytes/s) per rep as JSON,
  *       timed from the first byte asked for (after the tunnel is up) to
  *       the last byte read.
+ *   egress_client flood N PROXY HOLD_S READY_FILE
+ *       (for tests/cmd/test_egress_cli.sh) N connections to PROXY
+ *       (IPV4:PORT) left open without a byte sent; a second later each is
+ *       judged: held (silent), refused (an HTTP 503 came) or closed. Prints
+ *       the counts as JSON, creates READY_FILE, holds them HOLD_S seconds.
  *   egress_client serve ADDR ECHO_PORT SOURCE_PORT
  *       the upstreams: an echo server and a source of zeros on ADDR, a
  *       thread per connection, until killed.
@@ -25,6 +30,7 @@
  * the proxy's port accepts. Exits 1 with one line on stderr on any failure. */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <pthread.h>
@@ -443,10 +449,59 @@ static int run_serve(const char *addr, const char *echo_port, const char *source
     return 0;
 }
 
+static int run_flood(long n, const char *proxy_spec, long hold_s, const char *ready)
+{
+    char spec[128];
+    snprintf(spec, sizeof(spec), "%s", proxy_spec);
+    char *colon = strrchr(spec, ':');
+    if (!colon)
+        die("flood: PROXY is IPV4:PORT");
+    *colon = 0;
+    struct sockaddr_in sa;
+    parse_addr(&sa, spec, colon + 1);
+    int *fds = calloc((size_t)n, sizeof(int));
+    if (!fds)
+        die("calloc");
+    long opened = 0, failed = 0;
+    for (long i = 0; i < n; i++) {
+        int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (fd >= 0 && connect(fd, (const struct sockaddr *)&sa, sizeof(sa)) == 0) {
+            fds[opened++] = fd;
+        } else {
+            if (fd >= 0)
+                close(fd);
+            failed++;
+        }
+    }
+    struct timespec one = {1, 0};
+    nanosleep(&one, NULL);
+    long held = 0, refused = 0, closed = 0;
+    for (long i = 0; i < opened; i++) {
+        char b[16];
+        ssize_t r = recv(fds[i], b, sizeof(b) - 1, MSG_DONTWAIT | MSG_PEEK);
+        if (r > 0 && memcmp(b, "HTTP/1.1 503", r < 12 ? (size_t)r : 12) == 0)
+            refused++;
+        else if (r == 0 || (r < 0 && errno != EAGAIN))
+            closed++;
+        else
+            held++;
+    }
+    printf("{\"opened\":%ld,\"failed_to_open\":%ld,\"held\":%ld,\"refused\":%ld,\"closed\":%ld}\n",
+           opened, failed, held, refused, closed);
+    fflush(stdout);
+    int rf = open(ready, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+    if (rf >= 0)
+        close(rf);
+    struct timespec hold = {hold_s, 0};
+    nanosleep(&hold, NULL);
+    return 0;
+}
+
 static void usage(void)
 {
     fprintf(stderr, "usage: egress_client connect N HOST PORT [--proxy P] [--warmup W]\n"
                     "       egress_client throughput BYTES HOST PORT [--proxy P] [--reps R]\n"
+                    "       egress_client flood N PROXY HOLD_S READY_FILE\n"
                     "       egress_client serve ADDR ECHO_PORT SOURCE_PORT\n");
     exit(2);
 }
@@ -459,6 +514,11 @@ int main(int argc, char **argv)
         if (argc != 5)
             usage();
         return run_serve(argv[2], argv[3], argv[4]);
+    }
+    if (strcmp(argv[1], "flood") == 0) {
+        if (argc != 6 || atol(argv[2]) <= 0)
+            usage();
+        return run_flood(atol(argv[2]), argv[3], atol(argv[4]), argv[5]);
     }
     if (argc < 5)
         usage();

@@ -13,11 +13,14 @@
 # rootless run) on 127.0.0.1, where a CIDR rule must name them (loopback is
 # refused to any name rule).
 #
-# Usage: test_egress_cli.sh PATH/TO/sandpod
-# Exits 77 (skip) when Podman is unavailable, unless CI=true.
+# Usage: test_egress_cli.sh PATH/TO/sandpod [PATH/TO/egress_client]
+# (the static client of tests/bench: with it, 10,000 connections are opened
+# from inside a sandbox and left open). Exits 77 (skip) when Podman is
+# unavailable, unless CI=true.
 set -u
 
-SP=${1:?usage: test_egress_cli.sh PATH/TO/sandpod}
+SP=${1:?usage: test_egress_cli.sh PATH/TO/sandpod [PATH/TO/egress_client]}
+FLOOD=${2:-}
 
 PREFIX=sandpod-egress
 . "$(dirname "$0")/podman_lib.sh"
@@ -192,6 +195,55 @@ assert any(r["verdict"] == "deny" and r["rule"] == "up.test" for r in recs), rec
 ' "$T/out"
 run network "$B" --log
 out_has "denied by --deny 'up.test'" "the log as text says why"
+
+# -------------------------------------------------------------- flood --
+# 10,000 connections from inside, left open without a byte (ten processes:
+# a sandbox's process may hold 1024 descriptors): the proxy holds at most its
+# bound and answers the rest with a 503 at once (the silent ones it holds
+# are closed at its head time out, 10 s), and once they are gone the
+# sandbox is served again.
+if [ -n "$FLOOD" ] && [ -x "$FLOOD" ]; then
+    mkdir -p "$T/flood"
+    cp "$FLOOD" "$T/flood/egress_client"
+    run create --name "$A-fl" --allow up.test "${EXTRA[@]}" --egress-hosts "$T/hosts" \
+        --mount "src=$T/flood"
+    expect 0 "create the flood's sandbox"
+    run exec "$A-fl" -- sh -c "
+        pids=''
+        for i in 0 1 2 3 4 5 6 7 8 9; do
+            /workspace/egress_client flood 1000 127.0.0.1:3128 8 /tmp/ready\$i >/tmp/out\$i &
+            pids=\"\$pids \$!\"
+        done
+        n=0
+        while [ \$(ls /tmp/ready* 2>/dev/null | wc -l) -lt 10 ] && [ \$n -lt 900 ]; do
+            sleep 0.1; n=\$((n + 1))
+        done
+        cat /tmp/out*
+        kill \$pids 2>/dev/null; wait"
+    check "the proxy refused at once nearly all of 10,000 open connections (its bound held)" python3 -c '
+import json, sys
+recs = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
+assert len(recs) == 10, recs
+total = sum(r["opened"] + r["failed_to_open"] for r in recs)
+held = sum(r["held"] for r in recs)
+gone = sum(r["refused"] + r["closed"] for r in recs)
+refused = sum(r["refused"] for r in recs)
+# Each process judges its connections a second after opening them, and the
+# proxy frees the silent ones at its 10 s head time out for others: over
+# the flood it may have held its bound more than once, never more at once
+# (test_egress_proxy checks that exactly); without a bound nothing would
+# have been refused.
+assert total == 10000 and refused >= 9000, recs
+print("held", held, "refused or closed", gone, file=sys.stderr)
+' "$T/out"
+    run exec "$A-fl" -- sh -c "n=0; until wget -q -O - http://up.test:$HPORT/after 2>/dev/null; do
+        n=\$((n + 1)); [ \$n -gt 100 ] && exit 1; sleep 0.1; done"
+    out_is 'hello from upstream /after\n' "once the flood is gone the sandbox is served again"
+    fl=$(podman ps --format '{{.Names}}' | grep -- "-$A-fl-[0-9a-f]*-egress$")
+    check "the proxy is still up after the flood" test -n "$fl"
+    run rm --force "$A-fl"
+    expect 0 "rm the flood's sandbox"
+fi
 
 # ------------------------------------------------ lifetime of the proxy --
 # Making B swept the service for orphans: A's proxy is A's, not one.
