@@ -31,6 +31,21 @@
  * private user namespace (rootful userns=auto) gets a new range each time
  * the container is made anew, so a recreated sandbox moves its files from
  * the old range to the new one. */
+/* The host pid of the container's pid 1, which must be running. */
+static int init_pid(int *pid, sp_sandbox *sb, sp_local *p, sp_error **err)
+{
+    sp_container_info *info = NULL;
+    int r = sb->lops->inspect(&info, p, sb->container_id, err);
+    if (r < 0)
+        return r;
+    *pid = info->pid;
+    sp_container_info_free(info);
+    if (*pid <= 0)
+        return sp_err_set(err, SP_EPODMAN, 0, "the container of sandbox %s did not stay up",
+                          sb->name);
+    return 0;
+}
+
 static int hand_over_ids(sp_sandbox *sb, sp_local *p, sp_error **err)
 {
     sp_sandbox_config *c = &sb->cfg;
@@ -38,15 +53,10 @@ static int hand_over_ids(sp_sandbox *sb, sp_local *p, sp_error **err)
     gid_t cgid;
     if (sp_sandbox_parse_user(c->user, &cuid, &cgid) < 0)
         return 0; /* a user name: the image knows it, we cannot */
-    sp_container_info *info = NULL;
-    int r = sb->lops->inspect(&info, p, sb->container_id, err);
+    int pid = 0;
+    int r = init_pid(&pid, sb, p, err);
     if (r < 0)
         return r;
-    int pid = info->pid;
-    sp_container_info_free(info);
-    if (pid <= 0)
-        return sp_err_set(err, SP_EPODMAN, 0, "the container of sandbox %s did not stay up",
-                          sb->name);
     sb->init_pid = pid;
     sp_idmap um, gm;
     if ((r = sp_idmap_read(&um, &gm, pid, err)) < 0)
@@ -149,18 +159,10 @@ int sp_local_start_container(sp_sandbox *sb, sp_local *p, sp_error **err)
         return r;
     /* Before anything of the workload runs (the agent, pid 1, does not
      * connect anywhere). */
-    if (sb->cfg.network == SP_NET_DEFAULT) {
-        sp_container_info *info = NULL;
-        if ((r = sb->lops->inspect(&info, p, sb->container_id, err)) < 0)
-            return r;
-        int pid = info->pid;
-        sp_container_info_free(info);
-        if (pid <= 0)
-            return sp_err_set(err, SP_EPODMAN, 0, "the container of sandbox %s did not stay up",
-                              sb->name);
-        if ((r = sp_local_netguard(sb, pid, err)) < 0)
-            return r;
-    }
+    int pid = 0;
+    if (sb->cfg.network == SP_NET_DEFAULT &&
+        ((r = init_pid(&pid, sb, p, err)) < 0 || (r = sp_local_netguard(sb, pid, err)) < 0))
+        return r;
     wait_agent(sb);
     return 0;
 }
