@@ -83,6 +83,30 @@ static int show_policy(sp_sandbox *sb, bool json)
     return 0;
 }
 
+/* The record's time (RFC 3339, UTC, milliseconds) in local time, to the
+ * millisecond: connections come faster than a minute apart. */
+static void local_ms(char *buf, size_t size, const char *t)
+{
+    struct tm tm;
+    memset(&tm, 0, sizeof(tm));
+    const char *end = strptime(t, "%Y-%m-%dT%H:%M:%S", &tm);
+    int ms = 0;
+    if (end && *end == '.' && end[1] >= '0' && end[1] <= '9' && end[2] >= '0' && end[2] <= '9' &&
+        end[3] >= '0' && end[3] <= '9') {
+        ms = (end[1] - '0') * 100 + (end[2] - '0') * 10 + (end[3] - '0');
+        end += 4;
+    }
+    time_t secs = end && *end == 'Z' ? timegm(&tm) : (time_t)-1;
+    struct tm lt;
+    char day[40];
+    if (secs == (time_t)-1 || !localtime_r(&secs, &lt) ||
+        strftime(day, sizeof(day), "%Y-%m-%d %H:%M:%S", &lt) == 0) {
+        snprintf(buf, size, "%s", t);
+        return;
+    }
+    snprintf(buf, size, "%s.%03d", day, ms);
+}
+
 /* One log line as a person reads it. */
 static void print_record(const char *line, bool json)
 {
@@ -96,7 +120,7 @@ static void print_record(const char *line, bool json)
         return;
     }
     char when[64];
-    cli_local_time(when, sizeof(when), sp_json_str_or(o, "time", ""));
+    local_ms(when, sizeof(when), sp_json_str_or(o, "time", ""));
     const char *addr = sp_json_str_or(o, "addr", "");
     printf("%s  %-5s %-7s %s:%lld%s%s%s  up %lld down %lld  %s\n", when,
            sp_json_str_or(o, "verdict", "?"), sp_json_str_or(o, "proto", "?"),
