@@ -103,7 +103,7 @@ load_start=$(cut -d' ' -f1-3 /proc/loadavg)
 NET=
 for _ in $(seq 1 40); do
     cand="198.$((18 + RANDOM % 2)).$((RANDOM % 256))"
-    if ! ip -4 addr | grep -qF " $cand." && ! ip -4 route | grep -qF "$cand."; then
+    if ! ip -4 addr | grep -F " $cand." >/dev/null && ! ip -4 route | grep -F "$cand." >/dev/null; then
         NET=$cand
         break
     fi
