@@ -79,8 +79,10 @@ static int rule_err(sp_error **err, sp_egress_verdict v, const char *text, const
 {
     va_list ap;
     va_start(ap, fmt);
-    cleanup_free char *what = sp_xvasprintf(fmt, ap);
+    cleanup_free char *raw = sp_xvasprintf(fmt, ap);
     va_end(ap);
+    /* The reason may quote part of the rule: one line too. */
+    cleanup_free char *what = shown(raw);
     cleanup_free char *t = shown(text);
     return sp_err_set(err, SP_EINVAL, 0, "%s '%s': %s", opt_name(v), t, what);
 }

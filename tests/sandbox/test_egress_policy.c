@@ -104,6 +104,9 @@ static void test_parse_refusals(void **state)
         const char *text, *needle;
     } cases[] = {
         {"exa mple.com", "--allow 'exa mple.com': a host name holds only letters"},
+        /* fuzz_egress: the reason quoted the address with its newline. */
+        {"[2001:db8::\n64]:443", "'2001:db8::?64' is not an IPv6 address"},
+        {"10.0.0\n.1", "--allow '10.0.0?.1': a host name holds only"},
         {"*", "--allow '*': '*' alone would allow every host: use --network default"},
         {"*:443", "use --network default"},
         {"*.com", "'*.com' would allow a whole top-level domain"},
