@@ -31,6 +31,17 @@
  * private user namespace (rootful userns=auto) gets a new range each time
  * the container is made anew, so a recreated sandbox moves its files from
  * the old range to the new one. */
+/* Sandboxes of different state roots may share a name; the container
+ * name carries a hash of the state folder so that they never meet (and the
+ * clean-up of a leftover only ever hits our own). */
+char *sp_local_container_name(const sp_sandbox *sb, const char *suffix)
+{
+    uint32_t h = 2166136261u;
+    for (const unsigned char *q = (const unsigned char *)sb->state_dir; *q; q++)
+        h = (h ^ *q) * 16777619u;
+    return sp_xasprintf("sandpod-%s-%08x%s", sb->name, h, suffix);
+}
+
 /* The host pid of the container's pid 1, which must be running. */
 static int init_pid(int *pid, sp_sandbox *sb, sp_local *p, sp_error **err)
 {
@@ -226,13 +237,7 @@ int sp_local_make_container(sp_sandbox *sb, sp_error **err)
      * exec. */
     const char *cmd[] = {"/bin/sleep", "2147483647", NULL};
     const char *agent_cmd[] = {SPA_AGENT_PATH, SPA_RUN_DIR, NULL};
-    /* Sandboxes of different state roots may share a name; the container
-     * name carries a hash of the state folder so that they never meet (and
-     * the clean-up of a leftover below only ever hits our own). */
-    uint32_t h = 2166136261u;
-    for (const unsigned char *q = (const unsigned char *)sb->state_dir; *q; q++)
-        h = (h ^ *q) * 16777619u;
-    cleanup_free char *cname = sp_xasprintf("sandpod-%s-%08x", sb->name, h);
+    cleanup_free char *cname = sp_local_container_name(sb, "");
 
     sp_container_spec spec = SP_CONTAINER_SPEC_INIT;
     spec.name = cname;

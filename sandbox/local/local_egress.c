@@ -45,10 +45,7 @@
 
 char *sp_local_egress_container(const sp_sandbox *sb)
 {
-    uint32_t h = 2166136261u;
-    for (const unsigned char *q = (const unsigned char *)sb->state_dir; *q; q++)
-        h = (h ^ *q) * 16777619u;
-    return sp_xasprintf("sandpod-%s-%08x-egress", sb->name, h);
+    return sp_local_container_name(sb, "-egress");
 }
 
 static char *egress_dir(const sp_sandbox *sb, const char *leaf)
@@ -223,15 +220,21 @@ void sp_local_egress_down(sp_sandbox *sb, sp_local *p, bool remove)
         sb->lops->stop(p, name, 1, NULL);
 }
 
+/* The first line of path (without its newline) into buf; "" when unreadable. */
+static void first_line(char *buf, size_t cap, const char *path)
+{
+    cleanup_close int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    ssize_t n = fd >= 0 ? read(fd, buf, cap - 1) : -1;
+    buf[n > 0 ? n : 0] = '\0';
+    buf[strcspn(buf, "\n")] = '\0';
+}
+
 /* The version line of the policy file just written. */
 static char *policy_version(const sp_sandbox *sb)
 {
     cleanup_free char *path = egress_dir(sb, SP_EGRESS_POLICY);
-    cleanup_close int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-    char line[128] = "";
-    ssize_t n = fd >= 0 ? read(fd, line, sizeof(line) - 1) : -1;
-    line[n > 0 ? n : 0] = '\0';
-    line[strcspn(line, "\n")] = '\0';
+    char line[128];
+    first_line(line, sizeof(line), path);
     size_t k = strlen(SP_EGRESS_VERSION_LINE);
     return strncmp(line, SP_EGRESS_VERSION_LINE, k) == 0 ? sp_xstrdup(line + k) : NULL;
 }
@@ -258,11 +261,8 @@ int sp_local_egress_set(sp_sandbox *sb, sp_error **err)
     cleanup_free char *want = policy_version(sb);
     cleanup_free char *loaded = egress_dir(sb, "run/" SP_EGRESS_LOADED);
     for (int64_t end = sp_now_ms() + 3000; want && sp_now_ms() < end;) {
-        char got[128] = "";
-        cleanup_close int fd = open(loaded, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-        ssize_t n = fd >= 0 ? read(fd, got, sizeof(got) - 1) : -1;
-        got[n > 0 ? n : 0] = '\0';
-        got[strcspn(got, "\n")] = '\0';
+        char got[128];
+        first_line(got, sizeof(got), loaded);
         if (strcmp(got, want) == 0)
             return 0;
         struct timespec ts = {0, 10 * 1000000L};

@@ -16,6 +16,8 @@ int sp_local_image_pin(char **out, sp_sandbox *sb, sp_error **err);
  * (not started); started with the workspace handed to its user, then the
  * agent waited for. */
 int sp_local_make_container(sp_sandbox *sb, sp_error **err);
+/* The name of the sandbox's container with suffix ("" or "-egress"). */
+char *sp_local_container_name(const sp_sandbox *sb, const char *suffix);
 int sp_local_start_container(sp_sandbox *sb, sp_local *p, sp_error **err);
 
 /* local_egress.c: the policy files (and the hosts file copied), the
