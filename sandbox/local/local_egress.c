@@ -220,10 +220,12 @@ void sp_local_egress_down(sp_sandbox *sb, sp_local *p, bool remove)
         sb->lops->stop(p, name, 1, NULL);
 }
 
-/* The first line of path (without its newline) into buf; "" when unreadable. */
+/* The first line of path (without its newline) into buf; "" when
+ * unreadable. policy.loaded is in the proxy's folder: never a link
+ * followed, and a fifo put there cannot make the host wait. */
 static void first_line(char *buf, size_t cap, const char *path)
 {
-    cleanup_close int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    cleanup_close int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
     ssize_t n = fd >= 0 ? read(fd, buf, cap - 1) : -1;
     buf[n > 0 ? n : 0] = '\0';
     buf[strcspn(buf, "\n")] = '\0';
