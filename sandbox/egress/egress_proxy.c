@@ -1509,12 +1509,19 @@ static bool spawn(void *(*fn)(void *), void *arg)
 
 /* The threads that serve connections: made as they are needed, at most
  * one per connection the proxy may hold, and kept waiting after (a thread
- * made per connection cost about 165 us of its setup). */
+ * made per connection cost about 165 us of its setup).
+ *
+ * A connection is queued only if a waiting thread is sure to take it:
+ * `idle` counts the threads in the wait, but a thread signalled and not yet
+ * awake still counts there, so two connections handed over in that moment
+ * would both have counted on one thread. `queued` is compared with `idle`
+ * instead; had it not been, the second would wait behind whatever the first
+ * thread took, and a slow client holds a thread for the head's 10 s. */
 static struct {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     conn *head, *tail; /* waiting to be served, through next_q */
-    unsigned idle, workers;
+    unsigned idle, workers, queued;
 } pool = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
 
 static void *worker(void *arg)
@@ -1531,6 +1538,7 @@ static void *worker(void *arg)
         pool.head = c->next_q;
         if (!pool.head)
             pool.tail = NULL;
+        pool.queued--;
         pthread_mutex_unlock(&pool.mu);
         serve_conn(c);
     }
@@ -1546,17 +1554,21 @@ static bool submit(conn *c)
     else
         pool.head = c;
     pool.tail = c;
+    pool.queued++;
     bool ok = true;
-    if (pool.idle) {
+    if (pool.queued <= pool.idle) {
         pthread_cond_signal(&pool.cv);
     } else if (pool.workers < g.o.max_conns) {
         if (spawn(worker, NULL))
             pool.workers++;
         else if (pool.workers == 0)
             ok = false;
+    } else if (pool.idle) {
+        pthread_cond_signal(&pool.cv);
     }
     if (!ok) {
         pool.head = pool.tail = NULL;
+        pool.queued = 0;
     }
     pthread_mutex_unlock(&pool.mu);
     return ok;

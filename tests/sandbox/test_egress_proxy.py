@@ -1622,6 +1622,47 @@ def c24_slow_clients():
          "the SOCKS5 one is recorded")
 
 
+def c25_pool_burst():
+    """Connections handed over faster than a waiting thread wakes each get a
+    thread: none waits behind a silent client (session 15's CI saw case 1
+    wait 3 s behind this suite's slow clients)."""
+    _, _, run, _, err = start_proxy("proxy3", ["allow good.test:9000"])
+    log = JsonLog(os.path.join(run, "connections.jsonl"))
+    # The start's probe made one thread; let it finish and wait.
+    log.wait(0, lambda e: True, timeout=5)
+    lst = socket.socket()
+    lst.bind(("127.0.0.1", 0))
+    lst.listen(64)
+    u = socket.socket(socket.AF_UNIX)
+    u.connect(os.path.join(run, "proxy.sock"))
+    clients, theirs = [], []
+    for _ in range(12):
+        c = socket.create_connection(lst.getsockname())
+        a, _ = lst.accept()
+        clients.append(c)
+        theirs.append(a)
+    # Twelve silent connections in one burst, then one that asks.
+    for a in theirs:
+        socket.send_fds(u, [b"x"], [a.fileno()])
+    ask = socket.create_connection(lst.getsockname())
+    a, _ = lst.accept()
+    socket.send_fds(u, [b"x"], [a.fileno()])
+    for a2 in theirs + [a]:
+        a2.close()
+    try:
+        ask.sendall(b"CONNECT good.test:9000 HTTP/1.1\r\nHost: good.test:9000\r\n\r\n")
+        head, rest = read_head(ask, timeout=20)
+        need(status_of(head) == 200, "the asking connection: 200", head)
+        r, _, _ = select.select(clients, [], [], 0)
+        need(not r, "answered while all twelve silent ones were still held "
+             "(not after the head time out freed a thread)", len(r))
+    finally:
+        for c in clients + [ask]:
+            c.close()
+        lst.close()
+        u.close()
+
+
 CASES = [
     ("1 CONNECT to an allowed name: the tunnel carries bytes exactly", c01_connect_allowed),
     ("1b a name from DNS; the DNS server logs its queries", c01b_connect_via_dns),
@@ -1656,6 +1697,7 @@ CASES = [
     ("22 the log stays one UTF-8 JSON object a line, hostile names too", c22_log_is_json),
     ("23 IPv6 upstreams by literal and by AAAA (a ULA CIDR rule)", c23_v6),
     ("24 slow clients are closed at the head time out, and recorded", c24_slow_clients),
+    ("25 a burst of silent connections does not hold up the next one", c25_pool_burst),
 ]
 
 try:
