@@ -840,7 +840,8 @@ static void shut_down(int sig)
     _exit(0);
 }
 
-/* sandpod-agent --egress-proxy DIR RUN [--max-connections N] [--resolv-conf FILE] */
+/* sandpod-agent --egress-proxy DIR RUN [--max-connections N] [--resolv-conf FILE]
+ *               [--listen PORT] */
 static int egress_proxy_main(int argc, char **argv)
 {
     sp_egress_proxy_opts o = {.dir = argc > 3 ? argv[2] : NULL,
@@ -850,12 +851,14 @@ static int egress_proxy_main(int argc, char **argv)
             o.max_conns = (unsigned)strtoul(argv[i + 1], NULL, 10);
         else if (strcmp(argv[i], "--resolv-conf") == 0)
             o.resolv_conf = argv[i + 1];
+        else if (strcmp(argv[i], "--listen") == 0 && strtoul(argv[i + 1], NULL, 10) - 1 < 65535)
+            o.listen_port = (uint16_t)strtoul(argv[i + 1], NULL, 10);
         else
             o.dir = NULL;
     }
     if (!o.dir || argc % 2) {
         dprintf(2, "usage: sandpod-agent --egress-proxy POLICY-DIR RUN-DIR [--max-connections N] "
-                   "[--resolv-conf FILE]\n");
+                   "[--resolv-conf FILE] [--listen PORT]\n");
         return 2;
     }
     return sp_egress_proxy_run(&o);

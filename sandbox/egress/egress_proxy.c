@@ -1687,6 +1687,22 @@ static void *receiver(void *arg)
     return NULL;
 }
 
+/* Connections over TCP (--listen), when the proxy has a Pod of its own. */
+static void *tcp_acceptor(void *arg)
+{
+    int l = (int)(intptr_t)arg;
+    for (;;) {
+        int fd = accept4(l, NULL, NULL, SOCK_CLOEXEC);
+        if (fd >= 0) {
+            take(fd);
+        } else if (errno == EMFILE || errno == ENFILE) {
+            struct timespec ts = {0, 50 * 1000000L};
+            nanosleep(&ts, NULL);
+        }
+    }
+    return NULL;
+}
+
 /* As its container's pid 1, a stop's SIGTERM is ignored unless handled:
  * the connections end with the process. */
 static void on_term(int sig)
@@ -1754,9 +1770,25 @@ int sp_egress_proxy_run(const sp_egress_proxy_opts *o)
         say("cannot start the policy watcher");
         return 1;
     }
+    if (g.o.listen_port) {
+        int tl[2] = {sp_egress_listen_tcp(AF_INET, g.o.listen_port, true),
+                     sp_egress_listen_tcp(AF_INET6, g.o.listen_port, true)};
+        if (tl[0] < 0 && tl[1] < 0) {
+            say("cannot listen on port %u: %s", g.o.listen_port, strerror(errno));
+            return 1;
+        }
+        for (int i = 0; i < 2; i++)
+            if (tl[i] >= 0 && !spawn(tcp_acceptor, (void *)(intptr_t)tl[i])) {
+                say("cannot start the TCP listener");
+                return 1;
+            }
+    }
     said_loaded(g.policy);
-    say("ready: %zu rules, at most %u connections, listening on %s", g.policy->p.n_rules,
-        g.o.max_conns, sa.sun_path);
+    char tcp[32] = "";
+    if (g.o.listen_port)
+        snprintf(tcp, sizeof(tcp), " and TCP port %u", g.o.listen_port);
+    say("ready: %zu rules, at most %u connections, listening on %s%s", g.policy->p.n_rules,
+        g.o.max_conns, sa.sun_path, tcp);
     for (;;) {
         int u = accept4(l, NULL, NULL, SOCK_CLOEXEC);
         if (u < 0) {

@@ -35,6 +35,7 @@
 #ifndef SANDPOD_EGRESS_PROXY_H
 #define SANDPOD_EGRESS_PROXY_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -58,6 +59,11 @@ typedef struct sp_egress_proxy_opts {
     unsigned max_conns;      /* 0: SP_EGRESS_MAX_CONNS */
     int connect_timeout_ms;  /* 0: 10000 */
     int head_timeout_ms;     /* time a client has to send its request; 0: 10000 */
+    /* Also take TCP connections on this port of every address (0: only
+     * the socket's handed ones): a proxy in a Pod of its own, which its
+     * clients reach over the cluster's network (NetworkPolicy decides
+     * who may). */
+    uint16_t listen_port;
 } sp_egress_proxy_opts;
 
 /* Serve until killed. @return 1 (with a line on stderr) when it cannot
@@ -68,6 +74,10 @@ int sp_egress_proxy_run(const sp_egress_proxy_opts *o);
  * connection to the proxy at `socket_path`. Runs until killed.
  * @return 1 when it cannot listen at all */
 int sp_egress_relay_run(uint16_t port, const char *socket_path);
+
+/* A TCP listener on port of loopback (any: of every address) of family
+ * (AF_INET, or AF_INET6 alone: IPV6_V6ONLY). @return the fd, or -1. */
+int sp_egress_listen_tcp(int family, uint16_t port, bool any);
 
 /* For tests and the fuzzer: the server name of the TLS ClientHello that
  * starts `buf` into name (NUL-terminated). @return 1 found; 0 a complete

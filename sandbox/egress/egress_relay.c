@@ -14,7 +14,7 @@
 
 #include "egress_proxy.h"
 
-static int listen_tcp(int family, uint16_t port)
+int sp_egress_listen_tcp(int family, uint16_t port, bool any)
 {
     int fd = socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0)
@@ -25,12 +25,13 @@ static int listen_tcp(int family, uint16_t port)
     if (family == AF_INET) {
         struct sockaddr_in a = {.sin_family = AF_INET,
                                 .sin_port = htons(port),
-                                .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+                                .sin_addr.s_addr = htonl(any ? INADDR_ANY : INADDR_LOOPBACK)};
         r = bind(fd, (struct sockaddr *)&a, sizeof(a));
     } else {
         setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
-        struct sockaddr_in6 a = {
-            .sin6_family = AF_INET6, .sin6_port = htons(port), .sin6_addr = IN6ADDR_LOOPBACK_INIT};
+        struct sockaddr_in6 a = {.sin6_family = AF_INET6,
+                                 .sin6_port = htons(port),
+                                 .sin6_addr = any ? in6addr_any : in6addr_loopback};
         r = bind(fd, (struct sockaddr *)&a, sizeof(a));
     }
     if (r < 0 || listen(fd, 256) < 0) {
@@ -80,7 +81,8 @@ static int hand_over(int u, int fd)
 
 int sp_egress_relay_run(uint16_t port, const char *socket_path)
 {
-    int l[2] = {listen_tcp(AF_INET, port), listen_tcp(AF_INET6, port)};
+    int l[2] = {sp_egress_listen_tcp(AF_INET, port, false),
+                sp_egress_listen_tcp(AF_INET6, port, false)};
     if (l[0] < 0 && l[1] < 0) {
         dprintf(2, "sandpod-agent: egress: cannot listen on port %u: %s\n", port, strerror(errno));
         return 1;

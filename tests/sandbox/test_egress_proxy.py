@@ -1663,6 +1663,40 @@ def c25_pool_burst():
         u.close()
 
 
+def free_port():
+    probe = socket.socket()
+    probe.bind(("127.0.0.1", 0))
+    port = probe.getsockname()[1]
+    probe.close()
+    return port
+
+
+def c26_tcp_listener():
+    """--listen PORT (a proxy in a Pod of its own): the same proxy over TCP."""
+    port = free_port()
+    _, _, run, _, err = start_proxy("proxy4", ["allow good.test:9000"], ["--listen", str(port)])
+    need("and TCP port %d" % port in open(err).read(), "it says it listens", open(err).read())
+    log = JsonLog(os.path.join(run, "connections.jsonl"))
+    m = log.mark()
+    s = socket.create_connection(("127.0.0.1", port), timeout=3)
+    s.sendall(b"CONNECT good.test:9000 HTTP/1.1\r\nHost: good.test:9000\r\n\r\n")
+    head, rest = read_head(s)
+    need(status_of(head) == 200 and rest == b"", "CONNECT over TCP: 200", head)
+    echo_ok(s, b"over tcp")
+    s.close()
+    s = socket.create_connection(("127.0.0.1", port), timeout=3)
+    s.sendall(b"CONNECT bad.test:9000 HTTP/1.1\r\nHost: bad.test:9000\r\n\r\n")
+    head, _ = read_head(s)
+    s.close()
+    need(status_of(head) == 403, "an unlisted name over TCP: 403", head)
+    got = log.wait(m, lambda e: e.get("proto") == "connect", n=2)
+    need(sorted((e["host"], e["verdict"]) for e in got) ==
+         [("bad.test", "deny"), ("good.test", "allow")], "both recorded", got)
+    bad = subprocess.run([AGENT, "--egress-proxy", "/nonexistent", "/nonexistent", "--listen",
+                          "0"], capture_output=True, text=True, timeout=10)
+    need(bad.returncode == 2 and "usage" in bad.stderr, "port 0 is a usage error", bad.stderr)
+
+
 CASES = [
     ("1 CONNECT to an allowed name: the tunnel carries bytes exactly", c01_connect_allowed),
     ("1b a name from DNS; the DNS server logs its queries", c01b_connect_via_dns),
@@ -1698,6 +1732,7 @@ CASES = [
     ("23 IPv6 upstreams by literal and by AAAA (a ULA CIDR rule)", c23_v6),
     ("24 slow clients are closed at the head time out, and recorded", c24_slow_clients),
     ("25 a burst of silent connections does not hold up the next one", c25_pool_burst),
+    ("26 --listen PORT: the proxy over TCP, as in a Pod of its own", c26_tcp_listener),
 ]
 
 try:
