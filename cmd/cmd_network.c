@@ -150,7 +150,8 @@ static int show_log(sp_sandbox *sb, bool json, bool follow)
         return cli_fail(json, r, err);
     sp_buf pending = SP_BUF_INIT;
     char chunk[65536];
-    for (;;) {
+    off_t seen = 0; /* bytes of the log read so far */
+    for (unsigned idle = 0;;) {
         ssize_t n = read(fd, chunk, sizeof(chunk));
         if (n < 0 && errno == EINTR)
             continue;
@@ -167,8 +168,21 @@ static int show_log(sp_sandbox *sb, bool json, bool follow)
             fflush(stdout);
             struct timespec ts = {0, 100 * 1000000L};
             nanosleep(&ts, NULL);
+            /* Once a second the log is opened anew, past what was read: a
+             * remote sandbox's is a copy fetched whole, which never grows. */
+            int nfd = -1;
+            if (++idle % 10 == 0 && sp_sandbox_egress_log(&nfd, sb, NULL) == 0) {
+                if (lseek(nfd, seen, SEEK_SET) == seen) {
+                    close(fd);
+                    fd = nfd;
+                } else {
+                    close(nfd);
+                }
+            }
             continue;
         }
+        idle = 0;
+        seen += n;
         sp_buf_add(&pending, chunk, (size_t)n);
         char *start = pending.data, *nl;
         while ((nl = memchr(start, '\n', pending.len - (size_t)(start - pending.data)))) {

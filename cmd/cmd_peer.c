@@ -22,6 +22,7 @@
 #include "base.h"
 #include "cli.h"
 #include "mcp.h"
+#include "peer_egress.h"
 #include "peer_mux.h"
 
 enum {
@@ -47,7 +48,9 @@ const struct cli_spec cli_spec_peer = {
                        " [--verbose]",
                        "connect --socket PATH", "install-agent DIR",
                        "import --root DIR --store DIR [--tag TAG] [--no-restore] < ARCHIVE",
-                       "export --store DIR [--root DIR [--transient]] [--gzip] [REF] > ARCHIVE"),
+                       "export --store DIR [--root DIR [--transient]] [--gzip] [REF] > ARCHIVE",
+                       "egress-serve POLICY-DIR RUN-DIR PORT",
+                       "egress-policy POLICY-DIR RUN-DIR < POLICY", "egress-log RUN-DIR"),
     .description = "What `sandpod render` puts in a Pod; not for use on a host.\n"
                    "\n"
                    "  serve          serve the tool suite over the folder DIR (filesystem tools,\n"
@@ -99,7 +102,16 @@ const struct cli_spec cli_spec_peer = {
                    "                 (not a terminal); without REF, a fresh snapshot of --root\n"
                    "                 DIR when given (with --transient, removed again after the\n"
                    "                 export: the store's snapshots stay as they were), else the\n"
-                   "                 newest snapshot",
+                   "                 newest snapshot\n"
+                   "  egress-serve   the proxy Pod of a sandbox with egress rules: write the\n"
+                   "                 policy in $SANDPOD_EGRESS_POLICY (and the hosts file in\n"
+                   "                 $SANDPOD_EGRESS_HOSTS) into POLICY-DIR, then become\n"
+                   "                 sandpod-agent's egress proxy, its log and state in RUN-DIR,\n"
+                   "                 taking TCP connections on PORT of every address\n"
+                   "  egress-policy  replace the policy with the text on stdin; back when the\n"
+                   "                 proxy has it in force (within 3 s, else an error)\n"
+                   "  egress-log     the connection log, one JSON object a line (exit 3: none\n"
+                   "                 yet)",
     .groups = CLI_GROUPS(CLI_OWN(
         CLI_VALUE("root", 0, "DIR", OPT_ROOT, CLI_COMP_DIR,
                   "serve, import, export: the workspace folder"),
@@ -118,8 +130,11 @@ const struct cli_spec cli_spec_peer = {
                  "export: the fresh snapshot of --root DIR is not kept"),
         CLI_FLAG("no-restore", 0, OPT_NO_RESTORE,
                  "import: only add the snapshot to the store; the folder stays as it is"))),
-    .operands = CLI_OPERANDS({"OP", CLI_COMP_CHOICES, "serve|connect|install-agent|import|export"},
-                             {"DIR", CLI_COMP_DIR, NULL}),
+    .operands =
+        CLI_OPERANDS({"OP", CLI_COMP_CHOICES,
+                      "serve|connect|install-agent|import|export|egress-serve|egress-policy|"
+                      "egress-log"},
+                     {"DIR", CLI_COMP_DIR, NULL}),
     .exit_status = "0 ok, 1 error, 2 bad usage.",
 };
 
@@ -303,7 +318,7 @@ static int peer_connect(const struct peer_args *a)
 }
 
 /* The agent to install: $SANDPOD_AGENT, else sandpod-agent beside us. */
-static char *agent_source(void)
+char *peer_agent_source(void)
 {
     const char *env = getenv("SANDPOD_AGENT");
     if (env && *env)
@@ -328,7 +343,7 @@ static char *agent_source(void)
  * written atomically, so a copy cut short never looks installed. */
 static int peer_install_agent(const char *dir)
 {
-    char *src = agent_source();
+    char *src = peer_agent_source();
     if (!src)
         return cli_error("cannot tell where sandpod-agent is: set SANDPOD_AGENT");
     int rc = 0;
@@ -591,7 +606,8 @@ static int cmd_peer(int argc, char **argv)
     }
     if (optind >= argc)
         return cli_usage("peer",
-                         "missing operation: serve, connect, install-agent, import or export");
+                         "missing operation: serve, connect, install-agent, import, export or "
+                         "egress-serve, egress-policy, egress-log");
     const char *op = argv[optind++];
     if (strcmp(op, "install-agent") == 0) {
         if (optind >= argc)
@@ -604,6 +620,14 @@ static int cmd_peer(int argc, char **argv)
     }
     if (strcmp(op, "import") == 0 || strcmp(op, "export") == 0)
         return peer_io(&a, op, argc - optind, argv + optind);
+    if (strncmp(op, "egress-", 7) == 0 &&
+        (strcmp(op + 7, "serve") == 0 || strcmp(op + 7, "policy") == 0 ||
+         strcmp(op + 7, "log") == 0)) {
+        if (a.root || a.store || a.socket || a.agent || a.agent_uid >= 0 || a.tag || a.gzip ||
+            a.no_restore || a.transient || a.verbose)
+            return cli_usage("peer", "%s takes no options", op);
+        return peer_egress(op, argc - optind, argv + optind);
+    }
     if (a.tag || a.gzip || a.no_restore || a.transient)
         return cli_usage("peer",
                          "--tag, --no-restore, --gzip and --transient go with import and export");
@@ -619,6 +643,7 @@ static int cmd_peer(int argc, char **argv)
             return cli_usage("peer", "connect takes only --socket PATH");
         return peer_connect(&a);
     }
-    const char *ops[] = {"serve", "connect", "install-agent", "import", "export", NULL};
+    const char *ops[] = {"serve",        "connect",       "install-agent", "import", "export",
+                         "egress-serve", "egress-policy", "egress-log",    NULL};
     return cli_usage_near("peer", cli_suggest(op, ops), "unknown operation '%s'", op);
 }

@@ -404,8 +404,11 @@ int sp_sandbox_gc_engine(sp_sandbox_orphans **out, const char *state_root, const
             sp_sandbox_opts so = SP_SANDBOX_OPTS_INIT;
             so.state_root = root;
             if (sp_sandbox_open(&sb, name, &so, NULL) == 0) {
+                /* Its workload, or its egress proxy. */
                 const char *pod = sp_json_str(sb->remote_record, "pod");
-                if (!sb->engine || strcmp(sb->engine, e->name) != 0 || !pod || strcmp(pod, id) != 0)
+                const char *proxy = sp_json_str(sb->remote_record, "egress_pod");
+                bool owns = (pod && strcmp(pod, id) == 0) || (proxy && strcmp(proxy, id) == 0);
+                if (!sb->engine || strcmp(sb->engine, e->name) != 0 || !owns)
                     why = sp_xasprintf("sandbox %s owns another workload", name);
             }
             sp_sandbox_free(sb);

@@ -548,3 +548,39 @@ char *sp_egress_decision_text(const sp_egress_decision *d)
     }
     return sp_xstrdup("refused: not an IPv4 or IPv6 address");
 }
+
+int sp_egress_policy_parse(sp_egress_policy *p, const char *text, size_t len, char *version,
+                           size_t vcap, sp_error **err)
+{
+    static const char vline[] = "# version ";
+    if (vcap)
+        version[0] = '\0';
+    for (size_t at = 0, n = 1; at < len; n++) {
+        const char *nl = memchr(text + at, '\n', len - at);
+        size_t ll = (nl ? (size_t)(nl - text) : len) - at;
+        cleanup_free char *line = sp_xstrndup(text + at, ll);
+        at += ll + (nl != NULL);
+        line[strcspn(line, "\r")] = '\0';
+        if (strlen(line) != ll && strlen(line) + 1 != ll)
+            return sp_err_set(err, SP_EINVAL, 0, "policy line %zu: a NUL byte", n);
+        if (vcap && strncmp(line, vline, sizeof(vline) - 1) == 0)
+            snprintf(version, vcap, "%s", line + sizeof(vline) - 1);
+        if (!line[0] || line[0] == '#')
+            continue;
+        sp_egress_verdict v;
+        const char *rule;
+        if (strncmp(line, "allow ", 6) == 0) {
+            v = SP_EGRESS_ALLOW;
+            rule = line + 6;
+        } else if (strncmp(line, "deny ", 5) == 0) {
+            v = SP_EGRESS_DENY;
+            rule = line + 5;
+        } else {
+            return sp_err_set(err, SP_EINVAL, 0, "policy line %zu: not a rule: %.100s", n, line);
+        }
+        int r = sp_egress_policy_add(p, rule, v, err);
+        if (r < 0)
+            return sp_err_wrap(err, r, "policy line %zu", n);
+    }
+    return 0;
+}

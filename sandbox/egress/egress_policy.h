@@ -146,6 +146,13 @@ int sp_egress_policy_add(sp_egress_policy *p, const char *text, sp_egress_verdic
  * @return 0; SP_EINVAL naming cidr */
 int sp_egress_policy_add_special(sp_egress_policy *p, const char *cidr, const char *name,
                                  sp_error **err);
+/* A policy file's text (egress_dir.h): lines "allow RULE" and "deny RULE",
+ * blank lines and "#" comments; "# version V" names its version (copied
+ * into version, vcap bytes, "" when it has none). Appends the rules to p.
+ * @return 0; SP_EINVAL naming the first bad line (p then holds the rules
+ *         before it: dispose of it) */
+int sp_egress_policy_parse(sp_egress_policy *p, const char *text, size_t len, char *version,
+                           size_t vcap, sp_error **err);
 /* Free the rules and added ranges and zero the policy; accepts a zeroed one. */
 void sp_egress_policy_dispose(sp_egress_policy *p);
 

@@ -162,48 +162,22 @@ static void add_host_addresses(sp_egress_policy *p)
  * unreadable or holds a bad line: the old policy stays. */
 static policy_ref *load_policy(struct stat *st)
 {
-    int fd = open(g.policy_path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-    FILE *f = fd >= 0 ? fdopen(fd, "r") : NULL;
-    if (!f) {
-        if (fd >= 0)
-            close(fd);
+    cleanup_close int fd = open(g.policy_path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    sp_buf text = SP_BUF_INIT;
+    if (fd < 0 || fstat(fd, st) < 0 || sp_read_all(fd, &text, 1u << 20) < 0) {
         say("cannot read %s: %s", g.policy_path, strerror(errno));
+        sp_buf_dispose(&text);
         return NULL;
     }
-    fstat(fd, st);
     policy_ref *r = sp_xcalloc(1, sizeof(*r));
     r->refs = 1;
-    char line[2048];
-    bool ok = true;
-    while (ok && fgets(line, sizeof(line), f)) {
-        line[strcspn(line, "\r\n")] = '\0';
-        if (strncmp(line, SP_EGRESS_VERSION_LINE, strlen(SP_EGRESS_VERSION_LINE)) == 0)
-            snprintf(r->version, sizeof(r->version), "%.60s",
-                     line + strlen(SP_EGRESS_VERSION_LINE));
-        if (!line[0] || line[0] == '#')
-            continue;
-        sp_egress_verdict v;
-        const char *text;
-        if (strncmp(line, "allow ", 6) == 0) {
-            v = SP_EGRESS_ALLOW;
-            text = line + 6;
-        } else if (strncmp(line, "deny ", 5) == 0) {
-            v = SP_EGRESS_DENY;
-            text = line + 5;
-        } else {
-            say("%s: not a rule: %.100s", g.policy_path, line);
-            ok = false;
-            break;
-        }
-        sp_error *e = NULL;
-        if (sp_egress_policy_add(&r->p, text, v, &e) < 0) {
-            say("%s: %s", g.policy_path, e ? e->message : "bad rule");
-            sp_error_free(e);
-            ok = false;
-        }
-    }
-    fclose(f);
-    if (!ok) {
+    sp_error *e = NULL;
+    int rc = sp_egress_policy_parse(&r->p, text.data ? text.data : "", text.len, r->version,
+                                    sizeof(r->version), &e);
+    sp_buf_dispose(&text);
+    if (rc < 0) {
+        say("%s: %s", g.policy_path, e ? e->message : "bad policy");
+        sp_error_free(e);
         sp_egress_policy_dispose(&r->p);
         free(r);
         return NULL;

@@ -28,6 +28,10 @@ typedef struct sp_remote_spec {
     const char *owner; /* the state root's id (label sandpod.owner) */
     const sp_sandbox_opts *opts;
     int timeout_ms; /* until the workload is ready; 0: 5 minutes */
+    /* Egress rules: the policy file's text (egress_dir.h) and the hosts
+     * file's (may be NULL); NULL: no rules, no proxy. */
+    const char *egress_policy;
+    const char *egress_hosts;
 } sp_remote_spec;
 
 /* One command run in the workload. Its stdin is stdin_data (sent whole,
@@ -103,6 +107,11 @@ typedef struct sp_remote_ops {
     /* peer_command with its stdin read from in_fd until its end. */
     int (*peer_command_in)(sp_remote *r, const char *const *args, int in_fd, int out_fd, int err_fd,
                            int *exit_code, sp_error **err);
+    /* The egress proxy of a sandbox made with rules: put a new policy
+     * (the policy file's text) in force, back once it is; write its
+     * connection log (JSON lines) to fd (SP_ENOTFOUND: none yet). */
+    int (*egress_set)(sp_remote *r, const char *policy, sp_error **err);
+    int (*egress_log)(sp_remote *r, int fd, sp_error **err);
 } sp_remote_ops;
 
 extern const sp_remote_ops sp_kube_remote_ops;

@@ -167,6 +167,10 @@ int sp_kube_pod_log(sp_kube *k, const char *name, const sp_kube_log_query *q, sp
                     void *userdata, sp_error **err);
 /* grace_seconds < 0: the Pod's own. A Pod already gone is SP_ENOTFOUND. */
 int sp_kube_pod_delete(sp_kube *k, const char *name, int grace_seconds, sp_error **err);
+/* NetworkPolicies (networking.k8s.io/v1) in the client's namespace: made
+ * from JSON text, deleted by name (gone already is SP_ENOTFOUND). */
+int sp_kube_netpol_create(sp_kube *k, const char *json, sp_error **err);
+int sp_kube_netpol_delete(sp_kube *k, const char *name, sp_error **err);
 /* A PodList; label_selector may be NULL. */
 int sp_kube_pod_list(sp_kube *k, const char *label_selector, cJSON **out, sp_error **err);
 

@@ -649,6 +649,29 @@ int sp_kube_pod_delete(sp_kube *k, const char *name, int grace_seconds, sp_error
     return sp_kube_call(k, "DELETE", p, NULL, NULL, what, err);
 }
 
+static char *netpol_path(sp_kube *k, const char *name)
+{
+    cleanup_free char *ns = esc(k, k->c.ns);
+    return sp_xasprintf("/apis/networking.k8s.io/v1/namespaces/%s/networkpolicies%s%s", ns,
+                        name ? "/" : "", name ? name : "");
+}
+
+int sp_kube_netpol_create(sp_kube *k, const char *json, sp_error **err)
+{
+    cleanup_free char *p = netpol_path(k, NULL);
+    return sp_kube_call(k, "POST", p, json, NULL, "kubernetes: create networkpolicy", err);
+}
+
+int sp_kube_netpol_delete(sp_kube *k, const char *name, sp_error **err)
+{
+    int rc = check_name(name, err);
+    if (rc < 0)
+        return rc;
+    cleanup_free char *p = netpol_path(k, name);
+    cleanup_free char *what = sp_xasprintf("kubernetes: delete networkpolicy %s", name);
+    return sp_kube_call(k, "DELETE", p, NULL, NULL, what, err);
+}
+
 int sp_kube_pod_list(sp_kube *k, const char *label_selector, cJSON **out, sp_error **err)
 {
     cleanup_free char *base = pods_path(k);

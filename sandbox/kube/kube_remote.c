@@ -35,6 +35,7 @@
 struct sp_remote {
     sp_kube *k;
     char *pod;
+    char *egress_pod; /* the egress proxy's, or NULL */
     char *where;
     /* The peer stream, shared by every request of this handle (the peer
      * multiplexes; answers come back by id). mu guards everything below;
@@ -88,6 +89,7 @@ static void remote_free(sp_remote *r)
     sp_buf_dispose(&r->in);
     sp_buf_dispose(&r->perr);
     free(r->pod);
+    free(r->egress_pod);
     free(r->where);
     free(r);
 }
@@ -151,6 +153,50 @@ static int explain_down(sp_remote *r, int rc, sp_error **err)
 
 /* ------------------------------------------------------------- create -- */
 
+/* The egress proxy's objects, gone (each already gone is fine). */
+static void egress_remove(sp_kube *k, const char *id)
+{
+    const char *sfx[] = {"-workload", "-proxy"};
+    sp_kube_pod_delete(k, id, 0, NULL);
+    for (size_t i = 0; i < 2; i++) {
+        cleanup_free char *np = sp_xasprintf("%s%s", id, sfx[i]);
+        sp_kube_netpol_delete(k, np, NULL);
+    }
+}
+
+/* An egress proxy for the sandbox: its NetworkPolicies first (the
+ * workload's Pod is never without its own), then its Pod, which must run
+ * and have an address before the workload's Pod is made to use it. */
+static int egress_up(char **addr, sp_kube *k, const sp_remote_spec *c, const sp_sandbox_opts *o,
+                     const sp_kube_render_opts *ro, int timeout_ms, sp_error **err)
+{
+    *addr = NULL;
+    cleanup_free char *pod = NULL, *np_w = NULL, *np_p = NULL;
+    int rc =
+        sp_kube_render_egress(&pod, &np_w, &np_p, o, ro, c->egress_policy, c->egress_hosts, err);
+    if (rc < 0)
+        return rc;
+    if ((rc = sp_kube_netpol_create(k, np_w, err)) < 0 ||
+        (rc = sp_kube_netpol_create(k, np_p, err)) < 0 ||
+        (rc = sp_kube_pod_create(k, pod, NULL, err)) < 0)
+        return sp_err_wrap(err, rc, "the egress proxy %s", ro->egress_id);
+    if ((rc = sp_kube_pod_wait_ready(k, ro->egress_id, timeout_ms, err)) < 0)
+        return sp_err_wrap(err, rc, "the egress proxy's pod %s did not start", ro->egress_id);
+    cJSON *got = NULL;
+    if ((rc = sp_kube_pod_get(k, ro->egress_id, &got, err)) < 0)
+        return rc;
+    const char *ip = sp_json_str(sp_json_get(got, "status"), "podIP");
+    if (ip && *ip)
+        *addr = sp_xstrdup(ip);
+    cJSON_Delete(got);
+    if (!*addr)
+        return sp_err_set(err, SP_ERROR, 0,
+                          "kubernetes: the egress proxy's pod %s runs but has no address "
+                          "(status.podIP)",
+                          ro->egress_id);
+    return 0;
+}
+
 static int kr_create(sp_remote **out, cJSON **record, const sp_remote_spec *c, sp_error **err)
 {
     *out = NULL;
@@ -167,13 +213,27 @@ static int kr_create(sp_remote **out, cJSON **record, const sp_remote_spec *c, s
     ro.owner = c->owner;
     sp_sandbox_opts o = *c->opts;
     o.name = c->name;
-    cleanup_free char *spec = NULL;
-    if ((rc = sp_kube_render_pod(&spec, &o, &ro, err)) < 0) {
-        sp_kube_free(k);
-        return rc;
+    int timeout_ms = c->timeout_ms > 0 ? c->timeout_ms : 300000;
+    char id[24] = "";
+    cleanup_free char *addr = NULL;
+    if (c->egress_policy) {
+        char hex[33];
+        key_hex(hex);
+        snprintf(id, sizeof(id), "spe-%.12s", hex);
+        ro.egress_id = id;
+        if ((rc = egress_up(&addr, k, c, &o, &ro, timeout_ms, err)) < 0) {
+            egress_remove(k, id);
+            sp_kube_free(k);
+            return rc;
+        }
+        ro.egress_addr = addr;
     }
+    cleanup_free char *spec = NULL;
     cJSON *made = NULL;
-    if ((rc = sp_kube_pod_create(k, spec, &made, err)) < 0) {
+    if ((rc = sp_kube_render_pod(&spec, &o, &ro, err)) < 0 ||
+        (rc = sp_kube_pod_create(k, spec, &made, err)) < 0) {
+        if (*id)
+            egress_remove(k, id);
         sp_kube_free(k);
         return rc;
     }
@@ -181,10 +241,14 @@ static int kr_create(sp_remote **out, cJSON **record, const sp_remote_spec *c, s
     const char *pod = sp_json_str(md, "name");
     if (!pod) {
         cJSON_Delete(made);
+        if (*id)
+            egress_remove(k, id);
         sp_kube_free(k);
         return sp_err_set(err, SP_ERROR, 0, "kubernetes: the created Pod has no name");
     }
     sp_remote *r = remote_new(k, pod);
+    if (*id)
+        r->egress_pod = sp_xstrdup(id);
     cJSON *rec = cJSON_CreateObject();
     cJSON_AddStringToObject(rec, "namespace", sp_kube_namespace(k));
     cJSON_AddStringToObject(rec, "pod", pod);
@@ -192,11 +256,15 @@ static int kr_create(sp_remote **out, cJSON **record, const sp_remote_spec *c, s
     if (uid)
         cJSON_AddStringToObject(rec, "uid", uid);
     cJSON_AddStringToObject(rec, "server", sp_kube_server(k));
+    if (*id)
+        cJSON_AddStringToObject(rec, "egress_pod", id);
     cJSON_Delete(made);
-    rc = sp_kube_pod_wait_ready(k, r->pod, c->timeout_ms > 0 ? c->timeout_ms : 300000, err);
+    rc = sp_kube_pod_wait_ready(k, r->pod, timeout_ms, err);
     if (rc < 0) {
         sp_err_wrap(err, rc, "the sandbox's %s did not start", r->where);
         sp_kube_pod_delete(k, r->pod, 0, NULL);
+        if (*id)
+            egress_remove(k, id);
         cJSON_Delete(rec);
         remote_free(r);
         return rc;
@@ -221,6 +289,9 @@ static int kr_open(sp_remote **out, const sp_engine *e, const cJSON *record, sp_
     if (rc < 0)
         return rc;
     *out = remote_new(k, pod);
+    const char *ep = sp_json_str(record, "egress_pod");
+    if (ep)
+        (*out)->egress_pod = sp_xstrdup(ep);
     return 0;
 }
 
@@ -593,15 +664,20 @@ static void kr_cancel(sp_remote *r, const char *key)
 
 /* --------------------------------------------------------- exec, tars -- */
 
-static int run_in(sp_remote *r, const char *ctr, const sp_remote_cmd *io, int *exit_code,
-                  bool *timed_out, sp_error **err)
+/* Run io->argv in container ctr of the sandbox's Pod (pod NULL), or of
+ * Pod pod. */
+static int run_in_pod(sp_remote *r, const char *pod, const char *ctr, const sp_remote_cmd *io,
+                      int *exit_code, bool *timed_out, sp_error **err)
 {
     *exit_code = -1;
     *timed_out = false;
     sp_ws *ws = NULL;
     bool has_in = io->stdin_fd >= 0 || io->stdin_data;
-    sp_kube_exec_spec s = {
-        .pod = r->pod, .container = ctr, .argv = io->argv, .stdin_open = has_in, .tty = io->tty};
+    sp_kube_exec_spec s = {.pod = pod ? pod : r->pod,
+                           .container = ctr,
+                           .argv = io->argv,
+                           .stdin_open = has_in,
+                           .tty = io->tty};
     int rc = sp_kube_exec_connect(&ws, r->k, &s, err);
     if (rc < 0)
         return sp_err_wrap(err, rc, "running a command in %s", r->where);
@@ -677,6 +753,12 @@ static int run_in(sp_remote *r, const char *ctr, const sp_remote_cmd *io, int *e
         *exit_code = -1; /* killed with its Pod: no exit of its own */
     sp_ws_free(ws);
     return rc;
+}
+
+static int run_in(sp_remote *r, const char *ctr, const sp_remote_cmd *io, int *exit_code,
+                  bool *timed_out, sp_error **err)
+{
+    return run_in_pod(r, NULL, ctr, io, exit_code, timed_out, err);
 }
 
 static int kr_exec(sp_remote *r, const sp_remote_cmd *x, int *exit_code, bool *timed_out,
@@ -1066,6 +1148,8 @@ static int kr_remove(sp_remote *r, sp_error **err)
     pthread_mutex_unlock(&r->mu);
     sp_error *e = NULL;
     int rc = sp_kube_pod_delete(r->k, r->pod, 0, &e);
+    if (r->egress_pod && (rc == 0 || rc == SP_ENOTFOUND))
+        egress_remove(r->k, r->egress_pod);
     if (rc == SP_ENOTFOUND) {
         sp_error_free(e);
         return 0;
@@ -1123,7 +1207,65 @@ static int kr_remove_id(const sp_engine *e, const char *id, sp_error **err)
     if (rc < 0)
         return rc;
     rc = sp_kube_pod_delete(k, id, 0, err);
+    /* An egress proxy's Pod takes its NetworkPolicies along. */
+    if ((rc == 0 || rc == SP_ENOTFOUND) && strncmp(id, "spe-", 4) == 0)
+        egress_remove(k, id);
     sp_kube_free(k);
+    return rc;
+}
+
+/* ------------------------------------------------------------- egress -- */
+
+/* `sandpod peer egress-OP` in the proxy's Pod: stdin from policy (may be
+ * NULL), stdout to out_fd; *code its exit status. */
+static int egress_command(sp_remote *r, const char *op, const char *policy, int out_fd, int *code,
+                          sp_error **err)
+{
+    if (!r->egress_pod)
+        return sp_err_set(err, SP_EINVAL, 0, "%s was made without egress rules: it has no proxy",
+                          r->where);
+    bool set = strcmp(op, "egress-policy") == 0;
+    const char *argv[] = {SP_KUBE_SANDPOD_BIN,
+                          "peer",
+                          op,
+                          set ? SP_KUBE_EGRESS_POLICY_DIR : SP_KUBE_EGRESS_RUN_DIR,
+                          set ? SP_KUBE_EGRESS_RUN_DIR : NULL,
+                          NULL};
+    bulk_out b = {0};
+    sp_remote_cmd io = {.argv = argv,
+                        .stdin_fd = -1,
+                        .stdin_data = policy,
+                        .stdin_len = policy ? strlen(policy) : 0,
+                        .out_fd = out_fd,
+                        .out = keep_output,
+                        .ud = &b};
+    bool timed_out = false;
+    int rc = run_in_pod(r, r->egress_pod, "proxy", &io, code, &timed_out, err);
+    if (rc == 0 && *code != 0 && !(*code == SP_KUBE_EGRESS_NO_LOG && !set)) {
+        while (b.err.len && b.err.data[b.err.len - 1] == '\n')
+            b.err.data[--b.err.len] = '\0';
+        const char *m = b.err.len ? b.err.data : "no message";
+        if (strncmp(m, "sandpod: ", 9) == 0)
+            m += 9;
+        rc = sp_err_set(err, SP_ERROR, 0, "the egress proxy (pod %s): %s (exit %d)", r->egress_pod,
+                        m, *code);
+    }
+    sp_buf_dispose(&b.err);
+    return rc;
+}
+
+static int kr_egress_set(sp_remote *r, const char *policy, sp_error **err)
+{
+    int code = -1;
+    return egress_command(r, "egress-policy", policy, -1, &code, err);
+}
+
+static int kr_egress_log(sp_remote *r, int fd, sp_error **err)
+{
+    int code = -1;
+    int rc = egress_command(r, "egress-log", NULL, fd, &code, err);
+    if (rc == 0 && code == SP_KUBE_EGRESS_NO_LOG)
+        return sp_err_set(err, SP_ENOTFOUND, ENOENT, "no connection log yet");
     return rc;
 }
 
@@ -1147,4 +1289,6 @@ const sp_remote_ops sp_kube_remote_ops = {
     .free = remote_free,
     .list = kr_list,
     .remove_id = kr_remove_id,
+    .egress_set = kr_egress_set,
+    .egress_log = kr_egress_log,
 };

@@ -5,6 +5,7 @@
  * named in the "sandpod.gaps" annotation, never silently dropped. Options
  * with no Pod equivalent are SP_EINVAL. Values of pass-through variables
  * (o->env_pass) never enter the manifest. */
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +16,7 @@
 #include "render.h"
 
 #define PEER_MEMORY   (256ull << 20)
+#define PROXY_MEMORY  (256ull << 20)
 #define PEER_MILLICPU 250
 
 static bool lower_alnum(char c)
@@ -198,6 +200,26 @@ static const char *pull_policy(sp_pull_policy p)
     }
 }
 
+/* A Pod's spec as every sandpod Pod has it: no service account token, no
+ * service links, the engine's deadline and RuntimeClass, a seccomp profile. */
+static cJSON *pod_spec(cJSON *pod, const sp_kube_render_opts *ro, const char *restart,
+                       bool non_root, const char *seccomp)
+{
+    cJSON *spec = cJSON_AddObjectToObject(pod, "spec");
+    cJSON_AddStringToObject(spec, "restartPolicy", restart);
+    int64_t deadline = ro->deadline_seconds ? ro->deadline_seconds : SP_KUBE_DEFAULT_DEADLINE;
+    if (deadline > 0)
+        cJSON_AddNumberToObject(spec, "activeDeadlineSeconds", (double)deadline);
+    cJSON_AddBoolToObject(spec, "automountServiceAccountToken", false);
+    cJSON_AddBoolToObject(spec, "enableServiceLinks", false);
+    if (ro->runtime_class)
+        cJSON_AddStringToObject(spec, "runtimeClassName", ro->runtime_class);
+    cJSON *psc = cJSON_AddObjectToObject(spec, "securityContext");
+    cJSON_AddBoolToObject(psc, "runAsNonRoot", non_root);
+    cJSON_AddStringToObject(cJSON_AddObjectToObject(psc, "seccompProfile"), "type", seccomp);
+    return spec;
+}
+
 static int check_opts(const sp_sandbox_opts *o, const sp_kube_render_opts *ro, sp_error **err)
 {
     if (o->n_mounts)
@@ -244,7 +266,40 @@ static int check_opts(const sp_sandbox_opts *o, const sp_kube_render_opts *ro, s
         return sp_err_set(err, SP_EINVAL, 0, "the sandpod image is empty");
     if (o->image && !*o->image)
         return sp_err_set(err, SP_EINVAL, 0, "the image is empty");
+    if (ro->egress_id && (!dns_label(ro->egress_id, 54) || !ro->egress_addr || !*ro->egress_addr ||
+                          strpbrk(ro->egress_addr, "/@ []")))
+        return sp_err_set(err, SP_EINVAL, 0, "the egress proxy's id or address is not one: '%s'",
+                          ro->egress_id);
+    if (ro->egress_id && o->network == SP_NET_HOST)
+        return sp_err_set(err, SP_EINVAL, 0,
+                          "egress rules cannot hold with --network host: the node's network "
+                          "is not subject to NetworkPolicy");
     return 0;
+}
+
+static void add_env(cJSON *env, const char *key, const char *value)
+{
+    cJSON *kv = cJSON_CreateObject();
+    cJSON_AddStringToObject(kv, "name", key);
+    cJSON_AddStringToObject(kv, "value", value);
+    cJSON_AddItemToArray(env, kv);
+}
+
+/* Every command is told where the proxy is, as a local sandbox's are. */
+static void add_proxy_env(cJSON *env, const char *addr)
+{
+    bool v6 = strchr(addr, ':') != NULL;
+    cleanup_free char *http =
+        sp_xasprintf("http://%s%s%s:%d", v6 ? "[" : "", addr, v6 ? "]" : "", SP_KUBE_EGRESS_PORT);
+    cleanup_free char *socks = sp_xasprintf("socks5h://%s%s%s:%d", v6 ? "[" : "", addr,
+                                            v6 ? "]" : "", SP_KUBE_EGRESS_PORT);
+    const char *const vars[] = {"http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY"};
+    for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++)
+        add_env(env, vars[i], http);
+    add_env(env, "ALL_PROXY", socks);
+    add_env(env, "all_proxy", socks);
+    add_env(env, "NO_PROXY", "localhost,127.0.0.1,::1");
+    add_env(env, "no_proxy", "localhost,127.0.0.1,::1");
 }
 
 /* What the Pod leaves to the cluster, as short tokens (`sandpod render
@@ -254,15 +309,19 @@ static int check_opts(const sp_sandbox_opts *o, const sp_kube_render_opts *ro, s
  *   rlimits       nofile and nproc (no Pod field)
  *   network=none  a Pod always has eth0 (a deny-all NetworkPolicy is needed)
  *   seccomp       RuntimeDefault, not sandpod's stricter profile
- *   userns        no user namespace unless the cluster supports hostUsers */
-static char *gaps(const sp_sandbox_opts *o)
+ *   userns        no user namespace unless the cluster supports hostUsers
+ *   netpol        egress rules hold only where the network plugin enforces
+ *                 NetworkPolicy */
+static char *gaps(const sp_sandbox_opts *o, const sp_kube_render_opts *ro)
 {
     sp_buf b = {0};
     int64_t pids = o->pids_limit == 0 ? 256 : o->pids_limit;
     if (pids > 0)
         sp_buf_printf(&b, "pids=%" PRId64 ",", pids);
     sp_buf_adds(&b, "rlimits,");
-    if (o->network == SP_NET_NONE)
+    if (ro->egress_id)
+        sp_buf_adds(&b, "netpol,");
+    else if (o->network == SP_NET_NONE)
         sp_buf_adds(&b, "network=none,");
     if (o->seccomp == SP_SECCOMP_SANDPOD)
         sp_buf_adds(&b, "seccomp,");
@@ -317,7 +376,7 @@ int sp_kube_render_pod(char **out, const sp_sandbox_opts *o, const sp_kube_rende
     cleanup_free char *peer_mem = bytes_quantity(PEER_MEMORY);
     cleanup_free char *peer_cpu = cpu_quantity(PEER_MILLICPU * 1000000ull);
     cleanup_free char *gen_name = sp_xasprintf("sp-%s-", name);
-    cleanup_free char *gap_text = gaps(o);
+    cleanup_free char *gap_text = gaps(o, ro);
 
     cJSON *pod = cJSON_CreateObject();
     cJSON_AddStringToObject(pod, "apiVersion", "v1");
@@ -331,6 +390,8 @@ int sp_kube_render_pod(char **out, const sp_sandbox_opts *o, const sp_kube_rende
     cJSON_AddStringToObject(labels, "sandpod.name", name);
     if (ro->owner)
         cJSON_AddStringToObject(labels, "sandpod.owner", ro->owner);
+    if (ro->egress_id)
+        cJSON_AddStringToObject(labels, "sandpod.egress", ro->egress_id);
     cJSON *ann = cJSON_AddObjectToObject(md, "annotations");
     cJSON_AddStringToObject(ann, "sandpod.gaps", gap_text);
     if (o->env_pass && *o->env_pass) {
@@ -342,22 +403,10 @@ int sp_kube_render_pod(char **out, const sp_sandbox_opts *o, const sp_kube_rende
         cJSON_AddStringToObject(ann, "sandpod.env-pass", names);
     }
 
-    cJSON *spec = cJSON_AddObjectToObject(pod, "spec");
-    cJSON_AddStringToObject(spec, "restartPolicy", "Never");
-    int64_t deadline = ro->deadline_seconds ? ro->deadline_seconds : SP_KUBE_DEFAULT_DEADLINE;
-    if (deadline > 0)
-        cJSON_AddNumberToObject(spec, "activeDeadlineSeconds", (double)deadline);
-    cJSON_AddBoolToObject(spec, "automountServiceAccountToken", false);
-    cJSON_AddBoolToObject(spec, "enableServiceLinks", false);
+    cJSON *spec = pod_spec(pod, ro, "Never", uid != 0,
+                           o->seccomp == SP_SECCOMP_UNCONFINED ? "Unconfined" : "RuntimeDefault");
     if (o->network == SP_NET_HOST)
         cJSON_AddBoolToObject(spec, "hostNetwork", true);
-    if (ro->runtime_class)
-        cJSON_AddStringToObject(spec, "runtimeClassName", ro->runtime_class);
-    cJSON *psc = cJSON_AddObjectToObject(spec, "securityContext");
-    cJSON_AddBoolToObject(psc, "runAsNonRoot", uid != 0);
-    cJSON *sec = cJSON_AddObjectToObject(psc, "seccompProfile");
-    cJSON_AddStringToObject(sec, "type",
-                            o->seccomp == SP_SECCOMP_UNCONFINED ? "Unconfined" : "RuntimeDefault");
 
     /* The init container and the peer run as the workload's user: owners
      * in the shared workspace match, and neither needs a capability. */
@@ -387,17 +436,15 @@ int sp_kube_render_pod(char **out, const sp_sandbox_opts *o, const sp_kube_rende
     const char *agent_cmd[] = {SP_KUBE_AGENT_PATH, SP_KUBE_RUN_DIR, NULL};
     cJSON_AddItemToObject(w, "command", strings(agent_cmd));
     cJSON_AddStringToObject(w, "workingDir", o->workdir ? o->workdir : SP_KUBE_WORKSPACE);
-    if (o->env && *o->env) {
+    if ((o->env && *o->env) || ro->egress_id) {
         cJSON *env = cJSON_AddArrayToObject(w, "env");
-        for (const char *const *e = o->env; *e; e++) {
+        for (const char *const *e = o->env; e && *e; e++) {
             const char *eq = strchr(*e, '=');
-            cJSON *kv = cJSON_CreateObject();
-            char *key = sp_xstrndup(*e, (size_t)(eq - *e));
-            cJSON_AddStringToObject(kv, "name", key);
-            free(key);
-            cJSON_AddStringToObject(kv, "value", eq + 1);
-            cJSON_AddItemToArray(env, kv);
+            cleanup_free char *key = sp_xstrndup(*e, (size_t)(eq - *e));
+            add_env(env, key, eq + 1);
         }
+        if (ro->egress_id)
+            add_proxy_env(env, ro->egress_addr);
     }
     cJSON_AddItemToObject(
         w, "securityContext",
@@ -453,5 +500,131 @@ int sp_kube_render_pod(char **out, const sp_sandbox_opts *o, const sp_kube_rende
     sp_strv_dispose(&caps);
     if (!*out)
         return sp_err_set(err, SP_ERROR, ENOMEM, "out of memory rendering the Pod");
+    return 0;
+}
+
+/* {"podSelector": {"matchLabels": {key: value}}} */
+static cJSON *pod_selector(const char *key, const char *value)
+{
+    cJSON *sel = cJSON_CreateObject();
+    cJSON *ml = cJSON_AddObjectToObject(cJSON_AddObjectToObject(sel, "podSelector"), "matchLabels");
+    cJSON_AddStringToObject(ml, key, value);
+    return sel;
+}
+
+/* A NetworkPolicy over the Pods labelled key=value: only `way` (Egress,
+ * Ingress) to or from the Pods labelled peer_key=id, on the proxy's port. */
+static char *network_policy(const sp_kube_render_opts *ro, const char *suffix, const char *key,
+                            const char *way, const char *peer_key)
+{
+    bool egress = strcmp(way, "Egress") == 0;
+    cJSON *np = cJSON_CreateObject();
+    cJSON_AddStringToObject(np, "apiVersion", "networking.k8s.io/v1");
+    cJSON_AddStringToObject(np, "kind", "NetworkPolicy");
+    cJSON *md = cJSON_AddObjectToObject(np, "metadata");
+    cleanup_free char *name = sp_xasprintf("%s-%s", ro->egress_id, suffix);
+    cJSON_AddStringToObject(md, "name", name);
+    if (ro->ns)
+        cJSON_AddStringToObject(md, "namespace", ro->ns);
+    cJSON *labels = cJSON_AddObjectToObject(md, "labels");
+    cJSON_AddStringToObject(labels, "sandpod.egress-proxy", ro->egress_id);
+    if (ro->owner)
+        cJSON_AddStringToObject(labels, "sandpod.owner", ro->owner);
+    cJSON *spec = cJSON_AddObjectToObject(np, "spec");
+    cJSON *sel = pod_selector(key, ro->egress_id);
+    cJSON_AddItemToObject(spec, "podSelector", cJSON_DetachItemFromObject(sel, "podSelector"));
+    cJSON_Delete(sel);
+    const char *types[] = {way, NULL};
+    cJSON_AddItemToObject(spec, "policyTypes", strings(types));
+    cJSON *rule = cJSON_CreateObject();
+    cJSON_AddItemToArray(cJSON_AddArrayToObject(spec, egress ? "egress" : "ingress"), rule);
+    cJSON_AddItemToArray(cJSON_AddArrayToObject(rule, egress ? "to" : "from"),
+                         pod_selector(peer_key, ro->egress_id));
+    cJSON *port = cJSON_CreateObject();
+    cJSON_AddStringToObject(port, "protocol", "TCP");
+    cJSON_AddNumberToObject(port, "port", SP_KUBE_EGRESS_PORT);
+    cJSON_AddItemToArray(cJSON_AddArrayToObject(rule, "ports"), port);
+    char *out = cJSON_Print(np);
+    cJSON_Delete(np);
+    return out;
+}
+
+int sp_kube_render_egress(char **pod, char **np_workload, char **np_proxy, const sp_sandbox_opts *o,
+                          const sp_kube_render_opts *ro, const char *policy, const char *hosts,
+                          sp_error **err)
+{
+    *pod = *np_workload = *np_proxy = NULL;
+    if (!ro || !ro->egress_id || !dns_label(ro->egress_id, 54) || !policy || !*policy)
+        return sp_err_set(err, SP_EINVAL, 0, "the egress proxy needs an id and a policy");
+    if (ro->ns && !dns_label(ro->ns, 63))
+        return sp_err_set(err, SP_EINVAL, 0,
+                          "a namespace takes lowercase letters, digits and '-' (at most 63): '%s'",
+                          ro->ns);
+    if (o && o->network == SP_NET_HOST)
+        return sp_err_set(err, SP_EINVAL, 0,
+                          "egress rules cannot hold with --network host: the node's network "
+                          "is not subject to NetworkPolicy");
+    sp_json_init();
+    const char *sp_image = ro->sandpod_image ? ro->sandpod_image : SP_KUBE_DEFAULT_IMAGE;
+    cleanup_free char *mem = bytes_quantity(PROXY_MEMORY);
+    uint64_t cpus = o && o->nano_cpus ? o->nano_cpus : 1000000000ull;
+    cleanup_free char *cpu = cpus == UINT64_MAX ? NULL : cpu_quantity(cpus);
+
+    cJSON *p = cJSON_CreateObject();
+    cJSON_AddStringToObject(p, "apiVersion", "v1");
+    cJSON_AddStringToObject(p, "kind", "Pod");
+    cJSON *md = cJSON_AddObjectToObject(p, "metadata");
+    cJSON_AddStringToObject(md, "name", ro->egress_id);
+    if (ro->ns)
+        cJSON_AddStringToObject(md, "namespace", ro->ns);
+    cJSON *labels = cJSON_AddObjectToObject(md, "labels");
+    cJSON_AddStringToObject(labels, "sandpod", "1");
+    if (o && o->name)
+        cJSON_AddStringToObject(labels, "sandpod.name", o->name);
+    if (ro->owner)
+        cJSON_AddStringToObject(labels, "sandpod.owner", ro->owner);
+    cJSON_AddStringToObject(labels, "sandpod.role", "egress");
+    cJSON_AddStringToObject(labels, "sandpod.egress-proxy", ro->egress_id);
+    /* A crash restarts the container in the same Pod: the same address,
+     * and the emptyDir keeps the policy as it was last changed. */
+    cJSON *spec = pod_spec(p, ro, "Always", true, "RuntimeDefault");
+    cJSON *c = cJSON_CreateObject();
+    cJSON_AddItemToArray(cJSON_AddArrayToObject(spec, "containers"), c);
+    cJSON_AddStringToObject(c, "name", "proxy");
+    cJSON_AddStringToObject(c, "image", sp_image);
+    cleanup_free char *port = sp_xasprintf("%d", SP_KUBE_EGRESS_PORT);
+    const char *cmd[] = {SP_KUBE_SANDPOD_BIN,
+                         "peer",
+                         "egress-serve",
+                         SP_KUBE_EGRESS_POLICY_DIR,
+                         SP_KUBE_EGRESS_RUN_DIR,
+                         port,
+                         NULL};
+    cJSON_AddItemToObject(c, "command", strings(cmd));
+    cJSON *env = cJSON_AddArrayToObject(c, "env");
+    add_env(env, "SANDPOD_EGRESS_POLICY", policy);
+    if (hosts)
+        add_env(env, "SANDPOD_EGRESS_HOSTS", hosts);
+    cJSON *cp = cJSON_CreateObject();
+    cJSON_AddNumberToObject(cp, "containerPort", SP_KUBE_EGRESS_PORT);
+    cJSON_AddStringToObject(cp, "protocol", "TCP");
+    cJSON_AddItemToArray(cJSON_AddArrayToObject(c, "ports"), cp);
+    cJSON_AddItemToObject(c, "securityContext", security_context(1000, 1000, true, NULL));
+    cJSON_AddItemToObject(c, "resources", resources(mem, cpu));
+    add_mount(cJSON_AddArrayToObject(c, "volumeMounts"), "egress", SP_KUBE_EGRESS_DIR, false);
+    add_volume(cJSON_AddArrayToObject(spec, "volumes"), "egress", NULL, NULL);
+    *pod = cJSON_Print(p);
+    cJSON_Delete(p);
+
+    *np_workload =
+        network_policy(ro, "workload", "sandpod.egress", "Egress", "sandpod.egress-proxy");
+    *np_proxy = network_policy(ro, "proxy", "sandpod.egress-proxy", "Ingress", "sandpod.egress");
+    if (!*pod || !*np_workload || !*np_proxy) {
+        free(*pod);
+        free(*np_workload);
+        free(*np_proxy);
+        *pod = *np_workload = *np_proxy = NULL;
+        return sp_err_set(err, SP_ERROR, ENOMEM, "out of memory rendering the egress proxy");
+    }
     return 0;
 }

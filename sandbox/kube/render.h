@@ -41,6 +41,11 @@ typedef struct sp_kube_render_opts {
     const char *runtime_class;
     /** The label sandpod.owner (who may collect the Pod); NULL = none. */
     const char *owner;
+    /** Egress rules: the proxy's id (its Pod's name, the label that ties
+     *  the workload to it) and the address the workload reaches it at;
+     *  NULL = no rules (sp_kube_render_egress()). */
+    const char *egress_id;
+    const char *egress_addr;
 } sp_kube_render_opts;
 
 #define SP_KUBE_RENDER_OPTS_INIT                                                                   \
@@ -59,5 +64,30 @@ typedef struct sp_kube_render_opts {
  *         cannot carry, with what and why) */
 int sp_kube_render_pod(char **out, const sp_sandbox_opts *o, const sp_kube_render_opts *ro,
                        sp_error **err);
+
+/* The port the egress proxy takes connections on, in its Pod, and its
+ * folders there (one emptyDir). */
+#define SP_KUBE_EGRESS_PORT       3128
+#define SP_KUBE_EGRESS_DIR        "/sandpod/egress"
+#define SP_KUBE_EGRESS_POLICY_DIR SP_KUBE_EGRESS_DIR "/policy"
+#define SP_KUBE_EGRESS_RUN_DIR    SP_KUBE_EGRESS_DIR "/run"
+/* `sandpod peer egress-log`'s exit status when nothing is logged yet. */
+#define SP_KUBE_EGRESS_NO_LOG 3
+
+/* The egress proxy of a sandbox with rules, as three objects (JSON text,
+ * free()): the proxy's Pod (named ro->egress_id, the sandpod image running
+ * `sandpod peer egress-serve` with policy and hosts, the policy file's
+ * texts), a NetworkPolicy (egress_id + "-workload") that lets the
+ * workload's Pod reach that Pod's port alone, and one (egress_id +
+ * "-proxy") that lets only the workload reach the proxy. They are made
+ * before the workload's Pod, whose ro->egress_addr is the proxy Pod's
+ * address. Enforcement is the cluster's network plugin's: one that
+ * ignores NetworkPolicy enforces nothing (the "sandpod.gaps" annotation
+ * says "netpol").
+ *
+ * @return 0; SP_EINVAL (an id that is not a DNS label, no policy) */
+int sp_kube_render_egress(char **pod, char **np_workload, char **np_proxy, const sp_sandbox_opts *o,
+                          const sp_kube_render_opts *ro, const char *policy, const char *hosts,
+                          sp_error **err);
 
 #endif

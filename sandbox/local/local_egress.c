@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include "agent/protocol.h"
+#include "egress_dir.h"
 #include "egress_proxy.h"
 #include "local_kind.h"
 #include "sandbox_internal.h"
@@ -60,28 +61,17 @@ int sp_local_egress_write(sp_sandbox *sb, const char *hosts_file, sp_error **err
     cleanup_free char *run = egress_dir(sb, "run");
     if ((mkdir(dir, 0755) < 0 && errno != EEXIST) || (mkdir(run, 0755) < 0 && errno != EEXIST))
         return sp_err_errno(err, errno, "mkdir", run);
-    sp_buf b = SP_BUF_INIT;
-    struct timespec now;
-    clock_gettime(CLOCK_REALTIME, &now);
-    sp_buf_printf(&b, SP_EGRESS_VERSION_LINE "%lld.%09ld-%d\n", (long long)now.tv_sec, now.tv_nsec,
-                  (int)getpid());
-    sp_buf_adds(&b, "# sandpod egress policy: written by sandpod, read by the proxy\n");
-    for (char **r = sb->cfg.egress; r && *r; r++)
-        sp_buf_printf(&b, "%s\n", *r);
-    cleanup_free char *policy = egress_dir(sb, SP_EGRESS_POLICY);
-    /* A new file, renamed over the old: the proxy never reads half of it. */
-    int r = sp_write_file_atomic(policy, b.data, b.len, 0644, err);
-    sp_buf_dispose(&b);
-    if (r < 0 || !hosts_file)
-        return r;
-    cleanup_close int hf = open(hosts_file, O_RDONLY | O_CLOEXEC);
+    cleanup_free char *policy = sp_egress_policy_text(sb->cfg.egress);
     sp_buf text = SP_BUF_INIT;
-    if (hf < 0 || sp_read_all(hf, &text, 1u << 20) < 0) {
-        sp_buf_dispose(&text);
-        return sp_err_errno(err, errno, "read the egress hosts file", hosts_file);
+    if (hosts_file) {
+        cleanup_close int hf = open(hosts_file, O_RDONLY | O_CLOEXEC);
+        if (hf < 0 || sp_read_all(hf, &text, 1u << 20) < 0) {
+            sp_buf_dispose(&text);
+            return sp_err_errno(err, errno, "read the egress hosts file", hosts_file);
+        }
     }
-    cleanup_free char *hosts = egress_dir(sb, SP_EGRESS_HOSTS);
-    r = sp_write_file_atomic(hosts, text.data ? text.data : "", text.len, 0644, err);
+    int r = sp_egress_dir_write(dir, policy, strlen(policy),
+                                hosts_file ? (text.data ? text.data : "") : NULL, text.len, err);
     sp_buf_dispose(&text);
     return r;
 }
@@ -220,27 +210,6 @@ void sp_local_egress_down(sp_sandbox *sb, sp_local *p, bool remove)
         sb->lops->stop(p, name, 1, NULL);
 }
 
-/* The first line of path (without its newline) into buf; "" when
- * unreadable. policy.loaded is in the proxy's folder: never a link
- * followed, and a fifo put there cannot make the host wait. */
-static void first_line(char *buf, size_t cap, const char *path)
-{
-    cleanup_close int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
-    ssize_t n = fd >= 0 ? read(fd, buf, cap - 1) : -1;
-    buf[n > 0 ? n : 0] = '\0';
-    buf[strcspn(buf, "\n")] = '\0';
-}
-
-/* The version line of the policy file just written. */
-static char *policy_version(const sp_sandbox *sb)
-{
-    cleanup_free char *path = egress_dir(sb, SP_EGRESS_POLICY);
-    char line[128];
-    first_line(line, sizeof(line), path);
-    size_t k = strlen(SP_EGRESS_VERSION_LINE);
-    return strncmp(line, SP_EGRESS_VERSION_LINE, k) == 0 ? sp_xstrdup(line + k) : NULL;
-}
-
 /* Whether the proxy is up: its socket answers. */
 static bool proxy_listens(const sp_sandbox *sb)
 {
@@ -260,43 +229,18 @@ int sp_local_egress_set(sp_sandbox *sb, sp_error **err)
         return r; /* a stopped sandbox's proxy reads it when it starts */
     /* A running proxy: back when the new policy is in force (it polls
      * every 100 ms), so the caller's next connection meets it. */
-    cleanup_free char *want = policy_version(sb);
-    cleanup_free char *loaded = egress_dir(sb, "run/" SP_EGRESS_LOADED);
-    for (int64_t end = sp_now_ms() + 3000; want && sp_now_ms() < end;) {
-        char got[128];
-        first_line(got, sizeof(got), loaded);
-        if (strcmp(got, want) == 0)
-            return 0;
-        struct timespec ts = {0, 10 * 1000000L};
-        nanosleep(&ts, NULL);
-    }
-    return sp_err_set(err, SP_ETIMEOUT, 0,
-                      "the egress proxy of sandbox %s did not take the new policy within 3 s "
-                      "(it is written, and read at the next start)",
-                      sb->name);
+    cleanup_free char *dir = egress_dir(sb, NULL);
+    cleanup_free char *run = egress_dir(sb, "run");
+    if ((r = sp_egress_wait_loaded(dir, run, 3000, err)) < 0)
+        return sp_err_wrap(err, r,
+                           "sandbox %s: the policy is written, and read at the next start",
+                           sb->name);
+    return 0;
 }
 
 int sp_local_egress_log(int *fd, sp_sandbox *sb, sp_error **err)
 {
-    *fd = -1;
     cleanup_free char *run = egress_dir(sb, "run");
-    cleanup_close int dfd = open(run, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (dfd < 0)
-        return sp_err_errno(err, errno, "open", run);
-    /* The folder is the proxy's: the log is opened without following a
-     * link it might have put there, and must be a plain file. */
-    int f = openat(dfd, SP_EGRESS_LOG, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
-    struct stat st;
-    if (f < 0 && errno == ENOENT)
-        return sp_err_set(err, SP_ENOTFOUND, ENOENT, "sandbox %s has no connection log yet",
-                          sb->name);
-    if (f < 0 || fstat(f, &st) < 0 || !S_ISREG(st.st_mode)) {
-        int e = f < 0 ? errno : EINVAL;
-        if (f >= 0)
-            close(f);
-        return sp_err_errno(err, e, "open the connection log of sandbox", sb->name);
-    }
-    fcntl(f, F_SETFL, fcntl(f, F_GETFL) & ~O_NONBLOCK);
-    *fd = f;
-    return 0;
+    int r = sp_egress_log_open(fd, run, err);
+    return r < 0 ? sp_err_wrap(err, r, "sandbox %s", sb->name) : 0;
 }

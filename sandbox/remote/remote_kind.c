@@ -9,8 +9,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include "egress_dir.h"
 #include "procgroup.h"
 #include "remote.h"
 #include "remote_kind.h"
@@ -75,6 +78,53 @@ static sp_remote *handle(sp_sandbox *sb, sp_error **err)
     return r < 0 ? NULL : sb->remote;
 }
 
+/* ------------------------------------------------------------- egress -- */
+
+/* The hosts file given at create, read whole, and kept in the state folder
+ * as a local sandbox keeps it (forks and templates take it from there). */
+static int egress_hosts_keep(sp_buf *text, sp_sandbox *sb, const char *path, sp_error **err)
+{
+    cleanup_close int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0 || sp_read_all(fd, text, 1u << 20) < 0)
+        return sp_err_errno(err, errno, "read the egress hosts file", path);
+    cleanup_free char *dir = sp_xasprintf("%s/egress", sb->state_dir);
+    cleanup_free char *keep = sp_xasprintf("%s/hosts", dir);
+    if (mkdir(dir, 0755) < 0 && errno != EEXIST)
+        return sp_err_errno(err, errno, "mkdir", dir);
+    return sp_write_file_atomic(keep, text->data ? text->data : "", text->len, 0644, err);
+}
+
+static int egress_set(sp_sandbox *sb, sp_error **err)
+{
+    sp_remote *r = handle(sb, err);
+    if (!r)
+        return SP_ERROR;
+    cleanup_free char *policy = sp_egress_policy_text(sb->cfg.egress);
+    int rc = sb->rops->egress_set(r, policy, err);
+    return rc < 0 ? sp_err_wrap(err, rc, "sandbox %s", sb->name) : 0;
+}
+
+/* The log, fetched whole into an anonymous file: read it to its end
+ * (`sandpod network --log --follow` fetches again for what came since). */
+static int egress_log(int *fd, sp_sandbox *sb, sp_error **err)
+{
+    *fd = -1;
+    sp_remote *r = handle(sb, err);
+    if (!r)
+        return SP_ERROR;
+    int f = memfd_create("sandpod-egress-log", MFD_CLOEXEC);
+    if (f < 0)
+        return sp_err_errno(err, errno, "memfd_create", NULL);
+    int rc = sb->rops->egress_log(r, f, err);
+    if (rc < 0 || lseek(f, 0, SEEK_SET) < 0) {
+        close(f);
+        return rc < 0 ? sp_err_wrap(err, rc, "sandbox %s", sb->name)
+                      : sp_err_errno(err, errno, "lseek", NULL);
+    }
+    *fd = f;
+    return 0;
+}
+
 /* ------------------------------------------------------------- create -- */
 
 static int seed(sp_sandbox *sb, const sp_sandbox_opts *o, sp_error **err);
@@ -86,11 +136,6 @@ static int create(sp_sandbox *sb, const sp_sandbox_opts *o, const sp_engine *e,
     sb->engine = sp_xstrdup(e->name);
     sb->engine_kind = e->kind;
     sb->rops = sp_remote_ops_for(e->kind);
-    if (sb->cfg.egress)
-        return sp_err_set(err, SP_EINVAL, 0,
-                          "engine %s: egress rules (--allow, --deny) are not enforced on a %s "
-                          "engine yet; make the sandbox without them, or on the local engine",
-                          e->name, sp_engine_kind_name(e->kind));
     if (!sb->rops)
         return sp_err_set(err, SP_EINVAL, 0, "engine %s: kind %s runs no sandboxes here", e->name,
                           sp_engine_kind_name(e->kind));
@@ -108,7 +153,26 @@ static int create(sp_sandbox *sb, const sp_sandbox_opts *o, const sp_engine *e,
     }
     cleanup_free char *owner = sp_remote_owner(sb->state_root);
     sp_remote_spec c = {.engine = e, .name = sb->name, .owner = owner, .opts = &ro};
+    /* Egress rules: the proxy starts with the policy setup may use (wider
+     * with --setup-allow), narrowed once setup is done. */
+    bool widen = sb->cfg.egress && o->setup && o->setup[0] && o->setup_allow && o->setup_allow[0];
+    cleanup_free char *policy = NULL;
+    sp_buf hosts = SP_BUF_INIT;
+    if (sb->cfg.egress) {
+        sp_strv wide = {0};
+        for (char **l = sb->cfg.egress; *l; l++)
+            sp_strv_push(&wide, sp_xstrdup(*l));
+        for (size_t i = 0; widen && o->setup_allow[i]; i++)
+            sp_strv_push(&wide, sp_xasprintf("allow %s", o->setup_allow[i]));
+        policy = sp_egress_policy_text(wide.v);
+        sp_strv_dispose(&wide);
+        if (o->egress_hosts && (r = egress_hosts_keep(&hosts, sb, o->egress_hosts, err)) < 0)
+            return r;
+        c.egress_policy = policy;
+        c.egress_hosts = o->egress_hosts ? (hosts.data ? hosts.data : "") : NULL;
+    }
     r = sb->rops->create(&sb->remote, &sb->remote_record, &c, err);
+    sp_buf_dispose(&hosts);
     if (r < 0)
         return r;
     /* What local code would take for a workspace on this host: nothing. */
@@ -132,6 +196,8 @@ static int create(sp_sandbox *sb, const sp_sandbox_opts *o, const sp_engine *e,
         }
         sp_run_result_free(res);
     }
+    if (widen && (r = egress_set(sb, err)) < 0)
+        return sp_err_wrap(err, r, "narrowing the egress policy after setup");
     /* The baseline, as a local create takes it: the prepared workspace. */
     char *out = NULL;
     r = sp_remote_rpc(sb, "tools/call", "{\"name\":\"snapshot\",\"arguments\":{\"tag\":\"base\"}}",
@@ -570,17 +636,6 @@ static int image_pin(char **out, sp_sandbox *sb, sp_error **err)
     (void)sb, (void)err;
     *out = sp_xstrdup(""); /* the engine pulls its own; none kept */
     return 0;
-}
-
-static int egress_set(sp_sandbox *sb, sp_error **err)
-{
-    return sp_remote_refuse(sb, "an egress policy", err);
-}
-
-static int egress_log(int *fd, sp_sandbox *sb, sp_error **err)
-{
-    *fd = -1;
-    return sp_remote_refuse(sb, "an egress policy", err);
 }
 
 const sp_kind sp_kind_remote = {

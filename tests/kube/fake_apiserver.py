@@ -54,7 +54,8 @@ DIR = sys.argv[1]
 CLIENT_CERT = "--client-cert" in sys.argv[2:]
 
 lock = threading.Condition()
-state = {"rv": 100, "pods": {}, "history": [], "events": [], "faults": {}, "requests": []}
+state = {"rv": 100, "pods": {}, "history": [], "events": [], "faults": {}, "requests": [],
+         "netpols": {}}
 
 
 def now():
@@ -286,6 +287,9 @@ class Handler(BaseHTTPRequestHandler):
         if parts == ["apis", "authorization.k8s.io", "v1", "selfsubjectaccessreviews"] and \
                 method == "POST":
             return self.access_review(data)
+        if len(parts) in (6, 7) and parts[:4] == ["apis", "networking.k8s.io", "v1",
+                                                   "namespaces"] and parts[5] == "networkpolicies":
+            return self.netpols(method, parts[4], parts[6] if len(parts) == 7 else None, data)
         if len(parts) >= 5 and parts[:3] == ["api", "v1", "namespaces"]:
             ns, res, name = parts[3], parts[4], parts[5] if len(parts) > 5 else None
             if res == "pods":
@@ -321,6 +325,57 @@ class Handler(BaseHTTPRequestHandler):
         if denied:
             review["status"]["reason"] = "denied by the fake's deny fault"
         return self.send_json(201, review)
+
+    def netpols(self, method, ns, name, data):
+        """NetworkPolicies, kept (create, get, list, delete); what they do
+        is the Podman-backed fake's (fake_podman.py)."""
+        if method == "POST" and not name:
+            try:
+                np = json.loads(data)
+                npname = np["metadata"]["name"]
+                assert np["spec"]["podSelector"] is not None
+            except (ValueError, KeyError, TypeError, AssertionError):
+                return self.fail(422, "Invalid", "NetworkPolicy is invalid: metadata.name or "
+                                 "spec.podSelector is missing")
+            with lock:
+                if (ns, npname) in state["netpols"]:
+                    return self.fail(409, "AlreadyExists",
+                                     'networkpolicies.networking.k8s.io "%s" already exists'
+                                     % npname)
+                np["metadata"].update({"namespace": ns, "uid": "uid-np-%s" % npname,
+                                       "resourceVersion": next_rv()})
+                state["netpols"][(ns, npname)] = np
+            self.netpol_added(np)
+            return self.send_json(201, np)
+        if method == "GET" and name:
+            with lock:
+                np = state["netpols"].get((ns, name))
+            if not np:
+                return self.fail(404, "NotFound",
+                                 'networkpolicies.networking.k8s.io "%s" not found' % name)
+            return self.send_json(200, np)
+        if method == "GET":
+            with lock:
+                items = [v for (n, _), v in state["netpols"].items() if n == ns]
+            return self.send_json(200, {"kind": "NetworkPolicyList",
+                                        "apiVersion": "networking.k8s.io/v1",
+                                        "metadata": {"resourceVersion": str(state["rv"])},
+                                        "items": items})
+        if method == "DELETE" and name:
+            with lock:
+                np = state["netpols"].pop((ns, name), None)
+            if not np:
+                return self.fail(404, "NotFound",
+                                 'networkpolicies.networking.k8s.io "%s" not found' % name)
+            self.netpol_deleted(np)
+            return self.send_json(200, {"kind": "Status", "apiVersion": "v1", "status": "Success"})
+        return self.fail(405, "MethodNotAllowed", "the server does not allow this method")
+
+    def netpol_added(self, np):
+        pass
+
+    def netpol_deleted(self, np):
+        pass
 
     def pods(self, method, ns, name, q, data):
         if method == "POST" and not name:

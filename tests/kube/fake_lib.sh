@@ -119,10 +119,17 @@ EOF2
 
 fake_engine_cleanup() {
     stop_fake
-    podman pod ls --format '{{.Name}}' 2>/dev/null | grep "^sp-$FAKE_ENGINE_PREFIX" | while read -r p; do
+    {
+        podman pod ls --format '{{.Name}}' 2>/dev/null | grep "^sp-$FAKE_ENGINE_PREFIX"
+        if [ -f "$T/made" ]; then awk '$1 == "pod" {print $2}' "$T/made"; fi
+    } | sort -u | while read -r p; do
         podman pod rm -f -t 0 "$p" >/dev/null 2>&1
         podman volume ls --quiet | grep "^$p-" | xargs -r podman volume rm -f >/dev/null 2>&1
     done
+    # The networks it made for NetworkPolicies, once their Pods are gone.
+    if [ -f "$T/made" ]; then
+        awk '$1 == "net" {print $2}' "$T/made" | sort -u | xargs -r podman network rm -f >/dev/null 2>&1 || true
+    fi
     podman rmi "$IMG" >/dev/null 2>&1
     cleanup
 }

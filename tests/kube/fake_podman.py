@@ -10,7 +10,8 @@ Usage: fake_podman.py DIR [--client-cert] [--v4-only]
   - POST pods: the name comes from generateName when there is none, each
     volume gets the Pod's name as a prefix (Podman 4.3's kube play turns an
     emptyDir into a named volume every Pod with that volume name would
-    share), and `podman kube play` runs the rest as it is, with runc and
+    share), containers' ports are dropped (kube play would publish them on
+    the host), and `podman kube play` runs the rest as it is, with runc and
     the host's nofile/nproc limits from DIR/containers.conf (kube play takes
     them from there only). A Pod that cannot be played stays Pending with a
     waiting ErrImagePull (or CreateContainerError) and a Warning event
@@ -31,6 +32,19 @@ Usage: fake_podman.py DIR [--client-cert] [--v4-only]
   - fault {"drop_exec_after_stdin": k}: the next exec drops its connection
     (no close frame, no Status) 0.3 s after its k-th stdin message reached
     the command, as an API server or load balancer going away mid-call.
+  - NetworkPolicies (networking.k8s.io/v1) of the shape sandpod makes are
+    enforced by where a Pod is put, when it is played: a Pod selected
+    (podSelector.matchLabels) by a policy with "Egress" in policyTypes is
+    put on that policy's network alone, a Podman network made --internal
+    (no route out, no gateway on the host); a Pod that a policy's
+    egress[].to[].podSelector selects joins that network as well as
+    Podman's default one. So the first reaches the second and nothing
+    else. Not modelled: ports (any port of the allowed Pod is reachable),
+    ingress rules (a policy of Ingress only changes nothing), and policies
+    made after the Pod was played (sandpod makes them first). status.podIP
+    is the Pod's address on its first policy network, else on the default.
+  - DIR/made gets a line "pod NAME" or "net NAME" for each Pod and network
+    it makes, for fake_lib.sh's cleanup.
 """
 import errno
 import fcntl
@@ -86,6 +100,51 @@ def podman(*args, timeout=300):
                           stderr=subprocess.PIPE, timeout=timeout, text=True, cwd=os.path.abspath(base.DIR))
 
 
+def made(kind, name):
+    with open(os.path.join(base.DIR, "made"), "a") as f:
+        f.write("%s %s\n" % (kind, name))
+
+
+def selects(sel, labels):
+    ml = (sel or {}).get("matchLabels") or {}
+    return all(labels.get(k) == v for k, v in ml.items())
+
+
+def net_of(np):
+    h = hashlib.sha1((os.path.abspath(base.DIR) + "/" + np["metadata"]["name"]).encode())
+    return "fakenp-" + h.hexdigest()[:12]
+
+
+nets_made = set()
+
+
+def ensure_net(name):
+    if name in nets_made:
+        return
+    r = podman("network", "create", "--internal", name)
+    if r.returncode != 0 and "already exists" not in r.stderr:
+        raise RuntimeError("podman network create %s: %s" % (name, r.stderr.strip()))
+    nets_made.add(name)
+    made("net", name)
+
+
+def networks_for(pod):
+    """The networks Pod pod is played on (NetworkPolicies, as above); []
+    for Podman's default."""
+    labels = pod["metadata"].get("labels") or {}
+    ns = pod["metadata"].get("namespace")
+    with lock:
+        nps = [np for (n, _), np in state["netpols"].items() if n == ns]
+    egress = [np for np in nps if "Egress" in (np["spec"].get("policyTypes") or [])]
+    mine = [net_of(np) for np in egress if selects(np["spec"].get("podSelector"), labels)]
+    if mine:
+        return mine
+    peers = [net_of(np) for np in egress
+             if any(selects(to.get("podSelector"), labels)
+                    for rule in np["spec"].get("egress") or [] for to in rule.get("to") or [])]
+    return ["podman"] + peers if peers else []
+
+
 def for_play(pod):
     """The Pod as kube play needs it: its volumes named after it."""
     pod = json.loads(json.dumps(pod))
@@ -98,6 +157,10 @@ def for_play(pod):
         for c in spec.get(key) or []:
             for m in c.get("volumeMounts") or []:
                 m["name"] = name + "-" + m["name"]
+            # In Kubernetes a containerPort says what the container listens
+            # on; Podman 4.3's kube play publishes it on the host as well
+            # (so a second such Pod failed: "address already in use").
+            c.pop("ports", None)
     return pod
 
 
@@ -107,7 +170,13 @@ def play(pod):
     path = os.path.abspath(os.path.join(base.DIR, "play-%s.json" % name))
     with open(path, "w") as f:
         json.dump(for_play(pod), f)
-    r = podman("kube", "play", path)
+    made("pod", name)
+    nets = networks_for(pod)
+    for n in nets:
+        if n != "podman":
+            ensure_net(n)
+    net_args = [a for n in nets for a in ("--network", n)]
+    r = podman("kube", "play", *net_args, path)
     if r.returncode != 0 and os.geteuid() != 0 and "cgroup" in r.stderr:
         # Rootless where cgroups are not delegated (v1): no limit can be
         # set, as the library drops them for local sandboxes.
@@ -118,7 +187,9 @@ def play(pod):
                 c.pop("resources", None)
         with open(path, "w") as f:
             json.dump(played, f)
-        r = podman("kube", "play", path)
+        r = podman("kube", "play", *net_args, path)
+    if r.returncode != 0:
+        sys.stderr.write("kube play %s failed:\n%s\n" % (name, r.stderr))
     with lock:
         if r.returncode != 0:
             msg = (r.stderr.strip().splitlines() or ["exit %d" % r.returncode])[-1]
@@ -198,16 +269,21 @@ def status_of(pod):
             cs["state"] = {"terminated": {"exitCode": code,
                                           "reason": "Completed" if code == 0 else "Error"}}
         statuses.append(cs)
+    nets = ((found.get("%s-%s" % (pod["metadata"]["name"], names[0])) or {})
+            .get("NetworkSettings") or {}).get("Networks") or {}
+    ips = {k: v.get("IPAddress") for k, v in nets.items() if v.get("IPAddress")}
+    pick = sorted(k for k in ips if k.startswith("fakenp-")) or sorted(ips)
     n = len(names)
     phase = ("Running" if running == n else
              "Failed" if exited == n and failed else
              "Succeeded" if exited == n else
              "Running" if running else "Pending")
     ready = "True" if running == n else "False"
-    return {"phase": phase, "containerStatuses": statuses,
+    extra = {"podIP": ips[pick[0]]} if pick else {}
+    return dict(extra, **{"phase": phase, "containerStatuses": statuses,
             "conditions": [{"type": "PodScheduled", "status": "True"},
                            {"type": "ContainersReady", "status": ready},
-                           {"type": "Ready", "status": ready}]}
+                           {"type": "Ready", "status": ready}]})
 
 
 def poller():
@@ -336,6 +412,11 @@ class Handler(base.Handler):
             out = json.loads(json.dumps(pod))
         threading.Thread(target=play, args=(out,), daemon=True).start()
         return self.send_json(201, out)
+
+    def netpol_deleted(self, np):
+        """Its network goes once no container is on it (now, or when the
+        cleanup runs)."""
+        podman("network", "rm", net_of(np))
 
     def handle_any(self, method):
         u = urllib.parse.urlsplit(self.path)

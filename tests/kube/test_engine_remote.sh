@@ -141,11 +141,12 @@ if [ "$E2E" != 1 ]; then
     no_pod_asked() { [ "$pods_before" -gt 0 ] && [ "$(pods_asked)" = "$pods_before" ]; }
     check "... asking the API server for no Pod: the mount is checked first" no_pod_asked
 fi
-# Egress rules are not enforced on this engine yet: refused in one line,
-# before a Pod is made, never made without them.
-run create --engine fake --name "rt$$-eg" --image "$WIMG" --allow example.com
-expect 1 "create --allow on a kubernetes engine is refused"
-err_has "not enforced on a kubernetes engine" "... saying so"
+# Egress rules (test_engine_egress.sh): a hosts file that cannot be read is
+# refused in one line, before a Pod or a NetworkPolicy is made.
+run create --engine fake --name "rt$$-eg" --image "$WIMG" --allow example.com \
+    --egress-hosts "$T/no-such-hosts"
+expect 1 "create --egress-hosts of a file that is not there fails"
+err_has "read the egress hosts file" "... saying which"
 check "... leaving no sandbox" [ ! -e "$SANDPOD_HOME/sandboxes/rt$$-eg" ]
 if [ "$E2E" != 1 ]; then
     check "... asking the API server for no Pod" no_pod_asked

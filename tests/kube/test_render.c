@@ -341,12 +341,128 @@ static void test_refused(void **state)
     sp_error_free(err);
 }
 
+/* The value of variable key in container c's env, or NULL. */
+static const char *env_of(const cJSON *c, const char *key)
+{
+    const cJSON *e;
+    cJSON_ArrayForEach(e, at(c, "env")) if (strcmp(str_at(e, "name"), key) ==
+                                            0) return str_at(e, "value");
+    return NULL;
+}
+
+/* Egress rules: the proxy's Pod, the two NetworkPolicies that tie the
+ * workload to it alone, the workload told where it is; refusals. */
+static void test_egress(void **state)
+{
+    (void)state;
+    sp_sandbox_opts o = SP_SANDBOX_OPTS_INIT;
+    o.name = "box";
+    o.network = SP_NET_NONE;
+    sp_kube_render_opts ro = SP_KUBE_RENDER_OPTS_INIT;
+    ro.ns = "team";
+    ro.owner = "abc123";
+    ro.egress_id = "spe-0123456789ab";
+    ro.egress_addr = "10.1.2.3";
+    char *pt = NULL, *wt = NULL, *xt = NULL;
+    sp_error *err = NULL;
+    const char *policy = "# version 1\nallow example.com\n";
+    assert_int_equal(
+        sp_kube_render_egress(&pt, &wt, &xt, &o, &ro, policy, "10.9.9.9 example.com\n", &err), 0);
+    cJSON *p = sp_json_parse(pt, strlen(pt)), *w = sp_json_parse(wt, strlen(wt)),
+          *x = sp_json_parse(xt, strlen(xt));
+    assert_non_null(p);
+    assert_non_null(w);
+    assert_non_null(x);
+    /* The proxy's Pod: named by the id, labelled for gc and the policies,
+     * hardened, the policy and hosts in its environment. */
+    assert_string_equal(str_at(p, "metadata/name"), "spe-0123456789ab");
+    assert_string_equal(str_at(p, "metadata/namespace"), "team");
+    assert_string_equal(str_at(p, "metadata/labels/sandpod"), "1");
+    assert_string_equal(str_at(p, "metadata/labels/sandpod.name"), "box");
+    assert_string_equal(str_at(p, "metadata/labels/sandpod.owner"), "abc123");
+    assert_string_equal(str_at(p, "metadata/labels/sandpod.role"), "egress");
+    assert_string_equal(str_at(p, "metadata/labels/sandpod.egress-proxy"), "spe-0123456789ab");
+    assert_bool_at(p, "spec/automountServiceAccountToken", false);
+    assert_string_equal(str_at(p, "spec/securityContext/seccompProfile/type"), "RuntimeDefault");
+    const cJSON *c = container(p, "spec/containers", "proxy");
+    assert_hardened(c, 1000, true);
+    assert_string_equal(str_at(c, "command/#2"), "egress-serve");
+    assert_string_equal(env_of(c, "SANDPOD_EGRESS_POLICY"), policy);
+    assert_string_equal(env_of(c, "SANDPOD_EGRESS_HOSTS"), "10.9.9.9 example.com\n");
+    /* The workload's policy: Egress only, to the proxy's port alone. */
+    assert_string_equal(str_at(w, "kind"), "NetworkPolicy");
+    assert_string_equal(str_at(w, "metadata/name"), "spe-0123456789ab-workload");
+    assert_string_equal(str_at(w, "spec/podSelector/matchLabels/sandpod.egress"),
+                        "spe-0123456789ab");
+    assert_int_equal(cJSON_GetArraySize(at(w, "spec/policyTypes")), 1);
+    assert_string_equal(str_at(w, "spec/policyTypes/#0"), "Egress");
+    assert_int_equal(cJSON_GetArraySize(at(w, "spec/egress")), 1);
+    assert_string_equal(str_at(w, "spec/egress/#0/to/#0/podSelector/matchLabels/"
+                                  "sandpod.egress-proxy"),
+                        "spe-0123456789ab");
+    assert_int_equal((int)num_at(w, "spec/egress/#0/ports/#0/port"), SP_KUBE_EGRESS_PORT);
+    assert_null(at(w, "spec/egress/#0/to/#1"));
+    /* The proxy's: Ingress from the workload alone. */
+    assert_string_equal(str_at(x, "metadata/name"), "spe-0123456789ab-proxy");
+    assert_string_equal(str_at(x, "spec/podSelector/matchLabels/sandpod.egress-proxy"),
+                        "spe-0123456789ab");
+    assert_string_equal(str_at(x, "spec/policyTypes/#0"), "Ingress");
+    assert_string_equal(str_at(x, "spec/ingress/#0/from/#0/podSelector/matchLabels/"
+                                  "sandpod.egress"),
+                        "spe-0123456789ab");
+    cJSON_Delete(p);
+    cJSON_Delete(w);
+    cJSON_Delete(x);
+    free(pt);
+    free(wt);
+    free(xt);
+
+    /* The workload: the label the policy selects, every command told where
+     * the proxy is, and the gap said. */
+    cJSON *pod = render(&o, &ro);
+    assert_string_equal(str_at(pod, "metadata/labels/sandpod.egress"), "spe-0123456789ab");
+    const cJSON *wl = container(pod, "spec/containers", "workload");
+    assert_string_equal(env_of(wl, "HTTPS_PROXY"), "http://10.1.2.3:3128");
+    assert_string_equal(env_of(wl, "ALL_PROXY"), "socks5h://10.1.2.3:3128");
+    assert_string_equal(env_of(wl, "NO_PROXY"), "localhost,127.0.0.1,::1");
+    assert_non_null(strstr(str_at(pod, "metadata/annotations/sandpod.gaps"), "netpol"));
+    assert_null(strstr(str_at(pod, "metadata/annotations/sandpod.gaps"), "network=none"));
+    cJSON_Delete(pod);
+    ro.egress_addr = "fd00::7";
+    pod = render(&o, &ro);
+    wl = container(pod, "spec/containers", "workload");
+    assert_string_equal(env_of(wl, "http_proxy"), "http://[fd00::7]:3128");
+    cJSON_Delete(pod);
+
+    /* Refused: no address, a bad one, the node's network, a bad id. */
+    ro.egress_addr = NULL;
+    char *m = refused(&o, &ro);
+    assert_non_null(strstr(m, "egress proxy"));
+    free(m);
+    ro.egress_addr = "10.1.2.3/8";
+    free(refused(&o, &ro));
+    ro.egress_addr = "10.1.2.3";
+    o.network = SP_NET_HOST;
+    m = refused(&o, &ro);
+    assert_non_null(strstr(m, "--network host"));
+    free(m);
+    assert_int_equal(sp_kube_render_egress(&pt, &wt, &xt, &o, &ro, policy, NULL, &err), SP_EINVAL);
+    sp_error_free(err);
+    err = NULL;
+    o.network = SP_NET_NONE;
+    ro.egress_id = "Bad_Id";
+    assert_int_equal(sp_kube_render_egress(&pt, &wt, &xt, &o, &ro, policy, NULL, &err), SP_EINVAL);
+    assert_null(pt);
+    sp_error_free(err);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_defaults),
         cmocka_unit_test(test_relaxed),
         cmocka_unit_test(test_refused),
+        cmocka_unit_test(test_egress),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
