@@ -137,11 +137,13 @@ static void test_podman(struct run *R, const sp_engine *e, const struct cli_engi
 /* --------------------------------------------------------- kubernetes -- */
 
 /* A SelfSubjectAccessReview: *allowed. */
-static int can_i(bool *allowed, sp_kube *k, const char *verb, const char *resource, const char *sub,
-                 sp_error **err)
+static int can_i(bool *allowed, sp_kube *k, const char *group, const char *verb,
+                 const char *resource, const char *sub, sp_error **err)
 {
     cJSON *ra = cJSON_CreateObject();
     cJSON_AddStringToObject(ra, "namespace", sp_kube_namespace(k));
+    if (group)
+        cJSON_AddStringToObject(ra, "group", group);
     cJSON_AddStringToObject(ra, "verb", verb);
     cJSON_AddStringToObject(ra, "resource", resource);
     if (sub)
@@ -183,6 +185,7 @@ static int exec_read(sp_ws *ws, struct exec_out *x, int timeout_ms, bool (*stop)
 }
 
 static const char *const version_argv[] = {SP_KUBE_SANDPOD_BIN, "version", NULL};
+static const char *const protections_argv[] = {SP_KUBE_SANDPOD_BIN, "peer", "protections", NULL};
 static const char *const connect_argv[] = {SP_KUBE_SANDPOD_BIN, "peer", "connect", "--socket",
                                            SP_KUBE_PEER_SOCKET, NULL};
 
@@ -209,6 +212,56 @@ static bool probe_exec(struct run *R, sp_kube *k, const char *pod)
     sp_buf_dispose(&x.out);
     sp_buf_dispose(&x.err);
     return ok;
+}
+
+/* What the probe's workload is kept from (`sandpod peer protections` in
+ * it), said beside what a local sandbox has: a user namespace of its own,
+ * and a seccomp profile that refuses keyctl and new user namespaces. It
+ * informs; it fails only when it cannot be learnt. */
+static void probe_protections(struct run *R, sp_kube *k, const char *pod)
+{
+    int64_t t0 = sp_now_ms();
+    sp_kube_exec_spec s = {.pod = pod, .container = "workload", .argv = protections_argv};
+    sp_ws *ws = NULL;
+    sp_error *err = NULL;
+    if (sp_kube_exec_connect(&ws, k, &s, &err) < 0) {
+        record_err(R, "protections", t0, err);
+        return;
+    }
+    struct exec_out x = {SP_BUF_INIT, SP_BUF_INIT, -1};
+    int r = exec_read(ws, &x, 30000, NULL, &err);
+    sp_ws_free(ws);
+    cJSON *o = r == 0 && x.code == 0 && x.out.len ? sp_json_parse(x.out.data, x.out.len) : NULL;
+    if (r < 0) {
+        record_err(R, "protections", t0, err);
+    } else if (!o) {
+        record(R, "protections", false, t0, "sandpod peer protections: exit %d%s%.*s", x.code,
+               x.err.len ? ", " : "", (int)(x.err.len > 200 ? 200 : x.err.len),
+               x.err.data ? x.err.data : "");
+    } else {
+        bool userns = sp_json_bool(o, "user_namespace", false);
+        bool keyctl = sp_json_bool(o, "keyctl", true);
+        bool nested = sp_json_bool(o, "new_user_namespace", true);
+        sp_buf weaker = SP_BUF_INIT;
+        if (!userns)
+            sp_buf_adds(&weaker, ", no user namespace");
+        if (keyctl)
+            sp_buf_adds(&weaker, ", keyctl allowed");
+        if (nested)
+            sp_buf_adds(&weaker, ", new user namespaces allowed");
+        record(R, "protections", true, t0,
+               "user namespace: %s (uid_map %s); seccomp: %s; keyctl: %s; new user namespaces: "
+               "%s; %s%s",
+               userns ? "yes" : "no, the node's ids", sp_json_str_or(o, "uid_map", "?"),
+               sp_json_str_or(o, "seccomp", "?"), keyctl ? "allowed" : "refused",
+               nested ? "allowed" : "refused",
+               weaker.len ? "weaker than a local sandbox: " : "as a local sandbox",
+               weaker.len ? weaker.data + 2 : "");
+        sp_buf_dispose(&weaker);
+    }
+    cJSON_Delete(o);
+    sp_buf_dispose(&x.out);
+    sp_buf_dispose(&x.err);
 }
 
 /* The serverInfo name of the initialize answer (id 1) and the number of
@@ -341,6 +394,8 @@ static void probe(struct run *R, sp_kube *k, const sp_engine *e, const struct cl
     if (ok)
         ok = probe_exec(R, k, pod);
     if (ok)
+        probe_protections(R, k, pod);
+    if (ok)
         probe_mcp(R, k, pod);
 
     t0 = sp_now_ms();
@@ -388,11 +443,25 @@ static void test_kube(struct run *R, const sp_engine *e, const struct cli_engine
         snprintf(name, sizeof(name), "can %s %s%s%s", verbs[i].verb, verbs[i].res,
                  verbs[i].sub ? "/" : "", verbs[i].sub ? verbs[i].sub : "");
         bool allowed = false;
-        if (can_i(&allowed, k, verbs[i].verb, verbs[i].res, verbs[i].sub, &err) < 0)
+        if (can_i(&allowed, k, NULL, verbs[i].verb, verbs[i].res, verbs[i].sub, &err) < 0)
             all = record_err(R, name, t0, err);
         else if (!record(R, name, allowed, t0, "%s in namespace %s", allowed ? "allowed" : "denied",
                          sp_kube_namespace(k)))
             all = false;
+    }
+    /* Only sandboxes with egress rules need these: said, never failed. */
+    static const char *const np_verbs[] = {"create", "delete"};
+    for (size_t i = 0; i < 2; i++) {
+        t0 = sp_now_ms();
+        char name[48];
+        snprintf(name, sizeof(name), "can %s networkpolicies", np_verbs[i]);
+        bool allowed = false;
+        if (can_i(&allowed, k, "networking.k8s.io", np_verbs[i], "networkpolicies", NULL, &err) < 0)
+            all = record_err(R, name, t0, err);
+        else
+            record(R, name, true, t0, "%s in namespace %s%s", allowed ? "allowed" : "denied",
+                   sp_kube_namespace(k),
+                   allowed ? "" : " (sandboxes with egress rules cannot be made)");
     }
     if (!t->no_probe) {
         if (all)

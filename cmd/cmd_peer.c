@@ -23,6 +23,7 @@
 #include "cli.h"
 #include "mcp.h"
 #include "peer_egress.h"
+#include "peer_protections.h"
 #include "peer_mux.h"
 
 enum {
@@ -111,7 +112,11 @@ const struct cli_spec cli_spec_peer = {
                    "  egress-policy  replace the policy with the text on stdin; back when the\n"
                    "                 proxy has it in force (within 3 s, else an error)\n"
                    "  egress-log     the connection log, one JSON object a line (exit 3: none\n"
-                   "                 yet)",
+                   "                 yet)\n"
+                   "  protections    what this container is kept from, as one JSON line\n"
+                   "                 (user_namespace, uid_map, seccomp, no_new_privs, cap_eff;\n"
+                   "                 keyctl and new_user_namespace: whether each was allowed\n"
+                   "                 when tried): `engine test` runs it in its probe Pod",
     .groups = CLI_GROUPS(CLI_OWN(
         CLI_VALUE("root", 0, "DIR", OPT_ROOT, CLI_COMP_DIR,
                   "serve, import, export: the workspace folder"),
@@ -620,6 +625,11 @@ static int cmd_peer(int argc, char **argv)
     }
     if (strcmp(op, "import") == 0 || strcmp(op, "export") == 0)
         return peer_io(&a, op, argc - optind, argv + optind);
+    if (strcmp(op, "protections") == 0) {
+        if (optind < argc)
+            return cli_usage("peer", "unexpected argument '%s'", argv[optind]);
+        return peer_protections();
+    }
     if (strncmp(op, "egress-", 7) == 0 &&
         (strcmp(op + 7, "serve") == 0 || strcmp(op + 7, "policy") == 0 ||
          strcmp(op + 7, "log") == 0)) {
@@ -643,7 +653,7 @@ static int cmd_peer(int argc, char **argv)
             return cli_usage("peer", "connect takes only --socket PATH");
         return peer_connect(&a);
     }
-    const char *ops[] = {"serve",        "connect",       "install-agent", "import", "export",
-                         "egress-serve", "egress-policy", "egress-log",    NULL};
+    const char *ops[] = {"serve",        "connect",       "install-agent", "import",      "export",
+                         "egress-serve", "egress-policy", "egress-log",    "protections", NULL};
     return cli_usage_near("peer", cli_suggest(op, ops), "unknown operation '%s'", op);
 }

@@ -232,8 +232,7 @@ int sp_local_egress_set(sp_sandbox *sb, sp_error **err)
     cleanup_free char *dir = egress_dir(sb, NULL);
     cleanup_free char *run = egress_dir(sb, "run");
     if ((r = sp_egress_wait_loaded(dir, run, 3000, err)) < 0)
-        return sp_err_wrap(err, r,
-                           "sandbox %s: the policy is written, and read at the next start",
+        return sp_err_wrap(err, r, "sandbox %s: the policy is written, and read at the next start",
                            sb->name);
     return 0;
 }

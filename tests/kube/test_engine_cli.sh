@@ -100,11 +100,19 @@ if [ "$MODE" = fake ]; then
     expect 0 "engine test c1 --no-probe"
     out_has "v1.32.0-fake" "the server version is printed"
     out_has "can create pods/exec" "pods/exec is reviewed"
+    out_has "can create networkpolicies" "networkpolicies are reviewed (egress rules need them)"
     out_has "namespace ns1" "the engine's namespace is used"
-    check "nine checks: credentials, version, 8 reviews" [ "$(grep -c '^ok ' "$T/out")" = 10 ]
+    check "twelve checks: credentials, version, 10 reviews" [ "$(grep -c '^ok ' "$T/out")" = 12 ]
     run engine test kc --json --no-probe
     expect 0 "engine test kc --json"
-    json "test --json" 'j["ok"] and len(j["checks"]) == 10 and all(c["ok"] and "ms" in c and c["detail"] for c in j["checks"])'
+    json "test --json" 'j["ok"] and len(j["checks"]) == 12 and all(c["ok"] and "ms" in c and c["detail"] for c in j["checks"])'
+    # NetworkPolicies denied: said, not failed (only egress rules need them).
+    fault '{"deny": ["create networkpolicies"]}'
+    run engine test kc --no-probe
+    expect 0 "engine test with networkpolicies denied"
+    out_has "denied in namespace default (sandboxes with egress rules cannot be made)" \
+        "says what cannot be made"
+    fault '{"deny": []}'
 
     # A denied verb fails the test and is named.
     fault '{"deny": ["create pods/exec", "list events"]}'
@@ -215,7 +223,11 @@ if [ "$rc" -ne 0 ] && [ "$(id -u)" != 0 ] && grep -q '"probe pod ready","ok":fal
     skip "the probe Pod did not start rootless here: $(head -c 300 "$T/out")"
 fi
 expect 0 "engine test probe (the probe Pod)"
-json "every probe step passed and was timed" '[c["name"] for c in j["checks"]][-5:] == ["probe pod create", "probe pod ready", "exec in workload", "mcp through peer", "probe pod delete"] and all(c["ok"] for c in j["checks"])'
+json "every probe step passed and was timed" '[c["name"] for c in j["checks"]][-6:] == ["probe pod create", "probe pod ready", "exec in workload", "protections", "mcp through peer", "probe pod delete"] and all(c["ok"] for c in j["checks"])'
+# What the workload is kept from, tried in it: Podman's kube play gives a
+# rootful Pod the host's ids and a rootless one its user's namespace; its
+# default seccomp filter allows keyctl, and new user namespaces.
+json "the probe says what its workload is kept from" "any(c['name'] == 'protections' and 'seccomp: filter' in c['detail'] and ('user namespace: no' in c['detail']) == ($(id -u) == 0) and 'weaker than a local sandbox' in c['detail'] for c in j['checks'])"
 json "the MCP round trip listed tools" 'any(c["name"] == "mcp through peer" and "tools/list" in c["detail"] for c in j["checks"])'
 python3 -c 'import json,sys; [print("  %-20s %6d ms  %s" % (c["name"], c["ms"], c["detail"])) for c in json.load(open(sys.argv[1]))["checks"]]' "$T/out"
 p=$(sed -n 's/.*"detail":"\(sp-engine-probe-[a-z0-9]*\) .*/\1/p' "$T/out")
