@@ -23,6 +23,8 @@ enum {
     OPT_NAMESPACE,
     OPT_IMAGE,
     OPT_RUNTIME_CLASS,
+    OPT_SECCOMP_PROFILE,
+    OPT_ACCEPT,
     OPT_TTL,
     OPT_REPLACE,
     OPT_DEFAULT,
@@ -40,7 +42,8 @@ const struct cli_spec cli_spec_engine = {
         CLI_USAGE("ls [--json]",
                   "add NAME --kind kubernetes [--kubeconfig F] [--context C] [--kubectl PATH] "
                   "[--server URL] [--token-file F] [--ca-file F] [--namespace N] [--image REF] "
-                  "[--runtime-class R] [--ttl SECONDS] [--replace] [--default]",
+                  "[--runtime-class R] [--seccomp-profile PATH] [--accept userns,seccomp] "
+                  "[--ttl SECONDS] [--replace] [--default]",
                   "rm NAME", "default NAME", "test NAME [--json] [--no-probe] [--timeout SECONDS]"),
     .description =
         "An engine is where sandboxes run: \"local\" (Podman on this machine, always there,\n"
@@ -93,6 +96,13 @@ const struct cli_spec cli_spec_engine = {
                       "add: the sandpod image of the Pods' init and peer containers"),
             CLI_VALUE("runtime-class", 0, "R", OPT_RUNTIME_CLASS, CLI_COMP_NONE,
                       "add: runtimeClassName, e.g. gvisor or kata (default: the cluster's)"),
+            CLI_VALUE("seccomp-profile", 0, "PATH", OPT_SECCOMP_PROFILE, CLI_COMP_NONE,
+                      "add: the Pods' Localhost seccomp profile, relative to the kubelet's seccomp "
+                      "folder (sandpod's own, installed on the nodes; default RuntimeDefault)"),
+            CLI_VALUE("accept", 0, "LIST", OPT_ACCEPT, CLI_COMP_NONE,
+                      "add: what the Pods may lack of a local sandbox's protections, by name: "
+                      "userns (the node's ids), seccomp (keyctl or new user namespaces allowed); "
+                      "without it such a Pod is refused"),
             CLI_VALUE("ttl", 0, "SECONDS", OPT_TTL, CLI_COMP_NONE,
                       "add: a Pod's hard lifetime, activeDeadlineSeconds (default 7200; 0: none)"),
             CLI_FLAG("replace", 0, OPT_REPLACE, "add: redefine an engine of that name"),
@@ -128,11 +138,18 @@ cJSON *cli_engine_json(const sp_engine *e)
               sp_json_add_string(o, "kind", sp_engine_kind_name(e->kind));
     const struct {
         const char *key, *v;
-    } f[] = {{"url", e->podman_url},  {"kubeconfig", e->kubeconfig},
-             {"context", e->context}, {"kubectl", e->kubectl},
-             {"server", e->server},   {"token_file", e->token_file},
-             {"ca_file", e->ca_file}, {"namespace", e->ns},
-             {"image", e->image},     {"runtime_class", e->runtime_class}};
+    } f[] = {{"url", e->podman_url},
+             {"kubeconfig", e->kubeconfig},
+             {"context", e->context},
+             {"kubectl", e->kubectl},
+             {"server", e->server},
+             {"token_file", e->token_file},
+             {"ca_file", e->ca_file},
+             {"namespace", e->ns},
+             {"image", e->image},
+             {"runtime_class", e->runtime_class},
+             {"seccomp_profile", e->seccomp_profile},
+             {"accept", e->accept}};
     for (size_t i = 0; ok && i < sizeof(f) / sizeof(f[0]); i++)
         if (f[i].v)
             ok = sp_json_add_string(o, f[i].key, f[i].v);
@@ -291,6 +308,12 @@ int cmd_engine(int argc, char **argv)
             break;
         case OPT_IMAGE:
             field = &a.e.image;
+            break;
+        case OPT_SECCOMP_PROFILE:
+            field = &a.e.seccomp_profile;
+            break;
+        case OPT_ACCEPT:
+            field = &a.e.accept;
             break;
         default:
             field = &a.e.runtime_class;

@@ -61,6 +61,8 @@ void sp_engine_free(sp_engine *e)
     free(e->ns);
     free(e->image);
     free(e->runtime_class);
+    free(e->seccomp_profile);
+    free(e->accept);
     free(e);
 }
 
@@ -75,11 +77,18 @@ struct field {
         key, offsetof(sp_engine, member), kube                                                     \
     }
 static const struct field fields[] = {
-    F("url", podman_url, false), F("kubeconfig", kubeconfig, true),
-    F("context", context, true), F("kubectl", kubectl, true),
-    F("server", server, true),   F("token_file", token_file, true),
-    F("ca_file", ca_file, true), F("namespace", ns, true),
-    F("image", image, true),     F("runtime_class", runtime_class, true),
+    F("url", podman_url, false),
+    F("kubeconfig", kubeconfig, true),
+    F("context", context, true),
+    F("kubectl", kubectl, true),
+    F("server", server, true),
+    F("token_file", token_file, true),
+    F("ca_file", ca_file, true),
+    F("namespace", ns, true),
+    F("image", image, true),
+    F("runtime_class", runtime_class, true),
+    F("seccomp_profile", seccomp_profile, true),
+    F("accept", accept, true),
 };
 #undef F
 #define N_FIELDS (sizeof(fields) / sizeof(fields[0]))
@@ -149,6 +158,24 @@ static int check_engine(const sp_engine *e, const char *where, sp_error **err)
     if (e->podman_url && !http_url(e->podman_url) && strncmp(e->podman_url, "unix://", 7) != 0)
         return sp_err_set(err, SP_EINVAL, 0, "%s.url: '%s' is not a unix:// or http(s):// URL",
                           where, e->podman_url);
+    if (e->seccomp_profile &&
+        (e->seccomp_profile[0] == '/' || strstr(e->seccomp_profile, "..") ||
+         strspn(e->seccomp_profile, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                    "0123456789._-/") != strlen(e->seccomp_profile)))
+        return sp_err_set(err, SP_EINVAL, 0,
+                          "%s.seccomp_profile: '%s' is not a path relative to the kubelet's "
+                          "seccomp folder",
+                          where, e->seccomp_profile);
+    if (e->accept) {
+        cleanup_free char *copy = sp_xstrdup(e->accept);
+        char *save = NULL;
+        for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save))
+            if (strcmp(t, "userns") != 0 && strcmp(t, "seccomp") != 0)
+                return sp_err_set(err, SP_EINVAL, 0,
+                                  "%s.accept: '%s' is not a protection a Pod may lack (userns, "
+                                  "seccomp)",
+                                  where, t);
+    }
     if ((e->token_file || e->ca_file) && !e->server)
         return sp_err_set(err, SP_EINVAL, 0, "%s.%s: takes a server", where,
                           e->token_file ? "token_file" : "ca_file");

@@ -64,6 +64,12 @@ typedef struct rpc_call {
     struct rpc_call *next;
 } rpc_call;
 
+/* What a command printed, kept (keep_output()). */
+typedef struct bulk_out {
+    sp_buf *out; /* stdout, when not written to an fd */
+    sp_buf err;
+} bulk_out;
+
 /* ------------------------------------------------------------ helpers -- */
 
 static void key_hex(char out[33])
@@ -153,6 +159,79 @@ static int explain_down(sp_remote *r, int rc, sp_error **err)
 
 /* ------------------------------------------------------------- create -- */
 
+static int run_in_pod(sp_remote *r, const char *pod, const char *ctr, const sp_remote_cmd *io,
+                      int *exit_code, bool *timed_out, sp_error **err);
+static void keep_output(void *ud, int stream, const void *data, size_t len);
+
+/* Whether `name` is in the comma-separated list. */
+static bool listed(const char *list, const char *name)
+{
+    size_t n = strlen(name);
+    for (const char *p = list; p && *p;) {
+        size_t k = strcspn(p, ",");
+        if (k == n && strncmp(p, name, n) == 0)
+            return true;
+        p += k + (p[k] == ',');
+    }
+    return false;
+}
+
+/* The Pod is as strong as a local sandbox, or its engine accepts by name
+ * what it lacks: a user namespace (the cluster ignored hostUsers: false),
+ * and a seccomp profile that refuses keyctl and new user namespaces (the
+ * node's RuntimeDefault allows them). Tried in the Pod, before any of the
+ * user's files or commands enter it (`sandpod peer protections`, in the
+ * peer container: the same Pod's user namespace and seccomp profile). */
+static int check_protections(sp_remote *r, const sp_engine *e, const sp_sandbox_opts *o,
+                             sp_error **err)
+{
+    const char *argv[] = {SP_KUBE_SANDPOD_BIN, "peer", "protections", NULL};
+    sp_buf out = SP_BUF_INIT;
+    bulk_out b = {&out, SP_BUF_INIT};
+    sp_remote_cmd io = {.argv = argv, .stdin_fd = -1, .out_fd = -1, .out = keep_output, .ud = &b};
+    int code = -1;
+    bool timed_out = false;
+    int rc = run_in_pod(r, NULL, "peer", &io, &code, &timed_out, err);
+    cJSON *p = rc == 0 && code == 0 ? sp_json_parse(out.data ? out.data : "", out.len) : NULL;
+    if (rc == 0 && !p)
+        rc = sp_err_set(err, SP_ERROR, 0,
+                        "%s: cannot tell what it is kept from (sandpod peer protections: exit "
+                        "%d%s%.200s)",
+                        r->where, code, b.err.len ? ": " : "", b.err.data ? b.err.data : "");
+    sp_buf_dispose(&out);
+    sp_buf_dispose(&b.err);
+    if (rc < 0)
+        return rc;
+    bool no_userns = !sp_json_bool(p, "user_namespace", false);
+    bool weak_seccomp =
+        o->seccomp != SP_SECCOMP_UNCONFINED &&
+        (sp_json_bool(p, "keyctl", true) || sp_json_bool(p, "new_user_namespace", true));
+    cJSON_Delete(p);
+    sp_buf why = SP_BUF_INIT;
+    if (no_userns && !listed(e->accept, "userns"))
+        sp_buf_adds(&why, "; no user namespace (its uid 0 is the node's: the cluster ignored "
+                          "hostUsers: false)");
+    if (weak_seccomp && !listed(e->accept, "seccomp"))
+        sp_buf_printf(&why, "; keyctl and new user namespaces allowed (%s)",
+                      e->seccomp_profile ? "the Localhost seccomp profile does not refuse them"
+                                         : "RuntimeDefault seccomp: install sandpod's profile on "
+                                           "the nodes and set --seccomp-profile");
+    if (!why.len)
+        return 0;
+    rc = sp_err_set(err, SP_EDENIED, 0,
+                    "engine %s: %s is weaker than a local sandbox%s; accept it by name if you "
+                    "will: sandpod engine add %s --replace ... --accept %s%s%s",
+                    e->name, r->where, why.data, e->name,
+                    no_userns && !listed(e->accept, "userns") ? "userns" : "",
+                    no_userns && !listed(e->accept, "userns") && weak_seccomp &&
+                            !listed(e->accept, "seccomp")
+                        ? ","
+                        : "",
+                    weak_seccomp && !listed(e->accept, "seccomp") ? "seccomp" : "");
+    sp_buf_dispose(&why);
+    return rc;
+}
+
 /* The egress proxy's objects, gone (each already gone is fine). */
 static void egress_remove(sp_kube *k, const char *id)
 {
@@ -211,6 +290,7 @@ static int kr_create(sp_remote **out, cJSON **record, const sp_remote_spec *c, s
     ro.deadline_seconds = c->engine->ttl_seconds;
     ro.runtime_class = c->engine->runtime_class;
     ro.owner = c->owner;
+    ro.seccomp_profile = c->engine->seccomp_profile;
     sp_sandbox_opts o = *c->opts;
     o.name = c->name;
     int timeout_ms = c->timeout_ms > 0 ? c->timeout_ms : 300000;
@@ -260,8 +340,11 @@ static int kr_create(sp_remote **out, cJSON **record, const sp_remote_spec *c, s
         cJSON_AddStringToObject(rec, "egress_pod", id);
     cJSON_Delete(made);
     rc = sp_kube_pod_wait_ready(k, r->pod, timeout_ms, err);
-    if (rc < 0) {
+    if (rc < 0)
         sp_err_wrap(err, rc, "the sandbox's %s did not start", r->where);
+    else
+        rc = check_protections(r, c->engine, &o, err);
+    if (rc < 0) {
         sp_kube_pod_delete(k, r->pod, 0, NULL);
         if (*id)
             egress_remove(k, id);
@@ -766,11 +849,6 @@ static int kr_exec(sp_remote *r, const sp_remote_cmd *x, int *exit_code, bool *t
 {
     return run_in(r, "workload", x, exit_code, timed_out, err);
 }
-
-typedef struct bulk_out {
-    sp_buf *out; /* stdout, when not written to an fd */
-    sp_buf err;
-} bulk_out;
 
 /* ------------------------------------------------------------ streams -- */
 

@@ -203,7 +203,7 @@ static const char *pull_policy(sp_pull_policy p)
 /* A Pod's spec as every sandpod Pod has it: no service account token, no
  * service links, the engine's deadline and RuntimeClass, a seccomp profile. */
 static cJSON *pod_spec(cJSON *pod, const sp_kube_render_opts *ro, const char *restart,
-                       bool non_root, const char *seccomp)
+                       bool non_root, bool unconfined)
 {
     cJSON *spec = cJSON_AddObjectToObject(pod, "spec");
     cJSON_AddStringToObject(spec, "restartPolicy", restart);
@@ -212,11 +212,23 @@ static cJSON *pod_spec(cJSON *pod, const sp_kube_render_opts *ro, const char *re
         cJSON_AddNumberToObject(spec, "activeDeadlineSeconds", (double)deadline);
     cJSON_AddBoolToObject(spec, "automountServiceAccountToken", false);
     cJSON_AddBoolToObject(spec, "enableServiceLinks", false);
+    /* A user namespace of its own, as a local sandbox has, where the
+     * cluster gives one (Kubernetes 1.25+ with user namespaces on; others
+     * drop the field, and the engine's check says so). */
+    cJSON_AddBoolToObject(spec, "hostUsers", false);
     if (ro->runtime_class)
         cJSON_AddStringToObject(spec, "runtimeClassName", ro->runtime_class);
     cJSON *psc = cJSON_AddObjectToObject(spec, "securityContext");
     cJSON_AddBoolToObject(psc, "runAsNonRoot", non_root);
-    cJSON_AddStringToObject(cJSON_AddObjectToObject(psc, "seccompProfile"), "type", seccomp);
+    cJSON *sec = cJSON_AddObjectToObject(psc, "seccompProfile");
+    if (unconfined) {
+        cJSON_AddStringToObject(sec, "type", "Unconfined");
+    } else if (ro->seccomp_profile) {
+        cJSON_AddStringToObject(sec, "type", "Localhost");
+        cJSON_AddStringToObject(sec, "localhostProfile", ro->seccomp_profile);
+    } else {
+        cJSON_AddStringToObject(sec, "type", "RuntimeDefault");
+    }
     return spec;
 }
 
@@ -308,7 +320,8 @@ static void add_proxy_env(cJSON *env, const char *addr)
  *   pids=N        the pids limit (only the node's podPidsLimit applies)
  *   rlimits       nofile and nproc (no Pod field)
  *   network=none  a Pod always has eth0 (a deny-all NetworkPolicy is needed)
- *   seccomp       RuntimeDefault, not sandpod's stricter profile
+ *   seccomp       RuntimeDefault, not sandpod's stricter profile (no
+ *                 Localhost profile given)
  *   userns        no user namespace unless the cluster supports hostUsers
  *   netpol        egress rules hold only where the network plugin enforces
  *                 NetworkPolicy */
@@ -323,7 +336,7 @@ static char *gaps(const sp_sandbox_opts *o, const sp_kube_render_opts *ro)
         sp_buf_adds(&b, "netpol,");
     else if (o->network == SP_NET_NONE)
         sp_buf_adds(&b, "network=none,");
-    if (o->seccomp == SP_SECCOMP_SANDPOD)
+    if (o->seccomp == SP_SECCOMP_SANDPOD && !ro->seccomp_profile)
         sp_buf_adds(&b, "seccomp,");
     sp_buf_adds(&b, "userns");
     return sp_buf_steal(&b);
@@ -403,8 +416,7 @@ int sp_kube_render_pod(char **out, const sp_sandbox_opts *o, const sp_kube_rende
         cJSON_AddStringToObject(ann, "sandpod.env-pass", names);
     }
 
-    cJSON *spec = pod_spec(pod, ro, "Never", uid != 0,
-                           o->seccomp == SP_SECCOMP_UNCONFINED ? "Unconfined" : "RuntimeDefault");
+    cJSON *spec = pod_spec(pod, ro, "Never", uid != 0, o->seccomp == SP_SECCOMP_UNCONFINED);
     if (o->network == SP_NET_HOST)
         cJSON_AddBoolToObject(spec, "hostNetwork", true);
 
@@ -587,7 +599,7 @@ int sp_kube_render_egress(char **pod, char **np_workload, char **np_proxy, const
     cJSON_AddStringToObject(labels, "sandpod.egress-proxy", ro->egress_id);
     /* A crash restarts the container in the same Pod: the same address,
      * and the emptyDir keeps the policy as it was last changed. */
-    cJSON *spec = pod_spec(p, ro, "Always", true, "RuntimeDefault");
+    cJSON *spec = pod_spec(p, ro, "Always", true, false);
     cJSON *c = cJSON_CreateObject();
     cJSON_AddItemToArray(cJSON_AddArrayToObject(spec, "containers"), c);
     cJSON_AddStringToObject(c, "name", "proxy");

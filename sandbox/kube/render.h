@@ -46,6 +46,9 @@ typedef struct sp_kube_render_opts {
      *  NULL = no rules (sp_kube_render_egress()). */
     const char *egress_id;
     const char *egress_addr;
+    /** A Localhost seccomp profile on the nodes (the engine's
+     *  seccomp_profile); NULL = RuntimeDefault. */
+    const char *seccomp_profile;
 } sp_kube_render_opts;
 
 #define SP_KUBE_RENDER_OPTS_INIT                                                                   \

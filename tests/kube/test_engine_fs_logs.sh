@@ -250,7 +250,11 @@ for sig in INT TERM; do
     /usr/bin/python3 -c "$SIG_DEFAULT" "$SP" logs -f "$B" >"$T/f1.out" 2>"$T/f1.err" &
     F1=$!
     shows "sandpod-agent: ready" "$T/f1.out"
-    run sh "$B" "echo followed-line-$sig >/proc/1/fd/1"
+    # A line on pid 1's stdout, written from this host: in the Pod's user
+    # namespace (hostUsers: false) the pipe's owner is not mapped, so a
+    # command inside may not open it.
+    HPID=$(podman inspect --format '{{.State.Pid}}' "$POD-workload")
+    echo "followed-line-$sig" >"/proc/$HPID/fd/1"
     shows "followed-line-$sig" "$T/f1.out"
     check "logs -f shows a line pid 1 writes later ($sig)" grep -q "followed-line-$sig" "$T/f1.out"
     check "logs -f is still running ($sig)" kill -0 "$F1"

@@ -40,7 +40,8 @@ if [ "$E2E" = 1 ]; then
     cat >"$SANDPOD_HOME/engines.json" <<EOF
 {"engines": {"fake": {"kind": "kubernetes", "kubeconfig": "$KUBECONFIG", "context": $ctx,
                       "image": "$SANDPOD_K8S_IMAGE",
-                      "namespace": "${SANDPOD_K8S_NAMESPACE:-default}"}}}
+                      "namespace": "${SANDPOD_K8S_NAMESPACE:-default}",
+                      "accept": "${SANDPOD_K8S_ACCEPT:-seccomp}"}}}
 EOF
     WIMG=${SANDPOD_K8S_WORKLOAD:-docker.io/library/busybox:1.36}
     kc() { kubectl --kubeconfig "$KUBECONFIG" ${SANDPOD_K8S_CONTEXT:+--context "$SANDPOD_K8S_CONTEXT"} -n "${SANDPOD_K8S_NAMESPACE:-default}" "$@"; }
@@ -75,6 +76,30 @@ out_is "$B\n" "create prints the name"
 POD=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["remote"]["pod"])' \
     "$SANDPOD_HOME/sandboxes/$B/sandbox.json")
 check "sandbox.json records the engine's Pod ($POD)" pod_exists "$POD"
+if [ "$E2E" != 1 ]; then
+    # As strong as a local sandbox where the engine can be: a user namespace
+    # of its own (hostUsers: false); what it lacks is refused unless the
+    # engine accepts it by name (the fake's engine accepts "seccomp").
+    run sh "$B" 'cat /proc/self/uid_map'
+    check "the workload has a user namespace of its own (hostUsers: false)" \
+        python3 -c 'import sys; f = open(sys.argv[1]).read().split(); sys.exit(0 if f[:3] != ["0", "0", "4294967295"] else 1)' "$T/out"
+    python3 -c '
+import json, sys
+p = sys.argv[1]
+d = json.load(open(p))
+strict = dict(d["engines"]["fake"])
+strict.pop("accept", None)
+d["engines"]["strict"] = strict
+json.dump(d, open(p, "w"))' "$SANDPOD_HOME/engines.json"
+    run create --engine strict --name "$B-strict" --image "$WIMG"
+    expect 1 "create on an engine that accepts no weaker Pod"
+    err_has "is weaker than a local sandbox; keyctl and new user namespaces allowed" \
+        "... saying what the Pod lacks"
+    err_has "--accept seccomp" "... and how to accept it by name"
+    check "... leaving no sandbox" [ ! -e "$SANDPOD_HOME/sandboxes/$B-strict" ]
+    no_strict_pod() { ! podman pod ls --format '{{.Name}}' | grep -q "^sp-$B-strict-"; }
+    check "... and no Pod" no_strict_pod
+fi
 json_file() { python3 -c "import json,sys; j=json.load(open(sys.argv[1])); sys.exit(0 if ($2) else 1)" "$1"; }
 check "sandbox.json: engine fake, kind kubernetes, no host workspace" json_file \
     "$SANDPOD_HOME/sandboxes/$B/sandbox.json" \

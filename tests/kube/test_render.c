@@ -456,6 +456,32 @@ static void test_egress(void **state)
     sp_error_free(err);
 }
 
+/* hostUsers: false always; a Localhost seccomp profile when the engine has
+ * one (and then no "seccomp" gap); Unconfined only when asked. */
+static void test_user_namespace_seccomp(void **state)
+{
+    (void)state;
+    sp_sandbox_opts o = SP_SANDBOX_OPTS_INIT;
+    sp_kube_render_opts ro = SP_KUBE_RENDER_OPTS_INIT;
+    cJSON *pod = render(&o, &ro);
+    assert_bool_at(pod, "spec/hostUsers", false);
+    assert_string_equal(str_at(pod, "spec/securityContext/seccompProfile/type"), "RuntimeDefault");
+    assert_null(at(pod, "spec/securityContext/seccompProfile/localhostProfile"));
+    assert_non_null(strstr(str_at(pod, "metadata/annotations/sandpod.gaps"), "seccomp"));
+    cJSON_Delete(pod);
+    ro.seccomp_profile = "profiles/sandpod.json";
+    pod = render(&o, &ro);
+    assert_string_equal(str_at(pod, "spec/securityContext/seccompProfile/type"), "Localhost");
+    assert_string_equal(str_at(pod, "spec/securityContext/seccompProfile/localhostProfile"),
+                        "profiles/sandpod.json");
+    assert_null(strstr(str_at(pod, "metadata/annotations/sandpod.gaps"), "seccomp"));
+    cJSON_Delete(pod);
+    o.seccomp = SP_SECCOMP_UNCONFINED;
+    pod = render(&o, &ro);
+    assert_string_equal(str_at(pod, "spec/securityContext/seccompProfile/type"), "Unconfined");
+    cJSON_Delete(pod);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -463,6 +489,7 @@ int main(void)
         cmocka_unit_test(test_relaxed),
         cmocka_unit_test(test_refused),
         cmocka_unit_test(test_egress),
+        cmocka_unit_test(test_user_namespace_seccomp),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

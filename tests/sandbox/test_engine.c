@@ -167,6 +167,26 @@ static void test_refused(void **state)
     expect_err(sp_engine_add(root, e, true, &err), err, SP_EINVAL, "takes a server");
     free(e->token_file);
     e->token_file = NULL;
+    /* A Localhost seccomp profile is a path under the kubelet's folder;
+     * what a Pod may lack is named from a closed list. */
+    const char *bad_profiles[] = {"/abs.json", "../up.json", "a b.json", NULL};
+    for (size_t i = 0; bad_profiles[i]; i++) {
+        e->seccomp_profile = strdup(bad_profiles[i]);
+        expect_err(sp_engine_add(root, e, true, &err), err, SP_EINVAL, "seccomp_profile");
+        free(e->seccomp_profile);
+    }
+    e->seccomp_profile = strdup("profiles/sandpod.json");
+    e->accept = strdup("userns,network");
+    expect_err(sp_engine_add(root, e, true, &err), err, SP_EINVAL,
+               "accept: 'network' is not a protection");
+    free(e->accept);
+    e->accept = strdup("seccomp,userns");
+    assert_int_equal(sp_engine_add(root, e, true, &err), 0);
+    sp_engine *g = NULL;
+    assert_int_equal(sp_engine_get(&g, root, e->name, &err), 0);
+    assert_string_equal(g->seccomp_profile, "profiles/sandpod.json");
+    assert_string_equal(g->accept, "seccomp,userns");
+    sp_engine_free(g);
     e->kind = SP_ENGINE_PODMAN;
     expect_err(sp_engine_add(root, e, true, &err), err, SP_EINVAL, "not a field of a podman");
     sp_engine_free(e);

@@ -64,6 +64,12 @@ typedef struct sp_engine {
     char *image;         /**< the sandpod image of the Pod's init and peer containers */
     char *runtime_class; /**< runtimeClassName; NULL: the cluster's default */
     int64_t ttl_seconds; /**< activeDeadlineSeconds; 0: 7200; < 0: none */
+    /** A Localhost seccomp profile the nodes have (sandpod's, installed
+     *  under the kubelet's seccomp folder); NULL: RuntimeDefault. */
+    char *seccomp_profile;
+    /** What the Pods may lack of a local sandbox's protections, accepted by
+     *  name: "userns", "seccomp", comma-separated; NULL: nothing. */
+    char *accept;
 } sp_engine;
 
 void sp_engine_free(sp_engine *e);
