@@ -68,7 +68,7 @@ FAKE=fake_podman.py start_fake
 write_kubeconfig token
 cat >"$SANDPOD_HOME/engines.json" <<EOF
 {"engines": {"fake": {"kind": "kubernetes", "kubeconfig": "$T/kubeconfig",
-                      "image": "$img", "namespace": "default", "accept": "seccomp"}}}
+                      "image": "$img", "namespace": "default", "accept": "userns,seccomp"}}}
 EOF
 fds() { find "/proc/$FAKE_PID/fd" -mindepth 1 -maxdepth 1 | wc -l; }
 fd_start=$(fds)

@@ -111,12 +111,12 @@ fake_engine() {
     build_sandpod_image "$IMG"
     FAKE=fake_podman.py start_fake
     write_kubeconfig token
-    # "accept": Podman gives each Pod a user namespace (hostUsers: false),
-    # but its default seccomp filter allows keyctl and new user namespaces,
-    # which a local sandbox's profile refuses: the Pods are weaker there.
+    # "accept": the fake plays no hostUsers (fake_podman.py's for_play), and
+    # Podman's default seccomp filter allows keyctl and new user namespaces,
+    # which a local sandbox's profile refuses: its Pods are weaker.
     cat >"$SANDPOD_HOME/engines.json" <<EOF2
 {"engines": {"fake": {"kind": "kubernetes", "kubeconfig": "$T/kubeconfig",
-                      "image": "$IMG", "namespace": "default", "accept": "seccomp"}}}
+                      "image": "$IMG", "namespace": "default", "accept": "userns,seccomp"}}}
 EOF2
 }
 

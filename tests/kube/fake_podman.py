@@ -11,9 +11,8 @@ Usage: fake_podman.py DIR [--client-cert] [--v4-only]
     volume gets the Pod's name as a prefix (Podman 4.3's kube play turns an
     emptyDir into a named volume every Pod with that volume name would
     share), containers' ports are dropped (kube play would publish them on
-    the host), hostUsers is dropped when the fake runs rootless (its Pods
-    are in the user's namespace already), and `podman kube play` runs the
-    rest as it is, with runc and
+    the host), hostUsers is dropped (see for_play()), and `podman kube
+    play` runs the rest as it is, with runc and
     the host's nofile/nproc limits from DIR/containers.conf (kube play takes
     them from there only). A Pod that cannot be played stays Pending with a
     waiting ErrImagePull (or CreateContainerError) and a Warning event
@@ -153,12 +152,14 @@ def for_play(pod):
     name = pod["metadata"]["name"]
     pod.pop("status", None)
     spec = pod["spec"]
-    if os.geteuid() != 0:
-        # A rootless service's Pods are in its user's namespace already;
-        # hostUsers: false would make kube play give each its own range
-        # (userns=auto), which on this host's vfs storage failed to start
-        # Pods ("error preparing rootfs").
-        spec.pop("hostUsers", None)
+    # hostUsers: false is not played: kube play gives such a Pod a range of
+    # its own (userns=auto) and id-mapped copies of its image's layers,
+    # which made local sandboxes started at the same moment from the same
+    # image fail ("creating overlay mount ... permission denied"), and
+    # rootless on vfs failed to start the Pod itself. So the fake's Pods
+    # have the node's ids when rootful (their service's user's namespace
+    # when rootless), and its test engines accept "userns".
+    spec.pop("hostUsers", None)
     for v in spec.get("volumes") or []:
         v["name"] = name + "-" + v["name"]
     for key in ("initContainers", "containers"):

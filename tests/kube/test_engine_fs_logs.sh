@@ -250,9 +250,9 @@ for sig in INT TERM; do
     /usr/bin/python3 -c "$SIG_DEFAULT" "$SP" logs -f "$B" >"$T/f1.out" 2>"$T/f1.err" &
     F1=$!
     shows "sandpod-agent: ready" "$T/f1.out"
-    # A line on pid 1's stdout, written from this host: in the Pod's user
-    # namespace (hostUsers: false) the pipe's owner is not mapped, so a
-    # command inside may not open it.
+    # A line on pid 1's stdout, written from this host: in a Pod with a
+    # user namespace (hostUsers: false, on a cluster) the pipe's owner is
+    # not mapped, so a command inside could not open it.
     HPID=$(podman inspect --format '{{.State.Pid}}' "$POD-workload")
     echo "followed-line-$sig" >"/proc/$HPID/fd/1"
     shows "followed-line-$sig" "$T/f1.out"
