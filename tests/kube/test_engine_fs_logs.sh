@@ -250,11 +250,7 @@ for sig in INT TERM; do
     /usr/bin/python3 -c "$SIG_DEFAULT" "$SP" logs -f "$B" >"$T/f1.out" 2>"$T/f1.err" &
     F1=$!
     shows "sandpod-agent: ready" "$T/f1.out"
-    # A line on pid 1's stdout, written from this host: in a Pod with a
-    # user namespace (hostUsers: false, on a cluster) the pipe's owner is
-    # not mapped, so a command inside could not open it.
-    HPID=$(podman inspect --format '{{.State.Pid}}' "$POD-workload")
-    echo "followed-line-$sig" >"/proc/$HPID/fd/1"
+    run sh "$B" "echo followed-line-$sig >/proc/1/fd/1"
     shows "followed-line-$sig" "$T/f1.out"
     check "logs -f shows a line pid 1 writes later ($sig)" grep -q "followed-line-$sig" "$T/f1.out"
     check "logs -f is still running ($sig)" kill -0 "$F1"
