@@ -70,6 +70,23 @@ typedef struct bulk_out {
     sp_buf err;
 } bulk_out;
 
+/* A failed sandpod command's stderr as one message: without its trailing
+ * newlines and its "sandpod: " prefix. */
+static char *bulk_message(const bulk_out *b)
+{
+    size_t n = b->err.len;
+    while (n && b->err.data[n - 1] == '\n')
+        n--;
+    if (!n)
+        return sp_xstrdup("no message");
+    const char *m = b->err.data;
+    if (n >= 9 && strncmp(m, "sandpod: ", 9) == 0) {
+        m += 9;
+        n -= 9;
+    }
+    return sp_xstrndup(m, n);
+}
+
 /* ------------------------------------------------------------ helpers -- */
 
 static void key_hex(char out[33])
@@ -1036,11 +1053,7 @@ static int peer_bulk(sp_remote *r, const char *const *argv, int in_fd, int out_f
     bool timed_out = false;
     int rc = run_in(r, "peer", &io, &code, &timed_out, err);
     if (rc == 0 && code != 0) {
-        while (b.err.len && b.err.data[b.err.len - 1] == '\n')
-            b.err.data[--b.err.len] = '\0';
-        const char *m = b.err.len ? b.err.data : "no message";
-        if (strncmp(m, "sandpod: ", 9) == 0)
-            m += 9;
+        cleanup_free char *m = bulk_message(&b);
         rc = sp_err_set(err, SP_ERROR, 0, "%s (in %s, exit %d)", m, r->where, code);
     }
     sp_buf_dispose(&b.err);
@@ -1320,11 +1333,7 @@ static int egress_command(sp_remote *r, const char *op, const char *policy, int 
     bool timed_out = false;
     int rc = run_in_pod(r, r->egress_pod, "proxy", &io, code, &timed_out, err);
     if (rc == 0 && *code != 0 && !(*code == SP_KUBE_EGRESS_NO_LOG && !set)) {
-        while (b.err.len && b.err.data[b.err.len - 1] == '\n')
-            b.err.data[--b.err.len] = '\0';
-        const char *m = b.err.len ? b.err.data : "no message";
-        if (strncmp(m, "sandpod: ", 9) == 0)
-            m += 9;
+        cleanup_free char *m = bulk_message(&b);
         rc = sp_err_set(err, SP_ERROR, 0, "the egress proxy (pod %s): %s (exit %d)", r->egress_pod,
                         m, *code);
     }
