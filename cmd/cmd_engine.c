@@ -42,7 +42,7 @@ const struct cli_spec cli_spec_engine = {
         CLI_USAGE("ls [--json]",
                   "add NAME --kind kubernetes [--kubeconfig F] [--context C] [--kubectl PATH] "
                   "[--server URL] [--token-file F] [--ca-file F] [--namespace N] [--image REF] "
-                  "[--runtime-class R] [--seccomp-profile PATH] [--accept userns,seccomp] "
+                  "[--runtime-class R] [--seccomp-profile PATH] [--accept userns,seccomp,netpol] "
                   "[--ttl SECONDS] [--replace] [--default]",
                   "rm NAME", "default NAME", "test NAME [--json] [--no-probe] [--timeout SECONDS]"),
     .description =
@@ -101,8 +101,9 @@ const struct cli_spec cli_spec_engine = {
                       "folder (sandpod's own, installed on the nodes; default RuntimeDefault)"),
             CLI_VALUE("accept", 0, "LIST", OPT_ACCEPT, CLI_COMP_NONE,
                       "add: what the Pods may lack of a local sandbox's protections, by name: "
-                      "userns (the node's ids), seccomp (keyctl or new user namespaces allowed); "
-                      "without it such a Pod is refused"),
+                      "userns (the node's ids), seccomp (keyctl or new user namespaces allowed), "
+                      "netpol (NetworkPolicies not enforced: a sandbox with egress rules could go "
+                      "around its proxy); without it such a Pod is refused"),
             CLI_VALUE("ttl", 0, "SECONDS", OPT_TTL, CLI_COMP_NONE,
                       "add: a Pod's hard lifetime, activeDeadlineSeconds (default 7200; 0: none)"),
             CLI_FLAG("replace", 0, OPT_REPLACE, "add: redefine an engine of that name"),

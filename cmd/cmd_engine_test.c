@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "cmd_engine.h"
@@ -185,7 +186,8 @@ static int exec_read(sp_ws *ws, struct exec_out *x, int timeout_ms, bool (*stop)
 }
 
 static const char *const version_argv[] = {SP_KUBE_SANDPOD_BIN, "version", NULL};
-static const char *const protections_argv[] = {SP_KUBE_SANDPOD_BIN, "peer", "protections", NULL};
+static const char *const protections_argv[] = {SP_KUBE_SANDPOD_BIN, "peer", "protections",
+                                               "network", NULL};
 static const char *const connect_argv[] = {SP_KUBE_SANDPOD_BIN, "peer", "connect", "--socket",
                                            SP_KUBE_PEER_SOCKET, NULL};
 
@@ -214,11 +216,37 @@ static bool probe_exec(struct run *R, sp_kube *k, const char *pod)
     return ok;
 }
 
+/* Whether the probe Pod, under a NetworkPolicy that allows it no egress
+ * (np: its name; NULL when none could be made), reached the API service
+ * directly. It informs: a cluster that does not enforce policies is
+ * refused for sandboxes with egress rules at create. */
+static void report_netpol(struct run *R, int64_t t0, const cJSON *o, const char *np)
+{
+    const char *v = sp_json_str_or(o, "direct_network", "untested");
+    const char *target = sp_json_str_or(o, "direct_target", "");
+    if (!np)
+        return; /* said when making it failed */
+    if (strcmp(v, "reached") == 0)
+        record(R, "network policy", true, t0,
+               "NOT enforced: the probe Pod, allowed no egress by %s, reached the API service at "
+               "%s; a sandbox with egress rules is refused unless the engine accepts netpol",
+               np, target);
+    else if (strcmp(v, "blocked") == 0)
+        record(R, "network policy", true, t0,
+               "enforced: the probe Pod, allowed no egress by %s, could not reach the API service "
+               "at %s",
+               np, target);
+    else
+        record(R, "network policy", true, t0,
+               "not tried (the probe Pod has no KUBERNETES_SERVICE_HOST to connect to)");
+}
+
 /* What the probe's workload is kept from (`sandpod peer protections` in
  * it), said beside what a local sandbox has: a user namespace of its own,
- * and a seccomp profile that refuses keyctl and new user namespaces. It
- * informs; it fails only when it cannot be learnt. */
-static void probe_protections(struct run *R, sp_kube *k, const char *pod)
+ * and a seccomp profile that refuses keyctl and new user namespaces; and
+ * whether NetworkPolicies hold (report_netpol()). It informs; it fails
+ * only when it cannot be learnt. */
+static void probe_protections(struct run *R, sp_kube *k, const char *pod, const char *np)
 {
     int64_t t0 = sp_now_ms();
     sp_kube_exec_spec s = {.pod = pod, .container = "workload", .argv = protections_argv};
@@ -258,6 +286,7 @@ static void probe_protections(struct run *R, sp_kube *k, const char *pod)
                weaker.len ? "weaker than a local sandbox: " : "as a local sandbox",
                weaker.len ? weaker.data + 2 : "");
         sp_buf_dispose(&weaker);
+        report_netpol(R, sp_now_ms(), o, np);
     }
     cJSON_Delete(o);
     sp_buf_dispose(&x.out);
@@ -374,10 +403,32 @@ static void probe(struct run *R, sp_kube *k, const sp_engine *e, const struct cl
     char *spec = NULL;
     cJSON *made = NULL;
     sp_error *err = NULL;
+    /* The probe is a sandbox whose rules allow it nothing: a NetworkPolicy
+     * with no egress over it, made first, and a proxy address where none
+     * listens. Without the policy (not allowed here), a plain probe. */
+    char np_id[24], *np = NULL;
+    snprintf(np_id, sizeof(np_id), "spx-%06x%06x", (unsigned)(sp_now_ms() & 0xffffff),
+             (unsigned)getpid() & 0xffffff);
+    ro.egress_id = np_id;
+    char *np_spec = sp_kube_render_netpol_deny(&ro);
+    if (sp_kube_netpol_create(k, np_spec, &err) == 0) {
+        np = sp_xasprintf("%s-deny", np_id);
+        ro.egress_addr = "127.0.0.1";
+    } else {
+        record(R, "network policy", true, t0, "not tried: cannot make a NetworkPolicy: %s",
+               err ? err->message : "failed");
+        sp_error_free(err);
+        err = NULL;
+        ro.egress_id = NULL;
+    }
+    free(np_spec);
     if (sp_kube_render_pod(&spec, &o, &ro, &err) < 0 ||
         sp_kube_pod_create(k, spec, &made, &err) < 0) {
         free(spec);
         record_err(R, "probe pod create", t0, err);
+        if (np)
+            sp_kube_netpol_delete(k, np, NULL);
+        free(np);
         return;
     }
     free(spec);
@@ -394,7 +445,7 @@ static void probe(struct run *R, sp_kube *k, const sp_engine *e, const struct cl
     if (ok)
         ok = probe_exec(R, k, pod);
     if (ok)
-        probe_protections(R, k, pod);
+        probe_protections(R, k, pod, np);
     if (ok)
         probe_mcp(R, k, pod);
 
@@ -403,6 +454,9 @@ static void probe(struct run *R, sp_kube *k, const sp_engine *e, const struct cl
         record_err(R, "probe pod delete", t0, err);
     else
         record(R, "probe pod delete", true, t0, "%s deleted", pod);
+    if (np && sp_kube_netpol_delete(k, np, &err) < 0)
+        record_err(R, "probe policy delete", sp_now_ms(), err);
+    free(np);
     free(pod);
 }
 

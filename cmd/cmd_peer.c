@@ -116,7 +116,10 @@ const struct cli_spec cli_spec_peer = {
                    "  protections    what this container is kept from, as one JSON line\n"
                    "                 (user_namespace, uid_map, seccomp, no_new_privs, cap_eff;\n"
                    "                 keyctl and new_user_namespace: whether each was allowed\n"
-                   "                 when tried): `engine test` runs it in its probe Pod",
+                   "                 when tried); `protections network` also tries a TCP\n"
+                   "                 connection to $KUBERNETES_SERVICE_HOST (direct_network:\n"
+                   "                 reached, blocked or untested). `engine test` runs it in\n"
+                   "                 its probe Pod, `create` in each sandbox's Pod",
     .groups = CLI_GROUPS(CLI_OWN(
         CLI_VALUE("root", 0, "DIR", OPT_ROOT, CLI_COMP_DIR,
                   "serve, import, export: the workspace folder"),
@@ -626,9 +629,10 @@ static int cmd_peer(int argc, char **argv)
     if (strcmp(op, "import") == 0 || strcmp(op, "export") == 0)
         return peer_io(&a, op, argc - optind, argv + optind);
     if (strcmp(op, "protections") == 0) {
-        if (optind < argc)
-            return cli_usage("peer", "unexpected argument '%s'", argv[optind]);
-        return peer_protections();
+        bool network = optind < argc && strcmp(argv[optind], "network") == 0;
+        if (optind + network < argc)
+            return cli_usage("peer", "unexpected argument '%s'", argv[optind + network]);
+        return peer_protections(network);
     }
     if (strncmp(op, "egress-", 7) == 0 &&
         (strcmp(op + 7, "serve") == 0 || strcmp(op + 7, "policy") == 0 ||

@@ -3,13 +3,22 @@
  * namespace or the node's ids, the seccomp mode, no_new_privs, the
  * effective capabilities, and whether two things sandpod's own seccomp
  * profile refuses are allowed here (keyctl, and making a user namespace:
- * what a Pod under RuntimeDefault allows). Every test is made, not
- * inferred from configuration. */
+ * what a Pod under RuntimeDefault allows). With `network`, whether a TCP
+ * connection to the cluster's API service ($KUBERNETES_SERVICE_HOST, which
+ * the kubelet gives every container) completes: under a NetworkPolicy that
+ * allows only the egress proxy it must not, and if it does, the cluster
+ * does not enforce NetworkPolicies. Every test is made, not inferred from
+ * configuration. */
 #include <errno.h>
+#include <fcntl.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -58,7 +67,63 @@ static int try_userns(void)
     return unshare(CLONE_NEWUSER);
 }
 
-int peer_protections(void)
+/* The API service's address as host:port in target (as given: the kubelet
+ * writes an address, v6 in brackets when it has colons), or "" when the
+ * container has none. */
+static void api_target(char *target, size_t cap, const char **host, const char **port)
+{
+    *host = getenv("KUBERNETES_SERVICE_HOST");
+    *port = getenv("KUBERNETES_SERVICE_PORT");
+    if (!*port || !**port)
+        *port = "443";
+    target[0] = '\0';
+    if (*host && **host)
+        snprintf(target, cap, strchr(*host, ':') ? "[%s]:%s" : "%s:%s", *host, *port);
+}
+
+/* "reached", "blocked" (refused, unreachable, or no answer within 1.5 s:
+ * a policy that drops is not told from one that refuses) or "untested"
+ * (no address to try). The address is parsed, not looked up: the kubelet
+ * gives one, and this binary is static (no NSS). */
+static const char *direct_network(char *target, size_t cap)
+{
+    const char *host, *port;
+    api_target(target, cap, &host, &port);
+    char *end = NULL;
+    unsigned long pn = strtoul(port, &end, 10);
+    struct sockaddr_storage ss = {0};
+    socklen_t sl = 0;
+    struct sockaddr_in *v4 = (struct sockaddr_in *)&ss;
+    struct sockaddr_in6 *v6 = (struct sockaddr_in6 *)&ss;
+    if (!target[0] || !end || *end || pn == 0 || pn > 65535)
+        return "untested";
+    if (inet_pton(AF_INET, host, &v4->sin_addr) == 1) {
+        v4->sin_family = AF_INET;
+        v4->sin_port = htons((uint16_t)pn);
+        sl = sizeof(*v4);
+    } else if (inet_pton(AF_INET6, host, &v6->sin6_addr) == 1) {
+        v6->sin6_family = AF_INET6;
+        v6->sin6_port = htons((uint16_t)pn);
+        sl = sizeof(*v6);
+    } else {
+        return "untested";
+    }
+    const char *verdict = "blocked";
+    int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (fd >= 0 && (connect(fd, (struct sockaddr *)&ss, sl) == 0 || errno == EINPROGRESS)) {
+        struct pollfd p = {fd, POLLOUT, 0};
+        int err = 0;
+        socklen_t len = sizeof(err);
+        if (poll(&p, 1, 1500) == 1 && getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) == 0 &&
+            err == 0)
+            verdict = "reached";
+    }
+    if (fd >= 0)
+        close(fd);
+    return verdict;
+}
+
+int peer_protections(bool network)
 {
     char map[128] = "";
     FILE *f = fopen("/proc/self/uid_map", "re");
@@ -88,6 +153,11 @@ int peer_protections(void)
     cJSON_AddStringToObject(o, "cap_eff", capeff);
     cJSON_AddBoolToObject(o, "keyctl", allowed_in_child(try_keyctl));
     cJSON_AddBoolToObject(o, "new_user_namespace", allowed_in_child(try_userns));
+    if (network) {
+        char target[300];
+        cJSON_AddStringToObject(o, "direct_network", direct_network(target, sizeof(target)));
+        cJSON_AddStringToObject(o, "direct_target", target);
+    }
     char *text = cJSON_PrintUnformatted(o);
     cJSON_Delete(o);
     int rc = text && printf("%s\n", text) > 0 ? 0 : cli_error("protections: out of memory");

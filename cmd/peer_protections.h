@@ -2,6 +2,9 @@
 #ifndef SANDPOD_CMD_PEER_PROTECTIONS_H
 #define SANDPOD_CMD_PEER_PROTECTIONS_H
 
-int peer_protections(void);
+#include <stdbool.h>
+
+/* network: also try a direct connection to the cluster's API service. */
+int peer_protections(bool network);
 
 #endif

@@ -170,10 +170,10 @@ static int check_engine(const sp_engine *e, const char *where, sp_error **err)
         cleanup_free char *copy = sp_xstrdup(e->accept);
         char *save = NULL;
         for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save))
-            if (strcmp(t, "userns") != 0 && strcmp(t, "seccomp") != 0)
+            if (strcmp(t, "userns") != 0 && strcmp(t, "seccomp") != 0 && strcmp(t, "netpol") != 0)
                 return sp_err_set(err, SP_EINVAL, 0,
                                   "%s.accept: '%s' is not a protection a Pod may lack (userns, "
-                                  "seccomp)",
+                                  "seccomp, netpol)",
                                   where, t);
     }
     if ((e->token_file || e->ca_file) && !e->server)

@@ -198,11 +198,16 @@ static bool listed(const char *list, const char *name)
  * and a seccomp profile that refuses keyctl and new user namespaces (the
  * node's RuntimeDefault allows them). Tried in the Pod, before any of the
  * user's files or commands enter it (`sandpod peer protections`, in the
- * peer container: the same Pod's user namespace and seccomp profile). */
+ * peer container: the same Pod's user namespace, seccomp profile and
+ * network). With egress rules, also NetworkPolicies that hold: the Pod,
+ * whose policy allows only the proxy, must not reach the cluster's API
+ * service directly (a cluster whose network plugin ignores NetworkPolicies
+ * would let the workload go around its proxy). */
 static int check_protections(sp_remote *r, const sp_engine *e, const sp_sandbox_opts *o,
-                             sp_error **err)
+                             bool egress, sp_error **err)
 {
-    const char *argv[] = {SP_KUBE_SANDPOD_BIN, "peer", "protections", NULL};
+    const char *argv[] = {SP_KUBE_SANDPOD_BIN, "peer", "protections", egress ? "network" : NULL,
+                          NULL};
     sp_buf out = SP_BUF_INIT;
     bulk_out b = {&out, SP_BUF_INIT};
     sp_remote_cmd io = {.argv = argv, .stdin_fd = -1, .out_fd = -1, .out = keep_output, .ud = &b};
@@ -223,6 +228,11 @@ static int check_protections(sp_remote *r, const sp_engine *e, const sp_sandbox_
     bool weak_seccomp =
         o->seccomp != SP_SECCOMP_UNCONFINED &&
         (sp_json_bool(p, "keyctl", true) || sp_json_bool(p, "new_user_namespace", true));
+    const char *verdict = egress ? sp_json_str_or(p, "direct_network", "untested") : "blocked";
+    bool reached = strcmp(verdict, "reached") == 0;
+    bool open_net = strcmp(verdict, "blocked") != 0 && !listed(e->accept, "netpol");
+    char target[128];
+    snprintf(target, sizeof(target), "%.100s", sp_json_str_or(p, "direct_target", ""));
     cJSON_Delete(p);
     sp_buf why = SP_BUF_INIT;
     if (no_userns && !listed(e->accept, "userns"))
@@ -233,19 +243,29 @@ static int check_protections(sp_remote *r, const sp_engine *e, const sp_sandbox_
                       e->seccomp_profile ? "the Localhost seccomp profile does not refuse them"
                                          : "RuntimeDefault seccomp: install sandpod's profile on "
                                            "the nodes and set --seccomp-profile");
+    if (open_net && reached)
+        sp_buf_printf(&why,
+                      "; its NetworkPolicy is not enforced (the Pod, allowed only its egress "
+                      "proxy, reached the API service at %s directly)",
+                      target);
+    else if (open_net)
+        sp_buf_adds(&why, "; cannot tell whether NetworkPolicies are enforced (the Pod has no "
+                          "KUBERNETES_SERVICE_HOST to try)");
     if (!why.len)
         return 0;
+    sp_buf names = SP_BUF_INIT;
+    if (no_userns && !listed(e->accept, "userns"))
+        sp_buf_adds(&names, ",userns");
+    if (weak_seccomp && !listed(e->accept, "seccomp"))
+        sp_buf_adds(&names, ",seccomp");
+    if (open_net)
+        sp_buf_adds(&names, ",netpol");
     rc = sp_err_set(err, SP_EDENIED, 0,
                     "engine %s: %s is weaker than a local sandbox%s; accept it by name if you "
-                    "will: sandpod engine add %s --replace ... --accept %s%s%s",
-                    e->name, r->where, why.data, e->name,
-                    no_userns && !listed(e->accept, "userns") ? "userns" : "",
-                    no_userns && !listed(e->accept, "userns") && weak_seccomp &&
-                            !listed(e->accept, "seccomp")
-                        ? ","
-                        : "",
-                    weak_seccomp && !listed(e->accept, "seccomp") ? "seccomp" : "");
+                    "will: sandpod engine add %s --replace ... --accept %s",
+                    e->name, r->where, why.data, e->name, names.data + 1);
     sp_buf_dispose(&why);
+    sp_buf_dispose(&names);
     return rc;
 }
 
@@ -360,7 +380,7 @@ static int kr_create(sp_remote **out, cJSON **record, const sp_remote_spec *c, s
     if (rc < 0)
         sp_err_wrap(err, rc, "the sandbox's %s did not start", r->where);
     else
-        rc = check_protections(r, c->engine, &o, err);
+        rc = check_protections(r, c->engine, &o, c->egress_policy != NULL, err);
     if (rc < 0) {
         sp_kube_pod_delete(k, r->pod, 0, NULL);
         if (*id)

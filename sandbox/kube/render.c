@@ -525,7 +525,8 @@ static cJSON *pod_selector(const char *key, const char *value)
 }
 
 /* A NetworkPolicy over the Pods labelled key=value: only `way` (Egress,
- * Ingress) to or from the Pods labelled peer_key=id, on the proxy's port. */
+ * Ingress) to or from the Pods labelled peer_key=id, on the proxy's port;
+ * without peer_key, nothing that way at all. */
 static char *network_policy(const sp_kube_render_opts *ro, const char *suffix, const char *key,
                             const char *way, const char *peer_key)
 {
@@ -548,8 +549,14 @@ static char *network_policy(const sp_kube_render_opts *ro, const char *suffix, c
     cJSON_Delete(sel);
     const char *types[] = {way, NULL};
     cJSON_AddItemToObject(spec, "policyTypes", strings(types));
+    cJSON *rules = cJSON_AddArrayToObject(spec, egress ? "egress" : "ingress");
+    if (!peer_key) {
+        char *out = cJSON_Print(np);
+        cJSON_Delete(np);
+        return out;
+    }
     cJSON *rule = cJSON_CreateObject();
-    cJSON_AddItemToArray(cJSON_AddArrayToObject(spec, egress ? "egress" : "ingress"), rule);
+    cJSON_AddItemToArray(rules, rule);
     cJSON_AddItemToArray(cJSON_AddArrayToObject(rule, egress ? "to" : "from"),
                          pod_selector(peer_key, ro->egress_id));
     cJSON *port = cJSON_CreateObject();
@@ -559,6 +566,11 @@ static char *network_policy(const sp_kube_render_opts *ro, const char *suffix, c
     char *out = cJSON_Print(np);
     cJSON_Delete(np);
     return out;
+}
+
+char *sp_kube_render_netpol_deny(const sp_kube_render_opts *ro)
+{
+    return network_policy(ro, "deny", "sandpod.egress", "Egress", NULL);
 }
 
 int sp_kube_render_egress(char **pod, char **np_workload, char **np_proxy, const sp_sandbox_opts *o,

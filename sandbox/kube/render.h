@@ -89,6 +89,11 @@ int sp_kube_render_pod(char **out, const sp_sandbox_opts *o, const sp_kube_rende
  * says "netpol").
  *
  * @return 0; SP_EINVAL (an id that is not a DNS label, no policy) */
+/* A NetworkPolicy "<egress_id>-deny" that allows the Pods labelled
+ * sandpod.egress=<egress_id> no egress at all (`engine test` puts its
+ * probe Pod under it to see whether the cluster enforces policies). */
+char *sp_kube_render_netpol_deny(const sp_kube_render_opts *ro);
+
 int sp_kube_render_egress(char **pod, char **np_workload, char **np_proxy, const sp_sandbox_opts *o,
                           const sp_kube_render_opts *ro, const char *policy, const char *hosts,
                           sp_error **err);

@@ -44,6 +44,14 @@ Usage: fake_podman.py DIR [--client-cert] [--v4-only]
     ingress rules (a policy of Ingress only changes nothing), and policies
     made after the Pod was played (sandpod makes them first). status.podIP
     is the Pod's address on its first policy network, else on the default.
+    Fault {"ignore_netpol": true}: policies are kept but not enforced (a
+    network plugin without NetworkPolicy support).
+  - The API service, as the kubelet tells every container of it
+    (KUBERNETES_SERVICE_HOST and _PORT): a TCP listener of the fake's on
+    this host's own address (the one its default route leaves from), which
+    accepts and closes. A Pod on Podman's network reaches it; one on a
+    policy's network does not (what `sandpod peer protections network`
+    tries).
   - DIR/made gets a line "pod NAME" or "net NAME" for each Pod and network
     it makes, for fake_lib.sh's cleanup.
 """
@@ -135,6 +143,8 @@ def networks_for(pod):
     labels = pod["metadata"].get("labels") or {}
     ns = pod["metadata"].get("namespace")
     with lock:
+        if state["faults"].get("ignore_netpol"):
+            return []
         nps = [np for (n, _), np in state["netpols"].items() if n == ns]
     egress = [np for np in nps if "Egress" in (np["spec"].get("policyTypes") or [])]
     mine = [net_of(np) for np in egress if selects(np["spec"].get("podSelector"), labels)]
@@ -144,6 +154,39 @@ def networks_for(pod):
              if any(selects(to.get("podSelector"), labels)
                     for rule in np["spec"].get("egress") or [] for to in rule.get("to") or [])]
     return ["podman"] + peers if peers else []
+
+
+api_service = None  # (host, port) of the API service's stand-in
+
+
+def host_address():
+    """This host's address on its default route (a UDP socket's connect
+    sends nothing), else its first address that is not loopback."""
+    try:
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as u:
+            u.connect(("198.18.0.1", 9))
+            return u.getsockname()[0]
+    except OSError:
+        pass
+    for a in subprocess.run(["hostname", "-I"], capture_output=True, text=True).stdout.split():
+        if ":" not in a and not a.startswith("127."):
+            return a
+    raise RuntimeError("fake_podman: this host has no address but loopback")
+
+
+def serve_api_service():
+    global api_service
+    srv = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    srv.bind(("0.0.0.0", 0))
+    srv.listen(64)
+    api_service = (host_address(), srv.getsockname()[1])
+
+    def loop():
+        while True:
+            c, _ = srv.accept()
+            c.close()
+    threading.Thread(target=loop, daemon=True).start()
 
 
 def for_play(pod):
@@ -170,6 +213,10 @@ def for_play(pod):
             # on; Podman 4.3's kube play publishes it on the host as well
             # (so a second such Pod failed: "address already in use").
             c.pop("ports", None)
+            if api_service:
+                env = c.setdefault("env", [])
+                env += [{"name": "KUBERNETES_SERVICE_HOST", "value": api_service[0]},
+                        {"name": "KUBERNETES_SERVICE_PORT", "value": str(api_service[1])}]
     return pod
 
 
@@ -698,6 +745,7 @@ class Handler(base.Handler):
 
 def main():
     containers_conf()
+    serve_api_service()
     base.Handler = Handler
     threading.Thread(target=poller, daemon=True).start()
     base.main()

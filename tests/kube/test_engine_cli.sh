@@ -223,7 +223,13 @@ if [ "$rc" -ne 0 ] && [ "$(id -u)" != 0 ] && grep -q '"probe pod ready","ok":fal
     skip "the probe Pod did not start rootless here: $(head -c 300 "$T/out")"
 fi
 expect 0 "engine test probe (the probe Pod)"
-json "every probe step passed and was timed" '[c["name"] for c in j["checks"]][-6:] == ["probe pod create", "probe pod ready", "exec in workload", "protections", "mcp through peer", "probe pod delete"] and all(c["ok"] for c in j["checks"])'
+json "every probe step passed and was timed" '[c["name"] for c in j["checks"]][-7:] == ["probe pod create", "probe pod ready", "exec in workload", "protections", "network policy", "mcp through peer", "probe pod delete"] and all(c["ok"] for c in j["checks"])'
+# The probe Pod runs under a NetworkPolicy that allows it no egress, which
+# the fake enforces: the API service's address is out of its reach.
+json "NetworkPolicies are found enforced" 'any(c["name"] == "network policy" and c["detail"].startswith("enforced: the probe Pod, allowed no egress by spx-") and "could not reach the API service at" in c["detail"] for c in j["checks"])'
+check "the probe's NetworkPolicy is gone" [ -z "$(curl -sf --cacert "$T/ca.pem" -H 'Authorization: Bearer token-one' \
+    "https://127.0.0.1:$PORT/apis/networking.k8s.io/v1/namespaces/default/networkpolicies" |
+    python3 -c 'import json,sys; print(" ".join(i["metadata"]["name"] for i in json.load(sys.stdin)["items"]))')" ]
 # What the workload is kept from, tried in it: the fake plays no hostUsers
 # (a rootful Pod has the node's ids, a rootless one its service's user's
 # namespace), and Podman's default seccomp filter allows keyctl and new user
@@ -233,6 +239,12 @@ json "the MCP round trip listed tools" 'any(c["name"] == "mcp through peer" and 
 python3 -c 'import json,sys; [print("  %-20s %6d ms  %s" % (c["name"], c["ms"], c["detail"])) for c in json.load(open(sys.argv[1]))["checks"]]' "$T/out"
 p=$(sed -n 's/.*"detail":"\(sp-engine-probe-[a-z0-9]*\) .*/\1/p' "$T/out")
 check "the probe Pod is gone from Podman" [ -n "$p" ] && ! podman pod exists "$p"
+# A network plugin that ignores policies: said, not failed.
+fault '{"ignore_netpol": true}'
+run engine test probe --json --timeout 180
+expect 0 "engine test where NetworkPolicies are not enforced"
+json "... says they are not" 'any(c["name"] == "network policy" and c["detail"].startswith("NOT enforced: the probe Pod, allowed no egress by spx-") and "unless the engine accepts netpol" in c["detail"] for c in j["checks"])'
+fault '{"ignore_netpol": false}'
 check "the probe Pod's volumes are gone" [ -n "$p" ] && ! podman volume ls --quiet | grep -q "^$p-"
 
 # A denied exec: the probe is not made; the verb is named.

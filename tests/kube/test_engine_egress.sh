@@ -13,7 +13,11 @@
 #   shows one made while it runs; ls shows one
 #   sandbox and gc takes neither Pod for an orphan; a fork gets the rules
 #   and a proxy of its own; rm takes the proxy's Pod and its
-#   NetworkPolicies along; a sandbox without rules makes no proxy.
+#   NetworkPolicies along; a sandbox without rules makes no proxy, and
+#   reaches the API service's address directly, which a sandbox with rules
+#   did not; on a cluster that does not enforce NetworkPolicies (the fake's
+#   ignore_netpol fault) a sandbox with rules is refused in one line, with
+#   nothing left, unless the engine accepts "netpol".
 #
 # Usage: test_engine_egress.sh PATH/TO/sandpod
 set -u
@@ -82,6 +86,9 @@ out_lacks "hello-upstream" "the upstream's address without the proxy is unreacha
 out_has "rc=1" "a direct connection fails"
 run sh "$E" 'nslookup good.test 2>&1 | tail -n 2; timeout 5 nslookup example.com 8.8.8.8 >/dev/null 2>&1; echo "dns=$?"'
 out_lacks "dns=0" "DNS from the workload answers nothing"
+NC_API='echo "svc=$KUBERNETES_SERVICE_HOST"; nc -w 3 "$KUBERNETES_SERVICE_HOST" "$KUBERNETES_SERVICE_PORT" </dev/null; echo "api=$?"'
+run sh "$E" "$NC_API"
+out_has "api=1" "the API service's address is unreachable from the workload"
 
 run network "$E"
 expect 0 "network NAME"
@@ -145,7 +152,33 @@ check "no Pod is left" [ -z "$(fake_pods)" ]
 run create --engine fake --name "$E-plain" --image "$WIMG"
 expect 0 "create without rules"
 check "no proxy and no NetworkPolicy for it" [ -z "$(netpols)" ] && [ "$(fake_pods | wc -w)" = 1 ]
+run sh "$E-plain" "$NC_API"
+out_has "api=0" "without rules the API service's address is reached (what create tries is there)"
 run rm --force "$E-plain"
 expect 0 "rm the plain one"
+
+# A network plugin that ignores NetworkPolicies: the workload could go
+# around its proxy, so the sandbox is refused, unless accepted by name.
+fault '{"ignore_netpol": true}'
+run create --engine fake --name "$E-open" --image "$WIMG" --allow good.test:8080 \
+    --egress-hosts "$T/hosts"
+expect 1 "create with rules where NetworkPolicies are not enforced"
+err_has "its NetworkPolicy is not enforced (the Pod, allowed only its egress proxy, reached the API service at" \
+    "... saying so"
+err_has "--accept netpol" "... and how to accept it by name"
+check "... leaving no sandbox" [ ! -e "$SANDPOD_HOME/sandboxes/$E-open" ]
+check "... no Pod and no NetworkPolicy" [ -z "$(netpols)" ] && [ -z "$(fake_pods)" ]
+python3 -c '
+import json, sys
+p = sys.argv[1]
+d = json.load(open(p))
+d["engines"]["fake"]["accept"] += ",netpol"
+json.dump(d, open(p, "w"))' "$SANDPOD_HOME/engines.json"
+run create --engine fake --name "$E-open" --image "$WIMG" --allow good.test:8080 \
+    --egress-hosts "$T/hosts"
+expect 0 "the same on an engine that accepts netpol"
+run rm --force "$E-open"
+expect 0 "rm it"
+fault '{"ignore_netpol": false}'
 
 finish

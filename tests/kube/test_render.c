@@ -417,6 +417,18 @@ static void test_egress(void **state)
     free(wt);
     free(xt);
 
+    /* `engine test`'s: no egress at all for the Pods with the label. */
+    char *dt = sp_kube_render_netpol_deny(&ro);
+    cJSON *d = cJSON_Parse(dt);
+    assert_string_equal(str_at(d, "metadata/name"), "spe-0123456789ab-deny");
+    assert_string_equal(str_at(d, "spec/podSelector/matchLabels/sandpod.egress"),
+                        "spe-0123456789ab");
+    assert_string_equal(str_at(d, "spec/policyTypes/#0"), "Egress");
+    assert_true(cJSON_IsArray(at(d, "spec/egress")));
+    assert_int_equal(cJSON_GetArraySize(at(d, "spec/egress")), 0);
+    cJSON_Delete(d);
+    free(dt);
+
     /* The workload: the label the policy selects, every command told where
      * the proxy is, and the gap said. */
     cJSON *pod = render(&o, &ro);

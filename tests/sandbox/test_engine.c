@@ -180,12 +180,12 @@ static void test_refused(void **state)
     expect_err(sp_engine_add(root, e, true, &err), err, SP_EINVAL,
                "accept: 'network' is not a protection");
     free(e->accept);
-    e->accept = strdup("seccomp,userns");
+    e->accept = strdup("seccomp,userns,netpol");
     assert_int_equal(sp_engine_add(root, e, true, &err), 0);
     sp_engine *g = NULL;
     assert_int_equal(sp_engine_get(&g, root, e->name, &err), 0);
     assert_string_equal(g->seccomp_profile, "profiles/sandpod.json");
-    assert_string_equal(g->accept, "seccomp,userns");
+    assert_string_equal(g->accept, "seccomp,userns,netpol");
     sp_engine_free(g);
     e->kind = SP_ENGINE_PODMAN;
     expect_err(sp_engine_add(root, e, true, &err), err, SP_EINVAL, "not a field of a podman");

@@ -68,7 +68,8 @@ typedef struct sp_engine {
      *  under the kubelet's seccomp folder); NULL: RuntimeDefault. */
     char *seccomp_profile;
     /** What the Pods may lack of a local sandbox's protections, accepted by
-     *  name: "userns", "seccomp", comma-separated; NULL: nothing. */
+     *  name: "userns", "seccomp", "netpol" (the cluster does not enforce
+     *  NetworkPolicies), comma-separated; NULL: nothing. */
     char *accept;
 } sp_engine;
 
