@@ -461,6 +461,8 @@ void sp_sandbox_opts_take(sp_sandbox_opts *o, const sp_sandbox_opts *in)
         memcpy(&d, in, offsetof(sp_sandbox_opts, should_stop));
     else if (in && in->version == 2)
         memcpy(&d, in, offsetof(sp_sandbox_opts, allow));
+    else if (in && in->version == 3)
+        memcpy(&d, in, offsetof(sp_sandbox_opts, secrets));
     else if (in)
         d = *in;
     d.version = SP_SANDBOX_OPTS_VERSION;

@@ -462,6 +462,27 @@ static bool rule_matches(const sp_egress_rule *r, const char *name, const sp_egr
     return false;
 }
 
+bool sp_egress_rule_names(const sp_egress_rule *r, const char *host, uint16_t port)
+{
+    char name[MAX_NAME + 2];
+    if (!host)
+        return false;
+    if (r->kind == SP_EGRESS_CIDR) {
+        sp_egress_net a = {0};
+        struct sockaddr_storage ss = {0};
+        struct sockaddr_in *v4 = (struct sockaddr_in *)&ss;
+        struct sockaddr_in6 *v6 = (struct sockaddr_in6 *)&ss;
+        if (inet_pton(AF_INET, host, &v4->sin_addr) == 1)
+            v4->sin_family = AF_INET;
+        else if (inet_pton(AF_INET6, host, &v6->sin6_addr) == 1)
+            v6->sin6_family = AF_INET6;
+        else
+            return false;
+        return judged_addr(&a, (struct sockaddr *)&ss) && rule_matches(r, NULL, &a, port);
+    }
+    return normal_name(name, host) && rule_matches(r, name, NULL, port);
+}
+
 static bool decided(sp_egress_decision *out, sp_egress_verdict v, sp_egress_reason why,
                     const sp_egress_rule *rule, const char *special)
 {

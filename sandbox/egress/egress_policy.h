@@ -188,6 +188,11 @@ bool sp_egress_decide(sp_egress_decision *out, const sp_egress_policy *p, const 
 bool sp_egress_may_resolve(sp_egress_decision *out, const sp_egress_policy *p, const char *host,
                            uint16_t port);
 
+/* Whether a rule names (host, port) as the client gave them: a name rule
+ * the name (as sp_egress_decide() matches it), a network rule an address
+ * literal it holds; the port in its range. No address is judged special. */
+bool sp_egress_rule_names(const sp_egress_rule *r, const char *host, uint16_t port);
+
 /* One line for a 403 body and the connection log: "allowed by --allow
  * 'example.com'", "denied by --deny '*.evil.com'", "refused: 127.0.0.1 is
  * loopback and no --allow CIDR rule names it", "refused: no --allow rule

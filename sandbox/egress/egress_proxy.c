@@ -28,6 +28,7 @@
 #include "base.h"
 #include "egress_policy.h"
 #include "egress_resolve.h"
+#include "egress_secrets.h"
 
 #define PUMP_BUF       32768
 #define PIPE_BYTES     (256 * 1024)
@@ -39,6 +40,7 @@
 
 typedef struct policy_ref {
     sp_egress_policy p;
+    sp_egress_secrets secrets; /* read with the policy, from the folder's "secrets" */
     unsigned refs;
     char version[64]; /* what its "# version" line says, for the host's wait */
 } policy_ref;
@@ -52,8 +54,9 @@ typedef struct conn {
     struct sockaddr_storage sa; /* what it connected to */
     char addr[INET6_ADDRSTRLEN];
     bool allowed;
-    char why[512]; /* the decision, or why it failed */
-    char *rule;    /* the deciding rule's text, or NULL */
+    char why[512];                       /* the decision, or why it failed */
+    char *rule;                          /* the deciding rule's text, or NULL */
+    char secret[SP_SECRET_NAME_MAX + 1]; /* a secret whose stand-in it carried ("": none) */
     uint64_t up_bytes, down_bytes;
     int64_t started_ms;
     atomic_int cut; /* the watcher found the policy now denies it */
@@ -64,7 +67,7 @@ typedef struct conn {
 
 static struct {
     sp_egress_proxy_opts o;
-    char policy_path[PATH_MAX], hosts_path[PATH_MAX];
+    char policy_path[PATH_MAX], hosts_path[PATH_MAX], secrets_path[PATH_MAX];
     pthread_mutex_t mu;
     policy_ref *policy;
     struct stat policy_st;
@@ -158,8 +161,42 @@ static void add_host_addresses(sp_egress_policy *p)
     }
 }
 
-/* Read the policy file into a new reference; NULL (said why) when it is
- * unreadable or holds a bad line: the old policy stays. */
+/* The secrets file beside the policy into r (none when there is none);
+ * false (said why) when it cannot be read or holds a bad line. */
+static bool load_secrets(policy_ref *r)
+{
+    cleanup_close int fd = open(g.secrets_path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0 && errno == ENOENT)
+        return true;
+    sp_buf text = SP_BUF_INIT;
+    if (fd < 0 || sp_read_all(fd, &text, 4u << 20) < 0) {
+        say("cannot read %s: %s", g.secrets_path, strerror(errno));
+        sp_buf_dispose(&text);
+        return false;
+    }
+    sp_error *e = NULL;
+    int rc = sp_egress_secrets_parse(&r->secrets, text.data ? text.data : "", text.len, &e);
+    if (text.data)
+        explicit_bzero(text.data, text.len);
+    sp_buf_dispose(&text);
+    if (rc < 0) {
+        say("%s: %s", g.secrets_path, e ? e->message : "bad secrets");
+        sp_error_free(e);
+        return false;
+    }
+    return true;
+}
+
+static void policy_ref_free(policy_ref *r)
+{
+    sp_egress_policy_dispose(&r->p);
+    sp_egress_secrets_dispose(&r->secrets);
+    free(r);
+}
+
+/* Read the policy file (and the secrets beside it) into a new reference;
+ * NULL (said why) when either is unreadable or holds a bad line: the old
+ * policy stays. */
 static policy_ref *load_policy(struct stat *st)
 {
     cleanup_close int fd = open(g.policy_path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
@@ -178,8 +215,11 @@ static policy_ref *load_policy(struct stat *st)
     if (rc < 0) {
         say("%s: %s", g.policy_path, e ? e->message : "bad policy");
         sp_error_free(e);
-        sp_egress_policy_dispose(&r->p);
-        free(r);
+        policy_ref_free(r);
+        return NULL;
+    }
+    if (!load_secrets(r)) {
+        policy_ref_free(r);
         return NULL;
     }
     add_host_addresses(&r->p);
@@ -213,10 +253,8 @@ static policy_ref *policy_get(void)
 
 static void policy_put_locked(policy_ref *r)
 {
-    if (--r->refs == 0) {
-        sp_egress_policy_dispose(&r->p);
-        free(r);
-    }
+    if (--r->refs == 0)
+        policy_ref_free(r);
 }
 
 static void policy_put(policy_ref *r)
@@ -293,6 +331,12 @@ static policy_ref *with_new_addresses(const policy_ref *old)
         if (sp_egress_policy_add(&r->p, p->rules[i].text, p->rules[i].verdict, &e) < 0)
             sp_error_free(e);
     }
+    char *st = sp_egress_secrets_text(&old->secrets);
+    sp_error *e = NULL;
+    if (sp_egress_secrets_parse(&r->secrets, st, strlen(st), &e) < 0)
+        sp_error_free(e);
+    explicit_bzero(st, strlen(st));
+    free(st);
     add_host_addresses(&r->p);
     return r;
 }
@@ -417,6 +461,10 @@ static void log_conn(const conn *c)
         at += (size_t)snprintf(line + at, sizeof(line) - at, "null");
     at += (size_t)snprintf(line + at, sizeof(line) - at, ",\"why\":");
     json_str(line, sizeof(line), &at, c->why);
+    if (c->secret[0]) {
+        at += (size_t)snprintf(line + at, sizeof(line) - at, ",\"secret\":");
+        json_str(line, sizeof(line), &at, c->secret);
+    }
     if (at + 2 >= sizeof(line))
         at = sizeof(line) - 3;
     line[at++] = '}';
@@ -533,6 +581,16 @@ static open_result open_upstream(conn *c)
     sp_egress_decision d;
     sp_egress_addrs addrs = {.n = 0};
     open_result res = OPEN_DENIED;
+    /* A stand-in in a name would leave in a lookup, or in the name the
+     * upstream is asked for: whatever the rules say. */
+    const sp_egress_secret *in_name =
+        sp_egress_secrets_find(&pr->secrets, c->host, strlen(c->host));
+    if (in_name || strstr(c->host, SP_SECRET_STANDIN_PREFIX)) {
+        snprintf(c->secret, sizeof(c->secret), "%s", in_name ? in_name->name : "");
+        snprintf(c->why, sizeof(c->why), "refused: the host name carries a secret's stand-in%s%s",
+                 in_name ? ": " : "", in_name ? in_name->name : "");
+        goto done;
+    }
     if (c->literal) {
         addrs.a[addrs.n++] = lit;
     } else {
@@ -1020,6 +1078,68 @@ static void pump(conn *c, body *b, const unsigned char *pre, size_t pre_len, con
 
 /* ---------------------------------------------------------- protocols -- */
 
+/* Whether the stand-ins in a request head (line and headers) may go where
+ * c goes: each must be of a secret for c's host and port (over TLS or
+ * not). When not, c->why and c->secret say which. */
+static bool standins_may_go(conn *c, const void *head, size_t len, bool tls)
+{
+    policy_ref *pr = policy_get();
+    bool ok = true;
+    for (size_t i = 0; i < pr->secrets.n && ok; i++) {
+        const sp_egress_secret *x = &pr->secrets.v[i];
+        if (!memmem(head, len, x->standin, SP_SECRET_STANDIN_LEN) ||
+            sp_egress_secret_for(x, c->host, c->port, tls))
+            continue;
+        ok = false;
+        snprintf(c->secret, sizeof(c->secret), "%s", x->name);
+        snprintf(c->why, sizeof(c->why),
+                 "refused: the request carries the stand-in of secret %s, which is not for "
+                 "%s%.200s:%u",
+                 x->name, tls ? "" : "http://", c->host, c->port);
+        free(c->rule);
+        c->rule = NULL;
+        c->allowed = false;
+    }
+    policy_put(pr);
+    return ok;
+}
+
+/* The request head in *out (its line, then headers to the blank line):
+ * the stand-ins of secrets for c's host put back to their values, in the
+ * headers all of them, in the request line those that go in the query. */
+static void put_secrets(conn *c, char **out, size_t *len, bool tls)
+{
+    policy_ref *pr = policy_get();
+    if (!pr->secrets.n) {
+        policy_put(pr);
+        return;
+    }
+    char *line_end = memmem(*out, *len, "\r\n", 2);
+    size_t ll = line_end ? (size_t)(line_end - *out) : *len;
+    unsigned char *a = NULL, *b = NULL;
+    size_t al = 0, bl = 0;
+    size_t n = sp_egress_secrets_replace(&pr->secrets, c->host, c->port, tls, true, false, *out, ll,
+                                         &a, &al);
+    n += sp_egress_secrets_replace(&pr->secrets, c->host, c->port, tls, false, false, *out + ll,
+                                   *len - ll, &b, &bl);
+    if (n) {
+        /* Which one, for the log (the first found). */
+        const sp_egress_secret *x = sp_egress_secrets_find(&pr->secrets, *out, *len);
+        snprintf(c->secret, sizeof(c->secret), "%s", x ? x->name : "?");
+        explicit_bzero(*out, *len);
+        free(*out);
+        *out = sp_xmalloc(al + bl);
+        memcpy(*out, a, al);
+        memcpy(*out + al, b, bl);
+        *len = al + bl;
+    }
+    explicit_bzero(a, al);
+    explicit_bzero(b, bl);
+    free(a);
+    free(b);
+    policy_put(pr);
+}
+
 static void http_reply(conn *c, int code, const char *reason, const char *msg)
 {
     char body_text[900];
@@ -1282,6 +1402,10 @@ static void serve_http(conn *c, unsigned char *head, size_t got, int64_t deadlin
         b.left = clen;
         if (b.mode == BODY_LENGTH && clen == 0)
             b.mode = BODY_NONE;
+        if (!standins_may_go(c, h, head_len, false)) {
+            http_reply(c, 403, "Forbidden", c->why);
+            return;
+        }
     } else {
         b.mode = BODY_RAW;
     }
@@ -1334,7 +1458,10 @@ static void serve_http(conn *c, unsigned char *head, size_t got, int64_t deadlin
     static const char close_hdr[] = "Connection: close\r\n\r\n";
     memcpy(out + at, close_hdr, sizeof(close_hdr) - 1);
     at += sizeof(close_hdr) - 1;
+    put_secrets(c, &out, &at, false);
     bool sent = write_all(c->up, out, at, mono_ms() + 10000);
+    if (c->secret[0])
+        explicit_bzero(out, at);
     free(out);
     if (sent)
         c->up_bytes += at;
@@ -1699,6 +1826,7 @@ int sp_egress_proxy_run(const sp_egress_proxy_opts *o)
     signal(SIGINT, on_term);
     snprintf(g.policy_path, sizeof(g.policy_path), "%s/%s", o->dir, SP_EGRESS_POLICY);
     snprintf(g.hosts_path, sizeof(g.hosts_path), "%s/%s", o->dir, SP_EGRESS_HOSTS);
+    snprintf(g.secrets_path, sizeof(g.secrets_path), "%s/%s", o->dir, SP_EGRESS_SECRETS);
     g.host_addrs = host_addresses();
     g.policy = load_policy(&g.policy_st);
     if (!g.policy) {

@@ -40,12 +40,13 @@
 #include <stdint.h>
 
 /* The port the workload's agent listens on, on 127.0.0.1 and ::1. */
-#define SP_EGRESS_PORT   3128
-#define SP_EGRESS_SOCKET "proxy.sock"
-#define SP_EGRESS_LOG    "connections.jsonl"
-#define SP_EGRESS_POLICY "policy"
-#define SP_EGRESS_HOSTS  "hosts"
-#define SP_EGRESS_LOADED "policy.loaded"
+#define SP_EGRESS_PORT    3128
+#define SP_EGRESS_SOCKET  "proxy.sock"
+#define SP_EGRESS_LOG     "connections.jsonl"
+#define SP_EGRESS_POLICY  "policy"
+#define SP_EGRESS_HOSTS   "hosts"
+#define SP_EGRESS_SECRETS "secrets"
+#define SP_EGRESS_LOADED  "policy.loaded"
 /* The policy's first line names its version; the proxy writes the version
  * it put in force to RUN/policy.loaded, which the host waits for. */
 #define SP_EGRESS_VERSION_LINE "# version "

@@ -1697,6 +1697,102 @@ def c26_tcp_listener():
     need(bad.returncode == 2 and "usage" in bad.stderr, "port 0 is a usage error", bad.stderr)
 
 
+def secrets_text(version, secrets):
+    lines = ["# sandpod secrets 1"]
+    for name, standin, where, value, scopes in secrets:
+        lines.append("secret %s %s %s %s %s" % (name, standin, where, value.hex(), scopes))
+    return "\n".join(lines) + "\n"
+
+
+def c27_secrets_plain_http():
+    """Brokered secrets over plain HTTP (a scope written http://HOST:PORT):
+    the stand-ins in headers become the values, in the query only for a
+    secret that goes there; a stand-in bound elsewhere is refused, named
+    and recorded; a stand-in in a host name is refused; a new value is in
+    force when the policy's version moves."""
+    s1 = "sandpod-standin-" + "1" * 40
+    s2 = "sandpod-standin-" + "2" * 40
+    s3 = "sandpod-standin-" + "3" * 40
+    rules = ["# version 1", "allow good.test:8080", "allow www.good.test:8080",
+             "allow good.test:9000"]
+    _, d, run, port, err = start_proxy("proxy5", rules)
+    log = JsonLog(os.path.join(run, "connections.jsonl"))
+
+    def put(version, value1):
+        tmp = os.path.join(d, ".secrets.tmp")
+        with open(tmp, "w") as f:
+            f.write(secrets_text(version, [
+                ("TOKEN", s1, "h", value1, "http://good.test:8080"),
+                ("QKEY", s2, "hq", b"query-value-2", "http://good.test:8080"),
+                ("TLSONLY", s3, "h", b"tls-only-3", "good.test:8080")]))
+        os.chmod(tmp, 0o600)
+        os.rename(tmp, os.path.join(d, "secrets"))
+        write_policy(d, ["# version %d" % version] + rules[1:])
+        end = time.monotonic() + 5
+        while time.monotonic() < end:
+            if open(os.path.join(run, "policy.loaded")).read().strip() == str(version):
+                return
+            time.sleep(0.02)
+        need(False, "the proxy took version %d" % version, open(err).read()[-500:])
+
+    put(2, b"s3cret-value-1")
+    m, lm = up_mark(), log.mark()
+    req = ("GET http://good.test:8080/v1?k=%s&t=%s HTTP/1.1\r\nHost: good.test:8080\r\n"
+           "Authorization: Bearer %s\r\nX-Q: %s\r\n\r\n" % (s2, s1, s1, s2)).encode()
+    st, data, body, eof = http(req, port)
+    need(st == 200, "a request to the secrets' host: 200", data)
+    raw = upstream_got(m, 8080)["raw"].encode("latin1")
+    need(b"Authorization: Bearer s3cret-value-1\r\n" in raw and
+         b"X-Q: query-value-2\r\n" in raw, "the headers carry the values", raw)
+    need(raw.startswith(b"GET /v1?k=query-value-2&t=%s HTTP/1.1" % s1.encode()),
+         "the query: the value of the secret that goes there, the other's stand-in kept", raw)
+    r = record(lm, log, host="good.test", port=8080)
+    need(r["verdict"] == "allow" and r.get("secret") in ("TOKEN", "QKEY"),
+         "the record names a secret", r)
+    need(b"s3cret" not in open(os.path.join(run, "connections.jsonl"), "rb").read(),
+         "no value in the log")
+
+    # Bound elsewhere: another host, and the TLS-only secret over plain HTTP.
+    for host, tok, name in (("www.good.test:8080", s1, "TOKEN"),
+                            ("good.test:8080", s3, "TLSONLY")):
+        m, lm = up_mark(), log.mark()
+        req = ("GET http://%s/ HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\n\r\n"
+               % (host, host, tok)).encode()
+        st, data, body, eof = http(req, port)
+        need(st == 403 and ("secret %s, which is not for http://%s" % (name, host)).encode()
+             in body, "%s's stand-in to %s: 403 naming it" % (name, host), data)
+        need(not reached(m), "nothing went upstream", reached(m))
+        r = record(lm, log, proto="http", host=host.split(":")[0])
+        need(r["verdict"] == "deny" and r.get("secret") == name, "recorded with the name", r)
+
+    # A stand-in in a host name: refused before any lookup.
+    q = len(dns_queries())
+    lm = log.mark()
+    s, st, body = tunnel("%s.good.test:9000" % s1, port=port)
+    need(st == 403 and b"carries a secret's stand-in: TOKEN" in body, "CONNECT: 403", body)
+    need(len(dns_queries()) == q, "no lookup of it")
+    r = record(lm, log, proto="connect")
+    need(r.get("secret") == "TOKEN", "recorded with the name", r)
+
+    # Rotation: a new value in force once the proxy has the version.
+    put(3, b"rotated-value-9")
+    m = up_mark()
+    req = ("GET http://good.test:8080/ HTTP/1.1\r\nHost: good.test:8080\r\n"
+           "Authorization: Bearer %s\r\n\r\n" % s1).encode()
+    st, data, body, eof = http(req, port)
+    raw = upstream_got(m, 8080)["raw"].encode("latin1")
+    need(b"Bearer rotated-value-9\r\n" in raw, "the new value", raw)
+
+    # A secrets file with a bad line changes nothing.
+    with open(os.path.join(d, "secrets"), "w") as f:
+        f.write("secret BROKEN\n")
+    write_policy(d, ["# version 4"] + rules[1:])
+    time.sleep(0.4)
+    need(open(os.path.join(run, "policy.loaded")).read().strip() == "3",
+         "the version in force stays 3", open(err).read()[-300:])
+    need("secrets line 1" in open(err).read(), "the proxy says why", open(err).read()[-300:])
+
+
 CASES = [
     ("1 CONNECT to an allowed name: the tunnel carries bytes exactly", c01_connect_allowed),
     ("1b a name from DNS; the DNS server logs its queries", c01b_connect_via_dns),
@@ -1733,6 +1829,8 @@ CASES = [
     ("24 slow clients are closed at the head time out, and recorded", c24_slow_clients),
     ("25 a burst of silent connections does not hold up the next one", c25_pool_burst),
     ("26 --listen PORT: the proxy over TCP, as in a Pod of its own", c26_tcp_listener),
+    ("27 secrets over plain HTTP: values in, stand-ins bound elsewhere refused, rotation",
+     c27_secrets_plain_http),
 ]
 
 try:

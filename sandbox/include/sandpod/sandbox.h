@@ -35,7 +35,7 @@ typedef struct sp_sandbox sp_sandbox;
 /** The user commands run as unless told otherwise: unprivileged. */
 #define SP_SANDBOX_DEFAULT_USER "1000:1000"
 
-#define SP_SANDBOX_OPTS_VERSION 3
+#define SP_SANDBOX_OPTS_VERSION 4
 
 /**
  * How commands reach the container. The fast path asks sandpod-agent, the
@@ -172,6 +172,23 @@ typedef struct sp_sandbox_opts {
      *  sandbox keeps allow and deny alone): setup may reach a wider list
      *  than the workload. Needs allow or deny. */
     const char *const *setup_allow;
+    /* Version 4. */
+    /** Brokered secrets (sandpod/egress.h): "NAME=env:VAR" (the value of
+     *  this process's VAR) or "NAME=file:PATH" (the file's content, one
+     *  trailing newline dropped). The workload's $NAME holds a stand-in,
+     *  a random value unique to the sandbox; its egress proxy puts the
+     *  real value in place of the stand-in on requests to the hosts the
+     *  secret is for, and refuses a request that carries it anywhere
+     *  else. Needs egress rules (allow or deny). */
+    const char *const *secrets;
+    /** "NAME=SCOPE": a host a secret is for (every secret needs one):
+     *  "api.example.com", "*.example.com", "api.example.com:8443" (HTTPS,
+     *  port 443 when none is given), "http://HOST[:PORT]" (plain HTTP,
+     *  port 80 when none is given). */
+    const char *const *secret_for;
+    /** "NAME=query", "NAME=body" or "NAME=query,body": where else than the
+     *  headers the proxy puts a secret's value. */
+    const char *const *secret_in;
 } sp_sandbox_opts;
 
 #define SP_SANDBOX_OPTS_INIT                                                                       \
