@@ -172,6 +172,9 @@ enum {
     CLI_OPT_DENY,
     CLI_OPT_EGRESS_HOSTS,
     CLI_OPT_SETUP_ALLOW,
+    CLI_OPT_SECRET,
+    CLI_OPT_SECRET_FOR,
+    CLI_OPT_SECRET_IN,
 };
 
 /* The --state-root row of cli_group_conn, for a command that takes it alone. */
@@ -227,9 +230,10 @@ struct cli_create {
     sp_mount **parsed; /* each from sp_mount_spec_parse() */
     sp_mount *mounts;  /* shallow copies, contiguous, for opts.mounts */
     size_t n_mounts;
-    const char **roots, **env, **caps, **pass, **setup, **allow, **deny,
-        **setup_allow; /* NULL-terminated */
-    size_t n_roots, n_env, n_caps, n_pass, n_setup, n_allow, n_deny, n_setup_allow;
+    const char **roots, **env, **caps, **pass, **setup, **allow, **deny, **setup_allow, **secret,
+        **secret_for, **secret_in; /* NULL-terminated */
+    size_t n_roots, n_env, n_caps, n_pass, n_setup, n_allow, n_deny, n_setup_allow, n_secret,
+        n_secret_for, n_secret_in;
     bool json;        /* --json: no progress summary line (cmd/progress.h) */
     const char *from; /* --from NAME[:SNAP]: fork that sandbox (cmd_fork.c) */
     const char *tmpl; /* --template TEMPLATE: start from that template */

@@ -82,8 +82,11 @@ int cli_create_init(struct cli_create *c, int argc)
     c->allow = calloc(n, sizeof(*c->allow));
     c->deny = calloc(n, sizeof(*c->deny));
     c->setup_allow = calloc(n, sizeof(*c->setup_allow));
+    c->secret = calloc(n, sizeof(*c->secret));
+    c->secret_for = calloc(n, sizeof(*c->secret_for));
+    c->secret_in = calloc(n, sizeof(*c->secret_in));
     if (!c->parsed || !c->mounts || !c->roots || !c->env || !c->caps || !c->pass || !c->setup ||
-        !c->allow || !c->deny || !c->setup_allow) {
+        !c->allow || !c->deny || !c->setup_allow || !c->secret || !c->secret_for || !c->secret_in) {
         cli_create_dispose(c);
         return cli_error("out of memory");
     }
@@ -104,6 +107,9 @@ void cli_create_dispose(struct cli_create *c)
     free(c->allow);
     free(c->deny);
     free(c->setup_allow);
+    free(c->secret);
+    free(c->secret_for);
+    free(c->secret_in);
     cli_conn_dispose(&c->conn);
     memset(c, 0, sizeof(*c));
 }
@@ -242,6 +248,15 @@ int cli_create_option(struct cli_create *c, const char *cmd, int opt, const char
     case CLI_OPT_EGRESS_HOSTS:
         o->egress_hosts = arg;
         return 1;
+    case CLI_OPT_SECRET:
+        c->secret[c->n_secret++] = arg;
+        return 1;
+    case CLI_OPT_SECRET_FOR:
+        c->secret_for[c->n_secret_for++] = arg;
+        return 1;
+    case CLI_OPT_SECRET_IN:
+        c->secret_in[c->n_secret_in++] = arg;
+        return 1;
     case CLI_OPT_USERNS:
         if (strcmp(arg, "private") == 0)
             o->userns = SP_USERNS_PRIVATE;
@@ -371,6 +386,9 @@ sp_sandbox_opts cli_create_opts(const struct cli_create *c)
     o.allow = c->n_allow ? c->allow : NULL;
     o.deny = c->n_deny ? c->deny : NULL;
     o.setup_allow = c->n_setup_allow ? c->setup_allow : NULL;
+    o.secrets = c->n_secret ? c->secret : NULL;
+    o.secret_for = c->n_secret_for ? c->secret_for : NULL;
+    o.secret_in = c->n_secret_in ? c->secret_in : NULL;
     return o;
 }
 

@@ -89,6 +89,18 @@ static const struct cli_optdesc egress_opts[] = {
               "--allow or --deny)"),
     CLI_VALUE("egress-hosts", 0, "FILE", CLI_OPT_EGRESS_HOSTS, CLI_COMP_FILE,
               "a hosts(5) file whose names the proxy resolves before DNS (copied)"),
+    CLI_VALUE("secret", 0, "NAME=SOURCE", CLI_OPT_SECRET, CLI_COMP_NONE,
+              "a brokered secret (repeatable): SOURCE is env:VAR (this environment's) or "
+              "file:PATH; the workload's $NAME holds a stand-in, and the egress proxy puts the "
+              "value in its place on requests to the hosts the secret is for (needs egress "
+              "rules)"),
+    CLI_VALUE("secret-for", 0, "NAME=HOST", CLI_OPT_SECRET_FOR, CLI_COMP_NONE,
+              "a host secret NAME is for (repeatable; at least one): HOST[:PORT] or "
+              "'*.DOMAIN'[:PORT] over HTTPS (port 443 when none), http://HOST[:PORT] over plain "
+              "HTTP (port 80 when none); a request carrying the stand-in anywhere else is "
+              "refused"),
+    CLI_VALUE("secret-in", 0, "NAME=query", CLI_OPT_SECRET_IN, CLI_COMP_NONE,
+              "put secret NAME's value in the URL's query string too, not only in headers"),
     CLI_OPTS_END,
 };
 

@@ -112,6 +112,10 @@ static bool made_by_valid(const char *s)
     return n <= 64;
 }
 
+static int create_checked(sp_sandbox **out, sp_sandbox_opts *opts, const char *name,
+                          const char *user, const sp_egress_secrets *secrets,
+                          sp_sandbox_seed_fn seed, void *seed_data, sp_error **err);
+
 int sp_sandbox_create_seeded(sp_sandbox **out, const sp_sandbox_opts *opts, sp_sandbox_seed_fn seed,
                              void *seed_data, sp_error **err)
 {
@@ -148,6 +152,22 @@ int sp_sandbox_create_seeded(sp_sandbox **out, const sp_sandbox_opts *opts, sp_s
     sp_strv_free(egress);
     if (r < 0)
         return r;
+    sp_egress_secrets secrets;
+    if ((r = sp_sandbox_secrets_from_opts(&secrets, &o, true, err)) < 0)
+        return r;
+    r = create_checked(out, &o, name, user, &secrets, seed, seed_data, err);
+    sp_egress_secrets_dispose(&secrets);
+    return r;
+}
+
+/* The rest of create, once the options are checked and the secrets'
+ * values read. */
+static int create_checked(sp_sandbox **out, sp_sandbox_opts *opts, const char *name,
+                          const char *user, const sp_egress_secrets *secrets,
+                          sp_sandbox_seed_fn seed, void *seed_data, sp_error **err)
+{
+    sp_sandbox_opts o = *opts;
+    int r;
 
     cleanup_free char *root = NULL;
     r = sp_sandbox_resolve_root(&root, o.state_root, err);
@@ -194,6 +214,12 @@ int sp_sandbox_create_seeded(sp_sandbox **out, const sp_sandbox_opts *opts, sp_s
     c->env_pass = sp_strv_copy(o.env_pass);
     c->setup = sp_strv_copy(o.setup);
     sp_sandbox_egress_from_opts(&c->egress, &o, NULL); /* checked above */
+    if (secrets->n) {
+        cJSON *j = sp_sandbox_secrets_json(secrets);
+        sp_sandbox_secrets_from_json(&c->secrets, j, NULL);
+        cJSON_Delete(j);
+    }
+    sb->new_secrets = secrets;
     c->host_uid = c->host_gid = -1;
     sb->created_at = sp_now_rfc3339();
     sb->made_by = o.made_by ? sp_xstrdup(o.made_by) : NULL;
@@ -202,12 +228,14 @@ int sp_sandbox_create_seeded(sp_sandbox **out, const sp_sandbox_opts *opts, sp_s
         (r = sb->kind->create(sb, &o, eng, seed, seed_data, err)) < 0 ||
         (r = sp_sandbox_save(sb, err)) < 0)
         goto fail;
+    sb->new_secrets = NULL;
     sp_engine_free(eng);
     sp_sandbox_unlock(sb);
     *out = sb;
     return 0;
 
 fail:
+    sb->new_secrets = NULL;
     sp_engine_free(eng);
     sb->kind->discard(sb);
     sp_sandbox_unlock(sb);

@@ -206,6 +206,8 @@ struct cJSON *sp_sandbox_config_json(const sp_sandbox *sb)
     cJSON_AddItemToObject(o, "env_pass", sp_json_strv((const char *const *)c->env_pass));
     if (c->egress)
         cJSON_AddItemToObject(o, "egress", sp_json_strv((const char *const *)c->egress));
+    if (c->secrets.n)
+        cJSON_AddItemToObject(o, "secrets", sp_sandbox_secrets_json(&c->secrets));
     cJSON_AddItemToObject(o, "uid_map", idmap_or_null(&c->uid_map));
     cJSON_AddItemToObject(o, "gid_map", idmap_or_null(&c->gid_map));
     cJSON_AddNumberToObject(o, "host_uid", (double)c->host_uid);
@@ -309,6 +311,14 @@ int sp_sandbox_config_load(sp_sandbox *sb, const char *path, struct cJSON **json
     c->env_pass = json_strv(cJSON_GetObjectItemCaseSensitive(o, "env_pass"));
     const cJSON *eg = cJSON_GetObjectItemCaseSensitive(o, "egress");
     c->egress = cJSON_IsArray(eg) ? json_strv(eg) : NULL;
+    if (sp_sandbox_secrets_from_json(&c->secrets, cJSON_GetObjectItemCaseSensitive(o, "secrets"),
+                                     NULL) < 0) {
+        cJSON_Delete(o);
+        return sp_err_set(err, SP_EINVAL, 0,
+                          "%s holds a damaged secret; the sandbox state is "
+                          "damaged",
+                          path);
+    }
     if (sp_idmap_from_json(&c->uid_map, cJSON_GetObjectItemCaseSensitive(o, "uid_map")) < 0 ||
         sp_idmap_from_json(&c->gid_map, cJSON_GetObjectItemCaseSensitive(o, "gid_map")) < 0) {
         cJSON_Delete(o);
@@ -411,6 +421,7 @@ void sp_sandbox_free(sp_sandbox *sb)
     sp_strv_free(sb->cfg.cap_add);
     sp_strv_free(sb->cfg.env_pass);
     sp_strv_free(sb->cfg.egress);
+    sp_egress_secrets_dispose(&sb->cfg.secrets);
     sp_strv_free(sb->cfg.warnings);
     sp_strv_free(sb->cfg.setup);
     mounts_free(&sb->cfg);

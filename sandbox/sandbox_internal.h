@@ -3,6 +3,7 @@
 #define SANDPOD_SANDBOX_INTERNAL_H
 
 #include "base.h"
+#include "egress_secrets.h"
 #include "kind.h"
 #include "log_internal.h"
 #include "engine/local.h"
@@ -77,6 +78,9 @@ typedef struct sp_sandbox_config {
      * in force through the sandbox's proxy; NULL: no policy (the network
      * is `network`'s). */
     char **egress;
+    /* Brokered secrets: names, stand-ins and scopes, never a value (those
+     * are in egress/secrets alone, sandbox_secrets.c). */
+    sp_egress_secrets secrets;
     /* The host folders hydrated at create (strings owned here). */
     sp_sandbox_mount *mounts;
     size_t n_mounts;
@@ -125,6 +129,9 @@ struct sp_sandbox {
     struct cJSON *remote_record;
     const struct sp_remote_ops *rops;
     struct sp_remote *remote;
+    /* While create runs: the secrets with their values, for the kind to
+     * hand to its proxy; NULL otherwise. */
+    const sp_egress_secrets *new_secrets;
     /* The sessions this handle started in the peer (remote_sessions.c). */
     struct sp_rsess *rsess;
     size_t n_rsess;
@@ -174,6 +181,23 @@ int sp_sandbox_save(sp_sandbox *sb, sp_error **err);
 /* sandbox_egress.c: the policy lines of o's rules, checked (NULL: none);
  * and policy lines split back into rules, for a fork. */
 int sp_sandbox_egress_from_opts(char ***out, const sp_sandbox_opts *o, sp_error **err);
+
+/* sandbox_secrets.c: o's secrets checked into *out, with their values when
+ * read_values (from this process's environment or files), with new
+ * stand-ins; none when o names none. */
+int sp_sandbox_secrets_from_opts(sp_egress_secrets *out, const sp_sandbox_opts *o, bool read_values,
+                                 sp_error **err);
+/* A value from "env:VAR" or "file:PATH" (for secret `name`'s messages). */
+int sp_secret_value_read(unsigned char **value, size_t *len, const char *source, const char *name,
+                         sp_error **err);
+/* sandbox.json's record of secrets (no values), and back. */
+struct cJSON *sp_sandbox_secrets_json(const sp_egress_secrets *s);
+int sp_sandbox_secrets_from_json(sp_egress_secrets *s, const struct cJSON *a, sp_error **err);
+/* The proxy's file in folder dir (mode 0600, owned by uid:gid when >= 0),
+ * written anew and renamed; and read back (none: an empty set). */
+int sp_sandbox_secrets_write(const char *dir, const sp_egress_secrets *s, int64_t uid, int64_t gid,
+                             sp_error **err);
+int sp_sandbox_secrets_read(sp_egress_secrets *s, const char *dir, sp_error **err);
 void sp_sandbox_egress_split(char **lines, sp_strv *allow, sp_strv *deny);
 /* sandbox.json's content, and reading one such file (sandbox.json, or a
  * template's template.json) into sb's configuration. */

@@ -468,17 +468,26 @@ bool sp_egress_rule_names(const sp_egress_rule *r, const char *host, uint16_t po
     if (!host)
         return false;
     if (r->kind == SP_EGRESS_CIDR) {
+        /* Built from the bytes, not through a sockaddr: judged_addr()
+         * reads one through another struct type, which -O2 may reorder
+         * against stores made here (strict aliasing). */
+        uint8_t b[16];
         sp_egress_net a = {0};
-        struct sockaddr_storage ss = {0};
-        struct sockaddr_in *v4 = (struct sockaddr_in *)&ss;
-        struct sockaddr_in6 *v6 = (struct sockaddr_in6 *)&ss;
-        if (inet_pton(AF_INET, host, &v4->sin_addr) == 1)
-            v4->sin_family = AF_INET;
-        else if (inet_pton(AF_INET6, host, &v6->sin6_addr) == 1)
-            v6->sin6_family = AF_INET6;
-        else
+        if (inet_pton(AF_INET, host, b) == 1) {
+            a = (sp_egress_net){.family = 4, .prefix = 32, .addr = {b[0], b[1], b[2], b[3]}};
+        } else if (inet_pton(AF_INET6, host, b) == 1) {
+            if (embedded_v4(b)) {
+                a = (sp_egress_net){
+                    .family = 4, .prefix = 32, .addr = {b[12], b[13], b[14], b[15]}};
+            } else {
+                a.family = 6;
+                a.prefix = 128;
+                memcpy(a.addr, b, 16);
+            }
+        } else {
             return false;
-        return judged_addr(&a, (struct sockaddr *)&ss) && rule_matches(r, NULL, &a, port);
+        }
+        return rule_matches(r, NULL, &a, port);
     }
     return normal_name(name, host) && rule_matches(r, name, NULL, port);
 }

@@ -168,6 +168,12 @@ static bool load_secrets(policy_ref *r)
     cleanup_close int fd = open(g.secrets_path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
     if (fd < 0 && errno == ENOENT)
         return true;
+    if (fd < 0 && errno == EACCES) {
+        /* Not handed over yet (the host does once this proxy runs, then
+         * writes a new policy version): none until then. */
+        say("%s: not readable yet; no secrets in force", g.secrets_path);
+        return true;
+    }
     sp_buf text = SP_BUF_INIT;
     if (fd < 0 || sp_read_all(fd, &text, 4u << 20) < 0) {
         say("cannot read %s: %s", g.secrets_path, strerror(errno));

@@ -225,6 +225,10 @@ int sp_local_make_container(sp_sandbox *sb, sp_error **err)
         sp_strv_push(&env, sp_xasprintf("all_proxy=socks5h://127.0.0.1:%d", SP_EGRESS_PORT));
         sp_strv_push(&env, sp_xstrdup("NO_PROXY=localhost,127.0.0.1,::1"));
         sp_strv_push(&env, sp_xstrdup("no_proxy=localhost,127.0.0.1,::1"));
+        /* Secrets: the stand-ins only; the proxy has the values. */
+        for (size_t i = 0; i < c->secrets.n; i++)
+            sp_strv_push(&env,
+                         sp_xasprintf("%s=%s", c->secrets.v[i].name, c->secrets.v[i].standin));
     }
     char **env_all = sp_strv_steal(&env);
     sp_tmpfs tmp = {"/tmp", c->tmpfs_bytes, 01777, false};
@@ -432,6 +436,13 @@ int sp_local_create(sp_sandbox *sb, const sp_sandbox_opts *o, const sp_engine *e
             return r;
     }
     if (c->egress && (r = sp_local_egress_write(sb, o->egress_hosts, err)) < 0)
+        return r;
+    /* The values: ours in the state folder (a fork reads them there), and
+     * the proxy's (handed to its user once it runs). */
+    cleanup_free char *edir = sp_xasprintf("%s/egress", sb->state_dir);
+    if (sb->new_secrets && sb->new_secrets->n &&
+        ((r = sp_sandbox_secrets_write(sb->state_dir, sb->new_secrets, -1, -1, err)) < 0 ||
+         (r = sp_sandbox_secrets_write(edir, sb->new_secrets, -1, -1, err)) < 0))
         return r;
     if ((r = sp_sandbox_save(sb, err)) < 0 || (r = create_and_set_up(sb, o, err)) < 0 ||
         (r = sp_sandbox_save(sb, err)) < 0)

@@ -14,6 +14,8 @@
  *
  * Files, under the state folder:
  *   egress/policy, egress/hosts  ours; read-only in the proxy's container
+ *   egress/secrets               the brokered secrets' values (mode 0600,
+ *                                handed to the proxy's user once it runs)
  *   egress/run/                  the proxy's (handed to its user): proxy.sock
  *                                and connections.jsonl; read-only in the
  *                                sandbox's container, where the agent relays
@@ -133,6 +135,25 @@ static int make_proxy(sp_sandbox *sb, sp_local *p, const char *name, sp_error **
     return r < 0 ? sp_err_wrap(err, r, "create the egress proxy of sandbox %s", sb->name) : 0;
 }
 
+/* The secrets' values to the proxy's user alone. The proxy started before
+ * it could read them; a new version of the policy makes it read both, and
+ * this returns once it has. */
+static int secrets_to_proxy(sp_sandbox *sb, int dfd, uint32_t hu, uint32_t hg, sp_error **err)
+{
+    if (!sb->cfg.secrets.n)
+        return 0;
+    cleanup_free char *dir = egress_dir(sb, NULL);
+    cleanup_free char *run = egress_dir(sb, "run");
+    int r;
+    if (fchownat(dfd, SP_EGRESS_SECRETS, hu, hg, AT_SYMLINK_NOFOLLOW) < 0)
+        return sp_err_errno(err, errno, "give the secrets to the proxy's user", dir);
+    if ((r = sp_local_egress_write(sb, NULL, err)) < 0 ||
+        (r = sp_egress_wait_loaded(dir, run, 5000, err)) < 0)
+        return sp_err_wrap(err, r, "the egress proxy of sandbox %s did not take its secrets",
+                           sb->name);
+    return 0;
+}
+
 /* The run folder to the proxy's user (its ids are known once it runs),
  * then wait for its socket. */
 static int hand_over(sp_sandbox *sb, sp_local *p, const char *name, sp_error **err)
@@ -167,7 +188,7 @@ static int hand_over(sp_sandbox *sb, sp_local *p, const char *name, sp_error **e
     for (int64_t end = sp_now_ms() + 5000; sp_now_ms() < end;) {
         struct stat st;
         if (lstat(sock, &st) == 0 && S_ISSOCK(st.st_mode))
-            return 0;
+            return secrets_to_proxy(sb, dfd, hu, hg, err);
         struct timespec ts = {0, 5 * 1000000L};
         nanosleep(&ts, NULL);
     }

@@ -139,6 +139,11 @@ static int create(sp_sandbox *sb, const sp_sandbox_opts *o, const sp_engine *e,
     if (!sb->rops)
         return sp_err_set(err, SP_EINVAL, 0, "engine %s: kind %s runs no sandboxes here", e->name,
                           sp_engine_kind_name(e->kind));
+    if (sb->cfg.secrets.n)
+        return sp_err_set(err, SP_EINVAL, 0,
+                          "engine %s: brokered secrets (--secret) are not built for the %s "
+                          "engine yet; a local sandbox has them",
+                          e->name, sp_engine_kind_name(e->kind));
     sp_sandbox_opts ro = *o;
     ro.setup = NULL;  /* run below, as commands */
     ro.mounts = NULL; /* streamed below, into the peer */

@@ -1713,8 +1713,9 @@ def c27_secrets_plain_http():
     s1 = "sandpod-standin-" + "1" * 40
     s2 = "sandpod-standin-" + "2" * 40
     s3 = "sandpod-standin-" + "3" * 40
+    s4 = "sandpod-standin-" + "4" * 40
     rules = ["# version 1", "allow good.test:8080", "allow www.good.test:8080",
-             "allow good.test:9000"]
+             "allow good.test:9000", "allow %s:8080" % P2]
     _, d, run, port, err = start_proxy("proxy5", rules)
     log = JsonLog(os.path.join(run, "connections.jsonl"))
 
@@ -1724,7 +1725,8 @@ def c27_secrets_plain_http():
             f.write(secrets_text(version, [
                 ("TOKEN", s1, "h", value1, "http://good.test:8080"),
                 ("QKEY", s2, "hq", b"query-value-2", "http://good.test:8080"),
-                ("TLSONLY", s3, "h", b"tls-only-3", "good.test:8080")]))
+                ("TLSONLY", s3, "h", b"tls-only-3", "good.test:8080"),
+                ("BYADDR", s4, "h", b"by-address-4", "http://%s:8080" % P2)]))
         os.chmod(tmp, 0o600)
         os.rename(tmp, os.path.join(d, "secrets"))
         write_policy(d, ["# version %d" % version] + rules[1:])
@@ -1751,6 +1753,15 @@ def c27_secrets_plain_http():
          "the record names a secret", r)
     need(b"s3cret" not in open(os.path.join(run, "connections.jsonl"), "rb").read(),
          "no value in the log")
+
+    # A scope by address: the literal the client named.
+    m = up_mark()
+    req = ("GET http://%s:8080/a HTTP/1.1\r\nHost: %s:8080\r\nX-K: %s\r\n\r\n"
+           % (P2, P2, s4)).encode()
+    st, data, body, eof = http(req, port)
+    need(st == 200, "a request to the address a secret is for: 200", data)
+    raw = upstream_got(m, 8080)["raw"].encode("latin1")
+    need(b"X-K: by-address-4\r\n" in raw, "the value by address", raw)
 
     # Bound elsewhere: another host, and the TLS-only secret over plain HTTP.
     for host, tok, name in (("www.good.test:8080", s1, "TOKEN"),

@@ -100,6 +100,16 @@ static void test_file(void **state)
     assert_false(sp_egress_secret_for(&s.v[1], "example.com", 8443, true));
     sp_egress_secrets_dispose(&s);
 
+    /* An address scope: the literal the client named, in its network. */
+    const char lit[] = "secret L " S1 " h 6b http://127.0.0.1:8080,10.1.0.0/16:443\n";
+    assert_int_equal(sp_egress_secrets_parse(&s, lit, strlen(lit), &err), 0);
+    assert_true(sp_egress_secret_for(&s.v[0], "127.0.0.1", 8080, false));
+    assert_false(sp_egress_secret_for(&s.v[0], "127.0.0.2", 8080, false));
+    assert_false(sp_egress_secret_for(&s.v[0], "127.0.0.1", 8081, false));
+    assert_true(sp_egress_secret_for(&s.v[0], "10.1.2.3", 443, true));
+    assert_false(sp_egress_secret_for(&s.v[0], "localhost", 8080, false));
+    sp_egress_secrets_dispose(&s);
+
     /* Refused, each naming its line. */
     static const struct {
         const char *text, *needle;

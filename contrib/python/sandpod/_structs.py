@@ -16,7 +16,7 @@ from . import _cfs
 
 StrV = POINTER(c_char_p)
 
-SANDBOX_OPTS_VERSION = 3
+SANDBOX_OPTS_VERSION = 4
 EGRESS_CHANGE_OPTS_VERSION = 1
 RUN_OPTS_VERSION = 1
 SESSION_OPTS_VERSION = 1
@@ -50,7 +50,7 @@ class Mount(ctypes.Structure):
 
 
 class SandboxOpts(ctypes.Structure):
-    """sp_sandbox_opts (sandpod/sandbox.h), version 2."""
+    """sp_sandbox_opts (sandpod/sandbox.h), version 4."""
 
     _fields_ = [
         ("version", c_uint),
@@ -92,6 +92,9 @@ class SandboxOpts(ctypes.Structure):
         ("deny", StrV),
         ("egress_hosts", c_char_p),
         ("setup_allow", StrV),
+        ("secrets", StrV),
+        ("secret_for", StrV),
+        ("secret_in", StrV),
     ]
 
 

@@ -20,7 +20,7 @@ import os
 import threading
 from ctypes import POINTER, byref, c_bool, c_char_p, c_int, c_void_p
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Literal, Sequence
+from typing import Any, Callable, Iterable, Literal, Mapping, Sequence
 
 from . import _structs as S, errors
 from ._callbacks import Callbacks, HydrateProgress
@@ -456,7 +456,10 @@ class Sandbox:
                engine: str | None = None, allow: Iterable[str] | None = None,
                deny: Iterable[str] | None = None,
                egress_hosts: str | os.PathLike[str] | None = None,
-               setup_allow: Iterable[str] | None = None) -> Sandbox:
+               setup_allow: Iterable[str] | None = None,
+               secrets: Mapping[str, str] | None = None,
+               secret_for: Mapping[str, str | Iterable[str]] | None = None,
+               secret_in: Mapping[str, str] | None = None) -> Sandbox:
         """Create and start a sandbox (sp_sandbox_create); nothing is left on failure.
 
         ``memory`` is bytes (None: 1 GiB), ``cpus`` a CPU count (None: 1),
@@ -480,6 +483,14 @@ class Sandbox:
         egress proxy and what no rule allows is refused. ``egress_hosts``: a
         hosts(5) file the proxy resolves names from before DNS.
         ``setup_allow``: allow rules in force only while ``setup`` runs.
+
+        ``secrets``: brokered secrets, ``{"NAME": "env:VAR" or
+        "file:PATH"}`` (``create --secret``); the workload's ``$NAME``
+        holds a stand-in and the egress proxy puts the value in its place
+        on requests to the hosts ``secret_for`` names, ``{"NAME": HOST or
+        [HOST, ...]}`` (``api.example.com``, ``*.example.com:8443``,
+        ``http://10.0.0.5:8080``); ``secret_in``: ``{"NAME": "query"}``.
+        Needs ``allow`` or ``deny``.
 
         ``engine``: where it runs, an engine of ``sandpod engine ls`` (None:
         the state root's default, normally local Podman). On a kubernetes
@@ -532,6 +543,14 @@ class Sandbox:
         o.egress_hosts = enc(egress_hosts)
         if setup_allow is not None:
             o.setup_allow = S.strv_ptr(list(setup_allow), keep_alive)
+        if secrets:
+            o.secrets = S.strv_ptr([f"{k}={v}" for k, v in secrets.items()], keep_alive)
+        if secret_for:
+            o.secret_for = S.strv_ptr(
+                [f"{k}={h}" for k, v in secret_for.items()
+                 for h in ([v] if isinstance(v, str) else v)], keep_alive)
+        if secret_in:
+            o.secret_in = S.strv_ptr([f"{k}={v}" for k, v in secret_in.items()], keep_alive)
         h = c_void_p()
         try:
             if template is not None and from_ is not None:

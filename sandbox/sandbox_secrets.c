@@ -1,0 +1,296 @@
+/* A sandbox's brokered secrets on the host side (sandpod/egress.h): what
+ * create's options say, checked; the values read from this process's
+ * environment or a file; stand-ins made; sandbox.json's record (names,
+ * stand-ins, scopes: never a value); and the proxy's file, egress/secrets,
+ * the only place a value is kept (mode 0600, its proxy's user's). */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "egress_proxy.h"
+#include "egress_secrets.h"
+#include "json.h"
+#include "sandbox_internal.h"
+
+/* "NAME=REST" of list whose NAME is name, the REST parts, in order. */
+static sp_egress_secret *find(sp_egress_secrets *s, const char *name, size_t n)
+{
+    for (size_t i = 0; i < s->n; i++)
+        if (strlen(s->v[i].name) == n && strncmp(s->v[i].name, name, n) == 0)
+            return &s->v[i];
+    return NULL;
+}
+
+/* Split "NAME=REST": the name's length, REST. */
+static const char *split(const char *item, const char *opt, size_t *n, sp_error **err)
+{
+    const char *eq = item ? strchr(item, '=') : NULL;
+    if (!eq || eq == item || !eq[1]) {
+        sp_err_set(err, SP_EINVAL, 0, "%s '%.200s': write NAME=%s", opt, item ? item : "",
+                   strcmp(opt, "--secret") == 0       ? "env:VAR or NAME=file:PATH"
+                   : strcmp(opt, "--secret-for") == 0 ? "HOST"
+                                                      : "query,body");
+        return NULL;
+    }
+    *n = (size_t)(eq - item);
+    return eq + 1;
+}
+
+int sp_secret_value_read(unsigned char **value, size_t *len, const char *source, const char *name,
+                         sp_error **err)
+{
+    *value = NULL;
+    *len = 0;
+    sp_buf b = SP_BUF_INIT;
+    if (strncmp(source, "env:", 4) == 0) {
+        const char *v = getenv(source + 4);
+        if (!source[4] || !v)
+            return sp_err_set(err, SP_EINVAL, 0,
+                              "secret %s: the variable %s is not set in this environment", name,
+                              source + 4);
+        sp_buf_adds(&b, v);
+    } else if (strncmp(source, "file:", 5) == 0) {
+        cleanup_close int fd = open(source + 5, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+        struct stat st;
+        if (fd < 0 || fstat(fd, &st) < 0)
+            return sp_err_errno(err, errno, "read secret", source + 5);
+        if (!S_ISREG(st.st_mode))
+            return sp_err_set(err, SP_EINVAL, 0, "secret %s: %s is not a regular file", name,
+                              source + 5);
+        if (sp_read_all(fd, &b, SP_SECRET_VALUE_MAX + 2) < 0) {
+            sp_buf_dispose(&b);
+            return sp_err_errno(err, errno, "read secret", source + 5);
+        }
+        /* One trailing newline, as `echo` and editors leave it. */
+        if (b.len && b.data[b.len - 1] == '\n')
+            b.len--;
+        if (b.len && b.data[b.len - 1] == '\r')
+            b.len--;
+    } else {
+        return sp_err_set(err, SP_EINVAL, 0,
+                          "secret %s: '%.100s' is not env:VAR or file:PATH (a value itself "
+                          "would show in the process list)",
+                          name, source);
+    }
+    int rc = 0;
+    if (b.len == 0)
+        rc = sp_err_set(err, SP_EINVAL, 0, "secret %s: its value is empty", name);
+    else if (b.len > SP_SECRET_VALUE_MAX)
+        rc = sp_err_set(err, SP_EINVAL, 0, "secret %s: its value is over %d bytes", name,
+                        SP_SECRET_VALUE_MAX);
+    else if (memchr(b.data, '\n', b.len) || memchr(b.data, '\r', b.len) ||
+             memchr(b.data, '\0', b.len))
+        rc = sp_err_set(err, SP_EINVAL, 0,
+                        "secret %s: its value holds a line break or NUL (it goes in HTTP "
+                        "headers)",
+                        name);
+    if (rc < 0) {
+        if (b.data)
+            explicit_bzero(b.data, b.len);
+        sp_buf_dispose(&b);
+        return rc;
+    }
+    *len = b.len;
+    *value = (unsigned char *)sp_buf_steal(&b);
+    return 0;
+}
+
+int sp_sandbox_secrets_from_opts(sp_egress_secrets *out, const sp_sandbox_opts *o, bool read_values,
+                                 sp_error **err)
+{
+    memset(out, 0, sizeof(*out));
+    if (!o->secrets && !o->secret_for && !o->secret_in)
+        return 0;
+    int rc = 0;
+    if (!o->allow && !o->deny)
+        return sp_err_set(err, SP_EINVAL, 0,
+                          "secrets are brokered by the sandbox's egress proxy: give egress "
+                          "rules too (--allow HOST for each host a secret is for)");
+    for (size_t i = 0; o->secrets && o->secrets[i]; i++) {
+        size_t n;
+        const char *src = split(o->secrets[i], "--secret", &n, err);
+        if (!src)
+            goto fail;
+        cleanup_free char *name = sp_xstrndup(o->secrets[i], n);
+        if (!sp_egress_secret_name_ok(name)) {
+            rc = sp_err_set(err, SP_EINVAL, 0,
+                            "--secret '%.100s': the name is a variable's ([A-Za-z_][A-Za-z0-9_]*, "
+                            "not one sandpod sets)",
+                            name);
+            goto fail;
+        }
+        if (find(out, name, n)) {
+            rc = sp_err_set(err, SP_EINVAL, 0, "--secret %s: given twice", name);
+            goto fail;
+        }
+        out->v = sp_xrealloc(out->v, (out->n + 1) * sizeof(*out->v));
+        sp_egress_secret *x = &out->v[out->n++];
+        memset(x, 0, sizeof(*x));
+        x->name = sp_xstrdup(name);
+        x->standin = sp_xmalloc(SP_SECRET_STANDIN_LEN + 1);
+        if (sp_egress_standin_new(x->standin) < 0) {
+            rc = sp_err_errno(err, errno, "make a stand-in for secret", name);
+            goto fail;
+        }
+        if (read_values &&
+            (rc = sp_secret_value_read(&x->value, &x->value_len, src, name, err)) < 0)
+            goto fail;
+    }
+    for (size_t i = 0; o->secret_for && o->secret_for[i]; i++) {
+        size_t n;
+        const char *scope = split(o->secret_for[i], "--secret-for", &n, err);
+        if (!scope)
+            goto fail;
+        sp_egress_secret *x = find(out, o->secret_for[i], n);
+        if (!x) {
+            rc = sp_err_set(err, SP_EINVAL, 0, "--secret-for '%.200s': no --secret %.*s",
+                            o->secret_for[i], (int)n, o->secret_for[i]);
+            goto fail;
+        }
+        x->scopes = sp_xrealloc(x->scopes, (x->n_scopes + 1) * sizeof(*x->scopes));
+        if ((rc = sp_egress_scope_parse(&x->scopes[x->n_scopes], scope, err)) < 0)
+            goto fail;
+        x->n_scopes++;
+    }
+    for (size_t i = 0; o->secret_in && o->secret_in[i]; i++) {
+        size_t n;
+        const char *where = split(o->secret_in[i], "--secret-in", &n, err);
+        if (!where)
+            goto fail;
+        sp_egress_secret *x = find(out, o->secret_in[i], n);
+        bool q = strcmp(where, "query") == 0 || strcmp(where, "query,body") == 0 ||
+                 strcmp(where, "body,query") == 0;
+        bool b = strcmp(where, "body") == 0 || strcmp(where, "query,body") == 0 ||
+                 strcmp(where, "body,query") == 0;
+        if (!x || (!q && !b)) {
+            rc = sp_err_set(err, SP_EINVAL, 0, "--secret-in '%.200s': %s", o->secret_in[i],
+                            x ? "write NAME=query, NAME=body or NAME=query,body"
+                              : "no such --secret");
+            goto fail;
+        }
+        if (b) {
+            rc = sp_err_set(err, SP_EINVAL, 0,
+                            "--secret-in '%.200s': putting a value in request bodies is not "
+                            "built yet (headers and the query string are)",
+                            o->secret_in[i]);
+            goto fail;
+        }
+        x->in_query = x->in_query || q;
+    }
+    for (size_t i = 0; i < out->n; i++)
+        if (!out->v[i].n_scopes) {
+            rc = sp_err_set(err, SP_EINVAL, 0,
+                            "secret %s is for no host: give --secret-for %s=HOST (a secret is "
+                            "sent only where it is for)",
+                            out->v[i].name, out->v[i].name);
+            goto fail;
+        }
+    return 0;
+fail:
+    if (rc == 0)
+        rc = SP_EINVAL;
+    sp_egress_secrets_dispose(out);
+    return rc;
+}
+
+cJSON *sp_sandbox_secrets_json(const sp_egress_secrets *s)
+{
+    cJSON *a = cJSON_CreateArray();
+    for (size_t i = 0; i < s->n; i++) {
+        const sp_egress_secret *x = &s->v[i];
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "name", x->name);
+        cJSON_AddStringToObject(o, "standin", x->standin);
+        cJSON *f = cJSON_AddArrayToObject(o, "for");
+        for (size_t j = 0; j < x->n_scopes; j++) {
+            cleanup_free char *t =
+                sp_xasprintf("%s%s", x->scopes[j].plain ? "http://" : "", x->scopes[j].rule.text);
+            cJSON_AddItemToArray(f, cJSON_CreateString(t));
+        }
+        cJSON_AddBoolToObject(o, "in_query", x->in_query);
+        cJSON_AddBoolToObject(o, "in_body", x->in_body);
+        cJSON_AddItemToArray(a, o);
+    }
+    return a;
+}
+
+int sp_sandbox_secrets_from_json(sp_egress_secrets *s, const cJSON *a, sp_error **err)
+{
+    memset(s, 0, sizeof(*s));
+    const cJSON *o;
+    cJSON_ArrayForEach(o, a)
+    {
+        const char *name = sp_json_str(o, "name"), *standin = sp_json_str(o, "standin");
+        if (!name || !standin || strlen(standin) != SP_SECRET_STANDIN_LEN) {
+            sp_egress_secrets_dispose(s);
+            return sp_err_set(err, SP_EINVAL, 0, "a secret's record is damaged");
+        }
+        s->v = sp_xrealloc(s->v, (s->n + 1) * sizeof(*s->v));
+        sp_egress_secret *x = &s->v[s->n++];
+        memset(x, 0, sizeof(*x));
+        x->name = sp_xstrdup(name);
+        x->standin = sp_xstrdup(standin);
+        x->in_query = sp_json_bool(o, "in_query", false);
+        x->in_body = sp_json_bool(o, "in_body", false);
+        const cJSON *f;
+        cJSON_ArrayForEach(f, sp_json_get(o, "for"))
+        {
+            if (!cJSON_IsString(f))
+                continue;
+            x->scopes = sp_xrealloc(x->scopes, (x->n_scopes + 1) * sizeof(*x->scopes));
+            if (sp_egress_scope_parse(&x->scopes[x->n_scopes], f->valuestring, err) < 0) {
+                sp_egress_secrets_dispose(s);
+                return SP_EINVAL;
+            }
+            x->n_scopes++;
+        }
+    }
+    return 0;
+}
+
+int sp_sandbox_secrets_write(const char *dir, const sp_egress_secrets *s, int64_t uid, int64_t gid,
+                             sp_error **err)
+{
+    cleanup_free char *path = sp_xasprintf("%s/%s", dir, SP_EGRESS_SECRETS);
+    cleanup_free char *tmp = sp_xasprintf("%s.%d.tmp", path, (int)getpid());
+    char *text = sp_egress_secrets_text(s);
+    size_t len = strlen(text);
+    unlink(tmp);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    int rc = 0;
+    if (fd < 0 || fchmod(fd, 0600) < 0 || (uid >= 0 && fchown(fd, (uid_t)uid, (gid_t)gid) < 0) ||
+        sp_write_all(fd, text, len) < 0 || fsync(fd) < 0 || rename(tmp, path) < 0) {
+        rc = sp_err_errno(err, errno, "write the secrets of", dir);
+        unlink(tmp);
+    }
+    if (fd >= 0)
+        close(fd);
+    explicit_bzero(text, len);
+    free(text);
+    return rc;
+}
+
+int sp_sandbox_secrets_read(sp_egress_secrets *s, const char *dir, sp_error **err)
+{
+    memset(s, 0, sizeof(*s));
+    cleanup_free char *path = sp_xasprintf("%s/%s", dir, SP_EGRESS_SECRETS);
+    cleanup_close int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0 && errno == ENOENT)
+        return 0;
+    sp_buf b = SP_BUF_INIT;
+    if (fd < 0 || sp_read_all(fd, &b, 4u << 20) < 0) {
+        sp_buf_dispose(&b);
+        return sp_err_errno(err, errno, "read", path);
+    }
+    int rc = sp_egress_secrets_parse(s, b.data ? b.data : "", b.len, err);
+    if (b.data)
+        explicit_bzero(b.data, b.len);
+    sp_buf_dispose(&b);
+    if (rc < 0)
+        sp_egress_secrets_dispose(s);
+    return rc;
+}

@@ -1,0 +1,169 @@
+#!/usr/bin/env bash
+# Brokered secrets end to end on a real Podman service (rootful and
+# rootless), over plain HTTP to the test's own upstreams on 127.0.0.1 (a
+# CIDR rule opens loopback to the proxy; nothing leaves the machine):
+#
+#   the workload's $NAME is a stand-in, never the value; the upstream the
+#   secret is for gets the value in the header (and in the query when
+#   asked); an allowed upstream it is not for gets 403 naming the secret,
+#   nothing reaches it, and the log records the secret's name; the value is
+#   found nowhere sandpod writes or prints but its two 0600 secret files
+#   (the proxy's not ours when rootful); a fork gets a stand-in of its own
+#   and the origin's does nothing there; bad input is refused in one line
+#   and leaves nothing.
+#
+# Usage: test_secrets_cli.sh PATH/TO/sandpod. Exits 77 (skip) when Podman
+# is unavailable, unless CI=true.
+set -u
+
+SP=${1:?usage: test_secrets_cli.sh PATH/TO/sandpod}
+PREFIX=sandpod-secrets
+. "$(dirname "$0")/podman_lib.sh"
+need_image
+
+UPS=()
+trap 'for p in "${UPS[@]}"; do kill "$p" 2>/dev/null; done; cleanup' EXIT
+
+# Two upstreams: each records every request head it gets (to FILE.PORT)
+# and answers "ok PORT".
+cat >"$T/up.py" <<'EOF'
+import http.server, sys
+port, log = int(sys.argv[1]), sys.argv[2]
+class H(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        with open(log, "a") as f:
+            f.write(self.requestline + "\n" + str(self.headers) + "\n")
+        body = b"ok %d\n" % port
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+    def log_message(self, *a):
+        pass
+http.server.ThreadingHTTPServer(("127.0.0.1", port), H).serve_forever()
+EOF
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+P1=$(free_port)
+P2=$(free_port)
+for p in "$P1" "$P2"; do
+    python3 "$T/up.py" "$p" "$T/up.$p" &
+    UPS+=($!)
+done
+for p in "$P1" "$P2"; do
+    for _ in $(seq 1 100); do
+        python3 -c "import socket; socket.create_connection(('127.0.0.1', $p), 1)" 2>/dev/null && break
+        sleep 0.1
+    done
+done
+
+CANARY="canary-$$-$RANDOM$RANDOM-value"
+export SP_TEST_SECRET=$CANARY
+printf 'query-%s\n' "$CANARY" >"$T/qfile"
+chmod 600 "$T/qfile"
+
+# lacks TEXT FILE: FILE does not hold TEXT.
+lacks() { ! grep -qF -- "$1" "$2"; }
+
+# One plain request through the proxy from inside sandbox $1: GET $2
+# (a path and query on 127.0.0.1:$3) with header $4.
+get() {
+    run exec "$1" -- sh -c "printf 'GET http://127.0.0.1:$3$2 HTTP/1.1\r\nHost: 127.0.0.1:$3\r\n$4\r\n\r\n' | nc 127.0.0.1 3128"
+}
+
+S=sec-$$
+RULES=(--allow "127.0.0.1:$P1" --allow "127.0.0.1:$P2")
+run create --name "$S" "${RULES[@]}" --secret TOKEN=env:SP_TEST_SECRET \
+    --secret-for "TOKEN=http://127.0.0.1:$P1" --secret QK=file:"$T/qfile" \
+    --secret-for "QK=http://127.0.0.1:$P1" --secret-in QK=query
+expect 0 "create with two secrets"
+run exec "$S" -- sh -c 'echo "t=$TOKEN q=$QK"'
+expect 0 "the variables are there"
+out_lacks "$CANARY" "the workload holds no value"
+TOK=$(sed -n 's/^t=\(sandpod-standin-[0-9a-f]*\) .*/\1/p' "$T/out")
+QST=$(sed -n 's/.* q=\(sandpod-standin-[0-9a-f]*\)$/\1/p' "$T/out")
+check "TOKEN holds a stand-in" [ "${#TOK}" = 56 ]
+check "QK holds another" [ "${#QST}" = 56 -a "$QST" != "$TOK" ]
+
+get "$S" "/v1?k=$QST" "$P1" "Authorization: Bearer $TOK"
+expect 0 "a request to the host the secrets are for"
+out_has "ok $P1" "it is answered"
+check "the upstream got the value in the header" grep -q "Authorization: Bearer $CANARY" "$T/up.$P1"
+check "... and QK's value in the query" grep -q "GET /v1?k=query-$CANARY HTTP" "$T/up.$P1"
+
+get "$S" "/x" "$P2" "Authorization: Bearer $TOK"
+out_has "403" "TOKEN's stand-in to an allowed host it is not for: 403"
+out_has "stand-in of secret TOKEN, which is not for http://127.0.0.1:$P2" "... naming it"
+check "nothing reached that host" [ ! -e "$T/up.$P2" ]
+run network "$S" --log --json
+check "the log records the refusal with the secret's name" python3 -c '
+import json, sys
+recs = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+sys.exit(0 if any(r.get("secret") == "TOKEN" and r["verdict"] == "deny" for r in recs) else 1)' "$T/out"
+
+# The value nowhere but the two secret files.
+STATE=$("$SP" inspect "$S" --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["state_dir"])')
+check "the state folder is known" [ -d "$STATE" ]
+{
+    "$SP" inspect "$S" --json
+    "$SP" ls --json
+    "$SP" network "$S" --log --json
+    "$SP" logs "$S"
+    "$SP" exec "$S" -- env
+} >"$T/printed" 2>&1
+check "nothing sandpod prints holds the value" lacks "$CANARY" "$T/printed"
+found=$(grep -rl --exclude=secrets "$CANARY" "$STATE" 2>/dev/null)
+check "no file of the state folder but the secret files holds it ($found)" [ -z "$found" ]
+check "our copy is 0600" [ "$(stat -c %a "$STATE/secrets")" = 600 ]
+check "the proxy's is 0600" [ "$(stat -c %a "$STATE/egress/secrets")" = 600 ]
+if [ "$(id -u)" = 0 ]; then
+    check "the proxy's copy is its user's, not root's" [ "$(stat -c %u "$STATE/egress/secrets")" != 0 ]
+fi
+
+# A fork: stand-ins of its own; the origin's does nothing there.
+F=$S-f
+run fork --name "$F" "$S"
+expect 0 "fork a sandbox with secrets"
+run exec "$F" -- sh -c 'echo "t=$TOKEN"'
+FTOK=$(sed -n 's/^t=\(sandpod-standin-[0-9a-f]*\)$/\1/p' "$T/out")
+check "the fork's stand-in is its own" [ "${#FTOK}" = 56 -a "$FTOK" != "$TOK" ]
+: >"$T/up.$P1"
+get "$F" "/f" "$P1" "Authorization: Bearer $FTOK"
+check "the fork's stand-in gets the value" grep -q "Authorization: Bearer $CANARY" "$T/up.$P1"
+: >"$T/up.$P1"
+get "$F" "/g" "$P1" "Authorization: Bearer $TOK"
+check "the origin's stand-in gets nothing in the fork" grep -q "Authorization: Bearer $TOK" "$T/up.$P1"
+check "... not the value" lacks "$CANARY" "$T/up.$P1"
+run rm --force "$F"
+expect 0 "rm the fork"
+
+# Bad input: one line, nothing left.
+bad() {
+    local what=$1 needle=$2
+    shift 2
+    run create --name "$S-bad" "$@"
+    check "$what: refused" [ "$rc" != 0 ]
+    err_has "$needle" "$what: says why"
+    check "$what: nothing left" [ ! -e "$(dirname "$STATE")/$S-bad" ]
+}
+bad "no rules" "give egress rules too" --secret TOKEN=env:SP_TEST_SECRET \
+    --secret-for TOKEN=http://127.0.0.1:1
+bad "an unset variable" "the variable SP_NOT_SET_$$ is not set" "${RULES[@]}" \
+    --secret TOKEN=env:SP_NOT_SET_$$ --secret-for TOKEN=http://127.0.0.1:1
+bad "a value on the command line" "is not env:VAR or file:PATH" "${RULES[@]}" \
+    --secret TOKEN=hunter2 --secret-for TOKEN=http://127.0.0.1:1
+bad "no host" "secret TOKEN is for no host" "${RULES[@]}" --secret TOKEN=env:SP_TEST_SECRET
+bad "a host for no secret" "no --secret OTHER" "${RULES[@]}" --secret TOKEN=env:SP_TEST_SECRET \
+    --secret-for TOKEN=http://127.0.0.1:1 --secret-for OTHER=x.test
+bad "an https:// scope" "a scope is HOST[:PORT]" "${RULES[@]}" --secret TOKEN=env:SP_TEST_SECRET \
+    --secret-for TOKEN=https://x.test
+bad "a name sandpod sets" "the name is a variable's" "${RULES[@]}" \
+    --secret HTTPS_PROXY=env:SP_TEST_SECRET --secret-for HTTPS_PROXY=x.test
+bad "a missing file" "$T/nofile" "${RULES[@]}" --secret TOKEN=file:"$T/nofile" \
+    --secret-for TOKEN=x.test
+bad "bodies (not built)" "not built yet" "${RULES[@]}" --secret TOKEN=env:SP_TEST_SECRET \
+    --secret-for TOKEN=x.test --secret-in TOKEN=body
+
+run rm --force "$S"
+expect 0 "rm"
+check "its folder is gone, secrets with it" [ ! -e "$STATE" ]
+finish
