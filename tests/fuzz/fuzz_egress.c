@@ -3,18 +3,20 @@
  * user writes it.
  *
  * Input: byte 0 picks the parser (0: ClientHello, 1: DNS answer with the id
- * in bytes 1-2, for "example.com"; 2: an allow rule, 3: a deny rule); the
- * rest is its input. Properties: nothing is read past the input (ASan);
+ * in bytes 1-2, for "example.com"; 2: an allow rule, 3: a deny rule; with
+ * bit 7 set, a secrets file, egress_secrets.h); the rest is its input. Properties: nothing is read past the input (ASan);
  * a server name is NUL-terminated, holds no NUL and fits; a DNS answer
  * gives at most SP_EGRESS_MAX_ADDRS addresses, each IPv4 or IPv6; a rule
  * is refused with one line naming the option, or decides connections
- * without failing. */
+ * without failing; a secrets file that parses gives the same text back
+ * when written and read again, and replacing stand-ins in it stops. */
 #include <arpa/inet.h>
 #include <netinet/in.h>
 
 #include "egress_policy.h"
 #include "egress_proxy.h"
 #include "egress_resolve.h"
+#include "egress_secrets.h"
 #include "fuzz.h"
 #include "sandpod/error.h"
 
@@ -24,6 +26,29 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     const uint8_t *in = data + 1;
     size_t len = size - 1;
+    if (data[0] & 0x80) {
+        sp_egress_secrets s = {0}, again = {0};
+        sp_error *err = NULL;
+        if (sp_egress_secrets_parse(&s, (const char *)in, len, &err) == 0) {
+            char *t = sp_egress_secrets_text(&s);
+            FZ_ASSERT(sp_egress_secrets_parse(&again, t, strlen(t), NULL) == 0, "re-read: %s", t);
+            char *t2 = sp_egress_secrets_text(&again);
+            FZ_ASSERT(strcmp(t, t2) == 0, "not the same text:\n%s\n%s", t, t2);
+            unsigned char *out = NULL;
+            size_t n = 0;
+            sp_egress_secrets_replace(&s, "api.example.com", 443, true, false, false, in, len, &out,
+                                      &n);
+            free(out);
+            free(t);
+            free(t2);
+        } else {
+            FZ_ASSERT(err && err->message && !strchr(err->message, '\n'), "bad error");
+        }
+        sp_error_free(err);
+        sp_egress_secrets_dispose(&s);
+        sp_egress_secrets_dispose(&again);
+        return 0;
+    }
     switch (data[0] & 3) {
     case 0: {
         char name[256];
