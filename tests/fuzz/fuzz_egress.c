@@ -4,12 +4,11 @@
  *
  * Input: byte 0 picks the parser (0: ClientHello, 1: DNS answer with the id
  * in bytes 1-2, for "example.com"; 2: an allow rule, 3: a deny rule; with
- * bit 7 set, a secrets file, egress_secrets.h); the rest is its input. Properties: nothing is read past the input (ASan);
- * a server name is NUL-terminated, holds no NUL and fits; a DNS answer
- * gives at most SP_EGRESS_MAX_ADDRS addresses, each IPv4 or IPv6; a rule
- * is refused with one line naming the option, or decides connections
- * without failing; a secrets file that parses gives the same text back
- * when written and read again, and replacing stand-ins in it stops. */
+ * bit 7 set, a secrets file, egress_secrets.h); the rest is its input. Properties: nothing is read
+ * past the input (ASan); a server name is NUL-terminated, holds no NUL and fits; a DNS answer gives
+ * at most SP_EGRESS_MAX_ADDRS addresses, each IPv4 or IPv6; a rule is refused with one line naming
+ * the option, or decides connections without failing; a secrets file that parses gives the same
+ * text back when written and read again, and replacing stand-ins in it stops. */
 #include <arpa/inet.h>
 #include <netinet/in.h>
 
