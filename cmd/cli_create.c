@@ -460,6 +460,9 @@ int cli_fork_sandbox(sp_sandbox **out, struct cli_create *c, const char *origin,
     o.env_pass = c->n_pass ? c->pass : NULL;
     o.allow = c->n_allow ? c->allow : NULL;
     o.deny = c->n_deny ? c->deny : NULL;
+    o.secrets = c->n_secret ? c->secret : NULL;
+    o.secret_for = c->n_secret_for ? c->secret_for : NULL;
+    o.secret_in = c->n_secret_in ? c->secret_in : NULL;
     r = sp_sandbox_fork(out, from, snap, &o, err);
     sp_sandbox_free(from);
     for (const char *const *w = r == 0 ? sp_sandbox_warnings(*out) : NULL; w && *w; w++)

@@ -100,7 +100,7 @@ int sp_sandbox_open(sp_sandbox **out, const char *name, const sp_sandbox_opts *o
 
 int sp_sandbox_create(sp_sandbox **out, const sp_sandbox_opts *opts, sp_error **err)
 {
-    return sp_sandbox_create_seeded(out, opts, NULL, NULL, err);
+    return sp_sandbox_create_seeded(out, opts, NULL, NULL, NULL, err);
 }
 
 static bool made_by_valid(const char *s)
@@ -116,7 +116,8 @@ static int create_checked(sp_sandbox **out, sp_sandbox_opts *opts, const char *n
                           const char *user, const sp_egress_secrets *secrets,
                           sp_sandbox_seed_fn seed, void *seed_data, sp_error **err);
 
-int sp_sandbox_create_seeded(sp_sandbox **out, const sp_sandbox_opts *opts, sp_sandbox_seed_fn seed,
+int sp_sandbox_create_seeded(sp_sandbox **out, const sp_sandbox_opts *opts,
+                             const sp_egress_secrets *carried, sp_sandbox_seed_fn seed,
                              void *seed_data, sp_error **err)
 {
     *out = NULL;
@@ -152,6 +153,13 @@ int sp_sandbox_create_seeded(sp_sandbox **out, const sp_sandbox_opts *opts, sp_s
     sp_strv_free(egress);
     if (r < 0)
         return r;
+    if (carried) {
+        if (carried->n && !o.allow && !o.deny)
+            return sp_err_set(err, SP_EINVAL, 0,
+                              "secrets are brokered by the sandbox's egress proxy: give egress "
+                              "rules too");
+        return create_checked(out, &o, name, user, carried, seed, seed_data, err);
+    }
     sp_egress_secrets secrets;
     if ((r = sp_sandbox_secrets_from_opts(&secrets, &o, true, err)) < 0)
         return r;

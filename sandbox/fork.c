@@ -264,67 +264,6 @@ static int newest_elsewhere(char **id, sp_sandbox *origin, sp_error **err)
     return 0;
 }
 
-/* The origin's secrets as create's options: each value in a file of its
- * own (0600, in a 0700 folder of the state root), removed after. */
-typedef struct secret_files {
-    char *dir;
-    sp_strv secrets, secret_for, secret_in;
-} secret_files;
-
-static void secret_files_dispose(secret_files *sf)
-{
-    if (sf->dir) {
-        for (size_t i = 0; i < sf->secrets.n; i++) {
-            const char *p = strstr(sf->secrets.v[i], "=file:");
-            if (p)
-                unlink(p + 6);
-        }
-        rmdir(sf->dir);
-        free(sf->dir);
-    }
-    sp_strv_dispose(&sf->secrets);
-    sp_strv_dispose(&sf->secret_for);
-    sp_strv_dispose(&sf->secret_in);
-}
-
-static int secrets_along(secret_files *sf, sp_sandbox_opts *o, const sp_sandbox *origin,
-                         sp_error **err)
-{
-    sp_egress_secrets vals;
-    int r = sp_sandbox_secrets_read(&vals, origin->state_dir, err);
-    if (r < 0)
-        return sp_err_wrap(err, r, "the secrets of sandbox %s", origin->name);
-    sf->dir = sp_xasprintf("%s/.fork-secrets-%d-XXXXXX", origin->state_root, (int)getpid());
-    if (!mkdtemp(sf->dir)) {
-        r = sp_err_errno(err, errno, "mkdtemp", sf->dir);
-        free(sf->dir);
-        sf->dir = NULL;
-        sp_egress_secrets_dispose(&vals);
-        return r;
-    }
-    for (size_t i = 0; i < vals.n && r == 0; i++) {
-        const sp_egress_secret *x = &vals.v[i];
-        cleanup_free char *path = sp_xasprintf("%s/%zu", sf->dir, i);
-        int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-        if (fd < 0 || sp_write_all(fd, x->value, x->value_len) < 0)
-            r = sp_err_errno(err, errno, "write", path);
-        if (fd >= 0)
-            close(fd);
-        sp_strv_push(&sf->secrets, sp_xasprintf("%s=file:%s", x->name, path));
-        for (size_t j = 0; j < x->n_scopes; j++)
-            sp_strv_push(&sf->secret_for,
-                         sp_xasprintf("%s=%s%s", x->name, x->scopes[j].plain ? "http://" : "",
-                                      x->scopes[j].rule.text));
-        if (x->in_query)
-            sp_strv_push(&sf->secret_in, sp_xasprintf("%s=query", x->name));
-    }
-    sp_egress_secrets_dispose(&vals);
-    o->secrets = (const char *const *)sf->secrets.v;
-    o->secret_for = (const char *const *)sf->secret_for.v;
-    o->secret_in = sf->secret_in.n ? (const char *const *)sf->secret_in.v : NULL;
-    return r;
-}
-
 int sp_sandbox_fork(sp_sandbox **out, sp_sandbox *origin, const char *snapshot,
                     const sp_sandbox_opts *opts, sp_error **err)
 {
@@ -377,16 +316,16 @@ int sp_sandbox_fork(sp_sandbox **out, sp_sandbox *origin, const char *snapshot,
         if (!in.egress_hosts && access(hosts, R_OK) == 0)
             o.egress_hosts = hosts;
     }
-    /* So do its secrets, with stand-ins of the fork's own: the origin's
-     * stand-ins mean nothing to the fork's proxy. */
-    secret_files sf = {0};
+    /* So do its secrets, with stand-ins of the fork's own (the origin's
+     * mean nothing to the fork's proxy); the values stay in memory. */
+    sp_egress_secrets carried = {0};
     int r = 0;
-    if (!in.secrets && c->secrets.n && (r = secrets_along(&sf, &o, origin, err)) < 0)
+    if (c->secrets.n && (r = sp_sandbox_secrets_carry(&carried, origin, &in, err)) < 0)
         goto out;
     fork_seed f = {origin, snapshot};
-    r = sp_sandbox_create_seeded(out, &o, seed_fork, &f, err);
+    r = sp_sandbox_create_seeded(out, &o, c->secrets.n ? &carried : NULL, seed_fork, &f, err);
 out:
-    secret_files_dispose(&sf);
+    sp_egress_secrets_dispose(&carried);
     if (o.allow != in.allow) {
         sp_strv_free((char **)o.allow);
         sp_strv_free((char **)o.deny);

@@ -151,8 +151,11 @@ int sp_sandbox_resolve_root(char **out, const char *state_root, sp_error **err);
  * the empty workspace made, before the container exists; on a remote
  * engine once the workload serves, before its setup commands and its
  * `base` snapshot) in place of hydrating opts->mounts; a failing seed
- * fails the create, which removes everything it made. */
-int sp_sandbox_create_seeded(sp_sandbox **out, const sp_sandbox_opts *opts, sp_sandbox_seed_fn seed,
+ * fails the create, which removes everything it made. `carried`: the
+ * secrets (with values and the new sandbox's stand-ins) a fork carries
+ * from its origin, in place of opts->secrets; NULL: opts'. */
+int sp_sandbox_create_seeded(sp_sandbox **out, const sp_sandbox_opts *opts,
+                             const sp_egress_secrets *carried, sp_sandbox_seed_fn seed,
                              void *seed_data, sp_error **err);
 /* snap.c: the archive write() makes, streamed through a pipe into sb's
  * import (kind.h's snap_import) as a new snapshot tagged tag, restored
@@ -187,6 +190,14 @@ int sp_sandbox_egress_from_opts(char ***out, const sp_sandbox_opts *o, sp_error 
  * stand-ins; none when o names none. */
 int sp_sandbox_secrets_from_opts(sp_egress_secrets *out, const sp_sandbox_opts *o, bool read_values,
                                  sp_error **err);
+/* The secrets a fork of origin (a sandbox or a template) carries into
+ * *out: its origin's names and scopes with new stand-ins, each value from
+ * o->secrets when it names the secret (NAME=env:VAR|file:PATH), else from
+ * the origin's own values (a template has none). Refused: a secret with
+ * no value, o->secrets naming one the origin lacks, o->secret_for or
+ * o->secret_in (a fork keeps its origin's scopes). */
+int sp_sandbox_secrets_carry(sp_egress_secrets *out, const sp_sandbox *origin,
+                             const sp_sandbox_opts *o, sp_error **err);
 /* A value from "env:VAR" or "file:PATH" (for secret `name`'s messages). */
 int sp_secret_value_read(unsigned char **value, size_t *len, const char *source, const char *name,
                          sp_error **err);

@@ -197,6 +197,75 @@ fail:
     return rc;
 }
 
+/* What o says of secret `name`: its source, or NULL. */
+static const char *given_source(const sp_sandbox_opts *o, const char *name)
+{
+    size_t n = strlen(name);
+    for (size_t i = 0; o->secrets && o->secrets[i]; i++)
+        if (strncmp(o->secrets[i], name, n) == 0 && o->secrets[i][n] == '=')
+            return o->secrets[i] + n + 1;
+    return NULL;
+}
+
+int sp_sandbox_secrets_carry(sp_egress_secrets *out, const sp_sandbox *origin,
+                             const sp_sandbox_opts *o, sp_error **err)
+{
+    memset(out, 0, sizeof(*out));
+    const sp_egress_secrets *shape = &origin->cfg.secrets;
+    if (o->secret_for || o->secret_in)
+        return sp_err_set(err, SP_EINVAL, 0,
+                          "--secret-for and --secret-in: a fork keeps the scopes of %s's secrets",
+                          origin->name);
+    for (size_t i = 0; o->secrets && o->secrets[i]; i++) {
+        size_t n;
+        if (!split(o->secrets[i], "--secret", &n, err))
+            return SP_EINVAL;
+        bool known = false;
+        for (size_t k = 0; k < shape->n && !known; k++)
+            known =
+                strlen(shape->v[k].name) == n && strncmp(shape->v[k].name, o->secrets[i], n) == 0;
+        if (!known)
+            return sp_err_set(err, SP_EINVAL, 0,
+                              "--secret %.*s: %s has no such secret (a fork takes values for its "
+                              "origin's secrets only)",
+                              (int)n, o->secrets[i], origin->name);
+    }
+    sp_egress_secrets have;
+    int r = sp_sandbox_secrets_read(&have, origin->state_dir, err);
+    if (r < 0)
+        return sp_err_wrap(err, r, "the secrets of %s", origin->name);
+    cJSON *j = sp_sandbox_secrets_json(shape);
+    r = sp_sandbox_secrets_from_json(out, j, err);
+    cJSON_Delete(j);
+    for (size_t i = 0; r == 0 && i < out->n; i++) {
+        sp_egress_secret *x = &out->v[i];
+        if (sp_egress_standin_new(x->standin) < 0) {
+            r = sp_err_errno(err, errno, "make a stand-in for secret", x->name);
+            break;
+        }
+        const char *src = given_source(o, x->name);
+        if (src) {
+            r = sp_secret_value_read(&x->value, &x->value_len, src, x->name, err);
+            continue;
+        }
+        for (size_t k = 0; k < have.n && !x->value; k++)
+            if (strcmp(have.v[k].name, x->name) == 0) {
+                x->value = sp_xmalloc(have.v[k].value_len);
+                memcpy(x->value, have.v[k].value, have.v[k].value_len);
+                x->value_len = have.v[k].value_len;
+            }
+        if (!x->value)
+            r = sp_err_set(err, SP_EINVAL, 0,
+                           "secret %s of %s needs a value here: --secret %s=env:VAR or "
+                           "--secret %s=file:PATH",
+                           x->name, origin->name, x->name, x->name);
+    }
+    sp_egress_secrets_dispose(&have);
+    if (r < 0)
+        sp_egress_secrets_dispose(out);
+    return r;
+}
+
 cJSON *sp_sandbox_secrets_json(const sp_egress_secrets *s)
 {
     cJSON *a = cJSON_CreateArray();

@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -38,9 +39,16 @@
 #define THREAD_STACK   (256 * 1024)
 #define TLS_RECORD_MAX (16384 + 5)
 
+/* The secrets, read with the policy; shared by the references made from
+ * one read (a change of this host's addresses keeps them). Under g.mu. */
+typedef struct secrets_ref {
+    sp_egress_secrets s;
+    unsigned refs;
+} secrets_ref;
+
 typedef struct policy_ref {
     sp_egress_policy p;
-    sp_egress_secrets secrets; /* read with the policy, from the folder's "secrets" */
+    secrets_ref *secrets; /* never NULL */
     unsigned refs;
     char version[64]; /* what its "# version" line says, for the host's wait */
 } policy_ref;
@@ -165,6 +173,8 @@ static void add_host_addresses(sp_egress_policy *p)
  * false (said why) when it cannot be read or holds a bad line. */
 static bool load_secrets(policy_ref *r)
 {
+    r->secrets = sp_xcalloc(1, sizeof(*r->secrets));
+    r->secrets->refs = 1;
     cleanup_close int fd = open(g.secrets_path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
     if (fd < 0 && errno == ENOENT)
         return true;
@@ -181,7 +191,7 @@ static bool load_secrets(policy_ref *r)
         return false;
     }
     sp_error *e = NULL;
-    int rc = sp_egress_secrets_parse(&r->secrets, text.data ? text.data : "", text.len, &e);
+    int rc = sp_egress_secrets_parse(&r->secrets->s, text.data ? text.data : "", text.len, &e);
     if (text.data)
         explicit_bzero(text.data, text.len);
     sp_buf_dispose(&text);
@@ -196,7 +206,10 @@ static bool load_secrets(policy_ref *r)
 static void policy_ref_free(policy_ref *r)
 {
     sp_egress_policy_dispose(&r->p);
-    sp_egress_secrets_dispose(&r->secrets);
+    if (r->secrets && --r->secrets->refs == 0) {
+        sp_egress_secrets_dispose(&r->secrets->s);
+        free(r->secrets);
+    }
     free(r);
 }
 
@@ -337,12 +350,10 @@ static policy_ref *with_new_addresses(const policy_ref *old)
         if (sp_egress_policy_add(&r->p, p->rules[i].text, p->rules[i].verdict, &e) < 0)
             sp_error_free(e);
     }
-    char *st = sp_egress_secrets_text(&old->secrets);
-    sp_error *e = NULL;
-    if (sp_egress_secrets_parse(&r->secrets, st, strlen(st), &e) < 0)
-        sp_error_free(e);
-    explicit_bzero(st, strlen(st));
-    free(st);
+    pthread_mutex_lock(&g.mu);
+    r->secrets = old->secrets;
+    r->secrets->refs++;
+    pthread_mutex_unlock(&g.mu);
     add_host_addresses(&r->p);
     return r;
 }
@@ -590,7 +601,7 @@ static open_result open_upstream(conn *c)
     /* A stand-in in a name would leave in a lookup, or in the name the
      * upstream is asked for: whatever the rules say. */
     const sp_egress_secret *in_name =
-        sp_egress_secrets_find(&pr->secrets, c->host, strlen(c->host));
+        sp_egress_secrets_find(&pr->secrets->s, c->host, strlen(c->host));
     if (in_name || strstr(c->host, SP_SECRET_STANDIN_PREFIX)) {
         snprintf(c->secret, sizeof(c->secret), "%s", in_name ? in_name->name : "");
         snprintf(c->why, sizeof(c->why), "refused: the host name carries a secret's stand-in%s%s",
@@ -1091,8 +1102,8 @@ static bool standins_may_go(conn *c, const void *head, size_t len, bool tls)
 {
     policy_ref *pr = policy_get();
     bool ok = true;
-    for (size_t i = 0; i < pr->secrets.n && ok; i++) {
-        const sp_egress_secret *x = &pr->secrets.v[i];
+    for (size_t i = 0; i < pr->secrets->s.n && ok; i++) {
+        const sp_egress_secret *x = &pr->secrets->s.v[i];
         if (!memmem(head, len, x->standin, SP_SECRET_STANDIN_LEN) ||
             sp_egress_secret_for(x, c->host, c->port, tls))
             continue;
@@ -1116,7 +1127,7 @@ static bool standins_may_go(conn *c, const void *head, size_t len, bool tls)
 static void put_secrets(conn *c, char **out, size_t *len, bool tls)
 {
     policy_ref *pr = policy_get();
-    if (!pr->secrets.n) {
+    if (!pr->secrets->s.n) {
         policy_put(pr);
         return;
     }
@@ -1124,13 +1135,13 @@ static void put_secrets(conn *c, char **out, size_t *len, bool tls)
     size_t ll = line_end ? (size_t)(line_end - *out) : *len;
     unsigned char *a = NULL, *b = NULL;
     size_t al = 0, bl = 0;
-    size_t n = sp_egress_secrets_replace(&pr->secrets, c->host, c->port, tls, true, false, *out, ll,
-                                         &a, &al);
-    n += sp_egress_secrets_replace(&pr->secrets, c->host, c->port, tls, false, false, *out + ll,
+    size_t n = sp_egress_secrets_replace(&pr->secrets->s, c->host, c->port, tls, true, false, *out,
+                                         ll, &a, &al);
+    n += sp_egress_secrets_replace(&pr->secrets->s, c->host, c->port, tls, false, false, *out + ll,
                                    *len - ll, &b, &bl);
     if (n) {
         /* Which one, for the log (the first found). */
-        const sp_egress_secret *x = sp_egress_secrets_find(&pr->secrets, *out, *len);
+        const sp_egress_secret *x = sp_egress_secrets_find(&pr->secrets->s, *out, *len);
         snprintf(c->secret, sizeof(c->secret), "%s", x ? x->name : "?");
         explicit_bzero(*out, *len);
         free(*out);
@@ -1820,6 +1831,9 @@ static void on_term(int sig)
 
 int sp_egress_proxy_run(const sp_egress_proxy_opts *o)
 {
+    /* It holds brokered secrets' values: no core file of it, and no
+     * ptrace by its own user. */
+    prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
     g.o = *o;
     if (!g.o.max_conns)
         g.o.max_conns = SP_EGRESS_MAX_CONNS;

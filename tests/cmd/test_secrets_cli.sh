@@ -119,22 +119,57 @@ if [ "$(id -u)" = 0 ]; then
     check "the proxy's copy is its user's, not root's" [ "$(stat -c %u "$STATE/egress/secrets")" != 0 ]
 fi
 
+# own_standin_gets_value WHAT SANDBOX: SANDBOX's $TOKEN is a stand-in of its
+# own (not the first sandbox's), and a request with it gets the value.
+own_standin_gets_value() {
+    run exec "$2" -- sh -c 'echo "t=$TOKEN"'
+    OWN=$(sed -n 's/^t=\(sandpod-standin-[0-9a-f]*\)$/\1/p' "$T/out")
+    check "$1: the stand-in is its own" [ "${#OWN}" = 56 -a "$OWN" != "$TOK" ]
+    : >"$T/up.$P1"
+    get "$2" "/own" "$P1" "Authorization: Bearer $OWN"
+    check "$1: its stand-in gets the value" grep -q "Authorization: Bearer $CANARY" "$T/up.$P1"
+}
+
 # A fork: stand-ins of its own; the origin's does nothing there.
 F=$S-f
 run fork --name "$F" "$S"
 expect 0 "fork a sandbox with secrets"
-run exec "$F" -- sh -c 'echo "t=$TOKEN"'
-FTOK=$(sed -n 's/^t=\(sandpod-standin-[0-9a-f]*\)$/\1/p' "$T/out")
-check "the fork's stand-in is its own" [ "${#FTOK}" = 56 -a "$FTOK" != "$TOK" ]
-: >"$T/up.$P1"
-get "$F" "/f" "$P1" "Authorization: Bearer $FTOK"
-check "the fork's stand-in gets the value" grep -q "Authorization: Bearer $CANARY" "$T/up.$P1"
+own_standin_gets_value "the fork" "$F"
 : >"$T/up.$P1"
 get "$F" "/g" "$P1" "Authorization: Bearer $TOK"
 check "the origin's stand-in gets nothing in the fork" grep -q "Authorization: Bearer $TOK" "$T/up.$P1"
 check "... not the value" lacks "$CANARY" "$T/up.$P1"
 run rm --force "$F"
 expect 0 "rm the fork"
+
+# A template keeps names and scopes, never a value: a sandbox made from it
+# is refused without one, and works with one given.
+run template save "$S" "sectpl-$$"
+expect 0 "template save"
+TDIR=$(dirname "$(dirname "$STATE")")/templates/sectpl-$$
+found=$(grep -rl "$CANARY" "$TDIR" 2>/dev/null)
+check "the template holds no value ($found)" [ -d "$TDIR" -a -z "$found" ]
+run create --name "$S-t" --template "sectpl-$$"
+check "create --template without values: refused" [ "$rc" != 0 ]
+err_has "secret TOKEN of sectpl-$$ needs a value here: --secret TOKEN=env:VAR" "... naming it"
+check "... leaving nothing" [ ! -e "$(dirname "$STATE")/$S-t" ]
+run create --name "$S-t" --template "sectpl-$$" --secret TOKEN=env:SP_TEST_SECRET \
+    --secret QK=file:"$T/qfile"
+expect 0 "create --template with the values"
+own_standin_gets_value "from the template" "$S-t"
+run create --name "$S-t2" --template "sectpl-$$" --secret OTHER=env:SP_TEST_SECRET
+err_has "--secret OTHER: sectpl-$$ has no such secret" "a value for a secret the template lacks: refused"
+run rm --force "$S-t"
+expect 0 "rm it"
+run template rm "sectpl-$$"
+expect 0 "template rm"
+
+# The proxy holds values: it makes no core file and is not ptrace-able by
+# its own user (its /proc files are not that user's).
+PROXY=$(podman ps --filter "label=sandpod.name=$S" --filter label=sandpod.role=egress \
+    --format '{{.Names}}' | head -n 1)
+PPID_=$(podman inspect --format '{{.State.Pid}}' "$PROXY" 2>/dev/null)
+check "the proxy is not dumpable" [ -n "$PPID_" -a "$(stat -c %u "/proc/$PPID_/mem" 2>/dev/null)" != "$(stat -c %u "$STATE/egress/secrets")" ]
 
 # Bad input: one line, nothing left.
 bad() {
