@@ -53,6 +53,13 @@ if [ "$MODE" = fake ]; then
     run engine add local --kind kubernetes --server "$SERVER"
     expect 1 "engine add local"
     err_has "built in" "local is built in"
+    # Brokered secrets are not built for this engine: refused in one line
+    # before anything is asked of the cluster, nothing left.
+    run create --engine c1 --name sec-$$ --allow x.test --secret T=env:HOME --secret-for T=x.test
+    expect 1 "create --secret on a kubernetes engine"
+    err_has "brokered secrets (--secret) are not built for the kubernetes engine yet" \
+        "... says so"
+    check "... leaving no sandbox" [ ! -e "$SANDPOD_HOME/sandboxes/sec-$$" ]
     run engine add Bad_Name --kind kubernetes
     expect 1 "engine add with a bad name"
     run engine add c2 --kind kubernetes --server "$SERVER" --namespace Not_A_Label
