@@ -47,8 +47,7 @@ Usage: fake_podman.py DIR [--client-cert] [--v4-only]
     Fault {"ignore_netpol": true}: policies are kept but not enforced (a
     network plugin without NetworkPolicy support).
   - The API service, as the kubelet tells every container of it
-    (KUBERNETES_SERVICE_HOST and _PORT; here only the containers of Pods
-    labelled sandpod.egress): a TCP listener of the fake's on
+    (KUBERNETES_SERVICE_HOST and _PORT): a TCP listener of the fake's on
     this host's own address (the one its default route leaves from), which
     accepts and closes. A Pod on Podman's network reaches it; one on a
     policy's network does not (what `sandpod peer protections network`
@@ -206,10 +205,6 @@ def for_play(pod):
     spec.pop("hostUsers", None)
     for v in spec.get("volumes") or []:
         v["name"] = name + "-" + v["name"]
-    # Only the Pods of sandboxes with egress rules are told of the API
-    # service: given to every Pod, the variables made rootless kube play
-    # leave the peer unable to write the workspace (not understood).
-    egress = "sandpod.egress" in (pod["metadata"].get("labels") or {})
     for key in ("initContainers", "containers"):
         for c in spec.get(key) or []:
             for m in c.get("volumeMounts") or []:
@@ -218,7 +213,7 @@ def for_play(pod):
             # on; Podman 4.3's kube play publishes it on the host as well
             # (so a second such Pod failed: "address already in use").
             c.pop("ports", None)
-            if api_service and key == "containers" and egress:
+            if api_service:
                 env = c.setdefault("env", [])
                 env += [{"name": "KUBERNETES_SERVICE_HOST", "value": api_service[0]},
                         {"name": "KUBERNETES_SERVICE_PORT", "value": str(api_service[1])}]

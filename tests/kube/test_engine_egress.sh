@@ -13,8 +13,9 @@
 #   shows one made while it runs; ls shows one
 #   sandbox and gc takes neither Pod for an orphan; a fork gets the rules
 #   and a proxy of its own; rm takes the proxy's Pod and its
-#   NetworkPolicies along; a sandbox without rules makes no proxy; the API
-#   service's address is unreachable under rules, and on a cluster that does not enforce NetworkPolicies (the fake's
+#   NetworkPolicies along; a sandbox without rules makes no proxy, and
+#   reaches the API service's address directly, which a sandbox with rules
+#   did not; on a cluster that does not enforce NetworkPolicies (the fake's
 #   ignore_netpol fault) a sandbox with rules is refused in one line, with
 #   nothing left, unless the engine accepts "netpol".
 #
@@ -151,6 +152,8 @@ check "no Pod is left" [ -z "$(fake_pods)" ]
 run create --engine fake --name "$E-plain" --image "$WIMG"
 expect 0 "create without rules"
 check "no proxy and no NetworkPolicy for it" [ -z "$(netpols)" ] && [ "$(fake_pods | wc -w)" = 1 ]
+run sh "$E-plain" "$NC_API"
+out_has "api=0" "without rules the API service's address is reached (what create tries is there)"
 run rm --force "$E-plain"
 expect 0 "rm the plain one"
 
