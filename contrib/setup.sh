@@ -10,6 +10,8 @@ set -euo pipefail
 # compared with rg (test_search_ref; bash globstar is the glob reference);
 # docker-registry: the image tests pull from a registry on 127.0.0.1;
 # python3-pytest/-setuptools/-pip/-venv: the Python package and its tests;
+# libssl-dev: OpenSSL's static libraries, linked into sandpod-agent (the
+# egress proxy terminates TLS for brokered secrets);
 # python3-websockets: an independent RFC 6455 server the WebSocket client is
 # tested against (test_ws_live); openssl: that test's TLS certificate;
 # iproute2: the egress tests' network namespaces (ip netns, veth), iptables
@@ -17,7 +19,7 @@ set -euo pipefail
 pkgs=(
   gcc make cmake pkg-config git python3 clang-format
   libcurl4-openssl-dev libcjson-dev libgit2-dev libarchive-dev libpcre2-dev
-  libcmocka-dev zlib1g-dev
+  libcmocka-dev zlib1g-dev libssl-dev
   podman runc catatonit busybox-static uidmap slirp4netns iptables iproute2 curl
   clang libclang-rt-14-dev
   gdb

@@ -5,6 +5,7 @@
 #include <arpa/inet.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 
 #include "base.h"
@@ -613,4 +614,14 @@ int sp_egress_policy_parse(sp_egress_policy *p, const char *text, size_t len, ch
             return sp_err_wrap(err, r, "policy line %zu", n);
     }
     return 0;
+}
+
+bool sp_egress_same_host(const char *a, const char *b)
+{
+    size_t la = strlen(a), lb = strlen(b);
+    if (la && a[la - 1] == '.')
+        la--;
+    if (lb && b[lb - 1] == '.')
+        lb--;
+    return la == lb && strncasecmp(a, b, la) == 0;
 }

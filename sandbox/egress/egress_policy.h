@@ -199,4 +199,7 @@ bool sp_egress_rule_names(const sp_egress_rule *r, const char *host, uint16_t po
  * matches (default deny)". The caller frees it. */
 char *sp_egress_decision_text(const sp_egress_decision *d);
 
+/* Whether a and b name the same host: ASCII case aside, a final dot aside. */
+bool sp_egress_same_host(const char *a, const char *b);
+
 #endif

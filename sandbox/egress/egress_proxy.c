@@ -30,6 +30,7 @@
 #include "egress_policy.h"
 #include "egress_resolve.h"
 #include "egress_secrets.h"
+#include "egress_tls.h"
 
 #define PUMP_BUF       32768
 #define PIPE_BYTES     (256 * 1024)
@@ -38,6 +39,11 @@
 #define MAX_RECEIVERS  16
 #define THREAD_STACK   (256 * 1024)
 #define TLS_RECORD_MAX (16384 + 5)
+/* A terminated connection with nothing moving either way this long ends. */
+#define TLS_IDLE_MS           (10 * 60 * 1000)
+#define SP_EGRESS_CA          "ca.pem"
+#define SP_EGRESS_CA_BUNDLE   "ca-bundle.pem"
+#define SP_EGRESS_UPSTREAM_CA "upstream-ca.pem"
 
 /* The secrets, read with the policy; shared by the references made from
  * one read (a change of this host's addresses keeps them). Under g.mu. */
@@ -65,6 +71,7 @@ typedef struct conn {
     char why[512];                       /* the decision, or why it failed */
     char *rule;                          /* the deciding rule's text, or NULL */
     char secret[SP_SECRET_NAME_MAX + 1]; /* a secret whose stand-in it carried ("": none) */
+    bool terminated;                     /* its TLS ended here (serve_terminated) */
     uint64_t up_bytes, down_bytes;
     int64_t started_ms;
     atomic_int cut; /* the watcher found the policy now denies it */
@@ -83,6 +90,9 @@ static struct {
     unsigned open, receivers;
     conn *live;
     int log_fd;
+    /* Made when a secret with a TLS scope first arrives; never freed. */
+    _Atomic(sp_egress_tls *) tls;
+    bool ca_written;
 } g = {.mu = PTHREAD_MUTEX_INITIALIZER, .log_fd = -1};
 
 static int64_t mono_ms(void)
@@ -169,6 +179,60 @@ static void add_host_addresses(sp_egress_policy *p)
     }
 }
 
+/* Write RUN/name (0644) anew from a and b; false when it cannot. */
+static bool run_file(const char *name, const char *a, size_t al, const char *b, size_t bl)
+{
+    char tmp[PATH_MAX + 16], path[PATH_MAX];
+    snprintf(path, sizeof(path), "%s/%s", g.o.run_dir, name);
+    snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+    if (fd < 0)
+        return false;
+    bool ok = fchmod(fd, 0644) == 0 && sp_write_all(fd, a, al) == 0 && sp_write_all(fd, b, bl) == 0;
+    close(fd);
+    if (!ok || rename(tmp, path) < 0) {
+        unlink(tmp);
+        return false;
+    }
+    return true;
+}
+
+/* The CA, made once, and its certificate where the sandbox reads it:
+ * RUN/ca.pem alone, and RUN/ca-bundle.pem after the CAs the host trusts
+ * (DIR/upstream-ca.pem), for the variables that replace a bundle. Before
+ * the host hands RUN over, writing fails and is tried at the next load. */
+static void tls_ready(void)
+{
+    if (!atomic_load(&g.tls)) {
+        char why[300], upstream[PATH_MAX];
+        snprintf(upstream, sizeof(upstream), "%s/%s", g.o.dir, SP_EGRESS_UPSTREAM_CA);
+        sp_egress_tls *t = sp_egress_tls_new(upstream, why, sizeof(why));
+        if (!t) {
+            say("no TLS for brokered secrets: %s", why);
+            return;
+        }
+        atomic_store(&g.tls, t);
+    }
+    if (g.ca_written)
+        return;
+    char *pem = sp_egress_tls_ca_pem(atomic_load(&g.tls));
+    char upstream[PATH_MAX];
+    snprintf(upstream, sizeof(upstream), "%s/%s", g.o.dir, SP_EGRESS_UPSTREAM_CA);
+    sp_buf trusted = SP_BUF_INIT;
+    cleanup_close int fd = open(upstream, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd >= 0 && sp_read_all(fd, &trusted, 8u << 20) < 0)
+        trusted.len = 0;
+    if (trusted.len && trusted.data[trusted.len - 1] != '\n')
+        sp_buf_addc(&trusted, '\n');
+    g.ca_written = pem && run_file(SP_EGRESS_CA, pem, strlen(pem), "", 0) &&
+                   run_file(SP_EGRESS_CA_BUNDLE, trusted.data ? trusted.data : "", trusted.len, pem,
+                            strlen(pem));
+    if (!g.ca_written)
+        say("cannot write the CA's certificate into %s yet: %s", g.o.run_dir, strerror(errno));
+    sp_buf_dispose(&trusted);
+    free(pem);
+}
+
 /* The secrets file beside the policy into r (none when there is none);
  * false (said why) when it cannot be read or holds a bad line. */
 static bool load_secrets(policy_ref *r)
@@ -200,6 +264,12 @@ static bool load_secrets(policy_ref *r)
         sp_error_free(e);
         return false;
     }
+    bool over_tls = false;
+    for (size_t i = 0; i < r->secrets->s.n; i++)
+        for (size_t k = 0; k < r->secrets->s.v[i].n_scopes; k++)
+            over_tls = over_tls || !r->secrets->s.v[i].scopes[k].plain;
+    if (over_tls)
+        tls_ready();
     return true;
 }
 
@@ -478,6 +548,8 @@ static void log_conn(const conn *c)
         at += (size_t)snprintf(line + at, sizeof(line) - at, "null");
     at += (size_t)snprintf(line + at, sizeof(line) - at, ",\"why\":");
     json_str(line, sizeof(line), &at, c->why);
+    if (c->terminated)
+        at += (size_t)snprintf(line + at, sizeof(line) - at, ",\"tls\":\"terminated\"");
     if (c->secret[0]) {
         at += (size_t)snprintf(line + at, sizeof(line) - at, ",\"secret\":");
         json_str(line, sizeof(line), &at, c->secret);
@@ -766,15 +838,7 @@ int sp_egress_sni(char *name, size_t cap, const unsigned char *b, size_t len, in
     return found;
 }
 
-static bool same_host(const char *a, const char *b)
-{
-    size_t la = strlen(a), lb = strlen(b);
-    if (la && a[la - 1] == '.')
-        la--;
-    if (lb && b[lb - 1] == '.')
-        lb--;
-    return la == lb && strncasecmp(a, b, la) == 0;
-}
+#define same_host sp_egress_same_host
 
 /* ------------------------------------------------------------- pumping -- */
 
@@ -1157,16 +1221,31 @@ static void put_secrets(conn *c, char **out, size_t *len, bool tls)
     policy_put(pr);
 }
 
-static void http_reply(conn *c, int code, const char *reason, const char *msg)
+/* The proxy's own answer: a status and one line of text. */
+static size_t reply_text(char *out, size_t cap, int code, const char *reason, const char *msg)
 {
     char body_text[900];
     int bl = snprintf(body_text, sizeof(body_text), "sandpod egress: %.800s\n", msg);
-    char head[1200];
-    int hl = snprintf(head, sizeof(head),
+    int hl = snprintf(out, cap,
                       "HTTP/1.1 %d %s\r\nContent-Type: text/plain; charset=utf-8\r\n"
                       "Content-Length: %d\r\nConnection: close\r\n\r\n%s",
                       code, reason, bl, body_text);
-    write_all(c->client, head, (size_t)hl, mono_ms() + 2000);
+    return hl < 0 ? 0 : (size_t)hl < cap ? (size_t)hl : cap - 1;
+}
+
+static void http_reply(conn *c, int code, const char *reason, const char *msg)
+{
+    char head[1200];
+    size_t n = reply_text(head, sizeof(head), code, reason, msg);
+    write_all(c->client, head, n, mono_ms() + 2000);
+}
+
+/* The same inside a terminated tunnel. */
+static void tls_reply(SSL *s, int code, const char *reason, const char *msg)
+{
+    char head[1200];
+    size_t n = reply_text(head, sizeof(head), code, reason, msg);
+    sp_egress_tls_write(s, head, n, mono_ms() + 2000);
 }
 
 /* host[:port] or [v6][:port]: into c->host (lowercase) and c->port. */
@@ -1274,6 +1353,358 @@ static bool header_name_ok(const char *l, size_t ll)
     return colon && is_token(l, (size_t)(colon - l));
 }
 
+/* A request head, parsed: its line's parts and what its headers say of
+ * the host and the body's framing. */
+typedef struct req_head {
+    const char *h, *line_end;
+    size_t len;
+    size_t ml; /* the method: h[0..ml) */
+    const char *target;
+    size_t tl;
+    char minor; /* HTTP/1.<minor> */
+    int hosts, lengths;
+    bool chunked;
+    const char *hv; /* the Host header's value */
+    size_t hvl;
+    uint64_t clen;
+} req_head;
+
+/* The request line of the head h[0..len) (CRLF CRLF included). @return
+ * NULL, or what is wrong (a 400). */
+static const char *parse_line(req_head *r, const char *h, size_t len)
+{
+    memset(r, 0, sizeof(*r));
+    r->h = h;
+    r->len = len;
+    if (!head_bytes_ok(h, len))
+        return "a malformed or ambiguous request head";
+    const char *line_end = memmem(h, len, "\r\n", 2);
+    const char *sp1 = memchr(h, ' ', (size_t)(line_end - h));
+    const char *sp2 = sp1 ? memchr(sp1 + 1, ' ', (size_t)(line_end - sp1 - 1)) : NULL;
+    /* The method a token, no tab anywhere: a server that splits the line at
+     * any white space would find another target in "GET\thttp://evil/ ..."
+     * (and an absolute one names the host it serves, whatever Host says). */
+    if (!sp1 || !sp2 || !is_token(h, (size_t)(sp1 - h)) ||
+        memchr(h, '\t', (size_t)(line_end - h)) || (size_t)(line_end - sp2 - 1) != 8 ||
+        strncmp(sp2 + 1, "HTTP/1.", 7) != 0 || (sp2[8] != '0' && sp2[8] != '1'))
+        return "not an HTTP/1 proxy request";
+    r->line_end = line_end;
+    r->ml = (size_t)(sp1 - h);
+    r->target = sp1 + 1;
+    r->tl = (size_t)(sp2 - r->target);
+    r->minor = sp2[8];
+    return NULL;
+}
+
+/* r's header lines one by one (their lengths in *ll): from l NULL, NULL
+ * after the last. */
+static const char *next_header(const req_head *r, const char *l, size_t *ll)
+{
+    l = l ? l + *ll + 2 : r->line_end + 2;
+    if (l >= r->h + r->len - 2)
+        return NULL;
+    *ll = (size_t)((const char *)memmem(l, (size_t)(r->h + r->len - l), "\r\n", 2) - l);
+    return l;
+}
+
+/* The headers: Host, and the body's framing, which must be one and
+ * unambiguous. @return false (a 400) when they are not. */
+static bool scan_headers(req_head *r)
+{
+    bool bad = false;
+    size_t ll = 0;
+    for (const char *l = NULL; (l = next_header(r, l, &ll)) != NULL;) {
+        const char *v;
+        size_t vl;
+        if (!header_name_ok(l, ll))
+            bad = true; /* obsolete folding, or not a header */
+        else if (header_is(l, ll, "host", &v, &vl)) {
+            r->hosts++;
+            r->hv = v;
+            r->hvl = vl;
+        } else if (header_is(l, ll, "content-length", &v, &vl)) {
+            uint64_t n = 0;
+            if (vl == 0 || vl > 18)
+                bad = true;
+            for (size_t i = 0; i < vl; i++)
+                if (v[i] < '0' || v[i] > '9')
+                    bad = true;
+                else
+                    n = n * 10 + (uint64_t)(v[i] - '0');
+            if (r->lengths++ && n != r->clen)
+                bad = true;
+            r->clen = n;
+        } else if (header_is(l, ll, "transfer-encoding", &v, &vl)) {
+            if (vl != 7 || strncasecmp(v, "chunked", 7) != 0 || r->chunked)
+                bad = true;
+            r->chunked = true;
+        }
+    }
+    return !bad && !(r->chunked && r->lengths);
+}
+
+/* Whether the Host header names host:port (default_port when it gives
+ * none): one of them, or none in HTTP/1.0. */
+static bool host_header_names(const req_head *r, const char *host, uint16_t port,
+                              uint16_t default_port)
+{
+    conn hc = {.port = 0};
+    return !(r->hosts > 1 || (r->hosts == 0 && r->minor == '1') ||
+             (r->hosts == 1 && (!parse_authority(&hc, r->hv, r->hvl, default_port) ||
+                                !same_host(hc.host, host) || hc.port != port)));
+}
+
+static body body_of(const req_head *r)
+{
+    body b = {.mode = r->chunked   ? BODY_CHUNKED
+                      : r->lengths ? BODY_LENGTH
+                                   : BODY_NONE,
+              .left = r->clen};
+    if (b.mode == BODY_LENGTH && r->clen == 0)
+        b.mode = BODY_NONE;
+    return b;
+}
+
+/* The head that goes upstream: `line` (CRLF included), r's headers but the
+ * hop-by-hop and proxy ones, our own Connection: close. */
+static char *upstream_head(const char *line, size_t line_len, const req_head *r, size_t *len)
+{
+    static const char close_hdr[] = "Connection: close\r\n\r\n";
+    char *out = sp_xmalloc(line_len + r->len + sizeof(close_hdr));
+    memcpy(out, line, line_len);
+    size_t at = line_len, ll = 0;
+    for (const char *l = NULL; (l = next_header(r, l, &ll)) != NULL;) {
+        const char *v;
+        size_t vl;
+        if (!header_is(l, ll, "connection", &v, &vl) &&
+            !header_is(l, ll, "proxy-connection", &v, &vl) &&
+            !header_is(l, ll, "keep-alive", &v, &vl) &&
+            !header_is(l, ll, "proxy-authorization", &v, &vl)) {
+            memcpy(out + at, l, ll + 2);
+            at += ll + 2;
+        }
+    }
+    memcpy(out + at, close_hdr, sizeof(close_hdr) - 1);
+    *len = at + sizeof(close_hdr) - 1;
+    return out;
+}
+
+/* Mark c refused (its why already says so). */
+static void refuse(conn *c)
+{
+    free(c->rule);
+    c->rule = NULL;
+    c->allowed = false;
+}
+
+/* Send what b holds to s, as much as goes now; false when s failed. */
+static bool tls_send(SSL *s, buf *b, uint64_t *count, bool *want_read, bool *want_write,
+                     bool *progress)
+{
+    if (b->at == b->end)
+        return true;
+    ssize_t w = sp_egress_tls_step(s, true, b->d + b->at, b->end - b->at, want_read, want_write);
+    if (w == -1 || w == 0)
+        return false;
+    if (w > 0) {
+        b->at += (size_t)w;
+        *count += (uint64_t)w;
+        *progress = true;
+    }
+    return true;
+}
+
+/* The rest of a terminated connection: the request's body (what the
+ * client sends after it is not passed on) up, the answer down, until the
+ * upstream ends it (it was asked to: Connection: close). */
+static void relay_tls(conn *c, SSL *cs, SSL *us, body *b, const unsigned char *pre, size_t pre_len)
+{
+    buf *cu = sp_xcalloc(1, sizeof(*cu)), *uc = sp_xcalloc(1, sizeof(*uc));
+    ssize_t k = body_take(b, pre, pre_len);
+    bool failed = k < 0;
+    if (k > 0) {
+        memcpy(cu->d, pre, (size_t)k);
+        cu->end = (size_t)k;
+    }
+    bool up_eof = false;
+    int64_t idle_end = mono_ms() + TLS_IDLE_MS;
+    while (!failed && !atomic_load(&c->cut)) {
+        bool progress = false, cr = false, cw = false, ur = false, uw = false;
+        if (!b->done && cu->end == 0) {
+            ssize_t r = sp_egress_tls_step(cs, false, cu->d, sizeof(cu->d), &cr, &cw);
+            if (r > 0) {
+                k = body_take(b, cu->d, (size_t)r);
+                failed = k < 0;
+                cu->end = k > 0 ? (size_t)k : 0;
+                progress = true;
+            } else if (r != -2) {
+                snprintf(c->why + strlen(c->why), sizeof(c->why) - strlen(c->why),
+                         "; the client left before the end of its request body");
+                break;
+            }
+        }
+        if (!tls_send(us, cu, &c->up_bytes, &ur, &uw, &progress))
+            break;
+        if (cu->at == cu->end)
+            cu->at = cu->end = 0;
+        if (!up_eof && uc->at == uc->end) {
+            ssize_t r = sp_egress_tls_step(us, false, uc->d, sizeof(uc->d), &ur, &uw);
+            if (r > 0) {
+                uc->at = 0;
+                uc->end = (size_t)r;
+                progress = true;
+            } else if (r != -2) {
+                up_eof = true;
+            }
+        }
+        if (!tls_send(cs, uc, &c->down_bytes, &cr, &cw, &progress))
+            break;
+        if (up_eof && uc->at == uc->end)
+            break;
+        if (progress) {
+            idle_end = mono_ms() + TLS_IDLE_MS;
+            continue;
+        }
+        /* Decrypted bytes already in hand are read without a wait. */
+        if ((!b->done && cu->end == 0 && sp_egress_tls_pending(cs)) ||
+            (!up_eof && uc->at == uc->end && sp_egress_tls_pending(us)))
+            continue;
+        if (mono_ms() > idle_end) {
+            snprintf(c->why + strlen(c->why), sizeof(c->why) - strlen(c->why),
+                     "; nothing moved for %d s", TLS_IDLE_MS / 1000);
+            break;
+        }
+        struct pollfd pf[2] = {{c->client, (short)((cr ? POLLIN : 0) | (cw ? POLLOUT : 0)), 0},
+                               {c->up, (short)((ur ? POLLIN : 0) | (uw ? POLLOUT : 0)), 0}};
+        if (poll(pf, 2, WATCH_MS) < 0 && errno != EINTR)
+            break;
+    }
+    if (failed) {
+        snprintf(c->why, sizeof(c->why), "a malformed chunked request body");
+        c->allowed = false;
+    }
+    free(cu);
+    free(uc);
+}
+
+/* A tunnel to a host a secret with a TLS scope is for: its TLS ends here,
+ * at a certificate of this proxy's CA for the tunnel's host (the sandbox
+ * trusts the CA; egress_tls.h). One HTTP/1 request is read from it and
+ * held to what a plain one is (origin-form, its Host the tunnel's, one
+ * unambiguous framing, the stand-ins in it for this host), its secrets put
+ * in, and it goes to the host over the proxy's own TLS, whose certificate
+ * is verified; the answer comes back as it is. */
+static void serve_terminated(conn *c, size_t pre_len)
+{
+    c->terminated = true;
+    if (pre_len) {
+        snprintf(c->why, sizeof(c->why),
+                 "refused: bytes sent before the tunnel was established (this host's TLS is "
+                 "terminated by the proxy)");
+        refuse(c);
+        return;
+    }
+    fcntl(c->client, F_SETFL, fcntl(c->client, F_GETFL) | O_NONBLOCK);
+    fcntl(c->up, F_SETFL, fcntl(c->up, F_GETFL) | O_NONBLOCK);
+    sp_egress_tls *t = atomic_load(&g.tls);
+    char why[400];
+    SSL *us = NULL, *cs = sp_egress_tls_accept(t, c->client, c->host, c->literal,
+                                               mono_ms() + g.o.head_timeout_ms, why, sizeof(why));
+    unsigned char *head = NULL;
+    char *out = NULL;
+    if (!cs) {
+        snprintf(c->why, sizeof(c->why), "%s", why);
+        if (strncmp(why, "refused:", 8) == 0)
+            refuse(c);
+        goto done;
+    }
+    head = sp_xmalloc(SP_EGRESS_HEAD_LIMIT);
+    size_t got = 0;
+    unsigned char *end = NULL;
+    int64_t deadline = mono_ms() + g.o.head_timeout_ms;
+    while (!(end = got >= 4 ? memmem(head, got, "\r\n\r\n", 4) : NULL) &&
+           got < SP_EGRESS_HEAD_LIMIT) {
+        ssize_t r = sp_egress_tls_read(cs, head + got, SP_EGRESS_HEAD_LIMIT - got, deadline);
+        if (r <= 0) {
+            snprintf(c->why, sizeof(c->why), "%s",
+                     r == 0 ? "the client left before the end of its request head"
+                            : "no complete request head in time");
+            goto done;
+        }
+        got += (size_t)r;
+    }
+    if (!end) {
+        snprintf(c->why, sizeof(c->why), "a request head over %d bytes", SP_EGRESS_HEAD_LIMIT);
+        tls_reply(cs, 431, "Request Header Fields Too Large", c->why);
+        goto done;
+    }
+    size_t head_len = (size_t)(end - head) + 4;
+    req_head rh;
+    const char *bad = parse_line(&rh, (const char *)head, head_len);
+    if (!bad && (rh.tl == 0 || rh.target[0] != '/'))
+        bad = "a request in a tunnel names its target as /path";
+    if (!bad && !scan_headers(&rh))
+        bad = "a malformed or ambiguous request head";
+    if (bad) {
+        snprintf(c->why, sizeof(c->why), "%s", bad);
+        tls_reply(cs, 400, "Bad Request", c->why);
+        goto done;
+    }
+    if (!host_header_names(&rh, c->host, c->port, 443)) {
+        snprintf(c->why, sizeof(c->why),
+                 "refused: the Host header does not name the tunnel's host %.200s:%u", c->host,
+                 c->port);
+        refuse(c);
+        tls_reply(cs, 403, "Forbidden", c->why);
+        goto done;
+    }
+    if (!standins_may_go(c, head, head_len, true)) {
+        tls_reply(cs, 403, "Forbidden", c->why);
+        goto done;
+    }
+    us = sp_egress_tls_connect(t, c->up, c->host, c->literal, mono_ms() + g.o.connect_timeout_ms,
+                               why, sizeof(why));
+    if (!us) {
+        snprintf(c->why, sizeof(c->why), "%s", why);
+        char msg[800];
+        snprintf(msg, sizeof(msg), "connection to %.200s port %u: %.380s", c->host, c->port, why);
+        tls_reply(cs, 502, "Bad Gateway", msg);
+        goto done;
+    }
+    size_t at = 0;
+    out = upstream_head((const char *)head, (size_t)(rh.line_end - rh.h) + 2, &rh, &at);
+    put_secrets(c, &out, &at, true);
+    bool sent = sp_egress_tls_write(us, out, at, mono_ms() + 10000);
+    explicit_bzero(out, at);
+    if (!sent) {
+        snprintf(c->why + strlen(c->why), sizeof(c->why) - strlen(c->why),
+                 "; the request could not be sent upstream");
+        goto done;
+    }
+    c->up_bytes += at;
+    body b = body_of(&rh);
+    relay_tls(c, cs, us, &b, head + head_len, got - head_len);
+done:
+    free(out);
+    free(head);
+    sp_egress_tls_close(us);
+    sp_egress_tls_close(cs);
+}
+
+/* Whether a secret with a TLS scope is for c's host and port: then its
+ * tunnel is terminated here (serve_terminated). */
+static bool brokered_over_tls(conn *c)
+{
+    if (!atomic_load(&g.tls))
+        return false;
+    policy_ref *pr = policy_get();
+    bool any = false;
+    for (size_t i = 0; i < pr->secrets->s.n && !any; i++)
+        any = sp_egress_secret_for(&pr->secrets->s.v[i], c->host, c->port, true);
+    policy_put(pr);
+    return any;
+}
+
 static void serve_http(conn *c, unsigned char *head, size_t got, int64_t deadline)
 {
     c->proto = "http";
@@ -1299,28 +1730,16 @@ static void serve_http(conn *c, unsigned char *head, size_t got, int64_t deadlin
     }
     size_t head_len = (size_t)(end - head) + 4;
     const char *h = (const char *)head;
-    if (!head_bytes_ok(h, head_len)) {
-        snprintf(c->why, sizeof(c->why), "a malformed or ambiguous request head");
+    req_head rh;
+    const char *bad_line = parse_line(&rh, h, head_len);
+    if (bad_line) {
+        snprintf(c->why, sizeof(c->why), "%s", bad_line);
         http_reply(c, 400, "Bad Request", c->why);
         return;
     }
-    const char *line_end = memmem(h, head_len, "\r\n", 2);
-    const char *sp1 = memchr(h, ' ', (size_t)(line_end - h));
-    const char *sp2 = sp1 ? memchr(sp1 + 1, ' ', (size_t)(line_end - sp1 - 1)) : NULL;
-    /* The method a token, no tab anywhere: a server that splits the line at
-     * any white space would find another target in "GET\thttp://evil/ ..."
-     * (and an absolute one names the host it serves, whatever Host says). */
-    if (!sp1 || !sp2 || !is_token(h, (size_t)(sp1 - h)) ||
-        memchr(h, '\t', (size_t)(line_end - h)) || (size_t)(line_end - sp2 - 1) != 8 ||
-        strncmp(sp2 + 1, "HTTP/1.", 7) != 0 || (sp2[8] != '0' && sp2[8] != '1')) {
-        snprintf(c->why, sizeof(c->why), "not an HTTP/1 proxy request");
-        http_reply(c, 400, "Bad Request", c->why);
-        return;
-    }
-    size_t ml = (size_t)(sp1 - h);
-    const char *target = sp1 + 1;
-    size_t tl = (size_t)(sp2 - target);
-    bool is_connect = ml == 7 && strncmp(h, "CONNECT", 7) == 0;
+    const char *target = rh.target;
+    size_t tl = rh.tl;
+    bool is_connect = rh.ml == 7 && strncmp(h, "CONNECT", 7) == 0;
     const char *path = "/";
     size_t path_len = 1;
     if (is_connect) {
@@ -1363,68 +1782,25 @@ static void serve_http(conn *c, unsigned char *head, size_t got, int64_t deadlin
 
     /* Headers: Host must name the URL's authority; the body's framing must
      * be one, unambiguous. */
-    body b = {.mode = BODY_NONE};
-    int hosts = 0, lengths = 0;
-    bool chunked = false, bad = false;
-    const char *hv = NULL;
-    size_t hvl = 0;
-    uint64_t clen = 0;
-    for (const char *l = line_end + 2; l < h + head_len - 2;) {
-        const char *le = memmem(l, (size_t)(h + head_len - l), "\r\n", 2);
-        size_t ll = (size_t)(le - l);
-        const char *v;
-        size_t vl;
-        if (!header_name_ok(l, ll))
-            bad = true; /* obsolete folding, or not a header */
-        else if (header_is(l, ll, "host", &v, &vl)) {
-            hosts++;
-            hv = v;
-            hvl = vl;
-        } else if (header_is(l, ll, "content-length", &v, &vl)) {
-            uint64_t n = 0;
-            if (vl == 0 || vl > 18)
-                bad = true;
-            for (size_t i = 0; i < vl; i++)
-                if (v[i] < '0' || v[i] > '9')
-                    bad = true;
-                else
-                    n = n * 10 + (uint64_t)(v[i] - '0');
-            if (lengths++ && n != clen)
-                bad = true;
-            clen = n;
-        } else if (header_is(l, ll, "transfer-encoding", &v, &vl)) {
-            if (vl != 7 || strncasecmp(v, "chunked", 7) != 0 || chunked)
-                bad = true;
-            chunked = true;
-        }
-        l = le + 2;
-    }
-    if (bad || (chunked && lengths)) {
+    if (!scan_headers(&rh)) {
         snprintf(c->why, sizeof(c->why), "a malformed or ambiguous request head");
         http_reply(c, 400, "Bad Request", c->why);
         return;
     }
+    body b = {.mode = BODY_RAW};
     if (!is_connect) {
-        conn hc = {.port = 0};
-        if (hosts > 1 || (hosts == 0 && sp2[8] == '1') ||
-            (hosts == 1 && (!parse_authority(&hc, hv, hvl, 80) || !same_host(hc.host, c->host) ||
-                            hc.port != c->port))) {
+        if (!host_header_names(&rh, c->host, c->port, 80)) {
             snprintf(c->why, sizeof(c->why),
                      "refused: the Host header does not name the URL's host %.200s:%u", c->host,
                      c->port);
             http_reply(c, 403, "Forbidden", c->why);
             return;
         }
-        b.mode = chunked ? BODY_CHUNKED : lengths ? BODY_LENGTH : BODY_NONE;
-        b.left = clen;
-        if (b.mode == BODY_LENGTH && clen == 0)
-            b.mode = BODY_NONE;
+        b = body_of(&rh);
         if (!standins_may_go(c, h, head_len, false)) {
             http_reply(c, 403, "Forbidden", c->why);
             return;
         }
-    } else {
-        b.mode = BODY_RAW;
     }
 
     open_result r = open_upstream(c);
@@ -1448,33 +1824,20 @@ static void serve_http(conn *c, unsigned char *head, size_t got, int64_t deadlin
         static const char ok[] = "HTTP/1.1 200 Connection established\r\n\r\n";
         if (!write_all(c->client, ok, sizeof(ok) - 1, mono_ms() + 5000))
             return;
-        pump(c, &b, head + head_len, got - head_len, c->host);
+        if (brokered_over_tls(c))
+            serve_terminated(c, got - head_len);
+        else
+            pump(c, &b, head + head_len, got - head_len, c->host);
         return;
     }
     /* The request upstream: origin-form, our own Connection: close, no
      * proxy headers. One request per connection: what a client sends
      * after the body is not passed on. */
-    size_t cap = head_len + 64;
-    char *out = sp_xmalloc(cap);
-    int n = snprintf(out, cap, "%.*s %.*s HTTP/1.%c\r\n", (int)ml, h, (int)path_len, path, sp2[8]);
-    size_t at = (size_t)n;
-    for (const char *l = line_end + 2; l < h + head_len - 2;) {
-        const char *le = memmem(l, (size_t)(h + head_len - l), "\r\n", 2);
-        size_t ll = (size_t)(le - l);
-        const char *v;
-        size_t vl;
-        if (!header_is(l, ll, "connection", &v, &vl) &&
-            !header_is(l, ll, "proxy-connection", &v, &vl) &&
-            !header_is(l, ll, "keep-alive", &v, &vl) &&
-            !header_is(l, ll, "proxy-authorization", &v, &vl)) {
-            memcpy(out + at, l, ll + 2);
-            at += ll + 2;
-        }
-        l = le + 2;
-    }
-    static const char close_hdr[] = "Connection: close\r\n\r\n";
-    memcpy(out + at, close_hdr, sizeof(close_hdr) - 1);
-    at += sizeof(close_hdr) - 1;
+    char line[SP_EGRESS_HEAD_LIMIT + 32];
+    int n = snprintf(line, sizeof(line), "%.*s %.*s HTTP/1.%c\r\n", (int)rh.ml, h, (int)path_len,
+                     path, rh.minor);
+    size_t at = 0;
+    char *out = upstream_head(line, (size_t)n, &rh, &at);
     put_secrets(c, &out, &at, false);
     bool sent = write_all(c->up, out, at, mono_ms() + 10000);
     if (c->secret[0])

@@ -151,6 +151,26 @@ def upstream_main(cfg_path):
             ev["error"] = repr(e)
         ev["raw"] = bytes(raw).decode("latin1")
 
+    # HTTPS: 8443 with a certificate of the test's CA (the one the proxy is
+    # told to trust), 8444 with a self-signed one (it must not be trusted).
+    tls_ctx = {}
+    for port, (cert, key) in ((8443, cfg["tls"]), (8444, cfg["tls_self"])):
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ctx.load_cert_chain(cert, key)
+        ctx.set_alpn_protocols(["h2", "http/1.1"])  # h2 first: the proxy must not take it
+        tls_ctx[port] = ctx
+
+    def https(c, ev):
+        try:
+            c.settimeout(5)
+            t = tls_ctx[ev["port"]].wrap_socket(c, server_side=True)
+        except (OSError, ssl.SSLError) as e:
+            ev["error"] = repr(e)
+            ev["raw"] = ""
+            return
+        ev["alpn"] = t.selected_alpn_protocol()
+        http(t, ev)
+
     def serve(ls, kind, port):
         while True:
             c, peer = ls.accept()
@@ -160,7 +180,7 @@ def upstream_main(cfg_path):
 
             def run(c=c, ev=ev):
                 try:
-                    (echo if kind == "echo" else http)(c, ev)
+                    {"echo": echo, "https": https}.get(kind, http)(c, ev)
                 finally:
                     c.close()
                     emit(ev)
@@ -168,7 +188,8 @@ def upstream_main(cfg_path):
             threading.Thread(target=run, daemon=True).start()
 
     families = [(socket.AF_INET, "0.0.0.0")] + ([(socket.AF_INET6, "::")] if cfg["v6"] else [])
-    for kind, port in (("http", 8080), ("echo", 9000), ("echo", 9999)):
+    for kind, port in (("http", 8080), ("echo", 9000), ("echo", 9999), ("https", 8443),
+                       ("https", 8444)):
         for fam, any_addr in families:
             ls = socket.socket(fam, socket.SOCK_STREAM)
             ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -418,9 +439,50 @@ if NET6:
     DNS_TABLE["v6.good.test"] = {"AAAA": [V2]}
     DNS_TABLE["self6.good.test"] = {"AAAA": [V1]}
 
+
+
+def openssl(*args):
+    r = subprocess.run(["openssl"] + list(args), capture_output=True, text=True)
+    if r.returncode != 0:
+        print("test_egress_proxy: set-up failed: openssl %s: %s" % (args[0], r.stderr[-300:]),
+              file=sys.stderr)
+        cleanup()
+        sys.exit(1)
+
+
+# The upstream's certificates: a CA of the test's (the proxy trusts it, as
+# it would the host's public CAs), a server certificate of it for the names
+# and the address the HTTPS upstream answers for, and a self-signed one.
+TLS_DIR = os.path.join(T, "tls")
+os.makedirs(TLS_DIR)
+
+
+def tls_path(name):
+    return os.path.join(TLS_DIR, name)
+
+
+EC = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes"]
+openssl("req", "-x509", *EC, "-keyout", tls_path("ca.key"), "-out", tls_path("ca.pem"),
+        "-subj", "/CN=sandpod test upstream CA", "-days", "2",
+        "-addext", "basicConstraints=critical,CA:TRUE",
+        "-addext", "keyUsage=critical,keyCertSign,cRLSign")
+openssl("req", *EC, "-keyout", tls_path("srv.key"), "-out", tls_path("srv.csr"),
+        "-subj", "/CN=good.test")
+with open(tls_path("srv.ext"), "w") as f:
+    f.write("subjectAltName=DNS:good.test,DNS:www.good.test,IP:%s\n"
+            "basicConstraints=CA:FALSE\nkeyUsage=digitalSignature\n"
+            "extendedKeyUsage=serverAuth\n" % P2)
+openssl("x509", "-req", "-in", tls_path("srv.csr"), "-CA", tls_path("ca.pem"),
+        "-CAkey", tls_path("ca.key"), "-CAcreateserial", "-out", tls_path("srv.pem"),
+        "-days", "2", "-extfile", tls_path("srv.ext"))
+openssl("req", "-x509", *EC, "-keyout", tls_path("self.key"), "-out", tls_path("self.pem"),
+        "-subj", "/CN=good.test", "-days", "2", "-addext", "subjectAltName=DNS:good.test")
+
 UP_LOG = os.path.join(T, "upstream.jsonl")
 with open(os.path.join(T, "upstream.json"), "w") as f:
-    json.dump({"log": UP_LOG, "v6": bool(NET6), "dns_addr": P2, "dns": DNS_TABLE}, f)
+    json.dump({"log": UP_LOG, "v6": bool(NET6), "dns_addr": P2, "dns": DNS_TABLE,
+               "tls": [tls_path("srv.pem"), tls_path("srv.key")],
+               "tls_self": [tls_path("self.pem"), tls_path("self.key")]}, f)
 up = subprocess.Popen(
     ["ip", "netns", "exec", NS, sys.executable, os.path.abspath(__file__), "--upstream",
      os.path.join(T, "upstream.json")],
@@ -1804,6 +1866,191 @@ def c27_secrets_plain_http():
     need("secrets line 1" in open(err).read(), "the proxy says why", open(err).read()[-300:])
 
 
+def c28_secrets_over_tls():
+    """Brokered secrets over HTTPS: a tunnel to a host a TLS-scoped secret
+    is for ends at the proxy, under a certificate of its own CA (written to
+    RUN/ca.pem and, after the CAs the host trusts, RUN/ca-bundle.pem);
+    the stand-ins in the request's headers become the values and the
+    request goes on over the proxy's own TLS, verified against
+    DIR/upstream-ca.pem. Refused inside the tunnel, nothing sent: another
+    secret's stand-in, a Host that is not the tunnel's; a server name that
+    is not the tunnel's ends the handshake; an upstream whose certificate
+    does not verify gets nothing (502 naming why); bytes before the 200 are
+    refused; one request per connection; a tunnel to a host no TLS secret
+    is for is not terminated."""
+    s1 = "sandpod-standin-" + "5" * 40
+    s2 = "sandpod-standin-" + "6" * 40
+    s3 = "sandpod-standin-" + "7" * 40
+    rules = ["# version 1", "allow good.test:8443", "allow good.test:8444",
+             "allow www.good.test:8443", "allow good.test:9000", "allow %s:8443" % P2]
+    _, d, run, port, err = start_proxy("proxy6", rules)
+    shutil.copy(tls_path("ca.pem"), os.path.join(d, "upstream-ca.pem"))
+    log = JsonLog(os.path.join(run, "connections.jsonl"))
+    with open(os.path.join(d, ".secrets.tmp"), "w") as f:
+        f.write(secrets_text(2, [
+            ("TOKEN", s1, "h", b"tls-value-1", "good.test:8443,good.test:8444"),
+            ("PLAINONLY", s2, "h", b"plain-value-2", "http://good.test:8080"),
+            ("BYADDR", s3, "h", b"by-address-3", "%s:8443" % P2)]))
+    os.rename(os.path.join(d, ".secrets.tmp"), os.path.join(d, "secrets"))
+    write_policy(d, ["# version 2"] + rules[1:])
+    end = time.monotonic() + 5
+    while time.monotonic() < end:
+        if open(os.path.join(run, "policy.loaded")).read().strip() == "2":
+            break
+        time.sleep(0.02)
+    need(open(os.path.join(run, "policy.loaded")).read().strip() == "2",
+         "the proxy took the secrets", open(err).read()[-500:])
+    ca = os.path.join(run, "ca.pem")
+    ca_text = open(ca).read() if os.path.exists(ca) else ""
+    need(ca_text.startswith("-----BEGIN CERTIFICATE-----"), "RUN/ca.pem: the proxy's CA",
+         open(err).read()[-500:])
+    bundle = open(os.path.join(run, "ca-bundle.pem")).read()
+    need(bundle == open(tls_path("ca.pem")).read() + ca_text,
+         "RUN/ca-bundle.pem: the CAs the host trusts, then the proxy's", bundle[-200:])
+    def over_tls(target, name, req, check=True, alpn=("h2", "http/1.1")):
+        """CONNECT target, TLS as name trusting RUN/ca.pem (strict), req;
+        (the answer, ALPN chosen, the handshake's error or None)."""
+        s, st, body = tunnel(target, port=port)
+        need(st == 200, "CONNECT %s: 200" % target, body)
+        ctx = ssl.create_default_context(cafile=ca)
+        if hasattr(ssl, "VERIFY_X509_STRICT"):
+            ctx.verify_flags |= ssl.VERIFY_X509_STRICT
+        ctx.check_hostname = check
+        if alpn:
+            ctx.set_alpn_protocols(list(alpn))
+        try:
+            t = ctx.wrap_socket(s, server_hostname=name)
+        except (ssl.SSLError, OSError) as e:
+            s.close()
+            return b"", None, e
+        proto = t.selected_alpn_protocol()
+        data = bytearray()
+        t.settimeout(5)
+        try:
+            t.sendall(req)
+            while True:
+                more = t.recv(65536)
+                if not more:
+                    break
+                data += more
+        except (ssl.SSLError, OSError):
+            pass
+        t.close()
+        return bytes(data), proto, None
+
+    # The value in, over the proxy's TLS; ALPN http/1.1 both ways.
+    m, lm = up_mark(), log.mark()
+    req = ("GET /v1?t=%s HTTP/1.1\r\nHost: good.test:8443\r\nAuthorization: Bearer %s\r\n"
+           "Connection: keep-alive\r\n\r\n" % (s1, s1)).encode()
+    data, proto, e = over_tls("good.test:8443", "good.test", req)
+    need(e is None, "TLS with the proxy, its certificate checked strictly against RUN/ca.pem",
+         repr(e))
+    need(status_of(data) == 200 and data.endswith(b"upstream saw GET /v1?t=%s HTTP/1.1\n"
+                                                  % s1.encode()),
+         "the answer comes back; the query keeps its stand-in (headers only)", data)
+    need(proto == "http/1.1", "ALPN: http/1.1 offered beside h2, chosen", proto)
+    up = upstream_got(m, 8443)
+    raw = up["raw"].encode("latin1")
+    need(b"Authorization: Bearer tls-value-1\r\n" in raw and b"Connection: close\r\n" in raw and
+         b"keep-alive" not in raw, "upstream: the value, our Connection: close", raw)
+    need(up.get("alpn") == "http/1.1", "the proxy asked the upstream for http/1.1", up)
+    r = record(lm, log, host="good.test", port=8443)
+    need(r["verdict"] == "allow" and r.get("tls") == "terminated" and
+         r.get("secret") == "TOKEN" and r["up"] > 0 and r["down"] > 0,
+         "the record: terminated, the secret named, bytes both ways", r)
+    need(b"tls-value" not in open(os.path.join(run, "connections.jsonl"), "rb").read(),
+         "no value in the log")
+
+    # By address: the leaf names the address; the upstream's is checked
+    # against it.
+    m = up_mark()
+    req = ("GET /a HTTP/1.1\r\nHost: %s:8443\r\nX-K: %s\r\n\r\n" % (P2, s3)).encode()
+    data, proto, e = over_tls("%s:8443" % P2, P2, req)
+    need(e is None and status_of(data) == 200, "a tunnel to an address: 200", (data, e))
+    need(b"X-K: by-address-3\r\n" in upstream_got(m, 8443)["raw"].encode("latin1"),
+         "the value by address")
+
+    # A body goes as it is, stand-in and all (no --secret-in body).
+    m = up_mark()
+    body = ("token=%s&x=1" % s1).encode()
+    req = (b"POST /p HTTP/1.1\r\nHost: good.test:8443\r\nContent-Length: %d\r\n"
+           b"X-T: %s\r\n\r\n" % (len(body), s1.encode())) + body
+    data, proto, e = over_tls("good.test:8443", "good.test", req)
+    up = upstream_got(m, 8443)
+    need(status_of(data) == 200 and up.get("body") == body.decode() and
+         "X-T: tls-value-1\r\n" in up["raw"], "a POST: the body whole and as sent", up)
+
+    # One request per connection: a second one in the same write stays.
+    m = up_mark()
+    req = (b"GET /one HTTP/1.1\r\nHost: good.test:8443\r\n\r\n"
+           b"GET /two HTTP/1.1\r\nHost: good.test:8443\r\nX-T: %s\r\n\r\n" % s1.encode())
+    data, proto, e = over_tls("good.test:8443", "good.test", req)
+    up = upstream_got(m, 8443)
+    need(up.get("line") == "GET /one HTTP/1.1" and "/two" not in up["raw"],
+         "only the first request goes upstream", up)
+
+    # Refused inside the tunnel, nothing sent upstream.
+    for why, req, want in (
+            ("a plain-HTTP secret's stand-in",
+             "GET / HTTP/1.1\r\nHost: good.test:8443\r\nX-P: %s\r\n\r\n" % s2,
+             b"secret PLAINONLY, which is not for good.test:8443"),
+            ("a Host that is not the tunnel's",
+             "GET / HTTP/1.1\r\nHost: www.good.test:8443\r\nX-T: %s\r\n\r\n" % s1,
+             b"the Host header does not name the tunnel's host good.test:8443"),
+            ("an absolute URL inside the tunnel",
+             "GET http://evil.test/ HTTP/1.1\r\nHost: good.test:8443\r\n\r\n",
+             b"names its target as /path")):
+        m, lm = up_mark(), log.mark()
+        data, proto, e = over_tls("good.test:8443", "good.test", req.encode())
+        need(status_of(data) in (400, 403) and want in data, "%s: refused, named" % why, data)
+        up = upstream_got(m, 8443)
+        need(up["raw"] == "" and "line" not in up, "%s: nothing reached the upstream" % why, up)
+        rec = record(lm, log, host="good.test", port=8443)
+        need(rec.get("tls") == "terminated" and rec["up"] == 0, "%s: recorded" % why, rec)
+
+    # The client's server name must be the tunnel's host.
+    m, lm = up_mark(), log.mark()
+    data, proto, e = over_tls("good.test:8443", "www.good.test",
+                              ("GET / HTTP/1.1\r\nHost: good.test:8443\r\nX-T: %s\r\n\r\n"
+                               % s1).encode(), check=False)
+    need(status_of(data) is None, "a server name not the tunnel's: no answer", data)
+    need(upstream_got(m, 8443)["raw"] == "", "... nothing reached the upstream")
+    rec = record(lm, log, host="good.test", port=8443)
+    need(rec["verdict"] == "deny" and "server name www.good.test" in rec["why"],
+         "... recorded as refused", rec)
+
+    # An upstream whose certificate does not chain to the trusted CAs.
+    m, lm = up_mark(), log.mark()
+    data, proto, e = over_tls("good.test:8444", "good.test",
+                              ("GET / HTTP/1.1\r\nHost: good.test:8444\r\nX-T: %s\r\n\r\n"
+                               % s1).encode())
+    need(status_of(data) == 502 and b"the certificate" in data,
+         "an upstream certificate that does not verify: 502 naming why", data)
+    up = upstream_got(m, 8444)
+    need("line" not in up, "... the request never reached it", up)
+    rec = record(lm, log, host="good.test", port=8444)
+    need("certificate" in rec["why"], "... recorded", rec)
+
+    # Bytes sent before the 200 (a ClientHello at once): refused.
+    lm = log.mark()
+    s = relay_conn(port)
+    s.sendall(b"CONNECT good.test:8443 HTTP/1.1\r\nHost: good.test:8443\r\n\r\n" +
+              client_hello("good.test"))
+    got, _ = recv_until_eof(s)
+    s.close()
+    rec = record(lm, log, host="good.test", port=8443)
+    need(rec["verdict"] == "deny" and "before the tunnel was established" in rec["why"],
+         "bytes before the 200: refused", (rec, got))
+
+    # A host no TLS secret is for: the tunnel is not terminated.
+    lm = log.mark()
+    s, st, body = tunnel("good.test:9000", port=port)
+    echo_ok(s)
+    s.close()
+    rec = record(lm, log, host="good.test", port=9000)
+    need("tls" not in rec, "a tunnel elsewhere is not terminated", rec)
+
+
 CASES = [
     ("1 CONNECT to an allowed name: the tunnel carries bytes exactly", c01_connect_allowed),
     ("1b a name from DNS; the DNS server logs its queries", c01b_connect_via_dns),
@@ -1842,6 +2089,8 @@ CASES = [
     ("26 --listen PORT: the proxy over TCP, as in a Pod of its own", c26_tcp_listener),
     ("27 secrets over plain HTTP: values in, stand-ins bound elsewhere refused, rotation",
      c27_secrets_plain_http),
+    ("28 secrets over HTTPS: terminated with the proxy's CA, the upstream verified, refusals "
+     "inside the tunnel", c28_secrets_over_tls),
 ]
 
 try:
