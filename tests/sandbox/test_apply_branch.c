@@ -259,10 +259,13 @@ static void repo_init(const char *repo, bool with_user)
         GIT(repo, "config", "user.name", "Host User");
         GIT(repo, "config", "user.email", "host@example.com");
     }
-    /* A hook that leaves a mark if anything ran it. */
+    /* A hook that leaves a mark if anything ran it: at the repository's
+     * absolute path (git does not always export GIT_DIR to a hook, and
+     * "$GIT_DIR/../HOOK-RAN" was then /HOOK-RAN, where no check looked). */
     cleanup_free char *hooks = tu_join(repo, ".git/hooks");
-    tu_write(hooks, "post-commit", "#!/bin/sh\ntouch \"$GIT_DIR/../HOOK-RAN\"\n", 0755);
-    tu_write(hooks, "reference-transaction", "#!/bin/sh\ntouch \"$GIT_DIR/../HOOK-RAN\"\n", 0755);
+    cleanup_free char *hook = sp_xasprintf("#!/bin/sh\ntouch '%s/HOOK-RAN'\n", repo);
+    tu_write(hooks, "post-commit", hook, 0755);
+    tu_write(hooks, "reference-transaction", hook, 0755);
 }
 
 static int setup(void **state)
