@@ -248,6 +248,9 @@ int cli_create_option(struct cli_create *c, const char *cmd, int opt, const char
     case CLI_OPT_EGRESS_HOSTS:
         o->egress_hosts = arg;
         return 1;
+    case CLI_OPT_EGRESS_CA:
+        o->egress_ca = arg;
+        return 1;
     case CLI_OPT_SECRET:
         c->secret[c->n_secret++] = arg;
         return 1;

@@ -101,6 +101,9 @@ static const struct cli_optdesc egress_opts[] = {
               "refused"),
     CLI_VALUE("secret-in", 0, "NAME=query", CLI_OPT_SECRET_IN, CLI_COMP_NONE,
               "put secret NAME's value in the URL's query string too, not only in headers"),
+    CLI_VALUE("egress-ca", 0, "FILE", CLI_OPT_EGRESS_CA, CLI_COMP_FILE,
+              "CA certificates (PEM) the egress proxy trusts, besides the host's, for the HTTPS "
+              "hosts secrets go to (copied)"),
     CLI_OPTS_END,
 };
 

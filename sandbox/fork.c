@@ -19,6 +19,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "egress_proxy.h"
 #include "kind.h"
 #include "sandbox_internal.h"
 #include "sandpod/apply.h"
@@ -316,6 +317,11 @@ int sp_sandbox_fork(sp_sandbox **out, sp_sandbox *origin, const char *snapshot,
         if (!in.egress_hosts && access(hosts, R_OK) == 0)
             o.egress_hosts = hosts;
     }
+    /* And the CAs it was told to trust for secrets over HTTPS. */
+    cleanup_free char *extra_ca =
+        sp_xasprintf("%s/egress/%s", origin->state_dir, SP_EGRESS_EXTRA_CA);
+    if (!in.egress_ca && c->secrets.n && access(extra_ca, R_OK) == 0)
+        o.egress_ca = extra_ca;
     /* So do its secrets, with stand-ins of the fork's own (the origin's
      * mean nothing to the fork's proxy); the values stay in memory. */
     sp_egress_secrets carried = {0};

@@ -209,6 +209,16 @@ int sp_sandbox_secrets_from_json(sp_egress_secrets *s, const struct cJSON *a, sp
 int sp_sandbox_secrets_write(const char *dir, const sp_egress_secrets *s, int64_t uid, int64_t gid,
                              sp_error **err);
 int sp_sandbox_secrets_read(sp_egress_secrets *s, const char *dir, sp_error **err);
+/* Whether a secret has a scope over TLS (its proxy terminates HTTPS). */
+bool sp_sandbox_secrets_over_tls(const sp_egress_secrets *s);
+/* The variables that point the workload's TLS clients at the proxy's CA
+ * (a bundle with it, or the CA alone where a variable adds to the
+ * defaults), onto env; a variable the user's env sets is left to it. */
+void sp_sandbox_secrets_ca_env(sp_strv *env, const char *const *user_env);
+/* egress_dir/upstream-ca.pem: the host's CA bundle ($SSL_CERT_FILE, else
+ * the first of Debian's, Fedora's, Alpine's), then extra (a PEM file the
+ * user gave, also kept as egress_dir/egress-ca.pem; NULL: none). */
+int sp_sandbox_secrets_trust(const char *egress_dir, const char *extra, sp_error **err);
 void sp_sandbox_egress_split(char **lines, sp_strv *allow, sp_strv *deny);
 /* sandbox.json's content, and reading one such file (sandbox.json, or a
  * template's template.json) into sb's configuration. */

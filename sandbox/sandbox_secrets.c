@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "agent/protocol.h"
 #include "egress_proxy.h"
 #include "egress_secrets.h"
 #include "json.h"
@@ -103,6 +104,10 @@ int sp_sandbox_secrets_from_opts(sp_egress_secrets *out, const sp_sandbox_opts *
                                  sp_error **err)
 {
     memset(out, 0, sizeof(*out));
+    if (o->egress_ca && !o->secrets)
+        return sp_err_set(err, SP_EINVAL, 0,
+                          "--egress-ca is the CAs the egress proxy trusts for the HTTPS hosts "
+                          "secrets go to: give --secret and --secret-for too");
     if (!o->secrets && !o->secret_for && !o->secret_in)
         return 0;
     int rc = 0;
@@ -189,6 +194,12 @@ int sp_sandbox_secrets_from_opts(sp_egress_secrets *out, const sp_sandbox_opts *
                             out->v[i].name, out->v[i].name);
             goto fail;
         }
+    if (o->egress_ca && !sp_sandbox_secrets_over_tls(out)) {
+        rc = sp_err_set(err, SP_EINVAL, 0,
+                        "--egress-ca is for secrets over HTTPS, and every secret here is for "
+                        "http:// hosts");
+        goto fail;
+    }
     return 0;
 fail:
     if (rc == 0)
@@ -362,4 +373,78 @@ int sp_sandbox_secrets_read(sp_egress_secrets *s, const char *dir, sp_error **er
     if (rc < 0)
         sp_egress_secrets_dispose(s);
     return rc;
+}
+
+bool sp_sandbox_secrets_over_tls(const sp_egress_secrets *s)
+{
+    for (size_t i = 0; i < s->n; i++)
+        for (size_t k = 0; k < s->v[i].n_scopes; k++)
+            if (!s->v[i].scopes[k].plain)
+                return true;
+    return false;
+}
+
+void sp_sandbox_secrets_ca_env(sp_strv *env, const char *const *user_env)
+{
+    /* Replace the default bundle: OpenSSL (and so Python's ssl, Ruby,
+     * PHP), Go, curl, Python requests, git, pip, cargo, the AWS tools,
+     * npm, Deno. Node.js takes extra CAs beside its own. */
+    static const char *const bundle[] = {
+        "SSL_CERT_FILE",     "CURL_CA_BUNDLE", "REQUESTS_CA_BUNDLE", "GIT_SSL_CAINFO", "PIP_CERT",
+        "CARGO_HTTP_CAINFO", "AWS_CA_BUNDLE",  "NPM_CONFIG_CAFILE",  "DENO_CERT"};
+    size_t n = sizeof(bundle) / sizeof(bundle[0]);
+    for (size_t i = 0; i <= n; i++) {
+        const char *var = i < n ? bundle[i] : "NODE_EXTRA_CA_CERTS";
+        size_t vl = strlen(var);
+        bool set = false;
+        for (const char *const *e = user_env; e && *e && !set; e++)
+            set = strncmp(*e, var, vl) == 0 && (*e)[vl] == '=';
+        if (!set)
+            sp_strv_push(env, sp_xasprintf("%s=%s/%s", var, SPA_EGRESS_DIR,
+                                           i < n ? SP_EGRESS_CA_BUNDLE : SP_EGRESS_CA));
+    }
+}
+
+/* Read a PEM file of certificates (at most 8 MiB) onto b. */
+static int read_pem(sp_buf *b, const char *path, const char *what, sp_error **err)
+{
+    cleanup_close int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) < 0)
+        return sp_err_errno(err, errno, what, path);
+    if (!S_ISREG(st.st_mode))
+        return sp_err_set(err, SP_EINVAL, 0, "%s %s: not a regular file", what, path);
+    size_t at = b->len;
+    if (sp_read_all(fd, b, 8u << 20) < 0)
+        return sp_err_errno(err, errno, what, path);
+    if (!memmem(b->data + at, b->len - at, "-----BEGIN CERTIFICATE-----", 27))
+        return sp_err_set(err, SP_EINVAL, 0, "%s %s: no PEM certificate in it", what, path);
+    if (b->data[b->len - 1] != '\n')
+        sp_buf_addc(b, '\n');
+    return 0;
+}
+
+int sp_sandbox_secrets_trust(const char *egress_dir, const char *extra, sp_error **err)
+{
+    static const char *const bundles[] = {"/etc/ssl/certs/ca-certificates.crt",
+                                          "/etc/pki/tls/certs/ca-bundle.crt", "/etc/ssl/cert.pem"};
+    sp_buf b = SP_BUF_INIT;
+    const char *host = getenv("SSL_CERT_FILE");
+    for (size_t i = 0; (!host || !*host) && i < sizeof(bundles) / sizeof(bundles[0]); i++)
+        if (access(bundles[i], R_OK) == 0)
+            host = bundles[i];
+    int r = 0;
+    if (host && *host)
+        r = read_pem(&b, host, "read the host's CA bundle", err);
+    size_t host_len = b.len;
+    if (r == 0 && extra)
+        r = read_pem(&b, extra, "--egress-ca", err);
+    cleanup_free char *up = sp_xasprintf("%s/%s", egress_dir, SP_EGRESS_UPSTREAM_CA);
+    cleanup_free char *mine = sp_xasprintf("%s/%s", egress_dir, SP_EGRESS_EXTRA_CA);
+    if (r == 0 && extra && b.len > host_len)
+        r = sp_write_file_atomic(mine, b.data + host_len, b.len - host_len, 0644, err);
+    if (r == 0)
+        r = sp_write_file_atomic(up, b.data ? b.data : "", b.len, 0644, err);
+    sp_buf_dispose(&b);
+    return r;
 }

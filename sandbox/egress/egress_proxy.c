@@ -40,10 +40,7 @@
 #define THREAD_STACK   (256 * 1024)
 #define TLS_RECORD_MAX (16384 + 5)
 /* A terminated connection with nothing moving either way this long ends. */
-#define TLS_IDLE_MS           (10 * 60 * 1000)
-#define SP_EGRESS_CA          "ca.pem"
-#define SP_EGRESS_CA_BUNDLE   "ca-bundle.pem"
-#define SP_EGRESS_UPSTREAM_CA "upstream-ca.pem"
+#define TLS_IDLE_MS (10 * 60 * 1000)
 
 /* The secrets, read with the policy; shared by the references made from
  * one read (a change of this host's addresses keeps them). Under g.mu. */

@@ -31,6 +31,11 @@
  *   RUN/connections.jsonl  one JSON line per connection, when it ends
  *   RUN/policy.loaded      the version of the policy in force (the "# version"
  *                          line of DIR/policy), so the host can wait for it
+ *   DIR/secrets     optional: brokered secrets (egress_secrets.h)
+ *   DIR/upstream-ca.pem    the CAs an HTTPS upstream a secret goes to must
+ *                          chain to
+ *   RUN/ca.pem, RUN/ca-bundle.pem  this proxy's CA (egress_tls.h), alone and
+ *                          after DIR/upstream-ca.pem
  *   RUN/proxy.log   what the proxy says of itself (its container's log too) */
 #ifndef SANDPOD_EGRESS_PROXY_H
 #define SANDPOD_EGRESS_PROXY_H
@@ -47,6 +52,15 @@
 #define SP_EGRESS_HOSTS   "hosts"
 #define SP_EGRESS_SECRETS "secrets"
 #define SP_EGRESS_LOADED  "policy.loaded"
+/* Brokered secrets over HTTPS (egress_tls.h): the CAs the proxy verifies
+ * upstreams against (DIR, the host's), the extra ones the user gave (DIR,
+ * the host's own copy), and the proxy's CA certificate, alone and after
+ * the upstream ones (RUN, the proxy's; the workload reads them at
+ * SPA_EGRESS_DIR). */
+#define SP_EGRESS_UPSTREAM_CA "upstream-ca.pem"
+#define SP_EGRESS_EXTRA_CA    "egress-ca.pem"
+#define SP_EGRESS_CA          "ca.pem"
+#define SP_EGRESS_CA_BUNDLE   "ca-bundle.pem"
 /* The policy's first line names its version; the proxy writes the version
  * it put in force to RUN/policy.loaded, which the host waits for. */
 #define SP_EGRESS_VERSION_LINE "# version "

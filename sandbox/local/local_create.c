@@ -229,6 +229,9 @@ int sp_local_make_container(sp_sandbox *sb, sp_error **err)
         for (size_t i = 0; i < c->secrets.n; i++)
             sp_strv_push(&env,
                          sp_xasprintf("%s=%s", c->secrets.v[i].name, c->secrets.v[i].standin));
+        /* Over HTTPS, the proxy's CA: its clients are pointed at it. */
+        if (sp_sandbox_secrets_over_tls(&c->secrets))
+            sp_sandbox_secrets_ca_env(&env, (const char *const *)c->env);
     }
     char **env_all = sp_strv_steal(&env);
     sp_tmpfs tmp = {"/tmp", c->tmpfs_bytes, 01777, false};
@@ -443,6 +446,10 @@ int sp_local_create(sp_sandbox *sb, const sp_sandbox_opts *o, const sp_engine *e
     if (sb->new_secrets && sb->new_secrets->n &&
         ((r = sp_sandbox_secrets_write(sb->state_dir, sb->new_secrets, -1, -1, err)) < 0 ||
          (r = sp_sandbox_secrets_write(edir, sb->new_secrets, -1, -1, err)) < 0))
+        return r;
+    /* Over HTTPS, what the proxy verifies the hosts against. */
+    if (sb->new_secrets && sp_sandbox_secrets_over_tls(sb->new_secrets) &&
+        (r = sp_sandbox_secrets_trust(edir, o->egress_ca, err)) < 0)
         return r;
     if ((r = sp_sandbox_save(sb, err)) < 0 || (r = create_and_set_up(sb, o, err)) < 0 ||
         (r = sp_sandbox_save(sb, err)) < 0)

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Brokered secrets end to end on a real Podman service (rootful and
-# rootless), over plain HTTP to the test's own upstreams on 127.0.0.1 (a
-# CIDR rule opens loopback to the proxy; nothing leaves the machine):
+# rootless), over plain HTTP and HTTPS to the test's own upstreams on
+# 127.0.0.1 (a CIDR rule opens loopback to the proxy; nothing leaves the
+# machine):
 #
 #   the workload's $NAME is a stand-in, never the value; the upstream the
 #   secret is for gets the value in the header (and in the query when
@@ -9,8 +10,11 @@
 #   nothing reaches it, and the log records the secret's name; the value is
 #   found nowhere sandpod writes or prints but its two 0600 secret files
 #   (the proxy's not ours when rootful); a fork gets a stand-in of its own
-#   and the origin's does nothing there; bad input is refused in one line
-#   and leaves nothing.
+#   and the origin's does nothing there; over HTTPS the proxy terminates
+#   the tunnel with its own CA, which the sandbox's variables point at, and
+#   verifies the upstream (--egress-ca; without it, 502 and nothing sent);
+#   a fork keeps the trusted CAs and gets a CA of its own; bad input is
+#   refused in one line and leaves nothing.
 #
 # Usage: test_secrets_cli.sh PATH/TO/sandpod. Exits 77 (skip) when Podman
 # is unavailable, unless CI=true.
@@ -40,7 +44,13 @@ class H(http.server.BaseHTTPRequestHandler):
         self.wfile.write(body)
     def log_message(self, *a):
         pass
-http.server.ThreadingHTTPServer(("127.0.0.1", port), H).serve_forever()
+srv = http.server.ThreadingHTTPServer(("127.0.0.1", port), H)
+if len(sys.argv) > 3:  # HTTPS: CERT KEY
+    import ssl
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(sys.argv[3], sys.argv[4])
+    srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
+srv.serve_forever()
 EOF
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 P1=$(free_port)
@@ -171,6 +181,142 @@ PROXY=$(podman ps --filter "label=sandpod.name=$S" --filter label=sandpod.role=e
 PPID_=$(podman inspect --format '{{.State.Pid}}' "$PROXY" 2>/dev/null)
 check "the proxy is not dumpable" [ -n "$PPID_" -a "$(stat -c %u "/proc/$PPID_/mem" 2>/dev/null)" != "$(stat -c %u "$STATE/egress/secrets")" ]
 
+# ------------------------------------------------------------------ HTTPS --
+# An HTTPS upstream on 127.0.0.1 with a certificate of a CA of the test's
+# (given with --egress-ca; the host's bundle does not hold it). A client on
+# this host speaks through the sandbox: its bytes go in and out of `sandpod
+# exec -i NAME -- nc 127.0.0.1 3128` (the workload's proxy port), and it
+# trusts the CA certificate read from inside the sandbox.
+EC=(-newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes)
+openssl req -x509 "${EC[@]}" -keyout "$T/ca.key" -out "$T/ca.pem" -subj "/CN=secrets test CA" \
+    -days 2 -addext basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign \
+    >/dev/null 2>&1
+openssl req "${EC[@]}" -keyout "$T/srv.key" -out "$T/srv.csr" -subj /CN=127.0.0.1 >/dev/null 2>&1
+printf 'subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth\n' >"$T/srv.ext"
+openssl x509 -req -in "$T/srv.csr" -CA "$T/ca.pem" -CAkey "$T/ca.key" -CAcreateserial \
+    -out "$T/srv.pem" -days 2 -extfile "$T/srv.ext" >/dev/null 2>&1
+check "the test's CA and server certificate" [ -s "$T/srv.pem" ]
+P3=$(free_port)
+python3 "$T/up.py" "$P3" "$T/up.$P3" "$T/srv.pem" "$T/srv.key" &
+UPS+=($!)
+for _ in $(seq 1 100); do
+    python3 -c "import socket; socket.create_connection(('127.0.0.1', $P3), 1)" 2>/dev/null && break
+    sleep 0.1
+done
+cat >"$T/tls_get.py" <<'PY'
+import socket, ssl, subprocess, sys
+sp, name, port, ca, header = sys.argv[1:6]
+a, b = socket.socketpair()
+p = subprocess.Popen([sp, "exec", "-i", name, "--", "nc", "127.0.0.1", "3128"], stdin=b, stdout=b)
+b.close()
+a.settimeout(30)
+target = "127.0.0.1:%s" % port
+a.sendall(("CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n" % (target, target)).encode())
+head = b""
+while b"\r\n\r\n" not in head:
+    d = a.recv(1)  # a byte at a time: none of the TLS that follows
+    if not d:
+        break
+    head += d
+status = head.split(b"\r\n")[0].decode("latin1")
+print("connect:", status)
+if " 200 " not in status:
+    sys.exit(3)
+ctx = ssl.create_default_context(cafile=ca)
+try:
+    t = ctx.wrap_socket(a, server_hostname="127.0.0.1")
+except (ssl.SSLError, OSError) as e:
+    print("tls:", e)
+    sys.exit(4)
+t.sendall(("GET /tls HTTP/1.1\r\nHost: %s\r\n%s\r\n\r\n" % (target, header)).encode())
+data = b""
+try:
+    while True:
+        d = t.recv(65536)
+        if not d:
+            break
+        data += d
+except (ssl.SSLError, OSError):
+    pass
+sys.stdout.write(data.decode("latin1"))
+p.wait(timeout=30)
+PY
+# tls_get NAME HEADER: GET https://127.0.0.1:$P3/tls from inside NAME,
+# trusting NAME's /.sandpod/egress/ca.pem.
+tls_get() {
+    "$SP" exec "$1" -- cat /.sandpod/egress/ca.pem >"$T/inside-ca.pem" 2>/dev/null
+    python3 "$T/tls_get.py" "$SP" "$1" "$P3" "$T/inside-ca.pem" "$2" >"$T/out" 2>"$T/err"
+    rc=$?
+}
+
+H=$S-tls
+run create --name "$H" --allow "127.0.0.1:$P3" --secret TOKEN=env:SP_TEST_SECRET \
+    --secret-for "TOKEN=127.0.0.1:$P3" --egress-ca "$T/ca.pem"
+expect 0 "create with a secret over HTTPS and --egress-ca"
+run exec "$H" -- sh -c 'echo "t=$TOKEN"; echo "ssl=$SSL_CERT_FILE"; echo "node=$NODE_EXTRA_CA_CERTS"; echo "curl=$CURL_CA_BUNDLE"'
+HTOK=$(sed -n 's/^t=\(sandpod-standin-[0-9a-f]*\)$/\1/p' "$T/out")
+check "TOKEN holds a stand-in" [ "${#HTOK}" = 56 ]
+out_has "ssl=/.sandpod/egress/ca-bundle.pem" "SSL_CERT_FILE names the bundle with the proxy's CA"
+out_has "curl=/.sandpod/egress/ca-bundle.pem" "... CURL_CA_BUNDLE too"
+out_has "node=/.sandpod/egress/ca.pem" "NODE_EXTRA_CA_CERTS names the proxy's CA alone"
+run exec "$H" -- sh -c 'grep -c "BEGIN CERTIFICATE" /.sandpod/egress/ca-bundle.pem'
+check "the bundle holds the host's CAs and the proxy's" [ "$(cat "$T/out")" -ge 2 ]
+HSTATE=$(dirname "$STATE")/$H
+check "the proxy trusts the given CA" \
+    grep -qF "$(sed -n 2p "$T/ca.pem")" "$HSTATE/egress/upstream-ca.pem"
+tls_get "$H" "Authorization: Bearer $HTOK"
+expect 0 "HTTPS through the proxy, its certificate verified against the sandbox's CA"
+out_has "ok $P3" "it is answered"
+check "the HTTPS upstream got the value" grep -q "Authorization: Bearer $CANARY" "$T/up.$P3"
+: >"$T/up.$P3"
+tls_get "$H" "Authorization: Bearer $TOK"
+check "another sandbox's stand-in goes as it is (it means nothing here)" \
+    grep -q "Authorization: Bearer $TOK" "$T/up.$P3"
+check "... not the value" lacks "$CANARY" "$T/up.$P3"
+tls_get "$H" "X-Nothing: 1"
+out_has "ok $P3" "a request without a stand-in is answered too"
+"$SP" network "$H" --log --json >"$T/hlog" 2>&1
+check "the log says the TLS was terminated and names the secret" python3 -c '
+import json, sys
+recs = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+sys.exit(0 if any(r.get("tls") == "terminated" and r.get("secret") == "TOKEN" for r in recs) else 1)' "$T/hlog"
+found=$(grep -rl --exclude=secrets "$CANARY" "$HSTATE" 2>/dev/null)
+check "no file of its state folder but the secret files holds the value ($found)" [ -z "$found" ]
+found=$(grep -rlI "PRIVATE KEY" "$HSTATE" 2>/dev/null)
+check "no private key in its state folder: the proxy's CA key is in its memory only ($found)" \
+    [ -z "$found" ]
+
+# A fork keeps the CAs the proxy trusts, and gets a CA of its own.
+run fork --name "$H-f" "$H"
+expect 0 "fork the HTTPS sandbox"
+run exec "$H-f" -- sh -c 'echo "t=$TOKEN"'
+FTOK=$(sed -n 's/^t=\(sandpod-standin-[0-9a-f]*\)$/\1/p' "$T/out")
+: >"$T/up.$P3"
+tls_get "$H-f" "Authorization: Bearer $FTOK"
+out_has "ok $P3" "the fork brokers over HTTPS (its proxy trusts the given CA)"
+check "... the value went" grep -q "Authorization: Bearer $CANARY" "$T/up.$P3"
+check "the fork's CA is not the origin's" \
+    [ "$("$SP" exec "$H-f" -- cat /.sandpod/egress/ca.pem)" != "$(cat "$HSTATE/egress/run/ca.pem")" ]
+run rm --force "$H-f"
+
+# Without --egress-ca the upstream's certificate does not verify: 502, and
+# the request never reaches it.
+run create --name "$H-n" --allow "127.0.0.1:$P3" --secret TOKEN=env:SP_TEST_SECRET \
+    --secret-for "TOKEN=127.0.0.1:$P3"
+expect 0 "create over HTTPS without --egress-ca"
+run exec "$H-n" -- sh -c 'echo "$TOKEN"'
+NTOK=$(cat "$T/out")
+: >"$T/up.$P3"
+tls_get "$H-n" "Authorization: Bearer $NTOK"
+out_has "502" "an upstream the proxy cannot verify: 502"
+out_has "certificate" "... naming the certificate"
+check "... nothing reached it" [ ! -s "$T/up.$P3" ]
+run rm --force "$H-n"
+run rm --force "$H"
+expect 0 "rm the HTTPS sandbox"
+
+printf 'not a certificate\n' >"$T/notpem"
+
 # Bad input: one line, nothing left.
 bad() {
     local what=$1 needle=$2
@@ -197,6 +343,14 @@ bad "a missing file" "$T/nofile" "${RULES[@]}" --secret TOKEN=file:"$T/nofile" \
     --secret-for TOKEN=x.test
 bad "bodies (not built)" "not built yet" "${RULES[@]}" --secret TOKEN=env:SP_TEST_SECRET \
     --secret-for TOKEN=x.test --secret-in TOKEN=body
+bad "--egress-ca without secrets" "give --secret and --secret-for too" "${RULES[@]}" \
+    --egress-ca "$T/ca.pem"
+bad "--egress-ca with plain-HTTP secrets only" "every secret here is for http://" "${RULES[@]}" \
+    --secret TOKEN=env:SP_TEST_SECRET --secret-for TOKEN=http://127.0.0.1:1 --egress-ca "$T/ca.pem"
+bad "--egress-ca of a missing file" "$T/nofile" "${RULES[@]}" --secret TOKEN=env:SP_TEST_SECRET \
+    --secret-for TOKEN=x.test --egress-ca "$T/nofile"
+bad "--egress-ca of a file with no certificate" "no PEM certificate in it" "${RULES[@]}" \
+    --secret TOKEN=env:SP_TEST_SECRET --secret-for TOKEN=x.test --egress-ca "$T/notpem"
 
 run rm --force "$S"
 expect 0 "rm"

@@ -189,6 +189,11 @@ typedef struct sp_sandbox_opts {
     /** "NAME=query", "NAME=body" or "NAME=query,body": where else than the
      *  headers the proxy puts a secret's value. */
     const char *const *secret_in;
+    /** A PEM file of CA certificates the egress proxy trusts, besides the
+     *  host's own bundle, when it verifies an HTTPS host it brings a
+     *  secret to (a private registry's CA, a corporate one). Copied at
+     *  create; a fork keeps it. NULL: the host's alone. */
+    const char *egress_ca;
 } sp_sandbox_opts;
 
 #define SP_SANDBOX_OPTS_INIT                                                                       \
