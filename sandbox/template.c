@@ -18,6 +18,7 @@
 #include <sys/stat.h>
 
 #include "json.h"
+#include "egress_proxy.h"
 #include "sandbox_internal.h"
 #include "sandpod/fork.h"
 #include "sandpod/hydrate.h"
@@ -274,20 +275,24 @@ static int write_template_json(sp_sandbox *sb, const char *name, const char *tmp
     sp_buf_dispose(&text);
     if (r < 0 || !sb->cfg.egress)
         return r;
-    /* The egress hosts file goes along with the rules (a fork of the
-     * template finds it where a fork of a sandbox does). */
-    cleanup_free char *hosts = sp_xasprintf("%s/egress/hosts", sb->state_dir);
-    cleanup_close int hf = open(hosts, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-    if (hf < 0)
-        return 0;
-    sp_buf b = SP_BUF_INIT;
+    /* The egress hosts file goes along with the rules, and the CAs the
+     * proxy was told to trust with the secrets (a fork of the template
+     * finds them where a fork of a sandbox does). */
+    static const char *const files[] = {SP_EGRESS_HOSTS, SP_EGRESS_EXTRA_CA};
     cleanup_free char *dir = sp_xasprintf("%s/egress", tmp);
-    cleanup_free char *copy = sp_xasprintf("%s/egress/hosts", tmp);
-    if (sp_read_all(hf, &b, 1u << 20) < 0 || (mkdir(dir, 0755) < 0 && errno != EEXIST))
-        r = sp_err_errno(err, errno, "copy the egress hosts file of sandbox", sb->name);
-    else
-        r = sp_write_file_atomic(copy, b.data ? b.data : "", b.len, 0644, err);
-    sp_buf_dispose(&b);
+    for (size_t i = 0; r == 0 && i < sizeof(files) / sizeof(files[0]); i++) {
+        cleanup_free char *src = sp_xasprintf("%s/egress/%s", sb->state_dir, files[i]);
+        cleanup_close int fd = open(src, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0)
+            continue;
+        sp_buf b = SP_BUF_INIT;
+        cleanup_free char *copy = sp_xasprintf("%s/%s", dir, files[i]);
+        if (sp_read_all(fd, &b, 8u << 20) < 0 || (mkdir(dir, 0755) < 0 && errno != EEXIST))
+            r = sp_err_errno(err, errno, "copy the egress files of sandbox", sb->name);
+        else
+            r = sp_write_file_atomic(copy, b.data ? b.data : "", b.len, 0644, err);
+        sp_buf_dispose(&b);
+    }
     return r;
 }
 

@@ -298,6 +298,18 @@ check "... the value went" grep -q "Authorization: Bearer $CANARY" "$T/up.$P3"
 check "the fork's CA is not the origin's" \
     [ "$("$SP" exec "$H-f" -- cat /.sandpod/egress/ca.pem)" != "$(cat "$HSTATE/egress/run/ca.pem")" ]
 run rm --force "$H-f"
+# So does a template of it (with the value given again).
+run template save "$H" "htpl-$$"
+expect 0 "template save of the HTTPS sandbox"
+run create --name "$H-t" --template "htpl-$$" --secret TOKEN=env:SP_TEST_SECRET
+expect 0 "create --template with the value"
+run exec "$H-t" -- sh -c 'echo "$TOKEN"'
+TTOK=$(cat "$T/out")
+: >"$T/up.$P3"
+tls_get "$H-t" "Authorization: Bearer $TTOK"
+out_has "ok $P3" "from the template: brokered over HTTPS (the given CA came along)"
+run rm --force "$H-t"
+run template rm "htpl-$$"
 
 # Without --egress-ca the upstream's certificate does not verify: 502, and
 # the request never reaches it.

@@ -95,6 +95,7 @@ class SandboxOpts(ctypes.Structure):
         ("secrets", StrV),
         ("secret_for", StrV),
         ("secret_in", StrV),
+        ("egress_ca", c_char_p),
     ]
 
 

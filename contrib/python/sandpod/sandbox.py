@@ -459,7 +459,8 @@ class Sandbox:
                setup_allow: Iterable[str] | None = None,
                secrets: Mapping[str, str] | None = None,
                secret_for: Mapping[str, str | Iterable[str]] | None = None,
-               secret_in: Mapping[str, str] | None = None) -> Sandbox:
+               secret_in: Mapping[str, str] | None = None,
+               egress_ca: str | os.PathLike[str] | None = None) -> Sandbox:
         """Create and start a sandbox (sp_sandbox_create); nothing is left on failure.
 
         ``memory`` is bytes (None: 1 GiB), ``cpus`` a CPU count (None: 1),
@@ -490,7 +491,10 @@ class Sandbox:
         on requests to the hosts ``secret_for`` names, ``{"NAME": HOST or
         [HOST, ...]}`` (``api.example.com``, ``*.example.com:8443``,
         ``http://10.0.0.5:8080``); ``secret_in``: ``{"NAME": "query"}``.
-        Needs ``allow`` or ``deny``.
+        Needs ``allow`` or ``deny``. Over HTTPS the proxy terminates the
+        connection with a CA of its own, which the sandbox's TLS variables
+        point at, and verifies the host against the host's CA bundle and
+        ``egress_ca`` (a PEM file, ``create --egress-ca``).
 
         ``engine``: where it runs, an engine of ``sandpod engine ls`` (None:
         the state root's default, normally local Podman). On a kubernetes
@@ -551,6 +555,7 @@ class Sandbox:
                  for h in ([v] if isinstance(v, str) else v)], keep_alive)
         if secret_in:
             o.secret_in = S.strv_ptr([f"{k}={v}" for k, v in secret_in.items()], keep_alive)
+        o.egress_ca = enc(egress_ca)
         h = c_void_p()
         try:
             if template is not None and from_ is not None:
