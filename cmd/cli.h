@@ -51,6 +51,7 @@ int cmd_gc(int argc, char **argv);
 int cmd_exec(int argc, char **argv);
 int cmd_logs(int argc, char **argv);
 int cmd_network(int argc, char **argv);
+int cmd_secret(int argc, char **argv);
 int cmd_fork(int argc, char **argv);
 int cmd_template(int argc, char **argv);
 int cmd_sh(int argc, char **argv);

@@ -116,7 +116,8 @@ extern const struct cli_spec cli_spec_create, cli_spec_ls, cli_spec_inspect, cli
     cli_spec_run, cli_spec_image, cli_spec_snapshot, cli_spec_snapshots, cli_spec_restore,
     cli_spec_diff, cli_spec_export, cli_spec_hydrate, cli_spec_fs, cli_spec_mcp, cli_spec_tools,
     cli_spec_call, cli_spec_version, cli_spec_logs, cli_spec_apply, cli_spec_fork,
-    cli_spec_template, cli_spec_render, cli_spec_peer, cli_spec_engine, cli_spec_network;
+    cli_spec_template, cli_spec_render, cli_spec_peer, cli_spec_engine, cli_spec_network,
+    cli_spec_secret;
 
 /* Groups shared by several commands. */
 extern const struct cli_optgroup cli_group_conn;    /* --state-root, --url */

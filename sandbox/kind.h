@@ -31,6 +31,8 @@ typedef int (*sp_tar_writer)(int fd, void *data, sp_error **err);
  * fork's, a template's); see sp_sandbox_create_seeded(). */
 typedef int (*sp_sandbox_seed_fn)(sp_sandbox *sb, void *data, sp_error **err);
 
+struct sp_egress_secrets;
+
 typedef struct sp_kind {
     const char *name; /* "local", "remote" */
 
@@ -123,6 +125,8 @@ typedef struct sp_kind {
      * the connection log for reading. */
     int (*egress_set)(sp_sandbox *sb, sp_error **err);
     int (*egress_log)(int *fd, sp_sandbox *sb, sp_error **err);
+    /* Brokered secrets: put these values (every secret's) in force now. */
+    int (*secrets_set)(sp_sandbox *sb, const struct sp_egress_secrets *values, sp_error **err);
     int (*peer_command)(sp_sandbox *sb, const char *const *args, int in_fd, int out_fd, int err_fd,
                         int *exit_code, sp_error **err);
 } sp_kind;

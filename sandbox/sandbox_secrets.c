@@ -16,6 +16,7 @@
 #include "egress_secrets.h"
 #include "json.h"
 #include "sandbox_internal.h"
+#include "sandpod/egress.h"
 
 /* "NAME=REST" of list whose NAME is name, the REST parts, in order. */
 static sp_egress_secret *find(sp_egress_secrets *s, const char *name, size_t n)
@@ -446,5 +447,63 @@ int sp_sandbox_secrets_trust(const char *egress_dir, const char *extra, sp_error
     if (r == 0)
         r = sp_write_file_atomic(up, b.data ? b.data : "", b.len, 0644, err);
     sp_buf_dispose(&b);
+    return r;
+}
+
+/* i of the secret called name in s, or s->n. */
+static size_t index_of(const sp_egress_secrets *s, const char *name)
+{
+    size_t i = 0;
+    while (i < s->n && strcmp(s->v[i].name, name) != 0)
+        i++;
+    return i;
+}
+
+int sp_sandbox_secret_set(sp_sandbox *sb, const char *name, const char *source, sp_error **err)
+{
+    int r = sp_sandbox_lock(sb, err);
+    if (r < 0)
+        return r;
+    sp_egress_secrets cur = {0};
+    unsigned char *value = NULL;
+    size_t len = 0, at = index_of(&sb->cfg.secrets, name ? name : ""), k = 0;
+    if (at == sb->cfg.secrets.n) {
+        r = sp_err_set(err, SP_EINVAL, 0,
+                       "sandbox %s has no secret %s (secrets are given at create: a new one "
+                       "would have no stand-in in the workload's environment)",
+                       sb->name, name ? name : "");
+        goto out;
+    }
+    if ((source && (r = sp_secret_value_read(&value, &len, source, name, err)) < 0) ||
+        (r = sp_sandbox_secrets_read(&cur, sb->state_dir, err)) < 0)
+        goto out;
+    if ((k = index_of(&cur, name)) == cur.n) {
+        r = sp_err_set(err, SP_EINVAL, 0, "sandbox %s: the value of secret %s is missing", sb->name,
+                       name);
+        goto out;
+    }
+    if (source) {
+        explicit_bzero(cur.v[k].value, cur.v[k].value_len);
+        free(cur.v[k].value);
+        cur.v[k].value = steal_pointer(&value);
+        cur.v[k].value_len = len;
+    } else {
+        sp_egress_secrets_remove(&cur, k);
+    }
+    /* The proxy's first: ours is what a fork reads, so it follows only
+     * what is in force. */
+    if ((r = sb->kind->secrets_set(sb, &cur, err)) < 0 ||
+        (r = sp_sandbox_secrets_write(sb->state_dir, &cur, -1, -1, err)) < 0)
+        goto out;
+    if (!source) {
+        sp_egress_secrets_remove(&sb->cfg.secrets, at);
+        r = sp_sandbox_save(sb, err);
+    }
+out:
+    if (value)
+        explicit_bzero(value, len);
+    free(value);
+    sp_egress_secrets_dispose(&cur);
+    sp_sandbox_unlock(sb);
     return r;
 }

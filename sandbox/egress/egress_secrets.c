@@ -77,19 +77,29 @@ static void scope_dispose(sp_egress_scope *s)
     sp_egress_rule_dispose(&s->rule);
 }
 
+static void secret_dispose(sp_egress_secret *x)
+{
+    free(x->name);
+    free(x->standin);
+    if (x->value)
+        explicit_bzero(x->value, x->value_len);
+    free(x->value);
+    for (size_t j = 0; j < x->n_scopes; j++)
+        scope_dispose(&x->scopes[j]);
+    free(x->scopes);
+}
+
+void sp_egress_secrets_remove(sp_egress_secrets *s, size_t i)
+{
+    secret_dispose(&s->v[i]);
+    memmove(&s->v[i], &s->v[i + 1], (s->n - i - 1) * sizeof(s->v[0]));
+    s->n--;
+}
+
 void sp_egress_secrets_dispose(sp_egress_secrets *s)
 {
-    for (size_t i = 0; i < s->n; i++) {
-        sp_egress_secret *x = &s->v[i];
-        free(x->name);
-        free(x->standin);
-        if (x->value)
-            explicit_bzero(x->value, x->value_len);
-        free(x->value);
-        for (size_t j = 0; j < x->n_scopes; j++)
-            scope_dispose(&x->scopes[j]);
-        free(x->scopes);
-    }
+    for (size_t i = 0; i < s->n; i++)
+        secret_dispose(&s->v[i]);
     free(s->v);
     s->v = NULL;
     s->n = 0;

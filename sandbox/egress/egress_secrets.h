@@ -67,6 +67,8 @@ int sp_egress_secrets_parse(sp_egress_secrets *s, const char *text, size_t len, 
 /* The file's text for s (the caller frees it). */
 char *sp_egress_secrets_text(const sp_egress_secrets *s);
 void sp_egress_secrets_dispose(sp_egress_secrets *s);
+/* Take secret i out of s. */
+void sp_egress_secrets_remove(sp_egress_secrets *s, size_t i);
 
 /* Whether the secret is for a connection to host (as the client named it:
  * a name or an address literal) on port, over TLS or plain HTTP. */

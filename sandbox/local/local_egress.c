@@ -154,9 +154,9 @@ static int secrets_to_proxy(sp_sandbox *sb, int dfd, uint32_t hu, uint32_t hg, s
     return 0;
 }
 
-/* The run folder to the proxy's user (its ids are known once it runs),
- * then wait for its socket. */
-static int hand_over(sp_sandbox *sb, sp_local *p, const char *name, sp_error **err)
+/* The host ids of the proxy's user (known once its container runs). */
+static int proxy_ids(sp_sandbox *sb, sp_local *p, const char *name, uint32_t *hu, uint32_t *hg,
+                     sp_error **err)
 {
     sp_container_info *info = NULL;
     int r = sb->lops->inspect(&info, p, name, err);
@@ -172,14 +172,24 @@ static int hand_over(sp_sandbox *sb, sp_local *p, const char *name, sp_error **e
     uid_t cuid = 0;
     gid_t cgid = 0;
     sp_idmap um, gm;
-    uint32_t hu, hg;
     if (sp_sandbox_parse_user(sb->cfg.user, &cuid, &cgid) < 0 ||
-        (r = sp_idmap_read(&um, &gm, pid, err)) < 0 || !sp_idmap_to_host(&um, cuid, &hu) ||
-        !sp_idmap_to_host(&gm, cgid, &hg))
+        (r = sp_idmap_read(&um, &gm, pid, err)) < 0 || !sp_idmap_to_host(&um, cuid, hu) ||
+        !sp_idmap_to_host(&gm, cgid, hg))
         return r < 0 ? r
                      : sp_err_set(err, SP_EINVAL, 0,
                                   "the egress proxy of sandbox %s: user %s has no host ids",
                                   sb->name, sb->cfg.user);
+    return 0;
+}
+
+/* The run folder to the proxy's user (its ids are known once it runs),
+ * then wait for its socket. */
+static int hand_over(sp_sandbox *sb, sp_local *p, const char *name, sp_error **err)
+{
+    uint32_t hu, hg;
+    int r = proxy_ids(sb, p, name, &hu, &hg, err);
+    if (r < 0)
+        return r;
     cleanup_free char *dir = egress_dir(sb, NULL);
     cleanup_close int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (dfd < 0 || fchownat(dfd, "run", hu, hg, AT_SYMLINK_NOFOLLOW) < 0)
@@ -256,6 +266,24 @@ int sp_local_egress_set(sp_sandbox *sb, sp_error **err)
         return sp_err_wrap(err, r, "sandbox %s: the policy is written, and read at the next start",
                            sb->name);
     return 0;
+}
+
+int sp_local_egress_secrets_set(sp_sandbox *sb, const sp_egress_secrets *values, sp_error **err)
+{
+    cleanup_free char *dir = egress_dir(sb, NULL);
+    int r = sp_sandbox_secrets_write(dir, values, -1, -1, err);
+    if (r < 0 || !proxy_listens(sb))
+        return r; /* handed to the proxy's user when it starts */
+    sp_local *p = sp_sandbox_local(sb, err);
+    uint32_t hu, hg;
+    cleanup_free char *name = sp_local_egress_container(sb);
+    cleanup_close int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (!p || (r = proxy_ids(sb, p, name, &hu, &hg, err)) < 0)
+        return p ? r : SP_EPODMAN;
+    if (dfd < 0 || fchownat(dfd, SP_EGRESS_SECRETS, hu, hg, AT_SYMLINK_NOFOLLOW) < 0)
+        return sp_err_errno(err, errno, "give the secrets to the proxy's user", dir);
+    /* A new policy version makes the proxy read both; back once it has. */
+    return sp_local_egress_set(sb, err);
 }
 
 int sp_local_egress_log(int *fd, sp_sandbox *sb, sp_error **err)

@@ -98,5 +98,6 @@ const sp_kind sp_kind_local = {
     .rpc_cancel = rpc_cancel,
     .egress_set = sp_local_egress_set,
     .egress_log = sp_local_egress_log,
+    .secrets_set = sp_local_egress_secrets_set,
     .peer_command = peer_command,
 };

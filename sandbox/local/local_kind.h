@@ -24,6 +24,10 @@ int sp_local_start_container(sp_sandbox *sb, sp_local *p, sp_error **err);
  * proxy's container made or started and handed its folder, stopped or
  * removed; its name. */
 int sp_local_egress_write(sp_sandbox *sb, const char *hosts_file, sp_error **err);
+/* The proxy's copy of the secrets' values anew (egress/secrets), in force
+ * before this returns when the proxy runs (read at its start if not). */
+int sp_local_egress_secrets_set(sp_sandbox *sb, const struct sp_egress_secrets *values,
+                                sp_error **err);
 int sp_local_egress_up(sp_sandbox *sb, sp_local *p, sp_error **err);
 void sp_local_egress_down(sp_sandbox *sb, sp_local *p, bool remove);
 char *sp_local_egress_container(const sp_sandbox *sb);

@@ -94,6 +94,12 @@ static int egress_hosts_keep(sp_buf *text, sp_sandbox *sb, const char *path, sp_
     return sp_write_file_atomic(keep, text->data ? text->data : "", text->len, 0644, err);
 }
 
+static int secrets_set(sp_sandbox *sb, const sp_egress_secrets *values, sp_error **err)
+{
+    (void)values;
+    return sp_remote_refuse(sb, "brokered secrets", err);
+}
+
 static int egress_set(sp_sandbox *sb, sp_error **err)
 {
     sp_remote *r = handle(sb, err);
@@ -686,5 +692,6 @@ const sp_kind sp_kind_remote = {
     .rpc_cancel = rpc_cancel,
     .egress_set = egress_set,
     .egress_log = egress_log,
+    .secrets_set = secrets_set,
     .peer_command = sp_remote_peer_command,
 };

@@ -13,8 +13,10 @@
 #   and the origin's does nothing there; over HTTPS the proxy terminates
 #   the tunnel with its own CA, which the sandbox's variables point at, and
 #   verifies the upstream (--egress-ca; without it, 502 and nothing sent);
-#   a fork keeps the trusted CAs and gets a CA of its own; bad input is
-#   refused in one line and leaves nothing.
+#   a fork keeps the trusted CAs and gets a CA of its own; `sandpod secret
+#   NAME set|rm` changes a value (or takes it away) while it runs, a request
+#   open across the change getting the new one; bad input is refused in one
+#   line and leaves nothing.
 #
 # Usage: test_secrets_cli.sh PATH/TO/sandpod. Exits 77 (skip) when Podman
 # is unavailable, unless CI=true.
@@ -173,6 +175,50 @@ run rm --force "$S-t"
 expect 0 "rm it"
 run template rm "sectpl-$$"
 expect 0 "template rm"
+
+# Rotation while it runs: `sandpod secret NAME set|rm`. A request whose head
+# is still coming when the value changes gets the new one (values are put
+# in when the head is whole).
+export SP_TEST_SECRET2="rotated-$CANARY"
+run exec "$S" -- sh -c "rm -f /tmp/go; ( printf 'GET http://127.0.0.1:$P1/slow HTTP/1.1\r\nHost: 127.0.0.1:$P1\r\nAuthorization: Bearer $TOK\r\n'; until [ -e /tmp/go ]; do sleep 0.05; done; printf '\r\n' ) | nc 127.0.0.1 3128 >/tmp/slow.out 2>&1 &"
+: >"$T/up.$P1"
+run secret "$S" set TOKEN=env:SP_TEST_SECRET2
+expect 0 "secret set: a new value while the sandbox runs"
+err_has "the new value is in force" "... says so"
+"$SP" exec "$S" -- touch /tmp/go >/dev/null 2>&1
+for _ in $(seq 1 100); do
+    grep -q "/slow" "$T/up.$P1" 2>/dev/null && break
+    sleep 0.1
+done
+check "a request open across the change gets the new value" \
+    grep -q "Authorization: Bearer rotated-$CANARY" "$T/up.$P1"
+: >"$T/up.$P1"
+get "$S" "/after" "$P1" "Authorization: Bearer $TOK"
+check "the next request gets the new value" grep -q "Authorization: Bearer rotated-$CANARY" "$T/up.$P1"
+check "our copy has it (a fork reads it there)" \
+    grep -q "$(printf '%s' "rotated-$CANARY" | od -An -tx1 | tr -d ' \n')" "$STATE/secrets"
+run secret "$S" rm QK --json
+json "secret rm --json" "j['ok'] is True and j['secrets'] == ['QK']"
+: >"$T/up.$P1"
+get "$S" "/q?k=$QST" "$P1" "X-A: b"
+check "a secret taken away: its stand-in goes as it is" grep -q "GET /q?k=$QST HTTP" "$T/up.$P1"
+check "... not the value" lacks "query-$CANARY" "$T/up.$P1"
+run secret "$S" set NOPE=env:SP_TEST_SECRET
+check "set of a secret the sandbox lacks: refused" [ "$rc" = 1 ]
+err_has "has no secret NOPE" "... naming it"
+run secret "$S" set TOKEN=env:SP_UNSET_$$
+check "set from an unset variable: refused" [ "$rc" = 1 ]
+: >"$T/up.$P1"
+get "$S" "/still" "$P1" "Authorization: Bearer $TOK"
+check "... the value in force stays" grep -q "Authorization: Bearer rotated-$CANARY" "$T/up.$P1"
+run secret "$S" set TOKEN
+expect 2 "set without a source: usage"
+run secret "$S" frob TOKEN
+expect 2 "neither set nor rm: usage"
+run secret "$S" rm TOKEN=env:X
+expect 2 "rm takes a name alone"
+found=$(grep -rl --exclude=secrets "rotated-$CANARY" "$STATE" 2>/dev/null)
+check "the new value in no file but the secret files ($found)" [ -z "$found" ]
 
 # The proxy holds values: it makes no core file and is not ptrace-able by
 # its own user (its /proc files are not that user's).

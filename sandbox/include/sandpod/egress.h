@@ -92,6 +92,20 @@ int sp_sandbox_egress_change(sp_sandbox *sb, const sp_egress_change_opts *opts, 
  */
 int sp_sandbox_egress_log(int *fd, sp_sandbox *sb, sp_error **err);
 
+/**
+ * Rotate a brokered secret of a running (or stopped) sandbox, without a
+ * restart: its proxy puts the value read from `source` ("env:VAR" or
+ * "file:PATH", read here, as at create) in place of NAME's stand-in from
+ * its next request on. source NULL takes the secret away: its stand-in
+ * then goes as it is, and means nothing. The stand-in in the workload's
+ * environment stays the same; a secret the sandbox was not made with
+ * cannot be added (it has no stand-in there).
+ *
+ * @return 0; SP_EINVAL (no such secret, a bad source, a remote sandbox);
+ *         SP_ENOTFOUND (a missing file)
+ */
+int sp_sandbox_secret_set(sp_sandbox *sb, const char *name, const char *source, sp_error **err);
+
 #ifdef __cplusplus
 }
 #endif
