@@ -8,7 +8,7 @@
 #   COLD_REPS (default 10), GREP_REPS (default 3), GREP_RG_REPS (default 15),
 #   MCP_CALLS (default 10000), HYDRATE_REPS (default 5), SNAPSHOT_REPS (default 3),
 #   BENCH_SKIP (space-separated rows to leave out: roundtrip cold grep grep_rg
-#   mcp hydrate snapshot kube kube_fleet egress), SANDPOD_URL (default unix:///run/podman/podman.sock).
+#   mcp hydrate snapshot kube kube_fleet egress secrets), SANDPOD_URL (default unix:///run/podman/podman.sock).
 # Writes tests/bench/results/bench.json (machine info and every row) and
 # prints a markdown table.
 #
@@ -34,6 +34,9 @@
 #   egress     tests/bench/bench_egress.sh (connections and throughput through
 #              a sandbox's egress proxy, beside a `--network default` sandbox
 #              and sandbox-runtime; needs root), merged in
+#   secrets    tests/bench/bench_secrets.py (a brokered HTTPS request against
+#              the same request tunnelled through the proxy, and direct),
+#              merged in
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -256,6 +259,11 @@ if want egress; then
     say "== egress (tests/bench/bench_egress.sh)"
     BUILD=$build "$here/bench_egress.sh" $quick >&2 || say "bench_egress.sh failed or was skipped"
 fi
+if want secrets; then
+    say "== secrets (tests/bench/bench_secrets.py)"
+    BENCH_OUT=$out/secrets.json python3 "$here/bench_secrets.py" "$build/sandpod-agent" $quick >&2 ||
+        say "bench_secrets.py failed"
+fi
 
 # ----------------------------------------------------------------- report
 python3 - "$work" "$out" "$skip" <<'EOF'
@@ -366,7 +374,7 @@ if os.path.exists(p):
 elif "mcp" not in skip:
     res["mcp_note"] = "sandpod mcp not available in this build; row left out"
 
-for name in ("hydrate", "snapshot", "kube", "kube_fleet", "egress"):
+for name in ("hydrate", "snapshot", "kube", "kube_fleet", "egress", "secrets"):
     p = os.path.join(out, name + ".json")
     if os.path.exists(p) and name not in skip:
         try:
@@ -407,6 +415,15 @@ if isinstance(eg, dict) and "paths" in eg:
         row("egress: a connection through the proxy (%d)" % eg["connections_per_path"],
             "`--allow` (proxy)", px["connection_median_ms"], px["connection_p99_ms"],
             q["label"], q["connection_median_ms"], q["connection_p99_ms"], goal, met)
+sc = res.get("secrets")
+if isinstance(sc, dict) and "results" in sc:
+    # A brokered HTTPS request (TLS ended at the proxy, the value put in,
+    # the proxy's own TLS on) against the same request tunnelled.
+    b_, t_ = sc["results"]["brokered"], sc["results"]["tunnel"]
+    row("secrets: an HTTPS request, new connection (%d)" % b_["n"],
+        "brokered", b_["median_ms"], b_["p99_ms"], "tunnel (not brokered)", t_["median_ms"],
+        t_["p99_ms"], "<= +3 ms at the median", b_["median_ms"] - t_["median_ms"] <= 3)
+    sc.pop("samples", None)
 json.dump(res, open(os.path.join(out, "bench.json"), "w"), indent=2)
 print("machine: %d CPUs, %s, kernel %s, %s\n" % (res["machine"]["nproc"], cpu,
                                                 res["machine"]["kernel"],

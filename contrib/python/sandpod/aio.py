@@ -241,6 +241,9 @@ class AsyncSandbox:
     async def network_log(self) -> list[dict[str, Any]]:
         return await self._run(self.sandbox.network_log)
 
+    async def secret_set(self, name: str, source: str | None) -> None:
+        return await self._run(self.sandbox.secret_set, name, source)
+
     async def save_template(self, name: str, **kw: Any) -> Any:
         return await self._run(self.sandbox.save_template, name, **kw)
 

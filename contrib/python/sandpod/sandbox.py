@@ -37,6 +37,7 @@ _egress = fn("sp_sandbox_egress", c_int, POINTER(c_void_p), _P, POINTER(ErrorPtr
 _egress_change = fn("sp_sandbox_egress_change", c_int, _P, POINTER(S.EgressChangeOpts),
                     POINTER(ErrorPtr))
 _egress_log = fn("sp_sandbox_egress_log", c_int, POINTER(c_int), _P, POINTER(ErrorPtr))
+_secret_set = fn("sp_sandbox_secret_set", c_int, _P, c_char_p, c_char_p, POINTER(ErrorPtr))
 _name = fn("sp_sandbox_name", c_char_p, _P)
 _workspace = fn("sp_sandbox_workspace", c_char_p, _P)
 _state_dir = fn("sp_sandbox_state_dir", c_char_p, _P)
@@ -742,6 +743,16 @@ class Sandbox:
         with self._lock:
             call(_egress_change, self._main(), byref(ch))
         return self.network() or []
+
+    def secret_set(self, name: str, source: str | None) -> None:
+        """Rotate brokered secret ``name`` while the sandbox runs
+        (sp_sandbox_secret_set, ``sandpod secret NAME set``): ``source`` is
+        ``"env:VAR"`` or ``"file:PATH"``, read here; the proxy uses the new
+        value from its next request on. ``None`` takes the secret away (its
+        stand-in then goes out as it is). Raises ``InvalidError`` for a
+        secret the sandbox was not made with."""
+        with self._lock:
+            call(_secret_set, self._main(), enc(name), enc(source))
 
     def network_log(self) -> list[dict[str, Any]]:
         """The proxy's connection records so far, oldest first (one dict per

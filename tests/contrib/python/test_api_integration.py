@@ -197,3 +197,32 @@ def test_egress_rules_from_python(home):
             plain.network_log()
         with pytest.raises(ValueError):
             plain.network_change(allow=["example.com"])
+
+
+def test_secrets_from_python(home, monkeypatch, tmp_path):
+    """Brokered secrets through Python: the variable holds a stand-in, the
+    value never; an HTTPS scope makes the TLS variables name the proxy's
+    CA; secret_set rotates and takes away; bad input raises."""
+    monkeypatch.setenv("PY_SECRET", "py-canary-value")
+    with pytest.raises(ValueError):
+        sandpod.Sandbox.create(name="py-sec-bad", secrets={"T": "env:PY_SECRET"})
+    with pytest.raises(errors.NotFoundError):
+        sandpod.Sandbox.create(name="py-sec-bad", allow=["x.test"],
+                               secrets={"T": "env:PY_SECRET"}, secret_for={"T": "x.test"},
+                               egress_ca=str(tmp_path / "none.pem"))
+    assert not os.path.exists(os.path.join(home, "sandboxes", "py-sec-bad"))
+    with _create(name="py-sec", allow=["x.test"], secrets={"T": "env:PY_SECRET"},
+                 secret_for={"T": ["x.test", "http://x.test:8080"]}) as sb:
+        r = sb.shell('echo "$T $SSL_CERT_FILE $NODE_EXTRA_CA_CERTS"')
+        t, bundle, ca = r.stdout.split()
+        assert t.startswith("sandpod-standin-") and "py-canary-value" not in r.stdout
+        assert bundle == "/.sandpod/egress/ca-bundle.pem" and ca == "/.sandpod/egress/ca.pem"
+        assert "BEGIN CERTIFICATE" in sb.shell("cat /.sandpod/egress/ca.pem").stdout
+        monkeypatch.setenv("PY_SECRET2", "py-rotated")
+        sb.secret_set("T", "env:PY_SECRET2")
+        secrets = open(os.path.join(sb.state_dir, "secrets")).read()
+        assert "py-rotated".encode().hex() in secrets
+        with pytest.raises(ValueError):
+            sb.secret_set("NOPE", "env:PY_SECRET2")
+        sb.secret_set("T", None)
+        assert "py-rotated".encode().hex() not in open(os.path.join(sb.state_dir, "secrets")).read()
