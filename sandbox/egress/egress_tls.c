@@ -231,8 +231,11 @@ sp_egress_tls *sp_egress_tls_new(const char *upstream_ca, char *why, size_t cap)
         SSL_CTX_set_mode(t->server,
                          SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
         SSL_CTX_set_alpn_select_cb(t->server, alpn_select, NULL);
+        /* No resumption (each connection is one request, and a ticket
+         * would outlive a rotated CA), no renegotiation. */
         SSL_CTX_set_session_cache_mode(t->server, SSL_SESS_CACHE_OFF);
-        SSL_CTX_set_options(t->server, SSL_OP_NO_TICKET);
+        SSL_CTX_set_options(t->server, SSL_OP_NO_TICKET | SSL_OP_NO_RENEGOTIATION);
+        SSL_CTX_set_num_tickets(t->server, 0);
         step = "the client context";
         t->client = SSL_CTX_new(TLS_client_method());
         ok = t->client && SSL_CTX_set_min_proto_version(t->client, TLS1_2_VERSION) == 1;
