@@ -161,14 +161,25 @@ static X509 *make_leaf(sp_egress_tls *t, const char *host, bool literal)
     return x;
 }
 
-/* The leaf for host, made on first use; a reference the caller frees. */
+/* The leaf for host, made on first use and again a day before it
+ * expires (a proxy may run for longer than a leaf is valid); a reference
+ * the caller frees. */
 static X509 *leaf_for(sp_egress_tls *t, const char *host, bool literal)
 {
     pthread_mutex_lock(&t->mu);
     X509 *x = NULL;
-    for (size_t i = 0; i < t->n_leaves && !x; i++)
-        if (strcmp(t->leaves[i].host, host) == 0)
+    time_t soon = time(NULL) + 86400;
+    for (size_t i = 0; i < t->n_leaves && !x; i++) {
+        if (strcmp(t->leaves[i].host, host) != 0)
+            continue;
+        if (X509_cmp_time(X509_get0_notAfter(t->leaves[i].cert), &soon) > 0) {
             x = t->leaves[i].cert;
+        } else {
+            X509_free(t->leaves[i].cert);
+            t->leaves[i] = t->leaves[--t->n_leaves];
+        }
+        break;
+    }
     if (!x && strlen(host) < HOST_MAX && (x = make_leaf(t, host, literal)) != NULL) {
         if (t->n_leaves == LEAVES_MAX) {
             for (size_t i = 0; i < t->n_leaves; i++)
