@@ -108,7 +108,7 @@ static int send_frame(int fd, int type, const void *payload, size_t len)
 
 /* pgrp and session of a process, from /proc/<pid>/stat (the name field may
  * hold anything, so parsing starts after its last ')'). */
-static bool read_stat(long pid, long *pgrp, long *sess)
+static bool read_stat(long pid, long *ppid, long *pgrp, long *sess)
 {
     char path[64], buf[1024];
     snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
@@ -124,8 +124,7 @@ static bool read_stat(long pid, long *pgrp, long *sess)
     if (!p)
         return false;
     char state;
-    long ppid;
-    return sscanf(p + 1, " %c %ld %ld %ld", &state, &ppid, pgrp, sess) == 4;
+    return sscanf(p + 1, " %c %ld %ld %ld", &state, ppid, pgrp, sess) == 4;
 }
 
 /* Whether /proc/<pid>/environ holds the entry `marker` exactly. */
@@ -182,10 +181,50 @@ static bool environ_has(long pid, const char *marker)
     return hit;
 }
 
+/* SIGKILL every child of this process, in waves, until none is left (or
+ * 2 s pass): the connection's process is the subreaper of its command
+ * (serve()), so whatever the command started comes here when its parent
+ * dies, however it forked and whatever session, group or environment it
+ * made itself; each killed child's children are the next wave. `command`
+ * is killed but not reaped: its status is the caller's to take. */
+static void kill_children(pid_t command)
+{
+    long self = (long)getpid();
+    int64_t end = now_ms() + 2000;
+    for (;;) {
+        pid_t wave[256];
+        size_t n = 0;
+        DIR *d = opendir("/proc");
+        if (!d)
+            return;
+        struct dirent *de;
+        while ((de = readdir(d)) != NULL) {
+            char *e = NULL;
+            long pid = strtol(de->d_name, &e, 10), ppid = 0, pgrp, sess;
+            if (pid <= 1 || *e || pid == self || !read_stat(pid, &ppid, &pgrp, &sess) ||
+                ppid != self)
+                continue;
+            kill((pid_t)pid, SIGKILL);
+            if (pid != command && n < sizeof(wave) / sizeof(wave[0]))
+                wave[n++] = (pid_t)pid;
+        }
+        closedir(d);
+        if (!n || now_ms() > end)
+            return;
+        bool reaped = false;
+        for (size_t i = 0; i < n; i++)
+            reaped |= waitpid(wave[i], NULL, WNOHANG) == wave[i];
+        if (!reaped)
+            usleep(2000);
+    }
+}
+
 /* SIGKILL a command's whole tree: its process group, its session (a
- * terminal session), and every process carrying `marker` in its
- * environment. Two passes over /proc catch what forked during the first. */
-static void kill_tree(pid_t leader, const char *marker)
+ * terminal session), every process carrying `marker` in its environment
+ * (two passes over /proc catch what forked during the first), then every
+ * process it left behind (kill_children(); command: its pid while it has
+ * not been reaped, else 0). */
+static void kill_tree(pid_t leader, const char *marker, pid_t command)
 {
     if (leader > 0)
         kill(-leader, SIGKILL);
@@ -200,8 +239,8 @@ static void kill_tree(pid_t leader, const char *marker)
             long pid = strtol(de->d_name, &end, 10);
             if (pid <= 1 || *end || pid == self)
                 continue;
-            long pgrp = 0, sess = 0;
-            if (!read_stat(pid, &pgrp, &sess))
+            long ppid = 0, pgrp = 0, sess = 0;
+            if (!read_stat(pid, &ppid, &pgrp, &sess))
                 continue;
             if ((leader > 0 && (pgrp == leader || sess == leader)) ||
                 (marker && *marker && environ_has(pid, marker)))
@@ -209,6 +248,7 @@ static void kill_tree(pid_t leader, const char *marker)
         }
         closedir(d);
     }
+    kill_children(command);
 }
 
 /* ------------------------------------------------------------- requests -- */
@@ -480,7 +520,7 @@ static bool on_frame(conn_state *c, int type, const uint8_t *p, size_t n, const 
             kill(-c->pid, (int)get32(p));
         return true;
     case SPA_KILL:
-        kill_tree(c->exited ? 0 : c->pid, r->marker);
+        kill_tree(c->exited ? 0 : c->pid, r->marker, c->exited ? 0 : c->pid);
         if (c->exited)
             kill(-c->pid, SIGKILL);
         return true;
@@ -574,6 +614,10 @@ static void serve(int fd)
     sigemptyset(&chld);
     sigaddset(&chld, SIGCHLD);
     int sfd = signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK);
+    /* Whatever the command starts and leaves (a double fork, a setsid, an
+     * emptied environment) comes to this process, not to init: a kill can
+     * then find all of it (kill_children()). */
+    prctl(PR_SET_CHILD_SUBREAPER, 1);
 
     conn_state c = {.fd = fd, .stdin_fd = -1, .out = {-1, -1}, .master = -1};
     int in_p[2] = {-1, -1}, out_p[2] = {-1, -1}, err_p[2] = {-1, -1};
@@ -679,7 +723,7 @@ static void serve(int fd)
                     /* The host is gone or broke the protocol: the command
                      * and all it started go. */
                     c.host_gone = true;
-                    kill_tree(c.exited ? 0 : c.pid, r.marker);
+                    kill_tree(c.exited ? 0 : c.pid, r.marker, c.exited ? 0 : c.pid);
                     if (c.exited)
                         kill(-c.pid, SIGKILL);
                 }
@@ -704,7 +748,7 @@ static void serve(int fd)
                 if (!c.host_gone &&
                     send_frame(fd, k == 0 ? SPA_STDOUT : SPA_STDERR, buf, (size_t)got) < 0) {
                     c.host_gone = true;
-                    kill_tree(c.exited ? 0 : c.pid, r.marker);
+                    kill_tree(c.exited ? 0 : c.pid, r.marker, c.exited ? 0 : c.pid);
                 }
                 if (c.exited)
                     idle_end = now_ms() + DRAIN_IDLE;
@@ -714,13 +758,25 @@ static void serve(int fd)
                 struct signalfd_siginfo si;
                 while (read(sfd, &si, sizeof(si)) > 0)
                     ;
-                if (waitpid(c.pid, &c.status, WNOHANG) == c.pid) {
-                    c.exited = true;
+                /* The command, and what it left behind (this process is
+                 * their subreaper): every child is reaped, the command's
+                 * status kept. */
+                pid_t w;
+                int st = 0;
+                bool now_exited = false;
+                while ((w = waitpid(-1, &st, WNOHANG)) > 0)
+                    if (w == c.pid && !c.exited) {
+                        c.status = st;
+                        c.exited = now_exited = true;
+                    }
+                if (now_exited) {
                     int64_t t = now_ms();
                     if ((r.flags & SPA_F_KILL_ON_EXIT) || c.host_gone) {
-                        /* What the command left in its group goes too; its
-                         * output then ends as the pipes close. */
+                        /* What the command left goes too (its group, and
+                         * whatever it started); its output then ends as the
+                         * pipes close. */
                         kill(-c.pid, SIGKILL);
+                        kill_children(0);
                         drain_end = t + DRAIN_KILLED;
                     } else {
                         drain_end = t + DRAIN_MAX;
