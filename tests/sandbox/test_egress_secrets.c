@@ -1,12 +1,16 @@
 /* Unit tests for sandbox/egress/egress_secrets.c: names, scopes (the
  * scheme's port when none is given), the proxy's file both ways and its
  * refusals, which connections a secret is for, and replacing stand-ins
- * only where a secret may go. */
+ * only where a secret may go; and of the host side's HTTPS pieces
+ * (sandbox_secrets.c): the variables that point clients at the proxy's CA
+ * and the CAs the proxy trusts upstream. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "egress_proxy.h"
 #include "egress_secrets.h"
+#include "sandbox_internal.h"
 #include "testutil.h"
 
 #define S1 SP_SECRET_STANDIN_PREFIX "0123456789abcdef0123456789abcdef01234567"
@@ -207,11 +211,109 @@ static void test_standin(void **state)
     sp_egress_secrets_dispose(&s);
 }
 
+static void test_remove(void **state)
+{
+    (void)state;
+    const char *text = "secret A " S1 " h 61 a.test\n"
+                       "secret B " S2 " h 62 http://b.test\n"
+                       "secret C " SP_SECRET_STANDIN_PREFIX
+                       "00000000000000000000000000000000000000cc h 63 c.test\n";
+    sp_egress_secrets s = {0};
+    sp_error *err = NULL;
+    assert_int_equal(sp_egress_secrets_parse(&s, text, strlen(text), &err), 0);
+    assert_true(sp_sandbox_secrets_over_tls(&s));
+    sp_egress_secrets_remove(&s, 0);
+    assert_int_equal(s.n, 2);
+    assert_string_equal(s.v[0].name, "B");
+    assert_string_equal(s.v[1].name, "C");
+    sp_egress_secrets_remove(&s, 1);
+    assert_int_equal(s.n, 1);
+    /* B alone is for plain HTTP: no CA is needed. */
+    assert_false(sp_sandbox_secrets_over_tls(&s));
+    sp_egress_secrets_dispose(&s);
+}
+
+static bool has(char **v, const char *entry)
+{
+    for (; v && *v; v++)
+        if (strcmp(*v, entry) == 0)
+            return true;
+    return false;
+}
+
+static void test_ca_env(void **state)
+{
+    (void)state;
+    sp_strv env = {0};
+    const char *user[] = {"SSL_CERT_FILE=/mine.pem", "OTHER=1", NULL};
+    sp_sandbox_secrets_ca_env(&env, user);
+    char **v = sp_strv_steal(&env);
+    /* What -e sets is the user's; the rest name the bundle or the CA. */
+    assert_false(has(v, "SSL_CERT_FILE=/.sandpod/egress/ca-bundle.pem"));
+    assert_true(has(v, "CURL_CA_BUNDLE=/.sandpod/egress/ca-bundle.pem"));
+    assert_true(has(v, "REQUESTS_CA_BUNDLE=/.sandpod/egress/ca-bundle.pem"));
+    assert_true(has(v, "GIT_SSL_CAINFO=/.sandpod/egress/ca-bundle.pem"));
+    assert_true(has(v, "NODE_EXTRA_CA_CERTS=/.sandpod/egress/ca.pem"));
+    size_t n = 0;
+    for (char **e = v; *e; e++)
+        n++;
+    assert_int_equal(n, 9);
+    sp_strv_free(v);
+}
+
+static void test_trust(void **state)
+{
+    (void)state;
+    char *dir = tu_mkdtemp();
+    const char *host = "-----BEGIN CERTIFICATE-----\nHOST\n-----END CERTIFICATE-----\n";
+    const char *extra = "-----BEGIN CERTIFICATE-----\nEXTRA\n-----END CERTIFICATE-----";
+    tu_write(dir, "host.pem", host, 0644);
+    tu_write(dir, "extra.pem", extra, 0644);
+    tu_write(dir, "not.pem", "hello\n", 0644);
+    char *host_path = tu_join(dir, "host.pem"), *extra_path = tu_join(dir, "extra.pem");
+    char *not_path = tu_join(dir, "not.pem"), *none = tu_join(dir, "none.pem");
+    char *old = getenv("SSL_CERT_FILE") ? strdup(getenv("SSL_CERT_FILE")) : NULL;
+    setenv("SSL_CERT_FILE", host_path, 1);
+    sp_error *err = NULL;
+    /* The host's bundle, then the extra CAs (a newline added), kept apart too. */
+    assert_int_equal(sp_sandbox_secrets_trust(dir, extra_path, &err), 0);
+    char *up = tu_read(dir, SP_EGRESS_UPSTREAM_CA, NULL),
+         *mine = tu_read(dir, SP_EGRESS_EXTRA_CA, NULL);
+    char want[512];
+    snprintf(want, sizeof(want), "%s%s\n", host, extra);
+    assert_string_equal(up, want);
+    snprintf(want, sizeof(want), "%s\n", extra);
+    assert_string_equal(mine, want);
+    free(up);
+    free(mine);
+    /* A file with no certificate, a missing one: refused, named. */
+    assert_int_equal(sp_sandbox_secrets_trust(dir, not_path, &err), SP_EINVAL);
+    assert_non_null(strstr(err->message, "no PEM certificate in it"));
+    sp_error_free(err);
+    err = NULL;
+    assert_int_equal(sp_sandbox_secrets_trust(dir, none, &err), SP_ENOTFOUND);
+    assert_non_null(strstr(err->message, "none.pem"));
+    sp_error_free(err);
+    if (old)
+        setenv("SSL_CERT_FILE", old, 1);
+    else
+        unsetenv("SSL_CERT_FILE");
+    free(old);
+    free(host_path);
+    free(extra_path);
+    free(not_path);
+    free(none);
+    tu_rmtree(dir);
+    free(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_names),   cmocka_unit_test(test_scopes),  cmocka_unit_test(test_file),
-        cmocka_unit_test(test_replace), cmocka_unit_test(test_standin),
+        cmocka_unit_test(test_names),   cmocka_unit_test(test_scopes),
+        cmocka_unit_test(test_file),    cmocka_unit_test(test_replace),
+        cmocka_unit_test(test_standin), cmocka_unit_test(test_remove),
+        cmocka_unit_test(test_ca_env),  cmocka_unit_test(test_trust),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
