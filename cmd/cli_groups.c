@@ -99,8 +99,9 @@ static const struct cli_optdesc egress_opts[] = {
               "'*.DOMAIN'[:PORT] over HTTPS (port 443 when none), http://HOST[:PORT] over plain "
               "HTTP (port 80 when none); a request carrying the stand-in anywhere else is "
               "refused"),
-    CLI_VALUE("secret-in", 0, "NAME=query", CLI_OPT_SECRET_IN, CLI_COMP_NONE,
-              "put secret NAME's value in the URL's query string too, not only in headers"),
+    CLI_VALUE("secret-in", 0, "NAME=WHERE", CLI_OPT_SECRET_IN, CLI_COMP_NONE,
+              "put secret NAME's value in the URL's query string (query), the request body "
+              "(body; taken whole, at most 1 MiB) or both (query,body), not only in headers"),
     CLI_VALUE("egress-ca", 0, "FILE", CLI_OPT_EGRESS_CA, CLI_COMP_FILE,
               "CA certificates (PEM) the egress proxy trusts, besides the host's, for the HTTPS "
               "hosts secrets go to (copied)"),

@@ -178,14 +178,8 @@ int sp_sandbox_secrets_from_opts(sp_egress_secrets *out, const sp_sandbox_opts *
                               : "no such --secret");
             goto fail;
         }
-        if (b) {
-            rc = sp_err_set(err, SP_EINVAL, 0,
-                            "--secret-in '%.200s': putting a value in request bodies is not "
-                            "built yet (headers and the query string are)",
-                            o->secret_in[i]);
-            goto fail;
-        }
         x->in_query = x->in_query || q;
+        x->in_body = x->in_body || b;
     }
     for (size_t i = 0; i < out->n; i++)
         if (!out->v[i].n_scopes) {

@@ -1364,6 +1364,7 @@ typedef struct req_head {
     const char *hv; /* the Host header's value */
     size_t hvl;
     uint64_t clen;
+    bool expect_continue; /* Expect: 100-continue */
 } req_head;
 
 /* The request line of the head h[0..len) (CRLF CRLF included). @return
@@ -1435,6 +1436,8 @@ static bool scan_headers(req_head *r)
             if (vl != 7 || strncasecmp(v, "chunked", 7) != 0 || r->chunked)
                 bad = true;
             r->chunked = true;
+        } else if (header_is(l, ll, "expect", &v, &vl)) {
+            r->expect_continue = vl == 12 && strncasecmp(v, "100-continue", 12) == 0;
         }
     }
     return !bad && !(r->chunked && r->lengths);
@@ -1463,17 +1466,23 @@ static body body_of(const req_head *r)
 }
 
 /* The head that goes upstream: `line` (CRLF included), r's headers but the
- * hop-by-hop and proxy ones, our own Connection: close. */
-static char *upstream_head(const char *line, size_t line_len, const req_head *r, size_t *len)
+ * hop-by-hop and proxy ones, our own Connection: close. With body_len >= 0
+ * (a body taken whole and changed), its framing is ours too: that
+ * Content-Length, and no Transfer-Encoding or Expect. */
+static char *upstream_head(const char *line, size_t line_len, const req_head *r, int64_t body_len,
+                           size_t *len)
 {
     static const char close_hdr[] = "Connection: close\r\n\r\n";
-    char *out = sp_xmalloc(line_len + r->len + sizeof(close_hdr));
+    char *out = sp_xmalloc(line_len + r->len + sizeof(close_hdr) + 48);
     memcpy(out, line, line_len);
     size_t at = line_len, ll = 0;
     for (const char *l = NULL; (l = next_header(r, l, &ll)) != NULL;) {
         const char *v;
         size_t vl;
-        if (!header_is(l, ll, "connection", &v, &vl) &&
+        bool framing = header_is(l, ll, "content-length", &v, &vl) ||
+                       header_is(l, ll, "transfer-encoding", &v, &vl) ||
+                       header_is(l, ll, "expect", &v, &vl);
+        if ((body_len < 0 || !framing) && !header_is(l, ll, "connection", &v, &vl) &&
             !header_is(l, ll, "proxy-connection", &v, &vl) &&
             !header_is(l, ll, "keep-alive", &v, &vl) &&
             !header_is(l, ll, "proxy-authorization", &v, &vl)) {
@@ -1481,9 +1490,124 @@ static char *upstream_head(const char *line, size_t line_len, const req_head *r,
             at += ll + 2;
         }
     }
+    if (body_len >= 0)
+        at += (size_t)sprintf(out + at, "Content-Length: %lld\r\n", (long long)body_len);
     memcpy(out + at, close_hdr, sizeof(close_hdr) - 1);
     *len = at + sizeof(close_hdr) - 1;
     return out;
+}
+
+/* How a request's body is read: from the client's socket or its TLS. */
+typedef ssize_t (*body_reader)(void *ctx, void *dst, size_t n, int64_t deadline);
+
+static ssize_t read_client(void *ctx, void *dst, size_t n, int64_t deadline)
+{
+    return read_by(((conn *)ctx)->client, dst, n, deadline, 0);
+}
+
+static ssize_t read_tls(void *ctx, void *dst, size_t n, int64_t deadline)
+{
+    return sp_egress_tls_read((SSL *)ctx, dst, n, deadline);
+}
+
+/* A chunked body, whole and checked (body_take()), without its framing. */
+static void dechunk(sp_buf *out, const unsigned char *p, size_t n)
+{
+    size_t i = 0;
+    while (i < n) {
+        uint64_t size = 0;
+        int d;
+        while (i < n && (d = hexval(p[i])) >= 0)
+            size = size * 16 + (uint64_t)d, i++;
+        const unsigned char *lf = memchr(p + i, '\n', n - i); /* past extensions */
+        if (!lf || size == 0)
+            return;
+        i = (size_t)(lf - p) + 1;
+        if (size > n - i)
+            return;
+        sp_buf_add(out, p + i, (size_t)size);
+        i += (size_t)size + 2; /* the data's CRLF */
+    }
+}
+
+/* Whether a secret that goes in bodies is for c's host and port. */
+static bool body_brokered(conn *c, bool tls)
+{
+    policy_ref *pr = policy_get();
+    bool any = false;
+    for (size_t i = 0; i < pr->secrets->s.n && !any; i++)
+        any = pr->secrets->s.v[i].in_body &&
+              sp_egress_secret_for(&pr->secrets->s.v[i], c->host, c->port, tls);
+    policy_put(pr);
+    return any;
+}
+
+/* The body of a request to a host a body secret is for, taken whole (at
+ * most SP_EGRESS_BODY_LIMIT bytes, pre first; chunks joined) with those
+ * secrets' stand-ins put back to their values, into *out. @return 0; or
+ * the status to answer (413, 400, or 0 with c->why set when the client
+ * went away). A client that waits for 100 Continue is told to go on. */
+static int take_body(conn *c, body *b, const unsigned char *pre, size_t pre_len, bool tls,
+                     bool expect, body_reader rd, void *ctx, SSL *cs, sp_buf *out)
+{
+    sp_buf raw = SP_BUF_INIT;
+    int status = 0;
+    ssize_t k = body_take(b, pre, pre_len);
+    if (k > 0)
+        sp_buf_add(&raw, pre, (size_t)k);
+    if (!b->done && expect && pre_len == 0) {
+        static const char go_on[] = "HTTP/1.1 100 Continue\r\n\r\n";
+        if (cs)
+            sp_egress_tls_write(cs, go_on, sizeof(go_on) - 1, mono_ms() + 5000);
+        else
+            write_all(c->client, go_on, sizeof(go_on) - 1, mono_ms() + 5000);
+    }
+    int64_t deadline = mono_ms() + 60000;
+    unsigned char tmp[PUMP_BUF];
+    while (k >= 0 && !b->done && raw.len <= SP_EGRESS_BODY_LIMIT) {
+        ssize_t r = rd(ctx, tmp, sizeof(tmp), deadline);
+        if (r <= 0) {
+            snprintf(c->why, sizeof(c->why), "the client left before the end of its request body");
+            sp_buf_dispose(&raw);
+            return 0;
+        }
+        if ((k = body_take(b, tmp, (size_t)r)) > 0)
+            sp_buf_add(&raw, tmp, (size_t)k);
+    }
+    if (k < 0) {
+        snprintf(c->why, sizeof(c->why), "a malformed chunked request body");
+        status = 400;
+    } else if (raw.len > SP_EGRESS_BODY_LIMIT) {
+        snprintf(c->why, sizeof(c->why),
+                 "a request body over %d bytes to a host a body secret is for (it is taken "
+                 "whole to put the values in)",
+                 SP_EGRESS_BODY_LIMIT);
+        status = 413;
+    }
+    if (status == 0) {
+        sp_buf plain = SP_BUF_INIT;
+        if (b->mode == BODY_CHUNKED)
+            dechunk(&plain, (const unsigned char *)raw.data, raw.len);
+        else
+            sp_buf_add(&plain, raw.data ? raw.data : "", raw.len);
+        policy_ref *pr = policy_get();
+        unsigned char *rep = NULL;
+        size_t rl = 0;
+        if (sp_egress_secrets_replace(&pr->secrets->s, c->host, c->port, tls, false, true,
+                                      plain.data ? plain.data : "", plain.len, &rep, &rl) &&
+            !c->secret[0]) {
+            const sp_egress_secret *x =
+                sp_egress_secrets_find(&pr->secrets->s, plain.data ? plain.data : "", plain.len);
+            snprintf(c->secret, sizeof(c->secret), "%s", x ? x->name : "?");
+        }
+        policy_put(pr);
+        sp_buf_add(out, rep, rl);
+        explicit_bzero(rep, rl);
+        free(rep);
+        sp_buf_dispose(&plain);
+    }
+    sp_buf_dispose(&raw);
+    return status;
 }
 
 /* Mark c refused (its why already says so). */
@@ -1609,6 +1733,9 @@ static void serve_terminated(conn *c, size_t pre_len)
                                                mono_ms() + g.o.head_timeout_ms, why, sizeof(why));
     unsigned char *head = NULL;
     char *out = NULL;
+    body b = {.mode = BODY_NONE};
+    sp_buf whole = SP_BUF_INIT; /* a body taken whole (a body secret's host) */
+    int64_t whole_len = -1;
     if (!cs) {
         snprintf(c->why, sizeof(c->why), "%s", why);
         if (strncmp(why, "refused:", 8) == 0)
@@ -1659,6 +1786,16 @@ static void serve_terminated(conn *c, size_t pre_len)
         tls_reply(cs, 403, "Forbidden", c->why);
         goto done;
     }
+    b = body_of(&rh);
+    if (b.mode != BODY_NONE && body_brokered(c, true)) {
+        int st = take_body(c, &b, head + head_len, got - head_len, true, rh.expect_continue,
+                           read_tls, cs, cs, &whole);
+        if (st)
+            tls_reply(cs, st, st == 413 ? "Content Too Large" : "Bad Request", c->why);
+        if (st || !b.done)
+            goto done;
+        whole_len = (int64_t)whole.len;
+    }
     us = sp_egress_tls_connect(t, c->up, c->host, c->literal, mono_ms() + g.o.connect_timeout_ms,
                                why, sizeof(why));
     if (!us) {
@@ -1669,19 +1806,28 @@ static void serve_terminated(conn *c, size_t pre_len)
         goto done;
     }
     size_t at = 0;
-    out = upstream_head((const char *)head, (size_t)(rh.line_end - rh.h) + 2, &rh, &at);
+    out = upstream_head((const char *)head, (size_t)(rh.line_end - rh.h) + 2, &rh, whole_len, &at);
     put_secrets(c, &out, &at, true);
-    bool sent = sp_egress_tls_write(us, out, at, mono_ms() + 10000);
+    bool sent = sp_egress_tls_write(us, out, at, mono_ms() + 10000) &&
+                (whole_len < 0 || sp_egress_tls_write(us, whole.data ? whole.data : "", whole.len,
+                                                      mono_ms() + 30000));
     explicit_bzero(out, at);
     if (!sent) {
         snprintf(c->why + strlen(c->why), sizeof(c->why) - strlen(c->why),
                  "; the request could not be sent upstream");
         goto done;
     }
-    c->up_bytes += at;
-    body b = body_of(&rh);
-    relay_tls(c, cs, us, &b, head + head_len, got - head_len);
+    c->up_bytes += at + (whole_len > 0 ? (uint64_t)whole_len : 0);
+    if (whole_len >= 0) {
+        body sent_whole = {.mode = BODY_NONE, .done = true};
+        relay_tls(c, cs, us, &sent_whole, NULL, 0);
+    } else {
+        relay_tls(c, cs, us, &b, head + head_len, got - head_len);
+    }
 done:
+    if (whole.data)
+        explicit_bzero(whole.data, whole.len);
+    sp_buf_dispose(&whole);
     free(out);
     free(head);
     sp_egress_tls_close(us);
@@ -1799,10 +1945,28 @@ static void serve_http(conn *c, unsigned char *head, size_t got, int64_t deadlin
             return;
         }
     }
+    sp_buf whole = SP_BUF_INIT; /* a body taken whole (a body secret's host) */
+    int64_t whole_len = -1;
+    if (!is_connect && b.mode != BODY_NONE && body_brokered(c, false)) {
+        int st = take_body(c, &b, head + head_len, got - head_len, false, rh.expect_continue,
+                           read_client, c, NULL, &whole);
+        if (st)
+            http_reply(c, st, st == 413 ? "Content Too Large" : "Bad Request", c->why);
+        if (st || !b.done) {
+            sp_buf_dispose(&whole);
+            return;
+        }
+        whole_len = (int64_t)whole.len;
+    }
 
     open_result r = open_upstream(c);
     char msg[800];
     snprintf(msg, sizeof(msg), "connection to %.200s port %u: %.500s", c->host, c->port, c->why);
+    if (r != OPEN_OK) {
+        if (whole.data)
+            explicit_bzero(whole.data, whole.len);
+        sp_buf_dispose(&whole);
+    }
     switch (r) {
     case OPEN_OK:
         break;
@@ -1834,16 +1998,23 @@ static void serve_http(conn *c, unsigned char *head, size_t got, int64_t deadlin
     int n = snprintf(line, sizeof(line), "%.*s %.*s HTTP/1.%c\r\n", (int)rh.ml, h, (int)path_len,
                      path, rh.minor);
     size_t at = 0;
-    char *out = upstream_head(line, (size_t)n, &rh, &at);
+    char *out = upstream_head(line, (size_t)n, &rh, whole_len, &at);
     put_secrets(c, &out, &at, false);
-    bool sent = write_all(c->up, out, at, mono_ms() + 10000);
+    bool sent = write_all(c->up, out, at, mono_ms() + 10000) &&
+                (whole_len < 0 ||
+                 write_all(c->up, whole.data ? whole.data : "", whole.len, mono_ms() + 30000));
     if (c->secret[0])
         explicit_bzero(out, at);
     free(out);
+    if (whole.data)
+        explicit_bzero(whole.data, whole.len);
+    sp_buf_dispose(&whole);
     if (sent)
-        c->up_bytes += at;
+        c->up_bytes += at + (whole_len > 0 ? (uint64_t)whole_len : 0);
+    body sent_whole = {.mode = BODY_NONE, .done = true};
     if (sent)
-        pump(c, &b, head + head_len, got - head_len, NULL);
+        pump(c, whole_len >= 0 ? &sent_whole : &b, whole_len >= 0 ? NULL : head + head_len,
+             whole_len >= 0 ? 0 : got - head_len, NULL);
 }
 
 static void socks_reply(conn *c, unsigned char code)

@@ -66,6 +66,8 @@
 #define SP_EGRESS_VERSION_LINE "# version "
 #define SP_EGRESS_MAX_CONNS    256 /* default bound of open connections */
 #define SP_EGRESS_HEAD_LIMIT   16384
+/* A body taken whole to put a body secret in (--secret-in NAME=body). */
+#define SP_EGRESS_BODY_LIMIT (1024 * 1024)
 
 typedef struct sp_egress_proxy_opts {
     const char *dir;         /* the policy's folder */

@@ -44,6 +44,16 @@ class H(http.server.BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
         self.wfile.write(body)
+    def do_POST(self):
+        n = int(self.headers.get("Content-Length", "0"))
+        with open(log, "a") as f:
+            f.write(self.requestline + "\n" + str(self.headers) + "\nbody: " +
+                    self.rfile.read(n).decode("latin1") + "\n")
+        body = b"ok %d\n" % port
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
     def log_message(self, *a):
         pass
 srv = http.server.ThreadingHTTPServer(("127.0.0.1", port), H)
@@ -86,7 +96,7 @@ S=sec-$$
 RULES=(--allow "127.0.0.1:$P1" --allow "127.0.0.1:$P2")
 run create --name "$S" "${RULES[@]}" --secret TOKEN=env:SP_TEST_SECRET \
     --secret-for "TOKEN=http://127.0.0.1:$P1" --secret QK=file:"$T/qfile" \
-    --secret-for "QK=http://127.0.0.1:$P1" --secret-in QK=query
+    --secret-for "QK=http://127.0.0.1:$P1" --secret-in QK=query,body
 expect 0 "create with two secrets"
 run exec "$S" -- sh -c 'echo "t=$TOKEN q=$QK"'
 expect 0 "the variables are there"
@@ -101,6 +111,11 @@ expect 0 "a request to the host the secrets are for"
 out_has "ok $P1" "it is answered"
 check "the upstream got the value in the header" grep -q "Authorization: Bearer $CANARY" "$T/up.$P1"
 check "... and QK's value in the query" grep -q "GET /v1?k=query-$CANARY HTTP" "$T/up.$P1"
+# A body (--secret-in QK=query,body): taken whole, the value put in.
+run exec "$S" -- sh -c "b='{\"k\": \"$QST\", \"t\": \"$TOK\"}'; printf 'POST http://127.0.0.1:$P1/b HTTP/1.1\r\nHost: 127.0.0.1:$P1\r\nContent-Length: %d\r\n\r\n%s' \${#b} \"\$b\" | nc 127.0.0.1 3128"
+out_has "ok $P1" "a POST to the host is answered"
+check "QK's value in the body, TOKEN's stand-in left (headers only)" \
+    grep -qF "body: {\"k\": \"query-$CANARY\", \"t\": \"$TOK\"}" "$T/up.$P1"
 
 get "$S" "/x" "$P2" "Authorization: Bearer $TOK"
 out_has "403" "TOKEN's stand-in to an allowed host it is not for: 403"
@@ -399,8 +414,8 @@ bad "a name sandpod sets" "the name is a variable's" "${RULES[@]}" \
     --secret HTTPS_PROXY=env:SP_TEST_SECRET --secret-for HTTPS_PROXY=x.test
 bad "a missing file" "$T/nofile" "${RULES[@]}" --secret TOKEN=file:"$T/nofile" \
     --secret-for TOKEN=x.test
-bad "bodies (not built)" "not built yet" "${RULES[@]}" --secret TOKEN=env:SP_TEST_SECRET \
-    --secret-for TOKEN=x.test --secret-in TOKEN=body
+bad "--secret-in somewhere else" "write NAME=query, NAME=body or NAME=query,body" "${RULES[@]}" \
+    --secret TOKEN=env:SP_TEST_SECRET --secret-for TOKEN=x.test --secret-in TOKEN=path
 bad "--egress-ca without secrets" "give --secret and --secret-for too" "${RULES[@]}" \
     --egress-ca "$T/ca.pem"
 bad "--egress-ca with plain-HTTP secrets only" "every secret here is for http://" "${RULES[@]}" \

@@ -2051,6 +2051,101 @@ def c28_secrets_over_tls():
     need("tls" not in rec, "a tunnel elsewhere is not terminated", rec)
 
 
+def c29_secrets_in_bodies():
+    """A secret given --secret-in body: the request's body, to a host it is
+    for, is taken whole (a chunked one joined), its stand-in put back to the
+    value, and sent with a Content-Length of its own; over plain HTTP and
+    inside a terminated HTTPS tunnel; a client waiting for 100 Continue is
+    told to go on; a body over 1 MiB is refused with 413 and nothing sent;
+    a secret without `b` leaves a body's stand-in as it is."""
+    s1 = "sandpod-standin-" + "8" * 40
+    s2 = "sandpod-standin-" + "9" * 40
+    rules = ["# version 1", "allow good.test:8080", "allow good.test:8443"]
+    _, d, run, port, err = start_proxy("proxy7", rules)
+    shutil.copy(tls_path("ca.pem"), os.path.join(d, "upstream-ca.pem"))
+    with open(os.path.join(d, ".secrets.tmp"), "w") as f:
+        f.write(secrets_text(2, [
+            ("BODY", s1, "hb", b"body-value-1", "http://good.test:8080,good.test:8443"),
+            ("HEADONLY", s2, "h", b"head-value-2", "http://good.test:8080")]))
+    os.rename(os.path.join(d, ".secrets.tmp"), os.path.join(d, "secrets"))
+    write_policy(d, ["# version 2"] + rules[1:])
+    end = time.monotonic() + 5
+    while time.monotonic() < end and \
+            open(os.path.join(run, "policy.loaded")).read().strip() != "2":
+        time.sleep(0.02)
+    need(open(os.path.join(run, "policy.loaded")).read().strip() == "2", "the proxy took them",
+         open(err).read()[-300:])
+
+    def post(body, chunked=False, expect=False):
+        hdrs = "POST http://good.test:8080/p HTTP/1.1\r\nHost: good.test:8080\r\n"
+        if chunked:
+            data = b"".join(b"%x\r\n%s\r\n" % (len(body[i:i + 7]), body[i:i + 7])
+                            for i in range(0, len(body), 7)) + b"0\r\n\r\n"
+            hdrs += "Transfer-Encoding: chunked\r\n"
+        else:
+            data = body
+            hdrs += "Content-Length: %d\r\n" % len(body)
+        if expect:
+            hdrs += "Expect: 100-continue\r\n"
+        s = relay_conn(port)
+        s.sendall((hdrs + "\r\n").encode())
+        if expect:
+            head, rest = read_head(s)
+            need(head.startswith(b"HTTP/1.1 100 Continue"), "100 Continue before the body", head)
+        s.sendall(data)
+        got, _ = recv_until_eof(s)
+        s.close()
+        return got
+
+    body = ('{"token": "%s", "other": "%s"}' % (s1, s2)).encode()
+    want = '{"token": "body-value-1", "other": "%s"}' % s2
+    for chunked in (False, True):
+        m = up_mark()
+        got = post(body, chunked=chunked)
+        up = upstream_got(m, 8080)
+        need(status_of(got) == 200 and up.get("body") == want,
+             "plain HTTP, %s: the body secret's value in, the header-only one's stand-in kept"
+             % ("chunked" if chunked else "Content-Length"), (got, up))
+        hd = {k.lower(): v for k, v in up["headers"]}
+        need(hd.get("content-length") == str(len(want)) and "transfer-encoding" not in hd,
+             "... sent with a Content-Length of its own", up["headers"])
+    m = up_mark()
+    got = post(body, expect=True)
+    need(upstream_got(m, 8080).get("body") == want, "Expect: 100-continue: the same")
+    lm = JsonLog(os.path.join(run, "connections.jsonl")).mark()
+    m = up_mark()
+    got = post(b"x" * (1024 * 1024 + 10) + s1.encode())
+    need(status_of(got) == 413 and b"over 1048576 bytes" in got, "a body over 1 MiB: 413", got[:300])
+    need(not [e for e in reached(m) if e["port"] == 8080], "... nothing sent upstream")
+
+    # Inside a terminated tunnel.
+    ca = os.path.join(run, "ca.pem")
+    m = up_mark()
+    s, st, _ = tunnel("good.test:8443", port=port)
+    need(st == 200, "CONNECT good.test:8443: 200", st)
+    ctx = ssl.create_default_context(cafile=ca)
+    t = ctx.wrap_socket(s, server_hostname="good.test")
+    tb = ("token=%s" % s1).encode()
+    t.sendall(b"POST /t HTTP/1.1\r\nHost: good.test:8443\r\nContent-Length: %d\r\n\r\n%s"
+              % (len(tb), tb))
+    data = b""
+    t.settimeout(5)
+    try:
+        while True:
+            more = t.recv(65536)
+            if not more:
+                break
+            data += more
+    except (ssl.SSLError, OSError):
+        pass
+    t.close()
+    up = upstream_got(m, 8443)
+    need(status_of(data) == 200 and up.get("body") == "token=body-value-1",
+         "HTTPS: the body secret's value in", (data, up))
+    need(b"body-value" not in open(os.path.join(run, "connections.jsonl"), "rb").read(),
+         "no value in the log")
+
+
 CASES = [
     ("1 CONNECT to an allowed name: the tunnel carries bytes exactly", c01_connect_allowed),
     ("1b a name from DNS; the DNS server logs its queries", c01b_connect_via_dns),
@@ -2091,6 +2186,8 @@ CASES = [
      c27_secrets_plain_http),
     ("28 secrets over HTTPS: terminated with the proxy's CA, the upstream verified, refusals "
      "inside the tunnel", c28_secrets_over_tls),
+    ("29 secrets in bodies: taken whole, put in, a Content-Length of their own; 100 Continue; "
+     "413 over 1 MiB", c29_secrets_in_bodies),
 ]
 
 try:

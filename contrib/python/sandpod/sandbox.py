@@ -491,7 +491,8 @@ class Sandbox:
         holds a stand-in and the egress proxy puts the value in its place
         on requests to the hosts ``secret_for`` names, ``{"NAME": HOST or
         [HOST, ...]}`` (``api.example.com``, ``*.example.com:8443``,
-        ``http://10.0.0.5:8080``); ``secret_in``: ``{"NAME": "query"}``.
+        ``http://10.0.0.5:8080``); ``secret_in``: ``{"NAME": "query"}``
+        (or ``"body"``, ``"query,body"``).
         Needs ``allow`` or ``deny``. Over HTTPS the proxy terminates the
         connection with a CA of its own, which the sandbox's TLS variables
         point at, and verifies the host against the host's CA bundle and

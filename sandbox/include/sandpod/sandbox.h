@@ -187,7 +187,8 @@ typedef struct sp_sandbox_opts {
      *  port 80 when none is given). */
     const char *const *secret_for;
     /** "NAME=query", "NAME=body" or "NAME=query,body": where else than the
-     *  headers the proxy puts a secret's value. */
+     *  headers the proxy puts a secret's value (a body is taken whole, at
+     *  most 1 MiB, and sent with a Content-Length of its own). */
     const char *const *secret_in;
     /** A PEM file of CA certificates the egress proxy trusts, besides the
      *  host's own bundle, when it verifies an HTTPS host it brings a
