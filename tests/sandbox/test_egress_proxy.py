@@ -1766,6 +1766,23 @@ def secrets_text(version, secrets):
     return "\n".join(lines) + "\n"
 
 
+def give_secrets(d, run, err, version, rules, secrets):
+    """DIR/secrets anew (0600, renamed in), then the policy (rules but its
+    version line) at `version`; back once the proxy has put it in force."""
+    tmp = os.path.join(d, ".secrets.tmp")
+    with open(tmp, "w") as f:
+        f.write(secrets_text(version, secrets))
+    os.chmod(tmp, 0o600)
+    os.rename(tmp, os.path.join(d, "secrets"))
+    write_policy(d, ["# version %d" % version] + rules[1:])
+    loaded = os.path.join(run, "policy.loaded")
+    end = time.monotonic() + 5
+    while time.monotonic() < end and open(loaded).read().strip() != str(version):
+        time.sleep(0.02)
+    need(open(loaded).read().strip() == str(version), "the proxy took version %d" % version,
+         open(err).read()[-500:])
+
+
 def c27_secrets_plain_http():
     """Brokered secrets over plain HTTP (a scope written http://HOST:PORT):
     the stand-ins in headers become the values, in the query only for a
@@ -1782,22 +1799,11 @@ def c27_secrets_plain_http():
     log = JsonLog(os.path.join(run, "connections.jsonl"))
 
     def put(version, value1):
-        tmp = os.path.join(d, ".secrets.tmp")
-        with open(tmp, "w") as f:
-            f.write(secrets_text(version, [
-                ("TOKEN", s1, "h", value1, "http://good.test:8080"),
-                ("QKEY", s2, "hq", b"query-value-2", "http://good.test:8080"),
-                ("TLSONLY", s3, "h", b"tls-only-3", "good.test:8080"),
-                ("BYADDR", s4, "h", b"by-address-4", "http://%s:8080" % P2)]))
-        os.chmod(tmp, 0o600)
-        os.rename(tmp, os.path.join(d, "secrets"))
-        write_policy(d, ["# version %d" % version] + rules[1:])
-        end = time.monotonic() + 5
-        while time.monotonic() < end:
-            if open(os.path.join(run, "policy.loaded")).read().strip() == str(version):
-                return
-            time.sleep(0.02)
-        need(False, "the proxy took version %d" % version, open(err).read()[-500:])
+        give_secrets(d, run, err, version, rules, [
+            ("TOKEN", s1, "h", value1, "http://good.test:8080"),
+            ("QKEY", s2, "hq", b"query-value-2", "http://good.test:8080"),
+            ("TLSONLY", s3, "h", b"tls-only-3", "good.test:8080"),
+            ("BYADDR", s4, "h", b"by-address-4", "http://%s:8080" % P2)])
 
     put(2, b"s3cret-value-1")
     m, lm = up_mark(), log.mark()
@@ -1886,20 +1892,10 @@ def c28_secrets_over_tls():
     _, d, run, port, err = start_proxy("proxy6", rules)
     shutil.copy(tls_path("ca.pem"), os.path.join(d, "upstream-ca.pem"))
     log = JsonLog(os.path.join(run, "connections.jsonl"))
-    with open(os.path.join(d, ".secrets.tmp"), "w") as f:
-        f.write(secrets_text(2, [
-            ("TOKEN", s1, "h", b"tls-value-1", "good.test:8443,good.test:8444"),
-            ("PLAINONLY", s2, "h", b"plain-value-2", "http://good.test:8080"),
-            ("BYADDR", s3, "h", b"by-address-3", "%s:8443" % P2)]))
-    os.rename(os.path.join(d, ".secrets.tmp"), os.path.join(d, "secrets"))
-    write_policy(d, ["# version 2"] + rules[1:])
-    end = time.monotonic() + 5
-    while time.monotonic() < end:
-        if open(os.path.join(run, "policy.loaded")).read().strip() == "2":
-            break
-        time.sleep(0.02)
-    need(open(os.path.join(run, "policy.loaded")).read().strip() == "2",
-         "the proxy took the secrets", open(err).read()[-500:])
+    give_secrets(d, run, err, 2, rules, [
+        ("TOKEN", s1, "h", b"tls-value-1", "good.test:8443,good.test:8444"),
+        ("PLAINONLY", s2, "h", b"plain-value-2", "http://good.test:8080"),
+        ("BYADDR", s3, "h", b"by-address-3", "%s:8443" % P2)])
     ca = os.path.join(run, "ca.pem")
     ca_text = open(ca).read() if os.path.exists(ca) else ""
     need(ca_text.startswith("-----BEGIN CERTIFICATE-----"), "RUN/ca.pem: the proxy's CA",
@@ -2063,18 +2059,9 @@ def c29_secrets_in_bodies():
     rules = ["# version 1", "allow good.test:8080", "allow good.test:8443"]
     _, d, run, port, err = start_proxy("proxy7", rules)
     shutil.copy(tls_path("ca.pem"), os.path.join(d, "upstream-ca.pem"))
-    with open(os.path.join(d, ".secrets.tmp"), "w") as f:
-        f.write(secrets_text(2, [
-            ("BODY", s1, "hb", b"body-value-1", "http://good.test:8080,good.test:8443"),
-            ("HEADONLY", s2, "h", b"head-value-2", "http://good.test:8080")]))
-    os.rename(os.path.join(d, ".secrets.tmp"), os.path.join(d, "secrets"))
-    write_policy(d, ["# version 2"] + rules[1:])
-    end = time.monotonic() + 5
-    while time.monotonic() < end and \
-            open(os.path.join(run, "policy.loaded")).read().strip() != "2":
-        time.sleep(0.02)
-    need(open(os.path.join(run, "policy.loaded")).read().strip() == "2", "the proxy took them",
-         open(err).read()[-300:])
+    give_secrets(d, run, err, 2, rules, [
+        ("BODY", s1, "hb", b"body-value-1", "http://good.test:8080,good.test:8443"),
+        ("HEADONLY", s2, "h", b"head-value-2", "http://good.test:8080")])
 
     def post(body, chunked=False, expect=False):
         hdrs = "POST http://good.test:8080/p HTTP/1.1\r\nHost: good.test:8080\r\n"
