@@ -301,16 +301,19 @@ static void test_kill_and_close(void **state)
         assert_true(gone((pid_t)pids[i]));
 
     /* What no group, session or environment ties to the command: a
-     * child that called setsid and emptied its environment, and a double
-     * fork of one (its parent gone before the kill). */
+     * child that called setsid and emptied its environment, a double fork
+     * of one (its parent gone before the kill), and a nohup'd one that
+     * ignores SIGTERM and SIGHUP. */
+    long more[4];
     f = start_tree("setsid env -i sleep 1047 & echo $!; (setsid env -i sleep 1048 & echo $!); "
-                   "echo $$; wait",
-                   "SANDPOD_TEST_MARK=k0", pids, 3);
+                   "nohup sh -c 'trap \"\" TERM HUP; exec env -i sleep 1049' >/dev/null 2>&1 & "
+                   "echo $!; echo $$; wait",
+                   "SANDPOD_TEST_MARK=k0", more, 4);
     sp_fast_kill(f, 5000);
     assert_true(sp_fast_exited(f, &code));
     sp_fast_free(f);
-    for (int i = 0; i < 3; i++)
-        assert_true(gone((pid_t)pids[i]));
+    for (int i = 0; i < 4; i++)
+        assert_true(gone((pid_t)more[i]));
 
     /* The host closes the connection (its process died): the same. */
     f = start_tree("sleep 1043 & echo $!; setsid sleep 1044 & echo $!; echo $$; wait",
