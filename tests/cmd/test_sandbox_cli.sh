@@ -90,6 +90,12 @@ check "sh --timeout does not wait for the command" test $((end - start)) -lt 30
 run sh --json --timeout 500 "$N" 'echo partial; sleep 5'
 expect 0 "sh --json --timeout"
 json "sh --json reports timed_out" 'j["timed_out"] is True and j["stdout"] == "partial\n"'
+# What a command leaves behind goes when it returns, however it left: a
+# setsid with an emptied environment, a double fork (issue 25).
+run sh "$N" 'setsid env -i sleep 1171 >/dev/null 2>&1 & (setsid env -i sleep 1172 >/dev/null 2>&1 &); echo started'
+out_is 'started\n' "a command that leaves processes behind returns"
+run sh "$N" 'for f in /proc/[0-9]*/cmdline; do tr "\0" " " <"$f"; echo; done | grep -c "^sleep 117[12]"; true'
+out_is '0\n' "... and what it left, out of its group, session and environment, is gone"
 run sh --json --max-bytes 100 "$N" 'seq 1 5000'
 json "sh --max-bytes caps stdout" 'j["stdout_truncated"] is True and j["stdout_bytes"] > 100 and j["stdout"].startswith("1\n")'
 run sh -w /tmp -e X=y "$N" 'pwd; echo $X'

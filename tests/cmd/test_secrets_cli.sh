@@ -130,12 +130,23 @@ sys.exit(0 if any(r.get("secret") == "TOKEN" and r["verdict"] == "deny" for r in
 # The value nowhere but the two secret files.
 STATE=$("$SP" inspect "$S" --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["state_dir"])')
 check "the state folder is known" [ -d "$STATE" ]
+# A session's worth of use first: a tool call that dumps the environment
+# (and leaves a file of it in the workspace), a snapshot and its export.
+"$SP" call "$S" shell '{"command":"env; env > /workspace/env.txt"}' >"$T/call.out" 2>&1
+check "a tool call ran" grep -q "sandpod-standin-" "$T/call.out"
+"$SP" snapshot "$S" --tag canary >/dev/null 2>&1
+"$SP" export "$S" canary -o "$T/canary.tar" >/dev/null 2>&1
+check "the snapshot exported" [ -s "$T/canary.tar" ]
+check "... holds no value" lacks "$CANARY" "$T/canary.tar"
 {
     "$SP" inspect "$S" --json
     "$SP" ls --json
     "$SP" network "$S" --log --json
     "$SP" logs "$S"
     "$SP" exec "$S" -- env
+    "$SP" snapshots "$S" --json
+    "$SP" diff "$S"
+    cat "$T/call.out"
 } >"$T/printed" 2>&1
 check "nothing sandpod prints holds the value" lacks "$CANARY" "$T/printed"
 found=$(grep -rl --exclude=secrets "$CANARY" "$STATE" 2>/dev/null)
