@@ -209,8 +209,6 @@ int sp_sandbox_secrets_from_json(sp_egress_secrets *s, const struct cJSON *a, sp
 int sp_sandbox_secrets_write(const char *dir, const sp_egress_secrets *s, int64_t uid, int64_t gid,
                              sp_error **err);
 int sp_sandbox_secrets_read(sp_egress_secrets *s, const char *dir, sp_error **err);
-/* Whether a secret has a scope over TLS (its proxy terminates HTTPS). */
-bool sp_sandbox_secrets_over_tls(const sp_egress_secrets *s);
 /* The variables that point the workload's TLS clients at the proxy's CA
  * (a bundle with it, or the CA alone where a variable adds to the
  * defaults), onto env; a variable the user's env sets is left to it. */

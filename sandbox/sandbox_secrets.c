@@ -189,7 +189,7 @@ int sp_sandbox_secrets_from_opts(sp_egress_secrets *out, const sp_sandbox_opts *
                             out->v[i].name, out->v[i].name);
             goto fail;
         }
-    if (o->egress_ca && !sp_sandbox_secrets_over_tls(out)) {
+    if (o->egress_ca && !sp_egress_secrets_over_tls(out)) {
         rc = sp_err_set(err, SP_EINVAL, 0,
                         "--egress-ca is for secrets over HTTPS, and every secret here is for "
                         "http:// hosts");
@@ -368,15 +368,6 @@ int sp_sandbox_secrets_read(sp_egress_secrets *s, const char *dir, sp_error **er
     if (rc < 0)
         sp_egress_secrets_dispose(s);
     return rc;
-}
-
-bool sp_sandbox_secrets_over_tls(const sp_egress_secrets *s)
-{
-    for (size_t i = 0; i < s->n; i++)
-        for (size_t k = 0; k < s->v[i].n_scopes; k++)
-            if (!s->v[i].scopes[k].plain)
-                return true;
-    return false;
 }
 
 void sp_sandbox_secrets_ca_env(sp_strv *env, const char *const *user_env)

@@ -200,9 +200,10 @@ static bool run_file(const char *name, const char *a, size_t al, const char *b, 
  * the host hands RUN over, writing fails and is tried at the next load. */
 static void tls_ready(void)
 {
+    char upstream[PATH_MAX];
+    snprintf(upstream, sizeof(upstream), "%s/%s", g.o.dir, SP_EGRESS_UPSTREAM_CA);
     if (!atomic_load(&g.tls)) {
-        char why[300], upstream[PATH_MAX];
-        snprintf(upstream, sizeof(upstream), "%s/%s", g.o.dir, SP_EGRESS_UPSTREAM_CA);
+        char why[300];
         sp_egress_tls *t = sp_egress_tls_new(upstream, why, sizeof(why));
         if (!t) {
             say("no TLS for brokered secrets: %s", why);
@@ -213,8 +214,6 @@ static void tls_ready(void)
     if (g.ca_written)
         return;
     char *pem = sp_egress_tls_ca_pem(atomic_load(&g.tls));
-    char upstream[PATH_MAX];
-    snprintf(upstream, sizeof(upstream), "%s/%s", g.o.dir, SP_EGRESS_UPSTREAM_CA);
     sp_buf trusted = SP_BUF_INIT;
     cleanup_close int fd = open(upstream, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
     if (fd >= 0 && sp_read_all(fd, &trusted, 8u << 20) < 0)
@@ -261,11 +260,7 @@ static bool load_secrets(policy_ref *r)
         sp_error_free(e);
         return false;
     }
-    bool over_tls = false;
-    for (size_t i = 0; i < r->secrets->s.n; i++)
-        for (size_t k = 0; k < r->secrets->s.v[i].n_scopes; k++)
-            over_tls = over_tls || !r->secrets->s.v[i].scopes[k].plain;
-    if (over_tls)
+    if (sp_egress_secrets_over_tls(&r->secrets->s))
         tls_ready();
     return true;
 }
@@ -1530,13 +1525,14 @@ static void dechunk(sp_buf *out, const unsigned char *p, size_t n)
     }
 }
 
-/* Whether a secret that goes in bodies is for c's host and port. */
-static bool body_brokered(conn *c, bool tls)
+/* Whether a secret is for c's host and port (over TLS or not), one that
+ * goes in bodies when in_body. */
+static bool secret_for_conn(conn *c, bool tls, bool in_body)
 {
     policy_ref *pr = policy_get();
     bool any = false;
     for (size_t i = 0; i < pr->secrets->s.n && !any; i++)
-        any = pr->secrets->s.v[i].in_body &&
+        any = (!in_body || pr->secrets->s.v[i].in_body) &&
               sp_egress_secret_for(&pr->secrets->s.v[i], c->host, c->port, tls);
     policy_put(pr);
     return any;
@@ -1787,7 +1783,7 @@ static void serve_terminated(conn *c, size_t pre_len)
         goto done;
     }
     b = body_of(&rh);
-    if (b.mode != BODY_NONE && body_brokered(c, true)) {
+    if (b.mode != BODY_NONE && secret_for_conn(c, true, true)) {
         int st = take_body(c, &b, head + head_len, got - head_len, true, rh.expect_continue,
                            read_tls, cs, cs, &whole);
         if (st)
@@ -1832,20 +1828,6 @@ done:
     free(head);
     sp_egress_tls_close(us);
     sp_egress_tls_close(cs);
-}
-
-/* Whether a secret with a TLS scope is for c's host and port: then its
- * tunnel is terminated here (serve_terminated). */
-static bool brokered_over_tls(conn *c)
-{
-    if (!atomic_load(&g.tls))
-        return false;
-    policy_ref *pr = policy_get();
-    bool any = false;
-    for (size_t i = 0; i < pr->secrets->s.n && !any; i++)
-        any = sp_egress_secret_for(&pr->secrets->s.v[i], c->host, c->port, true);
-    policy_put(pr);
-    return any;
 }
 
 static void serve_http(conn *c, unsigned char *head, size_t got, int64_t deadline)
@@ -1947,7 +1929,7 @@ static void serve_http(conn *c, unsigned char *head, size_t got, int64_t deadlin
     }
     sp_buf whole = SP_BUF_INIT; /* a body taken whole (a body secret's host) */
     int64_t whole_len = -1;
-    if (!is_connect && b.mode != BODY_NONE && body_brokered(c, false)) {
+    if (!is_connect && b.mode != BODY_NONE && secret_for_conn(c, false, true)) {
         int st = take_body(c, &b, head + head_len, got - head_len, false, rh.expect_continue,
                            read_client, c, NULL, &whole);
         if (st)
@@ -1985,7 +1967,8 @@ static void serve_http(conn *c, unsigned char *head, size_t got, int64_t deadlin
         static const char ok[] = "HTTP/1.1 200 Connection established\r\n\r\n";
         if (!write_all(c->client, ok, sizeof(ok) - 1, mono_ms() + 5000))
             return;
-        if (brokered_over_tls(c))
+        /* To a host a secret is for over TLS, the tunnel ends here. */
+        if (atomic_load(&g.tls) && secret_for_conn(c, true, false))
             serve_terminated(c, got - head_len);
         else
             pump(c, &b, head + head_len, got - head_len, c->host);

@@ -89,6 +89,15 @@ static void secret_dispose(sp_egress_secret *x)
     free(x->scopes);
 }
 
+bool sp_egress_secrets_over_tls(const sp_egress_secrets *s)
+{
+    for (size_t i = 0; i < s->n; i++)
+        for (size_t k = 0; k < s->v[i].n_scopes; k++)
+            if (!s->v[i].scopes[k].plain)
+                return true;
+    return false;
+}
+
 void sp_egress_secrets_remove(sp_egress_secrets *s, size_t i)
 {
     secret_dispose(&s->v[i]);

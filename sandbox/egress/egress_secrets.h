@@ -67,6 +67,9 @@ int sp_egress_secrets_parse(sp_egress_secrets *s, const char *text, size_t len, 
 /* The file's text for s (the caller frees it). */
 char *sp_egress_secrets_text(const sp_egress_secrets *s);
 void sp_egress_secrets_dispose(sp_egress_secrets *s);
+/* Whether a secret of s has a scope over TLS (the proxy then ends HTTPS
+ * to that host with a CA of its own). */
+bool sp_egress_secrets_over_tls(const sp_egress_secrets *s);
 /* Take secret i out of s. */
 void sp_egress_secrets_remove(sp_egress_secrets *s, size_t i);
 

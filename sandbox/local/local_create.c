@@ -230,7 +230,7 @@ int sp_local_make_container(sp_sandbox *sb, sp_error **err)
             sp_strv_push(&env,
                          sp_xasprintf("%s=%s", c->secrets.v[i].name, c->secrets.v[i].standin));
         /* Over HTTPS, the proxy's CA: its clients are pointed at it. */
-        if (sp_sandbox_secrets_over_tls(&c->secrets))
+        if (sp_egress_secrets_over_tls(&c->secrets))
             sp_sandbox_secrets_ca_env(&env, (const char *const *)c->env);
     }
     char **env_all = sp_strv_steal(&env);
@@ -448,7 +448,7 @@ int sp_local_create(sp_sandbox *sb, const sp_sandbox_opts *o, const sp_engine *e
          (r = sp_sandbox_secrets_write(edir, sb->new_secrets, -1, -1, err)) < 0))
         return r;
     /* Over HTTPS, what the proxy verifies the hosts against. */
-    if (sb->new_secrets && sp_sandbox_secrets_over_tls(sb->new_secrets) &&
+    if (sb->new_secrets && sp_egress_secrets_over_tls(sb->new_secrets) &&
         (r = sp_sandbox_secrets_trust(edir, o->egress_ca, err)) < 0)
         return r;
     if ((r = sp_sandbox_save(sb, err)) < 0 || (r = create_and_set_up(sb, o, err)) < 0 ||

@@ -321,6 +321,15 @@ tls_get() {
     rc=$?
 }
 
+# tls_get_own NAME: the same with NAME's own stand-in of TOKEN, the
+# upstream's record emptied first.
+tls_get_own() {
+    local own
+    own=$("$SP" exec "$1" -- sh -c 'echo "$TOKEN"' 2>/dev/null)
+    : >"$T/up.$P3"
+    tls_get "$1" "Authorization: Bearer $own"
+}
+
 H=$S-tls
 run create --name "$H" --allow "127.0.0.1:$P3" --secret TOKEN=env:SP_TEST_SECRET \
     --secret-for "TOKEN=127.0.0.1:$P3" --egress-ca "$T/ca.pem"
@@ -361,10 +370,7 @@ check "no private key in its state folder: the proxy's CA key is in its memory o
 # A fork keeps the CAs the proxy trusts, and gets a CA of its own.
 run fork --name "$H-f" "$H"
 expect 0 "fork the HTTPS sandbox"
-run exec "$H-f" -- sh -c 'echo "t=$TOKEN"'
-FTOK=$(sed -n 's/^t=\(sandpod-standin-[0-9a-f]*\)$/\1/p' "$T/out")
-: >"$T/up.$P3"
-tls_get "$H-f" "Authorization: Bearer $FTOK"
+tls_get_own "$H-f"
 out_has "ok $P3" "the fork brokers over HTTPS (its proxy trusts the given CA)"
 check "... the value went" grep -q "Authorization: Bearer $CANARY" "$T/up.$P3"
 check "the fork's CA is not the origin's" \
@@ -375,10 +381,7 @@ run template save "$H" "htpl-$$"
 expect 0 "template save of the HTTPS sandbox"
 run create --name "$H-t" --template "htpl-$$" --secret TOKEN=env:SP_TEST_SECRET
 expect 0 "create --template with the value"
-run exec "$H-t" -- sh -c 'echo "$TOKEN"'
-TTOK=$(cat "$T/out")
-: >"$T/up.$P3"
-tls_get "$H-t" "Authorization: Bearer $TTOK"
+tls_get_own "$H-t"
 out_has "ok $P3" "from the template: brokered over HTTPS (the given CA came along)"
 run rm --force "$H-t"
 run template rm "htpl-$$"
@@ -388,10 +391,7 @@ run template rm "htpl-$$"
 run create --name "$H-n" --allow "127.0.0.1:$P3" --secret TOKEN=env:SP_TEST_SECRET \
     --secret-for "TOKEN=127.0.0.1:$P3"
 expect 0 "create over HTTPS without --egress-ca"
-run exec "$H-n" -- sh -c 'echo "$TOKEN"'
-NTOK=$(cat "$T/out")
-: >"$T/up.$P3"
-tls_get "$H-n" "Authorization: Bearer $NTOK"
+tls_get_own "$H-n"
 out_has "502" "an upstream the proxy cannot verify: 502"
 out_has "certificate" "... naming the certificate"
 check "... nothing reached it" [ ! -s "$T/up.$P3" ]

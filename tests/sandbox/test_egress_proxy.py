@@ -1872,6 +1872,39 @@ def c27_secrets_plain_http():
     need("secrets line 1" in open(err).read(), "the proxy says why", open(err).read()[-300:])
 
 
+def tls_request(port, ca, target, name, req, check=True, alpn=("h2", "http/1.1")):
+    """Through the proxy's relay on port: CONNECT target, TLS as name
+    trusting ca (strictly), req; (the answer to its end, the ALPN chosen,
+    the handshake's error or None)."""
+    s, st, body = tunnel(target, port=port)
+    need(st == 200, "CONNECT %s: 200" % target, body)
+    ctx = ssl.create_default_context(cafile=ca)
+    if hasattr(ssl, "VERIFY_X509_STRICT"):
+        ctx.verify_flags |= ssl.VERIFY_X509_STRICT
+    ctx.check_hostname = check
+    if alpn:
+        ctx.set_alpn_protocols(list(alpn))
+    try:
+        t = ctx.wrap_socket(s, server_hostname=name)
+    except (ssl.SSLError, OSError) as e:
+        s.close()
+        return b"", None, e
+    proto = t.selected_alpn_protocol()
+    data = bytearray()
+    t.settimeout(5)
+    try:
+        t.sendall(req)
+        while True:
+            more = t.recv(65536)
+            if not more:
+                break
+            data += more
+    except (ssl.SSLError, OSError):
+        pass
+    t.close()
+    return bytes(data), proto, None
+
+
 def c28_secrets_over_tls():
     """Brokered secrets over HTTPS: a tunnel to a host a TLS-scoped secret
     is for ends at the proxy, under a certificate of its own CA (written to
@@ -1904,35 +1937,7 @@ def c28_secrets_over_tls():
     need(bundle == open(tls_path("ca.pem")).read() + ca_text,
          "RUN/ca-bundle.pem: the CAs the host trusts, then the proxy's", bundle[-200:])
     def over_tls(target, name, req, check=True, alpn=("h2", "http/1.1")):
-        """CONNECT target, TLS as name trusting RUN/ca.pem (strict), req;
-        (the answer, ALPN chosen, the handshake's error or None)."""
-        s, st, body = tunnel(target, port=port)
-        need(st == 200, "CONNECT %s: 200" % target, body)
-        ctx = ssl.create_default_context(cafile=ca)
-        if hasattr(ssl, "VERIFY_X509_STRICT"):
-            ctx.verify_flags |= ssl.VERIFY_X509_STRICT
-        ctx.check_hostname = check
-        if alpn:
-            ctx.set_alpn_protocols(list(alpn))
-        try:
-            t = ctx.wrap_socket(s, server_hostname=name)
-        except (ssl.SSLError, OSError) as e:
-            s.close()
-            return b"", None, e
-        proto = t.selected_alpn_protocol()
-        data = bytearray()
-        t.settimeout(5)
-        try:
-            t.sendall(req)
-            while True:
-                more = t.recv(65536)
-                if not more:
-                    break
-                data += more
-        except (ssl.SSLError, OSError):
-            pass
-        t.close()
-        return bytes(data), proto, None
+        return tls_request(port, ca, target, name, req, check, alpn)
 
     # The value in, over the proxy's TLS; ALPN http/1.1 both ways.
     m, lm = up_mark(), log.mark()
@@ -2106,26 +2111,11 @@ def c29_secrets_in_bodies():
     need(not [e for e in reached(m) if e["port"] == 8080], "... nothing sent upstream")
 
     # Inside a terminated tunnel.
-    ca = os.path.join(run, "ca.pem")
     m = up_mark()
-    s, st, _ = tunnel("good.test:8443", port=port)
-    need(st == 200, "CONNECT good.test:8443: 200", st)
-    ctx = ssl.create_default_context(cafile=ca)
-    t = ctx.wrap_socket(s, server_hostname="good.test")
     tb = ("token=%s" % s1).encode()
-    t.sendall(b"POST /t HTTP/1.1\r\nHost: good.test:8443\r\nContent-Length: %d\r\n\r\n%s"
-              % (len(tb), tb))
-    data = b""
-    t.settimeout(5)
-    try:
-        while True:
-            more = t.recv(65536)
-            if not more:
-                break
-            data += more
-    except (ssl.SSLError, OSError):
-        pass
-    t.close()
+    data, _, _ = tls_request(port, os.path.join(run, "ca.pem"), "good.test:8443", "good.test",
+                             b"POST /t HTTP/1.1\r\nHost: good.test:8443\r\n"
+                             b"Content-Length: %d\r\n\r\n%s" % (len(tb), tb))
     up = upstream_got(m, 8443)
     need(status_of(data) == 200 and up.get("body") == "token=body-value-1",
          "HTTPS: the body secret's value in", (data, up))

@@ -221,7 +221,7 @@ static void test_remove(void **state)
     sp_egress_secrets s = {0};
     sp_error *err = NULL;
     assert_int_equal(sp_egress_secrets_parse(&s, text, strlen(text), &err), 0);
-    assert_true(sp_sandbox_secrets_over_tls(&s));
+    assert_true(sp_egress_secrets_over_tls(&s));
     sp_egress_secrets_remove(&s, 0);
     assert_int_equal(s.n, 2);
     assert_string_equal(s.v[0].name, "B");
@@ -229,7 +229,7 @@ static void test_remove(void **state)
     sp_egress_secrets_remove(&s, 1);
     assert_int_equal(s.n, 1);
     /* B alone is for plain HTTP: no CA is needed. */
-    assert_false(sp_sandbox_secrets_over_tls(&s));
+    assert_false(sp_egress_secrets_over_tls(&s));
     sp_egress_secrets_dispose(&s);
 }
 
